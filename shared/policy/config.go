@@ -1,0 +1,364 @@
+package policy
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"time"
+
+	"github.com/countersign/countersign/shared/store"
+	"github.com/countersign/countersign/shared/tier"
+)
+
+// Config is a loaded and validated configuration directory.
+type Config struct {
+	// Dir is the directory the configuration was loaded from.
+	Dir      string
+	Settings Settings
+	// Credentials are the credentials of credentials.json, keys hashed.
+	Credentials []store.Credential
+	// Policy is the compiled decision policy of every connection.
+	Policy *tier.Policy
+	// Connections are the connections by name, with what the gateway
+	// needs besides the decision (upstream URL, headers, hooks, tools).
+	Connections map[string]*Connection
+}
+
+// Settings is settings.json.
+type Settings struct {
+	Workspace Workspace `json:"workspace"`
+	// PublicURL is the gateway's absolute http(s) URL, without a trailing
+	// slash; approval links start with it.
+	PublicURL string    `json:"public_url"`
+	Approvers Approvers `json:"approvers"`
+	Timeouts  Timeouts  `json:"timeouts"`
+}
+
+// Workspace is the look of the approval page.
+type Workspace struct {
+	// Name defaults to "countersign".
+	Name string `json:"name"`
+	// AccentColor is #rgb or #rrggbb; it defaults to "#5b21b6".
+	AccentColor string `json:"accent_color"`
+}
+
+// Approvers are the out-of-band approver channels.
+type Approvers struct {
+	// Console prints each approval link on standard output (local stack).
+	Console  bool      `json:"console"`
+	Webhooks []Webhook `json:"webhooks"`
+}
+
+// Webhook is one approver webhook.
+type Webhook struct {
+	// Name identifies the approver in links (a=<name>); unique, not "console".
+	Name string `json:"name"`
+	// URL is an absolute http(s) URL.
+	URL string `json:"url"`
+	// Format is "json" (the default) or "slack".
+	Format string `json:"format"`
+	// Secret signs the deliveries (Countersign-Signature); required.
+	Secret string `json:"secret"`
+}
+
+// Timeouts bound the waits, in seconds. Each must be above zero and may not
+// exceed its default.
+type Timeouts struct {
+	// CallSeconds is how long a single call's confirmation waits (600).
+	CallSeconds int `json:"call_seconds"`
+	// ScriptSeconds is how long a script's batch confirmation waits (1800).
+	ScriptSeconds int `json:"script_seconds"`
+	// RedeemSeconds is how long an approval may wait to be redeemed (600).
+	RedeemSeconds int `json:"redeem_seconds"`
+}
+
+// Call returns CallSeconds as a duration.
+func (t Timeouts) Call() time.Duration { return time.Duration(t.CallSeconds) * time.Second }
+
+// Script returns ScriptSeconds as a duration.
+func (t Timeouts) Script() time.Duration { return time.Duration(t.ScriptSeconds) * time.Second }
+
+// Redeem returns RedeemSeconds as a duration.
+func (t Timeouts) Redeem() time.Duration { return time.Duration(t.RedeemSeconds) * time.Second }
+
+// Defaults of settings.json.
+const (
+	DefaultWorkspaceName = "countersign"
+	DefaultAccentColor   = "#5b21b6"
+	DefaultPublicURL     = "http://127.0.0.1:8080"
+	DefaultCallSeconds   = 600
+	DefaultScriptSeconds = 1800
+	DefaultRedeemSeconds = 600
+)
+
+// Connection is one connections/<name>/ folder.
+type Connection struct {
+	Name string
+	// BaseURL is the upstream's absolute http(s) URL, without a trailing slash.
+	BaseURL string
+	// Headers are sent upstream on every call; ${env:NAME} is expanded at load.
+	Headers map[string]string
+	Hooks   []Hook
+	// OutOfBandOnly is approval.out_of_band_only: approval only through the
+	// approver channels, never through the client.
+	OutOfBandOnly bool
+	// Tools are the custom tools of tools/*.json by name.
+	Tools map[string]*Tool
+}
+
+// Hook is a connection hook asked about each call.
+type Hook struct {
+	URL string
+}
+
+// ToolKind is a custom tool's exposure.kind.
+type ToolKind string
+
+// Tool exposure kinds.
+const (
+	KindOpen                 ToolKind = "open"
+	KindRequiresConfirmation ToolKind = "requires-confirmation"
+	KindOperatorGated        ToolKind = "operator-gated"
+)
+
+// Tool is a custom tool (connections/<name>/tools/<file>.json).
+type Tool struct {
+	Name        string
+	Description string
+	Kind        ToolKind
+	// Prompt customizes the confirmation message.
+	Prompt string
+	// LLMCallable is false when the tool is hidden from agents.
+	LLMCallable bool
+	Method      string
+	Path        string
+}
+
+// LoadOptions configures Load; a nil *LoadOptions means the defaults.
+type LoadOptions struct {
+	// LookupEnv resolves ${env:NAME} in headers; nil means os.LookupEnv.
+	LookupEnv func(string) (string, bool)
+}
+
+// HashKey returns the lowercase hex SHA-256 of a credential key, the form
+// in which keys are stored and looked up.
+func HashKey(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(sum[:])
+}
+
+type loader struct {
+	dir  string
+	env  func(string) (string, bool)
+	errs []error
+}
+
+// Load reads and validates the configuration directory dir. Any problem
+// stops loading: the error is the errors.Join of one *Error per problem
+// found, each naming the file, the JSON path and what is wrong.
+func Load(dir string, opts *LoadOptions) (*Config, error) {
+	l := &loader{dir: dir, env: os.LookupEnv}
+	if opts != nil && opts.LookupEnv != nil {
+		l.env = opts.LookupEnv
+	}
+	cfg := &Config{Dir: dir, Connections: map[string]*Connection{}}
+	cfg.Settings = l.settings()
+	conns, names := l.connections()
+	cfg.Credentials = l.credentials(names)
+	if len(l.errs) > 0 {
+		return nil, errors.Join(l.errs...)
+	}
+	var tcs []*tier.Connection
+	for _, c := range conns {
+		cfg.Connections[c.conn.Name] = c.conn
+		tcs = append(tcs, c.tier)
+	}
+	p, err := tier.NewPolicy(tcs)
+	if err != nil {
+		return nil, &Error{File: filepath.Join(dir, "connections"), Msg: err.Error()}
+	}
+	cfg.Policy = p
+	return cfg, nil
+}
+
+// read reads and syntax-checks a file; missing reports whether it does not exist.
+func (l *loader) read(rel string) (s *src, raw json.RawMessage, missing bool) {
+	s = &src{l: l, file: filepath.Join(l.dir, filepath.FromSlash(rel))}
+	data, err := os.ReadFile(s.file)
+	if errors.Is(err, fs.ErrNotExist) {
+		return s, nil, true
+	}
+	if err != nil {
+		s.errf("", "cannot read: %v", err)
+		return s, nil, false
+	}
+	if err := json.Unmarshal(data, &raw); err != nil {
+		l.errs = append(l.errs, syntaxError(s.file, data, err))
+		return s, nil, false
+	}
+	return s, raw, false
+}
+
+var accentColor = regexp.MustCompile(`^#([0-9a-fA-F]{3}|[0-9a-fA-F]{6})$`)
+
+func (l *loader) settings() Settings {
+	st := Settings{
+		Workspace: Workspace{Name: DefaultWorkspaceName, AccentColor: DefaultAccentColor},
+		PublicURL: DefaultPublicURL,
+		Timeouts:  Timeouts{DefaultCallSeconds, DefaultScriptSeconds, DefaultRedeemSeconds},
+	}
+	s, raw, missing := l.read("settings.json")
+	if missing {
+		s.errf("", "missing: the configuration directory needs a settings.json (a JSON object with workspace, public_url, approvers, timeouts)")
+		return st
+	}
+	if raw == nil {
+		return st
+	}
+	m, ok := s.object("", raw, "workspace", "public_url", "approvers", "timeouts")
+	if !ok {
+		return st
+	}
+	if v, ok := m["workspace"]; ok {
+		if w, ok := s.object("workspace", v, "name", "accent_color"); ok {
+			if v, ok := w["name"]; ok {
+				if n, ok := s.str("workspace.name", v); ok {
+					if n == "" {
+						s.errf("workspace.name", "must not be empty (omit it for %q)", DefaultWorkspaceName)
+					}
+					st.Workspace.Name = n
+				}
+			}
+			if v, ok := w["accent_color"]; ok {
+				if c, ok := s.str("workspace.accent_color", v); ok {
+					if !accentColor.MatchString(c) {
+						s.errf("workspace.accent_color", "%q is not a colour: use #rgb or #rrggbb (hex digits)", c)
+					}
+					st.Workspace.AccentColor = c
+				}
+			}
+		}
+	}
+	if v, ok := m["public_url"]; ok {
+		if u, ok := s.str("public_url", v); ok {
+			if u, ok := s.httpURL("public_url", u); ok {
+				st.PublicURL = u
+			}
+		}
+	}
+	if v, ok := m["approvers"]; ok {
+		st.Approvers = l.approvers(s, v)
+	}
+	if v, ok := m["timeouts"]; ok {
+		if t, ok := s.object("timeouts", v, "call_seconds", "script_seconds", "redeem_seconds"); ok {
+			for _, f := range []struct {
+				key string
+				max int
+				dst *int
+			}{
+				{"call_seconds", DefaultCallSeconds, &st.Timeouts.CallSeconds},
+				{"script_seconds", DefaultScriptSeconds, &st.Timeouts.ScriptSeconds},
+				{"redeem_seconds", DefaultRedeemSeconds, &st.Timeouts.RedeemSeconds},
+			} {
+				v, ok := t[f.key]
+				if !ok {
+					continue
+				}
+				path := "timeouts." + f.key
+				if n, ok := s.integer(path, v); ok {
+					if n <= 0 || n > f.max {
+						s.errf(path, "%d is out of range: use a whole number of seconds from 1 to %d (omit it for %d)", n, f.max, f.max)
+						continue
+					}
+					*f.dst = n
+				}
+			}
+		}
+	}
+	return st
+}
+
+func (l *loader) approvers(s *src, raw json.RawMessage) Approvers {
+	var a Approvers
+	m, ok := s.object("approvers", raw, "console", "webhooks")
+	if !ok {
+		return a
+	}
+	if v, ok := m["console"]; ok {
+		a.Console, _ = s.boolean("approvers.console", v)
+	}
+	v, ok := m["webhooks"]
+	if !ok {
+		return a
+	}
+	items, ok := s.array("approvers.webhooks", v)
+	if !ok {
+		return a
+	}
+	seen := map[string]int{}
+	for i, item := range items {
+		path := index("approvers.webhooks", i)
+		w, ok := s.object(path, item, "name", "url", "format", "secret")
+		if !ok {
+			continue
+		}
+		wh := Webhook{Format: "json"}
+		valid := true
+		if v, ok := w["name"]; !ok {
+			s.errf(field(path, "name"), "missing: every webhook needs a name ([a-z0-9][a-z0-9_-]*)")
+			valid = false
+		} else if n, ok := s.str(field(path, "name"), v); ok {
+			switch j, dup := seen[n]; {
+			case !validName(n):
+				s.errf(field(path, "name"), "%q is not a valid approver name: use lowercase letters, digits, _ and - ([a-z0-9][a-z0-9_-]*)", n)
+				valid = false
+			case n == "console":
+				s.errf(field(path, "name"), `"console" is reserved for the console approver: choose another name`)
+				valid = false
+			case dup:
+				s.errf(field(path, "name"), "%q is already the name of approvers.webhooks[%d]: webhook names must be unique", n, j)
+				valid = false
+			default:
+				seen[n] = i
+			}
+			wh.Name = n
+		} else {
+			valid = false
+		}
+		if v, ok := w["url"]; !ok {
+			s.errf(field(path, "url"), "missing: every webhook needs an absolute http(s) url")
+			valid = false
+		} else if u, ok := s.str(field(path, "url"), v); ok {
+			wh.URL, ok = s.httpURL(field(path, "url"), u)
+			valid = valid && ok
+		}
+		if v, ok := w["format"]; ok {
+			if f, ok := s.str(field(path, "format"), v); ok {
+				if f != "json" && f != "slack" {
+					s.errf(field(path, "format"), `%q is not a webhook format: use "json" (the default) or "slack"`, f)
+					valid = false
+				}
+				wh.Format = f
+			}
+		}
+		if v, ok := w["secret"]; !ok {
+			s.errf(field(path, "secret"), "missing: every webhook needs a secret to sign its deliveries")
+			valid = false
+		} else if sec, ok := s.str(field(path, "secret"), v); ok {
+			if sec == "" {
+				s.errf(field(path, "secret"), "must not be empty: every webhook needs a secret to sign its deliveries")
+				valid = false
+			}
+			wh.Secret = sec
+		}
+		if valid {
+			a.Webhooks = append(a.Webhooks, wh)
+		}
+	}
+	return a
+}

@@ -1,0 +1,518 @@
+package policy
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/countersign/countersign/shared/tier"
+)
+
+type loadedConn struct {
+	conn *Connection
+	tier *tier.Connection
+}
+
+// connections loads every connections/<name>/ folder. names holds every
+// folder name seen, so credentials are checked against them even when a
+// folder has problems.
+func (l *loader) connections() ([]loadedConn, map[string]bool) {
+	names := map[string]bool{}
+	dir := filepath.Join(l.dir, "connections")
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, names
+	}
+	if err != nil {
+		l.errs = append(l.errs, &Error{File: dir, Msg: fmt.Sprintf("cannot read: %v", err)})
+		return nil, names
+	}
+	var out []loadedConn
+	for _, e := range entries {
+		name := e.Name()
+		if strings.HasPrefix(name, ".") {
+			continue
+		}
+		if !e.IsDir() {
+			l.errs = append(l.errs, &Error{File: filepath.Join(dir, name),
+				Msg: "not a connection folder: connections/ holds one folder per connection, each with a policy.json"})
+			continue
+		}
+		names[name] = true
+		if !validName(name) {
+			l.errs = append(l.errs, &Error{File: filepath.Join(dir, name),
+				Msg: fmt.Sprintf("%q is not a valid connection name: use lowercase letters, digits, _ and - ([a-z0-9][a-z0-9_-]*)", name)})
+			continue
+		}
+		if c, ok := l.connection(name); ok {
+			out = append(out, c)
+		}
+	}
+	return out, names
+}
+
+// shapeOwner remembers which endpoint or tool has a method and path shape.
+type shapeOwner struct {
+	where  string // e.g. "endpoints[0]" or "tool archive_contact"
+	method string
+	path   string
+	file   string // relative
+}
+
+type connLoad struct {
+	l      *loader
+	name   string
+	shapes map[string]shapeOwner
+	opIDs  map[string]string
+	tools  map[string]string // tool name → relative file
+}
+
+func (l *loader) connection(name string) (loadedConn, bool) {
+	nerr := len(l.errs)
+	rel := "connections/" + name + "/policy.json"
+	s, raw, missing := l.read(rel)
+	if missing {
+		s.errf("", "missing: each connection folder needs a policy.json (base_url, endpoints, ...)")
+		return loadedConn{}, false
+	}
+	if raw == nil {
+		return loadedConn{}, false
+	}
+	m, ok := s.object("", raw, "base_url", "headers", "endpoints", "delegations", "hooks", "approval")
+	if !ok {
+		return loadedConn{}, false
+	}
+	cl := &connLoad{l: l, name: name, shapes: map[string]shapeOwner{}, opIDs: map[string]string{}, tools: map[string]string{}}
+	conn := &Connection{Name: name, Headers: map[string]string{}, Tools: map[string]*Tool{}}
+	tc := &tier.Connection{Name: name, OutOfBandOnly: false}
+
+	if v, ok := m["base_url"]; !ok {
+		s.errf("base_url", "missing: the upstream's absolute http(s) URL is required")
+	} else if u, ok := s.str("base_url", v); ok {
+		conn.BaseURL, _ = s.httpURL("base_url", u)
+	}
+	if v, ok := m["headers"]; ok && kind(v) != "an object" {
+		s.errf("headers", "want a JSON object of header names to string values, got %s", kind(v))
+	} else if ok {
+		var h map[string]json.RawMessage
+		_ = json.Unmarshal(v, &h)
+		keys := make([]string, 0, len(h))
+		for k := range h {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			p := field("headers", k)
+			if k == "" {
+				s.errf(p, "a header needs a name")
+				continue
+			}
+			if sv, ok := s.str(p, h[k]); ok {
+				if ev, ok := s.expand(p, sv); ok {
+					conn.Headers[k] = ev
+				}
+			}
+		}
+	}
+	if v, ok := m["endpoints"]; ok {
+		if items, ok := s.array("endpoints", v); ok {
+			for i, item := range items {
+				if ep := cl.endpoint(s, rel, index("endpoints", i), item); ep != nil {
+					tc.Endpoints = append(tc.Endpoints, ep)
+				}
+			}
+		}
+	}
+	if v, ok := m["delegations"]; ok {
+		if d, ok := s.object("delegations", v, "escalateConfirm"); ok {
+			if v, ok := d["escalateConfirm"]; ok {
+				tc.EscalateDelegated, _ = s.boolean("delegations.escalateConfirm", v)
+			}
+		}
+	}
+	if v, ok := m["hooks"]; ok {
+		if items, ok := s.array("hooks", v); ok {
+			for i, item := range items {
+				p := index("hooks", i)
+				h, ok := s.object(p, item, "url")
+				if !ok {
+					continue
+				}
+				if v, ok := h["url"]; !ok {
+					s.errf(field(p, "url"), "missing: a hook needs an absolute http(s) url")
+				} else if u, ok := s.str(field(p, "url"), v); ok {
+					if u, ok := s.httpURL(field(p, "url"), u); ok {
+						conn.Hooks = append(conn.Hooks, Hook{URL: u})
+					}
+				}
+			}
+		}
+	}
+	if v, ok := m["approval"]; ok {
+		if a, ok := s.object("approval", v, "out_of_band_only"); ok {
+			if v, ok := a["out_of_band_only"]; ok {
+				conn.OutOfBandOnly, _ = s.boolean("approval.out_of_band_only", v)
+			}
+		}
+	}
+	tc.Hooked = len(conn.Hooks) > 0
+	tc.OutOfBandOnly = conn.OutOfBandOnly
+
+	for _, t := range cl.loadTools() {
+		conn.Tools[t.tool.Name] = t.tool
+		tc.Endpoints = append(tc.Endpoints, t.ep)
+	}
+	return loadedConn{conn: conn, tier: tc}, len(l.errs) == nerr
+}
+
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// expand replaces each ${env:NAME} with the variable's value.
+func (s *src) expand(p, v string) (string, bool) {
+	var b strings.Builder
+	for {
+		i := strings.Index(v, "${")
+		if i < 0 {
+			b.WriteString(v)
+			return b.String(), true
+		}
+		b.WriteString(v[:i])
+		j := strings.IndexByte(v[i:], '}')
+		if j < 0 {
+			s.errf(p, "unterminated ${: write ${env:NAME}")
+			return "", false
+		}
+		inner := v[i+2 : i+j]
+		name, ok := strings.CutPrefix(inner, "env:")
+		if !ok || !envName.MatchString(name) {
+			s.errf(p, "%q is not supported: the only substitution is ${env:NAME}", "${"+inner+"}")
+			return "", false
+		}
+		val, ok := s.l.env(name)
+		if !ok {
+			s.errf(p, "environment variable %s is not set (referenced as ${env:%s})", name, name)
+			return "", false
+		}
+		b.WriteString(val)
+		v = v[i+j+1:]
+	}
+}
+
+const confirmAllowed = `omit confirm for auto, or use true, "review" or "never"`
+
+// method checks an HTTP method.
+func (s *src) method(p string, raw json.RawMessage) (string, bool) {
+	m, ok := s.str(p, raw)
+	if !ok {
+		return "", false
+	}
+	if tier.ValidMethod(m) {
+		return m, true
+	}
+	allowed := strings.Join(tier.Methods[:], ", ")
+	if tier.ValidMethod(strings.ToUpper(m)) {
+		s.errf(p, "%q must be upper case (%q); methods are %s", m, strings.ToUpper(m), allowed)
+	} else {
+		s.errf(p, "%q is not a method: use one of %s", m, allowed)
+	}
+	return "", false
+}
+
+// template checks a path template and returns its parameters and shape.
+func (s *src) template(p string, raw json.RawMessage) (tmpl string, params []string, shape string, ok bool) {
+	t, ok := s.str(p, raw)
+	if !ok {
+		return "", nil, "", false
+	}
+	params, shape, err := tier.ParseTemplate(t)
+	if err != nil {
+		s.errf(p, "%q is not a path template: %v (a template starts with / and each segment is a literal or a whole {name}, at most %d parameters)", t, err, tier.MaxParams)
+		return "", nil, "", false
+	}
+	return t, params, shape, true
+}
+
+// claim records a method and shape, reporting a duplicate.
+func (cl *connLoad) claim(s *src, p string, o shapeOwner, shape string) bool {
+	key := o.method + " " + shape
+	if prev, dup := cl.shapes[key]; dup {
+		in := ""
+		if prev.file != o.file {
+			in = " in " + prev.file
+		}
+		s.errf(p, "duplicate endpoint: %s %s has the same method and path shape as %s (%s %s)%s; each operation is listed once",
+			o.method, o.path, prev.where, prev.method, prev.path, in)
+		return false
+	}
+	cl.shapes[key] = o
+	return true
+}
+
+func (cl *connLoad) endpoint(s *src, rel, p string, raw json.RawMessage) *tier.Endpoint {
+	m, ok := s.object(p, raw, "method", "path", "confirm", "operation_id", "escalate")
+	if !ok {
+		return nil
+	}
+	nerr := len(cl.l.errs)
+	ep := &tier.Endpoint{}
+	var params []string
+	var shape string
+	tmplOK := false
+	if v, ok := m["method"]; !ok {
+		s.errf(field(p, "method"), "missing: use one of %s", strings.Join(tier.Methods[:], ", "))
+	} else {
+		ep.Method, _ = s.method(field(p, "method"), v)
+	}
+	if v, ok := m["path"]; !ok {
+		s.errf(field(p, "path"), "missing: a path template such as /contacts/{id} is required")
+	} else {
+		ep.Path, params, shape, tmplOK = s.template(field(p, "path"), v)
+	}
+	confirmText := "(no confirm: auto)"
+	if v, ok := m["confirm"]; ok {
+		switch c := strings.TrimSpace(string(v)); c {
+		case "true":
+			ep.Tier, confirmText = tier.Confirm, "confirm: true"
+		case `"review"`:
+			ep.Tier, confirmText = tier.Review, `confirm: "review"`
+		case `"never"`:
+			ep.Tier, confirmText = tier.Never, `confirm: "never"`
+		case "false":
+			s.errf(field(p, "confirm"), "false is not allowed: %s", confirmAllowed)
+		default:
+			if len(c) > 40 {
+				c = c[:40] + "..."
+			}
+			s.errf(field(p, "confirm"), "%s is not allowed: %s", c, confirmAllowed)
+		}
+	}
+	ep.Recorded = ep.Tier
+	if v, ok := m["operation_id"]; ok {
+		if id, ok := s.str(field(p, "operation_id"), v); ok {
+			switch prev, dup := cl.opIDs[id]; {
+			case id == "":
+				s.errf(field(p, "operation_id"), "must not be empty (omit it instead)")
+			case dup:
+				s.errf(field(p, "operation_id"), "%q is already the operation_id of %s: operation ids are unique within a connection", id, prev)
+			default:
+				cl.opIDs[id] = p
+				ep.OperationID = id
+			}
+		}
+	}
+	if v, ok := m["escalate"]; ok {
+		if items, ok := s.array(field(p, "escalate"), v); ok {
+			for i, item := range items {
+				if th, ok := s.threshold(index(field(p, "escalate"), i), item, params, tmplOK); ok {
+					ep.Escalate = append(ep.Escalate, th)
+				}
+			}
+		}
+	}
+	if ep.Method != "" && tmplOK {
+		cl.claim(s, p, shapeOwner{where: p, method: ep.Method, path: ep.Path, file: rel}, shape)
+	}
+	if len(cl.l.errs) != nerr {
+		return nil
+	}
+	ep.Rule = fmt.Sprintf("%s %s %s %s %s", rel, p, ep.Method, ep.Path, confirmText)
+	return ep
+}
+
+func (s *src) threshold(p string, raw json.RawMessage, params []string, tmplOK bool) (tier.Threshold, bool) {
+	var th tier.Threshold
+	m, ok := s.object(p, raw, "field", "above", "escalate")
+	if !ok {
+		return th, false
+	}
+	good := true
+	const fields = "use body.<json path>, query.<name> or path.<param>"
+	if v, ok := m["field"]; !ok {
+		s.errf(field(p, "field"), "missing: %s", fields)
+		good = false
+	} else if f, ok := s.str(field(p, "field"), v); ok {
+		th.Field = f
+		src, rest, _ := strings.Cut(f, ".")
+		switch src {
+		case "body":
+			th.Source, th.Path = tier.SourceBody, strings.Split(rest, ".")
+			if rest == "" || slices.Contains(th.Path, "") {
+				s.errf(field(p, "field"), "%q is not a field: %s", f, fields)
+				good = false
+			}
+		case "query":
+			th.Source, th.Path = tier.SourceQuery, []string{rest}
+			if rest == "" {
+				s.errf(field(p, "field"), "%q is not a field: %s", f, fields)
+				good = false
+			}
+		case "path":
+			th.Source, th.Path = tier.SourcePath, []string{rest}
+			if rest == "" {
+				s.errf(field(p, "field"), "%q is not a field: %s", f, fields)
+				good = false
+			} else if tmplOK && !slices.Contains(params, rest) {
+				have := "it has none"
+				if len(params) > 0 {
+					have = "its parameters: " + strings.Join(params, ", ")
+				}
+				s.errf(field(p, "field"), "%q names no parameter of the endpoint's path (%s)", f, have)
+				good = false
+			}
+		default:
+			s.errf(field(p, "field"), "%q is not a field: %s", f, fields)
+			good = false
+		}
+	} else {
+		good = false
+	}
+	if v, ok := m["above"]; !ok {
+		s.errf(field(p, "above"), "escalation rule without a number: above is required (a JSON number such as 10000)")
+		good = false
+	} else if k := kind(v); k != "a number" {
+		s.errf(field(p, "above"), "escalation rule without a number: above must be a JSON number, not %s", k)
+		good = false
+	} else if th.Above, ok = s.number(field(p, "above"), v); !ok {
+		good = false
+	}
+	if v, ok := m["escalate"]; !ok {
+		s.errf(field(p, "escalate"), `missing: use "review" or "never"`)
+		good = false
+	} else if e, ok := s.str(field(p, "escalate"), v); ok {
+		switch e {
+		case "review":
+			th.Escalate = tier.Review
+		case "never":
+			th.Escalate = tier.Never
+		default:
+			s.errf(field(p, "escalate"), `%q is not allowed: escalation only raises, to "review" or "never"`, e)
+			good = false
+		}
+	} else {
+		good = false
+	}
+	return th, good
+}
+
+type loadedTool struct {
+	tool *Tool
+	ep   *tier.Endpoint
+}
+
+var toolName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]{0,63}$`)
+
+func (cl *connLoad) loadTools() []loadedTool {
+	dir := path.Join("connections", cl.name, "tools")
+	entries, err := os.ReadDir(filepath.Join(cl.l.dir, filepath.FromSlash(dir)))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		cl.l.errs = append(cl.l.errs, &Error{File: filepath.Join(cl.l.dir, filepath.FromSlash(dir)), Msg: fmt.Sprintf("cannot read: %v", err)})
+		return nil
+	}
+	var out []loadedTool
+	for _, e := range entries {
+		if e.IsDir() || strings.HasPrefix(e.Name(), ".") || !strings.HasSuffix(e.Name(), ".json") {
+			continue
+		}
+		if t, ok := cl.tool(path.Join(dir, e.Name())); ok {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func (cl *connLoad) tool(rel string) (loadedTool, bool) {
+	s, raw, _ := cl.l.read(rel)
+	if raw == nil {
+		return loadedTool{}, false
+	}
+	m, ok := s.object("", raw, "name", "description", "exposure", "llm_callable", "call")
+	if !ok {
+		return loadedTool{}, false
+	}
+	nerr := len(cl.l.errs)
+	t := &Tool{Kind: KindOpen, LLMCallable: true}
+	if v, ok := m["name"]; !ok {
+		s.errf("name", "missing: a tool needs a name (a letter or _, then letters, digits, _ or -, at most 64)")
+	} else if n, ok := s.str("name", v); ok {
+		switch prev, dup := cl.tools[n]; {
+		case !toolName.MatchString(n):
+			s.errf("name", "%q is not a valid tool name: a letter or _, then letters, digits, _ or -, at most 64", n)
+		case dup:
+			s.errf("name", "%q is already the name of the tool in %s: tool names are unique within a connection", n, prev)
+		default:
+			cl.tools[n] = rel
+		}
+		t.Name = n
+	}
+	if v, ok := m["description"]; ok {
+		t.Description, _ = s.str("description", v)
+	}
+	if v, ok := m["exposure"]; ok {
+		if x, ok := s.object("exposure", v, "kind", "prompt"); ok {
+			if v, ok := x["kind"]; ok {
+				if k, ok := s.str("exposure.kind", v); ok {
+					switch ToolKind(k) {
+					case KindOpen, KindRequiresConfirmation, KindOperatorGated:
+						t.Kind = ToolKind(k)
+					default:
+						s.errf("exposure.kind", `%q is not allowed: use "open" (the default), "requires-confirmation" or "operator-gated"`, k)
+					}
+				}
+			}
+			if v, ok := x["prompt"]; ok {
+				t.Prompt, _ = s.str("exposure.prompt", v)
+			}
+		}
+	}
+	if v, ok := m["llm_callable"]; ok {
+		if b, ok := s.boolean("llm_callable", v); ok {
+			t.LLMCallable = b
+		}
+	}
+	var shape string
+	callOK := false
+	if v, ok := m["call"]; !ok {
+		s.errf("call", `missing: a tool needs "call": {"method": ..., "path": ...}`)
+	} else if c, ok := s.object("call", v, "method", "path"); ok {
+		if v, ok := c["method"]; !ok {
+			s.errf("call.method", "missing: use one of %s", strings.Join(tier.Methods[:], ", "))
+		} else {
+			t.Method, _ = s.method("call.method", v)
+		}
+		if v, ok := c["path"]; !ok {
+			s.errf("call.path", "missing: a path template such as /contacts/{id}/archive is required")
+		} else {
+			t.Path, _, shape, callOK = s.template("call.path", v)
+		}
+	}
+	if t.Method != "" && callOK {
+		cl.claim(s, "call", shapeOwner{where: "tool " + t.Name, method: t.Method, path: t.Path, file: rel}, shape)
+	}
+	if len(cl.l.errs) != nerr {
+		return loadedTool{}, false
+	}
+	ep := &tier.Endpoint{Method: t.Method, Path: t.Path, Tool: t.Name, Prompt: t.Prompt, Hidden: !t.LLMCallable}
+	switch t.Kind {
+	case KindOpen:
+		ep.Tier, ep.Recorded = tier.Auto, tier.Auto
+	case KindRequiresConfirmation:
+		ep.Tier, ep.Recorded = tier.Confirm, tier.Review
+	case KindOperatorGated:
+		ep.Tier, ep.Recorded, ep.OperatorOnly = tier.Never, tier.Never, true
+	}
+	ep.Rule = fmt.Sprintf("%s %s %s %s exposure.kind: %s", rel, t.Name, t.Method, t.Path, t.Kind)
+	if !t.LLMCallable {
+		ep.Rule += ", llm_callable: false"
+	}
+	return loadedTool{tool: t, ep: ep}, true
+}

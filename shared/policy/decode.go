@@ -1,0 +1,159 @@
+package policy
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// src reports problems found in one file.
+type src struct {
+	l    *loader
+	file string // the directory joined with the file's relative path
+}
+
+func (s *src) errf(path, format string, args ...any) {
+	s.l.errs = append(s.l.errs, &Error{File: s.file, Path: path, Msg: fmt.Sprintf(format, args...)})
+}
+
+func field(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+func index(path string, i int) string { return fmt.Sprintf("%s[%d]", path, i) }
+
+// kind names the JSON type of a raw value.
+func kind(raw json.RawMessage) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return "nothing"
+	}
+	switch raw[0] {
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	return "a number"
+}
+
+// object decodes a JSON object, reporting every key not in fields as an
+// unknown field. It returns false when raw is not an object.
+func (s *src) object(path string, raw json.RawMessage, fields ...string) (map[string]json.RawMessage, bool) {
+	if k := kind(raw); k != "an object" {
+		s.errf(path, "want a JSON object, got %s", k)
+		return nil, false
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		s.errf(path, "want a JSON object: %v", err)
+		return nil, false
+	}
+	var unknown []string
+	for k := range m {
+		if !slices.Contains(fields, k) {
+			unknown = append(unknown, k)
+		}
+	}
+	slices.Sort(unknown)
+	for _, k := range unknown {
+		s.errf(field(path, k), "unknown field %q (allowed: %s)", k, strings.Join(fields, ", "))
+		delete(m, k)
+	}
+	return m, true
+}
+
+func (s *src) str(path string, raw json.RawMessage) (string, bool) {
+	var v string
+	if kind(raw) != "a string" || json.Unmarshal(raw, &v) != nil {
+		s.errf(path, "want a string, got %s", kind(raw))
+		return "", false
+	}
+	return v, true
+}
+
+func (s *src) boolean(path string, raw json.RawMessage) (bool, bool) {
+	switch string(bytes.TrimSpace(raw)) {
+	case "true":
+		return true, true
+	case "false":
+		return false, true
+	}
+	s.errf(path, "want true or false, got %s", kind(raw))
+	return false, false
+}
+
+func (s *src) number(path string, raw json.RawMessage) (float64, bool) {
+	if kind(raw) != "a number" {
+		s.errf(path, "want a JSON number, got %s", kind(raw))
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(string(bytes.TrimSpace(raw)), 64)
+	if err != nil {
+		s.errf(path, "want a JSON number that fits a float64: %v", err)
+		return 0, false
+	}
+	return f, true
+}
+
+func (s *src) integer(path string, raw json.RawMessage) (int, bool) {
+	if kind(raw) != "a number" {
+		s.errf(path, "want a whole number, got %s", kind(raw))
+		return 0, false
+	}
+	n, err := strconv.Atoi(string(bytes.TrimSpace(raw)))
+	if err != nil {
+		s.errf(path, "want a whole number, got %s", bytes.TrimSpace(raw))
+		return 0, false
+	}
+	return n, true
+}
+
+func (s *src) array(path string, raw json.RawMessage) ([]json.RawMessage, bool) {
+	var v []json.RawMessage
+	if kind(raw) != "an array" || json.Unmarshal(raw, &v) != nil {
+		s.errf(path, "want a JSON array, got %s", kind(raw))
+		return nil, false
+	}
+	return v, true
+}
+
+// httpURL checks an absolute http(s) URL and returns it without a trailing slash.
+func (s *src) httpURL(path, v string) (string, bool) {
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Opaque != "" {
+		s.errf(path, "%q is not an absolute http:// or https:// URL", v)
+		return "", false
+	}
+	return strings.TrimRight(v, "/"), true
+}
+
+// validName reports whether s matches [a-z0-9][a-z0-9_-]*.
+func validName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+		case (c == '_' || c == '-') && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,297 @@
+package tier
+
+import (
+	"encoding/json"
+	"strconv"
+)
+
+// Evaluate resolves the call against the policy and decides it. It is
+// Resolve followed by Decide; callers that ask a connection hook resolve
+// first, ask the hook, and call Decide with the answer in Input.Hook.
+func Evaluate(p *Policy, in Input) Decision {
+	var c *Call
+	if c = in.Call; c == nil {
+		c = &zeroCall
+	}
+	m, ok := p.Resolve(c.Connection, c.Method, c.Path)
+	return Decide(m, ok, in)
+}
+
+var (
+	zeroCall       Call
+	zeroCredential Credential
+)
+
+// Decide decides a call that Resolve has matched (m, ok). The caller has
+// authenticated the credential; a nil Input.Credential is treated as a
+// credential with no limits on the Refuse choice. The first rule that
+// decides, decides:
+//
+//  1. unknown connection, a connection outside Credential.Connections, no
+//     matching endpoint, or a hidden tool: Deny unknown_operation;
+//  2. the configured tier is the endpoint's (an operator-gated tool is Never);
+//  3. escalation only raises: a threshold whose field is numeric and strictly
+//     above its limit raises to its tier, and a delegated call at the confirm
+//     tier on a connection with delegations.escalateConfirm becomes review.
+//     A raised call is denied (review_required or blocked) with Escalated set;
+//     it never pauses;
+//  4. the hook: deny → Deny hook_denied; ask → at least Confirm; allow lowers nothing;
+//  5. the credential: a read-only credential refuses every write (read_only);
+//     a write with intent read is refused (write_intent_required);
+//  6. the tier: Auto executes; Never denies (blocked); Review denies
+//     (review_required); Confirm follows Credential.Choice: Refuse denies
+//     (requires_confirmation), AskPerson pauses, AskAgent executes with
+//     Notice, RunWithoutAsking executes.
+//
+// Pause means the call needs a person's approval: with intent write the
+// caller creates a confirmation, with intent confirmed_write it redeems the
+// one the call names. Decide does not allocate except when it builds the
+// reason of an escalation denial or of a hook answer with a reason.
+func Decide(m Match, ok bool, in Input) Decision {
+	c := in.Call
+	if c == nil {
+		c = &zeroCall
+	}
+	cred := in.Credential
+	if cred == nil {
+		cred = &zeroCredential
+	}
+	d := Decision{Tier: Never, Configured: Never, Outcome: Deny, Code: CodeUnknownOperation}
+
+	// Rule 2: resolve.
+	conn := m.Connection
+	if conn == nil {
+		d.Rule, d.Reason = RuleUnknownConnection, reasonUnknownConnection
+		return d
+	}
+	ct := conn.text
+	if ct == nil {
+		ct = newConnText(conn)
+	}
+	if len(cred.Connections) > 0 && !allowed(cred.Connections, conn.Name) {
+		d.Rule, d.Reason = RuleCredentialConnections, ct.notAllowed
+		return d
+	}
+	ep := m.Endpoint
+	if !ok || ep == nil {
+		d.Rule, d.Reason = RuleUnknownEndpoint, ct.noEndpoint
+		return d
+	}
+	if ep.Hidden {
+		d.Rule, d.Reason = RuleHidden, ct.noEndpoint
+		return d
+	}
+	et := ep.text
+	if et == nil {
+		et = newEndpointText(conn, ep)
+	}
+
+	// Rule 3: the configured tier.
+	t := ep.Tier
+	if ep.OperatorOnly {
+		t = Never
+	}
+	d.Configured, d.Tier, d.Match, d.Code, d.Rule = t, t, m, CodeNone, et.rule
+
+	// Rule 4: escalation only raises.
+	esc, raised := -1, t
+	for i := range ep.Escalate {
+		th := &ep.Escalate[i]
+		if th.Escalate <= raised {
+			continue
+		}
+		if f, _, ok := fieldValue(th, &m, c); ok && f > th.Above {
+			esc, raised = i, th.Escalate
+		}
+	}
+	if esc >= 0 {
+		th := &ep.Escalate[esc]
+		f, s, _ := fieldValue(th, &m, c)
+		if s == "" {
+			s = strconv.FormatFloat(f, 'f', -1, 64)
+		}
+		d.Tier, d.Escalated, d.Rule = raised, true, thresholdField(th)
+		if esc < len(et.esc) {
+			d.Reason = et.esc[esc].prefix + s + et.esc[esc].suffix
+		} else {
+			d.Reason = "escalated to " + raised.String() + ": " + d.Rule + " " + s + " is above " + strconv.FormatFloat(th.Above, 'f', -1, 64)
+		}
+		d.Code = denyCode(raised)
+		return d
+	}
+	if t == Confirm && c.Delegated && conn.EscalateDelegated {
+		d.Tier, d.Escalated, d.Rule, d.Reason, d.Code = Review, true, RuleDelegation, reasonDelegation, CodeReviewRequired
+		return d
+	}
+
+	// Rule 5: the hook.
+	viaHook := false
+	switch in.Hook.Decision {
+	case HookDeny:
+		d.Code, d.Rule, d.Reason = CodeHookDenied, RuleHook, in.Hook.Reason
+		if d.Reason == "" {
+			d.Reason = reasonHookDenied
+		}
+		return d
+	case HookAsk:
+		if t < Confirm {
+			t, viaHook = Confirm, true
+			d.Tier = t
+		}
+	}
+
+	// Rule 6: the credential's limits.
+	if IsMutating(ep.Method) {
+		if cred.ReadOnly {
+			d.Code, d.Rule, d.Reason = CodeReadOnly, RuleReadOnly, reasonReadOnly
+			return d
+		}
+		if c.Intent == IntentRead {
+			d.Code, d.Rule, d.Reason = CodeWriteIntentRequired, RuleIntent, reasonWriteIntent
+			return d
+		}
+	}
+
+	// Rule 7: the outcome by tier.
+	switch t {
+	case Auto:
+		d.Outcome, d.Reason = Execute, et.auto
+		return d
+	case Review:
+		d.Code, d.Reason = CodeReviewRequired, et.review
+		return d
+	case Never:
+		d.Code, d.Reason = CodeBlocked, et.never
+		return d
+	}
+	ch := cred.Choice
+	if int(ch) >= len(choiceSuffix) {
+		ch = Refuse
+	}
+	d.Rule = choiceRules[ch]
+	switch {
+	case !viaHook:
+		d.Reason = et.confirm[ch]
+	case in.Hook.Reason == "":
+		d.Reason = et.hookAsk[ch]
+	default:
+		d.Reason = et.hookCause + " (" + in.Hook.Reason + ")" + choiceSuffix[ch]
+	}
+	switch ch {
+	case Refuse:
+		d.Code = CodeRequiresConfirmation
+	case AskPerson:
+		d.Outcome = Pause
+	case AskAgent:
+		d.Outcome, d.Notice = Execute, true
+	case RunWithoutAsking:
+		d.Outcome = Execute
+	}
+	return d
+}
+
+func allowed(list []string, name string) bool {
+	for _, s := range list {
+		if s == name {
+			return true
+		}
+	}
+	return false
+}
+
+func denyCode(t Tier) Code {
+	if t == Never {
+		return CodeBlocked
+	}
+	return CodeReviewRequired
+}
+
+// fieldValue reads a threshold's field from the call. ok is false when the
+// field is absent or not numeric. s is the value as written when it came
+// from text (json.Number, query, path), for the reason.
+func fieldValue(t *Threshold, m *Match, c *Call) (f float64, s string, ok bool) {
+	switch t.Source {
+	case SourceQuery:
+		if len(t.Path) != 1 || c.Query == nil {
+			return 0, "", false
+		}
+		return numericText(c.Query.Get(t.Path[0]))
+	case SourcePath:
+		if len(t.Path) != 1 {
+			return 0, "", false
+		}
+		v, found := m.Params.Get(t.Path[0])
+		if !found {
+			return 0, "", false
+		}
+		return numericText(v)
+	case SourceBody:
+		v := c.Body
+		for _, k := range t.Path {
+			switch x := v.(type) {
+			case map[string]any:
+				var found bool
+				if v, found = x[k]; !found {
+					return 0, "", false
+				}
+			case []any:
+				i, err := strconv.Atoi(k)
+				if err != nil || i < 0 || i >= len(x) {
+					return 0, "", false
+				}
+				v = x[i]
+			default:
+				return 0, "", false
+			}
+		}
+		return numeric(v)
+	}
+	return 0, "", false
+}
+
+func numericText(s string) (float64, string, bool) {
+	if s == "" {
+		return 0, "", false
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		// A value too large for a float64 is ±Inf: it still counts, so that
+		// "1e400" cannot slip under a threshold.
+		if ne, ok := err.(*strconv.NumError); !ok || ne.Err != strconv.ErrRange {
+			return 0, "", false
+		}
+	}
+	return f, s, true
+}
+
+func numeric(v any) (float64, string, bool) {
+	switch x := v.(type) {
+	case json.Number:
+		return numericText(string(x))
+	case float64:
+		return x, "", true
+	case float32:
+		return float64(x), "", true
+	case int:
+		return float64(x), "", true
+	case int8:
+		return float64(x), "", true
+	case int16:
+		return float64(x), "", true
+	case int32:
+		return float64(x), "", true
+	case int64:
+		return float64(x), "", true
+	case uint:
+		return float64(x), "", true
+	case uint8:
+		return float64(x), "", true
+	case uint16:
+		return float64(x), "", true
+	case uint32:
+		return float64(x), "", true
+	case uint64:
+		return float64(x), "", true
+	}
+	return 0, "", false
+}

@@ -1,0 +1,458 @@
+package tier
+
+import (
+	"encoding/json"
+	"net/url"
+	"strings"
+	"testing"
+)
+
+// testPolicy is the fixture of the decision table: one endpoint or tool per
+// vocabulary entry of the source documents.
+func testPolicy(tb testing.TB) *Policy {
+	tb.Helper()
+	crm := &Connection{
+		Name:              "crm",
+		EscalateDelegated: true,
+		Hooked:            true,
+		Endpoints: []*Endpoint{
+			{Method: "GET", Path: "/contacts/{id}", Tier: Auto,
+				Rule: "connections/crm/policy.json endpoints[0] GET /contacts/{id} (no confirm: auto)"},
+			{Method: "GET", Path: "/contacts/search", Tier: Auto},
+			{Method: "POST", Path: "/contacts", Tier: Auto},
+			{Method: "PUT", Path: "/contacts/{id}", Tier: Confirm},
+			{Method: "PATCH", Path: "/contacts/{id}", Tier: Confirm},
+			{Method: "DELETE", Path: "/contacts/{id}", Tier: Confirm, OperationID: "deleteContact",
+				Rule: "connections/crm/policy.json endpoints[5] DELETE /contacts/{id} confirm: true"},
+			{Method: "POST", Path: "/payments", Tier: Confirm, Escalate: []Threshold{
+				{Field: "body.amount", Source: SourceBody, Path: []string{"amount"}, Above: 10000, Escalate: Review},
+				{Field: "body.amount", Source: SourceBody, Path: []string{"amount"}, Above: 1000000, Escalate: Never},
+				{Field: "body.lines.0.amount", Source: SourceBody, Path: []string{"lines", "0", "amount"}, Above: 5000, Escalate: Review},
+			}},
+			{Method: "POST", Path: "/transfers", Tier: Auto, Escalate: []Threshold{
+				{Field: "body.amount", Source: SourceBody, Path: []string{"amount"}, Above: 500, Escalate: Review},
+			}},
+			{Method: "GET", Path: "/reports", Tier: Auto, Escalate: []Threshold{
+				{Field: "query.limit", Source: SourceQuery, Path: []string{"limit"}, Above: 1000, Escalate: Review},
+			}},
+			{Method: "DELETE", Path: "/batches/{count}", Tier: Confirm, Escalate: []Threshold{
+				{Field: "path.count", Source: SourcePath, Path: []string{"count"}, Above: 100, Escalate: Never},
+			}},
+			{Method: "POST", Path: "/accounts/{id}/close", Tier: Review},
+			{Method: "DELETE", Path: "/accounts/{id}", Tier: Never, Escalate: []Threshold{
+				{Field: "body.amount", Source: SourceBody, Path: []string{"amount"}, Above: 1, Escalate: Review},
+			}},
+			{Method: "POST", Path: "/contacts/{id}/archive", Tool: "archive_contact", Tier: Confirm, Recorded: Review,
+				Prompt: "Archive this contact?"},
+			{Method: "POST", Path: "/contacts/{id}/tag", Tool: "tag_contact", Tier: Auto, Recorded: Auto},
+			{Method: "POST", Path: "/admin/reindex", Tool: "reindex", Tier: Auto, Recorded: Never, OperatorOnly: true},
+			{Method: "POST", Path: "/admin/purge", Tool: "purge", Tier: Never, Recorded: Never, OperatorOnly: true, Hidden: true},
+			{Method: "GET", Path: "/export", Tool: "export", Tier: Auto, Hidden: true},
+		},
+	}
+	billing := &Connection{
+		Name: "billing",
+		Endpoints: []*Endpoint{
+			{Method: "GET", Path: "/invoices/{id}", Tier: Auto},
+			{Method: "DELETE", Path: "/invoices/{id}", Tier: Confirm},
+		},
+	}
+	p, err := NewPolicy([]*Connection{crm, billing})
+	if err != nil {
+		tb.Fatalf("NewPolicy: %v", err)
+	}
+	return p
+}
+
+var (
+	refuse      = &Credential{ID: "ops-key", Choice: Refuse}
+	askPerson   = &Credential{ID: "chat-user", Choice: AskPerson}
+	askAgent    = &Credential{ID: "agent", Choice: AskAgent}
+	runAlways   = &Credential{ID: "automation", Choice: RunWithoutAsking}
+	crmOnly     = &Credential{ID: "crm-only", Choice: AskPerson, Connections: []string{"crm"}}
+	operatorKey = &Credential{ID: "op", Choice: DefaultChoice(OriginOperator)}
+	chatUser    = &Credential{ID: "chat", Choice: DefaultChoice(OriginChat)}
+)
+
+func readOnly(c Choice) *Credential { return &Credential{ID: "reader", Choice: c, ReadOnly: true} }
+
+func call(conn, method, path string, intent Intent) Call {
+	return Call{Connection: conn, Method: method, Path: path, Intent: intent}
+}
+
+func withBody(c Call, body string) Call {
+	d := json.NewDecoder(strings.NewReader(body))
+	d.UseNumber()
+	if err := d.Decode(&c.Body); err != nil {
+		panic(err)
+	}
+	return c
+}
+
+func withQuery(c Call, q string) Call {
+	v, err := url.ParseQuery(q)
+	if err != nil {
+		panic(err)
+	}
+	c.Query = v
+	return c
+}
+
+func delegated(c Call) Call { c.Delegated = true; return c }
+
+type want struct {
+	outcome    Outcome
+	code       Code
+	tier       Tier
+	configured Tier
+	escalated  bool
+	notice     bool
+	rule       string // exact when set
+	reason     string // substring when set
+}
+
+const (
+	crmGet    = "connections/crm/policy.json endpoints[0] GET /contacts/{id} (no confirm: auto)"
+	crmDelete = "connections/crm/policy.json endpoints[5] DELETE /contacts/{id} confirm: true"
+)
+
+func TestDecide(t *testing.T) {
+	p := testPolicy(t)
+	del := call("crm", "DELETE", "/contacts/12", IntentWrite)
+	pay := func(body string) Call { return withBody(call("crm", "POST", "/payments", IntentWrite), body) }
+
+	tests := []struct {
+		name string
+		call Call
+		cred *Credential
+		hook HookAnswer
+		want want
+	}{
+		// The four tiers.
+		{name: "auto: the agent executes without user interaction; the default for reads",
+			call: call("crm", "GET", "/contacts/12", IntentRead), cred: refuse,
+			want: want{outcome: Execute, tier: Auto, configured: Auto, rule: crmGet, reason: "auto tier"}},
+		{name: "confirm: execution pauses and waits for approval (ask_person)",
+			call: del, cred: askPerson,
+			want: want{outcome: Pause, tier: Confirm, configured: Confirm, rule: "choice ask_person", reason: "DELETE /contacts/{id} requires confirmation: waiting for a person"}},
+		{name: "review: the agent cannot execute the call itself; it requires human review",
+			call: call("crm", "POST", "/accounts/7/close", IntentWrite), cred: runAlways,
+			want: want{outcome: Deny, code: CodeReviewRequired, tier: Review, configured: Review, reason: "review tier"}},
+		{name: "never: the operation is blocked entirely",
+			call: call("crm", "DELETE", "/accounts/7", IntentWrite), cred: runAlways,
+			want: want{outcome: Deny, code: CodeBlocked, tier: Never, configured: Never, reason: "never tier"}},
+
+		// Vocabulary 1: policy.json confirm.
+		{name: "confirm omitted → auto, also for a write endpoint",
+			call: call("crm", "POST", "/contacts", IntentWrite), cred: refuse,
+			want: want{outcome: Execute, tier: Auto, configured: Auto, rule: "connection crm POST /contacts (no confirm: auto)"}},
+		{name: "confirm true → confirm (the endpoint's rule is named in the reason)",
+			call: del, cred: refuse,
+			want: want{outcome: Deny, code: CodeRequiresConfirmation, tier: Confirm, configured: Confirm, rule: "choice refuse", reason: "DELETE /contacts/{id} requires confirmation"}},
+		{name: `confirm "review" → review, denied regardless of intent write`,
+			call: call("crm", "POST", "/accounts/7/close", IntentWrite), cred: askPerson,
+			want: want{outcome: Deny, code: CodeReviewRequired, tier: Review, configured: Review}},
+		{name: `confirm "review" → review, denied regardless of intent confirmed_write`,
+			call: call("crm", "POST", "/accounts/7/close", IntentConfirmedWrite), cred: askPerson,
+			want: want{outcome: Deny, code: CodeReviewRequired, tier: Review, configured: Review}},
+		{name: `confirm "never" → never, denied regardless of intent confirmed_write`,
+			call: call("crm", "DELETE", "/accounts/7", IntentConfirmedWrite), cred: askPerson,
+			want: want{outcome: Deny, code: CodeBlocked, tier: Never, configured: Never}},
+		{name: "an operation marked requires confirmation on the API is at least confirm",
+			call: call("crm", "PATCH", "/contacts/12", IntentWrite), cred: askPerson,
+			want: want{outcome: Pause, tier: Confirm, configured: Confirm}},
+
+		// Vocabulary 2: tool exposure.kind.
+		{name: "exposure.kind open → auto: the agent calls the tool freely",
+			call: call("crm", "POST", "/contacts/12/tag", IntentWrite), cred: refuse,
+			want: want{outcome: Execute, tier: Auto, configured: Auto, reason: `tool "tag_contact"`}},
+		{name: "requires-confirmation: every call pauses for approval (recorded at review, pauses like confirm)",
+			call: call("crm", "POST", "/contacts/12/archive", IntentWrite), cred: askPerson,
+			want: want{outcome: Pause, tier: Confirm, configured: Confirm, rule: "choice ask_person", reason: `tool "archive_contact" (POST /contacts/{id}/archive) requires confirmation`}},
+		{name: "requires-confirmation with refuse is refused requires_confirmation, not review_required",
+			call: call("crm", "POST", "/contacts/12/archive", IntentWrite), cred: refuse,
+			want: want{outcome: Deny, code: CodeRequiresConfirmation, tier: Confirm, configured: Confirm}},
+		{name: "operator-gated: runs only from operator UI actions, never autonomously (agents get never)",
+			call: call("crm", "POST", "/admin/reindex", IntentWrite), cred: runAlways,
+			want: want{outcome: Deny, code: CodeBlocked, tier: Never, configured: Never, rule: "connection crm tool \"reindex\" (POST /admin/reindex) exposure.kind: operator-gated", reason: "operator-gated"}},
+		{name: "operator-gated paired with llm_callable false: the model does not see the tool at all",
+			call: call("crm", "POST", "/admin/purge", IntentWrite), cred: runAlways,
+			want: want{outcome: Deny, code: CodeUnknownOperation, tier: Never, configured: Never, rule: RuleHidden, reason: "unknown operation"}},
+		{name: "llm_callable false hides the tool from agents entirely",
+			call: call("crm", "GET", "/export", IntentRead), cred: runAlways,
+			want: want{outcome: Deny, code: CodeUnknownOperation, tier: Never, configured: Never, rule: RuleHidden}},
+
+		// Vocabulary 3: the intent handshake.
+		{name: "intent: a mutating POST with intent read is rejected",
+			call: call("crm", "POST", "/contacts", IntentRead), cred: runAlways,
+			want: want{outcome: Deny, code: CodeWriteIntentRequired, tier: Auto, configured: Auto, rule: RuleIntent}},
+		{name: "intent: a mutating PUT with intent read is rejected",
+			call: call("crm", "PUT", "/contacts/12", IntentRead), cred: runAlways,
+			want: want{outcome: Deny, code: CodeWriteIntentRequired, tier: Confirm, configured: Confirm, rule: RuleIntent}},
+		{name: "intent: a mutating PATCH with intent read is rejected",
+			call: call("crm", "PATCH", "/contacts/12", IntentRead), cred: askPerson,
+			want: want{outcome: Deny, code: CodeWriteIntentRequired, tier: Confirm, configured: Confirm}},
+		{name: "intent: a mutating DELETE with intent read is rejected",
+			call: call("crm", "DELETE", "/contacts/12", IntentRead), cred: askPerson,
+			want: want{outcome: Deny, code: CodeWriteIntentRequired, tier: Confirm, configured: Confirm}},
+		{name: "intent: a read may declare read",
+			call: call("crm", "GET", "/contacts/search", IntentRead), cred: refuse,
+			want: want{outcome: Execute, tier: Auto, configured: Auto}},
+		{name: "handshake step 1: intent write at the confirm tier pauses (preview, confirmation_required)",
+			call: del, cred: askPerson,
+			want: want{outcome: Pause, tier: Confirm, configured: Confirm}},
+		{name: "handshake step 3: intent confirmed_write at the confirm tier needs the approval (caller redeems)",
+			call: call("crm", "DELETE", "/contacts/12", IntentConfirmedWrite), cred: askPerson,
+			want: want{outcome: Pause, tier: Confirm, configured: Confirm}},
+		{name: "an auto write with intent confirmed_write just runs",
+			call: call("crm", "POST", "/contacts", IntentConfirmedWrite), cred: askPerson,
+			want: want{outcome: Execute, tier: Auto, configured: Auto}},
+
+		// Escalation.
+		{name: "threshold escalation: body.amount above 10000 escalates confirm to review, denied not paused",
+			call: pay(`{"amount": 10001}`), cred: askPerson,
+			want: want{outcome: Deny, code: CodeReviewRequired, tier: Review, configured: Confirm, escalated: true,
+				rule: "body.amount", reason: "escalated to review: body.amount 10001 is above 10000"}},
+		{name: "threshold escalation is strictly above: equal to the limit does not escalate",
+			call: pay(`{"amount": 10000}`), cred: askPerson,
+			want: want{outcome: Pause, tier: Confirm, configured: Confirm}},
+		{name: "threshold escalation to never surfaces as blocked with the escalation reason",
+			call: pay(`{"amount": 2000000}`), cred: askPerson,
+			want: want{outcome: Deny, code: CodeBlocked, tier: Never, configured: Confirm, escalated: true,
+				reason: "escalated to never: body.amount 2000000 is above 1000000"}},
+		{name: "threshold escalation raises an auto endpoint too (a configured tier is a floor)",
+			call: withBody(call("crm", "POST", "/transfers", IntentWrite), `{"amount": 501.5}`), cred: runAlways,
+			want: want{outcome: Deny, code: CodeReviewRequired, tier: Review, configured: Auto, escalated: true,
+				reason: "body.amount 501.5 is above 500"}},
+		{name: "threshold escalation reads a float64 body (not only json.Number)",
+			call: Call{Connection: "crm", Method: "POST", Path: "/transfers", Intent: IntentWrite, Body: map[string]any{"amount": float64(600)}}, cred: runAlways,
+			want: want{outcome: Deny, code: CodeReviewRequired, tier: Review, configured: Auto, escalated: true, reason: "body.amount 600 is above 500"}},
+		{name: "threshold escalation reads an int body",
+			call: Call{Connection: "crm", Method: "POST", Path: "/transfers", Intent: IntentWrite, Body: map[string]any{"amount": 700}}, cred: runAlways,
+			want: want{outcome: Deny, code: CodeReviewRequired, tier: Review, escalated: true, configured: Auto}},
+		{name: "threshold escalation walks arrays by index (body.lines.0.amount)",
+			call: pay(`{"amount": 1, "lines": [{"amount": 9000}]}`), cred: askPerson,
+			want: want{outcome: Deny, code: CodeReviewRequired, tier: Review, configured: Confirm, escalated: true, rule: "body.lines.0.amount"}},
+		{name: "threshold escalation ignores a missing field",
+			call: pay(`{"currency": "EUR"}`), cred: askPerson,
+			want: want{outcome: Pause, tier: Confirm, configured: Confirm}},
+		{name: "threshold escalation ignores a non-numeric body value",
+			call: pay(`{"amount": "lots"}`), cred: askPerson,
+			want: want{outcome: Pause, tier: Confirm, configured: Confirm}},
+		{name: "threshold escalation reads query.<name> as a number",
+			call: withQuery(call("crm", "GET", "/reports", IntentRead), "limit=5000"), cred: refuse,
+			want: want{outcome: Deny, code: CodeReviewRequired, tier: Review, configured: Auto, escalated: true,
+				rule: "query.limit", reason: "escalated to review: query.limit 5000 is above 1000"}},
+		{name: "threshold escalation: a huge query number (1e400) still counts",
+			call: withQuery(call("crm", "GET", "/reports", IntentRead), "limit=1e400"), cred: refuse,
+			want: want{outcome: Deny, code: CodeReviewRequired, tier: Review, configured: Auto, escalated: true}},
+		{name: "threshold escalation: a query value under the limit runs",
+			call: withQuery(call("crm", "GET", "/reports", IntentRead), "limit=10"), cred: refuse,
+			want: want{outcome: Execute, tier: Auto, configured: Auto}},
+		{name: "threshold escalation reads path.<param>",
+			call: call("crm", "DELETE", "/batches/500", IntentWrite), cred: runAlways,
+			want: want{outcome: Deny, code: CodeBlocked, tier: Never, configured: Confirm, escalated: true,
+				rule: "path.count", reason: "escalated to never: path.count 500 is above 100"}},
+		{name: "threshold escalation only raises: it never lowers a never endpoint",
+			call: withBody(call("crm", "DELETE", "/accounts/7", IntentWrite), `{"amount": 5}`), cred: runAlways,
+			want: want{outcome: Deny, code: CodeBlocked, tier: Never, configured: Never, escalated: false, reason: "never tier"}},
+		{name: "delegation: isDelegated and delegations.escalateConfirm turn confirm into review",
+			call: delegated(del), cred: askPerson,
+			want: want{outcome: Deny, code: CodeReviewRequired, tier: Review, configured: Confirm, escalated: true,
+				rule: RuleDelegation, reason: "escalated to review: delegated call and delegations.escalateConfirm is true"}},
+		{name: "delegation escalation applies to requires-confirmation tools too",
+			call: delegated(call("crm", "POST", "/contacts/1/archive", IntentWrite)), cred: runAlways,
+			want: want{outcome: Deny, code: CodeReviewRequired, tier: Review, configured: Confirm, escalated: true}},
+		{name: "delegation escalation only turns confirm into review: a delegated auto call runs",
+			call: delegated(call("crm", "GET", "/contacts/1", IntentRead)), cred: askPerson,
+			want: want{outcome: Execute, tier: Auto, configured: Auto}},
+		{name: "delegation escalation needs delegations.escalateConfirm on the connection",
+			call: delegated(call("billing", "DELETE", "/invoices/1", IntentWrite)), cred: askPerson,
+			want: want{outcome: Pause, tier: Confirm, configured: Confirm}},
+		{name: "an escalated call never pauses, whatever the choice (run_without_asking)",
+			call: pay(`{"amount": 20000}`), cred: runAlways,
+			want: want{outcome: Deny, code: CodeReviewRequired, tier: Review, configured: Confirm, escalated: true}},
+
+		// Hooks.
+		{name: "hook deny → denied hook_denied with the hook's reason",
+			call: call("crm", "GET", "/contacts/1", IntentRead), cred: runAlways, hook: HookAnswer{Decision: HookDeny, Reason: "contact 1 is on legal hold"},
+			want: want{outcome: Deny, code: CodeHookDenied, tier: Auto, configured: Auto, rule: RuleHook, reason: "contact 1 is on legal hold"}},
+		{name: "hook ask → at least confirm: an auto call pauses (confirmation_required fires)",
+			call: call("crm", "GET", "/contacts/1", IntentRead), cred: askPerson, hook: HookAnswer{Decision: HookAsk, Reason: "VIP contact"},
+			want: want{outcome: Pause, tier: Confirm, configured: Auto, rule: "choice ask_person", reason: "hook asked for confirmation of GET /contacts/{id} (VIP contact)"}},
+		{name: "hook ask → at least confirm: refuse denies requires_confirmation",
+			call: call("crm", "GET", "/contacts/1", IntentRead), cred: refuse, hook: HookAnswer{Decision: HookAsk},
+			want: want{outcome: Deny, code: CodeRequiresConfirmation, tier: Confirm, configured: Auto}},
+		{name: "hook ask never lowers: a review endpoint stays review",
+			call: call("crm", "POST", "/accounts/1/close", IntentWrite), cred: askPerson, hook: HookAnswer{Decision: HookAsk},
+			want: want{outcome: Deny, code: CodeReviewRequired, tier: Review, configured: Review}},
+		{name: "hook allow never lowers: a confirm endpoint still pauses",
+			call: del, cred: askPerson, hook: HookAnswer{Decision: HookAllow},
+			want: want{outcome: Pause, tier: Confirm, configured: Confirm}},
+		{name: "hook allow never lowers: a never endpoint stays blocked",
+			call: call("crm", "DELETE", "/accounts/7", IntentWrite), cred: runAlways, hook: HookAnswer{Decision: HookAllow},
+			want: want{outcome: Deny, code: CodeBlocked, tier: Never, configured: Never}},
+		{name: "escalation decides before the hook",
+			call: pay(`{"amount": 20000}`), cred: askPerson, hook: HookAnswer{Decision: HookDeny, Reason: "no"},
+			want: want{outcome: Deny, code: CodeReviewRequired, tier: Review, escalated: true, configured: Confirm}},
+
+		// The four credential choices.
+		{name: "choice refuse: refused with requires_confirmation",
+			call: del, cred: refuse,
+			want: want{outcome: Deny, code: CodeRequiresConfirmation, tier: Confirm, configured: Confirm, rule: "choice refuse"}},
+		{name: "choice ask_person: the call waits until the person approves it",
+			call: del, cred: askPerson,
+			want: want{outcome: Pause, tier: Confirm, configured: Confirm, rule: "choice ask_person"}},
+		{name: "choice ask_agent: the call runs and the model sees the operation requires confirmation",
+			call: del, cred: askAgent,
+			want: want{outcome: Execute, notice: true, tier: Confirm, configured: Confirm, rule: "choice ask_agent", reason: "requires confirmation"}},
+		{name: "choice run_without_asking: the call runs with no confirmation",
+			call: del, cred: runAlways,
+			want: want{outcome: Execute, tier: Confirm, configured: Confirm, rule: "choice run_without_asking"}},
+		{name: "choices only matter at the confirm tier: auto runs for refuse",
+			call: call("crm", "GET", "/contacts/1", IntentRead), cred: refuse,
+			want: want{outcome: Execute, tier: Auto, configured: Auto}},
+
+		// Origin defaults.
+		{name: "a key created by an operator starts on refuse",
+			call: del, cred: operatorKey,
+			want: want{outcome: Deny, code: CodeRequiresConfirmation, tier: Confirm, configured: Confirm, rule: "choice refuse"}},
+		{name: "a user created for chat and coding agents starts on ask_person",
+			call: del, cred: chatUser,
+			want: want{outcome: Pause, tier: Confirm, configured: Confirm, rule: "choice ask_person"}},
+
+		// Read-only.
+		{name: "read-only refuses every write whatever its choice: refuse",
+			call: del, cred: readOnly(Refuse),
+			want: want{outcome: Deny, code: CodeReadOnly, tier: Confirm, configured: Confirm, rule: RuleReadOnly}},
+		{name: "read-only refuses every write whatever its choice: ask_person",
+			call: del, cred: readOnly(AskPerson),
+			want: want{outcome: Deny, code: CodeReadOnly, tier: Confirm, configured: Confirm}},
+		{name: "read-only refuses every write whatever its choice: ask_agent",
+			call: del, cred: readOnly(AskAgent),
+			want: want{outcome: Deny, code: CodeReadOnly, tier: Confirm, configured: Confirm}},
+		{name: "read-only refuses every write whatever its choice: run_without_asking",
+			call: del, cred: readOnly(RunWithoutAsking),
+			want: want{outcome: Deny, code: CodeReadOnly, tier: Confirm, configured: Confirm}},
+		{name: "read-only refuses an auto write too",
+			call: call("crm", "POST", "/contacts", IntentWrite), cred: readOnly(RunWithoutAsking),
+			want: want{outcome: Deny, code: CodeReadOnly, tier: Auto, configured: Auto, reason: "read-only"}},
+		{name: "read-only is checked before the intent",
+			call: call("crm", "POST", "/contacts", IntentRead), cred: readOnly(RunWithoutAsking),
+			want: want{outcome: Deny, code: CodeReadOnly, tier: Auto, configured: Auto}},
+		{name: "read-only still reads",
+			call: call("crm", "GET", "/contacts/1", IntentRead), cred: readOnly(Refuse),
+			want: want{outcome: Execute, tier: Auto, configured: Auto}},
+
+		// Unknown operations and connection limits.
+		{name: "a call to a method and path that no endpoint lists is unknown_operation (default deny)",
+			call: call("crm", "GET", "/nowhere", IntentRead), cred: runAlways,
+			want: want{outcome: Deny, code: CodeUnknownOperation, tier: Never, configured: Never, rule: RuleUnknownEndpoint, reason: `connection "crm" has no endpoint`}},
+		{name: "a known path with an unlisted method is unknown_operation",
+			call: call("crm", "POST", "/contacts/12", IntentWrite), cred: runAlways,
+			want: want{outcome: Deny, code: CodeUnknownOperation, tier: Never, configured: Never, rule: RuleUnknownEndpoint}},
+		{name: "an unknown connection is unknown_operation",
+			call: call("erp", "GET", "/contacts/1", IntentRead), cred: runAlways,
+			want: want{outcome: Deny, code: CodeUnknownOperation, tier: Never, configured: Never, rule: RuleUnknownConnection}},
+		{name: "connections limits the credential: another connection is unknown_operation",
+			call: call("billing", "GET", "/invoices/1", IntentRead), cred: crmOnly,
+			want: want{outcome: Deny, code: CodeUnknownOperation, tier: Never, configured: Never, rule: RuleCredentialConnections, reason: `may not use connection "billing"`}},
+		{name: "connections limits the credential: a listed connection works",
+			call: call("crm", "GET", "/contacts/1", IntentRead), cred: crmOnly,
+			want: want{outcome: Execute, tier: Auto, configured: Auto}},
+		{name: "connections omitted means all connections",
+			call: call("billing", "GET", "/invoices/1", IntentRead), cred: askPerson,
+			want: want{outcome: Execute, tier: Auto, configured: Auto}},
+		{name: "unknown operation decides before read-only and intent",
+			call: call("crm", "DELETE", "/nowhere", IntentRead), cred: readOnly(Refuse),
+			want: want{outcome: Deny, code: CodeUnknownOperation, tier: Never, configured: Never}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := tt.call
+			d := Evaluate(p, Input{Call: &c, Credential: tt.cred, Hook: tt.hook})
+			w := tt.want
+			if d.Outcome != w.outcome || d.Code != w.code || d.Tier != w.tier || d.Configured != w.configured ||
+				d.Escalated != w.escalated || d.Notice != w.notice {
+				t.Errorf("got outcome=%s code=%q tier=%s configured=%s escalated=%v notice=%v (rule %q: %s)\nwant outcome=%s code=%q tier=%s configured=%s escalated=%v notice=%v",
+					d.Outcome, d.Code, d.Tier, d.Configured, d.Escalated, d.Notice, d.Rule, d.Reason,
+					w.outcome, w.code, w.tier, w.configured, w.escalated, w.notice)
+			}
+			if w.rule != "" && d.Rule != w.rule {
+				t.Errorf("rule = %q, want %q", d.Rule, w.rule)
+			}
+			if d.Rule == "" {
+				t.Errorf("rule is empty")
+			}
+			if d.Reason == "" || !strings.Contains(d.Reason, w.reason) {
+				t.Errorf("reason = %q, want it to contain %q", d.Reason, w.reason)
+			}
+			if d.Code == CodeUnknownOperation {
+				if d.Match.Endpoint != nil || d.Match.Connection != nil {
+					t.Errorf("unknown_operation carries a match: %+v", d.Match)
+				}
+			} else if d.Match.Endpoint == nil {
+				t.Errorf("decision has no match")
+			}
+		})
+	}
+}
+
+func TestDefaultChoice(t *testing.T) {
+	tests := []struct {
+		name   string
+		origin Origin
+		want   Choice
+	}{
+		{name: "keys created by an operator start on refuse", origin: OriginOperator, want: Refuse},
+		{name: "users created for chat and coding agents start on ask_person", origin: OriginChat, want: AskPerson},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := DefaultChoice(tt.origin); got != tt.want {
+				t.Errorf("DefaultChoice(%s) = %s, want %s", tt.origin, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestDecideWithoutNewPolicy(t *testing.T) {
+	// Decide explains itself even for a hand-built match (no precomputed text).
+	conn := &Connection{Name: "x"}
+	ep := &Endpoint{Method: "DELETE", Path: "/a/{id}", Tier: Confirm, Escalate: []Threshold{
+		{Source: SourceQuery, Path: []string{"n"}, Above: 1, Escalate: Never}}}
+	c := withQuery(call("x", "DELETE", "/a/1", IntentWrite), "n=2")
+	d := Decide(Match{Connection: conn, Endpoint: ep}, true, Input{Call: &c, Credential: askPerson})
+	if d.Code != CodeBlocked || !d.Escalated || d.Reason != "escalated to never: query.n 2 is above 1" || d.Rule != "query.n" {
+		t.Fatalf("got %+v", d)
+	}
+	c.Query = nil
+	d = Decide(Match{Connection: conn, Endpoint: ep}, true, Input{Call: &c, Credential: askPerson})
+	if d.Outcome != Pause || d.Rule != "choice ask_person" || !strings.Contains(d.Reason, "DELETE /a/{id} requires confirmation") {
+		t.Fatalf("got %+v", d)
+	}
+}
+
+func TestDecideAllocations(t *testing.T) {
+	p := testPolicy(t)
+	get := call("crm", "GET", "/contacts/12", IntentRead)
+	del := call("crm", "DELETE", "/contacts/12", IntentWrite)
+	ro := readOnly(AskPerson)
+	tests := []struct {
+		name string
+		in   Input
+	}{
+		{name: "auto GET", in: Input{Call: &get, Credential: refuse}},
+		{name: "confirm DELETE pauses", in: Input{Call: &del, Credential: askPerson}},
+		{name: "confirm DELETE refused", in: Input{Call: &del, Credential: refuse}},
+		{name: "read-only write", in: Input{Call: &del, Credential: ro}},
+		{name: "hook ask without a reason", in: Input{Call: &get, Credential: askPerson, Hook: HookAnswer{Decision: HookAsk}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if n := testing.AllocsPerRun(100, func() { Evaluate(p, tt.in) }); n != 0 {
+				t.Errorf("Evaluate allocates %v times, want 0", n)
+			}
+		})
+	}
+}

@@ -1,0 +1,167 @@
+package tier
+
+import "net/url"
+
+// FieldSource says which part of a call a threshold field addresses.
+type FieldSource uint8
+
+// Threshold field sources: body.<json path>, query.<name>, path.<param>.
+const (
+	SourceBody FieldSource = iota
+	SourceQuery
+	SourcePath
+)
+
+// Threshold raises an endpoint's tier when a numeric field of the call is
+// above a limit: {"field": "body.amount", "above": 10000, "escalate": "review"}.
+type Threshold struct {
+	// Field is the rule as written, e.g. "body.amount".
+	Field string
+	// Source and Path are Field compiled: SourceBody with Path ["amount"].
+	Source FieldSource
+	Path   []string
+	// Above is the limit; a value strictly greater escalates.
+	Above float64
+	// Escalate is Review or Never.
+	Escalate Tier
+}
+
+// Endpoint is one operation of a connection, compiled from policy.json or a
+// custom tool.
+type Endpoint struct {
+	Method      string
+	Path        string // the template, e.g. /contacts/{id}
+	OperationID string
+	// Tool is the custom tool's name when the operation comes from tools/*.json.
+	Tool string
+	// Tier is the configured tier an agent's call starts from. An
+	// operator-gated tool is Never for agents.
+	Tier Tier
+	// Recorded is the tier recorded in the tool registry: a
+	// requires-confirmation tool is recorded at Review but pauses like Confirm.
+	Recorded Tier
+	// OperatorOnly marks an operator-gated tool (runs only from the operator surface).
+	OperatorOnly bool
+	// Hidden marks a tool with llm_callable: false; agents cannot see or call it.
+	Hidden bool
+	// Prompt is the tool's confirmation prompt, if any.
+	Prompt   string
+	Escalate []Threshold
+	// Rule names where the configured tier comes from, for explanations,
+	// e.g. `connections/crm/policy.json endpoints[1] DELETE /contacts/{id} confirm: true`.
+	Rule string
+
+	// Set by NewPolicy: the template's parameter names and the
+	// precomputed explanations.
+	params []string
+	text   *endpointText
+}
+
+// Connection is one upstream API and its compiled endpoints.
+type Connection struct {
+	Name      string
+	Endpoints []*Endpoint
+	// EscalateDelegated is delegations.escalateConfirm: a delegated call at
+	// the confirm tier becomes review.
+	EscalateDelegated bool
+	// Hooked is true when the connection has hooks to ask.
+	Hooked bool
+	// OutOfBandOnly forbids approval through the client (approval.out_of_band_only).
+	OutOfBandOnly bool
+
+	router router
+	text   *connText
+}
+
+// Params holds the path parameters of a match without allocating.
+type Params struct {
+	n      int
+	names  [maxParams]string
+	values [maxParams]string
+}
+
+const maxParams = 8
+
+// Len returns the number of parameters.
+func (p *Params) Len() int { return p.n }
+
+// At returns the i-th parameter's name and value.
+func (p *Params) At(i int) (name, value string) { return p.names[i], p.values[i] }
+
+// Get returns the value of the named parameter.
+func (p *Params) Get(name string) (string, bool) {
+	for i := 0; i < p.n; i++ {
+		if p.names[i] == name {
+			return p.values[i], true
+		}
+	}
+	return "", false
+}
+
+// Map returns the parameters as a new map (allocates; not for the hot path).
+func (p *Params) Map() map[string]string {
+	m := make(map[string]string, p.n)
+	for i := 0; i < p.n; i++ {
+		m[p.names[i]] = p.values[i]
+	}
+	return m
+}
+
+// Match is a resolved operation.
+type Match struct {
+	Connection *Connection
+	Endpoint   *Endpoint
+	Params     Params
+}
+
+// Call is what an agent asked for.
+type Call struct {
+	Connection string
+	Method     string
+	Path       string // concrete path, e.g. /contacts/12
+	Query      url.Values
+	// Body is the decoded JSON body (encoding/json with UseNumber, so numbers
+	// are json.Number; float64 is accepted too), or nil.
+	Body      any
+	Intent    Intent
+	Delegated bool
+}
+
+// Credential is what the decision needs to know about the caller.
+type Credential struct {
+	ID       string
+	Choice   Choice
+	ReadOnly bool
+	// Connections limits the credential; empty means all.
+	Connections []string
+}
+
+// Input is everything a decision depends on besides the policy.
+type Input struct {
+	Call       *Call
+	Credential *Credential
+	// Hook is the connection's hook answer (HookNone when there is no hook).
+	Hook HookAnswer
+}
+
+// Decision is the result of evaluating a call.
+type Decision struct {
+	// Tier is the effective tier after escalation and hooks.
+	Tier Tier
+	// Configured is the tier from the vocabulary, before escalation.
+	Configured Tier
+	Outcome    Outcome
+	// Code is set when Outcome is Deny.
+	Code Code
+	// Reason explains the decision in a sentence.
+	Reason string
+	// Escalated is true when a threshold or delegation rule raised the tier.
+	Escalated bool
+	// Rule names the rule that decided (a config location or a built-in rule).
+	Rule string
+	// Notice is true for ask_agent executions of confirm-tier calls: the
+	// response tells the agent the operation requires confirmation.
+	Notice bool
+	// Match is the resolved operation (zero when unknown_operation).
+	Match Match
+}

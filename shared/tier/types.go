@@ -1,0 +1,269 @@
+package tier
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// Tier is the confirmation tier a call resolves to.
+type Tier uint8
+
+// The four tiers, in increasing order of strictness. Escalation only ever
+// moves a call to a larger value.
+const (
+	Auto Tier = iota
+	Confirm
+	Review
+	Never
+)
+
+var tierNames = [...]string{"auto", "confirm", "review", "never"}
+
+// String returns the tier's wire name ("auto", "confirm", "review", "never").
+func (t Tier) String() string {
+	if int(t) < len(tierNames) {
+		return tierNames[t]
+	}
+	return fmt.Sprintf("tier(%d)", uint8(t))
+}
+
+// MarshalText encodes the tier as its wire name.
+func (t Tier) MarshalText() ([]byte, error) {
+	if int(t) >= len(tierNames) {
+		return nil, fmt.Errorf("tier: invalid value %d", uint8(t))
+	}
+	return []byte(tierNames[t]), nil
+}
+
+// UnmarshalText decodes a wire name.
+func (t *Tier) UnmarshalText(b []byte) error {
+	v, ok := ParseTier(string(b))
+	if !ok {
+		return fmt.Errorf("tier: unknown tier %q", b)
+	}
+	*t = v
+	return nil
+}
+
+// ParseTier parses a wire name.
+func ParseTier(s string) (Tier, bool) {
+	for i, n := range tierNames {
+		if n == s {
+			return Tier(i), true
+		}
+	}
+	return 0, false
+}
+
+// Choice is what a credential does when one of its calls reaches the confirm tier.
+type Choice uint8
+
+// The four credential choices.
+const (
+	Refuse Choice = iota
+	AskPerson
+	AskAgent
+	RunWithoutAsking
+)
+
+var choiceNames = [...]string{"refuse", "ask_person", "ask_agent", "run_without_asking"}
+
+// String returns the choice's wire name.
+func (c Choice) String() string {
+	if int(c) < len(choiceNames) {
+		return choiceNames[c]
+	}
+	return fmt.Sprintf("choice(%d)", uint8(c))
+}
+
+// MarshalText encodes the choice as its wire name.
+func (c Choice) MarshalText() ([]byte, error) {
+	if int(c) >= len(choiceNames) {
+		return nil, fmt.Errorf("choice: invalid value %d", uint8(c))
+	}
+	return []byte(choiceNames[c]), nil
+}
+
+// UnmarshalText decodes a wire name.
+func (c *Choice) UnmarshalText(b []byte) error {
+	v, ok := ParseChoice(string(b))
+	if !ok {
+		return fmt.Errorf("choice: unknown choice %q (want refuse, ask_person, ask_agent or run_without_asking)", b)
+	}
+	*c = v
+	return nil
+}
+
+// ParseChoice parses a wire name.
+func ParseChoice(s string) (Choice, bool) {
+	for i, n := range choiceNames {
+		if n == s {
+			return Choice(i), true
+		}
+	}
+	return 0, false
+}
+
+// DefaultChoice is the choice a credential starts on when its configuration
+// names none: keys created by an operator start on Refuse, users created for
+// chat and coding agents on AskPerson.
+func DefaultChoice(origin Origin) Choice {
+	if origin == OriginChat {
+		return AskPerson
+	}
+	return Refuse
+}
+
+// Origin says who created a credential; it decides the default Choice.
+type Origin uint8
+
+// Credential origins.
+const (
+	OriginOperator Origin = iota
+	OriginChat
+)
+
+var originNames = [...]string{"operator", "chat"}
+
+// String returns the origin's wire name.
+func (o Origin) String() string {
+	if int(o) < len(originNames) {
+		return originNames[o]
+	}
+	return fmt.Sprintf("origin(%d)", uint8(o))
+}
+
+// MarshalText encodes the origin as its wire name.
+func (o Origin) MarshalText() ([]byte, error) { return []byte(o.String()), nil }
+
+// UnmarshalText decodes a wire name.
+func (o *Origin) UnmarshalText(b []byte) error {
+	for i, n := range originNames {
+		if n == string(b) {
+			*o = Origin(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("origin: unknown origin %q (want operator or chat)", b)
+}
+
+// Intent declares which side of the write handshake a call is on.
+type Intent uint8
+
+// Intents of the request tool.
+const (
+	IntentRead Intent = iota
+	IntentWrite
+	IntentConfirmedWrite
+)
+
+var intentNames = [...]string{"read", "write", "confirmed_write"}
+
+// String returns the intent's wire name.
+func (i Intent) String() string {
+	if int(i) < len(intentNames) {
+		return intentNames[i]
+	}
+	return fmt.Sprintf("intent(%d)", uint8(i))
+}
+
+// MarshalText encodes the intent as its wire name.
+func (i Intent) MarshalText() ([]byte, error) { return []byte(i.String()), nil }
+
+// UnmarshalText decodes a wire name.
+func (i *Intent) UnmarshalText(b []byte) error {
+	for k, n := range intentNames {
+		if n == string(b) {
+			*i = Intent(k)
+			return nil
+		}
+	}
+	return fmt.Errorf("intent: unknown intent %q (want read, write or confirmed_write)", b)
+}
+
+// Outcome is what the gateway does with a call.
+type Outcome uint8
+
+// Outcomes of a decision.
+const (
+	// Deny refuses the call; Decision.Code says why.
+	Deny Outcome = iota
+	// Execute runs the call now.
+	Execute
+	// Pause waits for a person (the credential's choice is ask_person).
+	Pause
+)
+
+var outcomeNames = [...]string{"deny", "execute", "pause"}
+
+// String returns the outcome's name.
+func (o Outcome) String() string {
+	if int(o) < len(outcomeNames) {
+		return outcomeNames[o]
+	}
+	return fmt.Sprintf("outcome(%d)", uint8(o))
+}
+
+// MarshalJSON encodes the outcome as its name.
+func (o Outcome) MarshalJSON() ([]byte, error) { return json.Marshal(o.String()) }
+
+// Code is the machine-readable reason of a denial (API.md section 2).
+type Code string
+
+// Denial codes produced by the decision.
+const (
+	CodeNone                 Code = ""
+	CodeUnknownOperation     Code = "unknown_operation"
+	CodeRequiresConfirmation Code = "requires_confirmation"
+	CodeReviewRequired       Code = "review_required"
+	CodeBlocked              Code = "blocked"
+	CodeReadOnly             Code = "read_only"
+	CodeWriteIntentRequired  Code = "write_intent_required"
+	CodeHookDenied           Code = "hook_denied"
+)
+
+// HookDecision is a hook's answer about a call.
+type HookDecision uint8
+
+// Hook answers. HookNone means no hook is configured or it was not asked.
+const (
+	HookNone HookDecision = iota
+	HookAllow
+	HookDeny
+	HookAsk
+)
+
+var hookNames = [...]string{"", "allow", "deny", "ask"}
+
+// String returns the hook decision's wire name.
+func (h HookDecision) String() string {
+	if int(h) < len(hookNames) {
+		return hookNames[h]
+	}
+	return fmt.Sprintf("hook(%d)", uint8(h))
+}
+
+// ParseHookDecision parses "allow", "deny" or "ask".
+func ParseHookDecision(s string) (HookDecision, bool) {
+	for i, n := range hookNames[1:] {
+		if n == s {
+			return HookDecision(i + 1), true
+		}
+	}
+	return HookNone, false
+}
+
+// HookAnswer is what a connection's hook said about the call.
+type HookAnswer struct {
+	Decision HookDecision
+	Reason   string
+}
+
+// IsMutating reports whether an HTTP method writes (POST, PUT, PATCH, DELETE).
+func IsMutating(method string) bool {
+	switch method {
+	case "POST", "PUT", "PATCH", "DELETE":
+		return true
+	}
+	return false
+}
