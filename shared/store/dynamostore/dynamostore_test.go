@@ -1,0 +1,181 @@
+package dynamostore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/countersign/countersign/shared/store"
+	"github.com/countersign/countersign/shared/store/dynamostore"
+	"github.com/countersign/countersign/shared/store/storetest"
+)
+
+// endpointEnv names the DynamoDB-compatible server the tests run against.
+const endpointEnv = "COUNTERSIGN_TEST_DYNAMODB_ENDPOINT"
+
+const startCommand = "(cd infra/dynalite && npm ci && npm start -- --port 4567) & " +
+	endpointEnv + "=http://127.0.0.1:4567 go test -race ./shared/store/dynamostore"
+
+func TestContract(t *testing.T) {
+	client, table := newTable(t)
+	clock := storetest.NewClock(time.Now().UTC().Truncate(time.Second))
+	st := dynamostore.New(client, table, &dynamostore.Options{Now: clock.Now})
+	storetest.Run(t, func(*testing.T) store.Store { return st }, &storetest.Options{Now: clock.Now, Advance: clock.Advance})
+}
+
+func TestContractRealClock(t *testing.T) {
+	client, table := newTable(t)
+	storetest.Run(t, func(*testing.T) store.Store { return dynamostore.New(client, table, nil) }, nil)
+}
+
+func TestItemAttributes(t *testing.T) {
+	ctx := context.Background()
+	client, table := newTable(t)
+	st := dynamostore.New(client, table, nil)
+	now := time.Date(2026, 5, 1, 12, 0, 0, 500, time.UTC)
+
+	conf := &store.Confirmation{ID: "c1", Status: store.StatusPending, CreatedAt: now, ExpiresAt: now.Add(10 * time.Minute), TTL: now.Add(48 * time.Hour).Unix()}
+	idem := &store.Idempotency{Credential: "cred", Key: "k", CreatedAt: now, ExpiresAt: time.Now().Add(time.Hour)}
+	review := &store.Review{ID: "r1", Status: "queued", CreatedAt: now, TTL: now.Add(72 * time.Hour).Unix()}
+	for _, err := range []error{
+		st.CreateConfirmation(ctx, conf),
+		st.UpdateConfirmation(ctx, conf),
+		st.CreateIdempotency(ctx, idem),
+		st.CreateReview(ctx, review),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	for _, tc := range []struct {
+		name   string
+		pk, sk string
+		want   map[string]string // attribute → number value
+	}{
+		{"confirmation", "CONF#c1", "CONF", map[string]string{"version": "2", "ttl": strconv.FormatInt(conf.TTL, 10)}},
+		{"idempotency", "IDEM#cred", "KEY#k", map[string]string{
+			"version":    "1",
+			"expires_at": strconv.FormatInt(idem.ExpiresAt.UnixNano(), 10),
+			"ttl":        strconv.FormatInt(idem.ExpiresAt.Unix()+1, 10), // rounded up
+		}},
+		{"review", "REVIEW#r1", "REVIEW", map[string]string{"ttl": strconv.FormatInt(review.TTL, 10)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			item := rawItem(t, client, table, tc.pk, tc.sk)
+			for name, want := range tc.want {
+				got, ok := item[name].(*types.AttributeValueMemberN)
+				if !ok || got.Value != want {
+					t.Errorf("attribute %s = %#v, want number %s", name, item[name], want)
+				}
+			}
+			if _, ok := item["data"].(*types.AttributeValueMemberS); !ok {
+				t.Errorf("attribute data = %#v, want a JSON string", item["data"])
+			}
+		})
+	}
+}
+
+func TestStaleIndexEntryDoesNotMatch(t *testing.T) {
+	// A GSI lags the table. Simulate an index entry that still carries an
+	// old key hash for a credential whose stored hash has moved on.
+	ctx := context.Background()
+	client, table := newTable(t)
+	st := dynamostore.New(client, table, nil)
+	_, err := client.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName: aws.String(table),
+		Item: map[string]types.AttributeValue{
+			"pk":     &types.AttributeValueMemberS{Value: "CRED#c1"},
+			"sk":     &types.AttributeValueMemberS{Value: "CRED"},
+			"gsi1pk": &types.AttributeValueMemberS{Value: "KEYHASH#old"},
+			"gsi1sk": &types.AttributeValueMemberS{Value: "CRED#c1"},
+			"data":   &types.AttributeValueMemberS{Value: `{"id":"c1","key_sha256":"new","choice":"refuse","origin":"operator","read_only":false}`},
+		},
+	})
+	if err != nil {
+		t.Fatalf("PutItem: %v", err)
+	}
+	if _, err := st.CredentialByKeyHash(ctx, "old"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("CredentialByKeyHash(stale hash): %v, want ErrNotFound", err)
+	}
+}
+
+func TestCreateTableTwiceFails(t *testing.T) {
+	client, table := newTable(t)
+	if err := dynamostore.CreateTable(context.Background(), client, table); err == nil || !strings.Contains(err.Error(), table) {
+		t.Fatalf("second CreateTable: %v, want an error naming %s", err, table)
+	}
+}
+
+func TestConditionFailureIsNotAnSDKError(t *testing.T) {
+	ctx := context.Background()
+	client, table := newTable(t)
+	st := dynamostore.New(client, table, nil)
+	c := &store.Confirmation{ID: "c1"}
+	if err := st.CreateConfirmation(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	err := st.CreateConfirmation(ctx, c)
+	var ccf *types.ConditionalCheckFailedException
+	if !errors.Is(err, store.ErrConflict) || errors.As(err, &ccf) {
+		t.Fatalf("duplicate create: %v; want store.ErrConflict with no SDK error inside", err)
+	}
+}
+
+// newTable connects to the test server and creates a fresh table, deleted
+// when the test ends. It skips the test when no server is configured.
+func newTable(tb testing.TB) (*dynamodb.Client, string) {
+	tb.Helper()
+	endpoint := os.Getenv(endpointEnv)
+	if endpoint == "" {
+		tb.Skipf("%s is not set; start dynalite and point the tests at it: %s", endpointEnv, startCommand)
+	}
+	client := dynamodb.NewFromConfig(aws.Config{
+		Region:      "us-east-1",
+		Credentials: credentials.NewStaticCredentialsProvider("countersign-test", "countersign-test", ""),
+	}, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(endpoint) })
+
+	table := fmt.Sprintf("countersign-test-%d-%s", time.Now().UnixNano(), strings.ToLower(tb.Name()))
+	table = strings.NewReplacer("/", "-", "_", "-").Replace(table)
+	if len(table) > 255 {
+		table = table[:255]
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := dynamostore.CreateTable(ctx, client, table); err != nil {
+		tb.Fatalf("CreateTable at %s: %v", endpoint, err)
+	}
+	tb.Cleanup(func() {
+		_, err := client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
+		if err != nil {
+			tb.Errorf("DeleteTable %s: %v", table, err)
+		}
+	})
+	return client, table
+}
+
+func rawItem(tb testing.TB, client *dynamodb.Client, table, pk, sk string) map[string]types.AttributeValue {
+	tb.Helper()
+	out, err := client.GetItem(context.Background(), &dynamodb.GetItemInput{
+		TableName: aws.String(table),
+		Key: map[string]types.AttributeValue{
+			"pk": &types.AttributeValueMemberS{Value: pk},
+			"sk": &types.AttributeValueMemberS{Value: sk},
+		},
+		ConsistentRead: aws.Bool(true),
+	})
+	if err != nil || out.Item == nil {
+		tb.Fatalf("GetItem(%s, %s): %v, item %v", pk, sk, err, out)
+	}
+	return out.Item
+}

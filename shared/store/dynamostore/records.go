@@ -1,0 +1,343 @@
+package dynamostore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/countersign/countersign/shared/store"
+)
+
+// PutCredential creates or replaces the credential; gsi1 follows its key hash.
+func (s *Store) PutCredential(ctx context.Context, c store.Credential) error {
+	if c.ID == "" {
+		return errors.New("put credential: empty id")
+	}
+	last := c.LastClient
+	c.LastClient = nil
+	item, err := newItem(prefixCredential+c.ID, skCredential, c)
+	if err != nil {
+		return fmt.Errorf("put credential %s: %w", c.ID, err)
+	}
+	if c.KeyHash != "" {
+		item[attrGSI1PK] = str(prefixKeyHash + c.KeyHash)
+		item[attrGSI1SK] = str(prefixCredential + c.ID)
+	}
+	if last != nil {
+		cl := *last
+		cl.SeenAt = cl.SeenAt.UTC()
+		b, err := json.Marshal(cl)
+		if err != nil {
+			return fmt.Errorf("put credential %s: encode last client: %w", c.ID, err)
+		}
+		item[attrLastClient] = str(string(b))
+	}
+	_, err = s.client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: item})
+	if err != nil {
+		return fmt.Errorf("put credential %s: %w", c.ID, err)
+	}
+	return nil
+}
+
+// CredentialByKeyHash finds the credential through gsi1, then re-reads it
+// consistently and checks the hash, so a stale index entry never matches.
+func (s *Store) CredentialByKeyHash(ctx context.Context, keyHash string) (store.Credential, error) {
+	c, err := s.credentialByKeyHash(ctx, keyHash)
+	if err != nil {
+		return store.Credential{}, fmt.Errorf("credential by key hash %.8s…: %w", keyHash, err)
+	}
+	return c, nil
+}
+
+func (s *Store) credentialByKeyHash(ctx context.Context, keyHash string) (store.Credential, error) {
+	if keyHash == "" {
+		return store.Credential{}, store.ErrNotFound
+	}
+	pages := dynamodb.NewQueryPaginator(s.client, &dynamodb.QueryInput{
+		TableName:                 aws.String(s.table),
+		IndexName:                 aws.String(IndexName),
+		KeyConditionExpression:    aws.String("#g = :g"),
+		ProjectionExpression:      aws.String("#pk"),
+		ExpressionAttributeNames:  map[string]string{"#g": attrGSI1PK, "#pk": attrPK},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":g": str(prefixKeyHash + keyHash)},
+	})
+	var found []store.Credential
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return store.Credential{}, fmt.Errorf("query %s: %w", IndexName, err)
+		}
+		for _, it := range page.Items {
+			id := strings.TrimPrefix(stringAttr(it, attrPK), prefixCredential)
+			c, err := s.getCredential(ctx, id)
+			if errors.Is(err, store.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return store.Credential{}, err
+			}
+			if c.KeyHash == keyHash {
+				found = append(found, c)
+			}
+		}
+	}
+	switch len(found) {
+	case 0:
+		return store.Credential{}, store.ErrNotFound
+	case 1:
+		return found[0], nil
+	}
+	// Two credentials with one key: refuse rather than pick one.
+	return store.Credential{}, fmt.Errorf("%d credentials share the key hash (%s and %s)", len(found), found[0].ID, found[1].ID)
+}
+
+func (s *Store) getCredential(ctx context.Context, id string) (store.Credential, error) {
+	item, err := s.getItem(ctx, prefixCredential+id, skCredential)
+	if err != nil {
+		return store.Credential{}, fmt.Errorf("get credential %s: %w", id, err)
+	}
+	var c store.Credential
+	if err := decode(item, &c); err != nil {
+		return store.Credential{}, err
+	}
+	if _, ok := item[attrLastClient]; ok {
+		c.LastClient = new(store.Client)
+		if err := decodeAttr(item, attrLastClient, c.LastClient); err != nil {
+			return store.Credential{}, err
+		}
+	}
+	return c, nil
+}
+
+// SetLastClient sets the credential's last_client attribute in one
+// conditional UpdateItem; store.ErrNotFound if the credential does not exist.
+func (s *Store) SetLastClient(ctx context.Context, credentialID string, cl store.Client) error {
+	cl.SeenAt = cl.SeenAt.UTC()
+	b, err := json.Marshal(cl)
+	if err != nil {
+		return fmt.Errorf("set last client of credential %s: encode: %w", credentialID, err)
+	}
+	_, err = s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.table),
+		Key:                       itemKey(prefixCredential+credentialID, skCredential),
+		UpdateExpression:          aws.String("SET #lc = :lc"),
+		ConditionExpression:       aws.String("attribute_exists(#pk)"),
+		ExpressionAttributeNames:  map[string]string{"#lc": attrLastClient, "#pk": attrPK},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":lc": str(string(b))},
+	})
+	if isConditionFailed(err) {
+		err = store.ErrNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("set last client of credential %s: %w", credentialID, err)
+	}
+	return nil
+}
+
+// CreateConfirmation stores c with Version 1; store.ErrConflict if its ID exists.
+func (s *Store) CreateConfirmation(ctx context.Context, c *store.Confirmation) error {
+	if c.ID == "" {
+		return errors.New("create confirmation: empty id")
+	}
+	rec := utcConfirmation(c)
+	rec.Version = 1
+	item, err := confirmationItem(rec)
+	if err == nil {
+		err = s.putIf(ctx, item, "attribute_not_exists(#pk)", map[string]string{"#pk": attrPK}, nil)
+	}
+	if err != nil {
+		return fmt.Errorf("create confirmation %s: %w", c.ID, err)
+	}
+	c.Version = 1
+	return nil
+}
+
+// GetConfirmation reads the confirmation consistently.
+func (s *Store) GetConfirmation(ctx context.Context, id string) (*store.Confirmation, error) {
+	item, err := s.getItem(ctx, prefixConfirmation+id, skConfirmation)
+	if err != nil {
+		return nil, fmt.Errorf("get confirmation %s: %w", id, err)
+	}
+	c := new(store.Confirmation)
+	if err := decode(item, c); err != nil {
+		return nil, fmt.Errorf("get confirmation %s: %w", id, err)
+	}
+	return c, nil
+}
+
+// UpdateConfirmation replaces the confirmation if its stored version equals
+// c.Version, and then increments c.Version.
+func (s *Store) UpdateConfirmation(ctx context.Context, c *store.Confirmation) error {
+	rec := utcConfirmation(c)
+	rec.Version = c.Version + 1
+	item, err := confirmationItem(rec)
+	if err == nil {
+		err = s.putIfVersion(ctx, item, c.Version)
+	}
+	if err != nil {
+		return fmt.Errorf("update confirmation %s from version %d: %w", c.ID, c.Version, err)
+	}
+	c.Version = rec.Version
+	return nil
+}
+
+func confirmationItem(c store.Confirmation) (map[string]types.AttributeValue, error) {
+	item, err := newItem(prefixConfirmation+c.ID, skConfirmation, c)
+	if err != nil {
+		return nil, err
+	}
+	item[attrVersion] = num(c.Version)
+	if c.TTL > 0 {
+		item[attrTTL] = num(c.TTL)
+	}
+	return item, nil
+}
+
+// utcConfirmation returns a shallow copy of c with its times in UTC.
+func utcConfirmation(c *store.Confirmation) store.Confirmation {
+	rec := *c
+	rec.CreatedAt = rec.CreatedAt.UTC()
+	rec.ExpiresAt = rec.ExpiresAt.UTC()
+	rec.DecidedAt = utcPtr(rec.DecidedAt)
+	rec.RedeemBy = utcPtr(rec.RedeemBy)
+	rec.RedeemedAt = utcPtr(rec.RedeemedAt)
+	return rec
+}
+
+// CreateIdempotency stores r with Version 1 unless a live record exists for
+// (r.Credential, r.Key): store.ErrConflict then.
+func (s *Store) CreateIdempotency(ctx context.Context, r *store.Idempotency) error {
+	rec := utcIdempotency(r)
+	rec.Version = 1
+	item, err := idempotencyItem(rec)
+	if err == nil {
+		err = s.putIf(ctx, item, "attribute_not_exists(#pk) OR #exp <= :now",
+			map[string]string{"#pk": attrPK, "#exp": attrExpiresAt},
+			map[string]types.AttributeValue{":now": num(unixNano(s.now()))})
+	}
+	if err != nil {
+		return fmt.Errorf("create idempotency record %s/%s: %w", r.Credential, r.Key, err)
+	}
+	r.Version = 1
+	return nil
+}
+
+// GetIdempotency reads the record consistently; store.ErrNotFound if there
+// is none or it has expired (TTL deletes expired items only eventually).
+func (s *Store) GetIdempotency(ctx context.Context, credentialID, key string) (*store.Idempotency, error) {
+	r, err := s.getIdempotency(ctx, credentialID, key)
+	if err != nil {
+		return nil, fmt.Errorf("get idempotency record %s/%s: %w", credentialID, key, err)
+	}
+	return r, nil
+}
+
+func (s *Store) getIdempotency(ctx context.Context, credentialID, key string) (*store.Idempotency, error) {
+	item, err := s.getItem(ctx, prefixIdempotency+credentialID, prefixIdemKey+key)
+	if err != nil {
+		return nil, err
+	}
+	r := new(store.Idempotency)
+	if err := decode(item, r); err != nil {
+		return nil, err
+	}
+	if !r.ExpiresAt.After(s.now()) {
+		return nil, fmt.Errorf("expired at %s: %w", r.ExpiresAt.Format(time.RFC3339Nano), store.ErrNotFound)
+	}
+	return r, nil
+}
+
+// UpdateIdempotency replaces the record if its stored version equals
+// r.Version, and then increments r.Version.
+func (s *Store) UpdateIdempotency(ctx context.Context, r *store.Idempotency) error {
+	rec := utcIdempotency(r)
+	rec.Version = r.Version + 1
+	item, err := idempotencyItem(rec)
+	if err == nil {
+		err = s.putIfVersion(ctx, item, r.Version)
+	}
+	if err != nil {
+		return fmt.Errorf("update idempotency record %s/%s from version %d: %w", r.Credential, r.Key, r.Version, err)
+	}
+	r.Version = rec.Version
+	return nil
+}
+
+func idempotencyItem(r store.Idempotency) (map[string]types.AttributeValue, error) {
+	item, err := newItem(prefixIdempotency+r.Credential, prefixIdemKey+r.Key, r)
+	if err != nil {
+		return nil, err
+	}
+	item[attrVersion] = num(r.Version)
+	item[attrExpiresAt] = num(unixNano(r.ExpiresAt))
+	if !r.ExpiresAt.IsZero() {
+		item[attrTTL] = num(ttlSeconds(r.ExpiresAt))
+	}
+	return item, nil
+}
+
+// utcIdempotency returns a shallow copy of r with its times in UTC.
+func utcIdempotency(r *store.Idempotency) store.Idempotency {
+	rec := *r
+	rec.CreatedAt = rec.CreatedAt.UTC()
+	rec.ExpiresAt = rec.ExpiresAt.UTC()
+	return rec
+}
+
+// CreateReview stores r; store.ErrConflict if its ID exists.
+func (s *Store) CreateReview(ctx context.Context, r *store.Review) error {
+	if r.ID == "" {
+		return errors.New("create review: empty id")
+	}
+	rec := *r
+	rec.CreatedAt = rec.CreatedAt.UTC()
+	item, err := newItem(prefixReview+r.ID, skReview, rec)
+	if err == nil {
+		item[attrGSI1PK] = str(gsiReviews)
+		item[attrGSI1SK] = str(sortableTime(rec.CreatedAt) + "#" + rec.ID)
+		if rec.TTL > 0 {
+			item[attrTTL] = num(rec.TTL)
+		}
+		err = s.putIf(ctx, item, "attribute_not_exists(#pk)", map[string]string{"#pk": attrPK}, nil)
+	}
+	if err != nil {
+		return fmt.Errorf("create review %s: %w", r.ID, err)
+	}
+	return nil
+}
+
+// ListReviews queries gsi1 for the review queue, oldest CreatedAt first, then
+// by ID. The index is eventually consistent: a review created a moment ago
+// may be missing from the list.
+func (s *Store) ListReviews(ctx context.Context) ([]*store.Review, error) {
+	pages := dynamodb.NewQueryPaginator(s.client, &dynamodb.QueryInput{
+		TableName:                 aws.String(s.table),
+		IndexName:                 aws.String(IndexName),
+		KeyConditionExpression:    aws.String("#g = :g"),
+		ExpressionAttributeNames:  map[string]string{"#g": attrGSI1PK},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":g": str(gsiReviews)},
+		ScanIndexForward:          aws.Bool(true),
+	})
+	var out []*store.Review
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("list reviews: %w", err)
+		}
+		for _, it := range page.Items {
+			r := new(store.Review)
+			if err := decode(it, r); err != nil {
+				return nil, fmt.Errorf("list reviews: %w", err)
+			}
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}

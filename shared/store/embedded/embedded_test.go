@@ -1,0 +1,156 @@
+package embedded_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.etcd.io/bbolt"
+
+	"github.com/countersign/countersign/shared/store"
+	"github.com/countersign/countersign/shared/store/embedded"
+	"github.com/countersign/countersign/shared/store/storetest"
+)
+
+func TestContract(t *testing.T) {
+	clock := storetest.NewClock(time.Now().UTC().Truncate(time.Second))
+	storetest.Run(t, func(t *testing.T) store.Store {
+		return openStore(t, filepath.Join(t.TempDir(), "countersign.db"), &embedded.Options{Now: clock.Now})
+	}, &storetest.Options{Now: clock.Now, Advance: clock.Advance})
+}
+
+func TestContractRealClock(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Store {
+		return openStore(t, filepath.Join(t.TempDir(), "countersign.db"), nil)
+	}, nil)
+}
+
+func TestContractSharedFile(t *testing.T) {
+	// One file for every subtest, as a long-running local stack has.
+	s := openStore(t, filepath.Join(t.TempDir(), "countersign.db"), nil)
+	storetest.Run(t, func(*testing.T) store.Store { return s }, nil)
+}
+
+func TestReopenKeepsData(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "countersign.db")
+	now := time.Now().UTC()
+
+	s, err := embedded.Open(path, nil)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	cred := store.Credential{ID: "cred-1", KeyHash: strings.Repeat("ab", 32)}
+	conf := &store.Confirmation{ID: "conf-1", Kind: store.KindCall, Status: store.StatusPending, CreatedAt: now, ExpiresAt: now.Add(10 * time.Minute)}
+	idem := &store.Idempotency{Credential: "cred-1", Key: "k1", RequestHash: "h", CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
+	review := &store.Review{ID: "rev-1", Credential: "cred-1", Status: "queued", CreatedAt: now}
+	for _, step := range []struct {
+		name string
+		err  error
+	}{
+		{"PutCredential", s.PutCredential(ctx, cred)},
+		{"CreateConfirmation", s.CreateConfirmation(ctx, conf)},
+		{"CreateIdempotency", s.CreateIdempotency(ctx, idem)},
+		{"CreateReview", s.CreateReview(ctx, review)},
+	} {
+		if step.err != nil {
+			t.Fatalf("%s: %v", step.name, step.err)
+		}
+	}
+	conf.Status = store.StatusApproved
+	if err := s.UpdateConfirmation(ctx, conf); err != nil {
+		t.Fatalf("UpdateConfirmation: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+
+	s = openStore(t, path, nil)
+	if got, err := s.CredentialByKeyHash(ctx, cred.KeyHash); err != nil || got.ID != cred.ID {
+		t.Errorf("CredentialByKeyHash after reopen = %q, %v; want %q", got.ID, err, cred.ID)
+	}
+	if got, err := s.GetConfirmation(ctx, conf.ID); err != nil || got.Status != store.StatusApproved || got.Version != 2 {
+		t.Errorf("GetConfirmation after reopen = %+v, %v; want approved at version 2", got, err)
+	}
+	if _, err := s.GetIdempotency(ctx, idem.Credential, idem.Key); err != nil {
+		t.Errorf("GetIdempotency after reopen: %v", err)
+	}
+	if got, err := s.ListReviews(ctx); err != nil || len(got) != 1 || got[0].ID != review.ID {
+		t.Errorf("ListReviews after reopen = %v, %v; want [%s]", got, err, review.ID)
+	}
+	// Conditional writes still see the old records.
+	if err := s.CreateConfirmation(ctx, &store.Confirmation{ID: conf.ID}); !errors.Is(err, store.ErrConflict) {
+		t.Errorf("CreateConfirmation(existing) after reopen: %v, want ErrConflict", err)
+	}
+}
+
+func TestSecondOpenFailsWhileLocked(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "countersign.db")
+	openStore(t, path, nil)
+
+	const timeout = 200 * time.Millisecond
+	start := time.Now()
+	s, err := embedded.Open(path, &embedded.Options{Timeout: timeout})
+	elapsed := time.Since(start)
+	if err == nil {
+		s.Close()
+		t.Fatal("second Open of a locked file succeeded")
+	}
+	if !strings.Contains(err.Error(), "locked by another process") || !strings.Contains(err.Error(), path) {
+		t.Errorf("error %q does not say the file %s is locked", err, path)
+	}
+	if elapsed > timeout+2*time.Second {
+		t.Errorf("second Open took %s, want about %s", elapsed, timeout)
+	}
+}
+
+func TestLockReleasedByClose(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "countersign.db")
+	s, err := embedded.Open(path, nil)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	openStore(t, path, &embedded.Options{Timeout: -1})
+}
+
+func TestBucketsArePrefixed(t *testing.T) {
+	s := openStore(t, filepath.Join(t.TempDir(), "countersign.db"), nil)
+	err := s.DB().View(func(tx *bbolt.Tx) error {
+		return tx.ForEach(func(name []byte, _ *bbolt.Bucket) error {
+			if !strings.HasPrefix(string(name), "store_") {
+				t.Errorf("bucket %q lacks the store_ prefix", name)
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatalf("View: %v", err)
+	}
+}
+
+func TestOpenBadPath(t *testing.T) {
+	_, err := embedded.Open(filepath.Join(t.TempDir(), "missing-dir", "countersign.db"), nil)
+	if err == nil || !strings.Contains(err.Error(), "missing-dir") {
+		t.Fatalf("Open in a missing directory: %v, want an error naming the path", err)
+	}
+}
+
+func openStore(tb testing.TB, path string, opts *embedded.Options) *embedded.Store {
+	tb.Helper()
+	s, err := embedded.Open(path, opts)
+	if err != nil {
+		tb.Fatalf("Open: %v", err)
+	}
+	tb.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			tb.Errorf("Close: %v", err)
+		}
+	})
+	return s
+}

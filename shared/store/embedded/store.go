@@ -1,0 +1,144 @@
+package embedded
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
+
+	"github.com/countersign/countersign/shared/store"
+)
+
+var _ store.Store = (*Store)(nil)
+
+// Bucket names. All start with "store_" so the file can be shared.
+var (
+	bucketCredentials   = []byte("store_credentials")    // credential ID → JSON
+	bucketCredentialKey = []byte("store_credential_key") // key hash → credential ID
+	bucketConfirmations = []byte("store_confirmations")  // confirmation ID → JSON
+	bucketIdempotency   = []byte("store_idempotency")    // idempotencyKey(credential, key) → JSON
+	bucketReviews       = []byte("store_reviews")        // review ID → JSON
+)
+
+var allBuckets = [][]byte{bucketCredentials, bucketCredentialKey, bucketConfirmations, bucketIdempotency, bucketReviews}
+
+// DefaultTimeout is how long Open waits for the file lock when
+// Options.Timeout is zero.
+const DefaultTimeout = 5 * time.Second
+
+// Options configures Open; nil means defaults.
+type Options struct {
+	// Now is the clock that decides whether an idempotency record has
+	// expired. nil means time.Now.
+	Now func() time.Time
+	// Timeout is how long Open waits for another process to release the
+	// file lock before it fails. 0 means DefaultTimeout; negative means fail
+	// at once.
+	Timeout time.Duration
+}
+
+// Store is a store.Store in a bbolt file. It is safe for concurrent use.
+type Store struct {
+	db  *bbolt.DB
+	now func() time.Time
+}
+
+// Open opens (or creates) the bbolt file at path and its store buckets.
+// Only one process can hold the file: if another holds it, Open fails after
+// Options.Timeout with an error that says so.
+func Open(path string, opts *Options) (*Store, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	switch {
+	case o.Timeout == 0:
+		o.Timeout = DefaultTimeout
+	case o.Timeout < 0:
+		// bbolt treats 0 as "wait forever"; the shortest finite wait is one retry.
+		o.Timeout = time.Nanosecond
+	}
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: o.Timeout})
+	if errors.Is(err, bolterrors.ErrTimeout) {
+		return nil, fmt.Errorf("open store %s: the file is locked by another process (is another countersign running?); gave up after %s: %w", path, o.Timeout, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	err = db.Update(func(tx *bbolt.Tx) error {
+		for _, b := range allBuckets {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return fmt.Errorf("create bucket %s: %w", b, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	return &Store{db: db, now: o.Now}, nil
+}
+
+// DB returns the underlying bbolt database, for components that keep their
+// own buckets in the same file (the local workflow engine). They must not
+// touch buckets whose names start with "store_".
+func (s *Store) DB() *bbolt.DB { return s.db }
+
+// Close closes the file and releases its lock.
+func (s *Store) Close() error {
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("close store %s: %w", s.db.Path(), err)
+	}
+	return nil
+}
+
+// get decodes the JSON stored under key in bucket into v; store.ErrNotFound
+// if there is none.
+func get(tx *bbolt.Tx, bucket, key []byte, v any) error {
+	data := tx.Bucket(bucket).Get(key)
+	if data == nil {
+		return store.ErrNotFound
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("decode %s: %w", bucket, err)
+	}
+	return nil
+}
+
+// put stores v as JSON under key in bucket.
+func put(tx *bbolt.Tx, bucket, key []byte, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", bucket, err)
+	}
+	if err := tx.Bucket(bucket).Put(key, data); err != nil {
+		return fmt.Errorf("write %s: %w", bucket, err)
+	}
+	return nil
+}
+
+// storedVersion reads only the version of the JSON record under key.
+func storedVersion(tx *bbolt.Tx, bucket, key []byte) (int64, error) {
+	var v struct {
+		Version int64 `json:"version"`
+	}
+	if err := get(tx, bucket, key, &v); err != nil {
+		return 0, err
+	}
+	return v.Version, nil
+}
+
+func utcPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}

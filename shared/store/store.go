@@ -1,0 +1,200 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/countersign/countersign/shared/tier"
+)
+
+// ErrNotFound is returned when a record does not exist.
+var ErrNotFound = errors.New("store: not found")
+
+// ErrConflict is returned when a conditional write fails: the record already
+// exists (create) or changed since it was read (update).
+var ErrConflict = errors.New("store: conflict")
+
+// Store is the persistence the gateway needs. Every write that guards a
+// state transition is conditional, so two racing writers never both win.
+// Adapters: embedded (bbolt) and dynamostore (DynamoDB); storetest holds the
+// contract suite both must pass.
+type Store interface {
+	// PutCredential creates or replaces a credential (keyed by ID, looked up by KeyHash).
+	PutCredential(ctx context.Context, c Credential) error
+	// CredentialByKeyHash returns the credential whose key hashes to keyHash
+	// (lowercase hex SHA-256), or ErrNotFound.
+	CredentialByKeyHash(ctx context.Context, keyHash string) (Credential, error)
+	// SetLastClient records the client last seen with a credential.
+	SetLastClient(ctx context.Context, credentialID string, c Client) error
+
+	// CreateConfirmation stores a new confirmation with Version 1; ErrConflict if the ID exists.
+	CreateConfirmation(ctx context.Context, c *Confirmation) error
+	// GetConfirmation returns the confirmation or ErrNotFound.
+	GetConfirmation(ctx context.Context, id string) (*Confirmation, error)
+	// UpdateConfirmation replaces the record only if its stored Version equals
+	// c.Version; on success c.Version is incremented. ErrConflict otherwise,
+	// ErrNotFound if it does not exist.
+	UpdateConfirmation(ctx context.Context, c *Confirmation) error
+
+	// CreateIdempotency stores a new record with Version 1; ErrConflict if
+	// (Credential, Key) exists and has not expired (an expired one is replaced).
+	CreateIdempotency(ctx context.Context, r *Idempotency) error
+	// GetIdempotency returns the record or ErrNotFound (also when expired).
+	GetIdempotency(ctx context.Context, credentialID, key string) (*Idempotency, error)
+	// UpdateIdempotency replaces the record only if its stored Version equals
+	// r.Version; on success r.Version is incremented.
+	UpdateIdempotency(ctx context.Context, r *Idempotency) error
+
+	// CreateReview stores a new review item; ErrConflict if the ID exists.
+	CreateReview(ctx context.Context, r *Review) error
+	// ListReviews returns review items in creation order (oldest first).
+	ListReviews(ctx context.Context) ([]*Review, error)
+
+	// Close flushes and releases the store.
+	Close() error
+}
+
+// Credential is a stored credential. The key itself is never stored.
+type Credential struct {
+	ID          string      `json:"id"`
+	KeyHash     string      `json:"key_sha256"`
+	Choice      tier.Choice `json:"choice"`
+	Origin      tier.Origin `json:"origin"`
+	ReadOnly    bool        `json:"read_only"`
+	Connections []string    `json:"connections,omitempty"`
+	Operator    bool        `json:"operator,omitempty"`
+	LastClient  *Client     `json:"last_client,omitempty"`
+}
+
+// Client is a client seen with a credential.
+type Client struct {
+	Name    string    `json:"name"`
+	Version string    `json:"version"`
+	CanAsk  bool      `json:"can_ask"`
+	SeenAt  time.Time `json:"seen_at"`
+}
+
+// Status is the stored status of a confirmation. The effective status also
+// depends on the clock (see confirm.Effective).
+type Status string
+
+// Confirmation statuses (API.md section 4).
+const (
+	StatusPending           Status = "pending"
+	StatusApproved          Status = "approved"
+	StatusRejected          Status = "rejected"
+	StatusExpired           Status = "expired"
+	StatusRedeemed          Status = "redeemed"
+	StatusExecuted          Status = "executed"
+	StatusPartiallyExecuted Status = "partially_executed"
+	StatusFailed            Status = "failed"
+)
+
+// Kind is what a confirmation covers.
+type Kind string
+
+// Confirmation kinds.
+const (
+	KindCall   Kind = "call"
+	KindScript Kind = "script"
+)
+
+// Confirmation is one request for a person's approval.
+type Confirmation struct {
+	ID         string `json:"id"`
+	Kind       Kind   `json:"kind"`
+	Credential string `json:"credential"`
+	Status     Status `json:"status"`
+	// Reason is why the call needs confirmation.
+	Reason    string    `json:"reason"`
+	CreatedAt time.Time `json:"created_at"`
+	// ExpiresAt ends the wait for a decision.
+	ExpiresAt time.Time `json:"expires_at"`
+	// DecidedAt is when a person approved or rejected; DecidedBy names the approver.
+	DecidedAt *time.Time `json:"decided_at,omitempty"`
+	DecidedBy string     `json:"decided_by,omitempty"`
+	// RedeemBy ends the window in which an approval can be redeemed.
+	RedeemBy   *time.Time `json:"redeem_by,omitempty"`
+	RedeemedAt *time.Time `json:"redeemed_at,omitempty"`
+	// TaskToken is the workflow's callback token, stored by the notify task.
+	TaskToken string `json:"task_token,omitempty"`
+	// Execution identifies the workflow execution.
+	Execution  string      `json:"execution,omitempty"`
+	Operations []Operation `json:"operations"`
+	// Result is a script's stored result (code mode).
+	Result json.RawMessage `json:"result,omitempty"`
+	// Version is the optimistic-concurrency counter; see UpdateConfirmation.
+	Version int64 `json:"version"`
+	// TTL is when the store may delete the record (unix seconds).
+	TTL int64 `json:"ttl"`
+}
+
+// Args are a call's arguments, the part of the binding the approver sees.
+type Args struct {
+	Path  map[string]string `json:"path"`
+	Query map[string]any    `json:"query"`
+	Body  json.RawMessage   `json:"body"`
+}
+
+// OpState tracks the execution of one operation.
+type OpState string
+
+// Operation execution states: not yet run, claimed by an executor (the
+// upstream call may be in flight), or done with an outcome stored.
+const (
+	OpWaiting OpState = ""
+	OpClaimed OpState = "claimed"
+	OpDone    OpState = "done"
+)
+
+// Operation is one call inside a confirmation.
+type Operation struct {
+	Connection string `json:"connection"`
+	Method     string `json:"method"`
+	Path       string `json:"path"`
+	Endpoint   string `json:"endpoint"`
+	Args       Args   `json:"args"`
+	// Binding is the hex SHA-256 over credential, connection, method,
+	// endpoint and the canonical arguments (canon.Binding).
+	Binding  string   `json:"binding"`
+	Selected bool     `json:"selected"`
+	State    OpState  `json:"state,omitempty"`
+	Outcome  *Outcome `json:"outcome,omitempty"`
+}
+
+// Outcome is the stored result of an upstream call.
+type Outcome struct {
+	Status  int               `json:"status"`
+	Headers map[string]string `json:"headers,omitempty"`
+	Body    json.RawMessage   `json:"body,omitempty"`
+	// Error is set when the upstream could not be reached.
+	Error string `json:"error,omitempty"`
+}
+
+// Idempotency remembers an agent's call under its Idempotency-Key.
+type Idempotency struct {
+	Credential string `json:"credential"`
+	Key        string `json:"key"`
+	// RequestHash identifies the call; the same key with another call is refused.
+	RequestHash string            `json:"request_hash"`
+	Done        bool              `json:"done"`
+	Status      int               `json:"status,omitempty"`
+	Headers     map[string]string `json:"headers,omitempty"`
+	Body        []byte            `json:"body,omitempty"`
+	CreatedAt   time.Time         `json:"created_at"`
+	ExpiresAt   time.Time         `json:"expires_at"`
+	Version     int64             `json:"version"`
+}
+
+// Review is a call at the review tier queued for the operator surface.
+type Review struct {
+	ID         string    `json:"id"`
+	Credential string    `json:"credential"`
+	Operation  Operation `json:"operation"`
+	Reason     string    `json:"reason"`
+	Status     string    `json:"status"`
+	CreatedAt  time.Time `json:"created_at"`
+	TTL        int64     `json:"ttl"`
+}

@@ -1,0 +1,19 @@
+// Package storetest is the contract suite for store.Store. Every adapter
+// (embedded, dynamostore) runs the same Run from its own tests, so the
+// adapters cannot drift apart.
+//
+// The contract the suite checks, beyond what the store.Store doc comments say:
+//
+//   - A record read back equals what encoding/json would give for the record
+//     that was written (the records' JSON tags decide nil versus empty), with
+//     every time.Time in UTC and at full nanosecond precision.
+//   - Reads return copies: mutating a returned record, or the record passed to
+//     a write after the write, never changes what is stored.
+//   - Create* set the passed record's Version to 1; Update* increment it on
+//     success and leave it unchanged on failure.
+//   - SetLastClient and Update* return store.ErrNotFound for a missing record.
+//   - ListReviews orders by CreatedAt, then by ID for equal times.
+//
+// The suite makes its IDs unique per subtest, so newStore may hand every
+// subtest the same backing store (one DynamoDB table per run) or a fresh one.
+package storetest

@@ -1,0 +1,1005 @@
+package storetest
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/countersign/countersign/shared/store"
+	"github.com/countersign/countersign/shared/tier"
+)
+
+// Options configures Run; nil means defaults.
+type Options struct {
+	// Now is the clock the store under test reads (the adapter's own
+	// Options.Now). The suite places idempotency expiry times relative to it,
+	// so it must never run backwards. nil means time.Now.
+	Now func() time.Time
+	// Advance moves that clock forward (see Clock). When set, the suite also
+	// checks a record that expires while stored, to the nanosecond; when nil
+	// (a real clock) that subtest is skipped.
+	Advance func(d time.Duration)
+	// Concurrency is how many goroutines race in the concurrency subtests.
+	// 0 means 30.
+	Concurrency int
+}
+
+// Run runs the contract suite. newStore is called once per subtest and
+// returns the store under test; it registers its own cleanup (t.Cleanup) to
+// close the store. It may return a fresh store or the same backing store
+// every time: the suite's IDs are unique per subtest. Subtests run one after
+// another, never in parallel, because they may share a manual clock.
+func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts *Options) {
+	s := &suite{newStore: newStore, now: time.Now, racers: 30}
+	if opts != nil {
+		if opts.Now != nil {
+			s.now = opts.Now
+		}
+		s.advance = opts.Advance
+		if opts.Concurrency > 0 {
+			s.racers = opts.Concurrency
+		}
+	}
+	t.Run("Credentials", s.credentials)
+	t.Run("Confirmations", s.confirmations)
+	t.Run("Idempotency", s.idempotency)
+	t.Run("Reviews", s.reviews)
+}
+
+type suite struct {
+	newStore func(t *testing.T) store.Store
+	now      func() time.Time
+	advance  func(time.Duration)
+	racers   int
+}
+
+// zone is a non-UTC zone: records are written with times in it and must come
+// back in UTC.
+var zone = time.FixedZone("UTC+0230", 2*60*60+30*60)
+
+func (s *suite) credentials(t *testing.T) {
+	ctx := context.Background()
+
+	t.Run("PutThenLookupByKeyHash", func(t *testing.T) {
+		st := s.newStore(t)
+		c := fullCredential(uid(t), s.now())
+		assertNoZeroFields(t, c)
+		mustPutCredential(t, st, c)
+		got, err := st.CredentialByKeyHash(ctx, c.KeyHash)
+		if err != nil {
+			t.Fatalf("CredentialByKeyHash: %v", err)
+		}
+		assertEqual(t, "credential", got, roundTrip(t, c))
+		assertUTC(t, got)
+	})
+
+	t.Run("LookupNotFound", func(t *testing.T) {
+		st := s.newStore(t)
+		c := fullCredential(uid(t), s.now())
+		mustPutCredential(t, st, c)
+		for _, tc := range []struct {
+			name, keyHash string
+		}{
+			{"unknown hash", keyHash(uid(t))},
+			{"empty hash", ""},
+			{"credential id instead of hash", c.ID},
+			{"uppercase hash", strings.ToUpper(c.KeyHash)},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				_, err := st.CredentialByKeyHash(ctx, tc.keyHash)
+				assertErrIs(t, "CredentialByKeyHash", err, store.ErrNotFound)
+			})
+		}
+	})
+
+	t.Run("ReplaceMovesKeyHash", func(t *testing.T) {
+		st := s.newStore(t)
+		id := uid(t)
+		old := fullCredential(id, s.now())
+		mustPutCredential(t, st, old)
+		repl := store.Credential{
+			ID:      old.ID,
+			KeyHash: keyHash(id + "-rotated"),
+			Choice:  tier.Refuse,
+			Origin:  tier.OriginOperator,
+		}
+		mustPutCredential(t, st, repl)
+		got, err := st.CredentialByKeyHash(ctx, repl.KeyHash)
+		if err != nil {
+			t.Fatalf("CredentialByKeyHash(new hash): %v", err)
+		}
+		assertEqual(t, "replaced credential", got, roundTrip(t, repl))
+		_, err = st.CredentialByKeyHash(ctx, old.KeyHash)
+		assertErrIs(t, "CredentialByKeyHash(old hash)", err, store.ErrNotFound)
+	})
+
+	t.Run("CredentialsAreIndependent", func(t *testing.T) {
+		st := s.newStore(t)
+		a, b := fullCredential(uid(t), s.now()), fullCredential(uid(t), s.now())
+		b.Choice = tier.RunWithoutAsking
+		mustPutCredential(t, st, a)
+		mustPutCredential(t, st, b)
+		for _, c := range []store.Credential{a, b} {
+			got, err := st.CredentialByKeyHash(ctx, c.KeyHash)
+			if err != nil {
+				t.Fatalf("CredentialByKeyHash(%s): %v", c.ID, err)
+			}
+			assertEqual(t, "credential "+c.ID, got, roundTrip(t, c))
+		}
+	})
+
+	t.Run("SetLastClient", func(t *testing.T) {
+		st := s.newStore(t)
+		c := fullCredential(uid(t), s.now())
+		c.LastClient = nil
+		mustPutCredential(t, st, c)
+		for i, cl := range []store.Client{
+			{Name: "claude-code", Version: "2.0.1", CanAsk: true, SeenAt: s.now().In(zone).Add(time.Nanosecond)},
+			{Name: "curl", Version: "8.5.0", SeenAt: s.now().Add(time.Hour)},
+		} {
+			if err := st.SetLastClient(ctx, c.ID, cl); err != nil {
+				t.Fatalf("SetLastClient #%d: %v", i, err)
+			}
+			got, err := st.CredentialByKeyHash(ctx, c.KeyHash)
+			if err != nil {
+				t.Fatalf("CredentialByKeyHash #%d: %v", i, err)
+			}
+			want := c
+			want.LastClient = &cl
+			assertEqual(t, "credential after SetLastClient", got, roundTrip(t, want))
+			assertUTC(t, got)
+		}
+	})
+
+	t.Run("SetLastClientMissing", func(t *testing.T) {
+		st := s.newStore(t)
+		err := st.SetLastClient(ctx, uid(t), store.Client{Name: "x", SeenAt: s.now()})
+		assertErrIs(t, "SetLastClient", err, store.ErrNotFound)
+	})
+
+	t.Run("ReturnsCopies", func(t *testing.T) {
+		st := s.newStore(t)
+		c := fullCredential(uid(t), s.now())
+		want := roundTrip(t, c)
+		mustPutCredential(t, st, c)
+		c.Connections[0] = "mutated-input"
+		c.LastClient.Name = "mutated-input"
+		got, err := st.CredentialByKeyHash(ctx, c.KeyHash)
+		if err != nil {
+			t.Fatalf("CredentialByKeyHash: %v", err)
+		}
+		got.Connections[0] = "mutated-output"
+		got.LastClient.Name = "mutated-output"
+		again, err := st.CredentialByKeyHash(ctx, c.KeyHash)
+		if err != nil {
+			t.Fatalf("CredentialByKeyHash again: %v", err)
+		}
+		assertEqual(t, "credential after mutations", again, want)
+	})
+}
+
+func (s *suite) confirmations(t *testing.T) {
+	ctx := context.Background()
+
+	t.Run("CreateThenGetRoundTripsEveryField", func(t *testing.T) {
+		st := s.newStore(t)
+		c := fullConfirmation(uid(t), s.now())
+		mustCreateConfirmation(t, st, c)
+		if c.Version != 1 {
+			t.Fatalf("Version after create = %d, want 1", c.Version)
+		}
+		assertNoZeroFields(t, *c)
+		got := mustGetConfirmation(t, st, c.ID)
+		assertEqual(t, "confirmation", *got, roundTrip(t, *c))
+		assertUTC(t, got)
+		// Spot checks that do not rely on the JSON round trip.
+		if !got.CreatedAt.Equal(c.CreatedAt) || got.CreatedAt.Nanosecond() != c.CreatedAt.Nanosecond() {
+			t.Errorf("CreatedAt = %v, want %v to the nanosecond", got.CreatedAt, c.CreatedAt)
+		}
+		if string(got.Operations[0].Outcome.Body) != string(c.Operations[0].Outcome.Body) {
+			t.Errorf("outcome body = %s, want %s", got.Operations[0].Outcome.Body, c.Operations[0].Outcome.Body)
+		}
+	})
+
+	t.Run("CreateSetsVersionOne", func(t *testing.T) {
+		st := s.newStore(t)
+		c := minimalConfirmation(uid(t), s.now())
+		c.Version = 41
+		mustCreateConfirmation(t, st, c)
+		if got := mustGetConfirmation(t, st, c.ID); got.Version != 1 || c.Version != 1 {
+			t.Fatalf("Version stored %d, passed record %d; want 1 and 1", got.Version, c.Version)
+		}
+	})
+
+	t.Run("CreateDuplicateConflicts", func(t *testing.T) {
+		st := s.newStore(t)
+		first := minimalConfirmation(uid(t), s.now())
+		mustCreateConfirmation(t, st, first)
+		dup := minimalConfirmation(first.ID, s.now())
+		dup.Reason = "second writer"
+		err := st.CreateConfirmation(ctx, dup)
+		assertErrIs(t, "CreateConfirmation(duplicate)", err, store.ErrConflict)
+		assertEqual(t, "confirmation after duplicate create", *mustGetConfirmation(t, st, first.ID), roundTrip(t, *first))
+	})
+
+	t.Run("GetNotFound", func(t *testing.T) {
+		st := s.newStore(t)
+		_, err := st.GetConfirmation(ctx, uid(t))
+		assertErrIs(t, "GetConfirmation", err, store.ErrNotFound)
+	})
+
+	t.Run("UpdateWithCurrentVersion", func(t *testing.T) {
+		st := s.newStore(t)
+		c := minimalConfirmation(uid(t), s.now())
+		mustCreateConfirmation(t, st, c)
+		for want := int64(2); want <= 4; want++ {
+			got := mustGetConfirmation(t, st, c.ID)
+			decided := s.now().In(zone)
+			got.Status = store.StatusApproved
+			got.DecidedAt = &decided
+			got.DecidedBy = "approver-" + got.DecidedBy
+			got.Operations = append(got.Operations, fullOperation())
+			if err := st.UpdateConfirmation(ctx, got); err != nil {
+				t.Fatalf("UpdateConfirmation to version %d: %v", want, err)
+			}
+			if got.Version != want {
+				t.Fatalf("passed record Version = %d, want %d", got.Version, want)
+			}
+			stored := mustGetConfirmation(t, st, c.ID)
+			assertEqual(t, "updated confirmation", *stored, roundTrip(t, *got))
+			assertUTC(t, stored)
+		}
+	})
+
+	t.Run("UpdateWithStaleVersionConflicts", func(t *testing.T) {
+		st := s.newStore(t)
+		c := minimalConfirmation(uid(t), s.now())
+		mustCreateConfirmation(t, st, c)
+		winner, loser := mustGetConfirmation(t, st, c.ID), mustGetConfirmation(t, st, c.ID)
+		winner.Status = store.StatusApproved
+		if err := st.UpdateConfirmation(ctx, winner); err != nil {
+			t.Fatalf("UpdateConfirmation(winner): %v", err)
+		}
+		loser.Status = store.StatusRejected
+		err := st.UpdateConfirmation(ctx, loser)
+		assertErrIs(t, "UpdateConfirmation(stale)", err, store.ErrConflict)
+		if loser.Version != 1 {
+			t.Errorf("failed update changed the passed Version to %d, want 1", loser.Version)
+		}
+		assertEqual(t, "confirmation after stale update", *mustGetConfirmation(t, st, c.ID), roundTrip(t, *winner))
+
+		// A version from the future conflicts too.
+		ahead := mustGetConfirmation(t, st, c.ID)
+		ahead.Version += 5
+		assertErrIs(t, "UpdateConfirmation(future version)", st.UpdateConfirmation(ctx, ahead), store.ErrConflict)
+	})
+
+	t.Run("UpdateMissingIsNotFound", func(t *testing.T) {
+		st := s.newStore(t)
+		c := minimalConfirmation(uid(t), s.now())
+		c.Version = 1
+		err := st.UpdateConfirmation(ctx, c)
+		assertErrIs(t, "UpdateConfirmation(missing)", err, store.ErrNotFound)
+		_, err = st.GetConfirmation(ctx, c.ID)
+		assertErrIs(t, "GetConfirmation after failed update", err, store.ErrNotFound)
+	})
+
+	t.Run("NilAndEmpty", func(t *testing.T) {
+		st := s.newStore(t)
+		for _, tc := range []struct {
+			name string
+			edit func(c *store.Confirmation)
+			// check asserts what matters to callers beyond the JSON round trip.
+			check func(tb testing.TB, got *store.Confirmation)
+		}{
+			{
+				name: "nil operations",
+				edit: func(c *store.Confirmation) { c.Operations = nil },
+				check: func(tb testing.TB, got *store.Confirmation) {
+					if got.Operations != nil {
+						tb.Errorf("Operations = %#v, want nil", got.Operations)
+					}
+				},
+			},
+			{
+				name: "empty operations",
+				edit: func(c *store.Confirmation) { c.Operations = []store.Operation{} },
+				check: func(tb testing.TB, got *store.Confirmation) {
+					if got.Operations == nil || len(got.Operations) != 0 {
+						tb.Errorf("Operations = %#v, want empty and non-nil", got.Operations)
+					}
+				},
+			},
+			{
+				name: "waiting operation without outcome, args all nil",
+				edit: func(c *store.Confirmation) {
+					c.Operations = []store.Operation{{Connection: "crm", Method: "GET", Path: "/x", Endpoint: "/x"}}
+				},
+				check: func(tb testing.TB, got *store.Confirmation) {
+					op := got.Operations[0]
+					if op.Outcome != nil || op.State != store.OpWaiting || op.Args.Path != nil || op.Args.Query != nil {
+						tb.Errorf("operation = %#v, want no outcome, waiting, nil path and query", op)
+					}
+				},
+			},
+			{
+				name: "empty args maps and outcome without body",
+				edit: func(c *store.Confirmation) {
+					c.Operations = []store.Operation{{
+						Args:    store.Args{Path: map[string]string{}, Query: map[string]any{}, Body: json.RawMessage(`{}`)},
+						State:   store.OpDone,
+						Outcome: &store.Outcome{Status: 204},
+					}}
+				},
+				check: func(tb testing.TB, got *store.Confirmation) {
+					op := got.Operations[0]
+					if op.Args.Path == nil || op.Args.Query == nil {
+						tb.Errorf("args = %#v, want empty non-nil maps", op.Args)
+					}
+					if op.Outcome == nil || op.Outcome.Body != nil || op.Outcome.Headers != nil {
+						tb.Errorf("outcome = %#v, want status only", op.Outcome)
+					}
+				},
+			},
+			{
+				name: "no decision, no result",
+				edit: func(c *store.Confirmation) {
+					c.DecidedAt, c.RedeemBy, c.RedeemedAt, c.Result = nil, nil, nil, nil
+				},
+				check: func(tb testing.TB, got *store.Confirmation) {
+					if got.DecidedAt != nil || got.RedeemBy != nil || got.RedeemedAt != nil || got.Result != nil {
+						tb.Errorf("got decided %v, redeem by %v, redeemed %v, result %q; want all nil",
+							got.DecidedAt, got.RedeemBy, got.RedeemedAt, got.Result)
+					}
+				},
+			},
+			{
+				name: "zero times and zero TTL",
+				edit: func(c *store.Confirmation) { c.CreatedAt, c.ExpiresAt, c.TTL = time.Time{}, time.Time{}, 0 },
+				check: func(tb testing.TB, got *store.Confirmation) {
+					if !got.CreatedAt.IsZero() || !got.ExpiresAt.IsZero() || got.TTL != 0 {
+						tb.Errorf("got created %v, expires %v, ttl %d; want zero", got.CreatedAt, got.ExpiresAt, got.TTL)
+					}
+				},
+			},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				c := fullConfirmation(uid(t), s.now())
+				tc.edit(c)
+				mustCreateConfirmation(t, st, c)
+				got := mustGetConfirmation(t, st, c.ID)
+				assertEqual(t, "confirmation", *got, roundTrip(t, *c))
+				tc.check(t, got)
+			})
+		}
+	})
+
+	t.Run("ReturnsCopies", func(t *testing.T) {
+		st := s.newStore(t)
+		c := fullConfirmation(uid(t), s.now())
+		mustCreateConfirmation(t, st, c)
+		want := roundTrip(t, *c)
+
+		// Mutating the record after the write does not reach the store.
+		c.Status = store.StatusFailed
+		c.Operations[0].Outcome.Body[1] = 'X'
+		c.Operations[0].Args.Path["id"] = "mutated"
+		*c.DecidedAt = c.DecidedAt.Add(time.Hour)
+
+		// Nor does mutating what a read returned.
+		got := mustGetConfirmation(t, st, c.ID)
+		got.Status = store.StatusFailed
+		got.Operations[0].Outcome.Body[1] = 'Y'
+		got.Operations[0].Outcome.Headers["Content-Type"] = "mutated"
+		got.Operations[0].Args.Query["limit"] = "mutated"
+		got.Operations = append(got.Operations[:0], store.Operation{Method: "MUTATED"})
+		*got.RedeemBy = got.RedeemBy.Add(time.Hour)
+		got.Result[0] = '['
+
+		assertEqual(t, "confirmation after mutations", *mustGetConfirmation(t, st, c.ID), want)
+	})
+
+	t.Run("UpdatesAreIsolated", func(t *testing.T) {
+		st := s.newStore(t)
+		a, b := minimalConfirmation(uid(t), s.now()), minimalConfirmation(uid(t), s.now())
+		mustCreateConfirmation(t, st, a)
+		mustCreateConfirmation(t, st, b)
+		upd := mustGetConfirmation(t, st, a.ID)
+		upd.Status = store.StatusExpired
+		if err := st.UpdateConfirmation(ctx, upd); err != nil {
+			t.Fatalf("UpdateConfirmation: %v", err)
+		}
+		assertEqual(t, "untouched confirmation", *mustGetConfirmation(t, st, b.ID), roundTrip(t, *b))
+	})
+
+	t.Run("ConcurrentUpdatesExactlyOneWins", func(t *testing.T) {
+		st := s.newStore(t)
+		c := minimalConfirmation(uid(t), s.now())
+		mustCreateConfirmation(t, st, c)
+
+		// Every racer reads version 1 before any of them writes.
+		copies := make([]*store.Confirmation, s.racers)
+		for i := range copies {
+			copies[i] = mustGetConfirmation(t, st, c.ID)
+			copies[i].DecidedBy = "racer-" + string(rune('A'+i%26)) + uid(t)
+			copies[i].Status = store.StatusApproved
+		}
+		errs := race(s.racers, func(i int) error { return st.UpdateConfirmation(ctx, copies[i]) })
+
+		winner := -1
+		for i, err := range errs {
+			switch {
+			case err == nil:
+				if winner >= 0 {
+					t.Fatalf("racers %d and %d both updated version 1", winner, i)
+				}
+				winner = i
+			case !errors.Is(err, store.ErrConflict):
+				t.Errorf("racer %d: error %v, want ErrConflict", i, err)
+			}
+		}
+		if winner < 0 {
+			t.Fatal("no racer won")
+		}
+		got := mustGetConfirmation(t, st, c.ID)
+		if got.Version != 2 || got.DecidedBy != copies[winner].DecidedBy {
+			t.Fatalf("stored Version %d by %q, want 2 by the winner %q", got.Version, got.DecidedBy, copies[winner].DecidedBy)
+		}
+	})
+}
+
+func (s *suite) idempotency(t *testing.T) {
+	ctx := context.Background()
+
+	t.Run("CreateThenGet", func(t *testing.T) {
+		st := s.newStore(t)
+		r := fullIdempotency(uid(t), s.now())
+		r.Version = 7
+		mustCreateIdempotency(t, st, r)
+		if r.Version != 1 {
+			t.Fatalf("Version after create = %d, want 1", r.Version)
+		}
+		assertNoZeroFields(t, *r)
+		got := mustGetIdempotency(t, st, r.Credential, r.Key)
+		assertEqual(t, "idempotency record", *got, roundTrip(t, *r))
+		assertUTC(t, got)
+	})
+
+	t.Run("CreateLiveConflicts", func(t *testing.T) {
+		st := s.newStore(t)
+		r := fullIdempotency(uid(t), s.now())
+		mustCreateIdempotency(t, st, r)
+		dup := fullIdempotency(r.Credential, s.now())
+		dup.Key, dup.RequestHash = r.Key, "another-request"
+		err := st.CreateIdempotency(ctx, dup)
+		assertErrIs(t, "CreateIdempotency(live duplicate)", err, store.ErrConflict)
+		assertEqual(t, "record after duplicate create", *mustGetIdempotency(t, st, r.Credential, r.Key), roundTrip(t, *r))
+	})
+
+	t.Run("KeysAreScopedByCredential", func(t *testing.T) {
+		st := s.newStore(t)
+		key := "key-" + uid(t)
+		a, b := fullIdempotency(uid(t), s.now()), fullIdempotency(uid(t), s.now())
+		a.Key, b.Key = key, key
+		b.RequestHash = "other"
+		mustCreateIdempotency(t, st, a)
+		mustCreateIdempotency(t, st, b)
+		assertEqual(t, "record a", *mustGetIdempotency(t, st, a.Credential, key), roundTrip(t, *a))
+		assertEqual(t, "record b", *mustGetIdempotency(t, st, b.Credential, key), roundTrip(t, *b))
+	})
+
+	t.Run("GetNotFound", func(t *testing.T) {
+		st := s.newStore(t)
+		r := fullIdempotency(uid(t), s.now())
+		mustCreateIdempotency(t, st, r)
+		for _, tc := range []struct{ name, credential, key string }{
+			{"unknown key", r.Credential, uid(t)},
+			{"unknown credential", uid(t), r.Key},
+			{"credential and key swapped", r.Key, r.Credential},
+			{"joined differently", r.Credential + r.Key[:1], r.Key[1:]},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				_, err := st.GetIdempotency(ctx, tc.credential, tc.key)
+				assertErrIs(t, "GetIdempotency", err, store.ErrNotFound)
+			})
+		}
+	})
+
+	t.Run("ExpiredIsNotFoundAndReplaced", func(t *testing.T) {
+		st := s.newStore(t)
+		for _, tc := range []struct {
+			name string
+			age  time.Duration // how long ago the record expired
+		}{
+			{"expired an hour ago", time.Hour},
+			{"expired a nanosecond ago", time.Nanosecond},
+			{"expires exactly now", 0},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				old := fullIdempotency(uid(t), s.now())
+				old.ExpiresAt = s.now().Add(-tc.age)
+				mustCreateIdempotency(t, st, old)
+				_, err := st.GetIdempotency(ctx, old.Credential, old.Key)
+				assertErrIs(t, "GetIdempotency(expired)", err, store.ErrNotFound)
+
+				repl := fullIdempotency(old.Credential, s.now())
+				repl.Key, repl.RequestHash, repl.Done = old.Key, "replacement", false
+				mustCreateIdempotency(t, st, repl)
+				if repl.Version != 1 {
+					t.Errorf("replacement Version = %d, want 1", repl.Version)
+				}
+				assertEqual(t, "replacement", *mustGetIdempotency(t, st, old.Credential, old.Key), roundTrip(t, *repl))
+			})
+		}
+	})
+
+	t.Run("ExpiresWhileStored", func(t *testing.T) {
+		if s.advance == nil {
+			t.Skip("needs Options.Advance (a manual clock)")
+		}
+		st := s.newStore(t)
+		r := fullIdempotency(uid(t), s.now())
+		r.ExpiresAt = s.now().Add(time.Minute)
+		mustCreateIdempotency(t, st, r)
+
+		s.advance(time.Minute - time.Nanosecond)
+		mustGetIdempotency(t, st, r.Credential, r.Key)
+		assertErrIs(t, "CreateIdempotency(1ns before expiry)", st.CreateIdempotency(ctx, fullIdempotency(r.Credential, s.now(), r.Key)), store.ErrConflict)
+
+		s.advance(time.Nanosecond)
+		_, err := st.GetIdempotency(ctx, r.Credential, r.Key)
+		assertErrIs(t, "GetIdempotency(at expiry)", err, store.ErrNotFound)
+		repl := fullIdempotency(r.Credential, s.now(), r.Key)
+		mustCreateIdempotency(t, st, repl)
+		assertEqual(t, "replacement", *mustGetIdempotency(t, st, r.Credential, r.Key), roundTrip(t, *repl))
+	})
+
+	t.Run("UpdateCompareAndSwap", func(t *testing.T) {
+		st := s.newStore(t)
+		r := fullIdempotency(uid(t), s.now())
+		r.Done, r.Status, r.Headers, r.Body = false, 0, nil, nil
+		mustCreateIdempotency(t, st, r)
+
+		winner := mustGetIdempotency(t, st, r.Credential, r.Key)
+		loser := mustGetIdempotency(t, st, r.Credential, r.Key)
+		winner.Done, winner.Status = true, 201
+		winner.Headers = map[string]string{"Location": "/contacts/13"}
+		winner.Body = []byte{0, 1, 2, 0xff}
+		if err := st.UpdateIdempotency(ctx, winner); err != nil {
+			t.Fatalf("UpdateIdempotency: %v", err)
+		}
+		if winner.Version != 2 {
+			t.Fatalf("Version after update = %d, want 2", winner.Version)
+		}
+		assertEqual(t, "updated record", *mustGetIdempotency(t, st, r.Credential, r.Key), roundTrip(t, *winner))
+
+		loser.Done, loser.Status = true, 500
+		assertErrIs(t, "UpdateIdempotency(stale)", st.UpdateIdempotency(ctx, loser), store.ErrConflict)
+		if loser.Version != 1 {
+			t.Errorf("failed update changed the passed Version to %d, want 1", loser.Version)
+		}
+		assertEqual(t, "record after stale update", *mustGetIdempotency(t, st, r.Credential, r.Key), roundTrip(t, *winner))
+	})
+
+	t.Run("UpdateMissingIsNotFound", func(t *testing.T) {
+		st := s.newStore(t)
+		r := fullIdempotency(uid(t), s.now())
+		r.Version = 1
+		assertErrIs(t, "UpdateIdempotency(missing)", st.UpdateIdempotency(ctx, r), store.ErrNotFound)
+	})
+
+	t.Run("ReturnsCopies", func(t *testing.T) {
+		st := s.newStore(t)
+		r := fullIdempotency(uid(t), s.now())
+		mustCreateIdempotency(t, st, r)
+		want := roundTrip(t, *r)
+		r.Body[0] = 'X'
+		r.Headers["Content-Type"] = "mutated"
+		got := mustGetIdempotency(t, st, r.Credential, r.Key)
+		got.Body[0] = 'Y'
+		got.Headers["Content-Type"] = "mutated"
+		got.Done = !got.Done
+		assertEqual(t, "record after mutations", *mustGetIdempotency(t, st, r.Credential, r.Key), want)
+	})
+
+	t.Run("ConcurrentCreateExactlyOneWins", func(t *testing.T) {
+		st := s.newStore(t)
+		cred, key := uid(t), uid(t)
+		recs := make([]*store.Idempotency, s.racers)
+		for i := range recs {
+			recs[i] = fullIdempotency(cred, s.now(), key)
+			recs[i].RequestHash = "racer-" + uid(t)
+		}
+		errs := race(s.racers, func(i int) error { return st.CreateIdempotency(ctx, recs[i]) })
+		winner := -1
+		for i, err := range errs {
+			switch {
+			case err == nil:
+				if winner >= 0 {
+					t.Fatalf("racers %d and %d both created (%s, %s)", winner, i, cred, key)
+				}
+				winner = i
+			case !errors.Is(err, store.ErrConflict):
+				t.Errorf("racer %d: error %v, want ErrConflict", i, err)
+			}
+		}
+		if winner < 0 {
+			t.Fatal("no racer won")
+		}
+		if got := mustGetIdempotency(t, st, cred, key); got.RequestHash != recs[winner].RequestHash {
+			t.Fatalf("stored request hash %q, want the winner's %q", got.RequestHash, recs[winner].RequestHash)
+		}
+	})
+}
+
+func (s *suite) reviews(t *testing.T) {
+	ctx := context.Background()
+
+	t.Run("ListOldestFirst", func(t *testing.T) {
+		st := s.newStore(t)
+		prefix := uid(t)
+		base := s.now()
+		// Created out of order; b and c share a time, so the ID decides.
+		in := []*store.Review{
+			fullReview(prefix+"-d", base.Add(3*time.Second)),
+			fullReview(prefix+"-a", base.In(zone)),
+			fullReview(prefix+"-c", base.Add(time.Second)),
+			fullReview(prefix+"-b", base.Add(time.Second).In(zone)),
+			fullReview(prefix+"-e", base.Add(3*time.Second+time.Nanosecond)),
+		}
+		assertNoZeroFields(t, *in[0])
+		for _, r := range in {
+			if err := st.CreateReview(ctx, r); err != nil {
+				t.Fatalf("CreateReview(%s): %v", r.ID, err)
+			}
+		}
+		got := listReviews(t, st, prefix)
+		var ids []string
+		for _, r := range got {
+			ids = append(ids, strings.TrimPrefix(r.ID, prefix))
+			assertUTC(t, r)
+		}
+		assertEqual(t, "review order", ids, []string{"-a", "-b", "-c", "-d", "-e"})
+		byID := map[string]*store.Review{}
+		for _, r := range in {
+			byID[r.ID] = r
+		}
+		for _, r := range got {
+			assertEqual(t, "review "+r.ID, *r, roundTrip(t, *byID[r.ID]))
+		}
+	})
+
+	t.Run("CreateDuplicateConflicts", func(t *testing.T) {
+		st := s.newStore(t)
+		prefix := uid(t)
+		first := fullReview(prefix+"-1", s.now())
+		if err := st.CreateReview(ctx, first); err != nil {
+			t.Fatalf("CreateReview: %v", err)
+		}
+		dup := fullReview(first.ID, s.now().Add(-time.Hour))
+		dup.Reason = "second writer"
+		assertErrIs(t, "CreateReview(duplicate)", st.CreateReview(ctx, dup), store.ErrConflict)
+		got := listReviews(t, st, prefix)
+		if len(got) != 1 {
+			t.Fatalf("listed %d reviews with the duplicate's ID, want 1", len(got))
+		}
+		assertEqual(t, "review after duplicate create", *got[0], roundTrip(t, *first))
+	})
+
+	t.Run("ReturnsCopies", func(t *testing.T) {
+		st := s.newStore(t)
+		prefix := uid(t)
+		r := fullReview(prefix+"-1", s.now())
+		if err := st.CreateReview(ctx, r); err != nil {
+			t.Fatalf("CreateReview: %v", err)
+		}
+		want := roundTrip(t, *r)
+		r.Operation.Args.Path["id"] = "mutated"
+		r.Operation.Outcome.Body[1] = 'X'
+		got := listReviews(t, st, prefix)
+		got[0].Status = "mutated"
+		got[0].Operation.Args.Body[1] = 'Y'
+		assertEqual(t, "review after mutations", *listReviews(t, st, prefix)[0], want)
+	})
+}
+
+// race runs f(0..n-1) in n goroutines released together and returns their errors.
+func race(n int, f func(i int) error) []error {
+	errs := make([]error, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			errs[i] = f(i)
+		})
+	}
+	close(start)
+	wg.Wait()
+	return errs
+}
+
+// listReviews lists the reviews whose IDs start with prefix, in store order.
+func listReviews(tb testing.TB, st store.Store, prefix string) []*store.Review {
+	tb.Helper()
+	all, err := st.ListReviews(context.Background())
+	if err != nil {
+		tb.Fatalf("ListReviews: %v", err)
+	}
+	var out []*store.Review
+	for _, r := range all {
+		if strings.HasPrefix(r.ID, prefix) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func mustPutCredential(tb testing.TB, st store.Store, c store.Credential) {
+	tb.Helper()
+	if err := st.PutCredential(context.Background(), c); err != nil {
+		tb.Fatalf("PutCredential(%s): %v", c.ID, err)
+	}
+}
+
+func mustCreateConfirmation(tb testing.TB, st store.Store, c *store.Confirmation) {
+	tb.Helper()
+	if err := st.CreateConfirmation(context.Background(), c); err != nil {
+		tb.Fatalf("CreateConfirmation(%s): %v", c.ID, err)
+	}
+}
+
+func mustGetConfirmation(tb testing.TB, st store.Store, id string) *store.Confirmation {
+	tb.Helper()
+	c, err := st.GetConfirmation(context.Background(), id)
+	if err != nil {
+		tb.Fatalf("GetConfirmation(%s): %v", id, err)
+	}
+	return c
+}
+
+func mustCreateIdempotency(tb testing.TB, st store.Store, r *store.Idempotency) {
+	tb.Helper()
+	if err := st.CreateIdempotency(context.Background(), r); err != nil {
+		tb.Fatalf("CreateIdempotency(%s, %s): %v", r.Credential, r.Key, err)
+	}
+}
+
+func mustGetIdempotency(tb testing.TB, st store.Store, credential, key string) *store.Idempotency {
+	tb.Helper()
+	r, err := st.GetIdempotency(context.Background(), credential, key)
+	if err != nil {
+		tb.Fatalf("GetIdempotency(%s, %s): %v", credential, key, err)
+	}
+	return r
+}
+
+func assertErrIs(tb testing.TB, what string, err, target error) {
+	tb.Helper()
+	if !errors.Is(err, target) {
+		tb.Fatalf("%s: error %v, want %v", what, err, target)
+	}
+}
+
+func assertEqual(tb testing.TB, what string, got, want any) {
+	tb.Helper()
+	if d := cmp.Diff(want, got); d != "" {
+		tb.Errorf("%s mismatch (-want +got):\n%s", what, d)
+	}
+}
+
+// roundTrip returns v as encoding/json gives it back: the shape a store must
+// return (nil versus empty follows the records' JSON tags).
+func roundTrip[T any](tb testing.TB, v T) T {
+	tb.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		tb.Fatalf("marshal %T: %v", v, err)
+	}
+	var out T
+	if err := json.Unmarshal(b, &out); err != nil {
+		tb.Fatalf("unmarshal %T: %v", v, err)
+	}
+	return out
+}
+
+var timeType = reflect.TypeFor[time.Time]()
+
+// assertUTC fails unless every time.Time reachable from v is in UTC.
+func assertUTC(tb testing.TB, v any) {
+	tb.Helper()
+	var walk func(path string, rv reflect.Value)
+	walk = func(path string, rv reflect.Value) {
+		switch {
+		case rv.Type() == timeType:
+			if loc := rv.Interface().(time.Time).Location(); loc != time.UTC {
+				tb.Errorf("%s is in %v, want UTC", path, loc)
+			}
+		case rv.Kind() == reflect.Pointer:
+			if !rv.IsNil() {
+				walk(path, rv.Elem())
+			}
+		case rv.Kind() == reflect.Struct:
+			for i := range rv.NumField() {
+				if rv.Type().Field(i).IsExported() {
+					walk(path+"."+rv.Type().Field(i).Name, rv.Field(i))
+				}
+			}
+		case rv.Kind() == reflect.Slice && rv.Type().Elem().Kind() != reflect.Uint8:
+			for i := range rv.Len() {
+				walk(path+"[]", rv.Index(i))
+			}
+		}
+	}
+	walk(reflect.TypeOf(v).String(), reflect.ValueOf(v))
+}
+
+// assertNoZeroFields fails if a fixture leaves a field of a store record at
+// its zero value, so a field added to a record later is round-tripped too.
+// It follows pointers and the first element of slices into store types.
+func assertNoZeroFields(tb testing.TB, v any) {
+	tb.Helper()
+	storePkg := reflect.TypeFor[store.Store]().PkgPath()
+	var walk func(path string, rv reflect.Value)
+	walk = func(path string, rv reflect.Value) {
+		for rv.Kind() == reflect.Pointer && !rv.IsNil() {
+			rv = rv.Elem()
+		}
+		if rv.Kind() == reflect.Slice && rv.Len() > 0 {
+			walk(path+"[0]", rv.Index(0))
+			return
+		}
+		if rv.Kind() != reflect.Struct || rv.Type().PkgPath() != storePkg {
+			return
+		}
+		for i := range rv.NumField() {
+			f := rv.Type().Field(i)
+			fp := path + "." + f.Name
+			if rv.Field(i).IsZero() {
+				tb.Errorf("fixture leaves %s zero: set it so it is round-tripped", fp)
+				continue
+			}
+			walk(fp, rv.Field(i))
+		}
+	}
+	walk(reflect.TypeOf(v).String(), reflect.ValueOf(v))
+}
+
+// uid returns a random ID, unique across subtests and runs.
+func uid(tb testing.TB) string {
+	tb.Helper()
+	return "t" + strings.ToLower(rand.Text())
+}
+
+func keyHash(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(sum[:])
+}
+
+func fullCredential(id string, now time.Time) store.Credential {
+	return store.Credential{
+		ID:          id,
+		KeyHash:     keyHash("key-" + id),
+		Choice:      tier.AskPerson,
+		Origin:      tier.OriginChat,
+		ReadOnly:    true,
+		Connections: []string{"crm", "mail"},
+		Operator:    true,
+		LastClient: &store.Client{
+			Name: "claude-code", Version: "1.2.3", CanAsk: true,
+			SeenAt: now.In(zone).Add(123456789 * time.Nanosecond),
+		},
+	}
+}
+
+func fullOperation() store.Operation {
+	return store.Operation{
+		Connection: "crm",
+		Method:     "DELETE",
+		Path:       "/contacts/12",
+		Endpoint:   "/contacts/{id}",
+		Args: store.Args{
+			Path:  map[string]string{"id": "12"},
+			Query: map[string]any{"hard": true, "limit": 10.0, "tags": []any{"a", "b"}, "none": nil},
+			Body:  json.RawMessage(`{"note":"ünïcode ✓","nested":{"a":[1,null,"x",2.5e10]}}`),
+		},
+		Binding:  keyHash("binding"),
+		Selected: true,
+		State:    store.OpDone,
+		Outcome: &store.Outcome{
+			Status:  200,
+			Headers: map[string]string{"Content-Type": "application/json", "X-Request-Id": "r1"},
+			Body:    json.RawMessage(`{"deleted":12,"ok":true}`),
+			Error:   "upstream reset after response",
+		},
+	}
+}
+
+func fullConfirmation(id string, now time.Time) *store.Confirmation {
+	created := now.In(zone).Add(123456789 * time.Nanosecond)
+	decided := created.Add(time.Minute + time.Nanosecond)
+	redeemBy := decided.Add(10 * time.Minute).UTC()
+	redeemed := decided.Add(2 * time.Minute)
+	return &store.Confirmation{
+		ID:         id,
+		Kind:       store.KindScript,
+		Credential: "cred-" + id,
+		Status:     store.StatusRedeemed,
+		Reason:     `endpoint "DELETE /contacts/{id}" has confirm: true`,
+		CreatedAt:  created,
+		ExpiresAt:  created.Add(30 * time.Minute),
+		DecidedAt:  &decided,
+		DecidedBy:  "alice@example.com",
+		RedeemBy:   &redeemBy,
+		RedeemedAt: &redeemed,
+		TaskToken:  "AAAAKgAAAAIAAAAAAAAAA" + id,
+		Execution:  "arn:aws:states:us-east-1:123456789012:execution:confirm:" + id,
+		Operations: []store.Operation{
+			fullOperation(),
+			{Connection: "crm", Method: "POST", Path: "/contacts", Endpoint: "/contacts",
+				Args: store.Args{Body: json.RawMessage(`{"name":"Ada"}`)}, Binding: keyHash("second")},
+		},
+		Result:  json.RawMessage(`{"ok":true,"n":[1,2,3]}`),
+		Version: 1,
+		TTL:     created.Add(48 * time.Hour).Unix(),
+	}
+}
+
+// minimalConfirmation is a pending call confirmation with one waiting operation.
+func minimalConfirmation(id string, now time.Time) *store.Confirmation {
+	return &store.Confirmation{
+		ID:         id,
+		Kind:       store.KindCall,
+		Credential: "cred-" + id,
+		Status:     store.StatusPending,
+		Reason:     "confirm: true",
+		CreatedAt:  now,
+		ExpiresAt:  now.Add(10 * time.Minute),
+		Operations: []store.Operation{{Connection: "crm", Method: "DELETE", Path: "/contacts/12", Endpoint: "/contacts/{id}",
+			Args: store.Args{Path: map[string]string{"id": "12"}}, Binding: keyHash(id), Selected: true}},
+		TTL: now.Add(48 * time.Hour).Unix(),
+	}
+}
+
+// fullIdempotency returns a live, done record for credential; the key is
+// random unless given.
+func fullIdempotency(credential string, now time.Time, key ...string) *store.Idempotency {
+	k := "idem-" + rand.Text()
+	if len(key) > 0 {
+		k = key[0]
+	}
+	return &store.Idempotency{
+		Credential:  credential,
+		Key:         k,
+		RequestHash: keyHash("request-" + credential),
+		Done:        true,
+		Status:      201,
+		Headers:     map[string]string{"Content-Type": "application/octet-stream"},
+		Body:        []byte("raw \x00 bytes \xff not utf-8"),
+		CreatedAt:   now.In(zone),
+		ExpiresAt:   now.Add(24 * time.Hour).In(zone),
+		Version:     1,
+	}
+}
+
+func fullReview(id string, createdAt time.Time) *store.Review {
+	return &store.Review{
+		ID:         id,
+		Credential: "cred-" + id,
+		Operation:  fullOperation(),
+		Reason:     `threshold body.amount above 10000 escalates to review`,
+		Status:     "queued",
+		CreatedAt:  createdAt,
+		TTL:        createdAt.Add(7 * 24 * time.Hour).Unix(),
+	}
+}
