@@ -1,0 +1,541 @@
+package local
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"go.etcd.io/bbolt"
+
+	"github.com/countersign/countersign/shared/workflow"
+)
+
+// update applies fn to the execution's record in one bbolt transaction and,
+// when fn asks to write, persists it (Seq+1) and then acts on the change:
+// timers are stopped or armed and a driver is kicked. fn returning false
+// makes update return errStale without writing.
+func (e *Engine) update(id string, fn func(r *record) (bool, error)) error {
+	var prev, cur record
+	err := e.db.Update(func(tx *bbolt.Tx) error {
+		r, err := getRecord(tx, id)
+		if err != nil {
+			return err
+		}
+		if r == nil {
+			return fmt.Errorf("execution %s: %w", id, ErrExecutionNotFound)
+		}
+		prev = r.clone()
+		ok, err := fn(r)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return errStale
+		}
+		r.Seq++
+		cur = *r
+		return putRecord(tx, &prev, r)
+	})
+	if err != nil {
+		return err
+	}
+	e.acted(&prev, &cur)
+	return nil
+}
+
+// commit is update guarded by the Seq the caller read: if anything else
+// wrote the record since (a task answer, a timeout), it returns errStale.
+func (e *Engine) commit(id string, seq uint64, fn func(r *record)) error {
+	return e.update(id, func(r *record) (bool, error) {
+		if r.Seq != seq || r.Status != StatusRunning {
+			return false, nil
+		}
+		fn(r)
+		return true, nil
+	})
+}
+
+// acted performs the side effects of a persisted change from prev to cur.
+func (e *Engine) acted(prev, cur *record) {
+	if prev.Token != "" && prev.Token != cur.Token {
+		e.stopTokenTimer(prev.Token)
+	}
+	if cur.Status == StatusRunning && cur.Token != "" && cur.Token != prev.Token && !cur.TokenDeadline.IsZero() {
+		e.armTokenTimer(cur.Token, cur.TokenDeadline)
+	}
+	if cur.Status != StatusRunning {
+		e.stopExecTimer(cur.ID)
+		if prev.Status == StatusRunning {
+			e.log.Info("workflow: execution ended", "execution", cur.ID, "status", cur.Status,
+				"state", cur.State, "error", cur.Error)
+		}
+		return
+	}
+	if cur.State != prev.State {
+		e.log.Debug("workflow: entered state", "execution", cur.ID, "state", cur.State)
+	}
+	if cur.needsDriver() {
+		e.kick(cur.ID)
+	}
+}
+
+// complete answers the task waiting on token with a result or an error.
+// The bbolt transaction decides the race between SendTaskSuccess,
+// SendTaskFailure, the timeout and a failing function: the first to commit
+// removes the token, and the others get workflow.ErrTaskNotFound. A sender
+// (fromSend) arriving at or after the deadline times the task out itself.
+func (e *Engine) complete(token string, result any, fail *taskError, fromSend bool) error {
+	if token == "" {
+		return workflow.ErrTaskNotFound
+	}
+	var id string
+	err := e.db.View(func(tx *bbolt.Tx) error {
+		id = string(tx.Bucket(bucketTokens).Get([]byte(token)))
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if id == "" {
+		return workflow.ErrTaskNotFound
+	}
+	timedOut := false
+	err = e.update(id, func(r *record) (bool, error) {
+		if r.Status != StatusRunning || r.Token != token {
+			return false, workflow.ErrTaskNotFound
+		}
+		now := time.Now().UTC()
+		res, f := result, fail
+		if fromSend && !r.TokenDeadline.IsZero() && !now.Before(r.TokenDeadline) {
+			res, f, timedOut = nil, &taskError{name: errTimeout}, true
+		}
+		st := e.lookup(r)
+		if st == nil {
+			finish(r, StatusFailed, nil, errRuntime, fmt.Sprintf("no state %q in machine %q", r.State, r.Machine), now)
+			return true, nil
+		}
+		afterTask(r, st, res, f, now)
+		return true, nil
+	})
+	if err != nil {
+		return err
+	}
+	if timedOut {
+		return fmt.Errorf("task timed out: %w", workflow.ErrTaskNotFound)
+	}
+	return nil
+}
+
+// lookup returns the current state of r, nil if its machine or state is
+// gone (a definition changed across a restart).
+func (e *Engine) lookup(r *record) *state {
+	m := e.machines[workflow.Machine(r.Machine)]
+	if m == nil {
+		return nil
+	}
+	return m.states[r.State]
+}
+
+// drive runs the execution's states until it ends, waits on a task token,
+// the engine closes, or another actor takes over.
+func (e *Engine) drive(id string) {
+	for e.ctx.Err() == nil {
+		var r *record
+		err := e.db.View(func(tx *bbolt.Tx) error {
+			var err error
+			r, err = getRecord(tx, id)
+			return err
+		})
+		if err != nil || r == nil {
+			e.log.Error("workflow: load execution", "execution", id, "err", err)
+			return
+		}
+		if !r.needsDriver() {
+			return
+		}
+		if !r.RetryAt.IsZero() {
+			if !e.sleep(time.Until(r.RetryAt)) {
+				return
+			}
+		}
+		err = e.runState(r)
+		if errors.Is(err, errStale) {
+			continue
+		}
+		if err != nil {
+			if e.ctx.Err() == nil {
+				e.log.Error("workflow: run state", "execution", id, "state", r.State, "err", err)
+			}
+			return
+		}
+	}
+}
+
+// sleep waits d, or returns false when the engine closes.
+func (e *Engine) sleep(d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-e.ctx.Done():
+		return false
+	}
+}
+
+// errShutdown means the engine closed during a function call.
+var errShutdown = errors.New("local: engine closing")
+
+// runState runs the current state of r once and persists the transition.
+func (e *Engine) runState(r *record) error {
+	now := time.Now().UTC()
+	st := e.lookup(r)
+	if st == nil {
+		return e.commit(r.ID, r.Seq, func(r *record) {
+			finish(r, StatusFailed, nil, errRuntime, fmt.Sprintf("no state %q in machine %q", r.State, r.Machine), now)
+		})
+	}
+	if st.typ != typeTask {
+		return e.commit(r.ID, r.Seq, func(r *record) { runLocal(r, st, now) })
+	}
+	fail := func(cause string) error {
+		return e.commit(r.ID, r.Seq, func(r *record) { finish(r, StatusFailed, nil, errRuntime, cause, now) })
+	}
+	raw, err := decodeJSON(r.StateInput)
+	if err != nil {
+		return fail("state input: " + err.Error())
+	}
+	in, err := st.inputPath.apply(raw)
+	if err != nil {
+		return fail("InputPath: " + err.Error())
+	}
+	timeout := st.timeout
+	if st.timeoutPath != nil {
+		v, ok := st.timeoutPath.get(in)
+		n, err := positiveInt(v)
+		if !ok || err != nil {
+			return fail(fmt.Sprintf("TimeoutSecondsPath %q: must select a positive integer", st.timeoutPath.raw))
+		}
+		timeout = time.Duration(n) * time.Second
+	}
+
+	if st.wait && r.Token == "" {
+		// Persist the waiting task before handing its token out.
+		token, err := newToken()
+		if err != nil {
+			return fmt.Errorf("task token: %w", err)
+		}
+		return e.commit(r.ID, r.Seq, func(r *record) {
+			r.Token, r.Notified, r.RetryAt = token, false, time.Time{}
+			r.TokenDeadline = time.Time{}
+			if timeout > 0 {
+				r.TokenDeadline = now.Add(timeout)
+			}
+		})
+	}
+
+	c := newContext(r, st)
+	params, err := st.params.eval(in, c)
+	if err != nil {
+		return fail("Parameters: " + err.Error())
+	}
+	pv, has := params.(map[string]any)["Payload"]
+	if !has {
+		pv = map[string]any{}
+	}
+	payload, err := encodeJSON(pv)
+	if err != nil {
+		return fail("Parameters.Payload: " + err.Error())
+	}
+	fn := e.funcs[st.function]
+
+	ctx, cancel := context.WithCancel(e.ctx)
+	switch {
+	case st.wait && !r.TokenDeadline.IsZero():
+		ctx, cancel = context.WithDeadline(e.ctx, r.TokenDeadline)
+	case !st.wait && timeout > 0:
+		ctx, cancel = context.WithTimeout(e.ctx, timeout)
+	}
+	out, terr := invoke(ctx, fn, payload)
+	deadlineHit := ctx.Err() == context.DeadlineExceeded
+	cancel()
+	if e.ctx.Err() != nil {
+		return errShutdown // not persisted: the state runs again after Resume
+	}
+
+	if st.wait {
+		token := r.Token
+		if terr != nil {
+			err := e.complete(token, nil, terr, false)
+			if errors.Is(err, workflow.ErrTaskNotFound) {
+				e.log.Warn("workflow: notify function failed after the task was answered",
+					"execution", r.ID, "state", r.State, "error", terr.name)
+				return errStale
+			}
+			return err
+		}
+		// The function's output is ignored: the task waits for its token.
+		return e.update(r.ID, func(r *record) (bool, error) {
+			if r.Status != StatusRunning || r.Token != token || r.Notified {
+				return false, nil
+			}
+			r.Notified = true
+			return true, nil
+		})
+	}
+
+	if terr == nil && deadlineHit {
+		terr = &taskError{name: errTimeout}
+	}
+	var result any
+	if terr == nil {
+		pv, err := decodeJSON(out)
+		if err != nil {
+			terr = &taskError{name: errTaskFailed, cause: "the function returned invalid JSON"}
+		}
+		result = map[string]any{"ExecutedVersion": "$LATEST", "Payload": pv, "StatusCode": json.Number("200")}
+	}
+	return e.commit(r.ID, r.Seq, func(r *record) { afterTask(r, st, result, terr, time.Now().UTC()) })
+}
+
+// newContext builds the context object for st.
+func newContext(r *record, st *state) *contextObject {
+	input, _ := decodeJSON(r.Input)
+	return &contextObject{
+		executionID:    r.ID,
+		executionName:  r.Name,
+		executionInput: input,
+		startTime:      r.StartTime,
+		stateName:      st.name,
+		enteredTime:    r.EnteredTime,
+		machineID:      "local:" + r.Machine,
+		token:          r.Token,
+	}
+}
+
+// runLocal runs a Pass, Choice, Succeed or Fail state on r.
+func runLocal(r *record, st *state, now time.Time) {
+	failRuntime := func(where string, err error) {
+		finish(r, StatusFailed, nil, errRuntime, fmt.Sprintf("state %q: %s: %v", st.name, where, err), now)
+	}
+	raw, err := decodeJSON(r.StateInput)
+	if err != nil {
+		failRuntime("state input", err)
+		return
+	}
+	if st.typ == typeFail {
+		finish(r, StatusFailed, nil, st.errName, st.cause, now)
+		return
+	}
+	in, err := st.inputPath.apply(raw)
+	if err != nil {
+		failRuntime("InputPath", err)
+		return
+	}
+	switch st.typ {
+	case typeSucceed:
+		out, err := st.outputPath.apply(in)
+		if err != nil {
+			failRuntime("OutputPath", err)
+			return
+		}
+		b, err := encodeJSON(out)
+		if err != nil {
+			failRuntime("output", err)
+			return
+		}
+		finish(r, StatusSucceeded, b, "", "", now)
+	case typeChoice:
+		next := ""
+		for i, rule := range st.choices {
+			ok, err := rule.match(in)
+			if err != nil {
+				failRuntime(fmt.Sprintf("Choices[%d]", i), err)
+				return
+			}
+			if ok {
+				next = rule.next
+				break
+			}
+		}
+		if next == "" {
+			next = st.def
+		}
+		if next == "" {
+			finish(r, StatusFailed, nil, errNoChoice, fmt.Sprintf("state %q: no choice rule matched and there is no Default", st.name), now)
+			return
+		}
+		out, err := st.outputPath.apply(in)
+		if err != nil {
+			failRuntime("OutputPath", err)
+			return
+		}
+		enter(r, next, out, now)
+	case typePass:
+		result := in
+		switch {
+		case st.hasResult:
+			result = st.result
+		case st.params != nil:
+			if result, err = st.params.eval(in, newContext(r, st)); err != nil {
+				failRuntime("Parameters", err)
+				return
+			}
+		}
+		combined, err := st.resultPath.apply(raw, result)
+		if err != nil {
+			failRuntime("ResultPath", err)
+			return
+		}
+		out, err := st.outputPath.apply(combined)
+		if err != nil {
+			failRuntime("OutputPath", err)
+			return
+		}
+		advance(r, st, out, now)
+	}
+}
+
+// afterTask moves r past a Task that produced result or failed with fail:
+// ResultSelector, ResultPath and OutputPath on success; Retry, then Catch,
+// then failing the execution on failure.
+func afterTask(r *record, st *state, result any, fail *taskError, now time.Time) {
+	r.Token, r.TokenDeadline, r.Notified = "", time.Time{}, false
+	failRuntime := func(where string, err error) {
+		finish(r, StatusFailed, nil, errRuntime, fmt.Sprintf("state %q: %s: %v", st.name, where, err), now)
+	}
+	raw, err := decodeJSON(r.StateInput)
+	if err != nil {
+		failRuntime("state input", err)
+		return
+	}
+	if fail == nil {
+		if st.resultSelector != nil {
+			if result, err = st.resultSelector.eval(result, newContext(r, st)); err != nil {
+				failRuntime("ResultSelector", err)
+				return
+			}
+		}
+		combined, err := st.resultPath.apply(raw, result)
+		if err != nil {
+			failRuntime("ResultPath", err)
+			return
+		}
+		out, err := st.outputPath.apply(combined)
+		if err != nil {
+			failRuntime("OutputPath", err)
+			return
+		}
+		advance(r, st, out, now)
+		return
+	}
+	if fail.name == errRuntime {
+		finish(r, StatusFailed, nil, fail.name, fail.cause, now)
+		return
+	}
+	for i, rt := range st.retry {
+		if !errorMatches(rt.errorEquals, fail.name) {
+			continue
+		}
+		if len(r.Retries) != len(st.retry) {
+			r.Retries = make([]int, len(st.retry))
+		}
+		if n := r.Retries[i]; n < rt.maxAttempts {
+			delay := time.Duration(float64(rt.interval) * math.Pow(rt.backoff, float64(n)))
+			if rt.maxDelay > 0 && delay > rt.maxDelay {
+				delay = rt.maxDelay
+			}
+			r.Retries[i]++
+			r.RetryAt = now.Add(delay)
+			return
+		}
+		break // the first matching retrier is exhausted: on to Catch
+	}
+	for _, c := range st.catch {
+		if !errorMatches(c.errorEquals, fail.name) {
+			continue
+		}
+		out, err := c.resultPath.apply(raw, map[string]any{"Error": fail.name, "Cause": fail.cause})
+		if err != nil {
+			failRuntime("Catch ResultPath", err)
+			return
+		}
+		enter(r, c.next, out, now)
+		return
+	}
+	finish(r, StatusFailed, nil, fail.name, fail.cause, now)
+}
+
+// errorMatches applies ErrorEquals: States.ALL matches every error but
+// States.Runtime; States.TaskFailed every error but States.Timeout and
+// States.Runtime; any other name matches itself.
+func errorMatches(list []string, name string) bool {
+	for _, want := range list {
+		switch want {
+		case errAll:
+			if name != errRuntime {
+				return true
+			}
+		case errTaskFailed:
+			if name != errTimeout && name != errRuntime {
+				return true
+			}
+		default:
+			if want == name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// advance leaves st with output out: to its Next state, or ending the
+// execution successfully when st is an End state.
+func advance(r *record, st *state, out any, now time.Time) {
+	if st.end {
+		b, err := encodeJSON(out)
+		if err != nil {
+			finish(r, StatusFailed, nil, errRuntime, "output: "+err.Error(), now)
+			return
+		}
+		finish(r, StatusSucceeded, b, "", "", now)
+		return
+	}
+	enter(r, st.next, out, now)
+}
+
+// enter moves r to state next with input in.
+func enter(r *record, next string, in any, now time.Time) {
+	b, err := encodeJSON(in)
+	if err != nil {
+		finish(r, StatusFailed, nil, errRuntime, "state input: "+err.Error(), now)
+		return
+	}
+	r.State, r.StateInput, r.EnteredTime = next, b, now
+	r.Retries, r.RetryAt = nil, time.Time{}
+	r.Token, r.TokenDeadline, r.Notified = "", time.Time{}, false
+}
+
+// finish ends the execution.
+func finish(r *record, status Status, output json.RawMessage, errName, cause string, now time.Time) {
+	r.Status, r.Output, r.Error, r.Cause, r.StopTime = status, output, errName, cause, now
+	r.Retries, r.RetryAt = nil, time.Time{}
+	r.Token, r.TokenDeadline, r.Notified = "", time.Time{}, false
+}
+
+// newToken returns 32 random bytes, base64url-encoded.
+func newToken() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return base64.RawURLEncoding.EncodeToString(b), nil
+}
