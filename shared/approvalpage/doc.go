@@ -1,0 +1,12 @@
+// Package approvalpage renders the page behind an approval link (API.md
+// section 5): the operations waiting for a person, with one checkbox each
+// and the Approve and Reject all buttons; or what became of them (decided,
+// expired); or a refusal (bad signature, not found).
+//
+// The page is plain HTML from html/template: no script, no external asset,
+// nothing that submits by itself (link scanners fetch GET links, some even
+// submit forms that post themselves). Its only style block carries a fresh
+// nonce, which the Content-Security-Policy header returned with the body
+// names. Rendering changes nothing; deciding is the POST of the page's form,
+// handled elsewhere.
+package approvalpage

@@ -1,0 +1,341 @@
+package approvalpage
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"math"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strconv"
+	"time"
+)
+
+// DefaultAccent is the accent colour used when Page.Accent is missing or invalid.
+const DefaultAccent = "#5b21b6"
+
+// DefaultWorkspace is shown when Page.Workspace is empty.
+const DefaultWorkspace = "countersign"
+
+// State is what the page shows.
+type State uint8
+
+// The page states. The zero State is invalid, so a forgotten field fails
+// loudly instead of rendering a form.
+const (
+	_            State = iota
+	Pending            // waiting for a decision: the form
+	Decided            // approved or rejected: the decision and outcomes, no buttons
+	Expired            // "This confirmation expired"
+	BadSignature       // "This link is not valid", with no detail
+	NotFound           // the confirmation does not exist
+)
+
+var stateNames = [...]string{"", "pending", "decided", "expired", "bad_signature", "not_found"}
+
+// String returns the state's name ("pending", "decided", ...).
+func (s State) String() string {
+	if s > 0 && int(s) < len(stateNames) {
+		return stateNames[s]
+	}
+	return "state(" + strconv.Itoa(int(s)) + ")"
+}
+
+// Status returns the HTTP status the page is served with (API.md section 5):
+// 200 pending and decided, 410 expired, 403 bad signature, 404 not found.
+func (s State) Status() int {
+	switch s {
+	case Pending, Decided:
+		return http.StatusOK
+	case Expired:
+		return http.StatusGone
+	case BadSignature:
+		return http.StatusForbidden
+	case NotFound:
+		return http.StatusNotFound
+	}
+	return http.StatusInternalServerError
+}
+
+// Page is what Render shows.
+type Page struct {
+	// Workspace is the workspace name in the header bar; empty means
+	// DefaultWorkspace.
+	Workspace string
+	// Accent is the header bar and Approve button colour, #rgb or #rrggbb;
+	// anything else means DefaultAccent.
+	Accent string
+	// State selects the page.
+	State State
+	// ID is the confirmation id (not shown on BadSignature and NotFound pages).
+	ID string
+	// Title is the pending page's heading; empty means "Approve this
+	// operation?" for one operation and "Approve N operations?" for more.
+	Title string
+	// Operations are listed on the pending and decided pages.
+	Operations []Operation
+	// TimeLeft is shown on the pending page: "9 minutes left", "45 seconds left".
+	TimeLeft time.Duration
+	// ExpiresAt is shown on the pending page beside TimeLeft (if not zero).
+	ExpiresAt time.Time
+	// Form holds the link fields the pending page posts back.
+	Form Form
+	// Action is the form's action; empty means "/approve/" + the escaped ID.
+	Action string
+	// Decision is "approved" or "rejected" on the decided page.
+	Decision string
+	// Message is an optional line shown under the heading (for example
+	// "This confirmation was already decided.").
+	Message string
+}
+
+// Operation is one operation of the confirmation.
+type Operation struct {
+	// Index is the operation's 0-based position, posted back as op=<Index>.
+	Index                              int
+	Connection, Method, Path, Endpoint string
+	// Args is the arguments as pretty JSON (see PrettyJSON), shown in a <pre>.
+	Args string
+	// Selected says, on the decided page, whether the operation was kept.
+	// The pending page checks every operation whatever it says.
+	Selected bool
+	// Outcome is shown on the decided page (pretty JSON or text).
+	Outcome string
+}
+
+// Form holds the signed link's fields, posted back as hidden inputs a, exp,
+// kid and sig.
+type Form struct {
+	Approver string // a
+	Exp      int64  // exp, Unix seconds
+	KID      string // kid
+	Sig      string // sig
+}
+
+// SelectionField is a hidden field the pending form always posts, with the
+// value SelectionExplicit. Browsers send no op field when every box is
+// cleared, which API.md reads as "approve all" when op is absent; a POST
+// carrying selection=explicit and no op means nothing was selected.
+const (
+	SelectionField    = "selection"
+	SelectionExplicit = "explicit"
+)
+
+// newNonce returns a fresh CSP nonce; tests replace it for stable goldens.
+var newNonce = func() (string, error) {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b), nil // hex: valid in every CSP grammar, nothing to escape
+}
+
+var hexColour = regexp.MustCompile(`^#(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{6})$`)
+
+// view is what the template sees.
+type view struct {
+	Page
+	Nonce      string
+	Accent     template.CSS // validated colours only
+	OnAccent   template.CSS
+	Heading    string
+	Lead       string
+	TimeText   string
+	ExpiresISO string
+	ExpiresTxt string
+	Ops        []opView
+	Status     int
+	ShowForm   bool
+	Selection  [2]string
+}
+
+type opView struct {
+	Operation
+	State string // decided page: what happened to it
+	Shown bool   // the endpoint template differs from the path
+}
+
+// Render renders p. It returns the body and the headers to send with it
+// (Content-Type, a strict Content-Security-Policy naming this render's nonce,
+// Referrer-Policy, X-Content-Type-Options, X-Frame-Options, Cache-Control);
+// the status is p.State.Status(). A pending page needs at least one
+// operation, distinct indexes and the four link fields.
+func Render(p Page) (body []byte, headers map[string]string, err error) {
+	v := view{Page: p, Status: p.State.Status(), Selection: [2]string{SelectionField, SelectionExplicit}}
+	switch p.State {
+	case Pending:
+		if len(p.Operations) == 0 {
+			return nil, nil, errors.New("approvalpage: pending page without operations")
+		}
+		if p.Form.Approver == "" || p.Form.KID == "" || p.Form.Sig == "" {
+			return nil, nil, errors.New("approvalpage: pending page without the link fields a, kid and sig")
+		}
+		seen := map[int]bool{}
+		for _, op := range p.Operations {
+			if op.Index < 0 || seen[op.Index] {
+				return nil, nil, fmt.Errorf("approvalpage: operation index %d repeated or negative", op.Index)
+			}
+			seen[op.Index] = true
+		}
+		v.ShowForm = true
+		v.Heading = p.Title
+		if v.Heading == "" {
+			v.Heading = Title(len(p.Operations))
+		}
+		v.TimeText = TimeLeft(p.TimeLeft)
+		if !p.ExpiresAt.IsZero() {
+			v.ExpiresISO = p.ExpiresAt.UTC().Format(time.RFC3339)
+			v.ExpiresTxt = p.ExpiresAt.UTC().Format("2 Jan 2006, 15:04 UTC")
+		}
+		if v.Action == "" {
+			v.Action = "/approve/" + url.PathEscape(p.ID)
+		}
+	case Decided:
+		switch p.Decision {
+		case "approved":
+			v.Heading = "Approved"
+		case "rejected":
+			v.Heading = "Rejected"
+			v.Lead = "Nothing was run."
+		default:
+			v.Heading = "Decided"
+		}
+	case Expired:
+		v.Heading = "This confirmation expired"
+		v.Lead = "Nothing was run. Ask the agent again to get a new confirmation."
+	case BadSignature:
+		v.Heading = "This link is not valid"
+		v.Lead = "Open the latest link you were sent, or ask the agent again."
+		v.ID, v.Operations = "", nil
+	case NotFound:
+		v.Heading = "This confirmation was not found"
+		v.Lead = "Ask the agent again to get a new confirmation."
+		v.ID, v.Operations = "", nil
+	default:
+		return nil, nil, fmt.Errorf("approvalpage: unknown state %s", p.State)
+	}
+	for _, op := range v.Operations {
+		ov := opView{Operation: op, Shown: op.Endpoint != "" && op.Endpoint != op.Path}
+		switch {
+		case p.Decision == "rejected":
+			ov.State = "Rejected, not run"
+		case p.Decision == "approved" && !op.Selected:
+			ov.State = "Left out, not run"
+		case p.Decision == "approved":
+			ov.State = "Approved"
+		}
+		v.Ops = append(v.Ops, ov)
+	}
+	return render(v)
+}
+
+// RenderError renders a plain page with status's text as its heading and
+// msg under it, with the same headers as Render.
+func RenderError(status int, msg string) ([]byte, map[string]string, error) {
+	h := http.StatusText(status)
+	if h == "" {
+		h = "Something went wrong"
+	}
+	return render(view{Heading: h, Lead: msg, Status: status})
+}
+
+func render(v view) ([]byte, map[string]string, error) {
+	nonce, err := newNonce()
+	if err != nil {
+		return nil, nil, fmt.Errorf("approvalpage: nonce: %w", err)
+	}
+	v.Nonce = nonce
+	if v.Workspace == "" {
+		v.Workspace = DefaultWorkspace
+	}
+	accent := DefaultAccent
+	if hexColour.MatchString(v.Page.Accent) {
+		accent = v.Page.Accent
+	}
+	v.Accent, v.OnAccent = template.CSS(accent), template.CSS(textOn(accent))
+	var buf bytes.Buffer
+	if err := pageTemplate.Execute(&buf, v); err != nil {
+		return nil, nil, fmt.Errorf("approvalpage: render: %w", err)
+	}
+	return buf.Bytes(), map[string]string{
+		"Content-Type":            "text/html; charset=utf-8",
+		"Content-Security-Policy": "default-src 'none'; style-src 'nonce-" + nonce + "'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+		"Referrer-Policy":         "no-referrer",
+		"X-Content-Type-Options":  "nosniff",
+		"X-Frame-Options":         "DENY",
+		"Cache-Control":           "no-store",
+	}, nil
+}
+
+// Title returns "Approve this operation?" for n == 1 and "Approve n
+// operations?" otherwise.
+func Title(n int) string {
+	if n == 1 {
+		return "Approve this operation?"
+	}
+	return fmt.Sprintf("Approve %d operations?", n)
+}
+
+// TimeLeft says how long is left: whole minutes from one minute up ("9
+// minutes left", "1 minute left"), seconds (rounded up) below ("45 seconds
+// left"), and "No time left" at zero or less.
+func TimeLeft(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return "No time left"
+	case d >= time.Minute:
+		return plural(int(d/time.Minute), "minute") + " left"
+	default:
+		return plural(int(math.Ceil(d.Seconds())), "second") + " left"
+	}
+}
+
+func plural(n int, unit string) string {
+	if n == 1 {
+		return "1 " + unit
+	}
+	return strconv.Itoa(n) + " " + unit + "s"
+}
+
+// PrettyJSON indents raw JSON for Operation.Args and Operation.Outcome; raw
+// that is not JSON is returned as it is, and empty raw as "".
+func PrettyJSON(raw []byte) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, raw, "", "  "); err != nil {
+		return string(raw)
+	}
+	return buf.String()
+}
+
+// textOn returns the text colour (near-black or white) with the better WCAG
+// contrast on the background colour hex (#rgb or #rrggbb, already validated).
+func textOn(hex string) string {
+	h := hex[1:]
+	if len(h) == 3 {
+		h = string([]byte{h[0], h[0], h[1], h[1], h[2], h[2]})
+	}
+	lum := 0.0
+	for i, w := range []float64{0.2126, 0.7152, 0.0722} {
+		c, _ := strconv.ParseUint(h[2*i:2*i+2], 16, 8)
+		s := float64(c) / 255
+		if s <= 0.04045 {
+			s /= 12.92
+		} else {
+			s = math.Pow((s+0.055)/1.055, 2.4)
+		}
+		lum += w * s
+	}
+	const darkLum = 0.0089 // #111827
+	if (1.05)/(lum+0.05) >= (lum+0.05)/(darkLum+0.05) {
+		return "#ffffff"
+	}
+	return "#111827"
+}

@@ -1,0 +1,70 @@
+package notify
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Event types (API.md section 5).
+const (
+	TypeRequested = "confirmation.requested"
+	TypeDecided   = "confirmation.decided"
+	TypeExpired   = "confirmation.expired"
+	TypeExecuted  = "confirmation.executed"
+)
+
+// Event is what approver channels receive. Its JSON form is the webhook body
+// of the json format.
+type Event struct {
+	// Type is one of TypeRequested, TypeDecided, TypeExpired, TypeExecuted.
+	Type         string            `json:"type"`
+	Confirmation EventConfirmation `json:"confirmation"`
+	// Links are set on requested events only. A channel sends only the links
+	// whose Approver is its own Name.
+	Links []EventLink `json:"links,omitempty"`
+	// Decision is "approved" or "rejected" on decided events.
+	Decision string `json:"decision,omitempty"`
+	// Status is the confirmation's status on executed and expired events.
+	Status string `json:"status,omitempty"`
+}
+
+// EventConfirmation describes the confirmation an event is about.
+type EventConfirmation struct {
+	ID         string           `json:"id"`
+	Kind       string           `json:"kind"` // "call" or "script"
+	ExpiresAt  time.Time        `json:"expires_at"`
+	Credential string           `json:"credential"` // the credential id, never a key
+	Reason     string           `json:"reason"`
+	Operations []EventOperation `json:"operations"`
+}
+
+// EventOperation is one operation of a confirmation.
+type EventOperation struct {
+	Connection string          `json:"connection"`
+	Method     string          `json:"method"`
+	Path       string          `json:"path"`
+	Endpoint   string          `json:"endpoint"`
+	Args       json.RawMessage `json:"args"`
+	// Outcome is set on executed events.
+	Outcome json.RawMessage `json:"outcome,omitempty"`
+}
+
+// EventLink is a signed approval link for one approver.
+type EventLink struct {
+	Approver string `json:"approver"`
+	URL      string `json:"url"`
+}
+
+// ownLinks returns a copy of ev whose Links are only those addressed to
+// approver, so a channel never forwards another approver's link. ev's slice
+// is not modified.
+func ownLinks(ev Event, approver string) Event {
+	var links []EventLink
+	for _, l := range ev.Links {
+		if l.Approver == approver {
+			links = append(links, l)
+		}
+	}
+	ev.Links = links
+	return ev
+}
