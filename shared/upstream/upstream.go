@@ -1,0 +1,364 @@
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/textproto"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Defaults used when the corresponding Client field is zero.
+const (
+	DefaultTimeout = 15 * time.Second
+	DefaultMaxBody = 6 << 20 // 6 MiB, the Lambda response payload limit
+)
+
+var (
+	// ErrUnreachable reports that the upstream could not be reached or did not answer in
+	// time: refused or reset connections, DNS failures, TLS failures, timeouts and a
+	// cancelled context. Errors returned by Do wrap it together with the cause, so
+	// errors.Is(err, context.DeadlineExceeded) also works.
+	ErrUnreachable = errors.New("upstream unreachable")
+
+	// ErrResponseTooLarge reports a response body larger than Client.MaxBody.
+	ErrResponseTooLarge = errors.New("upstream response too large")
+
+	// ErrInvalidRequest reports a Request that cannot be sent: a bad base URL, method, path
+	// or header. Nothing was sent upstream.
+	ErrInvalidRequest = errors.New("invalid upstream request")
+)
+
+// Client calls upstream APIs. The zero value is ready to use; a Client is safe for
+// concurrent use and should be reused so connections are kept alive.
+type Client struct {
+	// HTTP sends the requests. Nil means a shared client with a pooled transport (proxy from
+	// the environment, HTTP/2 when offered, 16 idle connections per host) that does not
+	// follow redirects: a 3xx comes back as the response, so configured credentials are
+	// never replayed to another location and a write is never re-sent.
+	HTTP *http.Client
+
+	// Timeout bounds one call, from dialling to the last byte of the body. Zero means
+	// DefaultTimeout.
+	Timeout time.Duration
+
+	// MaxBody caps the response body in bytes; a larger body is ErrResponseTooLarge. Zero
+	// means DefaultMaxBody.
+	MaxBody int64
+}
+
+// Request is one call to a connection's API.
+type Request struct {
+	// BaseURL is the connection's base_url, e.g. http://127.0.0.1:8081. It may carry a path
+	// prefix (https://api.example.com/v2); Path is appended to it with exactly one slash.
+	BaseURL string
+
+	// Headers are the connection's configured headers, already ${env:} expanded. They are
+	// set on every call and win over forwarded headers of the same name. A "Host" entry sets
+	// the request's Host.
+	Headers map[string]string
+
+	// Method is the HTTP method, e.g. DELETE. Required.
+	Method string
+
+	// Path is the concrete path in its escaped (wire) form, starting with "/", e.g.
+	// /contacts/12. Percent-escapes are kept as they are (an id holding %2F stays one
+	// segment); characters that cannot appear in a path ("?", "#", spaces) are escaped.
+	// Dot segments ("." and "..", also percent-encoded) are refused, so a call can never
+	// leave the endpoint its policy matched or the base URL's prefix.
+	Path string
+
+	// Query is encoded as given (url.Values.Encode) when RawQuery is empty.
+	Query url.Values
+
+	// RawQuery, when non-empty, is sent unchanged instead of Query (REST pass-through).
+	RawQuery string
+
+	// Body is the request body; nil sends no body.
+	Body []byte
+
+	// ContentType is the body's media type; empty means application/json. Ignored when Body
+	// is nil.
+	ContentType string
+
+	// IdempotencyKey is sent as Idempotency-Key when non-empty.
+	IdempotencyKey string
+
+	// Forward holds extra request headers to pass through (REST pass-through). Hop-by-hop
+	// headers (and any named in Connection), Authorization, Proxy-Authorization, Host,
+	// Content-Length, Accept-Encoding (the transport negotiates compression itself) and
+	// Countersign-* are never forwarded.
+	Forward http.Header
+}
+
+// Response is the upstream's answer.
+type Response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// Do sends r and reads the whole response. A response with any status, 4xx and 5xx
+// included, is a Response and a nil error. Errors wrap ErrInvalidRequest (nothing was
+// sent), ErrUnreachable (network failure, timeout, cancelled context) or
+// ErrResponseTooLarge.
+func (c *Client) Do(ctx context.Context, r Request) (*Response, error) {
+	req, err := c.newRequest(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(req.Context(), c.timeout())
+	defer cancel()
+	req = req.WithContext(ctx)
+
+	target := req.Method + " " + req.URL.Redacted()
+	resp, err := c.httpClient().Do(req)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, fmt.Errorf("%w: %s: %w", ErrUnreachable, target, err)
+	}
+	defer resp.Body.Close()
+
+	max := c.maxBody()
+	if resp.ContentLength > max {
+		return nil, fmt.Errorf("%w: %s: %d bytes, limit %d", ErrResponseTooLarge, target, resp.ContentLength, max)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: reading body: %w", ErrUnreachable, target, err)
+	}
+	if int64(len(body)) > max {
+		return nil, fmt.Errorf("%w: %s: over %d bytes", ErrResponseTooLarge, target, max)
+	}
+	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: body}, nil
+}
+
+// JSONBody returns the body parsed as JSON when the Content-Type is JSON (application/json
+// or any +json type) and the body is exactly one JSON value. Numbers are json.Number so they
+// re-encode exactly as the upstream sent them.
+func (r *Response) JSONBody() (any, bool) {
+	if r == nil || len(bytes.TrimSpace(r.Body)) == 0 || !isJSON(r.Header.Get("Content-Type")) {
+		return nil, false
+	}
+	dec := json.NewDecoder(bytes.NewReader(r.Body))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, false
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, false // trailing data
+	}
+	return v, true
+}
+
+func isJSON(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	if err != nil {
+		return false
+	}
+	return mt == "application/json" || (strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json"))
+}
+
+func (c *Client) timeout() time.Duration {
+	if c.Timeout > 0 {
+		return c.Timeout
+	}
+	return DefaultTimeout
+}
+
+func (c *Client) maxBody() int64 {
+	if c.MaxBody > 0 {
+		return c.MaxBody
+	}
+	return DefaultMaxBody
+}
+
+func (c *Client) httpClient() *http.Client {
+	if c.HTTP != nil {
+		return c.HTTP
+	}
+	return defaultHTTP()
+}
+
+var defaultHTTP = sync.OnceValue(func() *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns = 256
+	t.MaxIdleConnsPerHost = 16
+	return &http.Client{
+		Transport: t,
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		},
+	}
+})
+
+// newRequest builds the *http.Request for r; errors wrap ErrInvalidRequest.
+func (c *Client) newRequest(ctx context.Context, r Request) (*http.Request, error) {
+	invalid := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s", ErrInvalidRequest, fmt.Sprintf(format, args...))
+	}
+	if r.Method == "" {
+		return nil, invalid("method is required")
+	}
+	u, err := joinURL(r.BaseURL, r.Path)
+	if err != nil {
+		return nil, invalid("%v", err)
+	}
+	if r.RawQuery != "" {
+		u.RawQuery = r.RawQuery
+	} else {
+		u.RawQuery = r.Query.Encode()
+	}
+
+	var body io.Reader
+	if r.Body != nil {
+		body = bytes.NewReader(r.Body)
+	}
+	req, err := http.NewRequestWithContext(ctx, r.Method, u.String(), body)
+	if err != nil {
+		return nil, invalid("%s %s: %v", r.Method, u.Redacted(), err)
+	}
+
+	// Lowest precedence first: forwarded, then what this call sets, then configured.
+	for name, values := range r.Forward {
+		if !forwardable(name, r.Forward) {
+			continue
+		}
+		for _, v := range values {
+			if !validHeader(name, v) {
+				return nil, invalid("forwarded header %q: invalid name or value", name)
+			}
+			req.Header.Add(name, v)
+		}
+	}
+	if r.Body != nil {
+		ct := r.ContentType
+		if ct == "" {
+			ct = "application/json"
+		}
+		req.Header.Set("Content-Type", ct)
+	}
+	if r.IdempotencyKey != "" {
+		if !validHeader("Idempotency-Key", r.IdempotencyKey) {
+			return nil, invalid("idempotency key: invalid value")
+		}
+		req.Header.Set("Idempotency-Key", r.IdempotencyKey)
+	}
+	for name, v := range r.Headers {
+		if !validHeader(name, v) {
+			// The value may be a secret: name the header only.
+			return nil, invalid("configured header %q: invalid name or value", name)
+		}
+		if textproto.CanonicalMIMEHeaderKey(name) == "Host" {
+			req.Host = v
+			continue
+		}
+		req.Header.Set(name, v)
+	}
+	return req, nil
+}
+
+// joinURL appends the escaped path p to base, keeping base's path prefix and p's
+// percent-escapes.
+func joinURL(base, p string) (*url.URL, error) {
+	u, err := url.Parse(base)
+	if err != nil {
+		return nil, fmt.Errorf("base URL: %w", err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, fmt.Errorf("base URL %q: scheme must be http or https", u.Redacted())
+	}
+	if u.Host == "" {
+		return nil, fmt.Errorf("base URL %q: no host", u.Redacted())
+	}
+	if u.RawQuery != "" || u.Fragment != "" || u.ForceQuery {
+		return nil, fmt.Errorf("base URL %q: must not have a query or fragment", u.Redacted())
+	}
+	if !strings.HasPrefix(p, "/") {
+		return nil, fmt.Errorf("path %q: must start with /", p)
+	}
+	for seg := range strings.SplitSeq(p[1:], "/") {
+		s, err := url.PathUnescape(seg)
+		if err != nil {
+			return nil, fmt.Errorf("path %q: %w", p, err)
+		}
+		// An escaped slash or backslash may be decoded by the upstream before it
+		// normalises the path, so look inside the segment too.
+		for part := range strings.FieldsFuncSeq(s, func(r rune) bool { return r == '/' || r == '\\' }) {
+			if part == "." || part == ".." {
+				return nil, fmt.Errorf("path %q: dot segments are not allowed", p)
+			}
+		}
+	}
+	raw := strings.TrimRight(u.EscapedPath(), "/") + p
+	decoded, err := url.PathUnescape(raw)
+	if err != nil {
+		return nil, fmt.Errorf("path %q: %w", p, err)
+	}
+	// RawPath is used on the wire when it is a valid encoding of Path; otherwise (a "?" or
+	// a space in p) net/url escapes Path itself.
+	u.Path, u.RawPath = decoded, raw
+	return u, nil
+}
+
+// forwardable reports whether a header the agent sent may be passed to the upstream.
+func forwardable(name string, h http.Header) bool {
+	name = textproto.CanonicalMIMEHeaderKey(name)
+	switch name {
+	case "Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
+		"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade",
+		"Authorization", "Host", "Content-Length", "Accept-Encoding":
+		return false
+	}
+	if strings.HasPrefix(name, "Countersign-") {
+		return false
+	}
+	// Headers named in Connection are hop-by-hop too (RFC 9110, 7.6.1).
+	for _, v := range h.Values("Connection") {
+		for f := range strings.SplitSeq(v, ",") {
+			if textproto.CanonicalMIMEHeaderKey(strings.TrimSpace(f)) == name {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// validHeader reports whether name is a token and value holds no control characters other
+// than tab (so no header can be smuggled through CR or LF).
+func validHeader(name, value string) bool {
+	if name == "" {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		if !isTokenChar(name[i]) {
+			return false
+		}
+	}
+	for i := 0; i < len(value); i++ {
+		if b := value[i]; (b < ' ' && b != '\t') || b == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+func isTokenChar(b byte) bool {
+	switch {
+	case 'a' <= b && b <= 'z', 'A' <= b && b <= 'Z', '0' <= b && b <= '9':
+		return true
+	}
+	return strings.IndexByte("!#$%&'*+-.^_`|~", b) >= 0
+}
