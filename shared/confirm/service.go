@@ -1,0 +1,501 @@
+package confirm
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base32"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/countersign/countersign/shared/canon"
+	"github.com/countersign/countersign/shared/store"
+	"github.com/countersign/countersign/shared/workflow"
+)
+
+// Timeouts bound the life of a confirmation.
+type Timeouts struct {
+	// Call is how long a single call waits for a decision (600 s).
+	Call time.Duration
+	// Script is how long a script batch waits for a decision (1800 s).
+	Script time.Duration
+	// Redeem is how long an approved call may wait for its redemption (600 s).
+	Redeem time.Duration
+}
+
+// DefaultTimeouts are the timeouts of the source documents.
+var DefaultTimeouts = Timeouts{Call: 600 * time.Second, Script: 1800 * time.Second, Redeem: 600 * time.Second}
+
+// retention is how long a finished record is kept before the store's TTL may delete it.
+const retention = 24 * time.Hour
+
+// maxCASAttempts bounds the read-modify-write loop under contention; every
+// failed attempt means another writer made progress.
+const maxCASAttempts = 64
+
+// Service is the confirmation lifecycle: create, decide, redeem, execute once,
+// finalize. Every transition is a conditional write on the record's version,
+// so under any race exactly one writer wins and the others re-read.
+type Service struct {
+	Store    store.Store
+	Workflow workflow.Workflow
+	Timeouts Timeouts
+	// Now returns the current time; nil means time.Now.
+	Now func() time.Time
+	// NewID returns a new confirmation id; nil means random "cf_" ids.
+	NewID func() string
+	// Logger receives lifecycle events; nil discards.
+	Logger *slog.Logger
+}
+
+func (s *Service) now() time.Time {
+	if s.Now != nil {
+		return s.Now().UTC()
+	}
+	return time.Now().UTC()
+}
+
+func (s *Service) logger() *slog.Logger {
+	if s.Logger != nil {
+		return s.Logger
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+func (s *Service) timeouts() Timeouts {
+	t := s.Timeouts
+	if t.Call <= 0 {
+		t.Call = DefaultTimeouts.Call
+	}
+	if t.Script <= 0 {
+		t.Script = DefaultTimeouts.Script
+	}
+	if t.Redeem <= 0 {
+		t.Redeem = DefaultTimeouts.Redeem
+	}
+	return t
+}
+
+// NewID returns a random confirmation id: "cf_" and 26 base32 characters (128 bits).
+func NewID() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(fmt.Sprintf("confirm: crypto/rand failed: %v", err))
+	}
+	return "cf_" + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:]))
+}
+
+// Effective is the status a reader must act on: the stored status corrected
+// by the clock. A pending record past its expiry is expired, and so is an
+// approved call not redeemed within its window, whether or not a timer fired.
+func Effective(c *store.Confirmation, now time.Time) store.Status {
+	switch c.Status {
+	case store.StatusPending:
+		if !now.Before(c.ExpiresAt) {
+			return store.StatusExpired
+		}
+	case store.StatusApproved:
+		if c.RedeemBy != nil && !now.Before(*c.RedeemBy) {
+			return store.StatusExpired
+		}
+	}
+	return c.Status
+}
+
+// NewOperation builds an operation of credential's call and binds it to the
+// exact arguments.
+func NewOperation(credential, connection, method, path, endpoint string, args store.Args) (store.Operation, error) {
+	if args.Path == nil {
+		args.Path = map[string]string{}
+	}
+	if args.Query == nil {
+		args.Query = map[string]any{}
+	}
+	if len(args.Body) == 0 {
+		args.Body = json.RawMessage("null")
+	}
+	op := store.Operation{Connection: connection, Method: method, Path: path, Endpoint: endpoint, Args: args, Selected: true}
+	b, err := canon.Binding(credential, connection, method, endpoint, args)
+	if err != nil {
+		return store.Operation{}, fmt.Errorf("bind %s %s: %w", method, path, err)
+	}
+	op.Binding = b
+	return op, nil
+}
+
+// Request is what Create needs.
+type Request struct {
+	Kind       store.Kind
+	Credential string
+	Reason     string
+	Operations []store.Operation
+}
+
+// workflowInput is the execution input of the state machines.
+type workflowInput struct {
+	ConfirmationID string `json:"confirmation_id"`
+	TimeoutSeconds int64  `json:"timeout_seconds"`
+}
+
+// Create stores a pending confirmation and starts its workflow, which hands
+// the task token to the notify task and waits for the decision or the timeout.
+func (s *Service) Create(ctx context.Context, r Request) (*store.Confirmation, error) {
+	if len(r.Operations) == 0 {
+		return nil, errors.New("create confirmation: no operations")
+	}
+	now := s.now()
+	wait, machine := s.timeouts().Call, workflow.Confirm
+	if r.Kind == store.KindScript {
+		wait, machine = s.timeouts().Script, workflow.Batch
+	}
+	id := NewID()
+	if s.NewID != nil {
+		id = s.NewID()
+	}
+	c := &store.Confirmation{
+		ID:         id,
+		Kind:       r.Kind,
+		Credential: r.Credential,
+		Status:     store.StatusPending,
+		Reason:     r.Reason,
+		CreatedAt:  now,
+		ExpiresAt:  now.Add(wait),
+		Operations: r.Operations,
+		TTL:        now.Add(wait + s.timeouts().Redeem + retention).Unix(),
+	}
+	if err := s.Store.CreateConfirmation(ctx, c); err != nil {
+		return nil, fmt.Errorf("create confirmation %s: %w", id, err)
+	}
+	input, err := json.Marshal(workflowInput{ConfirmationID: id, TimeoutSeconds: int64(wait / time.Second)})
+	if err != nil {
+		return nil, fmt.Errorf("create confirmation %s: %w", id, err)
+	}
+	if _, err := s.Workflow.Start(ctx, machine, id, input); err != nil {
+		// Nobody can be asked: make sure the record can never be approved.
+		if _, ferr := s.Finalize(context.WithoutCancel(ctx), id, store.StatusFailed); ferr != nil {
+			s.logger().Error("finalize after failed start", "confirmation", id, "error", ferr)
+		}
+		return nil, fmt.Errorf("start workflow for %s: %w", id, err)
+	}
+	s.logger().Info("confirmation created", "confirmation", id, "credential", r.Credential, "kind", r.Kind, "operations", len(r.Operations))
+	return c, nil
+}
+
+// Get returns a confirmation, or an unknown_confirmation error.
+func (s *Service) Get(ctx context.Context, id string) (*store.Confirmation, error) {
+	c, err := s.Store.GetConfirmation(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, errorf(CodeUnknown, "no confirmation %s", id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get confirmation %s: %w", id, err)
+	}
+	return c, nil
+}
+
+// errUnchanged tells update that fn decided no write is needed.
+var errUnchanged = errors.New("unchanged")
+
+// update is the read-modify-write loop: fn sees the current record and
+// changes it, or returns an error to stop. A lost race re-reads and calls fn
+// again, so fn always decides on the latest state.
+func (s *Service) update(ctx context.Context, id string, fn func(c *store.Confirmation, now time.Time) error) (*store.Confirmation, error) {
+	for range maxCASAttempts {
+		c, err := s.Get(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if err := fn(c, s.now()); err != nil {
+			if errors.Is(err, errUnchanged) {
+				return c, nil
+			}
+			return c, err
+		}
+		err = s.Store.UpdateConfirmation(ctx, c)
+		if err == nil {
+			return c, nil
+		}
+		if !errors.Is(err, store.ErrConflict) {
+			return nil, fmt.Errorf("update confirmation %s: %w", id, err)
+		}
+	}
+	return nil, fmt.Errorf("update confirmation %s: too much contention", id)
+}
+
+// AttachToken stores the workflow's task token on a pending confirmation
+// (the notify task). It returns the record so the caller can send the links.
+// A record that is no longer pending keeps its state; the caller should not
+// notify, and ok is false.
+func (s *Service) AttachToken(ctx context.Context, id, token string) (c *store.Confirmation, ok bool, err error) {
+	c, err = s.update(ctx, id, func(c *store.Confirmation, now time.Time) error {
+		if c.Status != store.StatusPending {
+			return errUnchanged
+		}
+		if c.TaskToken == token {
+			return errUnchanged
+		}
+		c.TaskToken = token
+		return nil
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("attach token: %w", err)
+	}
+	return c, c.Status == store.StatusPending && c.TaskToken == token, nil
+}
+
+// Decision is what an approver decided.
+type Decision struct {
+	Approve  bool
+	Approver string
+	// Keep lists the indexes of the operations kept; nil with Approve keeps all.
+	Keep []int
+}
+
+// decisionOutput is the task output sent with SendTaskSuccess.
+type decisionOutput struct {
+	Approved bool `json:"approved"`
+	Execute  bool `json:"execute"`
+}
+
+// RejectedError is the error name the state machines catch for a rejection.
+const RejectedError = "Rejected"
+
+// Decide records an approver's decision, exactly once: the first decision on
+// a pending, unexpired record wins; every later one fails with
+// confirmation_decided, and a decision after expiry with confirmation_expired.
+// Only after the decision is stored is the workflow told.
+func (s *Service) Decide(ctx context.Context, id string, d Decision) (*store.Confirmation, error) {
+	c, err := s.update(ctx, id, func(c *store.Confirmation, now time.Time) error {
+		switch Effective(c, now) {
+		case store.StatusPending:
+		case store.StatusExpired:
+			return errorf(CodeExpired, "confirmation %s expired at %s", c.ID, c.ExpiresAt.Format(time.RFC3339))
+		default:
+			return errorf(CodeDecided, "confirmation %s was already decided (%s)", c.ID, c.Status)
+		}
+		if c.TaskToken == "" {
+			// The link is sent only after the token is stored; without one
+			// nobody can have been asked yet.
+			return errorf(CodePending, "confirmation %s is not ready for a decision", c.ID)
+		}
+		at := now
+		c.DecidedAt, c.DecidedBy = &at, d.Approver
+		if !d.Approve {
+			c.Status = store.StatusRejected
+			for i := range c.Operations {
+				c.Operations[i].Selected = false
+			}
+			return nil
+		}
+		if d.Keep != nil {
+			keep := make(map[int]bool, len(d.Keep))
+			for _, k := range d.Keep {
+				if k < 0 || k >= len(c.Operations) {
+					return errorf(CodeMismatch, "operation %d is not part of confirmation %s", k, c.ID)
+				}
+				keep[k] = true
+			}
+			for i := range c.Operations {
+				c.Operations[i].Selected = keep[i]
+			}
+		}
+		c.Status = store.StatusApproved
+		if !GatewayExecutes(c) {
+			by := now.Add(s.timeouts().Redeem)
+			c.RedeemBy = &by
+		}
+		return nil
+	})
+	if err != nil {
+		return c, fmt.Errorf("decide %s: %w", id, err)
+	}
+	if d.Approve {
+		out, _ := json.Marshal(decisionOutput{Approved: true, Execute: GatewayExecutes(c)})
+		err = s.Workflow.SendTaskSuccess(ctx, c.TaskToken, out)
+	} else {
+		err = s.Workflow.SendTaskFailure(ctx, c.TaskToken, RejectedError, "rejected by "+d.Approver)
+	}
+	if err != nil {
+		// The decision is stored and stands; the workflow either already
+		// ended or will time out and find nothing pending to finalize.
+		s.logger().Warn("workflow not told of decision", "confirmation", id, "error", err)
+	}
+	s.logger().Info("confirmation decided", "confirmation", id, "approved", d.Approve, "approver", d.Approver)
+	return c, nil
+}
+
+// GatewayExecutes reports whether the gateway runs the approved operations
+// itself (script batches) instead of waiting for the agent to redeem.
+func GatewayExecutes(c *store.Confirmation) bool { return c.Kind == store.KindScript }
+
+// Finalize records the end of a wait the workflow observed: expired when its
+// timer fired, rejected after a rejection, failed when the workflow broke.
+// It only ever moves a pending record; a decided record keeps its decision.
+// It is idempotent, as Step Functions may run the task more than once.
+func (s *Service) Finalize(ctx context.Context, id string, to store.Status) (*store.Confirmation, error) {
+	switch to {
+	case store.StatusExpired, store.StatusRejected, store.StatusFailed:
+	default:
+		return nil, fmt.Errorf("finalize %s: cannot finalize as %q", id, to)
+	}
+	c, err := s.update(ctx, id, func(c *store.Confirmation, now time.Time) error {
+		if c.Status != store.StatusPending {
+			return errUnchanged
+		}
+		c.Status = to
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("finalize %s: %w", id, err)
+	}
+	return c, nil
+}
+
+// Redeem consumes an approved call for the agent that asked for it: the
+// binding (credential, operation, exact arguments) must match, the approval
+// must be unused and within its window. On success the operation is claimed
+// (state claimed, record redeemed) in the same conditional write, so of any
+// number of concurrent redemptions exactly one may call the upstream.
+func (s *Service) Redeem(ctx context.Context, id, credential, binding string) (*store.Confirmation, int, error) {
+	index := -1
+	c, err := s.update(ctx, id, func(c *store.Confirmation, now time.Time) error {
+		if c.Kind != store.KindCall || len(c.Operations) != 1 {
+			return errorf(CodeMismatch, "confirmation %s is not a single call", c.ID)
+		}
+		if c.Credential != credential || c.Operations[0].Binding != binding {
+			return errorf(CodeMismatch, "confirmation %s was approved for another call: the credential, method, path, query and body must be the same", c.ID)
+		}
+		switch Effective(c, now) {
+		case store.StatusApproved:
+		case store.StatusPending:
+			return errorf(CodePending, "confirmation %s is waiting for a person", c.ID)
+		case store.StatusRejected:
+			return errorf(CodeRejected, "confirmation %s was rejected", c.ID)
+		case store.StatusExpired:
+			return errorf(CodeExpired, "confirmation %s expired", c.ID)
+		default:
+			return errorf(CodeUsed, "confirmation %s was already used", c.ID)
+		}
+		at := now
+		c.Status, c.RedeemedAt = store.StatusRedeemed, &at
+		c.Operations[0].State = store.OpClaimed
+		index = 0
+		return nil
+	})
+	if err != nil {
+		return c, -1, fmt.Errorf("redeem %s: %w", id, err)
+	}
+	return c, index, nil
+}
+
+// Complete stores the outcome of a claimed operation and derives the
+// record's final status once every selected operation is done.
+func (s *Service) Complete(ctx context.Context, id string, index int, out store.Outcome) (*store.Confirmation, error) {
+	c, err := s.update(ctx, id, func(c *store.Confirmation, now time.Time) error {
+		if index < 0 || index >= len(c.Operations) {
+			return fmt.Errorf("no operation %d", index)
+		}
+		op := &c.Operations[index]
+		if op.State == store.OpDone {
+			return errUnchanged
+		}
+		op.State, op.Outcome = store.OpDone, &out
+		c.Status = finalStatus(c)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("complete %s operation %d: %w", id, index, err)
+	}
+	return c, nil
+}
+
+// finalStatus is the status of a record whose operations are being executed.
+func finalStatus(c *store.Confirmation) store.Status {
+	ran, failed, waiting := 0, 0, 0
+	for _, op := range c.Operations {
+		if !op.Selected {
+			continue
+		}
+		switch {
+		case op.State != store.OpDone:
+			waiting++
+		case op.Outcome != nil && op.Outcome.Error != "":
+			failed++
+		default:
+			ran++
+		}
+	}
+	switch {
+	case waiting > 0:
+		return c.Status
+	case failed == 0:
+		return store.StatusExecuted
+	case ran == 0:
+		return store.StatusFailed
+	default:
+		return store.StatusPartiallyExecuted
+	}
+}
+
+// IdempotencyKey is the key sent upstream for operation index of a confirmation.
+func IdempotencyKey(id string, index int) string { return fmt.Sprintf("%s:%d", id, index) }
+
+// Runner calls the upstream for one operation; the key goes in Idempotency-Key.
+type Runner func(ctx context.Context, op store.Operation, idempotencyKey string) store.Outcome
+
+// ExecuteApproved runs the selected operations of an approved record the
+// gateway executes (batches, the card), each exactly once: an operation is
+// claimed by a conditional write before its upstream call and its outcome
+// stored after. A retry (a Lambda retry, a duplicate click) skips operations
+// that are claimed or done, so it replays stored outcomes and never calls twice.
+func (s *Service) ExecuteApproved(ctx context.Context, id string, run Runner) (*store.Confirmation, error) {
+	c, err := s.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if Effective(c, s.now()) == store.StatusRejected {
+		return c, errorf(CodeRejected, "confirmation %s was rejected", id)
+	}
+	for i := range c.Operations {
+		claimed := false
+		c, err = s.update(ctx, id, func(c *store.Confirmation, now time.Time) error {
+			switch c.Status {
+			case store.StatusApproved, store.StatusRedeemed:
+			default:
+				return errUnchanged
+			}
+			op := &c.Operations[i]
+			if !op.Selected || op.State != store.OpWaiting {
+				return errUnchanged
+			}
+			op.State, claimed = store.OpClaimed, true
+			c.Status = store.StatusRedeemed
+			return nil
+		})
+		if err != nil {
+			return c, fmt.Errorf("execute %s: %w", id, err)
+		}
+		if !claimed {
+			continue
+		}
+		out := run(ctx, c.Operations[i], IdempotencyKey(id, i))
+		if c, err = s.Complete(ctx, id, i, out); err != nil {
+			return c, err
+		}
+	}
+	// Nothing selected ran: the record still needs a final status.
+	return s.update(ctx, id, func(c *store.Confirmation, now time.Time) error {
+		if c.Status != store.StatusApproved && c.Status != store.StatusRedeemed {
+			return errUnchanged
+		}
+		next := finalStatus(c)
+		if next == c.Status {
+			return errUnchanged
+		}
+		c.Status = next
+		return nil
+	})
+}
