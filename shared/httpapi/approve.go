@@ -1,0 +1,297 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/countersign/countersign/shared/approvalpage"
+	"github.com/countersign/countersign/shared/confirm"
+	"github.com/countersign/countersign/shared/links"
+	"github.com/countersign/countersign/shared/notify"
+	"github.com/countersign/countersign/shared/policy"
+	"github.com/countersign/countersign/shared/store"
+	"github.com/countersign/countersign/shared/tasks"
+)
+
+// Approver is the approvers' surface: GET and HEAD /approve/<id> render the
+// page and change nothing; only POST /approve/<id> decides (API.md section 5).
+type Approver struct {
+	Confirm  *confirm.Service
+	Signer   *links.Signer
+	Settings policy.Settings
+	// Events sends confirmation.decided; nil sends nothing.
+	Events *notify.Dispatcher
+	// SyncEvents delivers events before answering (see Gateway.SyncEvents).
+	SyncEvents bool
+	// Now returns the current time; nil means time.Now.
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+var _ Handler = (*Approver)(nil)
+
+func (a *Approver) now() time.Time {
+	if a.Now != nil {
+		return a.Now().UTC()
+	}
+	return time.Now().UTC()
+}
+
+func (a *Approver) logger() *slog.Logger {
+	if a.Logger != nil {
+		return a.Logger
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// Handle serves /approve/<id>.
+func (a *Approver) Handle(ctx context.Context, req Request) (Response, error) {
+	path := req.RawPath
+	if path == "" {
+		path = req.RequestContext.HTTP.Path
+	}
+	id, ok := strings.CutPrefix(path, "/approve/")
+	if !ok || id == "" || strings.Contains(id, "/") {
+		return a.page(http.StatusNotFound, approvalpage.Page{State: approvalpage.NotFound}, false), nil
+	}
+	if unescaped, err := url.PathUnescape(id); err == nil {
+		id = unescaped
+	}
+	switch method(&req) {
+	case http.MethodGet:
+		return a.show(ctx, &req, id, false), nil
+	case http.MethodHead:
+		return a.show(ctx, &req, id, true), nil
+	case http.MethodPost:
+		return a.decide(ctx, &req, id), nil
+	}
+	resp := a.page(http.StatusMethodNotAllowed, approvalpage.Page{State: approvalpage.NotFound, Message: "Use the link you were sent."}, false)
+	resp.Headers["Allow"] = "GET, HEAD, POST"
+	return resp, nil
+}
+
+// verify checks the link's signature; a valid link past its expiry is
+// reported as expired (the caller still shows a decision already made).
+func (a *Approver) verify(id string, q url.Values) (link links.Link, expired bool, err error) {
+	link, err = links.ParseLink(id, q)
+	if err != nil {
+		return link, false, err
+	}
+	err = a.Signer.Verify(link, a.now())
+	if errors.Is(err, links.ErrExpired) {
+		return link, true, nil
+	}
+	return link, false, err
+}
+
+// show renders the page for GET and HEAD. It never writes anything.
+func (a *Approver) show(ctx context.Context, req *Request, id string, head bool) Response {
+	q, err := url.ParseQuery(req.RawQueryString)
+	if err != nil {
+		return a.page(http.StatusForbidden, approvalpage.Page{State: approvalpage.BadSignature}, head)
+	}
+	link, linkExpired, err := a.verify(id, q)
+	if err != nil {
+		return a.page(http.StatusForbidden, approvalpage.Page{State: approvalpage.BadSignature}, head)
+	}
+	c, err := a.Confirm.Get(ctx, id)
+	if err != nil {
+		if confirm.CodeOf(err) == confirm.CodeUnknown {
+			return a.page(http.StatusNotFound, approvalpage.Page{State: approvalpage.NotFound}, head)
+		}
+		return a.page(http.StatusInternalServerError, approvalpage.Page{State: approvalpage.NotFound, Message: "Something went wrong; try again."}, head)
+	}
+	p := a.pageOf(c, link)
+	switch st := confirm.Effective(c, a.now()); {
+	case st == store.StatusPending && !linkExpired:
+		return a.page(http.StatusOK, p, head)
+	case st == store.StatusPending || st == store.StatusExpired && c.DecidedAt == nil:
+		p.State = approvalpage.Expired
+		return a.page(http.StatusGone, p, head)
+	default:
+		return a.page(http.StatusOK, a.decidedPage(c, link), head)
+	}
+}
+
+// decide handles the POST from the page's buttons.
+func (a *Approver) decide(ctx context.Context, req *Request, id string) Response {
+	wantJSON := strings.Contains(header(req, "Accept"), "application/json")
+	fail := func(status int, code, reason string, p approvalpage.Page) Response {
+		if wantJSON {
+			return errorResponse(status, "error", code, reason)
+		}
+		p.Message = reason
+		return a.page(status, p, false)
+	}
+	if bodyLen(req) > 64<<10 {
+		return fail(http.StatusRequestEntityTooLarge, "payload_too_large", "The form is too large.", approvalpage.Page{State: approvalpage.BadSignature})
+	}
+	b, err := body(req)
+	if err != nil {
+		return fail(http.StatusBadRequest, "invalid_request", "The form could not be read.", approvalpage.Page{State: approvalpage.BadSignature})
+	}
+	form, err := url.ParseQuery(string(b))
+	if err != nil {
+		return fail(http.StatusBadRequest, "invalid_request", "The form could not be read.", approvalpage.Page{State: approvalpage.BadSignature})
+	}
+	link, linkExpired, err := a.verify(id, form)
+	if err != nil {
+		return fail(http.StatusForbidden, "bad_signature", "This link is not valid.", approvalpage.Page{State: approvalpage.BadSignature})
+	}
+	decision := form.Get("decision")
+	if decision != "approve" && decision != "reject" {
+		return fail(http.StatusBadRequest, "invalid_request", `decision must be "approve" or "reject"`, approvalpage.Page{State: approvalpage.BadSignature})
+	}
+	keep, err := keptOperations(form)
+	if err != nil {
+		return fail(http.StatusBadRequest, "invalid_request", err.Error(), approvalpage.Page{State: approvalpage.BadSignature})
+	}
+	if linkExpired {
+		c, err := a.Confirm.Get(ctx, id)
+		if err == nil && c.DecidedAt != nil {
+			return fail(http.StatusConflict, string(confirm.CodeDecided), "This confirmation was already decided.", a.decidedPage(c, link))
+		}
+		return fail(http.StatusGone, string(confirm.CodeExpired), "This confirmation expired.", approvalpage.Page{State: approvalpage.Expired, Workspace: a.Settings.Workspace.Name, Accent: a.Settings.Workspace.AccentColor})
+	}
+	c, err := a.Confirm.Decide(ctx, id, confirm.Decision{Approve: decision == "approve", Approver: link.Approver, Keep: keep})
+	if err != nil {
+		switch confirm.CodeOf(err) {
+		case confirm.CodeDecided:
+			return fail(http.StatusConflict, string(confirm.CodeDecided), "This confirmation was already decided.", a.decidedPage(c, link))
+		case confirm.CodeExpired:
+			return fail(http.StatusGone, string(confirm.CodeExpired), "This confirmation expired.", approvalpage.Page{State: approvalpage.Expired, Workspace: a.Settings.Workspace.Name, Accent: a.Settings.Workspace.AccentColor})
+		case confirm.CodeUnknown:
+			return fail(http.StatusNotFound, string(confirm.CodeUnknown), "There is no such confirmation.", approvalpage.Page{State: approvalpage.NotFound})
+		case confirm.CodeMismatch, confirm.CodePending:
+			return fail(http.StatusBadRequest, "invalid_request", err.Error(), approvalpage.Page{State: approvalpage.BadSignature})
+		}
+		a.logger().Error("decision failed", "confirmation", id, "error", err)
+		return fail(http.StatusInternalServerError, "internal", "Something went wrong; try again.", approvalpage.Page{State: approvalpage.NotFound})
+	}
+	emit(ctx, a.Events, a.SyncEvents, notify.Event{Type: notify.TypeDecided, Confirmation: tasks.EventConfirmation(c), Decision: string(c.Status), Status: string(c.Status)})
+	if wantJSON {
+		return jsonResponse(http.StatusOK, struct {
+			Status     store.Status    `json:"status"`
+			Operations []operationView `json:"operations"`
+		}{Status: c.Status, Operations: viewConfirmation(c, a.now()).Operations})
+	}
+	return a.page(http.StatusOK, a.decidedPage(c, link), false)
+}
+
+// keptOperations reads the op fields. The page always sends
+// selection=explicit with its checkboxes, so from the page an empty selection
+// is an error rather than "all"; a client that sends no op and no selection
+// field approves every operation (API.md section 5).
+func keptOperations(form url.Values) ([]int, error) {
+	ops := form["op"]
+	if len(ops) == 0 {
+		if form.Get(approvalpage.SelectionField) == approvalpage.SelectionExplicit && form.Get("decision") == "approve" {
+			return nil, errors.New("Select at least one operation to approve, or choose Reject all.")
+		}
+		return nil, nil
+	}
+	keep := make([]int, 0, len(ops))
+	for _, s := range ops {
+		i, err := strconv.Atoi(s)
+		if err != nil || i < 0 {
+			return nil, fmt.Errorf("op %q is not an operation index", s)
+		}
+		keep = append(keep, i)
+	}
+	return keep, nil
+}
+
+func (a *Approver) pageOf(c *store.Confirmation, link links.Link) approvalpage.Page {
+	p := approvalpage.Page{
+		Workspace: a.Settings.Workspace.Name, Accent: a.Settings.Workspace.AccentColor,
+		State: approvalpage.Pending, ID: c.ID,
+		TimeLeft: c.ExpiresAt.Sub(a.now()), ExpiresAt: c.ExpiresAt,
+		Form:   approvalpage.Form{Approver: link.Approver, Exp: link.Exp, KID: link.KID, Sig: link.Sig},
+		Action: "/approve/" + url.PathEscape(c.ID),
+	}
+	for i, op := range c.Operations {
+		args, _ := json.MarshalIndent(op.Args, "", "  ")
+		po := approvalpage.Operation{Index: i, Connection: op.Connection, Method: op.Method, Path: op.Path, Endpoint: op.Endpoint,
+			Args: string(args), Selected: op.Selected}
+		if op.Outcome != nil {
+			po.Outcome = outcomeText(op.Outcome)
+		}
+		p.Operations = append(p.Operations, po)
+	}
+	return p
+}
+
+func (a *Approver) decidedPage(c *store.Confirmation, link links.Link) approvalpage.Page {
+	if c == nil {
+		return approvalpage.Page{State: approvalpage.NotFound}
+	}
+	p := a.pageOf(c, link)
+	p.State = approvalpage.Decided
+	p.Decision = "approved"
+	if c.Status == store.StatusRejected {
+		p.Decision = "rejected"
+	}
+	p.Message = decisionText(c)
+	return p
+}
+
+func decisionText(c *store.Confirmation) string {
+	by := ""
+	if c.DecidedBy != "" {
+		by = " by " + c.DecidedBy
+	}
+	switch c.Status {
+	case store.StatusRejected:
+		return "Rejected" + by + "."
+	case store.StatusApproved:
+		return "Approved" + by + "; waiting for the agent to run it."
+	case store.StatusRedeemed:
+		return "Approved" + by + "; running."
+	case store.StatusExecuted:
+		return "Approved" + by + " and executed."
+	case store.StatusPartiallyExecuted:
+		return "Approved" + by + "; some operations failed."
+	case store.StatusFailed:
+		return "Approved" + by + "; the operation failed."
+	case store.StatusExpired:
+		if c.DecidedAt != nil {
+			return "Approved" + by + ", but the agent did not run it in time."
+		}
+	}
+	return string(c.Status)
+}
+
+func outcomeText(o *store.Outcome) string {
+	if o.Error != "" {
+		return "failed: " + o.Error
+	}
+	return fmt.Sprintf("ran: upstream answered %d %s", o.Status, http.StatusText(o.Status))
+}
+
+// page renders an approval page; HEAD gets the same status and headers
+// without the body.
+func (a *Approver) page(status int, p approvalpage.Page, head bool) Response {
+	if p.Workspace == "" {
+		p.Workspace = a.Settings.Workspace.Name
+	}
+	if p.Accent == "" {
+		p.Accent = a.Settings.Workspace.AccentColor
+	}
+	b, headers, err := approvalpage.Render(p)
+	if err != nil {
+		a.logger().Error("page not rendered", "error", err)
+		return Response{StatusCode: http.StatusInternalServerError, Headers: map[string]string{"Content-Type": "text/plain; charset=utf-8"}, Body: "internal error\n"}
+	}
+	if head {
+		b = nil
+	}
+	return Response{StatusCode: status, Headers: headers, Body: string(b)}
+}
