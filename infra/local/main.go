@@ -1,0 +1,76 @@
+// Command local runs the whole of countersign on one machine: the gateway,
+// the approval page, the embedded store, the local interpreter of the state
+// machines and, with the default configuration, a demo upstream (a small
+// CRM). See API.md section 9.
+//
+//	go run ./infra/local [--config DIR] [--addr HOST:PORT] [--data DIR] [--demo-upstream HOST:PORT]
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/countersign/countersign/infra/local/stack"
+)
+
+const defaultConfig = "infra/config"
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "countersign:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	fs := flag.NewFlagSet("countersign-local", flag.ContinueOnError)
+	configDir := fs.String("config", defaultConfig, "configuration directory")
+	addr := fs.String("addr", "127.0.0.1:8080", "address the gateway listens on")
+	dataDir := fs.String("data", ".countersign", "directory for the store and the signing key")
+	demo := fs.String("demo-upstream", "", "address of the demo upstream (default 127.0.0.1:8081 with the default config; empty turns it off)")
+	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	demoSet := false
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "demo-upstream" {
+			demoSet = true
+		}
+	})
+	if !demoSet && filepath.Clean(*configDir) == defaultConfig {
+		*demo = "127.0.0.1:8081"
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	s, err := stack.Start(ctx, stack.Options{ConfigDir: *configDir, Addr: *addr, DataDir: *dataDir, DemoUpstream: *demo, Logger: logger})
+	if err != nil {
+		return err
+	}
+	fmt.Print(s.Banner())
+	select {
+	case <-ctx.Done():
+	case err := <-s.Done():
+		if err != nil && !errors.Is(err, context.Canceled) {
+			return err
+		}
+	}
+	fmt.Println("shutting down")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return s.Close(shutdownCtx)
+}

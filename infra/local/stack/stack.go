@@ -1,0 +1,290 @@
+// Package stack runs the whole of countersign in one process: the gateway
+// and approver handlers behind one HTTP server (through the same API Gateway
+// v2 events the Lambdas receive), the embedded bbolt store, the local
+// interpreter of statemachines/*.asl.json with the notify, execute and
+// finalize tasks invoked in-process, and optionally the demo upstream.
+package stack
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/countersign/countersign/infra/local/democrm"
+	"github.com/countersign/countersign/shared/confirm"
+	"github.com/countersign/countersign/shared/httpapi"
+	"github.com/countersign/countersign/shared/links"
+	"github.com/countersign/countersign/shared/notify"
+	"github.com/countersign/countersign/shared/policy"
+	"github.com/countersign/countersign/shared/store"
+	"github.com/countersign/countersign/shared/store/embedded"
+	"github.com/countersign/countersign/shared/tasks"
+	"github.com/countersign/countersign/shared/upstream"
+	"github.com/countersign/countersign/shared/workflow"
+	"github.com/countersign/countersign/shared/workflow/local"
+	"github.com/countersign/countersign/statemachines"
+)
+
+// Options configure the local stack; zero values are the defaults of API.md section 9.
+type Options struct {
+	// ConfigDir is the configuration directory (default infra/config).
+	ConfigDir string
+	// Addr is where the gateway listens (default 127.0.0.1:8080; port 0 picks one).
+	Addr string
+	// DataDir keeps the store and the signing key (default .countersign).
+	DataDir string
+	// DemoUpstream is where the demo CRM listens; empty runs none.
+	DemoUpstream string
+	// PublicURL overrides settings.public_url in approval links (tests on a random port).
+	PublicURL string
+	// Stdout receives the banner and the console approver's links (default os.Stdout).
+	Stdout io.Writer
+	// Logger receives structured logs (nil discards).
+	Logger *slog.Logger
+	// Webhook overrides the HTTP client and backoff of webhook channels (tests).
+	WebhookClient  *http.Client
+	WebhookBackoff []time.Duration
+}
+
+// Stack is a running local stack.
+type Stack struct {
+	// URL is the gateway's base URL, e.g. http://127.0.0.1:8080.
+	URL string
+	// DemoURL is the demo upstream's base URL, if one runs.
+	DemoURL string
+	// Demo is the demo upstream, if one runs.
+	Demo *democrm.Server
+	// Config is the loaded configuration.
+	Config *policy.Config
+
+	store      *embedded.Store
+	engine     *local.Engine
+	dispatcher *notify.Dispatcher
+	server     *http.Server
+	demoServer *http.Server
+	served     chan error
+}
+
+// Function names the local engine substitutes for the ${...} ARNs.
+var substitutions = map[string]string{
+	"NotifyFunctionArn":   "notify",
+	"ExecuteFunctionArn":  "execute",
+	"FinalizeFunctionArn": "finalize",
+}
+
+// Start loads the configuration, opens the store, resumes the workflow
+// executions left from a previous run, and starts serving.
+func Start(ctx context.Context, o Options) (s *Stack, err error) {
+	if o.ConfigDir == "" {
+		o.ConfigDir = "infra/config"
+	}
+	if o.Addr == "" {
+		o.Addr = "127.0.0.1:8080"
+	}
+	if o.DataDir == "" {
+		o.DataDir = ".countersign"
+	}
+	if o.Stdout == nil {
+		o.Stdout = os.Stdout
+	}
+	logger := o.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	cfg, err := policy.Load(o.ConfigDir, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(o.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("data directory: %w", err)
+	}
+	s = &Stack{Config: cfg, served: make(chan error, 1)}
+	defer func() {
+		if err != nil {
+			s.closeAll(context.Background())
+		}
+	}()
+	if s.store, err = embedded.Open(filepath.Join(o.DataDir, "countersign.db"), nil); err != nil {
+		return nil, err
+	}
+	for _, c := range cfg.Credentials {
+		if err := s.store.PutCredential(ctx, c); err != nil {
+			return nil, fmt.Errorf("load credential %s: %w", c.ID, err)
+		}
+	}
+	key, err := links.LoadOrCreateKey(filepath.Join(o.DataDir, "signing-key.json"))
+	if err != nil {
+		return nil, err
+	}
+	signer, err := links.NewSigner(key)
+	if err != nil {
+		return nil, err
+	}
+
+	ln, err := net.Listen("tcp", o.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", o.Addr, err)
+	}
+	s.URL = "http://" + ln.Addr().String()
+	publicURL := cfg.Settings.PublicURL
+	if o.PublicURL != "" {
+		publicURL = o.PublicURL
+	}
+
+	var channels []notify.Channel
+	if cfg.Settings.Approvers.Console {
+		channels = append(channels, &notify.Console{W: o.Stdout})
+	}
+	for _, w := range cfg.Settings.Approvers.Webhooks {
+		channels = append(channels, &notify.Webhook{Approver: w.Name, URL: w.URL, Format: w.Format, Secret: w.Secret,
+			Client: o.WebhookClient, Backoff: o.WebhookBackoff})
+	}
+	s.dispatcher = notify.NewDispatcher(channels, logger)
+
+	t := cfg.Settings.Timeouts
+	svc := &confirm.Service{
+		Store:    s.store,
+		Timeouts: confirm.Timeouts{Call: seconds(t.CallSeconds), Script: seconds(t.ScriptSeconds), Redeem: seconds(t.RedeemSeconds)},
+		Logger:   logger,
+	}
+	up := &upstream.Client{}
+	notifyTask := &tasks.Notify{Confirm: svc, Signer: signer, Dispatcher: s.dispatcher, PublicURL: publicURL, Logger: logger}
+	executeTask := &tasks.Execute{Confirm: svc, Run: tasks.Runner(cfg, up), Dispatcher: s.dispatcher, Logger: logger}
+	finalizeTask := &tasks.Finalize{Confirm: svc, Dispatcher: s.dispatcher, Logger: logger}
+	defs, err := statemachines.Definitions()
+	if err != nil {
+		return nil, err
+	}
+	s.engine, err = local.New(local.Options{
+		DB:            s.store.DB(),
+		Definitions:   defs,
+		Substitutions: substitutions,
+		Functions: map[string]local.LambdaFunc{
+			"notify":   invoke(notifyTask.Handle),
+			"execute":  invoke(executeTask.Handle),
+			"finalize": invoke(finalizeTask.Handle),
+		},
+		Logger: logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	svc.Workflow = s.engine
+	if err := s.engine.Resume(ctx); err != nil {
+		return nil, fmt.Errorf("resume workflows: %w", err)
+	}
+
+	gateway := &httpapi.Gateway{Config: cfg, Store: s.store, Confirm: svc, Upstream: up, Events: s.dispatcher, Logger: logger}
+	approver := &httpapi.Approver{Confirm: svc, Signer: signer, Settings: cfg.Settings, Events: s.dispatcher, Logger: logger}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/approve/", func(w http.ResponseWriter, r *http.Request) { httpapi.ServeHTTP(approver, w, r) })
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { httpapi.ServeHTTP(gateway, w, r) })
+	s.server = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
+
+	if o.DemoUpstream != "" {
+		dl, err := net.Listen("tcp", o.DemoUpstream)
+		if err != nil {
+			ln.Close()
+			return nil, fmt.Errorf("demo upstream on %s: %w", o.DemoUpstream, err)
+		}
+		s.Demo = democrm.New()
+		s.DemoURL = "http://" + dl.Addr().String()
+		s.demoServer = &http.Server{Handler: s.Demo, ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = s.demoServer.Serve(dl) }()
+	}
+	go func() { s.served <- s.server.Serve(ln) }()
+	return s, nil
+}
+
+// invoke adapts a Lambda handler to the engine exactly as the Lambda runtime
+// calls it (aws-lambda-go's reflection handler), so errors keep the type
+// names Step Functions would see.
+func invoke(handler any) local.LambdaFunc {
+	h := lambda.NewHandler(handler)
+	return func(ctx context.Context, payload json.RawMessage) (json.RawMessage, error) {
+		out, err := h.Invoke(ctx, payload)
+		if err != nil {
+			return nil, err
+		}
+		return out, nil
+	}
+}
+
+func seconds(n int) time.Duration { return time.Duration(n) * time.Second }
+
+// Banner describes the running stack: the address and the credentials it
+// loaded (ids and choices, never keys).
+func (s *Stack) Banner() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "countersign local stack listening on %s\n", s.URL)
+	if s.DemoURL != "" {
+		fmt.Fprintf(&b, "demo upstream (CRM) on %s\n", s.DemoURL)
+	}
+	fmt.Fprintf(&b, "credentials:\n")
+	for _, c := range s.Config.Credentials {
+		extra := ""
+		if c.ReadOnly {
+			extra += " read-only"
+		}
+		if c.Operator {
+			extra += " operator"
+		}
+		fmt.Fprintf(&b, "  %-12s %s%s\n", c.ID, c.Choice, extra)
+	}
+	return b.String()
+}
+
+// Close stops accepting requests, lets in-flight ones finish (bounded by
+// ctx), stops the workflow engine, waits for notifications, and closes the
+// store. Everything recorded is on disk when it returns.
+func (s *Stack) Close(ctx context.Context) error {
+	return s.closeAll(ctx)
+}
+
+func (s *Stack) closeAll(ctx context.Context) error {
+	var errs []error
+	if s.server != nil {
+		if err := s.server.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("http shutdown: %w", err))
+		}
+	}
+	if s.demoServer != nil {
+		_ = s.demoServer.Shutdown(ctx)
+	}
+	if s.engine != nil {
+		if err := s.engine.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("workflow engine: %w", err))
+		}
+	}
+	if s.dispatcher != nil {
+		if err := s.dispatcher.Close(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("notifications: %w", err))
+		}
+	}
+	if s.store != nil {
+		if err := s.store.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("store: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Store returns the stack's store (tests inspect it).
+func (s *Stack) Store() store.Store { return s.store }
+
+// Workflow returns the stack's workflow engine (tests inspect it).
+func (s *Stack) Workflow() workflow.Workflow { return s.engine }
+
+// Done reports the server's exit.
+func (s *Stack) Done() <-chan error { return s.served }
