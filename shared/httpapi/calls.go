@@ -32,10 +32,13 @@ type callRequest struct {
 	Intent         *tier.Intent      `json:"intent"`
 	ConfirmationID string            `json:"confirmation_id"`
 	Delegated      bool              `json:"delegated"`
-	Client         *struct {
-		Name    string `json:"name"`
-		Version string `json:"version"`
-	} `json:"client"`
+	Client         *clientInfo       `json:"client"`
+}
+
+// clientInfo is the agent's self-description, recorded as the credential's last client.
+type clientInfo struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
 }
 
 // call is a call from either surface, normalised.
@@ -51,6 +54,7 @@ type call struct {
 	forward        http.Header
 	confirmationID string
 	idempotencyKey string
+	client         *clientInfo
 }
 
 // decodeCall parses and validates a /v1/calls body; the error names the field.
@@ -82,7 +86,7 @@ func decodeCall(b []byte) (*call, error) {
 	case *r.Intent != tier.IntentConfirmedWrite && r.ConfirmationID != "":
 		return nil, errors.New("confirmation_id goes only with intent confirmed_write")
 	}
-	c := &call{confirmationID: r.ConfirmationID}
+	c := &call{confirmationID: r.ConfirmationID, client: r.Client}
 	c.tier = tier.Call{Connection: r.Connection, Method: r.Method, Path: r.Path, Intent: *r.Intent, Delegated: r.Delegated}
 	if len(r.Query) > 0 {
 		c.tier.Query = make(url.Values, len(r.Query))
@@ -154,9 +158,8 @@ func (g *Gateway) calls(ctx context.Context, req *Request, cred *store.Credentia
 	if err != nil {
 		return codeError("invalid_request", err.Error())
 	}
-	var r callRequest
-	if json.Unmarshal(b, &r) == nil && r.Client != nil {
-		g.recordClient(ctx, cred, r.Client.Name, r.Client.Version, true)
+	if c.client != nil {
+		g.recordClient(ctx, cred, c.client.Name, c.client.Version, true)
 	}
 	c.idempotencyKey = header(req, "Idempotency-Key")
 	resp := g.idempotent(ctx, cred, "calls", c, func() Response { return g.callsOutcome(ctx, cred, c) })

@@ -323,6 +323,10 @@ func (cl *connLoad) endpoint(s *src, rel, p string, raw json.RawMessage) *tier.E
 		return nil
 	}
 	ep.Rule = fmt.Sprintf("%s %s %s %s %s", rel, p, ep.Method, ep.Path, confirmText)
+	for i := range ep.Escalate {
+		th := &ep.Escalate[i]
+		th.Rule = fmt.Sprintf("%s %s.escalate[%d] %s above %v: %s", rel, p, i, th.Field, th.Above, th.Escalate)
+	}
 	return ep
 }
 

@@ -110,7 +110,10 @@ func Decide(m Match, ok bool, in Input) Decision {
 		if s == "" {
 			s = strconv.FormatFloat(f, 'f', -1, 64)
 		}
-		d.Tier, d.Escalated, d.Rule = raised, true, thresholdField(th)
+		d.Tier, d.Escalated, d.Rule = raised, true, th.Rule
+		if d.Rule == "" {
+			d.Rule = thresholdField(th)
+		}
 		if esc < len(et.esc) {
 			d.Reason = et.esc[esc].prefix + s + et.esc[esc].suffix
 		} else {

@@ -24,6 +24,10 @@ type Threshold struct {
 	Above float64
 	// Escalate is Review or Never.
 	Escalate Tier
+	// Rule names the rule for explanations, e.g.
+	// `connections/crm/policy.json endpoints[6].escalate[0] body.amount above 10000: review`;
+	// empty means Field.
+	Rule string
 }
 
 // Endpoint is one operation of a connection, compiled from policy.json or a

@@ -94,8 +94,8 @@ func TestCallsTable(t *testing.T) {
 		{name: "threshold escalation denies as escalated review", key: "cs_test_ask", body: call("crm", "POST", "/payments", "write", "body", map[string]any{"amount": 10001, "currency": "EUR"}), status: 403, code: "review_required",
 			check: func(t *testing.T, r result) {
 				denied("review", true)(t, r)
-				if !strings.Contains(r.str("reason"), "body.amount") {
-					t.Errorf("reason does not name the rule: %s", r.body)
+				if !strings.Contains(r.str("reason"), "body.amount") || !strings.Contains(r.str("rule"), "policy.json endpoints[6].escalate[0] body.amount above 10000") {
+					t.Errorf("reason or rule does not name the rule: %s", r.body)
 				}
 			}},
 		{name: "threshold at the limit does not escalate", key: "cs_test_run", body: call("crm", "POST", "/payments", "write", "body", map[string]any{"amount": 10000, "currency": "EUR"}), status: 200, upstream: "POST /payments"},
