@@ -5,12 +5,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"html"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -380,6 +383,46 @@ func (h *harness) post(link, decision string, ops []int, accept string) result {
 		headers["Accept"] = accept
 	}
 	return h.do(http.MethodPost, u.Path, "", strings.NewReader(form.Encode()), headers)
+}
+
+var (
+	formRe  = regexp.MustCompile(`<form method="post" action="([^"]*)">`)
+	inputRe = regexp.MustCompile(`<input ([^>]*)>`)
+	attrRe  = regexp.MustCompile(`([a-z]+)(?:="([^"]*)")?`)
+)
+
+// press does what a browser does when a person presses a button on the
+// approval page: it submits the page's form with its hidden fields, the
+// checked checkboxes (all of them unless uncheck names some) and the button's
+// name and value.
+func (h *harness) press(page result, button string, uncheck ...string) result {
+	h.t.Helper()
+	m := formRe.FindSubmatch(page.body)
+	if m == nil {
+		h.t.Fatalf("the page has no form:\n%s", page.body)
+	}
+	action := html.UnescapeString(string(m[1]))
+	form := url.Values{}
+	for _, in := range inputRe.FindAllSubmatch(page.body, -1) {
+		attrs := map[string]string{}
+		for _, a := range attrRe.FindAllSubmatch(in[1], -1) {
+			attrs[string(a[1])] = html.UnescapeString(string(a[2]))
+		}
+		_, checked := attrs["checked"]
+		switch attrs["type"] {
+		case "hidden":
+			form.Add(attrs["name"], attrs["value"])
+		case "checkbox":
+			if checked && !slices.Contains(uncheck, attrs["value"]) {
+				form.Add(attrs["name"], attrs["value"])
+			}
+		}
+	}
+	if !bytes.Contains(page.body, []byte(`name="decision" value="`+button+`"`)) {
+		h.t.Fatalf("the page has no %q button", button)
+	}
+	form.Set("decision", button)
+	return h.do(http.MethodPost, action, "", strings.NewReader(form.Encode()), map[string]string{"Content-Type": "application/x-www-form-urlencoded"})
 }
 
 // statusOf reads a confirmation's status as its creator.

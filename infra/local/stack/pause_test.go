@@ -70,10 +70,11 @@ func TestHandshake(t *testing.T) {
 		t.Fatalf("status after GET and HEAD = %s, want pending", st)
 	}
 
-	r := h.post(link, "approve", nil, "application/json")
+	// The person presses Approve: the browser submits the page's own form.
+	r := h.press(page, "approve")
 	expect(t, r, 200, "")
-	if r.str("status") != "approved" {
-		t.Fatalf("decision answer = %s", r.body)
+	if !strings.Contains(string(r.body), "Approved") {
+		t.Fatalf("outcome page = %s", r.body)
 	}
 	h.webhook.waitEvent(t, notify.TypeDecided, id)
 	if st := h.statusOf("cs_test_ask", id); st != "approved" {
@@ -114,7 +115,7 @@ func TestHandshake(t *testing.T) {
 func TestReject(t *testing.T) {
 	h := newHarness(t, harnessOptions{})
 	id, link := h.pause("cs_test_ask", deleteContact12)
-	page := h.post(link, "reject", nil, "")
+	page := h.press(h.do(http.MethodGet, link, "", nil, nil), "reject")
 	expect(t, page, 200, "")
 	if !strings.Contains(string(page.body), "Rejected") {
 		t.Errorf("outcome page = %s", page.body)
@@ -250,6 +251,21 @@ func TestRedeemWindow(t *testing.T) {
 	}
 	if n := len(h.upstream.Requests()); n != 0 {
 		t.Errorf("upstream called %d times", n)
+	}
+}
+
+// TestNothingSelected: a person who clears every box and presses Approve
+// approves nothing; the page says so and the confirmation stays pending.
+func TestNothingSelected(t *testing.T) {
+	h := newHarness(t, harnessOptions{})
+	id, link := h.pause("cs_test_ask", deleteContact12)
+	r := h.press(h.do(http.MethodGet, link, "", nil, nil), "approve", "0")
+	expect(t, r, 400, "")
+	if !strings.Contains(string(r.body), "Select at least one operation") {
+		t.Errorf("page = %s", r.body)
+	}
+	if st := h.statusOf("cs_test_ask", id); st != "pending" {
+		t.Errorf("status = %s, want pending", st)
 	}
 }
 
