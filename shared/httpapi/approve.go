@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/shared/approvalpage"
+	"github.com/countersign/countersign/shared/canon"
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/links"
 	"github.com/countersign/countersign/shared/notify"
@@ -218,9 +219,14 @@ func (a *Approver) pageOf(c *store.Confirmation, link links.Link) approvalpage.P
 		Action: "/approve/" + url.PathEscape(c.ID),
 	}
 	for i, op := range c.Operations {
-		args, _ := json.MarshalIndent(op.Args, "", "  ")
+		// The canonical form is what the approval binds, with the minimal
+		// escapes of RFC 8785 (html/template escapes for the page).
+		args, err := canon.Marshal(op.Args)
+		if err != nil {
+			args, _ = json.Marshal(op.Args)
+		}
 		po := approvalpage.Operation{Index: i, Connection: op.Connection, Method: op.Method, Path: op.Path, Endpoint: op.Endpoint,
-			Args: string(args), Selected: op.Selected}
+			Args: approvalpage.PrettyJSON(args), Selected: op.Selected}
 		if op.Outcome != nil {
 			po.Outcome = outcomeText(op.Outcome)
 		}
