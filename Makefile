@@ -13,12 +13,12 @@ FUNCTIONS := gateway approve notify execute finalize
 LAMBDA_ENV := GOOS=linux GOARCH=arm64 CGO_ENABLED=0
 LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags="-s -w"
 
-.PHONY: run test unit vet lambdas bench dynalite-install clean
+.PHONY: run test unit vet lambdas check-asl bench dynalite-install clean
 
 run:
 	$(GO) run ./infra/local
 
-test: vet lambdas
+test: vet lambdas check-asl
 	./scripts/test-with-dynalite.sh $(GO) test -race -count=1 ./...
 
 # Tests without dynalite (the DynamoDB tests skip and say how to start it).
@@ -29,6 +29,11 @@ vet:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './infra/dynalite/*')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt would change: $$unformatted"; exit 1; fi
 	$(GO) vet ./...
+
+# The state machines against the Amazon States Language schema (pinned asl-validator
+# under infra/asl, installed on first use).
+check-asl:
+	./infra/asl/check.sh
 
 lambdas: $(addprefix bin/,$(addsuffix /bootstrap,$(FUNCTIONS)))
 
