@@ -291,6 +291,9 @@ func (s *Service) Decide(ctx context.Context, id string, d Decision) (*store.Con
 			return nil
 		}
 		if d.Keep != nil {
+			if len(d.Keep) == 0 {
+				return errorf(CodeMismatch, "nothing was selected to approve in confirmation %s", c.ID)
+			}
 			keep := make(map[int]bool, len(d.Keep))
 			for _, k := range d.Keep {
 				if k < 0 || k >= len(c.Operations) {
@@ -456,12 +459,20 @@ func (s *Service) ExecuteApproved(ctx context.Context, id string, run Runner) (*
 	if err != nil {
 		return nil, err
 	}
-	if Effective(c, s.now()) == store.StatusRejected {
+	switch Effective(c, s.now()) {
+	case store.StatusApproved, store.StatusRedeemed, store.StatusExecuted, store.StatusPartiallyExecuted, store.StatusFailed:
+	case store.StatusRejected:
 		return c, errorf(CodeRejected, "confirmation %s was rejected", id)
+	case store.StatusExpired:
+		return c, errorf(CodeExpired, "confirmation %s expired", id)
+	default:
+		return c, errorf(CodePending, "confirmation %s is waiting for a person", id)
 	}
 	for i := range c.Operations {
 		claimed := false
 		c, err = s.update(ctx, id, func(c *store.Confirmation, now time.Time) error {
+			// A lost race calls fn again: only the attempt that is written counts.
+			claimed = false
 			switch c.Status {
 			case store.StatusApproved, store.StatusRedeemed:
 			default:

@@ -127,7 +127,7 @@ func (a *Approver) decide(ctx context.Context, req *Request, id string) Response
 	wantJSON := strings.Contains(header(req, "Accept"), "application/json")
 	fail := func(status int, code, reason string, p approvalpage.Page) Response {
 		if wantJSON {
-			return errorResponse(status, "error", code, reason)
+			return errorResponse(status, kindOf(code), code, reason)
 		}
 		p.Message = reason
 		return a.page(status, p, false)
@@ -172,7 +172,9 @@ func (a *Approver) decide(ctx context.Context, req *Request, id string) Response
 		case confirm.CodeUnknown:
 			return fail(http.StatusNotFound, string(confirm.CodeUnknown), "There is no such confirmation.", approvalpage.Page{State: approvalpage.NotFound})
 		case confirm.CodeMismatch, confirm.CodePending:
-			return fail(http.StatusBadRequest, "invalid_request", err.Error(), approvalpage.Page{State: approvalpage.BadSignature})
+			var ce *confirm.Error
+			errors.As(err, &ce)
+			return fail(http.StatusBadRequest, "invalid_request", ce.Reason, approvalpage.Page{State: approvalpage.BadSignature})
 		}
 		a.logger().Error("decision failed", "confirmation", id, "error", err)
 		return fail(http.StatusInternalServerError, "internal", "Something went wrong; try again.", approvalpage.Page{State: approvalpage.NotFound})

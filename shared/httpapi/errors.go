@@ -13,6 +13,7 @@ var statusOf = map[string]int{
 	"invalid_request":                     http.StatusBadRequest,
 	"unauthenticated":                     http.StatusUnauthorized,
 	"forbidden":                           http.StatusForbidden,
+	"bad_signature":                       http.StatusForbidden,
 	string(tier.CodeRequiresConfirmation): http.StatusForbidden,
 	string(tier.CodeReviewRequired):       http.StatusForbidden,
 	string(tier.CodeBlocked):              http.StatusForbidden,

@@ -119,9 +119,7 @@ type Confirmation struct {
 	RedeemBy   *time.Time `json:"redeem_by,omitempty"`
 	RedeemedAt *time.Time `json:"redeemed_at,omitempty"`
 	// TaskToken is the workflow's callback token, stored by the notify task.
-	TaskToken string `json:"task_token,omitempty"`
-	// Execution identifies the workflow execution.
-	Execution  string      `json:"execution,omitempty"`
+	TaskToken  string      `json:"task_token,omitempty"`
 	Operations []Operation `json:"operations"`
 	// Result is a script's stored result (code mode).
 	Result json.RawMessage `json:"result,omitempty"`

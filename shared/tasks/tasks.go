@@ -44,7 +44,7 @@ func (h *Notify) Handle(ctx context.Context, in NotifyInput) (struct{}, error) {
 		return struct{}{}, taskError(fmt.Errorf("notify %s: %w", in.ConfirmationID, err))
 	}
 	if !ok {
-		logger(h.Logger).Info("notify skipped: confirmation no longer pending", "confirmation", in.ConfirmationID, "status", c.Status)
+		logger(h.Logger).Info("notify skipped: confirmation no longer pending", "confirmation", in.ConfirmationID, "execution", in.Execution, "status", c.Status)
 		return struct{}{}, nil
 	}
 	ev := notify.Event{Type: notify.TypeRequested, Confirmation: EventConfirmation(c)}
@@ -119,13 +119,20 @@ type Execute struct {
 
 // Handle runs the execute task; a retried invocation replays stored outcomes.
 func (h *Execute) Handle(ctx context.Context, in ExecuteInput) (ExecuteOutput, error) {
+	before, err := h.Confirm.Get(ctx, in.ConfirmationID)
+	if err != nil {
+		return ExecuteOutput{}, taskError(err)
+	}
 	c, err := h.Confirm.ExecuteApproved(ctx, in.ConfirmationID, h.Run)
 	if err != nil {
 		return ExecuteOutput{}, taskError(err)
 	}
-	ev := notify.Event{Type: notify.TypeExecuted, Confirmation: EventConfirmation(c), Status: string(c.Status)}
-	if err := h.Dispatcher.NotifyWait(ctx, ev); err != nil {
-		logger(h.Logger).Warn("executed event not delivered everywhere", "confirmation", c.ID, "error", err)
+	// A retried invocation replays the outcome without announcing it again.
+	if c.Status != before.Status {
+		ev := notify.Event{Type: notify.TypeExecuted, Confirmation: EventConfirmation(c), Status: string(c.Status)}
+		if err := h.Dispatcher.NotifyWait(ctx, ev); err != nil {
+			logger(h.Logger).Warn("executed event not delivered everywhere", "confirmation", c.ID, "error", err)
+		}
 	}
 	return ExecuteOutput{Status: string(c.Status)}, nil
 }

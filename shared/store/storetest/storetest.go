@@ -943,7 +943,6 @@ func fullConfirmation(id string, now time.Time) *store.Confirmation {
 		RedeemBy:   &redeemBy,
 		RedeemedAt: &redeemed,
 		TaskToken:  "AAAAKgAAAAIAAAAAAAAAA" + id,
-		Execution:  "arn:aws:states:us-east-1:123456789012:execution:confirm:" + id,
 		Operations: []store.Operation{
 			fullOperation(),
 			{Connection: "crm", Method: "POST", Path: "/contacts", Endpoint: "/contacts",

@@ -1,0 +1,158 @@
+package confirm_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/countersign/countersign/shared/confirm"
+	"github.com/countersign/countersign/shared/store"
+	"github.com/countersign/countersign/shared/workflow"
+)
+
+func TestEffective(t *testing.T) {
+	exp := t0.Add(10 * time.Minute)
+	redeemBy := t0.Add(20 * time.Minute)
+	tests := []struct {
+		name string
+		c    store.Confirmation
+		now  time.Time
+		want store.Status
+	}{
+		{"pending before expiry", store.Confirmation{Status: store.StatusPending, ExpiresAt: exp}, exp.Add(-time.Nanosecond), store.StatusPending},
+		{"pending exactly at expiry", store.Confirmation{Status: store.StatusPending, ExpiresAt: exp}, exp, store.StatusExpired},
+		{"pending past expiry", store.Confirmation{Status: store.StatusPending, ExpiresAt: exp}, exp.Add(time.Hour), store.StatusExpired},
+		{"approved before redeem_by", store.Confirmation{Status: store.StatusApproved, ExpiresAt: exp, RedeemBy: &redeemBy}, redeemBy.Add(-time.Nanosecond), store.StatusApproved},
+		{"approved exactly at redeem_by", store.Confirmation{Status: store.StatusApproved, ExpiresAt: exp, RedeemBy: &redeemBy}, redeemBy, store.StatusExpired},
+		{"approved past redeem_by", store.Confirmation{Status: store.StatusApproved, ExpiresAt: exp, RedeemBy: &redeemBy}, redeemBy.Add(time.Hour), store.StatusExpired},
+		{"approved past expires_at but within redeem_by", store.Confirmation{Status: store.StatusApproved, ExpiresAt: exp, RedeemBy: &redeemBy}, exp.Add(time.Minute), store.StatusApproved},
+		{"approved batch without redeem_by never expires by the clock", store.Confirmation{Status: store.StatusApproved, ExpiresAt: exp}, exp.Add(24 * time.Hour), store.StatusApproved},
+		{"rejected stays rejected", store.Confirmation{Status: store.StatusRejected, ExpiresAt: exp}, exp.Add(time.Hour), store.StatusRejected},
+		{"redeemed stays redeemed past redeem_by", store.Confirmation{Status: store.StatusRedeemed, ExpiresAt: exp, RedeemBy: &redeemBy}, redeemBy.Add(time.Hour), store.StatusRedeemed},
+		{"executed stays executed", store.Confirmation{Status: store.StatusExecuted, ExpiresAt: exp}, exp.Add(time.Hour), store.StatusExecuted},
+		{"expired stays expired", store.Confirmation{Status: store.StatusExpired, ExpiresAt: exp}, t0, store.StatusExpired},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := confirm.Effective(&tt.c, tt.now); got != tt.want {
+				t.Errorf("Effective = %s, want %s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestNewID(t *testing.T) {
+	seen := map[string]bool{}
+	for range 100 {
+		id := confirm.NewID()
+		if !strings.HasPrefix(id, "cf_") || len(id) != len("cf_")+26 || strings.ToLower(id) != id {
+			t.Fatalf("NewID() = %q, want cf_ and 26 lower-case base32 characters", id)
+		}
+		if seen[id] {
+			t.Fatalf("NewID() repeated %q", id)
+		}
+		seen[id] = true
+	}
+}
+
+func TestCreate(t *testing.T) {
+	tests := []struct {
+		name        string
+		kind        store.Kind
+		ops         int
+		wantMachine workflow.Machine
+		wantWait    time.Duration
+	}{
+		{"call", store.KindCall, 1, workflow.Confirm, 600 * time.Second},
+		{"script", store.KindScript, 3, workflow.Batch, 1800 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			ops := make([]store.Operation, tt.ops)
+			for i := range ops {
+				ops[i] = deleteOp(t, "chat-user", string(rune('1'+i)))
+			}
+			c, err := e.svc.Create(e.ctx, confirm.Request{Kind: tt.kind, Credential: "chat-user", Reason: "why", Operations: ops})
+			if err != nil {
+				t.Fatalf("Create: %v", err)
+			}
+			stored := e.get(t, c.ID)
+			want := &store.Confirmation{
+				ID: "cf_testa", Kind: tt.kind, Credential: "chat-user", Status: store.StatusPending, Reason: "why",
+				CreatedAt: t0, ExpiresAt: t0.Add(tt.wantWait), Operations: ops, Version: 1,
+				TTL: t0.Add(tt.wantWait + 600*time.Second + 24*time.Hour).Unix(),
+			}
+			if diff := cmp.Diff(want, stored); diff != "" {
+				t.Errorf("stored record (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(want, c); diff != "" {
+				t.Errorf("returned record (-want +got):\n%s", diff)
+			}
+			starts := e.wf.started()
+			if len(starts) != 1 {
+				t.Fatalf("workflow started %d times, want 1", len(starts))
+			}
+			if starts[0].Machine != tt.wantMachine || starts[0].Name != c.ID {
+				t.Errorf("started %s %q, want %s %q", starts[0].Machine, starts[0].Name, tt.wantMachine, c.ID)
+			}
+			var in map[string]any
+			if err := json.Unmarshal(starts[0].Input, &in); err != nil {
+				t.Fatalf("workflow input %s: %v", starts[0].Input, err)
+			}
+			wantIn := map[string]any{"confirmation_id": c.ID, "timeout_seconds": tt.wantWait.Seconds()}
+			if diff := cmp.Diff(wantIn, in); diff != "" {
+				t.Errorf("workflow input (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestCreateShortenedTimeouts(t *testing.T) {
+	e := newEnv(t)
+	e.svc.Timeouts = confirm.Timeouts{Call: 2 * time.Second, Redeem: 3 * time.Second}
+	c := e.createCall(t)
+	if want := t0.Add(2 * time.Second); !c.ExpiresAt.Equal(want) {
+		t.Errorf("ExpiresAt = %s, want %s", c.ExpiresAt, want)
+	}
+	if want := t0.Add(5*time.Second + 24*time.Hour).Unix(); c.TTL != want {
+		t.Errorf("TTL = %d, want %d", c.TTL, want)
+	}
+	if got := string(e.wf.started()[0].Input); !strings.Contains(got, `"timeout_seconds":2`) {
+		t.Errorf("workflow input %s, want timeout_seconds 2", got)
+	}
+}
+
+func TestCreateErrors(t *testing.T) {
+	t.Run("no operations", func(t *testing.T) {
+		e := newEnv(t)
+		if _, err := e.svc.Create(e.ctx, confirm.Request{Kind: store.KindCall, Credential: "chat-user"}); err == nil {
+			t.Fatal("Create without operations: err = nil")
+		}
+		if n := len(e.wf.started()); n != 0 {
+			t.Errorf("workflow started %d times", n)
+		}
+	})
+	t.Run("workflow does not start", func(t *testing.T) {
+		e := newEnv(t)
+		e.wf.startErr = errBoom
+		c, err := e.svc.Create(e.ctx, confirm.Request{Kind: store.KindCall, Credential: "chat-user",
+			Operations: []store.Operation{deleteOp(t, "chat-user", "12")}})
+		if err == nil || !strings.Contains(err.Error(), "boom") {
+			t.Fatalf("Create = %v, %v; want the start error", c, err)
+		}
+		stored := e.get(t, "cf_testa")
+		if stored.Status != store.StatusFailed {
+			t.Errorf("stored status %s, want failed (nobody can be asked)", stored.Status)
+		}
+		// Nothing can approve it afterwards.
+		if _, ok, err := e.svc.AttachToken(e.ctx, "cf_testa", "tok:cf_testa"); err != nil || ok {
+			t.Errorf("AttachToken on a failed record = ok %v, err %v; want ok false", ok, err)
+		}
+		_, err = e.svc.Decide(e.ctx, "cf_testa", confirm.Decision{Approve: true, Approver: "ops"})
+		wantCode(t, err, confirm.CodeDecided)
+	})
+}
