@@ -79,6 +79,8 @@ func decodeCall(b []byte) (*call, error) {
 		return nil, errors.New("path is required and must start with /")
 	case strings.ContainsAny(r.Path, "?#"):
 		return nil, errors.New("path must not contain a query or fragment: put query parameters in query")
+	case hasDotSegment(r.Path):
+		return nil, errors.New("path must not contain . or .. segments")
 	case r.Intent == nil:
 		return nil, errors.New("intent is required: read, write or confirmed_write")
 	case *r.Intent == tier.IntentConfirmedWrite && r.ConfirmationID == "":
@@ -106,6 +108,17 @@ func decodeCall(b []byte) (*call, error) {
 		c.arg = json.RawMessage("null")
 	}
 	return c, nil
+}
+
+// hasDotSegment reports a "." or ".." segment, also percent-encoded: such a
+// path could match one endpoint here and reach another upstream.
+func hasDotSegment(p string) bool {
+	for _, seg := range strings.Split(p, "/") {
+		if u, err := url.PathUnescape(seg); err != nil || u == "." || u == ".." {
+			return true
+		}
+	}
+	return false
 }
 
 func validMethod(m string) bool {

@@ -28,6 +28,9 @@ func (g *Gateway) rest(ctx context.Context, req *Request, cred *store.Credential
 	if connName == "" {
 		return codeError("invalid_request", "the path must be /v1/rest/<connection>/<path>")
 	}
+	if hasDotSegment(p) {
+		return codeError("invalid_request", "the path must not contain . or .. segments")
+	}
 	b, err := body(req)
 	if err != nil {
 		return codeError("invalid_request", err.Error())
@@ -89,7 +92,7 @@ func (g *Gateway) restOutcome(ctx context.Context, cred *store.Credential, c *ca
 	if !async {
 		g.logCall(cred, c, d, "denied", "")
 		d.Outcome, d.Code = tier.Deny, tier.CodeRequiresConfirmation
-		d.Reason += "; REST cannot ask a person: send Prefer: respond-async to wait for approval"
+		d.Reason = c.tier.Method + " " + d.Match.Endpoint.Path + " requires confirmation, and plain REST cannot ask a person: send Prefer: respond-async to wait for approval"
 		return denied(d)
 	}
 	return g.pause(ctx, cred, c, d, true)

@@ -47,6 +47,9 @@ func viewConfirmation(c *store.Confirmation, now time.Time) confirmationView {
 // maxWait bounds ?wait= (API Gateway answers within 30 s).
 const maxWait = 25
 
+// maxPoll is the longest pause between two reads of a waited-on record.
+const maxPoll = time.Second
+
 // status handles GET /v1/confirmations/<id>[?wait=<seconds>]. Only the
 // credential that created a confirmation may read it; others get 404.
 func (g *Gateway) status(ctx context.Context, req *Request, cred *store.Credential, id string) Response {
@@ -84,7 +87,9 @@ func (g *Gateway) waitDecided(ctx context.Context, c *store.Confirmation, d time
 	if until := c.ExpiresAt.Sub(g.now()); until < d {
 		deadline.Reset(max(until, 0))
 	}
-	tick := time.NewTicker(interval)
+	// The interval grows to maxPoll: a decision is seen within a second,
+	// and a 25 s wait costs a few dozen reads, not hundreds.
+	tick := time.NewTimer(interval)
 	defer tick.Stop()
 	for {
 		select {
@@ -96,14 +101,14 @@ func (g *Gateway) waitDecided(ctx context.Context, c *store.Confirmation, d time
 			}
 			return c
 		case <-tick.C:
-			fresh, err := g.Store.GetConfirmation(ctx, c.ID)
-			if err != nil {
-				continue
+			if fresh, err := g.Store.GetConfirmation(ctx, c.ID); err == nil {
+				c = fresh
+				if confirm.Effective(c, g.now()) != store.StatusPending {
+					return c
+				}
 			}
-			c = fresh
-			if confirm.Effective(c, g.now()) != store.StatusPending {
-				return c
-			}
+			interval = min(interval*3/2, maxPoll)
+			tick.Reset(interval)
 		}
 	}
 }

@@ -100,13 +100,13 @@ func Decide(m Match, ok bool, in Input) Decision {
 		if th.Escalate <= raised {
 			continue
 		}
-		if f, _, ok := fieldValue(th, &m, c); ok && f > th.Above {
+		if f, _, st := fieldValue(th, &m, c); st == fieldInvalid || st == fieldNumber && f > th.Above {
 			esc, raised = i, th.Escalate
 		}
 	}
 	if esc >= 0 {
 		th := &ep.Escalate[esc]
-		f, s, _ := fieldValue(th, &m, c)
+		f, s, st := fieldValue(th, &m, c)
 		if s == "" {
 			s = strconv.FormatFloat(f, 'f', -1, 64)
 		}
@@ -114,10 +114,15 @@ func Decide(m Match, ok bool, in Input) Decision {
 		if d.Rule == "" {
 			d.Rule = thresholdField(th)
 		}
-		if esc < len(et.esc) {
+		switch {
+		case st == fieldInvalid:
+			// When in doubt, refuse: a value that is there but is not a
+			// number ("99999" is one, "lots" is not) cannot be checked.
+			d.Reason = "escalated to " + raised.String() + ": " + thresholdField(th) + " is not a number, so it cannot be checked against " + strconv.FormatFloat(th.Above, 'f', -1, 64)
+		case esc < len(et.esc):
 			d.Reason = et.esc[esc].prefix + s + et.esc[esc].suffix
-		} else {
-			d.Reason = "escalated to " + raised.String() + ": " + d.Rule + " " + s + " is above " + strconv.FormatFloat(th.Above, 'f', -1, 64)
+		default:
+			d.Reason = "escalated to " + raised.String() + ": " + thresholdField(th) + " " + s + " is above " + strconv.FormatFloat(th.Above, 'f', -1, 64)
 		}
 		d.Code = denyCode(raised)
 		return d
@@ -209,23 +214,47 @@ func denyCode(t Tier) Code {
 	return CodeReviewRequired
 }
 
-// fieldValue reads a threshold's field from the call. ok is false when the
-// field is absent or not numeric. s is the value as written when it came
-// from text (json.Number, query, path), for the reason.
-func fieldValue(t *Threshold, m *Match, c *Call) (f float64, s string, ok bool) {
+// fieldState says what a threshold found in the call.
+type fieldState uint8
+
+const (
+	// fieldAbsent: the field is not in the call (or is JSON null); nothing to check.
+	fieldAbsent fieldState = iota
+	// fieldNumber: a number, or text that parses as one ("10001", "1e400").
+	fieldNumber
+	// fieldInvalid: present but not a number ("lots", true, an object, NaN):
+	// it cannot be compared, so the rule escalates (fail closed).
+	fieldInvalid
+)
+
+// fieldValue reads a threshold's field from the call. s is the value as
+// written when it came from text (json.Number, a string, query, path), for
+// the reason. A repeated query parameter counts by its largest value, so
+// "?n=1&n=99999" cannot slip under a limit.
+func fieldValue(t *Threshold, m *Match, c *Call) (f float64, s string, st fieldState) {
 	switch t.Source {
 	case SourceQuery:
-		if len(t.Path) != 1 || c.Query == nil {
-			return 0, "", false
+		if len(t.Path) != 1 || c.Query == nil || !c.Query.Has(t.Path[0]) {
+			return 0, "", fieldAbsent
 		}
-		return numericText(c.Query.Get(t.Path[0]))
+		st = fieldAbsent
+		for _, v := range c.Query[t.Path[0]] {
+			vf, vs, vst := numericText(v)
+			if vst == fieldInvalid {
+				return 0, vs, fieldInvalid
+			}
+			if st == fieldAbsent || vf > f {
+				f, s, st = vf, vs, vst
+			}
+		}
+		return f, s, st
 	case SourcePath:
 		if len(t.Path) != 1 {
-			return 0, "", false
+			return 0, "", fieldAbsent
 		}
 		v, found := m.Params.Get(t.Path[0])
 		if !found {
-			return 0, "", false
+			return 0, "", fieldAbsent
 		}
 		return numericText(v)
 	case SourceBody:
@@ -235,66 +264,77 @@ func fieldValue(t *Threshold, m *Match, c *Call) (f float64, s string, ok bool) 
 			case map[string]any:
 				var found bool
 				if v, found = x[k]; !found {
-					return 0, "", false
+					return 0, "", fieldAbsent
 				}
 			case []any:
 				i, err := strconv.Atoi(k)
 				if err != nil || i < 0 || i >= len(x) {
-					return 0, "", false
+					return 0, "", fieldAbsent
 				}
 				v = x[i]
+			case nil:
+				return 0, "", fieldAbsent
 			default:
-				return 0, "", false
+				// The path runs through a scalar: the shape is not what the
+				// rule expects, so it cannot be checked.
+				return 0, "", fieldInvalid
 			}
 		}
 		return numeric(v)
 	}
-	return 0, "", false
+	return 0, "", fieldAbsent
 }
 
-func numericText(s string) (float64, string, bool) {
-	if s == "" {
-		return 0, "", false
-	}
+func numericText(s string) (float64, string, fieldState) {
 	f, err := strconv.ParseFloat(s, 64)
 	if err != nil {
 		// A value too large for a float64 is ±Inf: it still counts, so that
 		// "1e400" cannot slip under a threshold.
 		if ne, ok := err.(*strconv.NumError); !ok || ne.Err != strconv.ErrRange {
-			return 0, "", false
+			return 0, s, fieldInvalid
 		}
 	}
-	return f, s, true
+	if f != f { // NaN compares false with everything
+		return 0, s, fieldInvalid
+	}
+	return f, s, fieldNumber
 }
 
-func numeric(v any) (float64, string, bool) {
+func numeric(v any) (float64, string, fieldState) {
 	switch x := v.(type) {
+	case nil:
+		return 0, "", fieldAbsent
 	case json.Number:
 		return numericText(string(x))
+	case string:
+		return numericText(x)
 	case float64:
-		return x, "", true
+		if x != x {
+			return 0, "", fieldInvalid
+		}
+		return x, "", fieldNumber
 	case float32:
-		return float64(x), "", true
+		return float64(x), "", fieldNumber
 	case int:
-		return float64(x), "", true
+		return float64(x), "", fieldNumber
 	case int8:
-		return float64(x), "", true
+		return float64(x), "", fieldNumber
 	case int16:
-		return float64(x), "", true
+		return float64(x), "", fieldNumber
 	case int32:
-		return float64(x), "", true
+		return float64(x), "", fieldNumber
 	case int64:
-		return float64(x), "", true
+		return float64(x), "", fieldNumber
 	case uint:
-		return float64(x), "", true
+		return float64(x), "", fieldNumber
 	case uint8:
-		return float64(x), "", true
+		return float64(x), "", fieldNumber
 	case uint16:
-		return float64(x), "", true
+		return float64(x), "", fieldNumber
 	case uint32:
-		return float64(x), "", true
+		return float64(x), "", fieldNumber
 	case uint64:
-		return float64(x), "", true
+		return float64(x), "", fieldNumber
 	}
-	return 0, "", false
+	return 0, "", fieldInvalid
 }

@@ -136,6 +136,9 @@ func TestCallsTable(t *testing.T) {
 		{name: "confirmed_write without an id", key: "cs_test_ask", body: call("crm", "DELETE", "/contacts/12", "confirmed_write"), status: 400, code: "invalid_request"},
 		{name: "lowercase method", key: "cs_test_run", body: call("crm", "get", "/contacts", "read"), status: 400, code: "invalid_request"},
 		{name: "path without slash", key: "cs_test_run", body: call("crm", "GET", "contacts", "read"), status: 400, code: "invalid_request"},
+		{name: "dot segment in the path", key: "cs_test_run", body: call("crm", "GET", "/contacts/..", "read"), status: 400, code: "invalid_request"},
+		{name: "encoded dot segment in the path", key: "cs_test_run", body: call("crm", "DELETE", "/contacts/%2e%2E", "write"), status: 400, code: "invalid_request"},
+		{name: "a number written as a string cannot slip under a threshold", key: "cs_test_ask", body: call("crm", "POST", "/payments", "write", "body", map[string]any{"amount": "99999"}), status: 403, code: "review_required", check: denied("review", true)},
 		{name: "unknown confirmation", key: "cs_test_ask", body: call("crm", "DELETE", "/contacts/12", "confirmed_write", "confirmation_id", "cf_nope"), status: 404, code: "unknown_confirmation"},
 	}
 	for _, tt := range rows {
@@ -232,6 +235,7 @@ func TestREST(t *testing.T) {
 	expect(t, h.do(http.MethodDelete, "/v1/rest/crm/accounts/1", "cs_test_run", nil, nil), 403, "blocked")
 	expect(t, h.do(http.MethodPatch, "/v1/rest/crm/contacts/3", "cs_test_ro", strings.NewReader(`{"name":"x"}`), nil), 403, "read_only")
 	expect(t, h.do(http.MethodGet, "/v1/rest/crm/nothing", "cs_test_run", nil, nil), 404, "unknown_operation")
+	expect(t, h.do(http.MethodDelete, "/v1/rest/crm/contacts/%2E%2E", "cs_test_run", nil, nil), 400, "invalid_request")
 	if n := h.upstream.Count("DELETE", "/contacts/12"); n != 0 {
 		t.Errorf("refused REST call reached the upstream %d times", n)
 	}
