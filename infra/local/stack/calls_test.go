@@ -270,3 +270,25 @@ func TestCredentialsMeHealthAndSSE(t *testing.T) {
 		t.Errorf("SSE stream = %q", text)
 	}
 }
+
+func TestRESTIdempotencyKey(t *testing.T) {
+	h := newHarness(t, harnessOptions{})
+	post := func(key, body string) result {
+		return h.do(http.MethodPost, "/v1/rest/crm/contacts", "cs_test_run", strings.NewReader(body),
+			map[string]string{"Content-Type": "application/json", "Idempotency-Key": key})
+	}
+	first := post("r-1", `{"name": "Ada"}`)
+	expect(t, first, 201, "")
+	second := post("r-1", `{"name": "Ada"}`)
+	expect(t, second, 201, "")
+	if !bytes.Equal(first.body, second.body) || second.header.Get("Idempotent-Replayed") != "true" {
+		t.Errorf("replay differs: %s / %s (replayed header %q)", first.body, second.body, second.header.Get("Idempotent-Replayed"))
+	}
+	if n := h.upstream.Count("POST", "/contacts"); n != 1 {
+		t.Errorf("upstream called %d times, want 1", n)
+	}
+	expect(t, post("r-1", `{"name": "Grace"}`), 422, "idempotency_key_reused")
+	if n := h.upstream.Count("POST", "/contacts"); n != 1 {
+		t.Errorf("upstream called %d times after a reused key, want 1", n)
+	}
+}
