@@ -140,7 +140,7 @@ func (b *syncBuffer) String() string {
 
 // newHarness writes a configuration, starts a recording upstream and a
 // webhook receiver, and starts the stack. It stops everything at the end.
-func newHarness(t *testing.T, o harnessOptions) *harness {
+func newHarness(t testing.TB, o harnessOptions) *harness {
 	t.Helper()
 	if o.callSeconds == 0 {
 		o.callSeconds = 600

@@ -1,0 +1,75 @@
+package stack
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"testing"
+
+	"github.com/countersign/countersign/shared/notify"
+)
+
+// BenchmarkAutoCall measures what the gateway adds on the auto path: the
+// same read of the same upstream, directly and through POST /v1/calls on
+// loopback. Compare the two with benchstat; the ratio is the overhead.
+func BenchmarkAutoCall(b *testing.B) {
+	h := newHarness(b, harnessOptions{})
+	client := &http.Client{}
+	conn := h.stack.Config.Connections["crm"]
+	b.Run("direct", func(b *testing.B) {
+		for b.Loop() {
+			resp, err := client.Get(conn.BaseURL + "/contacts/12")
+			if err != nil {
+				b.Fatal(err)
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				b.Fatalf("status %d", resp.StatusCode)
+			}
+		}
+	})
+	body := []byte(`{"connection":"crm","method":"GET","path":"/contacts/12","intent":"read"}`)
+	b.Run("gateway", func(b *testing.B) {
+		for b.Loop() {
+			req, _ := http.NewRequest(http.MethodPost, h.stack.URL+"/v1/calls", bytes.NewReader(body))
+			req.Header.Set("Authorization", "Bearer cs_test_ask")
+			resp, err := client.Do(req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				b.Fatalf("status %d", resp.StatusCode)
+			}
+		}
+	})
+}
+
+// BenchmarkHandshake measures one whole pause on the local stack: the call
+// pauses (202), the notify task sends the link (webhook), the approver
+// posts Approve, and the agent redeems; the upstream runs once.
+func BenchmarkHandshake(b *testing.B) {
+	h := newHarness(b, harnessOptions{})
+	for b.Loop() {
+		r := h.call("cs_test_ask", deleteContact12)
+		if r.status != http.StatusAccepted {
+			b.Fatalf("call: %d %s", r.status, r.body)
+		}
+		id := r.str("confirmation.id")
+		ev := h.webhook.waitEvent(b, notify.TypeRequested, id)
+		link := h.link(ev.Links[0].URL)
+		if a := h.post(link, "approve", nil, "application/json"); a.status != http.StatusOK {
+			b.Fatalf("approve: %d %s", a.status, a.body)
+		}
+		red := h.call("cs_test_ask", redeemOf(deleteContact12, id))
+		if red.status != http.StatusOK {
+			b.Fatalf("redeem: %d %s", red.status, red.body)
+		}
+	}
+	b.StopTimer()
+	if n := h.upstream.Count("DELETE", "/contacts/12"); n != b.N {
+		b.Fatalf("upstream DELETEs %d, want one per handshake (%d)", n, b.N)
+	}
+}
