@@ -35,8 +35,11 @@ type Gateway struct {
 	SyncEvents bool
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time
-	// PollInterval is how often ?wait= re-reads the record; 0 means 100 ms.
+	// PollInterval is how often ?wait= first re-reads the record; 0 means 100 ms.
 	PollInterval time.Duration
+	// Stopping, when closed, makes long polls answer at once with the
+	// current status, so a server shutting down is not held by ?wait=.
+	Stopping <-chan struct{}
 	// Logger receives one line per call; nil discards.
 	Logger *slog.Logger
 }

@@ -95,6 +95,8 @@ func (g *Gateway) waitDecided(ctx context.Context, c *store.Confirmation, d time
 		select {
 		case <-ctx.Done():
 			return c
+		case <-g.Stopping:
+			return c
 		case <-deadline.C:
 			if fresh, err := g.Store.GetConfirmation(ctx, c.ID); err == nil {
 				return fresh

@@ -389,3 +389,22 @@ func TestLongPollAndRESTRedemption(t *testing.T) {
 	}
 	expect(t, h.do(http.MethodGet, "/v1/confirmations/"+id+"?wait=abc", "cs_test_ask", nil, nil), 400, "invalid_request")
 }
+
+// TestShutdownAnswersLongPolls: stopping the stack answers a waiting
+// ?wait= at once with the current status instead of holding the shutdown.
+func TestShutdownAnswersLongPolls(t *testing.T) {
+	h := newHarness(t, harnessOptions{})
+	id, _ := h.pause("cs_test_ask", deleteContact12)
+	done := make(chan result, 1)
+	go func() { done <- h.do(http.MethodGet, "/v1/confirmations/"+id+"?wait=25", "cs_test_ask", nil, nil) }()
+	time.Sleep(200 * time.Millisecond)
+	start := time.Now()
+	h.stop()
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("shutdown took %v with a long poll open", took)
+	}
+	r := <-done
+	if r.status != http.StatusOK || r.str("status") != "pending" {
+		t.Errorf("long poll answered %d %s", r.status, r.body)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
@@ -69,6 +70,9 @@ type Stack struct {
 	server     *http.Server
 	demoServer *http.Server
 	served     chan error
+	stopping   chan struct{}
+	closeOnce  sync.Once
+	closeErr   error
 }
 
 // Function names the local engine substitutes for the ${...} ARNs.
@@ -104,10 +108,10 @@ func Start(ctx context.Context, o Options) (s *Stack, err error) {
 	if err := os.MkdirAll(o.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
 	}
-	s = &Stack{Config: cfg, served: make(chan error, 1)}
+	s = &Stack{Config: cfg, served: make(chan error, 1), stopping: make(chan struct{})}
 	defer func() {
 		if err != nil {
-			s.closeAll(context.Background())
+			s.Close(context.Background())
 		}
 	}()
 	if s.store, err = embedded.Open(filepath.Join(o.DataDir, "countersign.db"), nil); err != nil {
@@ -180,7 +184,7 @@ func Start(ctx context.Context, o Options) (s *Stack, err error) {
 		return nil, fmt.Errorf("resume workflows: %w", err)
 	}
 
-	gateway := &httpapi.Gateway{Config: cfg, Store: s.store, Confirm: svc, Upstream: up, Events: s.dispatcher, Logger: logger}
+	gateway := &httpapi.Gateway{Config: cfg, Store: s.store, Confirm: svc, Upstream: up, Events: s.dispatcher, Logger: logger, Stopping: s.stopping}
 	approver := &httpapi.Approver{Confirm: svc, Signer: signer, Settings: cfg.Settings, Events: s.dispatcher, Logger: logger}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/approve/", func(w http.ResponseWriter, r *http.Request) { httpapi.ServeHTTP(approver, w, r) })
@@ -244,11 +248,14 @@ func (s *Stack) Banner() string {
 // ctx), stops the workflow engine, waits for notifications, and closes the
 // store. Everything recorded is on disk when it returns.
 func (s *Stack) Close(ctx context.Context) error {
-	return s.closeAll(ctx)
+	s.closeOnce.Do(func() { s.closeErr = s.closeAll(ctx) })
+	return s.closeErr
 }
 
 func (s *Stack) closeAll(ctx context.Context) error {
 	var errs []error
+	// Long polls answer now; every other in-flight request finishes.
+	close(s.stopping)
 	if s.server != nil {
 		if err := s.server.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("http shutdown: %w", err))
