@@ -2,6 +2,7 @@ package stack
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -407,4 +408,22 @@ func TestShutdownAnswersLongPolls(t *testing.T) {
 	if r.status != http.StatusOK || r.str("status") != "pending" {
 		t.Errorf("long poll answered %d %s", r.status, r.body)
 	}
+}
+
+// TestStartFailures: a start that fails after opening things reports the
+// error, leaves nothing open, and a second stack on the same data waits
+// for the lock, then says why it cannot start.
+func TestStartFailures(t *testing.T) {
+	h := newHarness(t, harnessOptions{})
+	busy := strings.TrimPrefix(h.stack.URL, "http://")
+	_, err := Start(t.Context(), Options{ConfigDir: h.configDir, Addr: busy, DataDir: t.TempDir(), Stdout: io.Discard})
+	if err == nil || !strings.Contains(err.Error(), "listen on "+busy) {
+		t.Errorf("start on a busy port: %v", err)
+	}
+	_, err = Start(t.Context(), Options{ConfigDir: h.configDir, Addr: "127.0.0.1:0", DataDir: h.dataDir, Stdout: io.Discard})
+	if err == nil || !strings.Contains(err.Error(), "locked") {
+		t.Errorf("start on locked data: %v", err)
+	}
+	// The running stack is unharmed.
+	expect(t, h.do(http.MethodGet, "/healthz", "", nil, nil), 200, "")
 }

@@ -84,7 +84,7 @@ var substitutions = map[string]string{
 
 // Start loads the configuration, opens the store, resumes the workflow
 // executions left from a previous run, and starts serving.
-func Start(ctx context.Context, o Options) (s *Stack, err error) {
+func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	if o.ConfigDir == "" {
 		o.ConfigDir = "infra/config"
 	}
@@ -108,10 +108,16 @@ func Start(ctx context.Context, o Options) (s *Stack, err error) {
 	if err := os.MkdirAll(o.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
 	}
-	s = &Stack{Config: cfg, served: make(chan error, 1), stopping: make(chan struct{})}
+	s := &Stack{Config: cfg, served: make(chan error, 1), stopping: make(chan struct{})}
+	// Whatever was opened before a failure is closed again (s, not the
+	// result, which is nil on failure).
+	var ln net.Listener
 	defer func() {
 		if err != nil {
-			s.Close(context.Background())
+			if ln != nil {
+				ln.Close() // not served yet
+			}
+			_ = s.Close(context.Background())
 		}
 	}()
 	if s.store, err = embedded.Open(filepath.Join(o.DataDir, "countersign.db"), nil); err != nil {
@@ -131,7 +137,7 @@ func Start(ctx context.Context, o Options) (s *Stack, err error) {
 		return nil, err
 	}
 
-	ln, err := net.Listen("tcp", o.Addr)
+	ln, err = net.Listen("tcp", o.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", o.Addr, err)
 	}
@@ -194,7 +200,6 @@ func Start(ctx context.Context, o Options) (s *Stack, err error) {
 	if o.DemoUpstream != "" {
 		dl, err := net.Listen("tcp", o.DemoUpstream)
 		if err != nil {
-			ln.Close()
 			return nil, fmt.Errorf("demo upstream on %s: %w", o.DemoUpstream, err)
 		}
 		s.Demo = democrm.New()
