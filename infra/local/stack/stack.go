@@ -23,11 +23,9 @@ import (
 	"github.com/countersign/countersign/shared/links"
 	"github.com/countersign/countersign/shared/notify"
 	"github.com/countersign/countersign/shared/policy"
-	"github.com/countersign/countersign/shared/store"
 	"github.com/countersign/countersign/shared/store/embedded"
 	"github.com/countersign/countersign/shared/tasks"
 	"github.com/countersign/countersign/shared/upstream"
-	"github.com/countersign/countersign/shared/workflow"
 	"github.com/countersign/countersign/shared/workflow/local"
 	"github.com/countersign/countersign/statemachines"
 )
@@ -286,12 +284,6 @@ func (s *Stack) closeAll(ctx context.Context) error {
 	}
 	return errors.Join(errs...)
 }
-
-// Store returns the stack's store (tests inspect it).
-func (s *Stack) Store() store.Store { return s.store }
-
-// Workflow returns the stack's workflow engine (tests inspect it).
-func (s *Stack) Workflow() workflow.Workflow { return s.engine }
 
 // Done reports the server's exit.
 func (s *Stack) Done() <-chan error { return s.served }
