@@ -71,7 +71,12 @@ type Stack struct {
 	stopping   chan struct{}
 	closeOnce  sync.Once
 	closeErr   error
+	sweeping   sync.WaitGroup
 }
+
+// sweepEvery is how often the local stack deletes expired records, as
+// DynamoDB's TTL does in a deployment.
+const sweepEvery = time.Hour
 
 // Function names the local engine substitutes for the ${...} ARNs.
 var substitutions = map[string]string{
@@ -205,8 +210,29 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 		s.demoServer = &http.Server{Handler: s.Demo, ReadHeaderTimeout: 10 * time.Second}
 		go func() { _ = s.demoServer.Serve(dl) }()
 	}
+	s.sweeping.Add(1)
+	go s.sweep(logger)
 	go func() { s.served <- s.server.Serve(ln) }()
 	return s, nil
+}
+
+// sweep deletes expired records now and every sweepEvery until the stack stops.
+func (s *Stack) sweep(logger *slog.Logger) {
+	defer s.sweeping.Done()
+	t := time.NewTicker(sweepEvery)
+	defer t.Stop()
+	for {
+		if n, err := s.store.Sweep(time.Now()); err != nil {
+			logger.Warn("sweep failed", "error", err)
+		} else if n > 0 {
+			logger.Info("swept expired records", "deleted", n)
+		}
+		select {
+		case <-s.stopping:
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // invoke adapts a Lambda handler to the engine exactly as the Lambda runtime
@@ -277,6 +303,7 @@ func (s *Stack) closeAll(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("notifications: %w", err))
 		}
 	}
+	s.sweeping.Wait()
 	if s.store != nil {
 		if err := s.store.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("store: %w", err))

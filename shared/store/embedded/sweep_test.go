@@ -1,0 +1,60 @@
+package embedded_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/countersign/countersign/shared/store"
+)
+
+func TestSweep(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	s := openStore(t, filepath.Join(t.TempDir(), "db"), nil)
+	conf := func(id string, ttl time.Time) {
+		t.Helper()
+		c := &store.Confirmation{ID: id, Kind: store.KindCall, Status: store.StatusExecuted, CreatedAt: now, ExpiresAt: now, TTL: ttl.Unix()}
+		if err := s.CreateConfirmation(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conf("cf_old", now.Add(-time.Second))
+	conf("cf_due", now)
+	conf("cf_live", now.Add(time.Hour))
+	for id, ttl := range map[string]time.Time{"rv_old": now.Add(-time.Hour), "rv_live": now.Add(time.Hour)} {
+		if err := s.CreateReview(ctx, &store.Review{ID: id, CreatedAt: now, TTL: ttl.Unix()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for key, exp := range map[string]time.Time{"old": now.Add(-time.Minute), "live": now.Add(time.Minute)} {
+		if err := s.CreateIdempotency(ctx, &store.Idempotency{Credential: "c", Key: key, CreatedAt: now.Add(-time.Hour), ExpiresAt: exp}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	n, err := s.Sweep(now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 4 {
+		t.Errorf("swept %d records, want 4 (two confirmations, one review, one idempotency record)", n)
+	}
+	for id, want := range map[string]bool{"cf_old": false, "cf_due": false, "cf_live": true} {
+		_, err := s.GetConfirmation(ctx, id)
+		if got := err == nil; got != want {
+			t.Errorf("%s kept = %v, want %v (err %v)", id, got, want, err)
+		} else if !want && !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("%s: %v", id, err)
+		}
+	}
+	reviews, err := s.ListReviews(ctx)
+	if err != nil || len(reviews) != 1 || reviews[0].ID != "rv_live" {
+		t.Errorf("reviews after sweep = %v, %v; want only rv_live", reviews, err)
+	}
+	if n, err := s.Sweep(now); err != nil || n != 0 {
+		t.Errorf("second sweep = %d, %v; want 0", n, err)
+	}
+}
