@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/links"
@@ -30,7 +31,22 @@ type Notify struct {
 	Dispatcher *notify.Dispatcher
 	// PublicURL is where approvers reach the approval page.
 	PublicURL string
-	Logger    *slog.Logger
+	// Budget bounds the deliveries and their retries (0 means 20 s), and
+	// they always stop a second before the invocation's own deadline: a slow
+	// receiver must not time the task out, which would fail the confirmation.
+	Budget time.Duration
+	Logger *slog.Logger
+}
+
+// deliveryContext is ctx bounded by the budget and by ctx's own deadline less a second.
+func deliveryContext(ctx context.Context, budget time.Duration) (context.Context, context.CancelFunc) {
+	if budget <= 0 {
+		budget = 20 * time.Second
+	}
+	if d, ok := ctx.Deadline(); ok {
+		budget = min(budget, time.Until(d)-time.Second)
+	}
+	return context.WithTimeout(ctx, max(budget, 0))
 }
 
 // Handle runs the notify task. It is idempotent: a retried invocation with
@@ -51,7 +67,9 @@ func (h *Notify) Handle(ctx context.Context, in NotifyInput) (struct{}, error) {
 	linkFor := func(approver string) string {
 		return h.Signer.Sign(c.ID, approver, c.ExpiresAt).URL(h.PublicURL)
 	}
-	if err := h.Dispatcher.NotifyEachWait(ctx, ev, linkFor); err != nil {
+	dctx, cancel := deliveryContext(ctx, h.Budget)
+	defer cancel()
+	if err := h.Dispatcher.NotifyEachWait(dctx, ev, linkFor); err != nil {
 		// The wait goes on: an approver may still get the link from another
 		// channel, and the timeout ends it otherwise.
 		logger(h.Logger).Warn("some approver channels failed", "confirmation", c.ID, "error", err)

@@ -1,0 +1,60 @@
+package tasks_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/countersign/countersign/shared/notify"
+	"github.com/countersign/countersign/shared/store"
+	"github.com/countersign/countersign/shared/tasks"
+)
+
+// stuckChannel never answers: it waits until its context ends.
+type stuckChannel struct{}
+
+func (stuckChannel) Name() string { return "stuck" }
+
+func (stuckChannel) Send(ctx context.Context, _ notify.Event) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// TestNotifyBudget: a receiver that never answers cannot hold the notify
+// task past its budget, nor past its own deadline, and the task still
+// succeeds (the confirmation keeps waiting for a person).
+func TestNotifyBudget(t *testing.T) {
+	e := newEnv(t)
+	c := e.create(t, store.KindCall, deleteOp(t))
+	h := e.notifyTask()
+	h.Dispatcher = notify.NewDispatcher([]notify.Channel{stuckChannel{}}, nil)
+	h.Budget = 100 * time.Millisecond
+
+	start := time.Now()
+	if _, err := h.Handle(context.Background(), taskInput(c.ID, "tok-budget")); err != nil {
+		t.Fatalf("notify with a stuck receiver: %v", err)
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("notify took %v with a 100ms budget", took)
+	}
+	if got := e.get(t, c.ID).TaskToken; got != "tok-budget" {
+		t.Errorf("token %q not stored", got)
+	}
+
+	// The invocation's own deadline wins over a larger budget.
+	c2 := e.create(t, store.KindCall, deleteOp(t))
+	h.Budget = time.Minute
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	start = time.Now()
+	if _, err := h.Handle(ctx, taskInput(c2.ID, "tok-deadline")); err != nil {
+		t.Fatalf("notify near its deadline: %v", err)
+	}
+	if took := time.Since(start); took > 1200*time.Millisecond {
+		t.Errorf("notify took %v; it should stop a second before its 1.5s deadline", took)
+	}
+}
+
+func taskInput(id, token string) tasks.NotifyInput {
+	return tasks.NotifyInput{ConfirmationID: id, TaskToken: token}
+}
