@@ -32,19 +32,23 @@ type Notify struct {
 	// PublicURL is where approvers reach the approval page.
 	PublicURL string
 	// Budget bounds the deliveries and their retries (0 means 20 s), and
-	// they always stop a second before the invocation's own deadline: a slow
+	// they always stop before the invocation's own deadline (a second
+	// before, or a quarter of the time left when that is less): a slow
 	// receiver must not time the task out, which would fail the confirmation.
 	Budget time.Duration
 	Logger *slog.Logger
 }
 
-// deliveryContext is ctx bounded by the budget and by ctx's own deadline less a second.
+// deliveryContext is ctx bounded by the budget and by ctx's own deadline,
+// keeping back a second (or a quarter of what is left, when that is less)
+// to answer before the deadline.
 func deliveryContext(ctx context.Context, budget time.Duration) (context.Context, context.CancelFunc) {
 	if budget <= 0 {
 		budget = 20 * time.Second
 	}
 	if d, ok := ctx.Deadline(); ok {
-		budget = min(budget, time.Until(d)-time.Second)
+		left := time.Until(d)
+		budget = min(budget, left-min(time.Second, left/4))
 	}
 	return context.WithTimeout(ctx, max(budget, 0))
 }
