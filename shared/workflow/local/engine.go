@@ -390,62 +390,18 @@ func (e *Engine) kick(id string) {
 }
 
 func (e *Engine) armTokenTimer(token string, deadline time.Time) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.closed {
-		return
-	}
-	if t := e.tokenTimers[token]; t != nil {
-		t.Stop()
-	}
-	var t *time.Timer
-	t = time.AfterFunc(time.Until(deadline), func() {
-		if !e.enter() {
-			return
-		}
-		defer e.wg.Done()
-		e.mu.Lock()
-		if e.tokenTimers[token] == t {
-			delete(e.tokenTimers, token)
-		}
-		e.mu.Unlock()
+	e.armTimer(e.tokenTimers, token, deadline, func() {
 		err := e.complete(token, nil, &taskError{name: errTimeout}, false)
 		if err != nil && !errors.Is(err, workflow.ErrTaskNotFound) {
 			e.log.Error("workflow: task timeout", "err", err)
 		}
 	})
-	e.tokenTimers[token] = t
 }
 
-func (e *Engine) stopTokenTimer(token string) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if t := e.tokenTimers[token]; t != nil {
-		t.Stop()
-		delete(e.tokenTimers, token)
-	}
-}
+func (e *Engine) stopTokenTimer(token string) { e.stopTimer(e.tokenTimers, token) }
 
 func (e *Engine) armExecTimer(id string, deadline time.Time) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.closed {
-		return
-	}
-	if t := e.execTimers[id]; t != nil {
-		t.Stop()
-	}
-	var t *time.Timer
-	t = time.AfterFunc(time.Until(deadline), func() {
-		if !e.enter() {
-			return
-		}
-		defer e.wg.Done()
-		e.mu.Lock()
-		if e.execTimers[id] == t {
-			delete(e.execTimers, id)
-		}
-		e.mu.Unlock()
+	e.armTimer(e.execTimers, id, deadline, func() {
 		err := e.update(id, func(r *record) (bool, error) {
 			if r.Status != StatusRunning {
 				return false, nil
@@ -457,14 +413,45 @@ func (e *Engine) armExecTimer(id string, deadline time.Time) {
 			e.log.Error("workflow: execution timeout", "execution", id, "err", err)
 		}
 	})
-	e.execTimers[id] = t
 }
 
-func (e *Engine) stopExecTimer(id string) {
+func (e *Engine) stopExecTimer(id string) { e.stopTimer(e.execTimers, id) }
+
+// armTimer (re)arms timers[key] to run fire at deadline, as tracked work
+// that Close waits for. A timer replaced or stopped before it fires is
+// forgotten; nothing is armed once the engine is closed. timers is guarded
+// by e.mu.
+func (e *Engine) armTimer(timers map[string]*time.Timer, key string, deadline time.Time, fire func()) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if t := e.execTimers[id]; t != nil {
+	if e.closed {
+		return
+	}
+	if t := timers[key]; t != nil {
 		t.Stop()
-		delete(e.execTimers, id)
+	}
+	var t *time.Timer
+	t = time.AfterFunc(time.Until(deadline), func() {
+		if !e.enter() {
+			return
+		}
+		defer e.wg.Done()
+		e.mu.Lock()
+		if timers[key] == t {
+			delete(timers, key)
+		}
+		e.mu.Unlock()
+		fire()
+	})
+	timers[key] = t
+}
+
+// stopTimer stops and forgets timers[key], if armed.
+func (e *Engine) stopTimer(timers map[string]*time.Timer, key string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if t := timers[key]; t != nil {
+		t.Stop()
+		delete(timers, key)
 	}
 }

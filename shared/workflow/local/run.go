@@ -390,18 +390,26 @@ func runLocal(r *record, st *state, now time.Time) {
 				return
 			}
 		}
-		combined, err := st.resultPath.apply(raw, result)
+		out, where, err := st.output(raw, result)
 		if err != nil {
-			failRuntime("ResultPath", err)
-			return
-		}
-		out, err := st.outputPath.apply(combined)
-		if err != nil {
-			failRuntime("OutputPath", err)
+			failRuntime(where, err)
 			return
 		}
 		advance(r, st, out, now)
 	}
+}
+
+// output places a state's result into its raw input (ResultPath) and
+// selects the state's output (OutputPath); where names the step that failed.
+func (st *state) output(raw, result any) (out any, where string, err error) {
+	combined, err := st.resultPath.apply(raw, result)
+	if err != nil {
+		return nil, "ResultPath", err
+	}
+	if out, err = st.outputPath.apply(combined); err != nil {
+		return nil, "OutputPath", err
+	}
+	return out, "", nil
 }
 
 // afterTask moves r past a Task that produced result or failed with fail:
@@ -424,14 +432,9 @@ func afterTask(r *record, st *state, result any, fail *taskError, now time.Time)
 				return
 			}
 		}
-		combined, err := st.resultPath.apply(raw, result)
+		out, where, err := st.output(raw, result)
 		if err != nil {
-			failRuntime("ResultPath", err)
-			return
-		}
-		out, err := st.outputPath.apply(combined)
-		if err != nil {
-			failRuntime("OutputPath", err)
+			failRuntime(where, err)
 			return
 		}
 		advance(r, st, out, now)
