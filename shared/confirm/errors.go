@@ -10,14 +10,13 @@ type Code string
 
 // Lifecycle error codes.
 const (
-	CodeUnknown     Code = "unknown_confirmation"
-	CodePending     Code = "confirmation_pending"
-	CodeUsed        Code = "confirmation_used"
-	CodeExpired     Code = "confirmation_expired"
-	CodeRejected    Code = "confirmation_rejected"
-	CodeMismatch    Code = "confirmation_mismatch"
-	CodeDecided     Code = "confirmation_decided"
-	CodeInterrupted Code = "execution_interrupted"
+	CodeUnknown  Code = "unknown_confirmation"
+	CodePending  Code = "confirmation_pending"
+	CodeUsed     Code = "confirmation_used"
+	CodeExpired  Code = "confirmation_expired"
+	CodeRejected Code = "confirmation_rejected"
+	CodeMismatch Code = "confirmation_mismatch"
+	CodeDecided  Code = "confirmation_decided"
 )
 
 // Error is a lifecycle error that carries its code; httpapi maps codes to

@@ -404,8 +404,8 @@ func TestExecuteApprovedCrash(t *testing.T) {
 	if got.Operations[1].State != store.OpClaimed || got.Operations[1].Outcome != nil {
 		t.Errorf("the interrupted operation: %+v; want still claimed, no outcome", got.Operations[1])
 	}
-	// Doubtful (see the report): the record stays "redeemed" for good, and
-	// CodeInterrupted (execution_interrupted) is never produced.
+	// Nothing approved runs twice: the record stays "redeemed" for good
+	// (README, Limits).
 	if got.Status != store.StatusRedeemed {
 		t.Errorf("status %s after an interrupted execution", got.Status)
 	}

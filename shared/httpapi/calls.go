@@ -45,9 +45,11 @@ type clientInfo struct {
 type call struct {
 	tier tier.Call
 	// body is the raw body to send upstream (nil: none); arg is its JSON
-	// form for the binding (null when empty).
-	body []byte
-	arg  json.RawMessage
+	// form for the binding (null when empty); jsonBody is body when it is
+	// JSON, decoded only for an endpoint whose thresholds read the body.
+	body     []byte
+	arg      json.RawMessage
+	jsonBody []byte
 	// rawQuery is forwarded as is by REST; /v1/calls encodes tier.Query.
 	rawQuery       string
 	contentType    string
@@ -73,7 +75,7 @@ func decodeCall(b []byte) (*call, error) {
 		return nil, errors.New("connection is required")
 	case r.Method == "":
 		return nil, errors.New("method is required")
-	case !validMethod(r.Method):
+	case !tier.ValidMethod(r.Method):
 		return nil, fmt.Errorf("method %q is not one of GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS", r.Method)
 	case r.Path == "" || r.Path[0] != '/':
 		return nil, errors.New("path is required and must start with /")
@@ -97,13 +99,8 @@ func decodeCall(b []byte) (*call, error) {
 		}
 	}
 	if len(r.Body) > 0 && string(r.Body) != "null" {
-		c.body, c.arg = r.Body, r.Body
+		c.body, c.arg, c.jsonBody = r.Body, r.Body, r.Body
 		c.contentType = "application/json"
-		v, err := decodeJSON(r.Body)
-		if err != nil {
-			return nil, fmt.Errorf("body: %v", err)
-		}
-		c.tier.Body = v
 	} else {
 		c.arg = json.RawMessage("null")
 	}
@@ -117,14 +114,6 @@ func hasDotSegment(p string) bool {
 		if u, err := url.PathUnescape(seg); err != nil || u == "." || u == ".." {
 			return true
 		}
-	}
-	return false
-}
-
-func validMethod(m string) bool {
-	switch m {
-	case "GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS":
-		return true
 	}
 	return false
 }
@@ -239,6 +228,12 @@ func (g *Gateway) callsOutcome(ctx context.Context, cred *store.Credential, c *c
 // decide resolves the call, asks the connection's hooks, and decides.
 func (g *Gateway) decide(ctx context.Context, cred *store.Credential, c *call) tier.Decision {
 	m, ok := g.Config.Policy.Resolve(c.tier.Connection, c.tier.Method, c.tier.Path)
+	if ok && c.tier.Body == nil && c.jsonBody != nil && m.Endpoint.ReadsBody() {
+		// Only a body threshold needs the decoded body; the auto path skips it.
+		if v, err := decodeJSON(c.jsonBody); err == nil {
+			c.tier.Body = v
+		}
+	}
 	in := tier.Input{Call: &c.tier, Credential: tierCredential(cred)}
 	if ok && m.Connection.Hooked && !m.Endpoint.Hidden {
 		in.Hook = g.askHooks(ctx, cred, c, &m)

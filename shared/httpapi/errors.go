@@ -29,7 +29,6 @@ var statusOf = map[string]int{
 	string(confirm.CodePending):           http.StatusConflict,
 	string(confirm.CodeUsed):              http.StatusConflict,
 	string(confirm.CodeDecided):           http.StatusConflict,
-	string(confirm.CodeInterrupted):       http.StatusConflict,
 	"idempotency_in_progress":             http.StatusConflict,
 	string(confirm.CodeExpired):           http.StatusGone,
 	"payload_too_large":                   http.StatusRequestEntityTooLarge,

@@ -50,13 +50,13 @@ func (g *Gateway) rest(ctx context.Context, req *Request, cred *store.Credential
 		return codeError("invalid_request", "malformed query string")
 	}
 	c.contentType = header(req, "Content-Type")
-	c.body, c.arg = b, restArg(b)
-	if len(b) > 0 && json.Valid(b) {
-		c.tier.Body, _ = decodeJSON(b)
+	if len(b) > 0 {
+		c.body = b
+		if json.Valid(b) {
+			c.jsonBody = b
+		}
 	}
-	if len(b) == 0 {
-		c.body = nil
-	}
+	c.arg = restArg(b, c.jsonBody != nil)
 	c.idempotencyKey = header(req, "Idempotency-Key")
 	async := preferAsync(header(req, "Prefer"))
 	return g.idempotent(ctx, cred, "rest", c, func() Response { return g.restOutcome(ctx, cred, c, async) })
@@ -100,11 +100,11 @@ func (g *Gateway) restOutcome(ctx context.Context, cred *store.Credential, c *ca
 
 // restArg is the JSON form of a REST body for the binding: the JSON itself,
 // a string for other text, and base64 for bytes.
-func restArg(b []byte) json.RawMessage {
+func restArg(b []byte, isJSON bool) json.RawMessage {
 	switch {
 	case len(b) == 0:
 		return json.RawMessage("null")
-	case json.Valid(b):
+	case isJSON:
 		return b
 	case utf8.Valid(b):
 		s, _ := json.Marshal(string(b))
