@@ -10,8 +10,9 @@ import (
 	"testing"
 )
 
-// rfc8785Dir holds the reference vectors of RFC 8785, beside the project.
-const rfc8785Dir = "../../../shared/testdata/rfc8785"
+// rfc8785Dir holds the reference vectors of RFC 8785, copied with their
+// licence and source (testdata/rfc8785/README.md).
+const rfc8785Dir = "testdata/rfc8785"
 
 func TestTransformRFC8785Vectors(t *testing.T) {
 	inputs, err := filepath.Glob(filepath.Join(rfc8785Dir, "input", "*.json"))
