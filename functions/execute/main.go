@@ -6,12 +6,9 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/countersign/countersign/shared/awsenv"
-	"github.com/countersign/countersign/shared/tasks"
-	"github.com/countersign/countersign/shared/upstream"
 )
 
 func main() {
-	d := awsenv.MustLoad(0)
-	h := &tasks.Execute{Confirm: d.Confirm, Run: tasks.Runner(d.Config, &upstream.Client{}), Dispatcher: d.Dispatcher, Logger: d.Logger}
-	lambda.Start(h.Handle)
+	a := awsenv.MustLoad(0)
+	lambda.Start(a.ExecuteTask().Handle)
 }

@@ -6,11 +6,9 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/countersign/countersign/shared/awsenv"
-	"github.com/countersign/countersign/shared/tasks"
 )
 
 func main() {
-	d := awsenv.MustLoad(0)
-	h := &tasks.Finalize{Confirm: d.Confirm, Dispatcher: d.Dispatcher, Logger: d.Logger}
-	lambda.Start(h.Handle)
+	a := awsenv.MustLoad(0)
+	lambda.Start(a.FinalizeTask().Handle)
 }

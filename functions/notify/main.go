@@ -6,11 +6,9 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/countersign/countersign/shared/awsenv"
-	"github.com/countersign/countersign/shared/tasks"
 )
 
 func main() {
-	d := awsenv.MustLoad(awsenv.NeedSigningKey)
-	h := &tasks.Notify{Confirm: d.Confirm, Signer: d.Signer, Dispatcher: d.Dispatcher, PublicURL: d.PublicURL, Logger: d.Logger}
-	lambda.Start(h.Handle)
+	a := awsenv.MustLoad(awsenv.NeedSigningKey)
+	lambda.Start(a.NotifyTask().Handle)
 }

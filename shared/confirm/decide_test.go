@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/countersign/countersign/shared/confirm"
+	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/store"
 )
 
@@ -74,7 +75,7 @@ func TestAttachToken(t *testing.T) {
 		if ok {
 			t.Error("ok = true")
 		}
-		wantCode(t, err, confirm.CodeUnknown)
+		wantCode(t, err, fault.UnknownConfirmation)
 	})
 }
 
@@ -177,14 +178,14 @@ func TestDecideRefused(t *testing.T) {
 		name  string
 		setup func(tb testing.TB, e *env) string
 		d     confirm.Decision
-		want  confirm.Code
+		want  fault.Code
 	}{
 		{
-			name: "already approved", want: confirm.CodeDecided, d: confirm.Decision{Approve: false, Approver: "ops"},
+			name: "already approved", want: fault.ConfirmationDecided, d: confirm.Decision{Approve: false, Approver: "ops"},
 			setup: func(tb testing.TB, e *env) string { return e.approvedCall(tb).ID },
 		},
 		{
-			name: "already rejected", want: confirm.CodeDecided, d: confirm.Decision{Approve: true, Approver: "ops"},
+			name: "already rejected", want: fault.ConfirmationDecided, d: confirm.Decision{Approve: true, Approver: "ops"},
 			setup: func(tb testing.TB, e *env) string {
 				c := e.createCall(tb)
 				e.ready(tb, c.ID)
@@ -195,7 +196,7 @@ func TestDecideRefused(t *testing.T) {
 			},
 		},
 		{
-			name: "finalized expired by the timer", want: confirm.CodeExpired, d: confirm.Decision{Approve: true, Approver: "ops"},
+			name: "finalized expired by the timer", want: fault.ConfirmationExpired, d: confirm.Decision{Approve: true, Approver: "ops"},
 			setup: func(tb testing.TB, e *env) string {
 				c := e.createCall(tb)
 				e.ready(tb, c.ID)
@@ -206,7 +207,7 @@ func TestDecideRefused(t *testing.T) {
 			},
 		},
 		{
-			name: "exactly at expires_at, no timer yet", want: confirm.CodeExpired, d: confirm.Decision{Approve: true, Approver: "ops"},
+			name: "exactly at expires_at, no timer yet", want: fault.ConfirmationExpired, d: confirm.Decision{Approve: true, Approver: "ops"},
 			setup: func(tb testing.TB, e *env) string {
 				c := e.createCall(tb)
 				e.ready(tb, c.ID)
@@ -215,7 +216,7 @@ func TestDecideRefused(t *testing.T) {
 			},
 		},
 		{
-			name: "past expires_at", want: confirm.CodeExpired, d: confirm.Decision{Approve: false, Approver: "ops"},
+			name: "past expires_at", want: fault.ConfirmationExpired, d: confirm.Decision{Approve: false, Approver: "ops"},
 			setup: func(tb testing.TB, e *env) string {
 				c := e.createCall(tb)
 				e.ready(tb, c.ID)
@@ -224,11 +225,11 @@ func TestDecideRefused(t *testing.T) {
 			},
 		},
 		{
-			name: "no task token yet", want: confirm.CodePending, d: confirm.Decision{Approve: true, Approver: "ops"},
+			name: "no task token yet", want: fault.ConfirmationPending, d: confirm.Decision{Approve: true, Approver: "ops"},
 			setup: func(tb testing.TB, e *env) string { return e.createCall(tb).ID },
 		},
 		{
-			name: "keep index out of range", want: confirm.CodeMismatch, d: confirm.Decision{Approve: true, Approver: "ops", Keep: []int{0, 3}},
+			name: "keep index out of range", want: fault.InvalidRequest, d: confirm.Decision{Approve: true, Approver: "ops", Keep: []int{0, 3}},
 			setup: func(tb testing.TB, e *env) string {
 				c := e.createScript(tb, 3)
 				e.ready(tb, c.ID)
@@ -236,7 +237,7 @@ func TestDecideRefused(t *testing.T) {
 			},
 		},
 		{
-			name: "keep index negative", want: confirm.CodeMismatch, d: confirm.Decision{Approve: true, Approver: "ops", Keep: []int{-1}},
+			name: "keep index negative", want: fault.InvalidRequest, d: confirm.Decision{Approve: true, Approver: "ops", Keep: []int{-1}},
 			setup: func(tb testing.TB, e *env) string {
 				c := e.createScript(tb, 2)
 				e.ready(tb, c.ID)
@@ -244,7 +245,7 @@ func TestDecideRefused(t *testing.T) {
 			},
 		},
 		{
-			name: "unknown confirmation", want: confirm.CodeUnknown, d: confirm.Decision{Approve: true, Approver: "ops"},
+			name: "unknown confirmation", want: fault.UnknownConfirmation, d: confirm.Decision{Approve: true, Approver: "ops"},
 			setup: func(tb testing.TB, e *env) string { return "cf_nope" },
 		},
 	}
@@ -254,7 +255,7 @@ func TestDecideRefused(t *testing.T) {
 			id := tt.setup(t, e)
 			toldBefore := len(e.wf.told())
 			var before *store.Confirmation
-			if tt.want != confirm.CodeUnknown {
+			if tt.want != fault.UnknownConfirmation {
 				before = e.get(t, id)
 			}
 			_, err := e.svc.Decide(e.ctx, id, tt.d)
@@ -308,8 +309,8 @@ func TestDecideConcurrent(t *testing.T) {
 		switch {
 		case err == nil:
 			wins++
-		case confirm.CodeOf(err) != confirm.CodeDecided:
-			t.Errorf("decision %d: %v, want nil or %s", i, err, confirm.CodeDecided)
+		case fault.CodeOf(err) != fault.ConfirmationDecided:
+			t.Errorf("decision %d: %v, want nil or %s", i, err, fault.ConfirmationDecided)
 		}
 	}
 	if wins != 1 {
@@ -386,6 +387,6 @@ func TestFinalize(t *testing.T) {
 	t.Run("unknown confirmation", func(t *testing.T) {
 		e := newEnv(t)
 		_, err := e.svc.Finalize(e.ctx, "cf_nope", store.StatusExpired)
-		wantCode(t, err, confirm.CodeUnknown)
+		wantCode(t, err, fault.UnknownConfirmation)
 	})
 }

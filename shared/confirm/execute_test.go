@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/countersign/countersign/shared/confirm"
+	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/store"
 )
 
@@ -34,7 +35,7 @@ func TestRedeem(t *testing.T) {
 		t.Errorf("redeemed_at %v, want %s", stored.RedeemedAt, t0.Add(time.Minute))
 	}
 	_, index, err = e.svc.Redeem(e.ctx, c.ID, "chat-user", binding)
-	wantCode(t, err, confirm.CodeUsed)
+	wantCode(t, err, fault.ConfirmationUsed)
 	if index != -1 {
 		t.Errorf("index %d on a refused redemption, want -1", index)
 	}
@@ -48,28 +49,28 @@ func TestRedeemRefused(t *testing.T) {
 		credential string
 		// binding returns the binding presented; nil means the record's own.
 		binding func(tb testing.TB, c *store.Confirmation) string
-		want    confirm.Code
+		want    fault.Code
 	}{
-		{name: "another call", setup: approved, credential: "chat-user", want: confirm.CodeMismatch,
+		{name: "another call", setup: approved, credential: "chat-user", want: fault.ConfirmationMismatch,
 			binding: func(tb testing.TB, c *store.Confirmation) string { return deleteOp(tb, "chat-user", "13").Binding }},
-		{name: "another credential with the right binding", setup: approved, credential: "other-user", want: confirm.CodeMismatch},
-		{name: "another credential with its own binding", setup: approved, credential: "other-user", want: confirm.CodeMismatch,
+		{name: "another credential with the right binding", setup: approved, credential: "other-user", want: fault.ConfirmationMismatch},
+		{name: "another credential with its own binding", setup: approved, credential: "other-user", want: fault.ConfirmationMismatch,
 			binding: func(tb testing.TB, c *store.Confirmation) string { return deleteOp(tb, "other-user", "12").Binding }},
-		{name: "another credential on a pending record is a mismatch, not pending", credential: "other-user", want: confirm.CodeMismatch,
+		{name: "another credential on a pending record is a mismatch, not pending", credential: "other-user", want: fault.ConfirmationMismatch,
 			setup: func(tb testing.TB, e *env) *store.Confirmation { return e.createCall(tb) }},
-		{name: "pending", credential: "chat-user", want: confirm.CodePending,
+		{name: "pending", credential: "chat-user", want: fault.ConfirmationPending,
 			setup: func(tb testing.TB, e *env) *store.Confirmation {
 				c := e.createCall(tb)
 				e.ready(tb, c.ID)
 				return c
 			}},
-		{name: "pending past expiry", credential: "chat-user", want: confirm.CodeExpired,
+		{name: "pending past expiry", credential: "chat-user", want: fault.ConfirmationExpired,
 			setup: func(tb testing.TB, e *env) *store.Confirmation {
 				c := e.createCall(tb)
 				e.clock.Advance(600 * time.Second)
 				return c
 			}},
-		{name: "finalized expired", credential: "chat-user", want: confirm.CodeExpired,
+		{name: "finalized expired", credential: "chat-user", want: fault.ConfirmationExpired,
 			setup: func(tb testing.TB, e *env) *store.Confirmation {
 				c := e.createCall(tb)
 				if _, err := e.svc.Finalize(e.ctx, c.ID, store.StatusExpired); err != nil {
@@ -77,13 +78,13 @@ func TestRedeemRefused(t *testing.T) {
 				}
 				return c
 			}},
-		{name: "approved exactly at redeem_by", credential: "chat-user", want: confirm.CodeExpired,
+		{name: "approved exactly at redeem_by", credential: "chat-user", want: fault.ConfirmationExpired,
 			setup: func(tb testing.TB, e *env) *store.Confirmation {
 				c := e.approvedCall(tb)
 				e.clock.Advance(600 * time.Second)
 				return c
 			}},
-		{name: "rejected", credential: "chat-user", want: confirm.CodeRejected,
+		{name: "rejected", credential: "chat-user", want: fault.ConfirmationRejected,
 			setup: func(tb testing.TB, e *env) *store.Confirmation {
 				c := e.createCall(tb)
 				e.ready(tb, c.ID)
@@ -92,7 +93,7 @@ func TestRedeemRefused(t *testing.T) {
 				}
 				return c
 			}},
-		{name: "failed to start", credential: "chat-user", want: confirm.CodeUsed,
+		{name: "failed to start", credential: "chat-user", want: fault.ConfirmationUsed,
 			setup: func(tb testing.TB, e *env) *store.Confirmation {
 				c := e.createCall(tb)
 				if _, err := e.svc.Finalize(e.ctx, c.ID, store.StatusFailed); err != nil {
@@ -100,7 +101,7 @@ func TestRedeemRefused(t *testing.T) {
 				}
 				return c
 			}},
-		{name: "executed", credential: "chat-user", want: confirm.CodeUsed,
+		{name: "executed", credential: "chat-user", want: fault.ConfirmationUsed,
 			setup: func(tb testing.TB, e *env) *store.Confirmation {
 				c := e.approvedCall(tb)
 				if _, _, err := e.svc.Redeem(e.ctx, c.ID, "chat-user", c.Operations[0].Binding); err != nil {
@@ -111,7 +112,7 @@ func TestRedeemRefused(t *testing.T) {
 				}
 				return c
 			}},
-		{name: "a script batch is never redeemed", credential: "chat-user", want: confirm.CodeMismatch,
+		{name: "a script batch is never redeemed", credential: "chat-user", want: fault.ConfirmationMismatch,
 			setup: func(tb testing.TB, e *env) *store.Confirmation {
 				c := e.createScript(tb, 1)
 				e.ready(tb, c.ID)
@@ -143,7 +144,7 @@ func TestRedeemRefused(t *testing.T) {
 	t.Run("unknown confirmation", func(t *testing.T) {
 		e := newEnv(t)
 		_, _, err := e.svc.Redeem(e.ctx, "cf_nope", "chat-user", "x")
-		wantCode(t, err, confirm.CodeUnknown)
+		wantCode(t, err, fault.UnknownConfirmation)
 	})
 }
 
@@ -167,8 +168,8 @@ func TestRedeemConcurrent(t *testing.T) {
 		switch {
 		case err == nil:
 			wins++
-		case confirm.CodeOf(err) != confirm.CodeUsed:
-			t.Errorf("redemption %d: %v, want nil or %s", i, err, confirm.CodeUsed)
+		case fault.CodeOf(err) != fault.ConfirmationUsed:
+			t.Errorf("redemption %d: %v, want nil or %s", i, err, fault.ConfirmationUsed)
 		}
 	}
 	if wins != 1 {
@@ -468,7 +469,7 @@ func TestExecuteApprovedRefused(t *testing.T) {
 		}
 		r := newCountingRunner()
 		_, err := e.svc.ExecuteApproved(e.ctx, c.ID, r.run)
-		wantCode(t, err, confirm.CodeRejected)
+		wantCode(t, err, fault.ConfirmationRejected)
 		if calls, _ := r.snapshot(); len(calls) != 0 {
 			t.Errorf("a rejected batch ran: %v", calls)
 		}
@@ -476,14 +477,14 @@ func TestExecuteApprovedRefused(t *testing.T) {
 	t.Run("unknown", func(t *testing.T) {
 		e := newEnv(t)
 		_, err := e.svc.ExecuteApproved(e.ctx, "cf_nope", newCountingRunner().run)
-		wantCode(t, err, confirm.CodeUnknown)
+		wantCode(t, err, fault.UnknownConfirmation)
 	})
 	t.Run("pending runs nothing", func(t *testing.T) {
 		e := newEnv(t)
 		c := e.createScript(t, 2)
 		r := newCountingRunner()
 		_, err := e.svc.ExecuteApproved(e.ctx, c.ID, r.run)
-		wantCode(t, err, confirm.CodePending)
+		wantCode(t, err, fault.ConfirmationPending)
 		if calls, _ := r.snapshot(); len(calls) != 0 {
 			t.Errorf("a pending batch ran: %v", calls)
 		}
@@ -497,7 +498,7 @@ func TestExecuteApprovedRefused(t *testing.T) {
 		e.clock.Advance(31 * time.Minute)
 		r := newCountingRunner()
 		_, err := e.svc.ExecuteApproved(e.ctx, c.ID, r.run)
-		wantCode(t, err, confirm.CodeExpired)
+		wantCode(t, err, fault.ConfirmationExpired)
 		if calls, _ := r.snapshot(); len(calls) != 0 {
 			t.Errorf("an expired batch ran: %v", calls)
 		}
@@ -509,7 +510,7 @@ func TestDecideEmptySelection(t *testing.T) {
 	c := e.createScript(t, 2)
 	e.ready(t, c.ID)
 	_, err := e.svc.Decide(e.ctx, c.ID, confirm.Decision{Approve: true, Approver: "ops", Keep: []int{}})
-	wantCode(t, err, confirm.CodeMismatch)
+	wantCode(t, err, fault.InvalidRequest)
 	if st := e.get(t, c.ID).Status; st != store.StatusPending {
 		t.Errorf("status %s after an empty approval, want pending", st)
 	}

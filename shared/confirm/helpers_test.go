@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/shared/confirm"
+	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/store"
 	"github.com/countersign/countersign/shared/store/embedded"
 	"github.com/countersign/countersign/shared/store/storetest"
@@ -206,12 +207,12 @@ func (e *env) approvedCall(tb testing.TB) *store.Confirmation {
 }
 
 // wantCode fails unless err carries the lifecycle code want.
-func wantCode(tb testing.TB, err error, want confirm.Code) {
+func wantCode(tb testing.TB, err error, want fault.Code) {
 	tb.Helper()
 	if err == nil {
 		tb.Fatalf("err = nil, want code %s", want)
 	}
-	if got := confirm.CodeOf(err); got != want {
+	if got := fault.CodeOf(err); got != want {
 		tb.Fatalf("code %q (err %v), want %q", got, err, want)
 	}
 }

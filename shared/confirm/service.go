@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/shared/canon"
+	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/store"
 	"github.com/countersign/countersign/shared/workflow"
 )
@@ -36,11 +37,25 @@ const retention = 24 * time.Hour
 // failed attempt means another writer made progress.
 const maxCASAttempts = 64
 
+// Store is the persistence the lifecycle needs: conditional writes on a
+// confirmation's version. Adapters: store/embedded and store/dynamostore.
+type Store interface {
+	// CreateConfirmation stores a new confirmation with Version 1;
+	// store.ErrConflict if the ID exists.
+	CreateConfirmation(ctx context.Context, c *store.Confirmation) error
+	// GetConfirmation returns the confirmation or store.ErrNotFound.
+	GetConfirmation(ctx context.Context, id string) (*store.Confirmation, error)
+	// UpdateConfirmation replaces the record only if its stored Version
+	// equals c.Version, and increments c.Version; store.ErrConflict
+	// otherwise.
+	UpdateConfirmation(ctx context.Context, c *store.Confirmation) error
+}
+
 // Service is the confirmation lifecycle: create, decide, redeem, execute once,
 // finalize. Every transition is a conditional write on the record's version,
 // so under any race exactly one writer wins and the others re-read.
 type Service struct {
-	Store    store.Store
+	Store    Store
 	Workflow workflow.Workflow
 	Timeouts Timeouts
 	// Now returns the current time; nil means time.Now.
@@ -132,6 +147,10 @@ type Request struct {
 	Credential string
 	Reason     string
 	Operations []store.Operation
+	// GatewayRuns makes the gateway run the approved operations itself
+	// (the MCP card) instead of waiting for the agent to redeem; script
+	// batches always do.
+	GatewayRuns bool
 }
 
 // workflowInput is the execution input of the state machines.
@@ -156,15 +175,16 @@ func (s *Service) Create(ctx context.Context, r Request) (*store.Confirmation, e
 		id = s.NewID()
 	}
 	c := &store.Confirmation{
-		ID:         id,
-		Kind:       r.Kind,
-		Credential: r.Credential,
-		Status:     store.StatusPending,
-		Reason:     r.Reason,
-		CreatedAt:  now,
-		ExpiresAt:  now.Add(wait),
-		Operations: r.Operations,
-		TTL:        now.Add(wait + s.timeouts().Redeem + retention).Unix(),
+		ID:          id,
+		Kind:        r.Kind,
+		Credential:  r.Credential,
+		Status:      store.StatusPending,
+		Reason:      r.Reason,
+		CreatedAt:   now,
+		ExpiresAt:   now.Add(wait),
+		Operations:  r.Operations,
+		GatewayRuns: r.GatewayRuns,
+		TTL:         now.Add(wait + s.timeouts().Redeem + retention).Unix(),
 	}
 	if err := s.Store.CreateConfirmation(ctx, c); err != nil {
 		return nil, fmt.Errorf("create confirmation %s: %w", id, err)
@@ -176,11 +196,11 @@ func (s *Service) Create(ctx context.Context, r Request) (*store.Confirmation, e
 	if _, err := s.Workflow.Start(ctx, machine, id, input); err != nil {
 		// Nobody can be asked: make sure the record can never be approved.
 		if _, ferr := s.Finalize(context.WithoutCancel(ctx), id, store.StatusFailed); ferr != nil {
-			s.logger().Error("finalize after failed start", "confirmation", id, "error", ferr)
+			s.logger().ErrorContext(ctx, "finalize after failed start", "confirmation", id, "error", ferr)
 		}
 		return nil, fmt.Errorf("start workflow for %s: %w", id, err)
 	}
-	s.logger().Info("confirmation created", "confirmation", id, "credential", r.Credential, "kind", r.Kind, "operations", len(r.Operations))
+	s.logger().InfoContext(ctx, "confirmation created", "confirmation", id, "credential", r.Credential, "kind", r.Kind, "operations", len(r.Operations))
 	return c, nil
 }
 
@@ -188,7 +208,7 @@ func (s *Service) Create(ctx context.Context, r Request) (*store.Confirmation, e
 func (s *Service) Get(ctx context.Context, id string) (*store.Confirmation, error) {
 	c, err := s.Store.GetConfirmation(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, errorf(CodeUnknown, "no confirmation %s", id)
+		return nil, fault.Errorf(fault.UnknownConfirmation, "no confirmation %s", id)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("get confirmation %s: %w", id, err)
@@ -272,14 +292,14 @@ func (s *Service) Decide(ctx context.Context, id string, d Decision) (*store.Con
 		switch Effective(c, now) {
 		case store.StatusPending:
 		case store.StatusExpired:
-			return errorf(CodeExpired, "confirmation %s expired at %s", c.ID, c.ExpiresAt.Format(time.RFC3339))
+			return fault.Errorf(fault.ConfirmationExpired, "confirmation %s expired at %s", c.ID, c.ExpiresAt.Format(time.RFC3339))
 		default:
-			return errorf(CodeDecided, "confirmation %s was already decided (%s)", c.ID, c.Status)
+			return fault.Errorf(fault.ConfirmationDecided, "confirmation %s was already decided (%s)", c.ID, c.Status)
 		}
 		if c.TaskToken == "" {
 			// The link is sent only after the token is stored; without one
 			// nobody can have been asked yet.
-			return errorf(CodePending, "confirmation %s is not ready for a decision", c.ID)
+			return fault.Errorf(fault.ConfirmationPending, "confirmation %s is not ready for a decision", c.ID)
 		}
 		at := now
 		c.DecidedAt, c.DecidedBy = &at, d.Approver
@@ -292,12 +312,12 @@ func (s *Service) Decide(ctx context.Context, id string, d Decision) (*store.Con
 		}
 		if d.Keep != nil {
 			if len(d.Keep) == 0 {
-				return errorf(CodeMismatch, "nothing was selected to approve in confirmation %s", c.ID)
+				return fault.Errorf(fault.InvalidRequest, "nothing was selected to approve in confirmation %s", c.ID)
 			}
 			keep := make(map[int]bool, len(d.Keep))
 			for _, k := range d.Keep {
 				if k < 0 || k >= len(c.Operations) {
-					return errorf(CodeMismatch, "operation %d is not part of confirmation %s", k, c.ID)
+					return fault.Errorf(fault.InvalidRequest, "operation %d is not part of confirmation %s", k, c.ID)
 				}
 				keep[k] = true
 			}
@@ -324,15 +344,15 @@ func (s *Service) Decide(ctx context.Context, id string, d Decision) (*store.Con
 	if err != nil {
 		// The decision is stored and stands; the workflow either already
 		// ended or will time out and find nothing pending to finalize.
-		s.logger().Warn("workflow not told of decision", "confirmation", id, "error", err)
+		s.logger().WarnContext(ctx, "workflow not told of decision", "confirmation", id, "error", err)
 	}
-	s.logger().Info("confirmation decided", "confirmation", id, "approved", d.Approve, "approver", d.Approver)
+	s.logger().InfoContext(ctx, "confirmation decided", "confirmation", id, "approved", d.Approve, "approver", d.Approver)
 	return c, nil
 }
 
 // GatewayExecutes reports whether the gateway runs the approved operations
 // itself (script batches) instead of waiting for the agent to redeem.
-func GatewayExecutes(c *store.Confirmation) bool { return c.Kind == store.KindScript }
+func GatewayExecutes(c *store.Confirmation) bool { return c.Kind == store.KindScript || c.GatewayRuns }
 
 // Finalize records the end of a wait the workflow observed: expired when its
 // timer fired, rejected after a rejection, failed when the workflow broke.
@@ -366,21 +386,21 @@ func (s *Service) Redeem(ctx context.Context, id, credential, binding string) (*
 	index := -1
 	c, err := s.update(ctx, id, func(c *store.Confirmation, now time.Time) error {
 		if c.Kind != store.KindCall || len(c.Operations) != 1 {
-			return errorf(CodeMismatch, "confirmation %s is not a single call", c.ID)
+			return fault.Errorf(fault.ConfirmationMismatch, "confirmation %s is not a single call", c.ID)
 		}
 		if c.Credential != credential || c.Operations[0].Binding != binding {
-			return errorf(CodeMismatch, "confirmation %s was approved for another call: the credential, method, path, query and body must be the same", c.ID)
+			return fault.Errorf(fault.ConfirmationMismatch, "confirmation %s was approved for another call: the credential, method, path, query and body must be the same", c.ID)
 		}
 		switch Effective(c, now) {
 		case store.StatusApproved:
 		case store.StatusPending:
-			return errorf(CodePending, "confirmation %s is waiting for a person", c.ID)
+			return fault.Errorf(fault.ConfirmationPending, "confirmation %s is waiting for a person", c.ID)
 		case store.StatusRejected:
-			return errorf(CodeRejected, "confirmation %s was rejected", c.ID)
+			return fault.Errorf(fault.ConfirmationRejected, "confirmation %s was rejected", c.ID)
 		case store.StatusExpired:
-			return errorf(CodeExpired, "confirmation %s expired", c.ID)
+			return fault.Errorf(fault.ConfirmationExpired, "confirmation %s expired", c.ID)
 		default:
-			return errorf(CodeUsed, "confirmation %s was already used", c.ID)
+			return fault.Errorf(fault.ConfirmationUsed, "confirmation %s was already used", c.ID)
 		}
 		at := now
 		c.Status, c.RedeemedAt = store.StatusRedeemed, &at
@@ -449,6 +469,18 @@ func IdempotencyKey(id string, index int) string { return fmt.Sprintf("%s:%d", i
 // Runner calls the upstream for one operation; the key goes in Idempotency-Key.
 type Runner func(ctx context.Context, op store.Operation, idempotencyKey string) store.Outcome
 
+// RunClaimed runs operation index of c, which the caller has claimed with
+// a conditional write (Redeem, ExecuteApproved), and stores its outcome.
+// The outcome is stored on a context that outlives a cancelled request:
+// the call was made, so it must be recorded.
+func (s *Service) RunClaimed(ctx context.Context, c *store.Confirmation, index int, run Runner) (*store.Confirmation, error) {
+	if index < 0 || index >= len(c.Operations) || c.Operations[index].State != store.OpClaimed {
+		return c, fmt.Errorf("run %s operation %d: not claimed", c.ID, index)
+	}
+	out := run(ctx, c.Operations[index], IdempotencyKey(c.ID, index))
+	return s.Complete(context.WithoutCancel(ctx), c.ID, index, out)
+}
+
 // ExecuteApproved runs the selected operations of an approved record the
 // gateway executes (batches, the card), each exactly once: an operation is
 // claimed by a conditional write before its upstream call and its outcome
@@ -462,11 +494,11 @@ func (s *Service) ExecuteApproved(ctx context.Context, id string, run Runner) (*
 	switch Effective(c, s.now()) {
 	case store.StatusApproved, store.StatusRedeemed, store.StatusExecuted, store.StatusPartiallyExecuted, store.StatusFailed:
 	case store.StatusRejected:
-		return c, errorf(CodeRejected, "confirmation %s was rejected", id)
+		return c, fault.Errorf(fault.ConfirmationRejected, "confirmation %s was rejected", id)
 	case store.StatusExpired:
-		return c, errorf(CodeExpired, "confirmation %s expired", id)
+		return c, fault.Errorf(fault.ConfirmationExpired, "confirmation %s expired", id)
 	default:
-		return c, errorf(CodePending, "confirmation %s is waiting for a person", id)
+		return c, fault.Errorf(fault.ConfirmationPending, "confirmation %s is waiting for a person", id)
 	}
 	for i := range c.Operations {
 		claimed := false
@@ -492,8 +524,7 @@ func (s *Service) ExecuteApproved(ctx context.Context, id string, run Runner) (*
 		if !claimed {
 			continue
 		}
-		out := run(ctx, c.Operations[i], IdempotencyKey(id, i))
-		if c, err = s.Complete(ctx, id, i, out); err != nil {
+		if c, err = s.RunClaimed(ctx, c, i, run); err != nil {
 			return c, err
 		}
 	}

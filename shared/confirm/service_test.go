@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/countersign/countersign/shared/confirm"
+	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/store"
 	"github.com/countersign/countersign/shared/workflow"
 )
@@ -153,6 +154,6 @@ func TestCreateErrors(t *testing.T) {
 			t.Errorf("AttachToken on a failed record = ok %v, err %v; want ok false", ok, err)
 		}
 		_, err = e.svc.Decide(e.ctx, "cf_testa", confirm.Decision{Approve: true, Approver: "ops"})
-		wantCode(t, err, confirm.CodeDecided)
+		wantCode(t, err, fault.ConfirmationDecided)
 	})
 }

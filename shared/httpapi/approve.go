@@ -13,25 +13,23 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/shared/approvalpage"
+	"github.com/countersign/countersign/shared/calls"
 	"github.com/countersign/countersign/shared/canon"
 	"github.com/countersign/countersign/shared/confirm"
+	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/links"
-	"github.com/countersign/countersign/shared/notify"
 	"github.com/countersign/countersign/shared/policy"
+	"github.com/countersign/countersign/shared/reqlog"
 	"github.com/countersign/countersign/shared/store"
-	"github.com/countersign/countersign/shared/tasks"
 )
 
 // Approver is the approvers' surface: GET and HEAD /approve/<id> render the
 // page and change nothing; only POST /approve/<id> decides (API.md section 5).
 type Approver struct {
-	Confirm  *confirm.Service
+	// Calls reads and decides confirmations (and announces decisions).
+	Calls    *calls.Service
 	Signer   *links.Signer
 	Settings policy.Settings
-	// Events sends confirmation.decided; nil sends nothing.
-	Events *notify.Dispatcher
-	// SyncEvents delivers events before answering (see Gateway.SyncEvents).
-	SyncEvents bool
 	// Now returns the current time; nil means time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -55,6 +53,7 @@ func (a *Approver) logger() *slog.Logger {
 
 // Handle serves /approve/<id>.
 func (a *Approver) Handle(ctx context.Context, req Request) (Response, error) {
+	ctx = reqlog.With(ctx, req.RequestContext.RequestID)
 	path := req.RawPath
 	if path == "" {
 		path = req.RequestContext.HTTP.Path
@@ -103,9 +102,9 @@ func (a *Approver) show(ctx context.Context, req *Request, id string, head bool)
 	if err != nil {
 		return a.page(http.StatusForbidden, approvalpage.Page{State: approvalpage.BadSignature}, head)
 	}
-	c, err := a.Confirm.Get(ctx, id)
+	c, err := a.Calls.Lookup(ctx, id)
 	if err != nil {
-		if confirm.CodeOf(err) == confirm.CodeUnknown {
+		if fault.CodeOf(err) == fault.UnknownConfirmation {
 			return a.page(http.StatusNotFound, approvalpage.Page{State: approvalpage.NotFound}, head)
 		}
 		return a.page(http.StatusInternalServerError, approvalpage.Page{State: approvalpage.NotFound, Message: "Something went wrong; try again."}, head)
@@ -125,66 +124,65 @@ func (a *Approver) show(ctx context.Context, req *Request, id string, head bool)
 // decide handles the POST from the page's buttons.
 func (a *Approver) decide(ctx context.Context, req *Request, id string) Response {
 	wantJSON := strings.Contains(header(req, "Accept"), "application/json")
-	fail := func(status int, code, reason string, p approvalpage.Page) Response {
+	fail := func(code fault.Code, reason string, p approvalpage.Page) Response {
 		if wantJSON {
-			return errorResponse(status, kindOf(code), code, reason)
+			return codeError(code, reason)
 		}
 		p.Message = reason
-		return a.page(status, p, false)
+		return a.page(httpStatus(code), p, false)
 	}
+	invalid := approvalpage.Page{State: approvalpage.BadSignature}
 	if bodyLen(req) > 64<<10 {
-		return fail(http.StatusRequestEntityTooLarge, "payload_too_large", "The form is too large.", approvalpage.Page{State: approvalpage.BadSignature})
+		return fail(fault.PayloadTooLarge, "The form is too large.", invalid)
 	}
 	b, err := body(req)
 	if err != nil {
-		return fail(http.StatusBadRequest, "invalid_request", "The form could not be read.", approvalpage.Page{State: approvalpage.BadSignature})
+		return fail(fault.InvalidRequest, "The form could not be read.", invalid)
 	}
 	form, err := url.ParseQuery(string(b))
 	if err != nil {
-		return fail(http.StatusBadRequest, "invalid_request", "The form could not be read.", approvalpage.Page{State: approvalpage.BadSignature})
+		return fail(fault.InvalidRequest, "The form could not be read.", invalid)
 	}
 	link, linkExpired, err := a.verify(id, form)
 	if err != nil {
-		return fail(http.StatusForbidden, "bad_signature", "This link is not valid.", approvalpage.Page{State: approvalpage.BadSignature})
+		return fail(fault.BadSignature, "This link is not valid.", invalid)
 	}
 	decision := form.Get("decision")
 	if decision != "approve" && decision != "reject" {
-		return fail(http.StatusBadRequest, "invalid_request", `decision must be "approve" or "reject"`, approvalpage.Page{State: approvalpage.BadSignature})
+		return fail(fault.InvalidRequest, `decision must be "approve" or "reject"`, invalid)
 	}
 	keep, err := keptOperations(form)
 	if err != nil {
-		return fail(http.StatusBadRequest, "invalid_request", err.Error(), approvalpage.Page{State: approvalpage.BadSignature})
+		return fail(fault.InvalidRequest, err.Error(), invalid)
 	}
+	expired := approvalpage.Page{State: approvalpage.Expired, Workspace: a.Settings.Workspace.Name, Accent: a.Settings.Workspace.AccentColor}
 	if linkExpired {
-		c, err := a.Confirm.Get(ctx, id)
+		c, err := a.Calls.Lookup(ctx, id)
 		if err == nil && c.DecidedAt != nil {
-			return fail(http.StatusConflict, string(confirm.CodeDecided), "This confirmation was already decided.", a.decidedPage(c, link))
+			return fail(fault.ConfirmationDecided, "This confirmation was already decided.", a.decidedPage(c, link))
 		}
-		return fail(http.StatusGone, string(confirm.CodeExpired), "This confirmation expired.", approvalpage.Page{State: approvalpage.Expired, Workspace: a.Settings.Workspace.Name, Accent: a.Settings.Workspace.AccentColor})
+		return fail(fault.ConfirmationExpired, "This confirmation expired.", expired)
 	}
-	c, err := a.Confirm.Decide(ctx, id, confirm.Decision{Approve: decision == "approve", Approver: link.Approver, Keep: keep})
+	c, err := a.Calls.Decide(ctx, id, confirm.Decision{Approve: decision == "approve", Approver: link.Approver, Keep: keep})
 	if err != nil {
-		switch confirm.CodeOf(err) {
-		case confirm.CodeDecided:
-			return fail(http.StatusConflict, string(confirm.CodeDecided), "This confirmation was already decided.", a.decidedPage(c, link))
-		case confirm.CodeExpired:
-			return fail(http.StatusGone, string(confirm.CodeExpired), "This confirmation expired.", approvalpage.Page{State: approvalpage.Expired, Workspace: a.Settings.Workspace.Name, Accent: a.Settings.Workspace.AccentColor})
-		case confirm.CodeUnknown:
-			return fail(http.StatusNotFound, string(confirm.CodeUnknown), "There is no such confirmation.", approvalpage.Page{State: approvalpage.NotFound})
-		case confirm.CodeMismatch, confirm.CodePending:
-			var ce *confirm.Error
-			errors.As(err, &ce)
-			return fail(http.StatusBadRequest, "invalid_request", ce.Reason, approvalpage.Page{State: approvalpage.BadSignature})
+		switch code := fault.CodeOf(err); code {
+		case fault.ConfirmationDecided:
+			return fail(code, "This confirmation was already decided.", a.decidedPage(c, link))
+		case fault.ConfirmationExpired:
+			return fail(code, "This confirmation expired.", expired)
+		case fault.UnknownConfirmation:
+			return fail(code, "There is no such confirmation.", approvalpage.Page{State: approvalpage.NotFound})
+		case fault.Internal:
+			return fail(code, "Something went wrong; try again.", approvalpage.Page{State: approvalpage.NotFound})
+		default:
+			return fail(code, fault.ReasonOf(err), invalid)
 		}
-		a.logger().Error("decision failed", "confirmation", id, "error", err)
-		return fail(http.StatusInternalServerError, "internal", "Something went wrong; try again.", approvalpage.Page{State: approvalpage.NotFound})
 	}
-	emit(ctx, a.Events, a.SyncEvents, notify.Event{Type: notify.TypeDecided, Confirmation: tasks.EventConfirmation(c), Decision: string(c.Status), Status: string(c.Status)})
 	if wantJSON {
 		return jsonResponse(http.StatusOK, struct {
 			Status     store.Status    `json:"status"`
 			Operations []operationView `json:"operations"`
-		}{Status: c.Status, Operations: viewConfirmation(c, a.now()).Operations})
+		}{Status: c.Status, Operations: viewConfirmation(c, confirm.Effective(c, a.now())).Operations})
 	}
 	return a.page(http.StatusOK, a.decidedPage(c, link), false)
 }

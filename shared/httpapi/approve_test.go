@@ -9,7 +9,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/countersign/countersign/shared/confirm"
+	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/links"
 	"github.com/countersign/countersign/shared/store"
 )
@@ -208,7 +208,7 @@ func TestApproverDecide(t *testing.T) {
 			t.Errorf("workflow (-want +got):\n%s", diff)
 		}
 		again := invoke(t, e.approver, approveEvent("POST", c.ID, "", form(l, "decision", "reject"), h))
-		expect(t, again, 409, string(confirm.CodeDecided))
+		expect(t, again, 409, string(fault.ConfirmationDecided))
 		if e.stored(t, c.ID).Status != store.StatusApproved || len(e.wf.told()) != 1 {
 			t.Error("a second decision changed something")
 		}
@@ -249,7 +249,7 @@ func TestApproverDecide(t *testing.T) {
 		e.clock.Advance(601 * time.Second)
 		h := map[string]string{"content-type": "application/x-www-form-urlencoded", "accept": "application/json"}
 		r := invoke(t, e.approver, approveEvent("POST", c.ID, "", form(l, "decision", "approve"), h))
-		expect(t, r, 410, string(confirm.CodeExpired))
+		expect(t, r, 410, string(fault.ConfirmationExpired))
 		if len(e.wf.told()) != 0 {
 			t.Error("the workflow was told")
 		}

@@ -1,45 +1,56 @@
 package httpapi
 
 import (
-	"errors"
 	"net/http"
+	"strconv"
 
-	"github.com/countersign/countersign/shared/confirm"
-	"github.com/countersign/countersign/shared/tier"
+	"github.com/countersign/countersign/shared/calls"
+	"github.com/countersign/countersign/shared/fault"
 )
 
-// statusOf is the one table from error codes to HTTP statuses (API.md section 2).
-var statusOf = map[string]int{
-	"invalid_request":                     http.StatusBadRequest,
-	"unauthenticated":                     http.StatusUnauthorized,
-	"forbidden":                           http.StatusForbidden,
-	"bad_signature":                       http.StatusForbidden,
-	string(tier.CodeRequiresConfirmation): http.StatusForbidden,
-	string(tier.CodeReviewRequired):       http.StatusForbidden,
-	string(tier.CodeBlocked):              http.StatusForbidden,
-	string(tier.CodeReadOnly):             http.StatusForbidden,
-	string(tier.CodeWriteIntentRequired):  http.StatusForbidden,
-	string(tier.CodeHookDenied):           http.StatusForbidden,
-	string(confirm.CodeRejected):          http.StatusForbidden,
-	string(confirm.CodeMismatch):          http.StatusForbidden,
-	string(tier.CodeUnknownOperation):     http.StatusNotFound,
-	string(confirm.CodeUnknown):           http.StatusNotFound,
-	"not_found":                           http.StatusNotFound,
-	"method_not_allowed":                  http.StatusMethodNotAllowed,
-	string(confirm.CodePending):           http.StatusConflict,
-	string(confirm.CodeUsed):              http.StatusConflict,
-	string(confirm.CodeDecided):           http.StatusConflict,
-	"idempotency_in_progress":             http.StatusConflict,
-	string(confirm.CodeExpired):           http.StatusGone,
-	"payload_too_large":                   http.StatusRequestEntityTooLarge,
-	"idempotency_key_reused":              http.StatusUnprocessableEntity,
-	"upstream_unreachable":                http.StatusBadGateway,
-	"internal":                            http.StatusInternalServerError,
+// statusOf is the one table from codes to HTTP statuses (API.md section 2);
+// a test fails when a code of package fault has no entry.
+var statusOf = map[fault.Code]int{
+	fault.InvalidRequest:        http.StatusBadRequest,
+	fault.Unauthenticated:       http.StatusUnauthorized,
+	fault.Forbidden:             http.StatusForbidden,
+	fault.BadSignature:          http.StatusForbidden,
+	fault.RequiresConfirmation:  http.StatusForbidden,
+	fault.ReviewRequired:        http.StatusForbidden,
+	fault.Blocked:               http.StatusForbidden,
+	fault.ReadOnly:              http.StatusForbidden,
+	fault.WriteIntentRequired:   http.StatusForbidden,
+	fault.HookDenied:            http.StatusForbidden,
+	fault.ConfirmationRejected:  http.StatusForbidden,
+	fault.ConfirmationMismatch:  http.StatusForbidden,
+	fault.UnknownOperation:      http.StatusNotFound,
+	fault.UnknownConfirmation:   http.StatusNotFound,
+	fault.NotFound:              http.StatusNotFound,
+	fault.MethodNotAllowed:      http.StatusMethodNotAllowed,
+	fault.ConfirmationPending:   http.StatusConflict,
+	fault.ConfirmationUsed:      http.StatusConflict,
+	fault.ConfirmationDecided:   http.StatusConflict,
+	fault.IdempotencyInProgress: http.StatusConflict,
+	fault.ConfirmationExpired:   http.StatusGone,
+	fault.PayloadTooLarge:       http.StatusRequestEntityTooLarge,
+	fault.IdempotencyKeyReused:  http.StatusUnprocessableEntity,
+	fault.RateLimited:           http.StatusTooManyRequests,
+	fault.UpstreamUnreachable:   http.StatusBadGateway,
+	fault.Internal:              http.StatusInternalServerError,
 }
 
-// kindOf says whether a code is a denial ("denied") or an error ("error").
-func kindOf(code string) string {
-	if statusOf[code] == http.StatusForbidden {
+// httpStatus is the status of a code; an unknown code is a bug, answered 500.
+func httpStatus(code fault.Code) int {
+	if s, ok := statusOf[code]; ok {
+		return s
+	}
+	return http.StatusInternalServerError
+}
+
+// kindOf is the "status" field of an error body: "denied" for a denial,
+// "error" otherwise.
+func kindOf(code fault.Code) string {
+	if code.Denial() {
 		return "denied"
 	}
 	return "error"
@@ -58,32 +69,33 @@ type errorBody struct {
 	} `json:"review,omitempty"`
 }
 
-func errorResponse(status int, kind, code, reason string) Response {
-	return jsonResponse(status, errorBody{Status: kind, Code: code, Reason: reason})
-}
-
 // codeError answers with the status the table gives the code.
-func codeError(code, reason string) Response {
-	status, ok := statusOf[code]
-	if !ok {
-		status = http.StatusInternalServerError
-	}
-	return errorResponse(status, kindOf(code), code, reason)
+func codeError(code fault.Code, reason string) Response {
+	return jsonResponse(httpStatus(code), errorBody{Status: kindOf(code), Code: string(code), Reason: reason})
 }
 
-// lifecycleError answers a confirm.Error with its code, anything else with 500.
-func lifecycleError(err error) Response {
-	var ce *confirm.Error
-	if errors.As(err, &ce) {
-		return codeError(string(ce.Code), ce.Reason)
+// errorOf answers an error from the pipeline: its code and reason, never
+// its cause (a store error may name internals; it is logged where it
+// happened).
+func errorOf(err error) Response {
+	code := fault.CodeOf(err)
+	resp := codeError(code, fault.ReasonOf(err))
+	if fe := fault.As(err); fe != nil && fe.RetryAfter > 0 {
+		resp.Headers["Retry-After"] = strconv.Itoa(fe.RetryAfter)
 	}
-	return codeError("internal", "internal error")
+	return resp
 }
 
-// denied answers a denial decision with its tier, reason and escalation.
-func denied(d tier.Decision) Response {
-	t := d.Tier.String()
-	esc := d.Escalated
-	status := statusOf[string(d.Code)]
-	return jsonResponse(status, errorBody{Status: kindOf(string(d.Code)), Code: string(d.Code), Reason: d.Reason, Tier: &t, Escalated: &esc, Rule: d.Rule})
+// denied answers a denial with its tier, reason, escalation and rule, and
+// the review item queued for review_required.
+func denied(res *calls.Result) Response {
+	d := &res.Decision
+	t, esc := d.Tier.String(), d.Escalated
+	body := errorBody{Status: kindOf(res.Code), Code: string(res.Code), Reason: res.Reason, Tier: &t, Escalated: &esc, Rule: d.Rule}
+	if res.ReviewID != "" {
+		body.Review = &struct {
+			ID string `json:"id"`
+		}{ID: res.ReviewID}
+	}
+	return jsonResponse(httpStatus(res.Code), body)
 }

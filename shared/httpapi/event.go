@@ -17,6 +17,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/countersign/countersign/shared/fault"
 )
 
 // Request and Response are API Gateway HTTP API (payload 2.0) events: the
@@ -102,15 +104,15 @@ func ServeHTTP(h Handler, w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			WriteHTTP(w, errorResponse(http.StatusRequestEntityTooLarge, "error", "payload_too_large", "the request body is over 1 MiB"))
+			WriteHTTP(w, codeError(fault.PayloadTooLarge, "the request body is over 1 MiB"))
 			return
 		}
-		WriteHTTP(w, errorResponse(http.StatusBadRequest, "error", "invalid_request", err.Error()))
+		WriteHTTP(w, codeError(fault.InvalidRequest, err.Error()))
 		return
 	}
 	resp, err := h.Handle(r.Context(), req)
 	if err != nil {
-		WriteHTTP(w, errorResponse(http.StatusInternalServerError, "error", "internal", "internal error"))
+		WriteHTTP(w, codeError(fault.Internal, "internal error"))
 		return
 	}
 	WriteHTTP(w, resp)

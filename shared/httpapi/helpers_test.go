@@ -16,6 +16,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
+	"github.com/countersign/countersign/shared/calls"
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/httpapi"
 	"github.com/countersign/countersign/shared/links"
@@ -184,10 +185,11 @@ func newEnv(tb testing.TB) *env {
 		n++
 		return fmt.Sprintf("cf_test%d", n)
 	}}
+	pipeline := &calls.Service{Config: cfg, Store: st, Confirm: svc, Upstream: &upstream.Client{}, Now: clock.Now}
 	return &env{
 		ctx: context.Background(), clock: clock, st: st, wf: wf, svc: svc, cfg: cfg, up: up, upURL: srv.URL, signer: signer,
-		gateway:  &httpapi.Gateway{Config: cfg, Store: st, Confirm: svc, Upstream: &upstream.Client{}, Now: clock.Now, PollInterval: time.Millisecond},
-		approver: &httpapi.Approver{Confirm: svc, Signer: signer, Settings: cfg.Settings, Now: clock.Now},
+		gateway:  &httpapi.Gateway{Calls: pipeline, PollInterval: time.Millisecond},
+		approver: &httpapi.Approver{Calls: pipeline, Signer: signer, Settings: cfg.Settings, Now: clock.Now},
 	}
 }
 

@@ -2,13 +2,12 @@ package httpapi
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"net/http"
 	"net/url"
 	"strings"
-	"unicode/utf8"
 
+	"github.com/countersign/countersign/shared/calls"
+	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/store"
 	"github.com/countersign/countersign/shared/tier"
 )
@@ -19,6 +18,9 @@ var hopHeaders = map[string]bool{
 	"trailer": true, "transfer-encoding": true, "upgrade": true, "content-length": true, "host": true,
 }
 
+// restRefusal completes the denial of a pausing call over plain REST.
+const restRefusal = "plain REST cannot ask a person: send Prefer: respond-async to wait for approval"
+
 // rest handles ANY /v1/rest/<connection>/<path>: the request goes upstream as
 // it is, and the upstream's answer comes back unchanged. REST cannot ask a
 // person, so a pausing call is refused unless the client sends
@@ -26,93 +28,57 @@ var hopHeaders = map[string]bool{
 func (g *Gateway) rest(ctx context.Context, req *Request, cred *store.Credential, rest string) Response {
 	connName, p, _ := strings.Cut(rest, "/")
 	if connName == "" {
-		return codeError("invalid_request", "the path must be /v1/rest/<connection>/<path>")
+		return codeError(fault.InvalidRequest, "the path must be /v1/rest/<connection>/<path>")
 	}
-	if hasDotSegment(p) {
-		return codeError("invalid_request", "the path must not contain . or .. segments")
+	if calls.HasDotSegment(p) {
+		return codeError(fault.InvalidRequest, "the path must not contain . or .. segments")
 	}
 	b, err := body(req)
 	if err != nil {
-		return codeError("invalid_request", err.Error())
+		return codeError(fault.InvalidRequest, err.Error())
 	}
 	m := method(req)
-	c := &call{rawQuery: req.RawQueryString, forward: forwardHeaders(req)}
-	c.tier = tier.Call{Connection: connName, Method: m, Path: "/" + p, Intent: tier.IntentRead}
+	c := &calls.Call{Connection: connName, Method: m, Path: "/" + p, RawQuery: req.RawQueryString, Forward: forwardHeaders(req), Intent: tier.IntentRead}
 	if tier.IsMutating(m) {
-		c.tier.Intent = tier.IntentWrite
+		c.Intent = tier.IntentWrite
 	}
 	if id := header(req, "Countersign-Confirmation"); id != "" {
-		c.tier.Intent, c.confirmationID = tier.IntentConfirmedWrite, id
+		c.Intent, c.ConfirmationID = tier.IntentConfirmedWrite, id
 	}
-	if q, err := url.ParseQuery(req.RawQueryString); err == nil {
-		c.tier.Query = q
-	} else {
-		return codeError("invalid_request", "malformed query string")
+	if c.Query, err = url.ParseQuery(req.RawQueryString); err != nil {
+		return codeError(fault.InvalidRequest, "malformed query string")
 	}
-	c.contentType = header(req, "Content-Type")
+	c.ContentType = header(req, "Content-Type")
 	if len(b) > 0 {
-		c.body = b
-		if json.Valid(b) {
-			c.jsonBody = b
-		}
+		c.Body = b
 	}
-	c.arg = restArg(b, c.jsonBody != nil)
-	c.idempotencyKey = header(req, "Idempotency-Key")
-	async := preferAsync(header(req, "Prefer"))
-	return g.idempotent(ctx, cred, "rest", c, func() Response { return g.restOutcome(ctx, cred, c, async) })
+	c.IdempotencyKey = header(req, "Idempotency-Key")
+	o := calls.Options{Pause: calls.PauseRefuse, RefuseReason: restRefusal}
+	if preferAsync(header(req, "Prefer")) {
+		o.Pause = calls.PauseAsk
+	}
+	return g.idempotent(ctx, cred, "rest", c, func() Response { return g.restOutcome(ctx, cred, c, o) })
 }
 
-func (g *Gateway) restOutcome(ctx context.Context, cred *store.Credential, c *call, async bool) Response {
-	d := g.decide(ctx, cred, c)
-	switch d.Outcome {
-	case tier.Deny:
-		return g.deny(ctx, cred, c, d)
-	case tier.Execute:
-		resp, err := g.send(ctx, cred, c, g.agentKey(cred, c))
-		if err != nil {
-			return upstreamError(err)
-		}
-		g.logCall(cred, c, d, "executed", "")
-		out := passThrough(resp.Status, resp.Header, resp.Body)
-		if d.Notice {
-			out.Headers["Countersign-Notice"] = "requires_confirmation; " + d.Reason
-		}
-		return out
+func (g *Gateway) restOutcome(ctx context.Context, cred *store.Credential, c *calls.Call, o calls.Options) Response {
+	res, err := g.Calls.Do(ctx, cred, c, o)
+	if err != nil {
+		return errorOf(err)
 	}
-	if c.confirmationID != "" {
-		conf, resp, errResp := g.redeem(ctx, cred, c, d)
-		if errResp != nil {
-			return *errResp
-		}
-		g.logCall(cred, c, d, "executed", conf.ID)
-		out := passThrough(resp.Status, resp.Header, resp.Body)
-		out.Headers["Countersign-Confirmation"] = conf.ID
-		return out
+	switch res.Outcome {
+	case calls.Denied:
+		return denied(res)
+	case calls.Paused:
+		return pending(res, true)
 	}
-	if !async {
-		g.logCall(cred, c, d, "denied", "")
-		d.Outcome, d.Code = tier.Deny, tier.CodeRequiresConfirmation
-		d.Reason = c.tier.Method + " " + d.Match.Endpoint.Path + " requires confirmation, and plain REST cannot ask a person: send Prefer: respond-async to wait for approval"
-		return denied(d)
+	out := passThrough(res.Response.Status, res.Response.Header, res.Response.Body)
+	if res.Notice {
+		out.Headers["Countersign-Notice"] = "requires_confirmation; " + res.Decision.Reason
 	}
-	return g.pause(ctx, cred, c, d, true)
-}
-
-// restArg is the JSON form of a REST body for the binding: the JSON itself,
-// a string for other text, and base64 for bytes.
-func restArg(b []byte, isJSON bool) json.RawMessage {
-	switch {
-	case len(b) == 0:
-		return json.RawMessage("null")
-	case isJSON:
-		return b
-	case utf8.Valid(b):
-		s, _ := json.Marshal(string(b))
-		return s
-	default:
-		s, _ := json.Marshal(map[string]string{"base64": base64.StdEncoding.EncodeToString(b)})
-		return s
+	if res.Confirmation != nil {
+		out.Headers["Countersign-Confirmation"] = res.Confirmation.ID
 	}
+	return out
 }
 
 func preferAsync(prefer string) bool {

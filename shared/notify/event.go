@@ -3,6 +3,8 @@ package notify
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/countersign/countersign/shared/store"
 )
 
 // Event types (API.md section 5).
@@ -36,6 +38,20 @@ type EventConfirmation struct {
 	Credential string           `json:"credential"` // the credential id, never a key
 	Reason     string           `json:"reason"`
 	Operations []EventOperation `json:"operations"`
+}
+
+// ConfirmationOf is the event view of a stored confirmation.
+func ConfirmationOf(c *store.Confirmation) EventConfirmation {
+	ec := EventConfirmation{ID: c.ID, Kind: string(c.Kind), ExpiresAt: c.ExpiresAt, Credential: c.Credential, Reason: c.Reason}
+	for _, op := range c.Operations {
+		args, _ := json.Marshal(op.Args)
+		eo := EventOperation{Connection: op.Connection, Method: op.Method, Path: op.Path, Endpoint: op.Endpoint, Args: args}
+		if op.Outcome != nil {
+			eo.Outcome, _ = json.Marshal(op.Outcome)
+		}
+		ec.Operations = append(ec.Operations, eo)
+	}
+	return ec
 }
 
 // EventOperation is one operation of a confirmation.

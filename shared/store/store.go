@@ -16,10 +16,11 @@ var ErrNotFound = errors.New("store: not found")
 // exists (create) or changed since it was read (update).
 var ErrConflict = errors.New("store: conflict")
 
-// Store is the persistence the gateway needs. Every write that guards a
+// Store is every method the adapters implement. Every write that guards a
 // state transition is conditional, so two racing writers never both win.
 // Adapters: embedded (bbolt) and dynamostore (DynamoDB); storetest holds the
-// contract suite both must pass.
+// contract suite both must pass. Consumers hold their own small interfaces
+// (confirm.Store, calls.Store, app.Store), never this one.
 type Store interface {
 	// PutCredential creates or replaces a credential (keyed by ID, looked up by KeyHash).
 	PutCredential(ctx context.Context, c Credential) error
@@ -121,6 +122,9 @@ type Confirmation struct {
 	// TaskToken is the workflow's callback token, stored by the notify task.
 	TaskToken  string      `json:"task_token,omitempty"`
 	Operations []Operation `json:"operations"`
+	// GatewayRuns is set when the gateway runs the approved operations
+	// itself instead of waiting for the agent to redeem (the MCP card).
+	GatewayRuns bool `json:"gateway_runs,omitempty"`
 	// Result is a script's stored result (code mode).
 	Result json.RawMessage `json:"result,omitempty"`
 	// Version is the optimistic-concurrency counter; see UpdateConfirmation.
@@ -156,10 +160,30 @@ type Operation struct {
 	Args       Args   `json:"args"`
 	// Binding is the hex SHA-256 over credential, connection, method,
 	// endpoint and the canonical arguments (canon.Binding).
-	Binding  string   `json:"binding"`
+	Binding string `json:"binding"`
+	// ContentType is the body's media type as the agent sent it.
+	ContentType string `json:"content_type,omitempty"`
+	// Payload is the body's bytes when Args.Body does not give them back
+	// exactly (text, binary, or JSON with other spacing): replay sends
+	// Payload when set, else Args.Body.
+	Payload []byte `json:"payload,omitempty"`
+	// RawQuery is the query as the agent sent it (REST), replayed as it is.
+	RawQuery string   `json:"raw_query,omitempty"`
 	Selected bool     `json:"selected"`
 	State    OpState  `json:"state,omitempty"`
 	Outcome  *Outcome `json:"outcome,omitempty"`
+}
+
+// Body returns the bytes to send upstream when the operation is replayed:
+// Payload when set, else the JSON of Args.Body, nil for no body.
+func (op *Operation) Body() []byte {
+	if op.Payload != nil {
+		return op.Payload
+	}
+	if len(op.Args.Body) == 0 || string(op.Args.Body) == "null" {
+		return nil
+	}
+	return op.Args.Body
 }
 
 // Outcome is the stored result of an upstream call.

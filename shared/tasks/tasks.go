@@ -2,18 +2,18 @@ package tasks
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"time"
 
+	"github.com/aws/aws-lambda-go/lambdacontext"
+
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/links"
 	"github.com/countersign/countersign/shared/notify"
-	"github.com/countersign/countersign/shared/policy"
+	"github.com/countersign/countersign/shared/reqlog"
 	"github.com/countersign/countersign/shared/store"
-	"github.com/countersign/countersign/shared/upstream"
 )
 
 // NotifyInput is the notify task's payload (statemachines/*.asl.json).
@@ -56,6 +56,7 @@ func deliveryContext(ctx context.Context, budget time.Duration) (context.Context
 // Handle runs the notify task. It is idempotent: a retried invocation with
 // the same token sends the links again but changes nothing else.
 func (h *Notify) Handle(ctx context.Context, in NotifyInput) (struct{}, error) {
+	ctx = withRequestID(ctx)
 	if in.ConfirmationID == "" || in.TaskToken == "" {
 		return struct{}{}, taskError(errors.New("notify: confirmation_id and task_token are required"))
 	}
@@ -64,10 +65,10 @@ func (h *Notify) Handle(ctx context.Context, in NotifyInput) (struct{}, error) {
 		return struct{}{}, taskError(fmt.Errorf("notify %s: %w", in.ConfirmationID, err))
 	}
 	if !ok {
-		logger(h.Logger).Info("notify skipped: confirmation no longer pending", "confirmation", in.ConfirmationID, "execution", in.Execution, "status", c.Status)
+		logger(h.Logger).InfoContext(ctx, "notify skipped: confirmation no longer pending", "confirmation", in.ConfirmationID, "execution", in.Execution, "status", c.Status)
 		return struct{}{}, nil
 	}
-	ev := notify.Event{Type: notify.TypeRequested, Confirmation: EventConfirmation(c)}
+	ev := notify.Event{Type: notify.TypeRequested, Confirmation: notify.ConfirmationOf(c)}
 	linkFor := func(approver string) string {
 		return h.Signer.Sign(c.ID, approver, c.ExpiresAt).URL(h.PublicURL)
 	}
@@ -76,7 +77,7 @@ func (h *Notify) Handle(ctx context.Context, in NotifyInput) (struct{}, error) {
 	if err := h.Dispatcher.NotifyEachWait(dctx, ev, linkFor); err != nil {
 		// The wait goes on: an approver may still get the link from another
 		// channel, and the timeout ends it otherwise.
-		logger(h.Logger).Warn("some approver channels failed", "confirmation", c.ID, "error", err)
+		logger(h.Logger).WarnContext(ctx, "some approver channels failed", "confirmation", c.ID, "error", err)
 	}
 	return struct{}{}, nil
 }
@@ -102,6 +103,7 @@ type Finalize struct {
 
 // Handle runs the finalize task.
 func (h *Finalize) Handle(ctx context.Context, in FinalizeInput) (FinalizeOutput, error) {
+	ctx = withRequestID(ctx)
 	to := store.Status(in.Outcome)
 	before, err := h.Confirm.Get(ctx, in.ConfirmationID)
 	if err != nil {
@@ -112,9 +114,9 @@ func (h *Finalize) Handle(ctx context.Context, in FinalizeInput) (FinalizeOutput
 		return FinalizeOutput{}, taskError(err)
 	}
 	if before.Status == store.StatusPending && c.Status == store.StatusExpired {
-		ev := notify.Event{Type: notify.TypeExpired, Confirmation: EventConfirmation(c), Status: string(c.Status)}
+		ev := notify.Event{Type: notify.TypeExpired, Confirmation: notify.ConfirmationOf(c), Status: string(c.Status)}
 		if err := h.Dispatcher.NotifyWait(ctx, ev); err != nil {
-			logger(h.Logger).Warn("expired event not delivered everywhere", "confirmation", c.ID, "error", err)
+			logger(h.Logger).WarnContext(ctx, "expired event not delivered everywhere", "confirmation", c.ID, "error", err)
 		}
 	}
 	return FinalizeOutput{Status: string(c.Status)}, nil
@@ -130,87 +132,27 @@ type ExecuteOutput struct {
 	Status string `json:"status"`
 }
 
-// Execute runs the approved operations of a confirmation the gateway
-// executes itself, each exactly once (see confirm.Service.ExecuteApproved).
+// Executor runs the approved operations of a confirmation the gateway
+// executes itself, each exactly once (calls.Service).
+type Executor interface {
+	Execute(ctx context.Context, id string) (*store.Confirmation, error)
+}
+
+// Execute is the execute task: it runs the approved operations of a
+// confirmation the gateway executes itself, each exactly once, through the
+// call pipeline (calls.Service.Execute).
 type Execute struct {
-	Confirm    *confirm.Service
-	Run        confirm.Runner
-	Dispatcher *notify.Dispatcher
-	Logger     *slog.Logger
+	Calls Executor
 }
 
 // Handle runs the execute task; a retried invocation replays stored outcomes.
 func (h *Execute) Handle(ctx context.Context, in ExecuteInput) (ExecuteOutput, error) {
-	before, err := h.Confirm.Get(ctx, in.ConfirmationID)
+	ctx = withRequestID(ctx)
+	c, err := h.Calls.Execute(ctx, in.ConfirmationID)
 	if err != nil {
 		return ExecuteOutput{}, taskError(err)
-	}
-	c, err := h.Confirm.ExecuteApproved(ctx, in.ConfirmationID, h.Run)
-	if err != nil {
-		return ExecuteOutput{}, taskError(err)
-	}
-	// A retried invocation replays the outcome without announcing it again.
-	if c.Status != before.Status {
-		ev := notify.Event{Type: notify.TypeExecuted, Confirmation: EventConfirmation(c), Status: string(c.Status)}
-		if err := h.Dispatcher.NotifyWait(ctx, ev); err != nil {
-			logger(h.Logger).Warn("executed event not delivered everywhere", "confirmation", c.ID, "error", err)
-		}
 	}
 	return ExecuteOutput{Status: string(c.Status)}, nil
-}
-
-// Runner returns the confirm.Runner that calls a connection's upstream for a
-// stored operation, sending its Idempotency-Key.
-func Runner(cfg *policy.Config, client *upstream.Client) confirm.Runner {
-	return func(ctx context.Context, op store.Operation, key string) store.Outcome {
-		conn := cfg.Connections[op.Connection]
-		if conn == nil {
-			return store.Outcome{Error: fmt.Sprintf("connection %q is no longer configured", op.Connection)}
-		}
-		req := upstream.Request{
-			BaseURL:        conn.BaseURL,
-			Headers:        conn.Headers,
-			Method:         op.Method,
-			Path:           op.Path,
-			Query:          confirm.QueryValues(op.Args.Query),
-			IdempotencyKey: key,
-		}
-		if len(op.Args.Body) > 0 && string(op.Args.Body) != "null" {
-			req.Body = op.Args.Body
-		}
-		return OutcomeOf(client.Do(ctx, req))
-	}
-}
-
-// OutcomeOf turns an upstream response or error into a stored outcome.
-func OutcomeOf(resp *upstream.Response, err error) store.Outcome {
-	if err != nil {
-		return store.Outcome{Error: err.Error()}
-	}
-	out := store.Outcome{Status: resp.Status, Headers: map[string]string{}}
-	for k := range resp.Header {
-		out.Headers[k] = resp.Header.Get(k)
-	}
-	if v, ok := resp.JSONBody(); ok {
-		out.Body, _ = json.Marshal(v)
-	} else if len(resp.Body) > 0 {
-		out.Body, _ = json.Marshal(string(resp.Body))
-	}
-	return out
-}
-
-// EventConfirmation is the webhook view of a confirmation.
-func EventConfirmation(c *store.Confirmation) notify.EventConfirmation {
-	ec := notify.EventConfirmation{ID: c.ID, Kind: string(c.Kind), ExpiresAt: c.ExpiresAt, Credential: c.Credential, Reason: c.Reason}
-	for _, op := range c.Operations {
-		args, _ := json.Marshal(op.Args)
-		eo := notify.EventOperation{Connection: op.Connection, Method: op.Method, Path: op.Path, Endpoint: op.Endpoint, Args: args}
-		if op.Outcome != nil {
-			eo.Outcome, _ = json.Marshal(op.Outcome)
-		}
-		ec.Operations = append(ec.Operations, eo)
-	}
-	return ec
 }
 
 // TaskError is the one error type the task handlers return, so the Lambda
@@ -229,6 +171,15 @@ func taskError(err error) error {
 		return nil
 	}
 	return &TaskError{Err: err}
+}
+
+// withRequestID puts the Lambda invocation's request id on the task's log
+// lines (none when run by the local engine).
+func withRequestID(ctx context.Context) context.Context {
+	if lc, ok := lambdacontext.FromContext(ctx); ok {
+		return reqlog.With(ctx, lc.AwsRequestID)
+	}
+	return ctx
 }
 
 func logger(l *slog.Logger) *slog.Logger {

@@ -18,7 +18,9 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/countersign/countersign/shared/calls"
 	"github.com/countersign/countersign/shared/confirm"
+	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/links"
 	"github.com/countersign/countersign/shared/notify"
 	"github.com/countersign/countersign/shared/policy"
@@ -26,7 +28,6 @@ import (
 	"github.com/countersign/countersign/shared/store/embedded"
 	"github.com/countersign/countersign/shared/store/storetest"
 	"github.com/countersign/countersign/shared/tasks"
-	"github.com/countersign/countersign/shared/upstream"
 	"github.com/countersign/countersign/shared/workflow"
 )
 
@@ -94,6 +95,11 @@ func newEnv(tb testing.TB) *env {
 		ctx: context.Background(), clock: clock, st: st, signer: signer, channels: chs, disp: disp,
 		svc: &confirm.Service{Store: st, Workflow: nopWorkflow{}, Now: clock.Now},
 	}
+}
+
+// calls is the pipeline the execute task runs operations through.
+func (e *env) calls(cfg *policy.Config) *calls.Service {
+	return &calls.Service{Config: cfg, Store: e.st, Confirm: e.svc, Events: e.disp, SyncEvents: true, Now: e.clock.Now}
 }
 
 func (e *env) notifyTask() *tasks.Notify {
@@ -249,7 +255,7 @@ func TestNotifyNotPending(t *testing.T) {
 func TestTaskErrors(t *testing.T) {
 	e := newEnv(t)
 	fin := &tasks.Finalize{Confirm: e.svc, Dispatcher: e.disp}
-	exe := &tasks.Execute{Confirm: e.svc, Run: func(context.Context, store.Operation, string) store.Outcome { return store.Outcome{} }, Dispatcher: e.disp}
+	exe := &tasks.Execute{Calls: e.calls(&policy.Config{Connections: map[string]*policy.Connection{}})}
 	pending := e.create(t, store.KindScript, deleteOp(t))
 	rejected := e.create(t, store.KindScript, deleteOp(t))
 	if _, _, err := e.svc.AttachToken(e.ctx, rejected.ID, "tok"); err != nil {
@@ -288,7 +294,7 @@ func TestTaskErrors(t *testing.T) {
 	}
 	t.Run("the cause keeps the lifecycle code", func(t *testing.T) {
 		_, err := invoke(t, e.notifyTask().Handle, `{"confirmation_id":"cf_nope","task_token":"tok"}`)
-		if confirm.CodeOf(err) != confirm.CodeUnknown || !strings.Contains(err.Error(), "cf_nope") {
+		if fault.CodeOf(err) != fault.UnknownConfirmation || !strings.Contains(err.Error(), "cf_nope") {
 			t.Errorf("err %v, want unknown_confirmation naming cf_nope", err)
 		}
 	})
@@ -398,7 +404,7 @@ func TestExecute(t *testing.T) {
 	cfg := &policy.Config{Connections: map[string]*policy.Connection{
 		"crm": {Name: "crm", BaseURL: srv.URL, Headers: map[string]string{"X-Upstream-Token": "upstream-secret"}},
 	}}
-	exe := &tasks.Execute{Confirm: e.svc, Run: tasks.Runner(cfg, &upstream.Client{}), Dispatcher: e.disp}
+	exe := &tasks.Execute{Calls: e.calls(cfg)}
 	post := newOp(t, "POST", "/payments", "/payments", store.Args{Query: map[string]any{"dry": "no", "tag": []any{"a", "b"}}, Body: json.RawMessage(`{"amount":12.50}`)})
 	skipped := newOp(t, "DELETE", "/contacts/13", "/contacts/{id}", store.Args{Path: map[string]string{"id": "13"}})
 	c := e.create(t, store.KindScript, deleteOp(t), skipped, post)
@@ -453,13 +459,5 @@ func TestExecute(t *testing.T) {
 		if ops := evs[0].Confirmation.Operations; len(ops) != 3 || len(ops[0].Outcome) == 0 || len(ops[1].Outcome) != 0 {
 			t.Errorf("executed event operations %+v, want outcomes for the operations that ran", ops)
 		}
-	}
-}
-
-func TestRunnerUnknownConnection(t *testing.T) {
-	run := tasks.Runner(&policy.Config{Connections: map[string]*policy.Connection{}}, &upstream.Client{})
-	out := run(context.Background(), store.Operation{Connection: "gone", Method: "GET", Path: "/x"}, "k")
-	if out.Error == "" || !strings.Contains(out.Error, "gone") {
-		t.Errorf("outcome %+v, want an error naming the connection", out)
 	}
 }

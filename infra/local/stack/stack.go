@@ -18,14 +18,12 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/countersign/countersign/infra/local/democrm"
-	"github.com/countersign/countersign/shared/confirm"
+	"github.com/countersign/countersign/shared/app"
 	"github.com/countersign/countersign/shared/httpapi"
 	"github.com/countersign/countersign/shared/links"
 	"github.com/countersign/countersign/shared/notify"
 	"github.com/countersign/countersign/shared/policy"
 	"github.com/countersign/countersign/shared/store/embedded"
-	"github.com/countersign/countersign/shared/tasks"
-	"github.com/countersign/countersign/shared/upstream"
 	"github.com/countersign/countersign/shared/workflow/local"
 	"github.com/countersign/countersign/statemachines"
 )
@@ -64,7 +62,7 @@ type Stack struct {
 
 	store      *embedded.Store
 	engine     *local.Engine
-	dispatcher *notify.Dispatcher
+	app        *app.App
 	server     *http.Server
 	demoServer *http.Server
 	served     chan error
@@ -126,11 +124,6 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	if s.store, err = embedded.Open(filepath.Join(o.DataDir, "countersign.db"), nil); err != nil {
 		return nil, err
 	}
-	for _, c := range cfg.Credentials {
-		if err := s.store.PutCredential(ctx, c); err != nil {
-			return nil, fmt.Errorf("load credential %s: %w", c.ID, err)
-		}
-	}
 	key, err := links.LoadOrCreateKey(filepath.Join(o.DataDir, "signing-key.json"))
 	if err != nil {
 		return nil, err
@@ -145,10 +138,6 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 		return nil, fmt.Errorf("listen on %s: %w", o.Addr, err)
 	}
 	s.URL = "http://" + ln.Addr().String()
-	publicURL := cfg.Settings.PublicURL
-	if o.PublicURL != "" {
-		publicURL = o.PublicURL
-	}
 
 	var channels []notify.Channel
 	if cfg.Settings.Approvers.Console {
@@ -158,18 +147,11 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 		channels = append(channels, &notify.Webhook{Approver: w.Name, URL: w.URL, Format: w.Format, Secret: w.Secret,
 			Client: o.WebhookClient, Backoff: o.WebhookBackoff})
 	}
-	s.dispatcher = notify.NewDispatcher(channels, logger)
-
-	t := cfg.Settings.Timeouts
-	svc := &confirm.Service{
-		Store:    s.store,
-		Timeouts: confirm.Timeouts{Call: seconds(t.CallSeconds), Script: seconds(t.ScriptSeconds), Redeem: seconds(t.RedeemSeconds)},
-		Logger:   logger,
+	s.app = app.New(cfg, app.Adapters{Store: s.store, Signer: signer, Channels: channels, Logger: logger},
+		app.Options{PublicURL: o.PublicURL, Stopping: s.stopping})
+	if err := s.app.SeedCredentials(ctx); err != nil {
+		return nil, err
 	}
-	up := &upstream.Client{}
-	notifyTask := &tasks.Notify{Confirm: svc, Signer: signer, Dispatcher: s.dispatcher, PublicURL: publicURL, Logger: logger}
-	executeTask := &tasks.Execute{Confirm: svc, Run: tasks.Runner(cfg, up), Dispatcher: s.dispatcher, Logger: logger}
-	finalizeTask := &tasks.Finalize{Confirm: svc, Dispatcher: s.dispatcher, Logger: logger}
 	defs, err := statemachines.Definitions()
 	if err != nil {
 		return nil, err
@@ -179,22 +161,21 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 		Definitions:   defs,
 		Substitutions: substitutions,
 		Functions: map[string]local.LambdaFunc{
-			"notify":   invoke(notifyTask.Handle),
-			"execute":  invoke(executeTask.Handle),
-			"finalize": invoke(finalizeTask.Handle),
+			"notify":   invoke(s.app.NotifyTask().Handle),
+			"execute":  invoke(s.app.ExecuteTask().Handle),
+			"finalize": invoke(s.app.FinalizeTask().Handle),
 		},
 		Logger: logger,
 	})
 	if err != nil {
 		return nil, err
 	}
-	svc.Workflow = s.engine
+	s.app.SetWorkflow(s.engine)
 	if err := s.engine.Resume(ctx); err != nil {
 		return nil, fmt.Errorf("resume workflows: %w", err)
 	}
 
-	gateway := &httpapi.Gateway{Config: cfg, Store: s.store, Confirm: svc, Upstream: up, Events: s.dispatcher, Logger: logger, Stopping: s.stopping}
-	approver := &httpapi.Approver{Confirm: svc, Signer: signer, Settings: cfg.Settings, Events: s.dispatcher, Logger: logger}
+	gateway, approver := s.app.Gateway(), s.app.Approver()
 	mux := http.NewServeMux()
 	mux.HandleFunc("/approve/", func(w http.ResponseWriter, r *http.Request) { httpapi.ServeHTTP(approver, w, r) })
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { httpapi.ServeHTTP(gateway, w, r) })
@@ -298,8 +279,8 @@ func (s *Stack) closeAll(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("workflow engine: %w", err))
 		}
 	}
-	if s.dispatcher != nil {
-		if err := s.dispatcher.Close(ctx); err != nil {
+	if s.app != nil {
+		if err := s.app.Close(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("notifications: %w", err))
 		}
 	}

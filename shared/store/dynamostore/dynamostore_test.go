@@ -15,9 +15,19 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/countersign/countersign/shared/app"
+	"github.com/countersign/countersign/shared/calls"
+	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/store"
 	"github.com/countersign/countersign/shared/store/dynamostore"
 	"github.com/countersign/countersign/shared/store/storetest"
+)
+
+// The adapter serves each consumer's own small interface.
+var (
+	_ confirm.Store = (*dynamostore.Store)(nil)
+	_ calls.Store   = (*dynamostore.Store)(nil)
+	_ app.Store     = (*dynamostore.Store)(nil)
 )
 
 // endpointEnv names the DynamoDB-compatible server the tests run against.

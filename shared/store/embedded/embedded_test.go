@@ -10,9 +10,19 @@ import (
 
 	"go.etcd.io/bbolt"
 
+	"github.com/countersign/countersign/shared/app"
+	"github.com/countersign/countersign/shared/calls"
+	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/store"
 	"github.com/countersign/countersign/shared/store/embedded"
 	"github.com/countersign/countersign/shared/store/storetest"
+)
+
+// The adapter serves each consumer's own small interface.
+var (
+	_ confirm.Store = (*embedded.Store)(nil)
+	_ calls.Store   = (*embedded.Store)(nil)
+	_ app.Store     = (*embedded.Store)(nil)
 )
 
 func TestContract(t *testing.T) {

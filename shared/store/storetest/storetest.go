@@ -913,9 +913,12 @@ func fullOperation() store.Operation {
 			Query: map[string]any{"hard": true, "limit": 10.0, "tags": []any{"a", "b"}, "none": nil},
 			Body:  json.RawMessage(`{"note":"ünïcode ✓","nested":{"a":[1,null,"x",2.5e10]}}`),
 		},
-		Binding:  keyHash("binding"),
-		Selected: true,
-		State:    store.OpDone,
+		Binding:     keyHash("binding"),
+		ContentType: "application/json; charset=utf-8",
+		Payload:     []byte("{\"note\": \"\xfc\xff binary-safe\"}\n"),
+		RawQuery:    "hard=true&limit=10&tags=a&tags=b",
+		Selected:    true,
+		State:       store.OpDone,
 		Outcome: &store.Outcome{
 			Status:  200,
 			Headers: map[string]string{"Content-Type": "application/json", "X-Request-Id": "r1"},
@@ -948,9 +951,10 @@ func fullConfirmation(id string, now time.Time) *store.Confirmation {
 			{Connection: "crm", Method: "POST", Path: "/contacts", Endpoint: "/contacts",
 				Args: store.Args{Body: json.RawMessage(`{"name":"Ada"}`)}, Binding: keyHash("second")},
 		},
-		Result:  json.RawMessage(`{"ok":true,"n":[1,2,3]}`),
-		Version: 1,
-		TTL:     created.Add(48 * time.Hour).Unix(),
+		GatewayRuns: true,
+		Result:      json.RawMessage(`{"ok":true,"n":[1,2,3]}`),
+		Version:     1,
+		TTL:         created.Add(48 * time.Hour).Unix(),
 	}
 }
 

@@ -1,0 +1,154 @@
+// Package app is the composition root: it builds the whole countersign
+// graph (the confirmation lifecycle, the call pipeline, the approver
+// channels, and the HTTP surfaces and workflow tasks over them) from a
+// loaded configuration and the adapters of where it runs. The Lambda mains
+// (through shared/awsenv) and the local stack each call New with theirs,
+// so the graph is wired once.
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/countersign/countersign/shared/calls"
+	"github.com/countersign/countersign/shared/confirm"
+	"github.com/countersign/countersign/shared/httpapi"
+	"github.com/countersign/countersign/shared/links"
+	"github.com/countersign/countersign/shared/notify"
+	"github.com/countersign/countersign/shared/policy"
+	"github.com/countersign/countersign/shared/reqlog"
+	"github.com/countersign/countersign/shared/store"
+	"github.com/countersign/countersign/shared/tasks"
+	"github.com/countersign/countersign/shared/workflow"
+)
+
+// Store is everything the graph keeps: the union of what the lifecycle
+// and the pipeline need, and credential seeding. Adapters: store/embedded
+// and store/dynamostore.
+type Store interface {
+	confirm.Store
+	calls.Store
+	PutCredential(ctx context.Context, c store.Credential) error
+}
+
+// Adapters are what a deployment plugs in. Nil fields mean the defaults
+// their comments give.
+type Adapters struct {
+	Store Store
+	// Workflow runs the state machines. It may be nil at New and set with
+	// SetWorkflow (the local engine needs the task handlers first).
+	Workflow workflow.Workflow
+	// Signer signs and verifies approval links; required by the approver
+	// surface and the notify task.
+	Signer *links.Signer
+	// Channels are the approver channels (console, webhooks, SNS).
+	Channels []notify.Channel
+	// Upstream sends calls to the connections; nil means upstream.Client.
+	Upstream calls.Sender
+	// Hooks calls the connections' hooks; nil means a client with a 5 s timeout.
+	Hooks *http.Client
+	// Logger receives structured logs, each line of a request with its
+	// request id; nil discards.
+	Logger *slog.Logger
+	// Now returns the current time; nil means time.Now.
+	Now func() time.Time
+	// NewID returns confirmation ids; nil means random "cf_" ids.
+	NewID func() string
+}
+
+// Options are the choices of where the graph runs.
+type Options struct {
+	// PublicURL is where approval links point; empty means
+	// settings.public_url. The caller decides which wins (see awsenv and
+	// the local stack).
+	PublicURL string
+	// SyncEvents delivers approver events before a handler returns
+	// (Lambda freezes work left running after the response).
+	SyncEvents bool
+	// PollInterval is the first pause of a ?wait= long poll (0: 100 ms).
+	PollInterval time.Duration
+	// Stopping, when closed, answers long polls at once (a server shutting down).
+	Stopping <-chan struct{}
+}
+
+// App is the assembled graph.
+type App struct {
+	Config     *policy.Config
+	Store      Store
+	Dispatcher *notify.Dispatcher
+	Confirm    *confirm.Service
+	Calls      *calls.Service
+	Signer     *links.Signer
+	// PublicURL is where approval links point.
+	PublicURL string
+	Logger    *slog.Logger
+
+	now     func() time.Time
+	options Options
+}
+
+// New builds the graph.
+func New(cfg *policy.Config, ad Adapters, o Options) *App {
+	logger := reqlog.Logger(ad.Logger)
+	t := cfg.Settings.Timeouts
+	a := &App{Config: cfg, Store: ad.Store, Signer: ad.Signer, Logger: logger, now: ad.Now, options: o}
+	a.PublicURL = o.PublicURL
+	if a.PublicURL == "" {
+		a.PublicURL = cfg.Settings.PublicURL
+	}
+	a.Dispatcher = notify.NewDispatcher(ad.Channels, logger)
+	a.Confirm = &confirm.Service{
+		Store: ad.Store, Workflow: ad.Workflow,
+		Timeouts: confirm.Timeouts{Call: t.Call(), Script: t.Script(), Redeem: t.Redeem()},
+		Now:      ad.Now, NewID: ad.NewID, Logger: logger,
+	}
+	a.Calls = &calls.Service{
+		Config: cfg, Store: ad.Store, Confirm: a.Confirm, Upstream: ad.Upstream, Hooks: ad.Hooks,
+		Events: a.Dispatcher, SyncEvents: o.SyncEvents, Now: ad.Now, Logger: logger,
+	}
+	return a
+}
+
+// SetWorkflow sets the workflow adapter after New.
+func (a *App) SetWorkflow(w workflow.Workflow) { a.Confirm.Workflow = w }
+
+// SeedCredentials writes the configuration's credentials (credentials.json)
+// to the store: the local stack and tests do; a deployment keeps its
+// credentials only in the table.
+func (a *App) SeedCredentials(ctx context.Context) error {
+	for _, c := range a.Config.Credentials {
+		if err := a.Store.PutCredential(ctx, c); err != nil {
+			return fmt.Errorf("store credential %s: %w", c.ID, err)
+		}
+	}
+	return nil
+}
+
+// Gateway is the agents' surface.
+func (a *App) Gateway() *httpapi.Gateway {
+	return &httpapi.Gateway{Calls: a.Calls, PollInterval: a.options.PollInterval, Stopping: a.options.Stopping}
+}
+
+// Approver is the approvers' surface (the approval page).
+func (a *App) Approver() *httpapi.Approver {
+	return &httpapi.Approver{Calls: a.Calls, Signer: a.Signer, Settings: a.Config.Settings, Now: a.now, Logger: a.Logger}
+}
+
+// NotifyTask stores the workflow's task token and sends the approver links.
+func (a *App) NotifyTask() *tasks.Notify {
+	return &tasks.Notify{Confirm: a.Confirm, Signer: a.Signer, Dispatcher: a.Dispatcher, PublicURL: a.PublicURL, Logger: a.Logger}
+}
+
+// ExecuteTask runs approved operations the gateway executes itself.
+func (a *App) ExecuteTask() *tasks.Execute { return &tasks.Execute{Calls: a.Calls} }
+
+// FinalizeTask records how a wait ended.
+func (a *App) FinalizeTask() *tasks.Finalize {
+	return &tasks.Finalize{Confirm: a.Confirm, Dispatcher: a.Dispatcher, Logger: a.Logger}
+}
+
+// Close waits for background deliveries (bounded by ctx).
+func (a *App) Close(ctx context.Context) error { return a.Dispatcher.Close(ctx) }

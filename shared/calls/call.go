@@ -1,0 +1,130 @@
+package calls
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/countersign/countersign/shared/confirm"
+	"github.com/countersign/countersign/shared/fault"
+	"github.com/countersign/countersign/shared/store"
+	"github.com/countersign/countersign/shared/tier"
+)
+
+// Call is one call from any surface, as the agent made it.
+type Call struct {
+	Connection string
+	Method     string
+	// Path is the concrete path in its escaped (wire) form, e.g. /contacts/12.
+	Path string
+	// Query is the call's query; with RawQuery set it is RawQuery parsed.
+	Query url.Values
+	// RawQuery, when set, is sent upstream as it is (REST pass-through).
+	RawQuery string
+	// Body is the request body to send upstream; nil sends none.
+	Body []byte
+	// ContentType is the body's media type.
+	ContentType string
+	// Forward are the agent's headers passed upstream (REST); the upstream
+	// client drops credentials, hop-by-hop and Countersign-* headers.
+	Forward   http.Header
+	Intent    tier.Intent
+	Delegated bool
+	// ConfirmationID names the approval this call redeems.
+	ConfirmationID string
+	// IdempotencyKey is the agent's Idempotency-Key: sent upstream as
+	// <credential id>:<key> when the call executes.
+	IdempotencyKey string
+}
+
+// Validate refuses what no surface may send: a path with a query,
+// fragment or dot segments (such a path could match one endpoint here and
+// reach another upstream).
+func (c *Call) Validate() error {
+	switch {
+	case c.Connection == "":
+		return fault.New(fault.InvalidRequest, "connection is required")
+	case !tier.ValidMethod(c.Method):
+		return fault.Errorf(fault.InvalidRequest, "method %q is not one of GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS", c.Method)
+	case c.Path == "" || c.Path[0] != '/':
+		return fault.New(fault.InvalidRequest, "path is required and must start with /")
+	case strings.ContainsAny(c.Path, "?#"):
+		return fault.New(fault.InvalidRequest, "path must not contain a query or fragment: put query parameters in query")
+	case HasDotSegment(c.Path):
+		return fault.New(fault.InvalidRequest, "path must not contain . or .. segments")
+	}
+	return nil
+}
+
+// HasDotSegment reports a "." or ".." segment, also percent-encoded, or a
+// segment that cannot be unescaped.
+func HasDotSegment(p string) bool {
+	for _, seg := range strings.Split(p, "/") {
+		if u, err := url.PathUnescape(seg); err != nil || u == "." || u == ".." {
+			return true
+		}
+	}
+	return false
+}
+
+// prepared is a call with what the decision and the binding read of it.
+type prepared struct {
+	*Call
+	tier tier.Call
+	// arg is the body's form in the binding: the JSON itself, a string for
+	// other text, {"base64": ...} for bytes, null for none.
+	arg json.RawMessage
+	// jsonBody is Body when it is JSON, decoded only when a threshold reads it.
+	jsonBody []byte
+}
+
+func prepare(c *Call) *prepared {
+	p := &prepared{Call: c}
+	p.tier = tier.Call{Connection: c.Connection, Method: c.Method, Path: c.Path, Query: c.Query, Intent: c.Intent, Delegated: c.Delegated}
+	isJSON := len(c.Body) > 0 && json.Valid(c.Body)
+	if isJSON {
+		p.jsonBody = c.Body
+	}
+	p.arg = bodyArg(c.Body, isJSON)
+	return p
+}
+
+// bodyArg is the JSON form of a body for the binding.
+func bodyArg(b []byte, isJSON bool) json.RawMessage {
+	switch {
+	case len(b) == 0:
+		return json.RawMessage("null")
+	case isJSON:
+		return b
+	case utf8.Valid(b):
+		s, _ := json.Marshal(string(b))
+		return s
+	default:
+		s, _ := json.Marshal(map[string]string{"base64": base64.StdEncoding.EncodeToString(b)})
+		return s
+	}
+}
+
+// operation builds the bound operation of a decided call, keeping what
+// replaying it needs: the body's bytes when they are not its JSON form,
+// the content type, and a raw query sent as it was.
+func (p *prepared) operation(cred *store.Credential, d *tier.Decision) (store.Operation, error) {
+	args := store.Args{Path: d.Match.Params.Map(), Query: confirm.QueryArgs(p.Query), Body: p.arg}
+	op, err := confirm.NewOperation(cred.ID, p.Connection, p.Method, p.Path, d.Match.Endpoint.Path, args)
+	if err != nil {
+		return op, fault.Wrap(err, "the call could not be bound to an approval")
+	}
+	if len(p.Body) > 0 {
+		op.ContentType = p.ContentType
+		// A stored JSON body comes back compacted: keep the bytes unless
+		// that gives them back exactly.
+		if stored, err := json.Marshal(p.arg); p.jsonBody == nil || err != nil || string(stored) != string(p.Body) {
+			op.Payload = p.Body
+		}
+	}
+	op.RawQuery = p.RawQuery
+	return op, nil
+}

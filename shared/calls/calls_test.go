@@ -1,0 +1,210 @@
+package calls_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/countersign/countersign/shared/calls"
+	"github.com/countersign/countersign/shared/fault"
+	"github.com/countersign/countersign/shared/store"
+	"github.com/countersign/countersign/shared/tier"
+)
+
+// TestReplaySendsTheOriginalBytes pauses a write with a JSON body (with
+// its own spacing), a text body and a binary body, approves it, and runs it
+// both ways a stored operation runs: redeemed by the agent, and run by the
+// gateway itself. The upstream receives each body byte for byte, with its
+// content type and the operation's Idempotency-Key.
+func TestReplaySendsTheOriginalBytes(t *testing.T) {
+	bodies := []struct {
+		name, contentType string
+		body              []byte
+	}{
+		{"json with its own spacing", "application/json", []byte("{ \"note\" : \"<b>&amp;</b>\",\n  \"n\": 1.50 }")},
+		{"compact json", "application/json", []byte(`{"note":"plain","n":2}`)},
+		{"text", "text/plain", []byte("hello")},
+		{"binary", "application/octet-stream", []byte{0xff, 0x00, 0x80, 'x', 0xfe}},
+	}
+	for _, b := range bodies {
+		for _, gatewayRuns := range []bool{false, true} {
+			name := b.name + "/redeemed"
+			if gatewayRuns {
+				name = b.name + "/run by the gateway"
+			}
+			t.Run(name, func(t *testing.T) {
+				e := newEnv(t)
+				cred := e.creds["chat-user"]
+				c := &calls.Call{Connection: "crm", Method: "POST", Path: "/notes", RawQuery: "b=2&a=1", Body: b.body,
+					ContentType: b.contentType, Intent: tier.IntentWrite}
+				mode := calls.PauseAsk
+				if gatewayRuns {
+					mode = calls.PauseGatewayRuns
+				}
+				res, err := e.svc.Do(e.ctx, cred, c, calls.Options{Pause: mode})
+				if err != nil || res.Outcome != calls.Paused {
+					t.Fatalf("pause: %+v, %v", res, err)
+				}
+				id := res.Confirmation.ID
+				if n := len(e.up.seen()); n != 0 {
+					t.Fatalf("the upstream was called %d times before approval", n)
+				}
+				e.approve(t, id)
+				if gatewayRuns {
+					if _, err := e.svc.Execute(e.ctx, id); err != nil {
+						t.Fatal(err)
+					}
+				} else {
+					redeem := *c
+					redeem.Intent, redeem.ConfirmationID = tier.IntentConfirmedWrite, id
+					res, err := e.svc.Do(e.ctx, cred, &redeem, calls.Options{})
+					if err != nil || res.Outcome != calls.Executed {
+						t.Fatalf("redeem: %+v, %v", res, err)
+					}
+				}
+				got := e.up.seen()
+				if len(got) != 1 {
+					t.Fatalf("upstream saw %d requests, want 1", len(got))
+				}
+				if !bytes.Equal(got[0].Body, b.body) || got[0].ContentType != b.contentType || got[0].URI != "/notes?b=2&a=1" || got[0].Key != id+":0" {
+					t.Errorf("upstream got %s %q %q key %q, want /notes?b=2&a=1 %q %q key %q",
+						got[0].URI, got[0].ContentType, got[0].Body, got[0].Key, b.contentType, b.body, id+":0")
+				}
+			})
+		}
+	}
+}
+
+// TestConfirmationIDAlwaysChecked: a confirmation_id is checked against the
+// caller and the call whatever the credential's choice; a key that needs no
+// confirmation cannot run a call under another credential's approval.
+func TestConfirmationIDAlwaysChecked(t *testing.T) {
+	e := newEnv(t)
+	del := &calls.Call{Connection: "crm", Method: "DELETE", Path: "/contacts/12", Intent: tier.IntentWrite}
+	res, err := e.svc.Do(e.ctx, e.creds["chat-user"], del, calls.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := res.Confirmation.ID
+	e.approve(t, id)
+	for _, other := range []string{"runner", "agent"} {
+		t.Run(other, func(t *testing.T) {
+			c := *del
+			c.Intent, c.ConfirmationID = tier.IntentConfirmedWrite, id
+			_, err := e.svc.Do(e.ctx, e.creds[other], &c, calls.Options{})
+			if fault.CodeOf(err) != fault.ConfirmationMismatch {
+				t.Errorf("err %v, want confirmation_mismatch", err)
+			}
+		})
+	}
+	if n := len(e.up.seen()); n != 0 {
+		t.Errorf("the upstream was called %d times", n)
+	}
+	// The owner can still redeem it, once.
+	c := *del
+	c.Intent, c.ConfirmationID = tier.IntentConfirmedWrite, id
+	if res, err := e.svc.Do(e.ctx, e.creds["chat-user"], &c, calls.Options{}); err != nil || res.Outcome != calls.Executed {
+		t.Fatalf("owner's redemption: %+v, %v", res, err)
+	}
+}
+
+// TestOutcomes covers what each pause mode does with a pausing call, and
+// the review queue.
+func TestOutcomes(t *testing.T) {
+	e := newEnv(t)
+	del := func() *calls.Call {
+		return &calls.Call{Connection: "crm", Method: "DELETE", Path: "/contacts/7", Intent: tier.IntentWrite}
+	}
+	t.Run("refuse", func(t *testing.T) {
+		res, err := e.svc.Do(e.ctx, e.creds["chat-user"], del(), calls.Options{Pause: calls.PauseRefuse, RefuseReason: "this surface cannot ask"})
+		if err != nil || res.Outcome != calls.Denied || res.Code != fault.RequiresConfirmation || res.Reason != "DELETE /contacts/{id} requires confirmation, and this surface cannot ask" {
+			t.Fatalf("%+v, %v", res, err)
+		}
+	})
+	t.Run("collect creates nothing", func(t *testing.T) {
+		res, err := e.svc.Do(e.ctx, e.creds["chat-user"], del(), calls.Options{Pause: calls.PauseCollect})
+		if err != nil || res.Outcome != calls.Collected || res.Confirmation != nil || res.Operation.Binding == "" || res.Operation.Args.Path["id"] != "7" {
+			t.Fatalf("%+v, %v", res, err)
+		}
+	})
+	t.Run("review queues an item", func(t *testing.T) {
+		c := &calls.Call{Connection: "crm", Method: "POST", Path: "/accounts/3/close", Intent: tier.IntentWrite}
+		res, err := e.svc.Do(e.ctx, e.creds["runner"], c, calls.Options{})
+		if err != nil || res.Outcome != calls.Denied || res.Code != fault.ReviewRequired || res.ReviewID == "" {
+			t.Fatalf("%+v, %v", res, err)
+		}
+		items, err := e.st.ListReviews(e.ctx)
+		if err != nil || len(items) != 1 || items[0].ID != res.ReviewID || items[0].Operation.Path != "/accounts/3/close" {
+			t.Fatalf("reviews %+v, %v", items, err)
+		}
+	})
+	t.Run("invalid path", func(t *testing.T) {
+		c := &calls.Call{Connection: "crm", Method: "GET", Path: "/contacts/%2e%2e", Intent: tier.IntentRead}
+		if _, err := e.svc.Do(e.ctx, e.creds["runner"], c, calls.Options{}); fault.CodeOf(err) != fault.InvalidRequest {
+			t.Fatalf("err %v, want invalid_request", err)
+		}
+	})
+	if n := len(e.up.seen()); n != 0 {
+		t.Errorf("the upstream was called %d times", n)
+	}
+}
+
+// failingStore fails the reads a store outage breaks.
+type failingStore struct {
+	calls.Store
+}
+
+var errOutage = errors.New("dynamodb: ProvisionedThroughputExceededException")
+
+func (failingStore) CredentialByKeyHash(context.Context, string) (store.Credential, error) {
+	return store.Credential{}, errOutage
+}
+
+func (failingStore) GetConfirmation(context.Context, string) (*store.Confirmation, error) {
+	return nil, errOutage
+}
+
+// TestStoreOutageIsInternal: a store that cannot answer is a server error,
+// never "unknown key" (401) or "no such confirmation" (404).
+func TestStoreOutageIsInternal(t *testing.T) {
+	e := newEnv(t)
+	e.svc.Store = failingStore{e.st}
+	if _, err := e.svc.Authenticate(e.ctx, "k_ask"); fault.CodeOf(err) != fault.Internal || !errors.Is(err, errOutage) {
+		t.Errorf("authenticate: %v, want internal wrapping the outage", err)
+	}
+	if _, err := e.svc.Confirmation(e.ctx, e.creds["chat-user"], "cf_x", calls.WaitOptions{}); fault.CodeOf(err) != fault.Internal {
+		t.Errorf("status: %v, want internal", err)
+	}
+	e.svc.Store = e.st
+	if _, err := e.svc.Authenticate(e.ctx, "k_nope"); fault.CodeOf(err) != fault.Unauthenticated {
+		t.Errorf("unknown key: %v, want unauthenticated", err)
+	}
+	if _, err := e.svc.Confirmation(e.ctx, e.creds["chat-user"], "cf_x", calls.WaitOptions{}); fault.CodeOf(err) != fault.UnknownConfirmation {
+		t.Errorf("unknown confirmation: %v, want unknown_confirmation", err)
+	}
+}
+
+// TestStoredOperationOfAGoneConnection: a batch whose connection was
+// removed from the configuration records a failure instead of calling.
+func TestStoredOperationOfAGoneConnection(t *testing.T) {
+	e := newEnv(t)
+	res, err := e.svc.Do(e.ctx, e.creds["chat-user"], &calls.Call{Connection: "crm", Method: "DELETE", Path: "/contacts/9", Intent: tier.IntentWrite},
+		calls.Options{Pause: calls.PauseGatewayRuns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.approve(t, res.Confirmation.ID)
+	delete(e.svc.Config.Connections, "crm")
+	c, err := e.svc.Execute(e.ctx, res.Confirmation.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := c.Operations[0].Outcome; c.Status != store.StatusFailed || out == nil || !strings.Contains(out.Error, `"crm"`) {
+		t.Errorf("status %s outcome %+v, want failed with an error naming the connection", c.Status, out)
+	}
+	if n := len(e.up.seen()); n != 0 {
+		t.Errorf("upstream called %d times", n)
+	}
+}

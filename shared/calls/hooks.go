@@ -1,0 +1,94 @@
+package calls
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/countersign/countersign/shared/confirm"
+	"github.com/countersign/countersign/shared/store"
+	"github.com/countersign/countersign/shared/tier"
+)
+
+// hookRequest is what a hook receives (API.md section 1).
+type hookRequest struct {
+	Connection string     `json:"connection"`
+	Method     string     `json:"method"`
+	Path       string     `json:"path"`
+	Endpoint   string     `json:"endpoint"`
+	Args       store.Args `json:"args"`
+	Credential string     `json:"credential"`
+	Delegated  bool       `json:"delegated"`
+}
+
+type hookAnswer struct {
+	Decision string `json:"decision"`
+	Reason   string `json:"reason"`
+}
+
+// askHooks asks each of the connection's hooks in order: the first deny
+// decides, any ask raises the call to confirm. A hook that cannot be reached
+// or answers nonsense denies the call: when in doubt, refuse.
+func (s *Service) askHooks(ctx context.Context, cred *store.Credential, p *prepared, m *tier.Match) tier.HookAnswer {
+	conn := s.Config.Connections[p.Connection]
+	req := hookRequest{Connection: p.Connection, Method: p.Method, Path: p.Path, Endpoint: m.Endpoint.Path,
+		Args: store.Args{Path: m.Params.Map(), Query: confirm.QueryArgs(p.Query), Body: p.arg}, Credential: cred.ID, Delegated: p.Delegated}
+	if req.Args.Query == nil {
+		req.Args.Query = map[string]any{}
+	}
+	payload, err := json.Marshal(req)
+	if err != nil {
+		return tier.HookAnswer{Decision: tier.HookDeny, Reason: "the call could not be sent to its hook"}
+	}
+	client := s.Hooks
+	if client == nil {
+		client = &http.Client{Timeout: 5 * time.Second}
+	}
+	answer := tier.HookAnswer{Decision: tier.HookAllow}
+	for _, h := range conn.Hooks {
+		a, err := askHook(ctx, client, h.URL, payload)
+		if err != nil {
+			s.logger().WarnContext(ctx, "hook failed", "connection", conn.Name, "hook", h.URL, "error", err)
+			return tier.HookAnswer{Decision: tier.HookDeny, Reason: fmt.Sprintf("hook %s failed, so the call is refused: %v", h.URL, err)}
+		}
+		switch a.Decision {
+		case tier.HookDeny:
+			return a
+		case tier.HookAsk:
+			answer = a
+		}
+	}
+	return answer
+}
+
+func askHook(ctx context.Context, client *http.Client, url string, payload []byte) (tier.HookAnswer, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(payload))
+	if err != nil {
+		return tier.HookAnswer{}, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		return tier.HookAnswer{}, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return tier.HookAnswer{}, fmt.Errorf("status %d", resp.StatusCode)
+	}
+	var a hookAnswer
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&a); err != nil {
+		return tier.HookAnswer{}, fmt.Errorf("answer is not JSON: %v", err)
+	}
+	d, ok := tier.ParseHookDecision(a.Decision)
+	if !ok {
+		return tier.HookAnswer{}, fmt.Errorf("decision %q is not allow, deny or ask", a.Decision)
+	}
+	if a.Reason == "" {
+		a.Reason = "the connection's hook answered " + a.Decision
+	}
+	return tier.HookAnswer{Decision: d, Reason: a.Reason}, nil
+}

@@ -1,0 +1,296 @@
+package calls
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/countersign/countersign/shared/confirm"
+	"github.com/countersign/countersign/shared/fault"
+	"github.com/countersign/countersign/shared/store"
+	"github.com/countersign/countersign/shared/tier"
+)
+
+// Outcome is what happened to a call.
+type Outcome uint8
+
+// Outcomes of Do.
+const (
+	// Executed: the call ran (now, or by redeeming its approval).
+	Executed Outcome = iota
+	// Denied: nothing ran; Result.Code and Reason say why.
+	Denied
+	// Paused: a confirmation was created and waits for a person.
+	Paused
+	// Collected: the call needs confirmation and, as Options asked,
+	// nothing was created (code mode collects it into a batch).
+	Collected
+)
+
+var outcomeNames = [...]string{"executed", "denied", "confirmation_required", "collected"}
+
+// String returns the outcome's log name.
+func (o Outcome) String() string {
+	if int(o) < len(outcomeNames) {
+		return outcomeNames[o]
+	}
+	return "outcome?"
+}
+
+// PauseMode says what a surface does with a call that must wait for a person.
+type PauseMode uint8
+
+// Pause modes.
+const (
+	// PauseAsk creates a confirmation that the agent redeems after a person
+	// approves it (/v1/calls, REST with Prefer: respond-async).
+	PauseAsk PauseMode = iota
+	// PauseRefuse denies the call with requires_confirmation: the surface
+	// cannot ask a person (plain REST). Options.RefuseReason says why.
+	PauseRefuse
+	// PauseCollect creates nothing and returns Collected with the bound
+	// operation (code mode collects it into one batch).
+	PauseCollect
+	// PauseGatewayRuns creates a confirmation that the gateway runs itself,
+	// once, when a person approves it (the MCP card).
+	PauseGatewayRuns
+)
+
+// Options are a surface's choices; the zero value pauses with PauseAsk.
+type Options struct {
+	Pause PauseMode
+	// RefuseReason completes the reason of a PauseRefuse denial, e.g.
+	// "plain REST cannot ask a person".
+	RefuseReason string
+}
+
+// Result is what Do decided and did. Failures that are not decisions
+// (invalid input, an upstream that cannot be reached, a spent approval, a
+// store outage) are returned as errors carrying a fault.Code.
+type Result struct {
+	Outcome  Outcome
+	Decision tier.Decision
+	// Code and Reason explain a denial (Denied).
+	Code   fault.Code
+	Reason string
+	// ReviewID names the review item queued for a review_required denial.
+	ReviewID string
+	// Response is the upstream's answer (Executed).
+	Response *Response
+	// Notice is set when the call ran although it requires confirmation
+	// (ask_agent): the surface tells the agent so.
+	Notice bool
+	// Confirmation is the new confirmation (Paused) or the redeemed one
+	// (Executed through a redemption).
+	Confirmation *store.Confirmation
+	// Operation is the bound operation (Paused, Collected).
+	Operation store.Operation
+	// PreviewURL is the exact URL the call will reach (Paused).
+	PreviewURL string
+	// At is when the call was decided.
+	At time.Time
+}
+
+// Do runs one call through the pipeline for an authenticated credential.
+func (s *Service) Do(ctx context.Context, cred *store.Credential, c *Call, o Options) (*Result, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	p := prepare(c)
+	d := s.decide(ctx, cred, p)
+	res, err := s.outcome(ctx, cred, p, d, o)
+	s.logCall(ctx, cred, p, d, res, err)
+	return res, err
+}
+
+func (s *Service) outcome(ctx context.Context, cred *store.Credential, p *prepared, d tier.Decision, o Options) (*Result, error) {
+	res := &Result{Decision: d, At: s.now()}
+	if d.Outcome == tier.Deny {
+		return s.deny(ctx, cred, p, res)
+	}
+	// A call that names an approval redeems it, whatever the credential's
+	// choice: an approval is bound to the credential and the call, and a
+	// foreign or mismatched one is refused rather than ignored.
+	if p.ConfirmationID != "" {
+		return s.redeem(ctx, cred, p, res)
+	}
+	if d.Outcome == tier.Execute {
+		resp, err := s.send(ctx, p, s.agentKey(cred, p))
+		if err != nil {
+			return nil, err
+		}
+		res.Outcome, res.Response, res.Notice = Executed, resp, d.Notice
+		return res, nil
+	}
+	if p.Intent == tier.IntentConfirmedWrite {
+		return nil, fault.New(fault.InvalidRequest, "confirmation_id is required with intent confirmed_write")
+	}
+	switch o.Pause {
+	case PauseRefuse:
+		res.Outcome, res.Code = Denied, fault.RequiresConfirmation
+		res.Reason = p.Method + " " + d.Match.Endpoint.Path + " requires confirmation"
+		if o.RefuseReason != "" {
+			res.Reason += ", and " + o.RefuseReason
+		}
+		return res, nil
+	case PauseCollect:
+		op, err := p.operation(cred, &d)
+		if err != nil {
+			return nil, err
+		}
+		res.Outcome, res.Operation = Collected, op
+		return res, nil
+	}
+	return s.pause(ctx, cred, p, res, o.Pause == PauseGatewayRuns)
+}
+
+// decide resolves the call, asks the connection's hooks, and decides.
+func (s *Service) decide(ctx context.Context, cred *store.Credential, p *prepared) tier.Decision {
+	m, ok := s.Config.Policy.Resolve(p.Connection, p.Method, p.Path)
+	if ok && p.jsonBody != nil && m.Endpoint.ReadsBody() {
+		// Only a body threshold needs the decoded body; the auto path skips it.
+		if v, err := decodeJSON(p.jsonBody); err == nil {
+			p.tier.Body = v
+		}
+	}
+	in := tier.Input{Call: &p.tier, Credential: tierCredential(cred)}
+	if ok && m.Connection.Hooked && !m.Endpoint.Hidden {
+		in.Hook = s.askHooks(ctx, cred, p, &m)
+	}
+	return tier.Decide(m, ok, in)
+}
+
+// tierCredential is the decision's view of a stored credential.
+func tierCredential(c *store.Credential) *tier.Credential {
+	return &tier.Credential{ID: c.ID, Choice: c.Choice, ReadOnly: c.ReadOnly, Connections: c.Connections}
+}
+
+// reviewRetention is how long a queued review item is kept.
+const reviewRetention = 30 * 24 * time.Hour
+
+// deny records a denial; review_required also queues a review item for the
+// operator surface.
+func (s *Service) deny(ctx context.Context, cred *store.Credential, p *prepared, res *Result) (*Result, error) {
+	d := &res.Decision
+	res.Outcome, res.Code, res.Reason = Denied, fault.Code(d.Code), d.Reason
+	if d.Code != tier.CodeReviewRequired {
+		return res, nil
+	}
+	op, err := p.operation(cred, d)
+	if err != nil {
+		return nil, err
+	}
+	rv := &store.Review{ID: "rv_" + strings.TrimPrefix(confirm.NewID(), "cf_"), Credential: cred.ID, Operation: op, Reason: d.Reason,
+		Status: "pending", CreatedAt: res.At, TTL: res.At.Add(reviewRetention).Unix()}
+	if err := s.Store.CreateReview(ctx, rv); err != nil {
+		s.logger().ErrorContext(ctx, "review item not stored", "credential", cred.ID, "error", err)
+		return nil, fault.Wrap(err, "the review item could not be queued")
+	}
+	res.ReviewID = rv.ID
+	return res, nil
+}
+
+// pause creates a pending confirmation. Nothing is sent upstream;
+// approvers get their links from the workflow's notify task.
+func (s *Service) pause(ctx context.Context, cred *store.Credential, p *prepared, res *Result, gatewayRuns bool) (*Result, error) {
+	op, err := p.operation(cred, &res.Decision)
+	if err != nil {
+		return nil, err
+	}
+	conf, err := s.Confirm.Create(ctx, confirm.Request{Kind: store.KindCall, Credential: cred.ID, Reason: res.Decision.Reason,
+		Operations: []store.Operation{op}, GatewayRuns: gatewayRuns})
+	if err != nil {
+		s.logger().ErrorContext(ctx, "confirmation not created", "credential", cred.ID, "error", err)
+		return nil, fault.Wrap(err, "the confirmation could not be created")
+	}
+	res.Outcome, res.Confirmation, res.Operation = Paused, conf, op
+	res.PreviewURL = s.upstreamURL(p)
+	return res, nil
+}
+
+// redeem consumes the approval the call names and runs its operation once.
+func (s *Service) redeem(ctx context.Context, cred *store.Credential, p *prepared, res *Result) (*Result, error) {
+	op, err := p.operation(cred, &res.Decision)
+	if err != nil {
+		return nil, err
+	}
+	conf, index, err := s.Confirm.Redeem(ctx, p.ConfirmationID, cred.ID, op.Binding)
+	if err != nil {
+		return nil, lifecycleError(ctx, s, err)
+	}
+	conf, resp, err := s.runClaimed(ctx, conf, index, p.Forward)
+	if err != nil {
+		return nil, err
+	}
+	res.Outcome, res.Response, res.Confirmation = Executed, resp, conf
+	return res, nil
+}
+
+// lifecycleError keeps a lifecycle error's code; anything else (a store
+// outage) is logged and becomes internal.
+func lifecycleError(ctx context.Context, s *Service, err error) error {
+	if fe := fault.As(err); fe != nil {
+		return fe
+	}
+	s.logger().ErrorContext(ctx, "confirmation lifecycle failed", "error", err)
+	return fault.Wrap(err, "the confirmation could not be read or written; try again")
+}
+
+// agentKey is the Idempotency-Key sent upstream for an agent's own key,
+// scoped to the credential so two agents' keys never collide upstream.
+func (s *Service) agentKey(cred *store.Credential, p *prepared) string {
+	if p.IdempotencyKey == "" {
+		return ""
+	}
+	return cred.ID + ":" + p.IdempotencyKey
+}
+
+// upstreamURL is the URL a call reaches, for the preview.
+func (s *Service) upstreamURL(p *prepared) string {
+	conn := s.Config.Connections[p.Connection]
+	u := strings.TrimRight(conn.BaseURL, "/") + p.Path
+	q := p.RawQuery
+	if q == "" && len(p.Query) > 0 {
+		q = p.Query.Encode()
+	}
+	if q != "" {
+		u += "?" + q
+	}
+	return u
+}
+
+// decodeJSON decodes with numbers kept exact (json.Number).
+func decodeJSON(b []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("more than one JSON value")
+	}
+	return v, nil
+}
+
+// logCall writes the one line of a call.
+func (s *Service) logCall(ctx context.Context, cred *store.Credential, p *prepared, d tier.Decision, res *Result, err error) {
+	outcome, code, confirmation := "error", fault.CodeOf(err), ""
+	if res != nil {
+		outcome, code = res.Outcome.String(), res.Code
+		if res.Confirmation != nil {
+			confirmation = res.Confirmation.ID
+		}
+	}
+	if confirmation == "" {
+		confirmation = p.ConfirmationID
+	}
+	s.logger().InfoContext(ctx, "call",
+		"credential", cred.ID, "connection", p.Connection, "method", p.Method, "path", p.Path,
+		"tier", d.Tier.String(), "outcome", outcome, "code", string(code), "escalated", d.Escalated,
+		"rule", d.Rule, "confirmation", confirmation)
+}

@@ -1,0 +1,188 @@
+package calls
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/countersign/countersign/shared/confirm"
+	"github.com/countersign/countersign/shared/fault"
+	"github.com/countersign/countersign/shared/notify"
+	"github.com/countersign/countersign/shared/policy"
+	"github.com/countersign/countersign/shared/store"
+	"github.com/countersign/countersign/shared/upstream"
+)
+
+// Store is the persistence the pipeline needs besides the confirmation
+// lifecycle's. Adapters: store/embedded and store/dynamostore.
+type Store interface {
+	// CredentialByKeyHash returns the credential whose key hashes to
+	// keyHash, or store.ErrNotFound.
+	CredentialByKeyHash(ctx context.Context, keyHash string) (store.Credential, error)
+	// SetLastClient records the client last seen with a credential.
+	SetLastClient(ctx context.Context, credentialID string, c store.Client) error
+	// GetConfirmation returns a confirmation or store.ErrNotFound.
+	GetConfirmation(ctx context.Context, id string) (*store.Confirmation, error)
+	// CreateReview queues a review item.
+	CreateReview(ctx context.Context, r *store.Review) error
+	// CreateIdempotency, GetIdempotency and UpdateIdempotency keep agents'
+	// Idempotency-Key records (see store.Store).
+	CreateIdempotency(ctx context.Context, r *store.Idempotency) error
+	GetIdempotency(ctx context.Context, credentialID, key string) (*store.Idempotency, error)
+	UpdateIdempotency(ctx context.Context, r *store.Idempotency) error
+}
+
+// Sender calls a connection's upstream API (upstream.Client).
+type Sender interface {
+	Do(ctx context.Context, r upstream.Request) (*upstream.Response, error)
+}
+
+// Events sends approver events (notify.Dispatcher).
+type Events interface {
+	// Notify sends in the background.
+	Notify(ev notify.Event)
+	// NotifyWait sends and waits, bounded by ctx.
+	NotifyWait(ctx context.Context, ev notify.Event) error
+}
+
+// Response is an upstream's answer.
+type Response = upstream.Response
+
+// Service is the call pipeline. Its zero value is not usable: Config,
+// Store and Confirm are required.
+type Service struct {
+	Config  *policy.Config
+	Store   Store
+	Confirm *confirm.Service
+	// Upstream sends calls; nil means a shared upstream.Client.
+	Upstream Sender
+	// Hooks calls the connections' hooks; nil means a client with a 5 s timeout.
+	Hooks *http.Client
+	// Events sends confirmation.decided and .executed; nil sends nothing.
+	Events Events
+	// SyncEvents delivers events before returning (Lambda freezes work
+	// left running after the response); otherwise they go in the background.
+	SyncEvents bool
+	// Now returns the current time; nil means time.Now.
+	Now func() time.Time
+	// Logger receives one line per call; nil discards. Log with the
+	// request's context so its request id is on every line.
+	Logger *slog.Logger
+}
+
+var defaultUpstream = &upstream.Client{}
+
+func (s *Service) now() time.Time {
+	if s.Now != nil {
+		return s.Now().UTC()
+	}
+	return time.Now().UTC()
+}
+
+func (s *Service) logger() *slog.Logger {
+	if s.Logger != nil {
+		return s.Logger
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+func (s *Service) upstream() Sender {
+	if s.Upstream != nil {
+		return s.Upstream
+	}
+	return defaultUpstream
+}
+
+// Authenticate finds the credential of a bearer key. Keys are stored only
+// as SHA-256 hashes and compared in constant time. An unknown key is
+// unauthenticated; a store that cannot answer is internal, never 401.
+func (s *Service) Authenticate(ctx context.Context, key string) (*store.Credential, error) {
+	key = strings.TrimSpace(key)
+	if key == "" {
+		return nil, fault.New(fault.Unauthenticated, "missing Authorization: Bearer <key>")
+	}
+	sum := sha256.Sum256([]byte(key))
+	hash := hex.EncodeToString(sum[:])
+	cred, err := s.Store.CredentialByKeyHash(ctx, hash)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, fault.New(fault.Unauthenticated, "unknown key")
+	}
+	if err != nil {
+		s.logger().ErrorContext(ctx, "credential lookup failed", "error", err)
+		return nil, fault.Wrap(err, "the credential could not be looked up; try again")
+	}
+	if subtle.ConstantTimeCompare([]byte(cred.KeyHash), []byte(hash)) != 1 {
+		return nil, fault.New(fault.Unauthenticated, "unknown key")
+	}
+	return &cred, nil
+}
+
+// Client is what a client says of itself: recorded as the credential's
+// last client seen.
+type Client struct {
+	Name    string
+	Version string
+	// CanAsk is whether the client can ask a person (elicitation or MCP Apps).
+	CanAsk bool
+}
+
+// lastClientEvery bounds how often a credential's last client is written,
+// so calls do not write to the store each time.
+const lastClientEvery = time.Minute
+
+// RecordClient records the client last seen with cred, at most once a
+// minute per credential (a client seen within the minute after the last
+// write waits for the next one). A failure is logged, never returned: it
+// must not fail the call.
+func (s *Service) RecordClient(ctx context.Context, cred *store.Credential, c Client) {
+	if c.Name == "" {
+		return
+	}
+	now := s.now()
+	if lc := cred.LastClient; lc != nil && (now.Sub(lc.SeenAt) < lastClientEvery ||
+		lc.Name == c.Name && lc.Version == c.Version && lc.CanAsk == c.CanAsk && now.Sub(lc.SeenAt) < time.Hour) {
+		return
+	}
+	seen := store.Client{Name: c.Name, Version: c.Version, CanAsk: c.CanAsk, SeenAt: now}
+	if err := s.Store.SetLastClient(ctx, cred.ID, seen); err != nil {
+		s.logger().WarnContext(ctx, "last client not recorded", "credential", cred.ID, "error", err)
+		return
+	}
+	cred.LastClient = &seen
+}
+
+// Connections returns the connections cred may use, by name.
+func (s *Service) Connections(cred *store.Credential) []string {
+	if len(cred.Connections) > 0 {
+		return append([]string(nil), cred.Connections...)
+	}
+	conns := []string{}
+	for _, c := range s.Config.Policy.Connections() {
+		conns = append(conns, c.Name)
+	}
+	return conns
+}
+
+// syncEventBudget bounds how long a synchronous event delivery may hold a response.
+const syncEventBudget = 3 * time.Second
+
+// emit sends an approver event: in the background, or before returning
+// (bounded) when the handler runs in Lambda.
+func (s *Service) emit(ctx context.Context, ev notify.Event) {
+	if s.Events == nil {
+		return
+	}
+	if !s.SyncEvents {
+		s.Events.Notify(ev)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), syncEventBudget)
+	defer cancel()
+	_ = s.Events.NotifyWait(ctx, ev)
+}

@@ -1,0 +1,10 @@
+// Package fault holds the one code type of countersign's errors and
+// denials: every code of API.md section 2 and the extensions the README
+// lists. Transports render a code through their own table (HTTP status in
+// httpapi, the tool result text in mcp); a test in each fails when a code
+// has no entry there.
+//
+// The pure decision keeps its own small code type (tier.Code) so that
+// shared/tier imports nothing but the standard library; every tier code is
+// also a code here (FromTier converts, and a test proves each is known).
+package fault
