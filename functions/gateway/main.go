@@ -9,6 +9,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
+	"github.com/countersign/countersign/shared/app/gatewayapp"
 	"github.com/countersign/countersign/shared/awsenv"
 )
 
@@ -20,5 +21,5 @@ func main() {
 		fmt.Fprintln(os.Stderr, "countersign: cannot start:", err)
 		os.Exit(1)
 	}
-	lambda.Start(a.Gateway().Handle)
+	lambda.Start(gatewayapp.Gateway(a).Handle)
 }

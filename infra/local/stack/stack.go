@@ -19,6 +19,7 @@ import (
 
 	"github.com/countersign/countersign/infra/local/democrm"
 	"github.com/countersign/countersign/shared/app"
+	"github.com/countersign/countersign/shared/app/gatewayapp"
 	"github.com/countersign/countersign/shared/httpapi"
 	"github.com/countersign/countersign/shared/links"
 	"github.com/countersign/countersign/shared/notify"
@@ -162,7 +163,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 		Substitutions: substitutions,
 		Functions: map[string]local.LambdaFunc{
 			"notify":   invoke(s.app.NotifyTask().Handle),
-			"execute":  invoke(s.app.ExecuteTask().Handle),
+			"execute":  invoke(gatewayapp.ExecuteTask(s.app).Handle),
 			"finalize": invoke(s.app.FinalizeTask().Handle),
 		},
 		Logger: logger,
@@ -175,7 +176,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 		return nil, fmt.Errorf("resume workflows: %w", err)
 	}
 
-	gateway, approver := s.app.Gateway(), s.app.Approver()
+	gateway, approver := gatewayapp.Gateway(s.app), s.app.Approver()
 	mux := http.NewServeMux()
 	mux.HandleFunc("/approve/", func(w http.ResponseWriter, r *http.Request) { httpapi.ServeHTTP(approver, w, r) })
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { httpapi.ServeHTTP(gateway, w, r) })
