@@ -47,7 +47,7 @@ func run(args []string) error {
 		}
 	})
 	if !demoSet && filepath.Clean(*configDir) == defaultConfig {
-		*demo = "127.0.0.1:8081"
+		*demo = stack.DefaultDemoUpstream
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {

@@ -41,8 +41,8 @@ type Call struct {
 }
 
 // Validate refuses what no surface may send: a path with a query,
-// fragment or dot segments (such a path could match one endpoint here and
-// reach another upstream).
+// fragment, dot segments or empty segments (such a path could match one
+// endpoint here and reach another upstream, which may normalise it).
 func (c *Call) Validate() error {
 	switch {
 	case c.Connection == "":
@@ -55,6 +55,8 @@ func (c *Call) Validate() error {
 		return fault.New(fault.InvalidRequest, "path must not contain a query or fragment: put query parameters in query")
 	case HasDotSegment(c.Path):
 		return fault.New(fault.InvalidRequest, "path must not contain . or .. segments")
+	case strings.Contains(c.Path, "//"):
+		return fault.New(fault.InvalidRequest, "path must not contain empty segments (//)")
 	}
 	return nil
 }

@@ -245,19 +245,24 @@ func (a *Approver) decidedPage(c *store.Confirmation, link links.Link) approvalp
 	if c.Status == store.StatusRejected {
 		p.Decision = "rejected"
 	}
-	p.Message = decisionText(c)
+	p.Message = decisionText(c, confirm.Effective(c, a.now()))
 	return p
 }
 
-func decisionText(c *store.Confirmation) string {
+// decisionText says what became of a decided confirmation, from its
+// effective status: an approval not redeemed in time reads as such.
+func decisionText(c *store.Confirmation, st store.Status) string {
 	by := ""
 	if c.DecidedBy != "" {
 		by = " by " + c.DecidedBy
 	}
-	switch c.Status {
+	switch st {
 	case store.StatusRejected:
 		return "Rejected" + by + "."
 	case store.StatusApproved:
+		if c.RedeemBy != nil {
+			return "Approved" + by + "; the agent can run it until " + c.RedeemBy.UTC().Format("15:04:05 UTC") + "."
+		}
 		return "Approved" + by + "; waiting for the agent to run it."
 	case store.StatusRedeemed:
 		return "Approved" + by + "; running."
@@ -272,7 +277,7 @@ func decisionText(c *store.Confirmation) string {
 			return "Approved" + by + ", but the agent did not run it in time."
 		}
 	}
-	return string(c.Status)
+	return string(st)
 }
 
 func outcomeText(o *store.Outcome) string {

@@ -21,6 +21,7 @@ type confirmationView struct {
 	CreatedAt  time.Time       `json:"created_at"`
 	ExpiresAt  time.Time       `json:"expires_at"`
 	DecidedAt  *time.Time      `json:"decided_at"`
+	RedeemBy   *time.Time      `json:"redeem_by,omitempty"`
 	Operations []operationView `json:"operations"`
 	Result     json.RawMessage `json:"result,omitempty"`
 }
@@ -35,10 +36,14 @@ type operationView struct {
 }
 
 // viewConfirmation shows a confirmation with its effective status, never
-// a stale stored one.
+// a stale stored one. An approval waiting to be redeemed expires at its
+// redemption deadline, so that is its expires_at (and redeem_by).
 func viewConfirmation(c *store.Confirmation, effective store.Status) confirmationView {
 	v := confirmationView{ID: c.ID, Status: effective, Kind: c.Kind, CreatedAt: c.CreatedAt, ExpiresAt: c.ExpiresAt,
-		DecidedAt: c.DecidedAt, Result: c.Result, Operations: make([]operationView, 0, len(c.Operations))}
+		DecidedAt: c.DecidedAt, RedeemBy: c.RedeemBy, Result: c.Result, Operations: make([]operationView, 0, len(c.Operations))}
+	if c.RedeemBy != nil && c.Status == store.StatusApproved {
+		v.ExpiresAt = *c.RedeemBy
+	}
 	for _, op := range c.Operations {
 		v.Operations = append(v.Operations, operationView{Connection: op.Connection, Method: op.Method, Path: op.Path,
 			Endpoint: op.Endpoint, Selected: op.Selected, Outcome: op.Outcome})

@@ -9,8 +9,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -54,6 +56,8 @@ type Options struct {
 type Stack struct {
 	// URL is the gateway's base URL, e.g. http://127.0.0.1:8080.
 	URL string
+	// PublicURL is where approval links point.
+	PublicURL string
 	// DemoURL is the demo upstream's base URL, if one runs.
 	DemoURL string
 	// Demo is the demo upstream, if one runs.
@@ -66,11 +70,13 @@ type Stack struct {
 	app        *app.App
 	server     *http.Server
 	demoServer *http.Server
-	served     chan error
-	stopping   chan struct{}
-	closeOnce  sync.Once
-	closeErr   error
-	sweeping   sync.WaitGroup
+	// notes are start-up remarks the banner prints (links, the demo).
+	notes     []string
+	served    chan error
+	stopping  chan struct{}
+	closeOnce sync.Once
+	closeErr  error
+	sweeping  sync.WaitGroup
 }
 
 // sweepEvery is how often the local stack deletes expired records, as
@@ -140,6 +146,23 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	}
 	s.URL = "http://" + ln.Addr().String()
 
+	if o.DemoUpstream != "" {
+		dl, err := net.Listen("tcp", o.DemoUpstream)
+		if err != nil {
+			return nil, fmt.Errorf("demo upstream on %s: %w", o.DemoUpstream, err)
+		}
+		s.Demo = democrm.New()
+		s.DemoURL = "http://" + dl.Addr().String()
+		s.demoServer = &http.Server{Handler: s.Demo, ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = s.demoServer.Serve(dl) }()
+		s.notes = append(s.notes, pointAtDemo(cfg, s.DemoURL)...)
+	}
+	publicURL, note := linkBase(cfg.Settings.PublicURL, ln.Addr(), o.PublicURL)
+	if note != "" {
+		s.notes = append(s.notes, note)
+	}
+	s.PublicURL = publicURL
+
 	var channels []notify.Channel
 	if cfg.Settings.Approvers.Console {
 		channels = append(channels, &notify.Console{W: o.Stdout})
@@ -149,7 +172,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 			Client: o.WebhookClient, Backoff: o.WebhookBackoff})
 	}
 	s.app = app.New(cfg, app.Adapters{Store: s.store, Signer: signer, Channels: channels, Logger: logger},
-		app.Options{PublicURL: o.PublicURL, Stopping: s.stopping})
+		app.Options{PublicURL: publicURL, Stopping: s.stopping})
 	if err := s.app.SeedCredentials(ctx); err != nil {
 		return nil, err
 	}
@@ -177,25 +200,69 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	}
 
 	gateway, approver := gatewayapp.Gateway(s.app), s.app.Approver()
-	mux := http.NewServeMux()
-	mux.HandleFunc("/approve/", func(w http.ResponseWriter, r *http.Request) { httpapi.ServeHTTP(approver, w, r) })
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { httpapi.ServeHTTP(gateway, w, r) })
-	s.server = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
-
-	if o.DemoUpstream != "" {
-		dl, err := net.Listen("tcp", o.DemoUpstream)
-		if err != nil {
-			return nil, fmt.Errorf("demo upstream on %s: %w", o.DemoUpstream, err)
+	// Routed by prefix, not with http.ServeMux: the mux cleans paths and
+	// redirects /v1/rest/crm/a/../b with a 307, where the gateway must see
+	// the path as sent and refuse it (as API Gateway passes it through).
+	route := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.EscapedPath(), "/approve/") {
+			httpapi.ServeHTTP(approver, w, r)
+			return
 		}
-		s.Demo = democrm.New()
-		s.DemoURL = "http://" + dl.Addr().String()
-		s.demoServer = &http.Server{Handler: s.Demo, ReadHeaderTimeout: 10 * time.Second}
-		go func() { _ = s.demoServer.Serve(dl) }()
-	}
+		httpapi.ServeHTTP(gateway, w, r)
+	})
+	s.server = &http.Server{Handler: route, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
+
 	s.sweeping.Add(1)
 	go s.sweep(logger)
 	go func() { s.served <- s.server.Serve(ln) }()
 	return s, nil
+}
+
+// DefaultDemoUpstream is where the demo CRM listens by default, and the
+// base_url the shipped configuration gives the crm connection.
+const DefaultDemoUpstream = "127.0.0.1:8081"
+
+// pointAtDemo points the connections whose base_url is the demo's default
+// address at the demo as it actually listens (--demo-upstream elsewhere),
+// so the gateway never calls another process on the default port.
+func pointAtDemo(cfg *policy.Config, demoURL string) []string {
+	var notes []string
+	for _, c := range cfg.Connections {
+		u, err := url.Parse(c.BaseURL)
+		if err != nil || u.Host != DefaultDemoUpstream || "http://"+u.Host == demoURL {
+			continue
+		}
+		c.BaseURL = demoURL + strings.TrimRight(u.EscapedPath(), "/")
+		notes = append(notes, fmt.Sprintf("connection %s calls the demo upstream at %s (its base_url names %s)", c.Name, c.BaseURL, DefaultDemoUpstream))
+	}
+	sort.Strings(notes)
+	return notes
+}
+
+// linkBase is where approval links point: override when given (tests);
+// else settings.public_url, unless it is a loopback address on another
+// port than the one the stack listens on (--addr moved it), in which case
+// the port is corrected and the returned note says so.
+func linkBase(publicURL string, listen net.Addr, override string) (base, note string) {
+	if override != "" {
+		return override, ""
+	}
+	u, err := url.Parse(publicURL)
+	_, port, perr := net.SplitHostPort(listen.String())
+	if err != nil || perr != nil || !isLoopback(u.Hostname()) || u.Port() == port {
+		return publicURL, ""
+	}
+	u.Host = net.JoinHostPort(u.Hostname(), port)
+	base = strings.TrimRight(u.String(), "/")
+	return base, fmt.Sprintf("settings.json public_url %s does not match the address the stack listens on; approval links use %s", publicURL, base)
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // sweep deletes expired records now and every sweepEvery until the stack stops.
@@ -238,6 +305,10 @@ func seconds(n int) time.Duration { return time.Duration(n) * time.Second }
 func (s *Stack) Banner() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "countersign local stack listening on %s\n", s.URL)
+	fmt.Fprintf(&b, "approval links point to %s\n", s.PublicURL)
+	for _, n := range s.notes {
+		fmt.Fprintf(&b, "note: %s\n", n)
+	}
 	if s.DemoURL != "" {
 		fmt.Fprintf(&b, "demo upstream (CRM) on %s\n", s.DemoURL)
 	}
