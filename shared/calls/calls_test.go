@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/countersign/countersign/shared/calls"
 	"github.com/countersign/countersign/shared/fault"
@@ -206,5 +207,66 @@ func TestStoredOperationOfAGoneConnection(t *testing.T) {
 	}
 	if n := len(e.up.seen()); n != 0 {
 		t.Errorf("upstream called %d times", n)
+	}
+}
+
+// TestLimits: per-credential limits answer rate_limited with Retry-After
+// and hold nothing; a body too large to hold is payload_too_large.
+func TestLimits(t *testing.T) {
+	e := newEnv(t)
+	e.svc.Config.Settings.Limits.PendingConfirmations = 2
+	e.svc.Config.Settings.Limits.PendingReviews = 1
+	e.svc.Config.Settings.Limits.StoredBodyBytes = 16
+	e.svc.Config.Settings.Limits.CallsPerMinute = 1000
+	cred := e.creds["chat-user"]
+	del := func(id string) *calls.Call {
+		return &calls.Call{Connection: "crm", Method: "DELETE", Path: "/contacts/" + id, Intent: tier.IntentWrite}
+	}
+	for _, id := range []string{"1", "2"} {
+		if res, err := e.svc.Do(e.ctx, cred, del(id), calls.Options{}); err != nil || res.Outcome != calls.Paused {
+			t.Fatalf("pause %s: %+v %v", id, res, err)
+		}
+	}
+	_, err := e.svc.Do(e.ctx, cred, del("3"), calls.Options{})
+	fe := fault.As(err)
+	if fe == nil || fe.Code != fault.RateLimited || fe.RetryAfter != 600 {
+		t.Fatalf("third pause: %v, want rate_limited retrying in 600 s", err)
+	}
+	if res, err := e.svc.Do(e.ctx, e.creds["agent"], del("3"), calls.Options{}); err != nil || res.Outcome != calls.Executed {
+		t.Errorf("another credential is limited too: %+v %v", res, err)
+	}
+	e.clock.Advance(10 * time.Minute)
+	if res, err := e.svc.Do(e.ctx, cred, del("3"), calls.Options{}); err != nil || res.Outcome != calls.Paused {
+		t.Errorf("after the window: %+v %v", res, err)
+	}
+
+	review := &calls.Call{Connection: "crm", Method: "POST", Path: "/accounts/1/close", Intent: tier.IntentWrite}
+	if res, err := e.svc.Do(e.ctx, cred, review, calls.Options{}); err != nil || res.ReviewID == "" {
+		t.Fatalf("review: %+v %v", res, err)
+	}
+	if _, err := e.svc.Do(e.ctx, cred, review, calls.Options{}); fault.CodeOf(err) != fault.RateLimited {
+		t.Errorf("second review item: %v, want rate_limited", err)
+	}
+	if items, _ := e.st.ListReviews(e.ctx); len(items) != 1 {
+		t.Errorf("%d review items stored, want 1", len(items))
+	}
+
+	big := &calls.Call{Connection: "crm", Method: "POST", Path: "/notes", Body: []byte(`{"text":"more than sixteen bytes"}`),
+		ContentType: "application/json", Intent: tier.IntentWrite}
+	if _, err := e.svc.Do(e.ctx, cred, big, calls.Options{}); fault.CodeOf(err) != fault.PayloadTooLarge {
+		t.Errorf("a big body paused: %v, want payload_too_large", err)
+	}
+	if res, err := e.svc.Do(e.ctx, e.creds["runner"], big, calls.Options{}); err != nil || res.Outcome != calls.Executed {
+		t.Errorf("a big body that runs at once was refused: %+v %v", res, err)
+	}
+
+	e.svc.Config.Settings.Limits.CallsPerMinute = 2
+	read := &calls.Call{Connection: "crm", Method: "GET", Path: "/contacts/1", Intent: tier.IntentRead}
+	var last error
+	for range 5 {
+		_, last = e.svc.Do(e.ctx, e.creds["runner"], read, calls.Options{})
+	}
+	if fe := fault.As(last); fe == nil || fe.Code != fault.RateLimited || fe.RetryAfter < 1 {
+		t.Errorf("calls over the per-minute limit: %v, want rate_limited with a Retry-After", last)
 	}
 }

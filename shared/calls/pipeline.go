@@ -100,6 +100,9 @@ func (s *Service) Do(ctx context.Context, cred *store.Credential, c *Call, o Opt
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
+	if err := s.rateLimit(cred); err != nil {
+		return nil, err
+	}
 	p := prepare(c)
 	d := s.decide(ctx, cred, p)
 	res, err := s.outcome(ctx, cred, p, d, o)
@@ -138,6 +141,9 @@ func (s *Service) outcome(ctx context.Context, cred *store.Credential, p *prepar
 		}
 		return res, nil
 	case PauseCollect:
+		if err := s.holdable(p); err != nil {
+			return nil, err
+		}
 		op, err := p.operation(cred, &d)
 		if err != nil {
 			return nil, err
@@ -169,9 +175,6 @@ func tierCredential(c *store.Credential) *tier.Credential {
 	return &tier.Credential{ID: c.ID, Choice: c.Choice, ReadOnly: c.ReadOnly, Connections: c.Connections}
 }
 
-// reviewRetention is how long a queued review item is kept.
-const reviewRetention = 30 * 24 * time.Hour
-
 // deny records a denial; review_required also queues a review item for the
 // operator surface.
 func (s *Service) deny(ctx context.Context, cred *store.Credential, p *prepared, res *Result) (*Result, error) {
@@ -180,12 +183,19 @@ func (s *Service) deny(ctx context.Context, cred *store.Credential, p *prepared,
 	if d.Code != tier.CodeReviewRequired {
 		return res, nil
 	}
+	if err := s.holdable(p); err != nil {
+		return nil, err
+	}
 	op, err := p.operation(cred, d)
 	if err != nil {
 		return nil, err
 	}
+	l := s.limits()
+	if err := s.takeSlot(ctx, "reviews:"+cred.ID, l.ReviewRetention(), l.PendingReviews, "review items queued by "+cred.ID); err != nil {
+		return nil, err
+	}
 	rv := &store.Review{ID: "rv_" + strings.TrimPrefix(confirm.NewID(), "cf_"), Credential: cred.ID, Operation: op, Reason: d.Reason,
-		Status: "pending", CreatedAt: res.At, TTL: res.At.Add(reviewRetention).Unix()}
+		Status: "pending", CreatedAt: res.At, TTL: res.At.Add(l.ReviewRetention()).Unix()}
 	if err := s.Store.CreateReview(ctx, rv); err != nil {
 		s.logger().ErrorContext(ctx, "review item not stored", "credential", cred.ID, "error", err)
 		return nil, fault.Wrap(err, "the review item could not be queued")
@@ -197,8 +207,14 @@ func (s *Service) deny(ctx context.Context, cred *store.Credential, p *prepared,
 // pause creates a pending confirmation. Nothing is sent upstream;
 // approvers get their links from the workflow's notify task.
 func (s *Service) pause(ctx context.Context, cred *store.Credential, p *prepared, res *Result, gatewayRuns bool) (*Result, error) {
+	if err := s.holdable(p); err != nil {
+		return nil, err
+	}
 	op, err := p.operation(cred, &res.Decision)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.Reserve(ctx, cred, store.KindCall); err != nil {
 		return nil, err
 	}
 	conf, err := s.Confirm.Create(ctx, confirm.Request{Kind: store.KindCall, Credential: cred.ID, Reason: res.Decision.Reason,

@@ -36,6 +36,9 @@ type Store interface {
 	CreateIdempotency(ctx context.Context, r *store.Idempotency) error
 	GetIdempotency(ctx context.Context, credentialID, key string) (*store.Idempotency, error)
 	UpdateIdempotency(ctx context.Context, r *store.Idempotency) error
+	// GetQuota and PutQuota keep per-credential limits (see store.Quota).
+	GetQuota(ctx context.Context, key string) (*store.Quota, error)
+	PutQuota(ctx context.Context, q *store.Quota) error
 }
 
 // Sender calls a connection's upstream API (upstream.Client).
@@ -74,6 +77,8 @@ type Service struct {
 	// Logger receives one line per call; nil discards. Log with the
 	// request's context so its request id is on every line.
 	Logger *slog.Logger
+
+	rate rateLimiter
 }
 
 var defaultUpstream = &upstream.Client{}

@@ -94,6 +94,14 @@ func (s *Service) timeouts() Timeouts {
 	return t
 }
 
+// Wait is how long a confirmation of kind waits for a decision.
+func (s *Service) Wait(kind store.Kind) time.Duration {
+	if kind == store.KindScript {
+		return s.timeouts().Script
+	}
+	return s.timeouts().Call
+}
+
 // NewID returns a random confirmation id: "cf_" and 26 base32 characters (128 bits).
 func NewID() string {
 	var b [16]byte
@@ -166,9 +174,9 @@ func (s *Service) Create(ctx context.Context, r Request) (*store.Confirmation, e
 		return nil, errors.New("create confirmation: no operations")
 	}
 	now := s.now()
-	wait, machine := s.timeouts().Call, workflow.Confirm
+	wait, machine := s.Wait(r.Kind), workflow.Confirm
 	if r.Kind == store.KindScript {
-		wait, machine = s.timeouts().Script, workflow.Batch
+		machine = workflow.Batch
 	}
 	id := NewID()
 	if s.NewID != nil {

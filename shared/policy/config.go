@@ -37,6 +37,48 @@ type Settings struct {
 	PublicURL string    `json:"public_url"`
 	Approvers Approvers `json:"approvers"`
 	Timeouts  Timeouts  `json:"timeouts"`
+	Limits    Limits    `json:"limits"`
+}
+
+// Limits bound what one credential can make countersign do and keep. Each
+// has a default and a range; see DefaultLimits and limitRanges.
+type Limits struct {
+	// CallsPerMinute bounds a credential's calls (every surface) in any
+	// minute; over it the agent gets 429 rate_limited with Retry-After.
+	CallsPerMinute int `json:"calls_per_minute"`
+	// PendingConfirmations bounds the confirmations a credential creates
+	// within one confirmation timeout, so at most that many can be pending.
+	PendingConfirmations int `json:"pending_confirmations"`
+	// PendingReviews bounds the review items a credential queues within
+	// the review retention.
+	PendingReviews int `json:"pending_reviews"`
+	// StoredBodyBytes is the largest body held for a person (a confirmation
+	// or a review item); a larger one is refused with 413.
+	StoredBodyBytes int `json:"stored_body_bytes"`
+	// ReviewRetentionDays is how long a review item keeps the call it holds.
+	ReviewRetentionDays int `json:"review_retention_days"`
+}
+
+// DefaultLimits are the limits when settings.json names none.
+var DefaultLimits = Limits{CallsPerMinute: 600, PendingConfirmations: 20, PendingReviews: 100, StoredBodyBytes: 128 << 10, ReviewRetentionDays: 7}
+
+// limitRanges are the accepted ranges; stored_body_bytes stays well inside
+// DynamoDB's 400 KB item with the rest of a confirmation.
+var limitRanges = []struct {
+	key      string
+	min, max int
+	dst      func(*Limits) *int
+}{
+	{"calls_per_minute", 1, 1_000_000, func(l *Limits) *int { return &l.CallsPerMinute }},
+	{"pending_confirmations", 1, 10_000, func(l *Limits) *int { return &l.PendingConfirmations }},
+	{"pending_reviews", 1, 100_000, func(l *Limits) *int { return &l.PendingReviews }},
+	{"stored_body_bytes", 1, 256 << 10, func(l *Limits) *int { return &l.StoredBodyBytes }},
+	{"review_retention_days", 1, 30, func(l *Limits) *int { return &l.ReviewRetentionDays }},
+}
+
+// ReviewRetention returns ReviewRetentionDays as a duration.
+func (l Limits) ReviewRetention() time.Duration {
+	return time.Duration(l.ReviewRetentionDays) * 24 * time.Hour
 }
 
 // Workspace is the look of the approval page.
@@ -211,6 +253,7 @@ func (l *loader) settings() Settings {
 		Workspace: Workspace{Name: DefaultWorkspaceName, AccentColor: DefaultAccentColor},
 		PublicURL: DefaultPublicURL,
 		Timeouts:  Timeouts{DefaultCallSeconds, DefaultScriptSeconds, DefaultRedeemSeconds},
+		Limits:    DefaultLimits,
 	}
 	s, raw, missing := l.read("settings.json")
 	if missing {
@@ -220,7 +263,7 @@ func (l *loader) settings() Settings {
 	if raw == nil {
 		return st
 	}
-	m, ok := s.object("", raw, "workspace", "public_url", "approvers", "timeouts")
+	m, ok := s.object("", raw, "workspace", "public_url", "approvers", "timeouts", "limits")
 	if !ok {
 		return st
 	}
@@ -276,6 +319,28 @@ func (l *loader) settings() Settings {
 						continue
 					}
 					*f.dst = n
+				}
+			}
+		}
+	}
+	if v, ok := m["limits"]; ok {
+		keys := make([]string, len(limitRanges))
+		for i, r := range limitRanges {
+			keys[i] = r.key
+		}
+		if lm, ok := s.object("limits", v, keys...); ok {
+			for _, r := range limitRanges {
+				v, ok := lm[r.key]
+				if !ok {
+					continue
+				}
+				path := "limits." + r.key
+				if n, ok := s.integer(path, v); ok {
+					if n < r.min || n > r.max {
+						s.errf(path, "%d is out of range: use a whole number from %d to %d (omit it for %d)", n, r.min, r.max, *r.dst(&DefaultLimits))
+						continue
+					}
+					*r.dst(&st.Limits) = n
 				}
 			}
 		}

@@ -109,6 +109,9 @@ func TestLoadValid(t *testing.T) {
 	if st.Timeouts != (Timeouts{600, 1800, 600}) || st.Timeouts.Script().Minutes() != 30 {
 		t.Errorf("timeouts = %+v", st.Timeouts)
 	}
+	if st.Limits != DefaultLimits || st.Limits.ReviewRetention().Hours() != 7*24 {
+		t.Errorf("limits = %+v, want the defaults", st.Limits)
+	}
 
 	crm := cfg.Connections["crm"]
 	if crm == nil || crm.BaseURL != "http://127.0.0.1:9100" || crm.Headers["Authorization"] != "Bearer tok_123" ||
@@ -230,6 +233,7 @@ func TestLoadDefaults(t *testing.T) {
 		Workspace: Workspace{Name: "countersign", AccentColor: "#5b21b6"},
 		PublicURL: "http://127.0.0.1:8080",
 		Timeouts:  Timeouts{CallSeconds: 600, ScriptSeconds: 1800, RedeemSeconds: 600},
+		Limits:    Limits{CallsPerMinute: 600, PendingConfirmations: 20, PendingReviews: 100, StoredBodyBytes: 131072, ReviewRetentionDays: 7},
 	}
 	if fmt.Sprint(cfg.Settings) != fmt.Sprint(want) {
 		t.Errorf("settings = %+v, want %+v", cfg.Settings, want)
@@ -288,7 +292,7 @@ func TestLoadErrors(t *testing.T) {
 	}{
 		// Unknown fields at each level.
 		{name: "unknown field in settings", edits: []edit{sub(settingsFile, `"public_url"`, `"colour": "red", "public_url"`)},
-			file: settingsFile, path: "colour", msg: `unknown field "colour" (allowed: workspace, public_url, approvers, timeouts)`},
+			file: settingsFile, path: "colour", msg: `unknown field "colour" (allowed: workspace, public_url, approvers, timeouts, limits)`},
 		{name: "unknown field in settings workspace", edits: []edit{sub(settingsFile, `"name": "Acme"`, `"name": "Acme", "logo": "x.png"`)},
 			file: settingsFile, path: "workspace.logo", msg: `unknown field "logo"`},
 		{name: "unknown field in a webhook", edits: []edit{sub(settingsFile, `"name": "ops"`, `"name": "ops", "retries": 3`)},
@@ -401,6 +405,14 @@ func TestLoadErrors(t *testing.T) {
 			file: settingsFile, path: "timeouts.script_seconds", msg: "3600 is out of range: use a whole number of seconds from 1 to 1800"},
 		{name: "timeout of zero", edits: []edit{sub(settingsFile, `"call_seconds": 600`, `"call_seconds": 0`)},
 			file: settingsFile, path: "timeouts.call_seconds", msg: "0 is out of range"},
+		{name: "limit out of range", edits: []edit{sub(settingsFile, `"call_seconds": 600`, `"call_seconds": 600}, "limits": {"stored_body_bytes": 1048576`)},
+			file: settingsFile, path: "limits.stored_body_bytes", msg: "1048576 is out of range: use a whole number from 1 to 262144 (omit it for 131072)"},
+		{name: "limit of zero", edits: []edit{sub(settingsFile, `"call_seconds": 600`, `"call_seconds": 600}, "limits": {"calls_per_minute": 0`)},
+			file: settingsFile, path: "limits.calls_per_minute", msg: "0 is out of range"},
+		{name: "unknown limit", edits: []edit{sub(settingsFile, `"call_seconds": 600`, `"call_seconds": 600}, "limits": {"calls_per_hour": 5`)},
+			file: settingsFile, path: "limits.calls_per_hour", msg: `unknown field "calls_per_hour"`},
+		{name: "limit as a string", edits: []edit{sub(settingsFile, `"call_seconds": 600`, `"call_seconds": 600}, "limits": {"pending_reviews": "10"`)},
+			file: settingsFile, path: "limits.pending_reviews", msg: "want"},
 		{name: "missing settings.json", edits: []edit{remove(settingsFile)},
 			file: settingsFile, path: "", msg: "missing: the configuration directory needs a settings.json"},
 		{name: "malformed JSON reports line:column", edits: []edit{set(settingsFile, "{\n  \"public_url\": \"http://x\",\n}\n")},

@@ -53,6 +53,13 @@ type Store interface {
 	// ListReviews returns review items in creation order (oldest first).
 	ListReviews(ctx context.Context) ([]*Review, error)
 
+	// GetQuota returns the quota record of key, or ErrNotFound.
+	GetQuota(ctx context.Context, key string) (*Quota, error)
+	// PutQuota creates the record when q.Version is 0 (ErrConflict if it
+	// exists), else replaces it only if its stored Version equals
+	// q.Version; on success q.Version is incremented.
+	PutQuota(ctx context.Context, q *Quota) error
+
 	// Close flushes and releases the store.
 	Close() error
 }
@@ -219,4 +226,16 @@ type Review struct {
 	Status     string    `json:"status"`
 	CreatedAt  time.Time `json:"created_at"`
 	TTL        int64     `json:"ttl"`
+}
+
+// Quota counts the recent uses of one per-credential limit, e.g. the
+// confirmations a credential created that may still be pending. Changed
+// only by conditional writes on Version.
+type Quota struct {
+	Key string `json:"key"`
+	// Until holds, for each use still counted, when it stops counting.
+	Until   []time.Time `json:"until"`
+	Version int64       `json:"version"`
+	// TTL is when the store may delete the record (unix seconds).
+	TTL int64 `json:"ttl"`
 }

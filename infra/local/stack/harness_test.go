@@ -40,6 +40,8 @@ const testCredentials = `[
 // harnessOptions change the configuration the harness writes.
 type harnessOptions struct {
 	callSeconds, redeemSeconds int
+	// limits, when set, is the settings' "limits" object.
+	limits string
 	// hook, when set, is called by the "hooked" connection's hook.
 	hook func(req map[string]any) (decision, reason string)
 }
@@ -186,8 +188,8 @@ func newHarness(t testing.TB, o harnessOptions) *harness {
   "workspace": {"name": "Test Co", "accent_color": "#0f766e"},
   "public_url": "http://127.0.0.1:1",
   "approvers": {"console": true, "webhooks": [{"name": "ops", "url": %q, "format": "json", "secret": %q}]},
-  "timeouts": {"call_seconds": %d, "script_seconds": 1800, "redeem_seconds": %d}
-}`, wh.URL, webhookSecret, o.callSeconds, o.redeemSeconds))
+  "timeouts": {"call_seconds": %d, "script_seconds": 1800, "redeem_seconds": %d}%s
+}`, wh.URL, webhookSecret, o.callSeconds, o.redeemSeconds, limitsJSON(o.limits)))
 	write("credentials.json", testCredentials)
 	write("connections/crm/policy.json", fmt.Sprintf(`{
   "base_url": %q,
@@ -225,6 +227,13 @@ func newHarness(t testing.TB, o harnessOptions) *harness {
 }`, deadURL))
 	h.start()
 	return h
+}
+
+func limitsJSON(l string) string {
+	if l == "" {
+		return ""
+	}
+	return ",\n  \"limits\": " + l
 }
 
 // start starts (or restarts) the stack on the same data directory.

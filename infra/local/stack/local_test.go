@@ -134,3 +134,28 @@ func TestApprovedShowsRedemptionDeadline(t *testing.T) {
 		t.Errorf("status %s, want expired", st)
 	}
 }
+
+// TestLimitsOverHTTP: over a per-credential limit the agent gets 429
+// rate_limited with Retry-After; a body too large to hold for a person is
+// 413; neither reaches the upstream or leaves anything pending.
+func TestLimitsOverHTTP(t *testing.T) {
+	h := newHarness(t, harnessOptions{limits: `{"calls_per_minute": 3, "pending_confirmations": 1, "stored_body_bytes": 64}`})
+	expect(t, h.call("cs_test_ask", deleteContact12), 202, "")
+	r := h.call("cs_test_ask", map[string]any{"connection": "crm", "method": "DELETE", "path": "/contacts/13", "intent": "write"})
+	expect(t, r, 429, "rate_limited")
+	if ra := r.header.Get("Retry-After"); ra != "600" {
+		t.Errorf("Retry-After %q, want 600", ra)
+	}
+	big := map[string]any{"connection": "crm", "method": "POST", "path": "/payments", "intent": "write",
+		"body": map[string]any{"amount": 5, "memo": strings.Repeat("x", 100)}}
+	expect(t, h.call("cs_test_ask", big), 413, "payload_too_large")
+	// The per-minute allowance (3) is spent by now.
+	r = h.call("cs_test_ask", map[string]any{"connection": "crm", "method": "GET", "path": "/contacts/12", "intent": "read"})
+	expect(t, r, 429, "rate_limited")
+	if ra := r.header.Get("Retry-After"); ra == "" || ra == "0" {
+		t.Errorf("Retry-After %q", ra)
+	}
+	if n := len(h.upstream.Requests()); n != 0 {
+		t.Errorf("upstream called %d times", n)
+	}
+}

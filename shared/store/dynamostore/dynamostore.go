@@ -45,9 +45,11 @@ const (
 	prefixIdempotency  = "IDEM#"
 	prefixIdemKey      = "KEY#"
 	prefixReview       = "REVIEW#"
+	prefixQuota        = "QUOTA#"
 	skCredential       = "CRED"
 	skConfirmation     = "CONF"
 	skReview           = "REVIEW"
+	skQuota            = "QUOTA"
 	gsiReviews         = "REVIEWS"
 )
 

@@ -21,9 +21,10 @@ var (
 	bucketConfirmations = []byte("store_confirmations")  // confirmation ID → JSON
 	bucketIdempotency   = []byte("store_idempotency")    // idempotencyKey(credential, key) → JSON
 	bucketReviews       = []byte("store_reviews")        // review ID → JSON
+	bucketQuotas        = []byte("store_quotas")         // quota key → JSON
 )
 
-var allBuckets = [][]byte{bucketCredentials, bucketCredentialKey, bucketConfirmations, bucketIdempotency, bucketReviews}
+var allBuckets = [][]byte{bucketCredentials, bucketCredentialKey, bucketConfirmations, bucketIdempotency, bucketReviews, bucketQuotas}
 
 // DefaultTimeout is how long Open waits for the file lock when
 // Options.Timeout is zero.

@@ -21,6 +21,7 @@ func (s *Store) Sweep(now time.Time) (int, error) {
 		}{
 			{bucketConfirmations, ttlPassed(now)},
 			{bucketReviews, ttlPassed(now)},
+			{bucketQuotas, ttlPassed(now)},
 			{bucketIdempotency, func(raw []byte) bool {
 				var r struct {
 					ExpiresAt time.Time `json:"expires_at"`

@@ -54,6 +54,71 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts *Options) {
 	t.Run("Confirmations", s.confirmations)
 	t.Run("Idempotency", s.idempotency)
 	t.Run("Reviews", s.reviews)
+	t.Run("Quotas", s.quotas)
+}
+
+func (s *suite) quotas(t *testing.T) {
+	ctx := context.Background()
+
+	t.Run("CreateGetUpdate", func(t *testing.T) {
+		st := s.newStore(t)
+		now := s.now().In(zone)
+		q := &store.Quota{Key: "confirmations:" + uid(t), Until: []time.Time{now.Add(-time.Minute), now}, TTL: now.Add(time.Hour).Unix(), Version: 1}
+		assertNoZeroFields(t, *q)
+		q.Version = 0
+		if err := st.PutQuota(ctx, q); err != nil {
+			t.Fatalf("PutQuota (create): %v", err)
+		}
+		if q.Version != 1 {
+			t.Errorf("version %d after create, want 1", q.Version)
+		}
+		got, err := st.GetQuota(ctx, q.Key)
+		if err != nil {
+			t.Fatalf("GetQuota: %v", err)
+		}
+		assertEqual(t, "quota", *got, roundTrip(t, *q))
+		assertUTC(t, *got)
+
+		again := &store.Quota{Key: q.Key}
+		assertErrIs(t, "PutQuota (create twice)", st.PutQuota(ctx, again), store.ErrConflict)
+
+		got.Until = append(got.Until, now.Add(time.Second))
+		if err := st.PutQuota(ctx, got); err != nil || got.Version != 2 {
+			t.Fatalf("PutQuota (update): %v, version %d", err, got.Version)
+		}
+		stale := *q // version 1
+		assertErrIs(t, "PutQuota (stale)", st.PutQuota(ctx, &stale), store.ErrConflict)
+		if q2, err := st.GetQuota(ctx, q.Key); err != nil || len(q2.Until) != 3 {
+			t.Errorf("after the stale write: %+v, %v", q2, err)
+		}
+	})
+
+	t.Run("NotFound", func(t *testing.T) {
+		st := s.newStore(t)
+		_, err := st.GetQuota(ctx, "none:"+uid(t))
+		assertErrIs(t, "GetQuota", err, store.ErrNotFound)
+		assertErrIs(t, "PutQuota (update a missing record)", st.PutQuota(ctx, &store.Quota{Key: "none:" + uid(t), Version: 3}), store.ErrNotFound)
+	})
+
+	t.Run("RacingWritersOneWins", func(t *testing.T) {
+		st := s.newStore(t)
+		key := "race:" + uid(t)
+		errs := race(s.racers, func(i int) error {
+			return st.PutQuota(ctx, &store.Quota{Key: key, Until: []time.Time{s.now()}})
+		})
+		won := 0
+		for _, err := range errs {
+			switch {
+			case err == nil:
+				won++
+			case !errors.Is(err, store.ErrConflict):
+				t.Errorf("racer: %v", err)
+			}
+		}
+		if won != 1 {
+			t.Errorf("%d creates won, want 1", won)
+		}
+	})
 }
 
 type suite struct {
