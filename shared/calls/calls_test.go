@@ -270,3 +270,39 @@ func TestLimits(t *testing.T) {
 		t.Errorf("calls over the per-minute limit: %v, want rate_limited with a Retry-After", last)
 	}
 }
+
+// lostAnswers fails every write of an idempotency answer, as a store that
+// goes away between the call and its record would.
+type lostAnswers struct{ testStore }
+
+func (lostAnswers) UpdateIdempotency(context.Context, *store.Idempotency) error { return errOutage }
+
+// TestIdempotencyClaimOutlivesALostAnswer: when the answer of a call with
+// an Idempotency-Key cannot be stored, a retry with the key never runs the
+// call again: it waits, then is told the key is still in progress.
+func TestIdempotencyClaimOutlivesALostAnswer(t *testing.T) {
+	e := newEnv(t)
+	e.svc.Store = lostAnswers{e.st}
+	cred := e.creds["runner"]
+	del := &calls.Call{Connection: "crm", Method: "DELETE", Path: "/contacts/5", Intent: tier.IntentWrite, IdempotencyKey: "once"}
+	run := func() calls.Answer {
+		if _, err := e.svc.Do(e.ctx, cred, del, calls.Options{}); err != nil {
+			t.Fatal(err)
+		}
+		return calls.Answer{Status: 200}
+	}
+	hash := calls.RequestHash("test", del)
+	if _, _, err := e.svc.Idempotent(e.ctx, cred, "once", hash, run); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(time.Hour) // long after any short claim would have lapsed
+	ctx, cancel := context.WithTimeout(e.ctx, 300*time.Millisecond)
+	defer cancel()
+	_, _, err := e.svc.Idempotent(ctx, cred, "once", hash, run)
+	if fault.CodeOf(err) != fault.IdempotencyInProgress {
+		t.Errorf("retry: %v, want idempotency_in_progress", err)
+	}
+	if n := len(e.up.seen()); n != 1 {
+		t.Errorf("the upstream was called %d times, want once", n)
+	}
+}

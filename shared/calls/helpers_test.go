@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -53,8 +54,15 @@ func (u *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Key: r.Header.Get("Idempotency-Key"), Body: b})
 	u.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
+	if strings.HasSuffix(r.URL.Path, "/big") {
+		_, _ = io.WriteString(w, bigAnswer)
+		return
+	}
 	_, _ = io.WriteString(w, `{"ok":true}`)
 }
+
+// bigAnswer is a 1 MB JSON answer, over a store item's 400 KB.
+var bigAnswer = `{"rows":"` + strings.Repeat("r", 1<<20) + `"}`
 
 func (u *recorder) seen() []received {
 	u.mu.Lock()
@@ -62,12 +70,20 @@ func (u *recorder) seen() []received {
 	return append([]received(nil), u.got...)
 }
 
-// env is a pipeline over a real embedded store, a no-op workflow, a fixed
-// clock and a recording upstream.
+// testStore is what the tests need of a store adapter.
+type testStore interface {
+	calls.Store
+	confirm.Store
+	PutCredential(ctx context.Context, c store.Credential) error
+	ListReviews(ctx context.Context) ([]*store.Review, error)
+}
+
+// env is a pipeline over a real store (embedded unless given), a no-op
+// workflow, a fixed clock and a recording upstream.
 type env struct {
 	ctx   context.Context
 	clock *storetest.Clock
-	st    *embedded.Store
+	st    testStore
 	up    *recorder
 	svc   *calls.Service
 	creds map[string]*store.Credential
@@ -80,7 +96,10 @@ const testCredentials = `[
   {"id": "ops-key",   "key": "k_refuse", "origin": "operator"}
 ]`
 
-func newEnv(tb testing.TB) *env {
+func newEnv(tb testing.TB) *env { return newEnvWith(tb, nil) }
+
+// newEnvWith builds the env over the store open returns (nil: embedded).
+func newEnvWith(tb testing.TB, open func(now func() time.Time) testStore) *env {
 	tb.Helper()
 	up := &recorder{}
 	srv := httptest.NewServer(up)
@@ -111,11 +130,17 @@ func newEnv(tb testing.TB) *env {
 		tb.Fatal(err)
 	}
 	clock := storetest.NewClock(t0)
-	st, err := embedded.Open(filepath.Join(tb.TempDir(), "db"), &embedded.Options{Now: clock.Now})
-	if err != nil {
-		tb.Fatal(err)
+	var st testStore
+	if open != nil {
+		st = open(clock.Now)
+	} else {
+		es, err := embedded.Open(filepath.Join(tb.TempDir(), "db"), &embedded.Options{Now: clock.Now})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		tb.Cleanup(func() { _ = es.Close() })
+		st = es
 	}
-	tb.Cleanup(func() { _ = st.Close() })
 	e := &env{ctx: context.Background(), clock: clock, st: st, up: up, creds: map[string]*store.Credential{}}
 	for _, c := range cfg.Credentials {
 		if err := st.PutCredential(e.ctx, c); err != nil {

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/countersign/countersign/shared/canon"
@@ -16,9 +17,9 @@ import (
 const (
 	// idempotencyTTL is how long an answer is replayed (API.md: 24 hours).
 	idempotencyTTL = 24 * time.Hour
-	// claimTTL bounds a claim whose request died before it answered, so a
-	// retry can go ahead after it.
-	claimTTL = time.Minute
+	// maxAnswer bounds the body kept for a replay; a larger one is kept
+	// truncated, with a Countersign-Truncated header saying so.
+	maxAnswer = 64 << 10
 	// inProgressWait is how long a duplicate waits for the first to finish.
 	inProgressWait = 10 * time.Second
 	// maxIdempotencyKey is the longest Idempotency-Key accepted.
@@ -30,6 +31,28 @@ type Answer struct {
 	Status  int
 	Headers map[string]string
 	Body    []byte
+	// Retryable marks an answer given before anything was sent upstream
+	// (an internal error): it is not kept, and a retry runs again.
+	Retryable bool
+}
+
+// TruncatedHeader marks a replayed answer whose body was too large to keep
+// whole: "<kept> of <length> bytes; sha256=<hex of the whole body>".
+const TruncatedHeader = "Countersign-Truncated"
+
+// bounded returns a copy of a whose body fits a store item.
+func (a Answer) bounded() Answer {
+	if len(a.Body) <= maxAnswer {
+		return a
+	}
+	sum := sha256.Sum256(a.Body)
+	h := make(map[string]string, len(a.Headers)+1)
+	for k, v := range a.Headers {
+		h[k] = v
+	}
+	h[TruncatedHeader] = fmt.Sprintf("%d of %d bytes; sha256=%s", maxAnswer, len(a.Body), hex.EncodeToString(sum[:]))
+	a.Headers, a.Body = h, a.Body[:maxAnswer]
+	return a
 }
 
 // RequestHash identifies a call on a surface, so the same key with another
@@ -53,8 +76,11 @@ func RequestHash(surface string, c *Call) string {
 // (same hash) returns the stored answer with replayed set, without running
 // fn; the same key with another call is idempotency_key_reused; a repeat
 // while the first still runs waits up to 10 s, then is
-// idempotency_in_progress. Server errors (5xx) are not kept, so a retry
-// after one runs again. An empty key runs fn.
+// idempotency_in_progress. Only a Retryable answer (nothing was sent
+// upstream) is not kept, so a retry after it runs again. The claim is
+// written before fn runs and lasts as long as an answer is kept: if the
+// answer cannot be stored (or the process dies), the key stays in progress
+// rather than letting the call run twice. An empty key runs fn.
 func (s *Service) Idempotent(ctx context.Context, cred *store.Credential, key, hash string, fn func() Answer) (a Answer, replayed bool, err error) {
 	if key == "" {
 		return fn(), false, nil
@@ -63,7 +89,7 @@ func (s *Service) Idempotent(ctx context.Context, cred *store.Credential, key, h
 		return Answer{}, false, fault.New(fault.InvalidRequest, "Idempotency-Key is longer than 255 characters")
 	}
 	now := s.now()
-	rec := &store.Idempotency{Credential: cred.ID, Key: key, RequestHash: hash, CreatedAt: now, ExpiresAt: now.Add(claimTTL)}
+	rec := &store.Idempotency{Credential: cred.ID, Key: key, RequestHash: hash, CreatedAt: now, ExpiresAt: now.Add(idempotencyTTL)}
 	deadline := now.Add(inProgressWait)
 	for {
 		err := s.Store.CreateIdempotency(ctx, rec)
@@ -89,7 +115,7 @@ func (s *Service) Idempotent(ctx context.Context, cred *store.Credential, key, h
 			return Answer{Status: prev.Status, Headers: prev.Headers, Body: prev.Body}, true, nil
 		}
 		if s.now().After(deadline) {
-			return Answer{}, false, fault.New(fault.IdempotencyInProgress, "a call with this Idempotency-Key is still running; retry later")
+			return Answer{}, false, fault.New(fault.IdempotencyInProgress, "a call with this Idempotency-Key is still running, or was cut off before its answer was kept; retry later, or use a new key")
 		}
 		select {
 		case <-ctx.Done():
@@ -98,10 +124,11 @@ func (s *Service) Idempotent(ctx context.Context, cred *store.Credential, key, h
 		}
 	}
 	a = fn()
-	rec.Done, rec.Status, rec.Headers, rec.Body = true, a.Status, a.Headers, a.Body
+	kept := a.bounded()
+	rec.Done, rec.Status, rec.Headers, rec.Body = true, kept.Status, kept.Headers, kept.Body
 	rec.ExpiresAt = s.now().Add(idempotencyTTL)
-	if a.Status >= 500 {
-		rec.ExpiresAt = s.now() // not kept: the retry runs again
+	if a.Retryable {
+		rec.ExpiresAt = s.now() // not kept: nothing ran, the retry runs again
 	}
 	if err := s.Store.UpdateIdempotency(context.WithoutCancel(ctx), rec); err != nil {
 		s.logger().ErrorContext(ctx, "idempotency answer not stored", "credential", cred.ID, "error", err)

@@ -422,8 +422,17 @@ func (s *Service) Redeem(ctx context.Context, id, credential, binding string) (*
 	return c, index, nil
 }
 
+// outcomeBudget bounds the outcome bodies one record keeps, shared by its
+// operations (at least minOutcomeBody each): the whole answer went to
+// whoever ran it, and the record must fit a store item.
+const (
+	outcomeBudget  = 64 << 10
+	minOutcomeBody = 1 << 10
+)
+
 // Complete stores the outcome of a claimed operation and derives the
-// record's final status once every selected operation is done.
+// record's final status once every selected operation is done. A large
+// body is kept truncated (store.Outcome.Bounded), so no write fails for size.
 func (s *Service) Complete(ctx context.Context, id string, index int, out store.Outcome) (*store.Confirmation, error) {
 	c, err := s.update(ctx, id, func(c *store.Confirmation, now time.Time) error {
 		if index < 0 || index >= len(c.Operations) {
@@ -433,7 +442,8 @@ func (s *Service) Complete(ctx context.Context, id string, index int, out store.
 		if op.State == store.OpDone {
 			return errUnchanged
 		}
-		op.State, op.Outcome = store.OpDone, &out
+		bounded := out.Bounded(max(minOutcomeBody, outcomeBudget/len(c.Operations)))
+		op.State, op.Outcome = store.OpDone, &bounded
 		c.Status = finalStatus(c)
 		return nil
 	})

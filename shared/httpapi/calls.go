@@ -113,7 +113,7 @@ func (g *Gateway) calls(ctx context.Context, req *Request, cred *store.Credentia
 		g.Calls.RecordClient(ctx, cred, calls.Client{Name: client.Name, Version: client.Version, CanAsk: true})
 	}
 	c.IdempotencyKey = header(req, "Idempotency-Key")
-	resp := g.idempotent(ctx, cred, "calls", c, func() Response { return g.callsOutcome(ctx, cred, c) })
+	resp := g.idempotent(ctx, cred, "calls", c, func() (Response, bool) { return g.callsOutcome(ctx, cred, c) })
 	if strings.Contains(header(req, "Accept"), "text/event-stream") {
 		return sse(resp)
 	}
@@ -145,16 +145,18 @@ type confirmationID struct {
 	Status string `json:"status"`
 }
 
-func (g *Gateway) callsOutcome(ctx context.Context, cred *store.Credential, c *calls.Call) Response {
+// callsOutcome answers a call; retryable is set when nothing was sent
+// upstream and a retry with the same Idempotency-Key may run it.
+func (g *Gateway) callsOutcome(ctx context.Context, cred *store.Credential, c *calls.Call) (resp Response, retryable bool) {
 	res, err := g.Calls.Do(ctx, cred, c, calls.Options{})
 	if err != nil {
-		return errorOf(err)
+		return errorOf(err), fault.CodeOf(err) == fault.Internal
 	}
 	switch res.Outcome {
 	case calls.Denied:
-		return denied(res)
+		return denied(res), false
 	case calls.Paused:
-		return pending(res, false)
+		return pending(res, false), false
 	}
 	out := executedBody{Status: "executed", Tier: res.Decision.Tier.String(), Response: viewOf(res.Response)}
 	if res.Notice {
@@ -163,7 +165,7 @@ func (g *Gateway) callsOutcome(ctx context.Context, cred *store.Credential, c *c
 	if conf := res.Confirmation; conf != nil {
 		out.Confirm = &confirmationID{ID: conf.ID, Status: string(conf.Status)}
 	}
-	return jsonResponse(http.StatusOK, out)
+	return jsonResponse(http.StatusOK, out), false
 }
 
 // pendingBody is the 202 answer (API.md section 2).
@@ -212,14 +214,18 @@ func pending(res *calls.Result, location bool) Response {
 
 // idempotent answers a repeated call with the same Idempotency-Key from
 // the pipeline's record (Idempotent-Replayed: true) instead of running it.
-func (g *Gateway) idempotent(ctx context.Context, cred *store.Credential, surface string, c *calls.Call, fn func() Response) Response {
+func (g *Gateway) idempotent(ctx context.Context, cred *store.Credential, surface string, c *calls.Call, fn func() (Response, bool)) Response {
 	if c.IdempotencyKey == "" {
-		return fn()
+		resp, _ := fn()
+		return resp
 	}
 	var first Response
 	a, replayed, err := g.Calls.Idempotent(ctx, cred, c.IdempotencyKey, calls.RequestHash(surface, c), func() calls.Answer {
-		first = fn()
-		return answerOf(first)
+		var retryable bool
+		first, retryable = fn()
+		a := answerOf(first)
+		a.Retryable = retryable
+		return a
 	})
 	switch {
 	case err != nil:

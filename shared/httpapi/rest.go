@@ -57,19 +57,20 @@ func (g *Gateway) rest(ctx context.Context, req *Request, cred *store.Credential
 	if preferAsync(header(req, "Prefer")) {
 		o.Pause = calls.PauseAsk
 	}
-	return g.idempotent(ctx, cred, "rest", c, func() Response { return g.restOutcome(ctx, cred, c, o) })
+	return g.idempotent(ctx, cred, "rest", c, func() (Response, bool) { return g.restOutcome(ctx, cred, c, o) })
 }
 
-func (g *Gateway) restOutcome(ctx context.Context, cred *store.Credential, c *calls.Call, o calls.Options) Response {
+// restOutcome answers a REST call; retryable as for callsOutcome.
+func (g *Gateway) restOutcome(ctx context.Context, cred *store.Credential, c *calls.Call, o calls.Options) (resp Response, retryable bool) {
 	res, err := g.Calls.Do(ctx, cred, c, o)
 	if err != nil {
-		return errorOf(err)
+		return errorOf(err), fault.CodeOf(err) == fault.Internal
 	}
 	switch res.Outcome {
 	case calls.Denied:
-		return denied(res)
+		return denied(res), false
 	case calls.Paused:
-		return pending(res, true)
+		return pending(res, true), false
 	}
 	out := passThrough(res.Response.Status, res.Response.Header, res.Response.Body)
 	if res.Notice {
@@ -78,7 +79,7 @@ func (g *Gateway) restOutcome(ctx context.Context, cred *store.Credential, c *ca
 	if res.Confirmation != nil {
 		out.Headers["Countersign-Confirmation"] = res.Confirmation.ID
 	}
-	return out
+	return out, false
 }
 
 func preferAsync(prefer string) bool {

@@ -2,15 +2,26 @@ package store
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"time"
+	"unicode/utf8"
 
 	"github.com/countersign/countersign/shared/tier"
 )
 
 // ErrNotFound is returned when a record does not exist.
 var ErrNotFound = errors.New("store: not found")
+
+// ErrTooLarge is returned when a record is over MaxItemBytes: DynamoDB's
+// item limit, which the embedded store enforces too so local tests see it.
+var ErrTooLarge = errors.New("store: record too large")
+
+// MaxItemBytes is the largest record a store accepts: DynamoDB's 400 KB
+// item, less room for the key and index attributes.
+const MaxItemBytes = 400*1024 - 2*1024
 
 // ErrConflict is returned when a conditional write fails: the record already
 // exists (create) or changed since it was read (update).
@@ -200,6 +211,36 @@ type Outcome struct {
 	Body    json.RawMessage   `json:"body,omitempty"`
 	// Error is set when the upstream could not be reached.
 	Error string `json:"error,omitempty"`
+	// Truncated is set when Body holds only the beginning of the answer
+	// (as a JSON string), so the record fits a store item; BodyBytes and
+	// BodySHA256 then describe the whole body.
+	Truncated  bool   `json:"truncated,omitempty"`
+	BodyBytes  int    `json:"body_bytes,omitempty"`
+	BodySHA256 string `json:"body_sha256,omitempty"`
+}
+
+// Bounded returns o with a body of at most max bytes: a longer one is cut
+// (at a UTF-8 boundary), kept as a JSON string, and marked Truncated with
+// the whole body's length and SHA-256.
+func (o Outcome) Bounded(max int) Outcome {
+	if len(o.Body) <= max {
+		return o
+	}
+	sum := sha256.Sum256(o.Body)
+	o.Truncated, o.BodyBytes, o.BodySHA256 = true, len(o.Body), hex.EncodeToString(sum[:])
+	n := max
+	for {
+		cut := o.Body[:n]
+		for len(cut) > 0 && !utf8.Valid(cut) {
+			cut = cut[:len(cut)-1]
+		}
+		b, _ := json.Marshal(string(cut))
+		if len(b) <= max || n == 0 {
+			o.Body = b
+			return o
+		}
+		n = n * max / len(b) // escapes made it longer: cut more
+	}
 }
 
 // Idempotency remembers an agent's call under its Idempotency-Key.

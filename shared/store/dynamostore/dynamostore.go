@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
 
 	"github.com/countersign/countersign/shared/store"
 )
@@ -130,6 +132,13 @@ func isUnknownOperation(err error) bool {
 	return errors.As(err, &apiErr) && apiErr.ErrorCode() == "UnknownOperationException"
 }
 
+// isTooLarge reports DynamoDB's refusal of an item over 400 KB.
+func isTooLarge(err error) bool {
+	var ae smithy.APIError
+	return errors.As(err, &ae) && ae.ErrorCode() == "ValidationException" &&
+		strings.Contains(strings.ToLower(ae.ErrorMessage()), "item size")
+}
+
 // isConditionFailed reports whether err is a failed condition expression.
 func isConditionFailed(err error) bool {
 	var ccf *types.ConditionalCheckFailedException
@@ -147,6 +156,9 @@ func (s *Store) putIf(ctx context.Context, item map[string]types.AttributeValue,
 	})
 	if isConditionFailed(err) {
 		return store.ErrConflict
+	}
+	if isTooLarge(err) {
+		return fmt.Errorf("%w: %w", store.ErrTooLarge, err)
 	}
 	return err
 }

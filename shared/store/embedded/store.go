@@ -119,6 +119,9 @@ func put(tx *bbolt.Tx, bucket, key []byte, v any) error {
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", bucket, err)
 	}
+	if len(data) > store.MaxItemBytes {
+		return fmt.Errorf("write %s: %d bytes, limit %d: %w", bucket, len(data), store.MaxItemBytes, store.ErrTooLarge)
+	}
 	if err := tx.Bucket(bucket).Put(key, data); err != nil {
 		return fmt.Errorf("write %s: %w", bucket, err)
 	}

@@ -55,6 +55,30 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts *Options) {
 	t.Run("Idempotency", s.idempotency)
 	t.Run("Reviews", s.reviews)
 	t.Run("Quotas", s.quotas)
+	t.Run("ItemSize", s.itemSize)
+}
+
+// itemSize: both stores refuse a record over DynamoDB's item limit with
+// ErrTooLarge, keep nothing of it, and accept one well under it.
+func (s *suite) itemSize(t *testing.T) {
+	ctx := context.Background()
+	st := s.newStore(t)
+	huge := minimalConfirmation(uid(t), s.now())
+	huge.Operations[0].Args.Body = json.RawMessage(`"` + strings.Repeat("x", 1<<20) + `"`)
+	assertErrIs(t, "CreateConfirmation (1 MiB)", st.CreateConfirmation(ctx, huge), store.ErrTooLarge)
+	_, err := st.GetConfirmation(ctx, huge.ID)
+	assertErrIs(t, "GetConfirmation (refused record)", err, store.ErrNotFound)
+
+	ok := minimalConfirmation(uid(t), s.now())
+	ok.Operations[0].Args.Body = json.RawMessage(`"` + strings.Repeat("x", 300<<10) + `"`)
+	if err := st.CreateConfirmation(ctx, ok); err != nil {
+		t.Fatalf("CreateConfirmation (300 KiB): %v", err)
+	}
+	ok.Operations[0].Outcome = &store.Outcome{Status: 200, Body: json.RawMessage(`"` + strings.Repeat("y", 200<<10) + `"`)}
+	assertErrIs(t, "UpdateConfirmation (over the limit)", st.UpdateConfirmation(ctx, ok), store.ErrTooLarge)
+	idem := fullIdempotency("cred-"+uid(t), s.now())
+	idem.Body = make([]byte, 500<<10)
+	assertErrIs(t, "CreateIdempotency (500 KiB)", st.CreateIdempotency(ctx, idem), store.ErrTooLarge)
 }
 
 func (s *suite) quotas(t *testing.T) {
@@ -985,10 +1009,13 @@ func fullOperation() store.Operation {
 		Selected:    true,
 		State:       store.OpDone,
 		Outcome: &store.Outcome{
-			Status:  200,
-			Headers: map[string]string{"Content-Type": "application/json", "X-Request-Id": "r1"},
-			Body:    json.RawMessage(`{"deleted":12,"ok":true}`),
-			Error:   "upstream reset after response",
+			Status:     200,
+			Headers:    map[string]string{"Content-Type": "application/json", "X-Request-Id": "r1"},
+			Body:       json.RawMessage(`{"deleted":12,"ok":true}`),
+			Error:      "upstream reset after response",
+			Truncated:  true,
+			BodyBytes:  1 << 20,
+			BodySHA256: keyHash("whole body"),
 		},
 	}
 }
