@@ -12,7 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sfn"
+
 	"github.com/countersign/countersign/shared/confirm"
+	"github.com/countersign/countersign/shared/store"
 )
 
 // The flows, run one at a time in this order against one emulated
@@ -28,13 +32,18 @@ var flows = []struct {
 	{name: "approve then redeem once", run: approveThenRedeem},
 	{name: "reject", run: reject},
 	{name: "expire", settings: shortWait, run: expire},
+	{name: "approved but SendTaskSuccess failed, still redeemable", settings: shortWait, run: approvedTaskLost},
+	{name: "rejected but SendTaskFailure failed, still rejected", settings: shortWait, run: rejectedTaskLost},
+	{name: "batch approved, run by the Execute task", run: batchExecuted},
+	{name: "batch approved but SendTaskSuccess failed, still run by the Execute task", settings: shortWait, run: batchTaskLost},
 
 	// TODO(issue 10 item 1): the link delivered through SNS, read back from
 	// moto's SNS message store (GET <moto>/moto-api/data.json, "sns" →
 	// "messages"), once notify has an SNS channel.
 	{name: "link delivered by SNS e-mail", todo: "no SNS approver channel yet (issue 10, Build 1)"},
 	// TODO(code mode): a script submitted to POST /v1/scripts whose batch
-	// confirmation the Execute task runs.
+	// confirmation the Execute task runs; batchExecuted seeds the record
+	// and starts the batch machine as the gateway will.
 	{name: "script batch through the gateway", todo: "code mode (POST /v1/scripts) is not built yet"},
 	// TODO(issue 10 item 3): a configuration change uploaded to the S3
 	// prefix and picked up by the running functions without a restart.
@@ -287,6 +296,95 @@ func expire(f *flow) {
 	f.expect("redeem", f.call("DELETE", "/contacts/31", "confirmed_write", id), http.StatusGone, "confirmation_expired")
 	if hits := f.s.Upstream.Hits("DELETE /contacts/31"); len(hits) != 0 {
 		f.Fatalf("upstream called after expiry: %v", hits)
+	}
+}
+
+// approvedTaskLost: the approve function records the approval but cannot
+// reach Step Functions, so the wait times out with the record approved.
+// The workflow must not call that expired, and the agent can still redeem.
+func approvedTaskLost(f *flow) {
+	approve := f.s.emulator("approve").aws
+	approve.fail("states:SendTaskSuccess", true)
+	defer approve.fail("states:SendTaskSuccess", false)
+	id := f.pause("DELETE", "/contacts/41")
+	link := f.link(id)
+	f.expect("POST approve (Step Functions unreachable)", f.decide(link, "approve"), http.StatusOK, "approved")
+	f.execution("ConfirmStateMachine", id, "Approved", 30*time.Second)
+	if got := f.status(id); got != "approved" {
+		f.Fatalf("status: %s, want approved", got)
+	}
+	f.expect("redeem", f.call("DELETE", "/contacts/41", "confirmed_write", id), http.StatusOK, "executed")
+	f.upstreamOnce("DELETE", "/contacts/41", id)
+}
+
+// rejectedTaskLost: as approvedTaskLost, for a rejection.
+func rejectedTaskLost(f *flow) {
+	approve := f.s.emulator("approve").aws
+	approve.fail("states:SendTaskFailure", true)
+	defer approve.fail("states:SendTaskFailure", false)
+	id := f.pause("DELETE", "/contacts/45")
+	link := f.link(id)
+	f.expect("POST reject (Step Functions unreachable)", f.decide(link, "reject"), http.StatusOK, "rejected")
+	f.execution("ConfirmStateMachine", id, "Rejected", 30*time.Second)
+	f.expect("redeem", f.call("DELETE", "/contacts/45", "confirmed_write", id), http.StatusForbidden, "confirmation_rejected")
+}
+
+// startBatch does what the gateway will do for a script batch (code mode is
+// not built yet): store a pending script confirmation and start the batch
+// state machine for it.
+func (f *flow) startBatch(method, path, contact string) string {
+	f.Helper()
+	op, err := confirm.NewOperation(askCredential, "crm", method, path, "/contacts/{id}", store.Args{Path: map[string]string{"id": contact}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	now := time.Now().UTC()
+	wait := time.Duration(f.s.settings.ScriptSeconds) * time.Second
+	c := &store.Confirmation{
+		ID: confirm.NewID(), Kind: store.KindScript, Credential: askCredential, Status: store.StatusPending,
+		Reason: "awstest batch", CreatedAt: now, ExpiresAt: now.Add(wait), Operations: []store.Operation{op},
+		TTL: now.Add(wait + 24*time.Hour).Unix(),
+	}
+	if err := f.s.Store.CreateConfirmation(f.ctx, c); err != nil {
+		f.Fatal(err)
+	}
+	input, _ := json.Marshal(map[string]any{"confirmation_id": c.ID, "timeout_seconds": f.s.settings.ScriptSeconds})
+	_, err = f.s.sfn.StartExecution(f.ctx, &sfn.StartExecutionInput{
+		StateMachineArn: aws.String(f.s.machine("BatchStateMachine").ARN), Name: aws.String(c.ID), Input: aws.String(string(input)),
+	})
+	if err != nil {
+		f.Fatalf("start batch execution: %v", err)
+	}
+	f.Logf("batch %s started: %s %s", c.ID, method, path)
+	return c.ID
+}
+
+func batchExecuted(f *flow) {
+	id := f.startBatch("DELETE", "/contacts/51", "51")
+	link := f.link(id)
+	f.expect("POST approve", f.decide(link, "approve"), http.StatusOK, "approved")
+	f.execution("BatchStateMachine", id, "Executed", 30*time.Second)
+	f.upstreamOnce("DELETE", "/contacts/51", id)
+	if got := f.status(id); got != "executed" {
+		f.Fatalf("status: %s, want executed", got)
+	}
+	f.s.Hooks.wait(f, "confirmation.executed", id, 10*time.Second)
+	f.Logf("webhook confirmation.executed")
+}
+
+// batchTaskLost: as approvedTaskLost for a batch, which nobody redeems: the
+// workflow itself must run the approved operations.
+func batchTaskLost(f *flow) {
+	approve := f.s.emulator("approve").aws
+	approve.fail("states:SendTaskSuccess", true)
+	defer approve.fail("states:SendTaskSuccess", false)
+	id := f.startBatch("DELETE", "/contacts/61", "61")
+	link := f.link(id)
+	f.expect("POST approve (Step Functions unreachable)", f.decide(link, "approve"), http.StatusOK, "approved")
+	f.execution("BatchStateMachine", id, "Executed", 30*time.Second)
+	f.upstreamOnce("DELETE", "/contacts/61", id)
+	if got := f.status(id); got != "executed" {
+		f.Fatalf("status: %s, want executed", got)
 	}
 }
 
