@@ -143,7 +143,10 @@ func (f *flow) do(method, path string, header http.Header, body string) answer {
 // call is POST /v1/calls as the ask_person agent.
 func (f *flow) call(method, path, intent, confirmation string) answer {
 	f.Helper()
-	req := map[string]any{"connection": "crm", "method": method, "path": path, "intent": intent}
+	// The client is recorded on the credential (an UpdateItem the gateway's
+	// role must allow; a failure there is only logged).
+	req := map[string]any{"connection": "crm", "method": method, "path": path, "intent": intent,
+		"client": map[string]any{"name": "awstest", "version": "1.0"}}
 	if confirmation != "" {
 		req["confirmation_id"] = confirmation
 	}
@@ -263,6 +266,10 @@ func approveThenRedeem(f *flow) {
 		f.Fatalf("status after redeem: %s, want executed", got)
 	}
 	f.s.Hooks.wait(f, "confirmation.decided", id, 10*time.Second)
+	me := f.do(http.MethodGet, "/v1/credentials/me", http.Header{"Authorization": {"Bearer " + askKey}}, "")
+	if lc, _ := me.Body["last_client"].(map[string]any); me.Status != http.StatusOK || lc["name"] != "awstest" {
+		f.Fatalf("GET /v1/credentials/me: %d %s, want last_client awstest", me.Status, me.Raw)
+	}
 	f.expect("POST approve again", f.decide(link, "approve"), http.StatusConflict, "confirmation_decided")
 }
 
