@@ -64,6 +64,9 @@ func TestAWSPath(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	s := newStack(t, ctx)
+	if problems := s.tpl.checkLogs(); len(problems) > 0 {
+		t.Errorf("template.yaml: logs:\n%s", strings.Join(problems, "\n"))
+	}
 	t.Logf("emulated deployment ready in %s: functions %v, state machines %v, routes %v",
 		time.Since(begin).Round(time.Millisecond), s.functionNames(), s.machineNames(), s.routeKeys())
 

@@ -489,3 +489,49 @@ func allows(granted []string, action string) bool {
 	}
 	return false
 }
+
+// checkLogs checks, on the transformed template, that every function, the
+// API's stages and every state machine log to a log group of the template
+// that has a retention.
+func (t *template) checkLogs() []string {
+	res := obj(t.Transformed["Resources"])
+	var problems []string
+	retained := func(who string, ref any) {
+		var id string
+		if r, ok := obj(ref)["Ref"].(string); ok {
+			id = r
+		} else if ga := anyList(obj(ref)["Fn::GetAtt"]); len(ga) == 2 {
+			id = fmt.Sprint(ga[0])
+		}
+		lg := obj(res[id])
+		switch {
+		case id == "" || lg["Type"] != "AWS::Logs::LogGroup":
+			problems = append(problems, fmt.Sprintf("%s logs to %v, not a log group of the template", who, ref))
+		case obj(lg["Properties"])["RetentionInDays"] == nil:
+			problems = append(problems, fmt.Sprintf("%s logs to %s, which has no RetentionInDays", who, id))
+		}
+	}
+	ids := make([]string, 0, len(res))
+	for id := range res {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		p := obj(obj(res[id])["Properties"])
+		switch obj(res[id])["Type"] {
+		case "AWS::Lambda::Function":
+			retained(id, obj(p["LoggingConfig"])["LogGroup"])
+		case "AWS::ApiGatewayV2::Stage":
+			retained(id+" (access log)", obj(p["AccessLogSettings"])["DestinationArn"])
+		case "AWS::StepFunctions::StateMachine":
+			lc := obj(p["LoggingConfiguration"])
+			if lc["Level"] == nil || lc["Level"] == "OFF" {
+				problems = append(problems, id+" has no logging")
+			}
+			for _, d := range anyList(lc["Destinations"]) {
+				retained(id, obj(obj(d)["CloudWatchLogsLogGroup"])["LogGroupArn"])
+			}
+		}
+	}
+	return problems
+}
