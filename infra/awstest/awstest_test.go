@@ -50,8 +50,9 @@ var flows = []struct {
 	{name: "configuration change picked up from S3", todo: "the functions do not read their configuration from S3 yet (issue 10, Build 3)"},
 }
 
-// shortWait makes a confirmation expire 5 s after it is created.
-var shortWait = settings{CallSeconds: 5, ScriptSeconds: 5, RedeemSeconds: 60}
+// shortWait makes a confirmation expire 8 s after it is created: time
+// enough to approve it on a loaded machine, short enough to wait for.
+var shortWait = settings{CallSeconds: 8, ScriptSeconds: 8, RedeemSeconds: 60}
 
 // TestAWSPath deploys template.yaml on this machine's emulators (see
 // stack) and drives the flows above through it.
@@ -95,6 +96,8 @@ func TestAWSPath(t *testing.T) {
 		})
 		if ok {
 			ran = append(ran, fl.name)
+		} else {
+			s.dumpLogs(t)
 		}
 		// A failed flow may leave an execution waiting or the functions in a
 		// state the next flow does not expect: stop there.

@@ -54,6 +54,7 @@ type stack struct {
 	machines []*machine
 	routes   []route
 
+	moto               *proc
 	motoURL, dynamoURL string
 	table              string
 	cfg                aws.Config
@@ -175,6 +176,7 @@ func (s *stack) startMoto(ctx context.Context) {
 	cmd := exec.Command("python3", filepath.Join("testdata", "motoserver.py"), "--port", strconv.Itoa(port), "--lambdas", lambdas)
 	cmd.Env = append(os.Environ(), "PYTHONUNBUFFERED=1")
 	p := start(tb, "moto_server", cmd)
+	s.moto = p
 	s.motoURL = fmt.Sprintf("http://127.0.0.1:%d", port)
 	waitHTTP(tb, p, s.motoURL+"/moto-api/", 30*time.Second)
 	body := `{"stepfunctions": {"execute_state_machine": true}}`
@@ -359,7 +361,9 @@ func (s *stack) deploy(set settings) {
 	tb := s.tb
 	cfgDir := s.writeConfig(set)
 	for _, e := range s.emulators {
+		e.invMu.Lock()
 		e.proc.stop()
+		e.invMu.Unlock()
 	}
 	lambdas := map[string]string{}
 	for _, fn := range s.fns {
@@ -369,7 +373,7 @@ func (s *stack) deploy(set settings) {
 			s.emulators[fn.Name] = e
 		}
 		port, rapi := freePort(tb), freePort(tb)
-		e.url = fmt.Sprintf("http://127.0.0.1:%d", port)
+		url := fmt.Sprintf("http://127.0.0.1:%d", port)
 		env := []string{
 			"PATH=" + os.Getenv("PATH"), "HOME=" + s.dir, "TZ=UTC",
 			"AWS_REGION=" + region, "AWS_DEFAULT_REGION=" + region,
@@ -396,14 +400,21 @@ func (s *stack) deploy(set settings) {
 			filepath.Join(s.dir, fn.Short, "bootstrap"))
 		cmd.Dir = filepath.Join(s.dir, fn.Short)
 		cmd.Env = env
-		e.proc = start(tb, fn.Short, cmd)
-		lambdas[fn.Name] = e.url
+		e.invMu.Lock()
+		e.url, e.proc = url, start(tb, fn.Short, cmd)
+		e.invMu.Unlock()
+		lambdas[fn.Name] = url
 	}
 	for _, e := range s.emulators {
 		waitTCP(tb, e.proc, strings.TrimPrefix(e.url, "http://"), 30*time.Second)
 	}
+	// The shim re-reads the map on every invocation: replace it whole.
 	b, _ := json.Marshal(lambdas)
-	if err := os.WriteFile(filepath.Join(s.dir, "lambdas.json"), b, 0o644); err != nil {
+	tmp := filepath.Join(s.dir, "lambdas.json.tmp")
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(s.dir, "lambdas.json")); err != nil {
 		tb.Fatal(err)
 	}
 	s.settings, s.deployed = set, true
@@ -556,7 +567,9 @@ func (s *stack) serveAPI(w http.ResponseWriter, r *http.Request) {
 	} else {
 		ev.Body, ev.IsBase64Encoded = base64.StdEncoding.EncodeToString(b), true
 	}
+	s.mu.Lock()
 	e := s.emulators[rt.Function]
+	s.mu.Unlock()
 	if e == nil {
 		http.Error(w, `{"message":"Internal Server Error"}`, http.StatusInternalServerError)
 		s.tb.Errorf("route %s integrates %s, which the template does not define", rt.routeKey(), rt.Function)
@@ -568,7 +581,7 @@ func (s *stack) serveAPI(w http.ResponseWriter, r *http.Request) {
 		err = json.Unmarshal(out, &resp)
 	}
 	if err != nil {
-		s.tb.Errorf("%s %s → %s: %v\n%s", r.Method, r.URL, rt.Function, err, e.proc.tail(3000))
+		s.tb.Errorf("%s %s → %s: %v\n%s", r.Method, r.URL.Path, rt.Function, err, e.logTail(3000))
 		http.Error(w, `{"message":"Internal Server Error"}`, http.StatusInternalServerError)
 		return
 	}
@@ -589,6 +602,25 @@ func (s *stack) serveAPI(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(resp.StatusCode)
 	_, _ = w.Write(body)
+}
+
+// logTail is the end of the emulator's output (the function's logs).
+func (e *emulator) logTail(n int) string {
+	e.invMu.Lock()
+	defer e.invMu.Unlock()
+	return e.proc.tail(n)
+}
+
+// dumpLogs logs the end of every process's output, after a failed flow.
+func (s *stack) dumpLogs(tb testing.TB) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	tb.Logf("moto_server:\n%s", s.moto.tail(3000))
+	for _, fn := range s.fns {
+		if e := s.emulators[fn.Name]; e != nil {
+			tb.Logf("%s (emulator and function):\n%s", fn.Short, e.logTail(3000))
+		}
+	}
 }
 
 // invoke sends the event to the emulator and returns the function's result;
