@@ -30,6 +30,7 @@ var flows = []struct {
 	todo     string // set: not possible yet, logged as TODO
 }{
 	{name: "approve then redeem once", run: approveThenRedeem},
+	{name: "REST respond-async, approve, then redeem once", run: restAsync},
 	{name: "reject", run: reject},
 	{name: "expire", settings: shortWait, run: expire},
 	{name: "approved but SendTaskSuccess failed, still redeemable", settings: shortWait, run: approvedTaskLost},
@@ -277,6 +278,29 @@ func approveThenRedeem(f *flow) {
 		f.Fatalf("GET /v1/credentials/me: %d %s, want last_client awstest", me.Status, me.Raw)
 	}
 	f.expect("POST approve again", f.decide(link, "approve"), http.StatusConflict, "confirmation_decided")
+}
+
+// restAsync is the handshake over the REST pass-through (API.md section 3).
+func restAsync(f *flow) {
+	auth := http.Header{"Authorization": {"Bearer " + askKey}}
+	f.expect("DELETE /v1/rest/crm/contacts/15", f.do(http.MethodDelete, "/v1/rest/crm/contacts/15", auth, ""), http.StatusForbidden, "requires_confirmation")
+	a := f.do(http.MethodDelete, "/v1/rest/crm/contacts/15", http.Header{"Authorization": auth["Authorization"], "Prefer": {"respond-async"}}, "")
+	f.expect("DELETE /v1/rest/crm/contacts/15 with Prefer: respond-async", a, http.StatusAccepted, "confirmation_required")
+	c, _ := a.Body["confirmation"].(map[string]any)
+	id, _ := c["id"].(string)
+	if id == "" {
+		f.Fatalf("no confirmation id in %s", a.Raw)
+	}
+	link := f.link(id)
+	f.expect("POST approve", f.decide(link, "approve"), http.StatusOK, "approved")
+	f.execution("ConfirmStateMachine", id, "Approved", 30*time.Second)
+	redeem := http.Header{"Authorization": auth["Authorization"], "Countersign-Confirmation": {id}}
+	if a := f.do(http.MethodDelete, "/v1/rest/crm/contacts/15", redeem, ""); a.Status != http.StatusNoContent {
+		f.Fatalf("redeem over REST: %d, want the upstream's 204\n%s", a.Status, a.Raw)
+	}
+	f.Logf("redeem over REST: 204 from the upstream")
+	f.upstreamOnce("DELETE", "/contacts/15", id)
+	f.expect("redeem over REST again", f.do(http.MethodDelete, "/v1/rest/crm/contacts/15", redeem, ""), http.StatusConflict, "confirmation_used")
 }
 
 func reject(f *flow) {
