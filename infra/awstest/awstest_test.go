@@ -63,7 +63,7 @@ func TestAWSPath(t *testing.T) {
 			` and run: go test -count=1 -v ./infra/awstest/ (or make awstest)`)
 	}
 	begin := time.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	s := newStack(t, ctx)
 	if problems := s.tpl.checkLogs(); len(problems) > 0 {

@@ -107,8 +107,18 @@ func newStack(tb testing.TB, ctx context.Context) *stack {
 	}
 	s := &stack{tb: tb, root: root, dir: tb.TempDir(), emulators: map[string]*emulator{}}
 
-	// The template first: nothing else is worth starting if it is broken.
-	s.tpl = loadTemplate(tb, filepath.Join(root, "template.yaml"))
+	// The template first: nothing else is worth starting if the SAM
+	// transform fails. cfn-lint, slower, runs beside the rest.
+	phase := time.Now()
+	lap := func(what string) {
+		tb.Logf("setup: %s in %s", what, time.Since(phase).Round(time.Millisecond))
+		phase = time.Now()
+	}
+	file := filepath.Join(root, "template.yaml")
+	lintErr := make(chan error, 1)
+	go func() { lintErr <- lintTemplate(file) }()
+	s.tpl = loadTemplate(tb, file)
+	lap("template.yaml expanded by the SAM translator")
 	s.res = newResolver(s.tpl)
 	if s.fns, err = s.res.functions(); err != nil {
 		tb.Fatalf("template.yaml: %v", err)
@@ -127,7 +137,9 @@ func newStack(tb testing.TB, ctx context.Context) *stack {
 	}()
 
 	s.startMoto(ctx)
+	lap("moto_server started")
 	s.startDynamo(ctx)
+	lap("DynamoDB (dynalite) ready")
 	s.Upstream = newUpstream(tb)
 	s.Hooks = newWebhooks(tb)
 	s.front = httptest.NewServer(http.HandlerFunc(s.serveAPI))
@@ -151,6 +163,11 @@ func newStack(tb testing.TB, ctx context.Context) *stack {
 	if err := <-buildErr; err != nil {
 		tb.Fatalf("build the functions and the emulator: %v", err)
 	}
+	lap("bootstraps and emulator built")
+	if err := <-lintErr; err != nil {
+		tb.Fatal(err)
+	}
+	lap("template.yaml passed cfn-lint")
 	return s
 }
 

@@ -34,15 +34,20 @@ type template struct {
 	Transformed map[string]any
 }
 
-// loadTemplate lints path with cfn-lint (any finding, warnings included,
-// fails the test with cfn-lint's output) and decodes and expands it with
-// testdata/template.py (the SAM translator).
-func loadTemplate(tb testing.TB, file string) *template {
-	tb.Helper()
+// lintTemplate runs cfn-lint on file; any finding, warnings included, is
+// an error with cfn-lint's output.
+func lintTemplate(file string) error {
 	lint := exec.Command("cfn-lint", "--", file)
 	if out, err := lint.CombinedOutput(); err != nil {
-		tb.Fatalf("cfn-lint %s: %v\n%s", file, err, out)
+		return fmt.Errorf("cfn-lint %s: %v\n%s", file, err, out)
 	}
+	return nil
+}
+
+// loadTemplate decodes and expands file with testdata/template.py (the SAM
+// translator); a failure fails the test with the translator's messages.
+func loadTemplate(tb testing.TB, file string) *template {
+	tb.Helper()
 	cmd := exec.Command("python3", filepath.Join("testdata", "template.py"), file)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
