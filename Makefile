@@ -4,6 +4,10 @@
 #   make test       the whole test suite: vet, unit and end-to-end tests with the race
 #                   detector, the DynamoDB adapter against dynalite, and the Lambda builds
 #   make bench      the benchmarks
+#   make awstest    the end-to-end test of the AWS path: template.yaml on moto_server (Step
+#                   Functions running the real ASL), dynalite and the real bootstraps under
+#                   the Lambda runtime interface emulator (infra/awstest; needs Python 3 with
+#                   moto[server], cfn-lint and aws-sam-translator)
 #   make lambdas    every function's bootstrap for linux/arm64 under bin/
 #
 # `sam build` calls the build-<Function> targets below with ARTIFACTS_DIR set.
@@ -13,7 +17,7 @@ FUNCTIONS := gateway approve notify execute finalize
 LAMBDA_ENV := GOOS=linux GOARCH=arm64 CGO_ENABLED=0
 LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags="-s -w"
 
-.PHONY: run test unit vet lambdas check-asl bench dynalite-install clean
+.PHONY: run test unit vet lambdas check-asl bench awstest dynalite-install clean
 
 run:
 	$(GO) run ./infra/local
@@ -42,6 +46,12 @@ bin/%/bootstrap: FORCE
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./shared/tier/ ./shared/canon/ ./infra/local/stack/
+
+# -v so that the log lists the flows that ran (and says so if moto_server is missing).
+# Bounded: the test gives itself 5 minutes (a cold build of the bootstraps and the
+# emulator included; about one minute when they are cached), go test 7.
+awstest:
+	./scripts/test-with-dynalite.sh $(GO) test -count=1 -v -timeout 7m ./infra/awstest/
 
 dynalite-install:
 	cd infra/dynalite && npm ci --no-audit --no-fund

@@ -32,6 +32,9 @@ type fakes struct {
 	notifyErr func(ctx context.Context, n int) error
 	// executeErr, if set, decides the error of the n-th execute call.
 	executeErr func(n int) error
+	// finalizeStatus, if set, is the stored status finalize returns (the
+	// real task returns the record's status after finalizing).
+	finalizeStatus string
 }
 
 func recordCall(mu *sync.Mutex, list *[]call, payload json.RawMessage) int {
@@ -67,6 +70,9 @@ func (f *fakes) functions() map[string]LambdaFunc {
 		},
 		"finalize": func(ctx context.Context, payload json.RawMessage) (json.RawMessage, error) {
 			recordCall(&f.mu, &f.finalize, payload)
+			if f.finalizeStatus != "" {
+				return fmt.Appendf(nil, `{"status":%q}`, f.finalizeStatus), nil
+			}
 			return json.RawMessage(`{"ok":true}`), nil
 		},
 	}
@@ -383,6 +389,47 @@ func TestTimeout(t *testing.T) {
 				err := v.e.SendTaskSuccess(context.Background(), token, []byte(`{"approved":true}`))
 				if !errors.Is(err, workflow.ErrTaskNotFound) {
 					t.Errorf("late answer: err = %v, want ErrTaskNotFound", err)
+				}
+			})
+		})
+	}
+}
+
+// TestTimeoutAfterLostDecision: approve stores the decision before it calls
+// SendTaskSuccess or SendTaskFailure, and that call can fail; the wait then
+// times out on a decided record, which finalize keeps and reports. The
+// workflow follows the stored decision instead of calling it expired.
+func TestTimeoutAfterLostDecision(t *testing.T) {
+	for _, tt := range []struct {
+		machine     workflow.Machine
+		stored      string
+		wantState   string
+		wantExecute int
+	}{
+		{workflow.Confirm, "approved", "Approved", 0},
+		{workflow.Confirm, "executed", "Approved", 0},
+		{workflow.Confirm, "rejected", "Rejected", 0},
+		{workflow.Confirm, "expired", "Expired", 0},
+		{workflow.Batch, "approved", "Executed", 1},
+		{workflow.Batch, "partially_executed", "Executed", 1},
+		{workflow.Batch, "rejected", "Rejected", 0},
+		{workflow.Batch, "expired", "Expired", 0},
+	} {
+		t.Run(string(tt.machine)+"/"+tt.stored, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f := &fakes{finalizeStatus: tt.stored}
+				v := newEnv(t, f)
+				defer v.close(t)
+				id := v.start(t, tt.machine, "cf_lost", 60)
+				synctest.Wait()
+				time.Sleep(60 * time.Second)
+				synctest.Wait()
+				wantState(t, v.info(t, id), StatusSucceeded, tt.wantState)
+				if got := f.outcomes(); len(got) != 1 || got[0] != "expired" {
+					t.Errorf("finalize outcomes = %v, want [expired]", got)
+				}
+				if n := len(f.calls(&f.execute)); n != tt.wantExecute {
+					t.Errorf("execute called %d times, want %d", n, tt.wantExecute)
 				}
 			})
 		})

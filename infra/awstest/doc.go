@@ -1,0 +1,24 @@
+// Package awstest is the end-to-end test of the AWS path: template.yaml
+// deployed on this machine's emulators, with real parts wherever there are
+// some.
+//
+//   - The five functions are their real bootstrap binaries (built for
+//     linux/amd64 with -tags lambda.norpc), each under the Lambda runtime
+//     interface emulator (built from its Go module), on its own loopback
+//     port, with the environment the template gives it.
+//   - Step Functions, Secrets Manager (and, for flows to come, SNS and S3)
+//     are one moto_server, started by testdata/motoserver.py, which runs the
+//     real statemachines/*.asl.json (stepfunctions.execute_state_machine)
+//     and sends their Lambda tasks to the emulators.
+//   - DynamoDB is dynalite, the table created from the template's own Table
+//     properties.
+//   - The template is linted with cfn-lint and expanded with the SAM
+//     translator in the same run; the OpenAPI body's routes, the functions'
+//     environments and timeouts, the state machines' substitutions and the
+//     roles' IAM actions are read from it.
+//   - The test is API Gateway (HTTP API payload 2.0 events), the approvers'
+//     webhook receiver and the upstream.
+//
+// Run it with `make awstest`. It skips, saying how to install it, only
+// where moto_server is missing.
+package awstest

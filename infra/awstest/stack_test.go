@@ -1,0 +1,912 @@
+package awstest
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	"github.com/aws/aws-sdk-go-v2/service/sfn"
+	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
+
+	"github.com/countersign/countersign/shared/notify"
+	"github.com/countersign/countersign/shared/policy"
+	"github.com/countersign/countersign/shared/store/dynamostore"
+)
+
+// stack is the emulated deployment of template.yaml: the five bootstraps
+// under the runtime interface emulator, Step Functions (and SNS, S3,
+// Secrets Manager) from moto, DynamoDB from dynalite, and the test itself
+// as API Gateway, approver webhook receiver and upstream.
+type stack struct {
+	tb   testing.TB
+	root string // the repository
+	dir  string // scratch: binaries, configurations, the shim's function map
+
+	tpl      *template
+	res      *resolver
+	fns      []*function
+	machines []*machine
+	routes   []route
+
+	moto               *proc
+	motoURL, dynamoURL string
+	table              string
+	cfg                aws.Config
+	sfn                *sfn.Client
+	ddb                *dynamodb.Client
+	Store              *dynamostore.Store
+
+	front    *httptest.Server // API Gateway
+	Upstream *upstream
+	Hooks    *webhooks
+
+	mu        sync.Mutex
+	emulators map[string]*emulator // by function name
+	settings  settings             // of the running emulators
+	deployed  bool
+}
+
+// emulator is one function under the runtime interface emulator, with the
+// proxy its AWS clients go through.
+type emulator struct {
+	fn    *function
+	url   string
+	proc  *proc
+	aws   *awsProxy
+	invMu sync.Mutex // the emulator runs one invocation at a time
+}
+
+// settings are what a flow may change in the deployed configuration.
+type settings struct {
+	CallSeconds, ScriptSeconds, RedeemSeconds int
+}
+
+// defaultSettings leave a person time to act under a loaded machine.
+var defaultSettings = settings{CallSeconds: 60, ScriptSeconds: 60, RedeemSeconds: 60}
+
+// Keys and names of the test configuration.
+const (
+	askKey        = "cs_awstest_ask"
+	askCredential = "chat-user"
+	hookSecret    = "whsec_awstest"
+	approverName  = "ops"
+)
+
+// newStack starts everything but the functions (see deploy).
+func newStack(tb testing.TB, ctx context.Context) *stack {
+	tb.Helper()
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s := &stack{tb: tb, root: root, dir: tb.TempDir(), emulators: map[string]*emulator{}}
+
+	// The template first: nothing else is worth starting if the SAM
+	// transform fails. cfn-lint, slower, runs beside the rest.
+	phase := time.Now()
+	lap := func(what string) {
+		tb.Logf("setup: %s in %s", what, time.Since(phase).Round(time.Millisecond))
+		phase = time.Now()
+	}
+	file := filepath.Join(root, "template.yaml")
+	lintErr := make(chan error, 1)
+	go func() { lintErr <- lintTemplate(file) }()
+	s.tpl = loadTemplate(tb, file)
+	lap("template.yaml expanded by the SAM translator")
+	s.res = newResolver(s.tpl)
+	if s.fns, err = s.res.functions(); err != nil {
+		tb.Fatalf("template.yaml: %v", err)
+	}
+	var names []string
+	for _, fn := range s.fns {
+		names = append(names, fn.Short)
+	}
+	buildErr := make(chan error, 1)
+	go func() { buildErr <- buildLambdas(ctx, root, s.dir, names) }()
+	built := false
+	defer func() {
+		if !built {
+			<-buildErr
+		}
+	}()
+
+	s.startMoto(ctx)
+	lap("moto_server started")
+	s.startDynamo(ctx)
+	lap("DynamoDB (dynalite) ready")
+	s.Upstream = newUpstream(tb)
+	s.Hooks = newWebhooks(tb)
+	s.front = httptest.NewServer(http.HandlerFunc(s.serveAPI))
+	tb.Cleanup(s.front.Close)
+
+	s.createTable(ctx)
+	s.createSecret(ctx)
+	s.res.refs[s.apiLogical()] = apiID
+	if s.machines, err = s.res.machines(root); err != nil {
+		tb.Fatalf("template.yaml: %v", err)
+	}
+	if s.routes, err = s.res.routes(); err != nil {
+		tb.Fatalf("template.yaml: HttpApi: %v", err)
+	}
+	for _, fn := range s.fns {
+		if err := s.res.environment(fn); err != nil {
+			tb.Fatalf("template.yaml: %v", err)
+		}
+	}
+	built = true
+	if err := <-buildErr; err != nil {
+		tb.Fatalf("build the functions and the emulator: %v", err)
+	}
+	lap("bootstraps and emulator built")
+	if err := <-lintErr; err != nil {
+		tb.Fatal(err)
+	}
+	lap("template.yaml passed cfn-lint")
+	return s
+}
+
+func (s *stack) apiLogical() string { return s.tpl.resources("AWS::Serverless::HttpApi")[0] }
+
+// awsConfig is the test's own AWS configuration: static keys, no lookups.
+func awsConfig() aws.Config {
+	return aws.Config{
+		Region:      region,
+		Credentials: credentials.NewStaticCredentialsProvider("awstest", "awstest", ""),
+	}
+}
+
+// startMoto starts testdata/motoserver.py and turns on its execution of
+// state machines.
+func (s *stack) startMoto(ctx context.Context) {
+	tb := s.tb
+	port := freePort(tb)
+	lambdas := filepath.Join(s.dir, "lambdas.json")
+	if err := os.WriteFile(lambdas, []byte("{}"), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	cmd := exec.Command("python3", filepath.Join("testdata", "motoserver.py"), "--port", strconv.Itoa(port), "--lambdas", lambdas)
+	cmd.Env = append(os.Environ(), "PYTHONUNBUFFERED=1")
+	p := start(tb, "moto_server", cmd)
+	s.moto = p
+	s.motoURL = fmt.Sprintf("http://127.0.0.1:%d", port)
+	waitHTTP(tb, p, s.motoURL+"/moto-api/", 30*time.Second)
+	body := `{"stepfunctions": {"execute_state_machine": true}}`
+	resp, err := http.Post(s.motoURL+"/moto-api/config", "application/json", strings.NewReader(body))
+	if err != nil {
+		tb.Fatalf("moto config: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK {
+		tb.Fatalf("moto config: HTTP %d", resp.StatusCode)
+	}
+	s.cfg = awsConfig()
+	s.sfn = sfn.NewFromConfig(s.cfg, func(o *sfn.Options) { o.BaseEndpoint = aws.String(s.motoURL) })
+}
+
+// startDynamo uses COUNTERSIGN_TEST_DYNAMODB_ENDPOINT when set (as
+// scripts/test-with-dynalite.sh sets it), else starts the pinned dynalite
+// of infra/dynalite, installing it first if needed.
+func (s *stack) startDynamo(ctx context.Context) {
+	tb := s.tb
+	if ep := os.Getenv("COUNTERSIGN_TEST_DYNAMODB_ENDPOINT"); ep != "" {
+		s.dynamoURL = strings.TrimRight(ep, "/")
+	} else {
+		dir := filepath.Join(s.root, "infra", "dynalite")
+		bin := filepath.Join(dir, "node_modules", ".bin", "dynalite")
+		if _, err := os.Stat(bin); err != nil {
+			install := exec.CommandContext(ctx, "npm", "ci", "--no-audit", "--no-fund", "--loglevel=error")
+			install.Dir = dir
+			if out, err := install.CombinedOutput(); err != nil {
+				tb.Fatalf("install dynalite (cd infra/dynalite && npm ci): %v\n%s", err, out)
+			}
+		}
+		port := freePort(tb)
+		p := start(tb, "dynalite", exec.Command(bin, "--host", "127.0.0.1", "--port", strconv.Itoa(port)))
+		waitTCP(tb, p, fmt.Sprintf("127.0.0.1:%d", port), 30*time.Second)
+		s.dynamoURL = fmt.Sprintf("http://127.0.0.1:%d", port)
+	}
+	s.ddb = dynamodb.NewFromConfig(awsConfig(), func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(s.dynamoURL) })
+}
+
+// tableProperties are the Table properties createTable knows how to apply;
+// any other fails the test, so a new one is not silently left out.
+var tableProperties = map[string]bool{
+	"BillingMode": true, "AttributeDefinitions": true, "KeySchema": true,
+	"GlobalSecondaryIndexes": true, "TimeToLiveSpecification": true,
+	"PointInTimeRecoverySpecification": true, // backups: nothing to emulate
+}
+
+// createTable creates the table from the template's own AWS::DynamoDB::Table
+// properties (their names are those of the CreateTable API).
+func (s *stack) createTable(ctx context.Context) {
+	tb := s.tb
+	ids := s.tpl.resources("AWS::DynamoDB::Table")
+	if len(ids) != 1 {
+		tb.Fatalf("template.yaml: want one AWS::DynamoDB::Table, have %v", ids)
+	}
+	props := s.tpl.properties(ids[0])
+	create := map[string]any{}
+	for k, v := range props {
+		if !tableProperties[k] {
+			tb.Fatalf("template.yaml: %s.%s: the test does not emulate this property yet", ids[0], k)
+		}
+		if k != "TimeToLiveSpecification" && k != "PointInTimeRecoverySpecification" {
+			create[k] = v
+		}
+	}
+	raw, _ := json.Marshal(create)
+	var in dynamodb.CreateTableInput
+	if err := json.Unmarshal(raw, &in); err != nil {
+		tb.Fatalf("template.yaml: %s: %v", ids[0], err)
+	}
+	s.table = fmt.Sprintf("%s-Table-awstest%d", stackName, time.Now().UnixNano())
+	in.TableName = aws.String(s.table)
+	if _, err := s.ddb.CreateTable(ctx, &in); err != nil {
+		tb.Fatalf("create table from template.yaml's %s: %v", ids[0], err)
+	}
+	tb.Cleanup(func() {
+		_, _ = s.ddb.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(s.table)})
+	})
+	w := dynamodb.NewTableExistsWaiter(s.ddb, func(o *dynamodb.TableExistsWaiterOptions) {
+		o.MinDelay, o.MaxDelay = 50*time.Millisecond, time.Second
+	})
+	if err := w.Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(s.table)}, time.Minute); err != nil {
+		tb.Fatalf("table %s: %v", s.table, err)
+	}
+	if ttl := obj(props["TimeToLiveSpecification"]); ttl != nil {
+		_, err := s.ddb.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
+			TableName: aws.String(s.table),
+			TimeToLiveSpecification: &ddbtypes.TimeToLiveSpecification{
+				AttributeName: aws.String(fmt.Sprint(ttl["AttributeName"])), Enabled: aws.Bool(ttl["Enabled"] == true),
+			},
+		})
+		var unknown interface{ ErrorCode() string }
+		if err != nil && !(errors.As(err, &unknown) && unknown.ErrorCode() == "UnknownOperationException") {
+			tb.Fatalf("table %s: TTL: %v", s.table, err)
+		}
+	}
+	s.res.refs[ids[0]] = s.table
+	s.Store = dynamostore.New(s.ddb, s.table, nil)
+}
+
+// createSecret stores the link signing key in moto's Secrets Manager in the
+// shape the template's GenerateSecretString makes: {"kid":"k1","secret":<64
+// alphanumerics>}.
+func (s *stack) createSecret(ctx context.Context) {
+	ids := s.tpl.resources("AWS::SecretsManager::Secret")
+	if len(ids) != 1 {
+		s.tb.Fatalf("template.yaml: want one AWS::SecretsManager::Secret, have %v", ids)
+	}
+	const alnum = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+	secret := make([]byte, 64)
+	for i := range secret {
+		secret[i] = alnum[rand.IntN(len(alnum))]
+	}
+	value, _ := json.Marshal(map[string]string{"kid": "k1", "secret": string(secret)})
+	sm := secretsmanager.NewFromConfig(s.cfg, func(o *secretsmanager.Options) { o.BaseEndpoint = aws.String(s.motoURL) })
+	out, err := sm.CreateSecret(ctx, &secretsmanager.CreateSecretInput{
+		Name: aws.String(stackName + "-signing-key"), SecretString: aws.String(string(value)),
+	})
+	if err != nil {
+		s.tb.Fatalf("create signing key secret: %v", err)
+	}
+	s.res.refs[ids[0]] = aws.ToString(out.ARN)
+}
+
+// writeConfig writes the configuration directory for set and returns it;
+// it is validated with policy.Load before any function reads it.
+func (s *stack) writeConfig(set settings) string {
+	tb := s.tb
+	dir := filepath.Join(s.dir, fmt.Sprintf("config-%d-%d-%d", set.CallSeconds, set.ScriptSeconds, set.RedeemSeconds))
+	files := map[string]any{
+		"settings.json": map[string]any{
+			"workspace":  map[string]any{"name": "awstest", "accent_color": "#5b21b6"},
+			"public_url": s.front.URL,
+			"approvers": map[string]any{"console": false, "webhooks": []any{map[string]any{
+				"name": approverName, "url": s.Hooks.URL + "/hook", "format": "json", "secret": hookSecret,
+			}}},
+			"timeouts": map[string]any{"call_seconds": set.CallSeconds, "script_seconds": set.ScriptSeconds, "redeem_seconds": set.RedeemSeconds},
+		},
+		"credentials.json": []any{map[string]any{"id": askCredential, "key": askKey, "choice": "ask_person"}},
+		"connections/crm/policy.json": map[string]any{
+			"base_url": s.Upstream.URL,
+			"endpoints": []any{
+				map[string]any{"method": "GET", "path": "/contacts/{id}"},
+				map[string]any{"method": "DELETE", "path": "/contacts/{id}", "confirm": true},
+			},
+		},
+	}
+	for name, v := range files {
+		b, _ := json.MarshalIndent(v, "", "  ")
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			tb.Fatal(err)
+		}
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	cfg, err := policy.Load(dir, nil)
+	if err != nil {
+		tb.Fatalf("test configuration: %v", err)
+	}
+	// Credentials live in the table on AWS; put them there as an operator
+	// would, whether or not the gateway seeds credentials.json.
+	for _, c := range cfg.Credentials {
+		if err := s.Store.PutCredential(context.Background(), c); err != nil {
+			tb.Fatalf("put credential %s: %v", c.ID, err)
+		}
+	}
+	return dir
+}
+
+// deploy makes the functions run with set: on the first call, or when set
+// differs from the running configuration, every emulator is (re)started,
+// as a redeploy would, so the next invocation is a cold start reading it.
+func (s *stack) deploy(set settings) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.deployed && s.settings == set {
+		return
+	}
+	tb := s.tb
+	cfgDir := s.writeConfig(set)
+	for _, e := range s.emulators {
+		e.invMu.Lock()
+		e.proc.stop()
+		e.invMu.Unlock()
+	}
+	lambdas := map[string]string{}
+	for _, fn := range s.fns {
+		e := s.emulators[fn.Name]
+		if e == nil {
+			e = &emulator{fn: fn, aws: newAWSProxy(tb, s.dynamoURL, s.motoURL)}
+			s.emulators[fn.Name] = e
+		}
+		port, rapi := freePort(tb), freePort(tb)
+		url := fmt.Sprintf("http://127.0.0.1:%d", port)
+		env := []string{
+			"PATH=" + os.Getenv("PATH"), "HOME=" + s.dir, "TZ=UTC",
+			"AWS_REGION=" + region, "AWS_DEFAULT_REGION=" + region,
+			"AWS_ACCESS_KEY_ID=awstest", "AWS_SECRET_ACCESS_KEY=awstest", "AWS_EC2_METADATA_DISABLED=true",
+			"AWS_LAMBDA_FUNCTION_NAME=" + fn.Name,
+			"AWS_LAMBDA_FUNCTION_TIMEOUT=" + strconv.Itoa(fn.Timeout),
+			"LOG_LEVEL=warn",
+		}
+		for k, v := range fn.Env {
+			switch k {
+			case "COUNTERSIGN_CONFIG_DIR":
+				v = cfgDir // the bundle's ./config, here the test's
+			case "COUNTERSIGN_PUBLIC_URL":
+				v = s.front.URL // the API's URL: the test is API Gateway
+			}
+			env = append(env, k+"="+v)
+		}
+		for _, k := range []string{"COUNTERSIGN_DYNAMODB_ENDPOINT", "COUNTERSIGN_SFN_ENDPOINT", "COUNTERSIGN_SECRETSMANAGER_ENDPOINT"} {
+			env = append(env, k+"="+e.aws.URL)
+		}
+		cmd := exec.Command(filepath.Join(s.dir, "aws-lambda-rie"),
+			"--runtime-interface-emulator-address", fmt.Sprintf("127.0.0.1:%d", port),
+			"--runtime-api-address", fmt.Sprintf("127.0.0.1:%d", rapi),
+			filepath.Join(s.dir, fn.Short, "bootstrap"))
+		cmd.Dir = filepath.Join(s.dir, fn.Short)
+		cmd.Env = env
+		e.invMu.Lock()
+		e.url, e.proc = url, start(tb, fn.Short, cmd)
+		e.invMu.Unlock()
+		lambdas[fn.Name] = url
+	}
+	for _, e := range s.emulators {
+		waitTCP(tb, e.proc, strings.TrimPrefix(e.url, "http://"), 30*time.Second)
+	}
+	// The shim re-reads the map on every invocation: replace it whole.
+	b, _ := json.Marshal(lambdas)
+	tmp := filepath.Join(s.dir, "lambdas.json.tmp")
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(s.dir, "lambdas.json")); err != nil {
+		tb.Fatal(err)
+	}
+	s.settings, s.deployed = set, true
+}
+
+// emulator returns the emulator of the function named name.
+func (s *stack) emulator(short string) *emulator {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.emulators[stackName+"-"+short]
+}
+
+// resetWorkflows stops every running execution and creates the state
+// machines afresh under the same names (so the same ARNs): moto 5.2.1's
+// StartExecution deep-copies the state machine with its executions and
+// fails ("cannot pickle '_thread.RLock'") while another one is running.
+func (s *stack) resetWorkflows(ctx context.Context) {
+	tb := s.tb
+	for _, m := range s.machines {
+		out, err := s.sfn.ListExecutions(ctx, &sfn.ListExecutionsInput{StateMachineArn: aws.String(m.ARN), StatusFilter: sfntypes.ExecutionStatusRunning})
+		if err == nil {
+			for _, ex := range out.Executions {
+				_, _ = s.sfn.StopExecution(ctx, &sfn.StopExecutionInput{ExecutionArn: ex.ExecutionArn})
+			}
+			if _, err := s.sfn.DeleteStateMachine(ctx, &sfn.DeleteStateMachineInput{StateMachineArn: aws.String(m.ARN)}); err != nil {
+				tb.Fatalf("delete state machine %s: %v", m.Name, err)
+			}
+		}
+		out2, err := s.sfn.CreateStateMachine(ctx, &sfn.CreateStateMachineInput{
+			Name: aws.String(m.Name), Definition: aws.String(m.Definition), Type: sfntypes.StateMachineTypeStandard,
+			RoleArn: aws.String(fmt.Sprintf("arn:%s:iam::%s:role/%s-%sRole", partition, accountID, stackName, m.Logical)),
+		})
+		if err != nil {
+			tb.Fatalf("create state machine %s from template.yaml's %s: %v", m.Name, m.Logical, err)
+		}
+		if got := aws.ToString(out2.StateMachineArn); got != m.ARN {
+			tb.Fatalf("state machine %s: moto made ARN %s, the template resolves %s", m.Name, got, m.ARN)
+		}
+	}
+}
+
+// machine returns the state machine whose logical id is logical.
+func (s *stack) machine(logical string) *machine {
+	for _, m := range s.machines {
+		if m.Logical == logical {
+			return m
+		}
+	}
+	s.tb.Fatalf("template.yaml has no state machine %s", logical)
+	return nil
+}
+
+// execution is how an execution ended.
+type execution struct {
+	Status string   // SUCCEEDED, FAILED, ...
+	States []string // the states entered, in order
+}
+
+// Last is the last state entered.
+func (e execution) Last() string {
+	if len(e.States) == 0 {
+		return ""
+	}
+	return e.States[len(e.States)-1]
+}
+
+func (e execution) String() string { return e.Status + " via " + strings.Join(e.States, " → ") }
+
+// waitExecution waits until the execution named name of m has ended.
+func (s *stack) waitExecution(ctx context.Context, tb testing.TB, m *machine, name string, timeout time.Duration) execution {
+	tb.Helper()
+	arn := fmt.Sprintf("arn:%s:states:%s:%s:execution:%s:%s", partition, region, accountID, m.Name, name)
+	deadline := time.Now().Add(timeout)
+	for {
+		out, err := s.sfn.DescribeExecution(ctx, &sfn.DescribeExecutionInput{ExecutionArn: aws.String(arn)})
+		if err != nil {
+			tb.Fatalf("describe execution %s: %v", arn, err)
+		}
+		if out.Status != sfntypes.ExecutionStatusRunning {
+			ex := execution{Status: string(out.Status)}
+			hist, err := s.sfn.GetExecutionHistory(ctx, &sfn.GetExecutionHistoryInput{ExecutionArn: aws.String(arn)})
+			if err != nil {
+				tb.Fatalf("execution history %s: %v", arn, err)
+			}
+			for _, ev := range hist.Events {
+				if d := ev.StateEnteredEventDetails; d != nil {
+					ex.States = append(ex.States, aws.ToString(d.Name))
+				}
+			}
+			return ex
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("execution %s still running after %s", arn, timeout)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// serveAPI is API Gateway: it matches the request against the HTTP API's
+// routes (from the template's OpenAPI body), sends the function the HTTP API
+// payload 2.0 event API Gateway would send, and writes its answer back.
+func (s *stack) serveAPI(w http.ResponseWriter, r *http.Request) {
+	var rt *route
+	var params map[string]string
+	for i := range s.routes {
+		if s.routes[i].Method != "ANY" && s.routes[i].Method != r.Method {
+			continue
+		}
+		if p, ok := s.routes[i].match(r.URL.Path); ok {
+			rt, params = &s.routes[i], p
+			break
+		}
+	}
+	if rt == nil {
+		http.Error(w, `{"message":"Not Found"}`, http.StatusNotFound)
+		return
+	}
+	b, _ := io.ReadAll(r.Body)
+	headers := map[string]string{}
+	var cookies []string
+	for k, vs := range r.Header {
+		if strings.EqualFold(k, "Cookie") {
+			cookies = append(cookies, vs...)
+			continue
+		}
+		headers[strings.ToLower(k)] = strings.Join(vs, ",")
+	}
+	headers["host"] = r.Host
+	now := time.Now().UTC()
+	ev := events.APIGatewayV2HTTPRequest{
+		Version: "2.0", RouteKey: rt.routeKey(), RawPath: r.URL.EscapedPath(), RawQueryString: r.URL.RawQuery,
+		Cookies: cookies, Headers: headers, PathParameters: params,
+		RequestContext: events.APIGatewayV2HTTPRequestContext{
+			RouteKey: rt.routeKey(), AccountID: accountID, Stage: "$default", APIID: apiID,
+			DomainName: r.Host, DomainPrefix: strings.Split(r.Host, ".")[0],
+			RequestID: strconv.FormatInt(now.UnixNano(), 36), Time: now.Format("02/Jan/2006:15:04:05 -0700"), TimeEpoch: now.UnixMilli(),
+			HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{
+				Method: r.Method, Path: r.URL.Path, Protocol: r.Proto, SourceIP: "127.0.0.1", UserAgent: r.UserAgent(),
+			},
+		},
+	}
+	if q := r.URL.Query(); len(q) > 0 {
+		ev.QueryStringParameters = map[string]string{}
+		for k, vs := range q {
+			ev.QueryStringParameters[k] = strings.Join(vs, ",")
+		}
+	}
+	if utf8.Valid(b) {
+		ev.Body = string(b)
+	} else {
+		ev.Body, ev.IsBase64Encoded = base64.StdEncoding.EncodeToString(b), true
+	}
+	s.mu.Lock()
+	e := s.emulators[rt.Function]
+	s.mu.Unlock()
+	if e == nil {
+		http.Error(w, `{"message":"Internal Server Error"}`, http.StatusInternalServerError)
+		s.tb.Errorf("route %s integrates %s, which the template does not define", rt.routeKey(), rt.Function)
+		return
+	}
+	out, err := e.invoke(r.Context(), ev)
+	var resp events.APIGatewayV2HTTPResponse
+	if err == nil {
+		err = json.Unmarshal(out, &resp)
+	}
+	if err != nil {
+		s.tb.Errorf("%s %s → %s: %v\n%s", r.Method, r.URL.Path, rt.Function, err, e.logTail(3000))
+		http.Error(w, `{"message":"Internal Server Error"}`, http.StatusInternalServerError)
+		return
+	}
+	for k, v := range resp.Headers {
+		w.Header().Set(k, v)
+	}
+	for k, vs := range resp.MultiValueHeaders {
+		for _, v := range vs {
+			w.Header().Add(k, v)
+		}
+	}
+	for _, c := range resp.Cookies {
+		w.Header().Add("Set-Cookie", c)
+	}
+	body := []byte(resp.Body)
+	if resp.IsBase64Encoded {
+		body, _ = base64.StdEncoding.DecodeString(resp.Body)
+	}
+	w.WriteHeader(resp.StatusCode)
+	_, _ = w.Write(body)
+}
+
+// logTail is the end of the emulator's output (the function's logs).
+func (e *emulator) logTail(n int) string {
+	e.invMu.Lock()
+	defer e.invMu.Unlock()
+	return e.proc.tail(n)
+}
+
+// dumpLogs logs the end of every process's output, after a failed flow.
+func (s *stack) dumpLogs(tb testing.TB) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	tb.Logf("moto_server:\n%s", s.moto.tail(3000))
+	for _, fn := range s.fns {
+		if e := s.emulators[fn.Name]; e != nil {
+			tb.Logf("%s (emulator and function):\n%s", fn.Short, e.logTail(3000))
+		}
+	}
+}
+
+// invoke sends the event to the emulator and returns the function's result;
+// a function error is an error.
+func (e *emulator) invoke(ctx context.Context, ev any) ([]byte, error) {
+	e.invMu.Lock()
+	defer e.invMu.Unlock()
+	b, _ := json.Marshal(ev)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, e.url+"/2015-03-31/functions/function/invocations", bytes.NewReader(b))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("invoke %s: %w", e.fn.Name, err)
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	var fe struct {
+		Type    string `json:"errorType"`
+		Message string `json:"errorMessage"`
+	}
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(out, &fe) == nil && fe.Type != "" {
+		return nil, fmt.Errorf("invoke %s: HTTP %d: %s", e.fn.Name, resp.StatusCode, out)
+	}
+	return out, nil
+}
+
+// awsProxy sits between one function and the emulated AWS services: it
+// records the IAM action of every call (to hold against the role the
+// template gives the function) and can fail chosen actions.
+type awsProxy struct {
+	*httptest.Server
+	mu      sync.Mutex
+	actions map[string]int
+	failing map[string]bool
+}
+
+func newAWSProxy(tb testing.TB, dynamoURL, motoURL string) *awsProxy {
+	p := &awsProxy{actions: map[string]int{}, failing: map[string]bool{}}
+	dyn, _ := url.Parse(dynamoURL)
+	moto, _ := url.Parse(motoURL)
+	toDyn, toMoto := httputil.NewSingleHostReverseProxy(dyn), httputil.NewSingleHostReverseProxy(moto)
+	p.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		action := iamAction(r)
+		p.mu.Lock()
+		p.actions[action]++
+		fail := p.failing[action]
+		p.mu.Unlock()
+		if fail {
+			w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = io.WriteString(w, `{"__type":"ServiceUnavailable","message":"awstest: `+action+` made to fail"}`)
+			return
+		}
+		if strings.HasPrefix(action, "dynamodb:") {
+			toDyn.ServeHTTP(w, r)
+		} else {
+			toMoto.ServeHTTP(w, r)
+		}
+	}))
+	tb.Cleanup(p.Close)
+	return p
+}
+
+// iamAction names the action of an AWS JSON protocol request
+// (X-Amz-Target: DynamoDB_20120810.GetItem → dynamodb:GetItem).
+func iamAction(r *http.Request) string {
+	target := r.Header.Get("X-Amz-Target")
+	svc, op, ok := strings.Cut(target, ".")
+	if !ok {
+		return "unknown:" + r.Method + " " + r.URL.Path
+	}
+	switch {
+	case strings.HasPrefix(svc, "DynamoDB_"):
+		svc = "dynamodb"
+	case svc == "AWSStepFunctions":
+		svc = "states"
+	case svc == "secretsmanager":
+	default:
+		svc = strings.ToLower(svc)
+	}
+	return svc + ":" + op
+}
+
+// fail makes action fail (503) until called again with on false.
+func (p *awsProxy) fail(action string, on bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.failing[action] = on
+}
+
+// used returns the actions called so far, sorted.
+func (p *awsProxy) used() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []string
+	for a := range p.actions {
+		out = append(out, a)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// upstream is the connection's API: it records every request and answers
+// as a small CRM would.
+type upstream struct {
+	*httptest.Server
+	mu   sync.Mutex
+	hits []string // "DELETE /contacts/12 key=<Idempotency-Key>"
+}
+
+func newUpstream(tb testing.TB) *upstream {
+	u := &upstream{}
+	u.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u.mu.Lock()
+		u.hits = append(u.hits, fmt.Sprintf("%s %s key=%s", r.Method, r.URL.Path, r.Header.Get("Idempotency-Key")))
+		u.mu.Unlock()
+		if r.Method == http.MethodDelete {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"path":%q}`, r.URL.Path)
+	}))
+	tb.Cleanup(u.Close)
+	return u
+}
+
+// Hits returns the requests received whose "METHOD /path" is prefix, or all.
+func (u *upstream) Hits(prefix string) []string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	var out []string
+	for _, h := range u.hits {
+		if strings.HasPrefix(h, prefix) {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// webhooks is the approvers' webhook receiver; it checks every delivery's
+// Countersign-Signature.
+type webhooks struct {
+	*httptest.Server
+	tb     testing.TB
+	mu     sync.Mutex
+	events []hookEvent
+	more   chan struct{}
+}
+
+type hookEvent struct {
+	Type         string `json:"type"`
+	Confirmation struct {
+		ID         string `json:"id"`
+		Kind       string `json:"kind"`
+		Operations []struct {
+			Method string `json:"method"`
+			Path   string `json:"path"`
+		} `json:"operations"`
+	} `json:"confirmation"`
+	Status string `json:"status"`
+	Links  []struct {
+		Approver string `json:"approver"`
+		URL      string `json:"url"`
+	} `json:"links"`
+}
+
+func newWebhooks(tb testing.TB) *webhooks {
+	h := &webhooks{tb: tb, more: make(chan struct{}, 1)}
+	h.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if err := notify.VerifySignature(r.Header.Get("Countersign-Signature"), b, hookSecret, time.Now(), 0); err != nil {
+			tb.Errorf("webhook delivery with a bad signature: %v\n%s", err, b)
+			http.Error(w, "bad signature", http.StatusUnauthorized)
+			return
+		}
+		var ev hookEvent
+		if err := json.Unmarshal(b, &ev); err != nil {
+			tb.Errorf("webhook delivery is not JSON: %v\n%s", err, b)
+		}
+		h.mu.Lock()
+		h.events = append(h.events, ev)
+		h.mu.Unlock()
+		select {
+		case h.more <- struct{}{}:
+		default:
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	tb.Cleanup(h.Close)
+	return h
+}
+
+// wait returns the first event of type typ for confirmation id, waiting
+// up to timeout for it.
+func (h *webhooks) wait(tb testing.TB, typ, id string, timeout time.Duration) hookEvent {
+	tb.Helper()
+	deadline := time.After(timeout)
+	for {
+		h.mu.Lock()
+		for _, ev := range h.events {
+			if ev.Type == typ && ev.Confirmation.ID == id {
+				h.mu.Unlock()
+				return ev
+			}
+		}
+		h.mu.Unlock()
+		select {
+		case <-h.more:
+		case <-time.After(50 * time.Millisecond):
+		case <-deadline:
+			tb.Fatalf("no %s webhook for %s within %s (got %s)", typ, id, timeout, h.types())
+		}
+	}
+}
+
+// types lists the events received, for messages.
+func (h *webhooks) types() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []string
+	for _, ev := range h.events {
+		out = append(out, ev.Type+" "+ev.Confirmation.ID)
+	}
+	return "[" + strings.Join(out, ", ") + "]"
+}
+
+// link returns the approval link for approver in a requested event.
+func (ev hookEvent) link(tb testing.TB, approver string) *url.URL {
+	tb.Helper()
+	for _, l := range ev.Links {
+		if l.Approver == approver {
+			u, err := url.Parse(l.URL)
+			if err != nil {
+				tb.Fatalf("link %q: %v", l.URL, err)
+			}
+			return u
+		}
+	}
+	tb.Fatalf("no link for %s in %+v", approver, ev.Links)
+	return nil
+}
+
+// checkLeastPrivilege holds every AWS action each function called against
+// the actions its role in the transformed template allows, and logs both.
+func (s *stack) checkLeastPrivilege(tb testing.TB) {
+	tb.Helper()
+	grants := s.tpl.grants()
+	for _, fn := range s.fns {
+		e := s.emulators[fn.Name]
+		if e == nil {
+			continue
+		}
+		used := e.aws.used()
+		granted := grants[fn.Logical]
+		var denied []string
+		for _, a := range used {
+			if !allows(granted, a) {
+				denied = append(denied, a)
+			}
+		}
+		var unused []string
+		for _, g := range granted {
+			if !slices.ContainsFunc(used, func(a string) bool { return allows([]string{g}, a) }) {
+				unused = append(unused, g)
+			}
+		}
+		tb.Logf("IAM %s: called %v; granted but not called in these flows %v", fn.Short, used, unused)
+		if len(denied) > 0 {
+			tb.Errorf("IAM: %s called %v, which its role in template.yaml does not allow (it allows %v)", fn.Logical, denied, granted)
+		}
+	}
+}
