@@ -22,8 +22,11 @@ LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags="-s -w"
 run:
 	$(GO) run ./infra/local
 
+# The AWS path test runs after the rest, verbose, so its log shows each flow.
 test: vet lambdas check-asl
-	./scripts/test-with-dynalite.sh $(GO) test -race -count=1 ./...
+	./scripts/test-with-dynalite.sh sh -c '$(GO) test -race -count=1 $$($(GO) list ./... | grep -v /infra/awstest) && \
+	  $(GO) test -count=1 -v -timeout 7m ./infra/awstest/'
+
 
 # Tests without dynalite (the DynamoDB tests skip and say how to start it).
 unit:
