@@ -30,6 +30,9 @@ type Answer struct {
 	Status  int
 	Headers map[string]string
 	Body    []byte
+	// Transient answers are not kept, so the repeated call runs again: an
+	// MCP input request, whose retry carries the person's answer.
+	Transient bool
 }
 
 // RequestHash identifies a call on a surface, so the same key with another
@@ -53,8 +56,8 @@ func RequestHash(surface string, c *Call) string {
 // (same hash) returns the stored answer with replayed set, without running
 // fn; the same key with another call is idempotency_key_reused; a repeat
 // while the first still runs waits up to 10 s, then is
-// idempotency_in_progress. Server errors (5xx) are not kept, so a retry
-// after one runs again. An empty key runs fn.
+// idempotency_in_progress. Server errors (5xx) and transient answers are
+// not kept, so a retry after one runs again. An empty key runs fn.
 func (s *Service) Idempotent(ctx context.Context, cred *store.Credential, key, hash string, fn func() Answer) (a Answer, replayed bool, err error) {
 	if key == "" {
 		return fn(), false, nil
@@ -100,7 +103,7 @@ func (s *Service) Idempotent(ctx context.Context, cred *store.Credential, key, h
 	a = fn()
 	rec.Done, rec.Status, rec.Headers, rec.Body = true, a.Status, a.Headers, a.Body
 	rec.ExpiresAt = s.now().Add(idempotencyTTL)
-	if a.Status >= 500 {
+	if a.Status >= 500 || a.Transient {
 		rec.ExpiresAt = s.now() // not kept: the retry runs again
 	}
 	if err := s.Store.UpdateIdempotency(context.WithoutCancel(ctx), rec); err != nil {
