@@ -46,13 +46,12 @@ type requestState struct {
 // credential, the tool and the operations' bindings, valid for the call
 // timeout (the script timeout for a batch).
 func (h *Handler) Ask(cred *store.Credential, client Client, tool string, kind store.Kind, ops []store.Operation, reason string) *mcp.CallToolResult {
-	return h.ask(cred, client, operation{name: tool}, ops, reason, kind)
+	return h.ask(cred, operation{name: tool}, kind, ops, reason)
 }
 
-func (h *Handler) ask(cred *store.Credential, client Client, op operation, ops []store.Operation, reason string, kinds ...store.Kind) *mcp.CallToolResult {
-	kind := store.KindCall
-	if len(kinds) > 0 && kinds[0] != "" {
-		kind = kinds[0]
+func (h *Handler) ask(cred *store.Credential, op operation, kind store.Kind, ops []store.Operation, reason string) *mcp.CallToolResult {
+	if kind == "" {
+		kind = store.KindCall
 	}
 	t := h.o.Calls.Config.Settings.Timeouts
 	wait := t.Call()

@@ -95,7 +95,7 @@ func (h *Handler) first(ctx context.Context, cred *store.Credential, client Clie
 	case calls.Executed:
 		return executedResult(res)
 	case calls.Collected:
-		return h.ask(cred, client, op, []store.Operation{res.Operation}, res.Decision.Reason)
+		return h.ask(cred, op, store.KindCall, []store.Operation{res.Operation}, res.Decision.Reason)
 	case calls.Paused:
 		if op.conn.OutOfBandOnly {
 			return outOfBandNotice(res)

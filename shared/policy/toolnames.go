@@ -2,6 +2,7 @@ package policy
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/countersign/countersign/shared/tier"
@@ -36,6 +37,11 @@ func ToolName(ep *tier.Endpoint) string {
 	}
 	return sanitizeToolName(strings.Join(parts, "_"))
 }
+
+// ReservedToolNames are the MCP surface's own tools; an operation may not
+// take one of these names (with a single connection, where names are not
+// prefixed).
+var ReservedToolNames = []string{"review_pending", "card_decide", "confirmation_status", "run_script"}
 
 // PrefixedToolName is the tool name a credential that sees more than one
 // connection uses: "<connection>__<name>".
@@ -82,6 +88,11 @@ func (l *loader) toolNames(conns []loadedConn) {
 				continue
 			}
 			local[name] = at
+			if !prefixed && slices.Contains(ReservedToolNames, name) {
+				s.errf(at.path, "the MCP tool name %q (from %s %s) is one of the MCP surface's own tools (%s): give the endpoint an operation_id",
+					name, at.ep.Method, at.ep.Path, strings.Join(ReservedToolNames, ", "))
+				continue
+			}
 			if len(name) > MaxToolName {
 				s.errf(at.path, "the MCP tool name %q (from %s %s) is %d characters, more than %d: give the endpoint a shorter operation_id",
 					name, at.ep.Method, at.ep.Path, len(name), MaxToolName)

@@ -96,6 +96,23 @@ func TestLoadToolNameErrors(t *testing.T) {
 	}
 }
 
+func TestLoadReservedToolName(t *testing.T) {
+	files := baseFiles()
+	remove("connections/billing/policy.json")(t, files)
+	sub(crmFile, `"operation_id": "deleteContact"`, `"operation_id": "review_pending"`)(t, files)
+	dir := writeConfig(t, files)
+	_, err := Load(dir, testEnv)
+	if err == nil || !strings.Contains(err.Error(), `the MCP tool name "review_pending" (from DELETE /contacts/{id}) is one of the MCP surface's own tools`) {
+		t.Fatalf("Load = %v, want the reserved name refused", err)
+	}
+	// With several connections the name is prefixed (crm__review_pending) and loads.
+	files = baseFiles()
+	sub(crmFile, `"operation_id": "deleteContact"`, `"operation_id": "review_pending"`)(t, files)
+	if _, err := Load(writeConfig(t, files), testEnv); err != nil {
+		t.Errorf("Load with two connections: %v", err)
+	}
+}
+
 func TestLoadOneConnectionNamesUnprefixed(t *testing.T) {
 	// With a single connection no tool is ever prefixed, so a long name
 	// that would not fit with the prefix still loads.
