@@ -595,3 +595,27 @@ func assertNoSecrets(tb testing.TB, h *harness, modelSaw string, id string, toke
 		}
 	}
 }
+
+// TestMCPHooks: a connection's hook decides MCP calls as it decides
+// /v1/calls: deny refuses, ask raises the call to the confirm tier.
+func TestMCPHooks(t *testing.T) {
+	h := newHarness(t, harnessOptions{hook: func(req map[string]any) (string, string) {
+		if req["method"] == "DELETE" {
+			return "deny", "no deletes today"
+		}
+		return "ask", "a person should look"
+	}})
+	s := h.mcpSession("cs_test_ask", clientKind{name: "Plain Client"}, nil)
+	if r := callTool(t, s, "hooked__delete_contacts_by_id", map[string]any{"id": "3"}, nil); text(r) != "Denied (hook_denied): no deletes today" {
+		t.Errorf("deny: %q", text(r))
+	}
+	if r := callTool(t, s, "hooked__get_contacts_by_id", map[string]any{"id": "3"}, nil); !strings.HasPrefix(text(r), "Denied (requires_confirmation): Plain Client can show neither") {
+		t.Errorf("ask: %q", text(r))
+	}
+	if r := callTool(t, h.mcpSession("cs_test_run", clientKind{}, nil), "hooked__get_contacts_by_id", map[string]any{"id": "3"}, nil); r.IsError {
+		t.Errorf("ask with run_without_asking: %q", text(r))
+	}
+	if n := h.upstream.Count("GET", "/contacts/3"); n != 1 {
+		t.Errorf("GET ran %d times, want 1", n)
+	}
+}
