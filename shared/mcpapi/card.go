@@ -318,9 +318,15 @@ func (h *Handler) cardDecide(cred *store.Credential) mcp.ToolHandler {
 			}
 			return errorResult(err), nil
 		}
+		h.logger().InfoContext(ctx, "card decided", "confirmation", c.ID, "credential", cred.ID, "decision", a.Decision)
 		if d.Approve {
-			if c, err = h.o.Calls.Execute(ctx, c.ID); err != nil && c == nil {
-				return errorResult(err), nil
+			done, err := h.o.Calls.Execute(ctx, c.ID)
+			if err != nil {
+				// The workflow's execute task runs it too; show what is stored.
+				h.logger().WarnContext(ctx, "card: execute failed", "confirmation", c.ID, "error", err)
+			}
+			if done != nil {
+				c = done
 			}
 			c = h.settled(ctx, cred, c)
 		}

@@ -114,6 +114,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		status := http.StatusUnauthorized
 		if fault.CodeOf(err) != fault.Unauthenticated {
 			status = http.StatusInternalServerError
+			h.logger().ErrorContext(r.Context(), "mcp: credential not looked up", "error", err)
 		}
 		w.Header().Set("WWW-Authenticate", `Bearer realm="countersign"`)
 		writeRPCError(w, status, &jsonrpc.Error{Code: codeUnauthenticated, Message: faultText(fault.CodeOf(err), fault.ReasonOf(err))})
