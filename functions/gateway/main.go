@@ -1,5 +1,6 @@
 // Command gateway is the agents' Lambda: /v1/calls, /v1/rest/...,
-// /v1/confirmations/{id}, /v1/credentials/me and /healthz behind API Gateway.
+// /v1/confirmations/{id}, /v1/credentials/me, /mcp and /healthz behind API
+// Gateway.
 package main
 
 import (
@@ -14,7 +15,8 @@ import (
 )
 
 func main() {
-	a := awsenv.MustLoad(awsenv.NeedWorkflow)
+	// The signing key seals MCP request states and card tokens.
+	a := awsenv.MustLoad(awsenv.NeedWorkflow | awsenv.NeedSigningKey)
 	// Credentials from the bundled configuration are (re)written at cold
 	// start; credentials created in the store directly are left alone.
 	if err := a.SeedCredentials(context.Background()); err != nil {

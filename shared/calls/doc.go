@@ -1,7 +1,8 @@
 // Package calls is the call pipeline, transport-free: authenticate a key,
 // resolve and decide a call (hooks included), deny it (queuing a review item
 // for review_required), execute it, pause it (create the confirmation),
-// redeem an approval, run approved operations exactly once, and record the
+// redeem an approval, use a person's answer given in the client (an MCP
+// input request) once, run approved operations exactly once, and record the
 // outcome and the log line.
 //
 // Every surface is a thin adapter over Service: /v1/calls and /v1/rest in

@@ -31,8 +31,10 @@ type Answer struct {
 	Status  int
 	Headers map[string]string
 	Body    []byte
-	// Retryable marks an answer given before anything was sent upstream
-	// (an internal error): it is not kept, and a retry runs again.
+	// Retryable marks an answer that is not kept, so a retry with the key
+	// runs again: one given before anything was sent upstream (an internal
+	// error), or an MCP input request, whose retry carries the person's
+	// answer.
 	Retryable bool
 }
 
@@ -128,7 +130,7 @@ func (s *Service) Idempotent(ctx context.Context, cred *store.Credential, key, h
 	rec.Done, rec.Status, rec.Headers, rec.Body = true, kept.Status, kept.Headers, kept.Body
 	rec.ExpiresAt = s.now().Add(idempotencyTTL)
 	if a.Retryable {
-		rec.ExpiresAt = s.now() // not kept: nothing ran, the retry runs again
+		rec.ExpiresAt = s.now() // not kept: the retry runs again
 	}
 	if err := s.Store.UpdateIdempotency(context.WithoutCancel(ctx), rec); err != nil {
 		s.logger().ErrorContext(ctx, "idempotency answer not stored", "credential", cred.ID, "error", err)

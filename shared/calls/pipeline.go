@@ -66,6 +66,11 @@ type Options struct {
 	// RefuseReason completes the reason of a PauseRefuse denial, e.g.
 	// "plain REST cannot ask a person".
 	RefuseReason string
+	// Grant, when set, is the person's answer to this call given in the
+	// client (MCP input requests): a call the policy does not deny runs
+	// once if the person approved it, and nothing runs if not; the answer
+	// is spent either way. Pause is then not used.
+	Grant *Grant
 }
 
 // Result is what Do decided and did. Failures that are not decisions
@@ -120,6 +125,9 @@ func (s *Service) outcome(ctx context.Context, cred *store.Credential, p *prepar
 	// foreign or mismatched one is refused rather than ignored.
 	if p.ConfirmationID != "" {
 		return s.redeem(ctx, cred, p, res)
+	}
+	if o.Grant != nil {
+		return s.granted(ctx, cred, p, res, o.Grant)
 	}
 	if d.Outcome == tier.Execute {
 		resp, err := s.send(ctx, p, s.agentKey(cred, p))

@@ -559,3 +559,81 @@ func (s *Service) ExecuteApproved(ctx context.Context, id string, run Runner) (*
 		return nil
 	})
 }
+
+// GrantRequest is a person's answer given in the client itself (an MCP
+// input request), to be recorded as a confirmation.
+type GrantRequest struct {
+	// ID is the record's id, chosen when the person was asked and carried
+	// in the signed request state, so a second use of the same state
+	// collides with the first.
+	ID         string
+	Kind       store.Kind
+	Credential string
+	Reason     string
+	// Operations are the bound operations the person was asked about;
+	// Selected says which the person approved.
+	Operations []store.Operation
+	// Approve is the answer: false rejects every operation.
+	Approve bool
+	// By names who answered, e.g. "client:Claude Code".
+	By string
+	// ExpiresAt is when the question expired; the record is kept past it.
+	ExpiresAt time.Time
+}
+
+// Grant records an answer given in the client, once: a single conditional
+// create, so of any number of uses of the same question exactly one
+// succeeds and the others fail with confirmation_used. An approval is
+// stored redeemed with its selected operations claimed, ready for
+// RunClaimed, which runs each once; a rejection is stored rejected and
+// nothing runs. No workflow starts: nobody else is asked. A question past
+// its expiry is confirmation_expired.
+func (s *Service) Grant(ctx context.Context, r GrantRequest) (*store.Confirmation, error) {
+	now := s.now()
+	if len(r.Operations) == 0 || r.ID == "" {
+		return nil, errors.New("grant: no id or no operations")
+	}
+	if !now.Before(r.ExpiresAt) {
+		return nil, fault.Errorf(fault.ConfirmationExpired, "the question for %s expired at %s; nothing ran", r.ID, r.ExpiresAt.Format(time.RFC3339))
+	}
+	kind := r.Kind
+	if kind == "" {
+		kind = store.KindCall
+	}
+	c := &store.Confirmation{
+		ID: r.ID, Kind: kind, Credential: r.Credential, Reason: r.Reason,
+		CreatedAt: now, ExpiresAt: r.ExpiresAt, DecidedAt: &now, DecidedBy: r.By,
+		Operations: append([]store.Operation(nil), r.Operations...),
+		TTL:        r.ExpiresAt.Add(s.timeouts().Redeem + retention).Unix(),
+	}
+	claimed := 0
+	for i := range c.Operations {
+		op := &c.Operations[i]
+		op.State, op.Outcome = store.OpWaiting, nil
+		switch {
+		case !r.Approve:
+			op.Selected = false
+		case op.Selected:
+			op.State = store.OpClaimed
+			claimed++
+		}
+	}
+	switch {
+	case !r.Approve:
+		c.Status = store.StatusRejected
+	case claimed == 0:
+		return nil, fault.Errorf(fault.InvalidRequest, "nothing was selected to approve in %s", r.ID)
+	default:
+		c.Status, c.RedeemedAt = store.StatusRedeemed, &now
+	}
+	err := s.Store.CreateConfirmation(ctx, c)
+	if errors.Is(err, store.ErrConflict) {
+		return nil, fault.Errorf(fault.ConfirmationUsed, "the answer to %s was already used; nothing ran again", r.ID)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("grant %s: %w", r.ID, err)
+	}
+	s.logger().InfoContext(ctx, "confirmation answered in the client", "confirmation", c.ID, "credential", r.Credential,
+		"approved", r.Approve, "by", r.By, "operations", len(c.Operations))
+	return c, nil
+}

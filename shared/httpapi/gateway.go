@@ -13,10 +13,15 @@ import (
 )
 
 // Gateway is the agents' HTTP surface: POST /v1/calls, ANY /v1/rest/...,
-// GET /v1/confirmations/{id}, GET /v1/credentials/me and GET /healthz. It
-// only translates: every call goes through the pipeline (calls.Service).
+// GET /v1/confirmations/{id}, GET /v1/credentials/me and GET /healthz, and
+// /mcp when MCP is attached. It only translates: every call goes through
+// the pipeline (calls.Service).
 type Gateway struct {
 	Calls *calls.Service
+	// MCP serves /mcp (shared/mcpapi, attached by gatewayapp so that only
+	// the gateway links the MCP SDK); nil answers 404 not_found. It
+	// authenticates the request itself.
+	MCP Handler
 	// PollInterval is how often ?wait= first re-reads the record; 0 means 100 ms.
 	PollInterval time.Duration
 	// Stopping, when closed, makes long polls answer at once with the
@@ -57,6 +62,11 @@ func (g *Gateway) Handle(ctx context.Context, req Request) (Response, error) {
 		return g.withCredential(ctx, &req, func(ctx context.Context, req *Request, cred *store.Credential) Response {
 			return g.status(ctx, req, cred, id)
 		}), nil
+	case path == "/mcp" && g.MCP != nil:
+		if bodyLen(&req) > MaxBody {
+			return codeError(fault.PayloadTooLarge, "the request body is over 1 MiB"), nil
+		}
+		return g.MCP.Handle(ctx, req)
 	case path == "/v1/credentials/me":
 		if m != http.MethodGet {
 			return codeError(fault.MethodNotAllowed, "use GET /v1/credentials/me"), nil

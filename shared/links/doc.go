@@ -10,4 +10,8 @@
 // links already sent. LoadOrCreateKey keeps the key of the local stack in a
 // file under its data directory; the deployed functions read theirs from
 // Secrets Manager and build a Key themselves.
+//
+// The same key also seals short tokens (Seal, Open) for other surfaces: the
+// MCP request state and the confirmation card's decision token. Their MACs
+// are domain-separated from the links' and from each other by purpose.
 package links

@@ -211,6 +211,7 @@ func Load(dir string, opts *LoadOptions) (*Config, error) {
 	cfg := &Config{Dir: dir, Connections: map[string]*Connection{}}
 	cfg.Settings = l.settings()
 	conns, names := l.connections()
+	l.toolNames(conns)
 	cfg.Credentials = l.credentials(names)
 	if len(l.errs) > 0 {
 		return nil, errors.Join(l.errs...)

@@ -18,6 +18,8 @@ import (
 type loadedConn struct {
 	conn *Connection
 	tier *tier.Connection
+	// locs says where each operation was configured (MCP tool name checks).
+	locs []epLoc
 }
 
 // connections loads every connections/<name>/ folder. names holds every
@@ -92,6 +94,7 @@ func (l *loader) connection(name string) (loadedConn, bool) {
 	cl := &connLoad{l: l, name: name, shapes: map[string]shapeOwner{}, opIDs: map[string]string{}, tools: map[string]string{}}
 	conn := &Connection{Name: name, Headers: map[string]string{}, Tools: map[string]*Tool{}}
 	tc := &tier.Connection{Name: name, OutOfBandOnly: false}
+	var locs []epLoc
 
 	if v, ok := m["base_url"]; !ok {
 		s.errf("base_url", "missing: the upstream's absolute http(s) URL is required")
@@ -126,6 +129,7 @@ func (l *loader) connection(name string) (loadedConn, bool) {
 			for i, item := range items {
 				if ep := cl.endpoint(s, rel, index("endpoints", i), item); ep != nil {
 					tc.Endpoints = append(tc.Endpoints, ep)
+					locs = append(locs, epLoc{ep: ep, file: rel, path: index("endpoints", i)})
 				}
 			}
 		}
@@ -168,8 +172,9 @@ func (l *loader) connection(name string) (loadedConn, bool) {
 	for _, t := range cl.loadTools() {
 		conn.Tools[t.tool.Name] = t.tool
 		tc.Endpoints = append(tc.Endpoints, t.ep)
+		locs = append(locs, epLoc{ep: t.ep, file: t.file, path: "name"})
 	}
-	return loadedConn{conn: conn, tier: tc}, len(l.errs) == nerr
+	return loadedConn{conn: conn, tier: tc, locs: locs}, len(l.errs) == nerr
 }
 
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -408,6 +413,7 @@ func (s *src) threshold(p string, raw json.RawMessage, params []string, tmplOK b
 type loadedTool struct {
 	tool *Tool
 	ep   *tier.Endpoint
+	file string // relative
 }
 
 var toolName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]{0,63}$`)
@@ -518,5 +524,5 @@ func (cl *connLoad) tool(rel string) (loadedTool, bool) {
 	if !t.LLMCallable {
 		ep.Rule += ", llm_callable: false"
 	}
-	return loadedTool{tool: t, ep: ep}, true
+	return loadedTool{tool: t, ep: ep, file: rel}, true
 }

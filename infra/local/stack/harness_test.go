@@ -44,6 +44,10 @@ type harnessOptions struct {
 	limits string
 	// hook, when set, is called by the "hooked" connection's hook.
 	hook func(req map[string]any) (decision, reason string)
+	// files are extra configuration files (path relative to the
+	// configuration directory → content); "%UPSTREAM%" in them becomes the
+	// recording upstream's URL.
+	files map[string]string
 }
 
 // harness is a running local stack with a recording upstream and a webhook
@@ -225,6 +229,9 @@ func newHarness(t testing.TB, o harnessOptions) *harness {
   "base_url": %q,
   "endpoints": [{"method": "GET", "path": "/payments"}]
 }`, deadURL))
+	for rel, content := range o.files {
+		write(rel, strings.ReplaceAll(content, "%UPSTREAM%", up.URL))
+	}
 	h.start()
 	return h
 }

@@ -1,0 +1,123 @@
+package stack
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/countersign/countersign/shared/app/gatewayapp"
+	"github.com/countersign/countersign/shared/httpapi"
+)
+
+// lambdaTransport carries the MCP client's requests to the gateway
+// Lambda's handler exactly as API Gateway would: each request becomes an
+// API Gateway v2 event, invoked through aws-lambda-go's handler, and the
+// event response becomes the HTTP response.
+type lambdaTransport struct{ h lambda.Handler }
+
+func (lt lambdaTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	ev, err := httpapi.EventFromHTTP(r)
+	if err != nil {
+		return nil, err
+	}
+	payload, err := json.Marshal(ev)
+	if err != nil {
+		return nil, err
+	}
+	out, err := lt.h.Invoke(r.Context(), payload)
+	if err != nil {
+		return nil, fmt.Errorf("invoke: %w", err)
+	}
+	var resp httpapi.Response
+	if err := json.Unmarshal(out, &resp); err != nil {
+		return nil, fmt.Errorf("response event: %w", err)
+	}
+	body := []byte(resp.Body)
+	if resp.IsBase64Encoded {
+		if body, err = base64.StdEncoding.DecodeString(resp.Body); err != nil {
+			return nil, err
+		}
+	}
+	h := http.Header{}
+	for k, v := range resp.Headers {
+		h.Set(k, v)
+	}
+	return &http.Response{StatusCode: resp.StatusCode, Status: http.StatusText(resp.StatusCode), Header: h, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Body: io.NopCloser(bytes.NewReader(body)), ContentLength: int64(len(body)), Request: r}, nil
+}
+
+// TestMCPOnTheGatewayLambda runs the MCP flows through the gateway
+// Lambda's handler (lambda.NewHandler(...).Invoke with API Gateway v2
+// events): the same answers as over the local server.
+func TestMCPOnTheGatewayLambda(t *testing.T) {
+	h := newHarness(t, harnessOptions{})
+	gw := gatewayapp.Gateway(h.stack.app)
+	lt := lambdaTransport{h: lambda.NewHandler(gw.Handle)}
+
+	t.Run("sample event", func(t *testing.T) {
+		raw, err := os.ReadFile("../../../events/mcp-tools-list.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw = bytes.ReplaceAll(raw, []byte("cs_demo_ask"), []byte("cs_test_ask"))
+		out, err := lambda.NewHandler(gw.Handle).Invoke(t.Context(), raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var resp httpapi.Response
+		if err := json.Unmarshal(out, &resp); err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Headers["Content-Type"], "application/json") ||
+			!strings.Contains(resp.Body, `"name":"crm__deleteContact"`) || strings.Contains(resp.Body, `"review_pending"`) {
+			t.Errorf("tools/list event: %d %v %s", resp.StatusCode, resp.Headers, resp.Body)
+		}
+	})
+
+	t.Run("auto call", func(t *testing.T) {
+		s := h.mcpSession("cs_test_run", clientKind{}, lt)
+		if r := callTool(t, s, "crm__get_contacts_by_id", map[string]any{"id": "5"}, nil); r.IsError || !strings.HasPrefix(text(r), "200 OK") {
+			t.Errorf("result %q", text(r))
+		}
+	})
+
+	t.Run("input request accepted runs once", func(t *testing.T) {
+		s := h.mcpSession("cs_test_ask", clientKind{elicit: accept(true)}, lt)
+		if r := callTool(t, s, "crm__deleteContact", map[string]any{"id": "14"}, nil); r.IsError || !strings.HasPrefix(text(r), "204") {
+			t.Errorf("result %q", text(r))
+		}
+		if n := h.upstream.Count("DELETE", "/contacts/14"); n != 1 {
+			t.Errorf("DELETE ran %d times", n)
+		}
+	})
+
+	t.Run("card approve runs once", func(t *testing.T) {
+		s := h.mcpSession("cs_test_ask", clientKind{apps: true}, lt)
+		r := callTool(t, s, "crm__deleteContact", map[string]any{"id": "15"}, nil)
+		id, _ := structured(t, r)["confirmation_id"].(string)
+		token := cardToken(t, callTool(t, s, "review_pending", map[string]any{"confirmation_id": id}, nil))
+		d := callTool(t, s, "card_decide", map[string]any{"confirmation_id": id, "token": token, "decision": "approve"}, nil)
+		if structured(t, d)["status"] != "executed" {
+			t.Errorf("approve: %q", text(d))
+		}
+		if n := h.upstream.Count("DELETE", "/contacts/15"); n != 1 {
+			t.Errorf("DELETE ran %d times", n)
+		}
+	})
+
+	t.Run("refusal", func(t *testing.T) {
+		s := h.mcpSession("cs_test_ask", clientKind{name: "Plain Client"}, lt)
+		r := callTool(t, s, "crm__deleteContact", map[string]any{"id": "16"}, nil)
+		if text(r) != "Denied (requires_confirmation): Plain Client can show neither a confirmation dialog nor a card" {
+			t.Errorf("result %q", text(r))
+		}
+	})
+}

@@ -1,0 +1,60 @@
+package calls
+
+import (
+	"context"
+	"time"
+
+	"github.com/countersign/countersign/shared/confirm"
+	"github.com/countersign/countersign/shared/fault"
+	"github.com/countersign/countersign/shared/store"
+)
+
+// Grant is a person's answer to a question the client showed (an MCP input
+// request), carried back by the client with the call. The surface has
+// verified where it came from (a signed request state); the pipeline
+// checks that it answers this very call and uses it once.
+type Grant struct {
+	// ID names the question; the answer is recorded as the confirmation
+	// with this id, so it can be used once (confirm.Service.Grant).
+	ID string
+	// Binding is the binding of the operation the person was asked about
+	// (canon.Binding); the call must bind to the same.
+	Binding string
+	// Approve is the person's answer.
+	Approve bool
+	// By names who answered, e.g. "client:Claude Code".
+	By string
+	// ExpiresAt is when the question expires.
+	ExpiresAt time.Time
+}
+
+// granted runs a call the person approved in the client, once, or records
+// that the person declined it. The decision was made again first: a call
+// the policy now denies stays denied and the answer is not spent.
+func (s *Service) granted(ctx context.Context, cred *store.Credential, p *prepared, res *Result, g *Grant) (*Result, error) {
+	op, err := p.operation(cred, &res.Decision)
+	if err != nil {
+		return nil, err
+	}
+	if op.Binding != g.Binding {
+		return nil, fault.New(fault.ConfirmationMismatch,
+			"the answer was given for another call: the credential, method, path, query and body must be the same; nothing ran")
+	}
+	conf, err := s.Confirm.Grant(ctx, confirm.GrantRequest{ID: g.ID, Credential: cred.ID, Reason: res.Decision.Reason,
+		Operations: []store.Operation{op}, Approve: g.Approve, By: g.By, ExpiresAt: g.ExpiresAt})
+	if err != nil {
+		return nil, lifecycleError(ctx, s, err)
+	}
+	res.Confirmation, res.Operation = conf, op
+	if !g.Approve {
+		res.Outcome, res.Code = Denied, fault.ConfirmationRejected
+		res.Reason = "the person declined " + p.Method + " " + p.Path + "; nothing was sent"
+		return res, nil
+	}
+	conf, resp, err := s.runClaimed(ctx, conf, 0, p.Forward)
+	if err != nil {
+		return nil, err
+	}
+	res.Outcome, res.Response, res.Confirmation = Executed, resp, conf
+	return res, nil
+}

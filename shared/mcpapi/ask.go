@@ -1,0 +1,218 @@
+package mcpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/countersign/countersign/shared/calls"
+	"github.com/countersign/countersign/shared/canon"
+	"github.com/countersign/countersign/shared/confirm"
+	"github.com/countersign/countersign/shared/fault"
+	"github.com/countersign/countersign/shared/links"
+	"github.com/countersign/countersign/shared/store"
+)
+
+// statePurpose separates request states from every other token sealed
+// with the link key.
+const statePurpose = "mcp-request-state"
+
+// inputKey is the id of the one input request of an input_required result.
+const inputKey = "confirm"
+
+// requestState is what a request state carries, sealed (links.Signer.Seal)
+// until the question expires: the answer's record id, the credential, the
+// tool, and the binding of each operation the person is asked about. It
+// names nothing secret; the seal makes it unforgeable, and the record id
+// makes it single-use.
+type requestState struct {
+	ID    string     `json:"id"`
+	Cred  string     `json:"cred"`
+	Tool  string     `json:"tool"`
+	Kind  store.Kind `json:"kind"`
+	Binds []string   `json:"binds"`
+}
+
+// Ask is the input_required result that asks the person, in the client's
+// own dialog, about ops (one operation for a tool call; a script's batch
+// for run_script): one form elicitation naming each operation with its
+// exact arguments, accept or decline, and one boolean per operation (all
+// true) when there are several; and a sealed request state bound to the
+// credential, the tool and the operations' bindings, valid for the call
+// timeout (the script timeout for a batch).
+func (h *Handler) Ask(cred *store.Credential, client Client, tool string, kind store.Kind, ops []store.Operation, reason string) *mcp.CallToolResult {
+	return h.ask(cred, operation{name: tool}, kind, ops, reason)
+}
+
+func (h *Handler) ask(cred *store.Credential, op operation, kind store.Kind, ops []store.Operation, reason string) *mcp.CallToolResult {
+	if kind == "" {
+		kind = store.KindCall
+	}
+	t := h.o.Calls.Config.Settings.Timeouts
+	wait := t.Call()
+	if kind == store.KindScript {
+		wait = t.Script()
+	}
+	st := requestState{ID: confirm.NewID(), Cred: cred.ID, Tool: op.name, Kind: kind}
+	for _, o := range ops {
+		st.Binds = append(st.Binds, o.Binding)
+	}
+	payload, err := json.Marshal(st)
+	if err != nil {
+		return faultResult(fault.Internal, "the question could not be prepared")
+	}
+	exp := h.now().Add(wait)
+	sealed := h.o.Signer.Seal(statePurpose, payload, exp)
+	return &mcp.CallToolResult{
+		InputRequests: mcp.InputRequestMap{inputKey: h.elicitation(op, ops, reason, exp)},
+		RequestState:  sealed,
+	}
+}
+
+// elicitation is the form the client shows the person.
+func (h *Handler) elicitation(op operation, ops []store.Operation, reason string, exp time.Time) *mcp.ElicitParams {
+	var b strings.Builder
+	title := "Approve this operation?"
+	if len(ops) > 1 {
+		title = fmt.Sprintf("Approve %d operations?", len(ops))
+	}
+	if op.ep != nil && op.ep.Prompt != "" && len(ops) == 1 {
+		title = op.ep.Prompt
+	}
+	fmt.Fprintf(&b, "%s (%s)\n", title, h.o.Calls.Config.Settings.Workspace.Name)
+	props := map[string]any{}
+	required := []string{}
+	for i, o := range ops {
+		args, err := canon.Marshal(o.Args)
+		if err != nil {
+			args, _ = json.Marshal(o.Args)
+		}
+		fmt.Fprintf(&b, "\n%d. %s\n   arguments: %s", i+1, opLine(o), args)
+		key := "approve"
+		if len(ops) > 1 {
+			key = fmt.Sprintf("op%d", i)
+		}
+		props[key] = map[string]any{"type": "boolean", "title": "Run " + o.Method + " " + o.Path, "default": true}
+		required = append(required, key)
+	}
+	if reason != "" {
+		fmt.Fprintf(&b, "\n\n%s.", reason)
+	}
+	fmt.Fprintf(&b, "\nAccept runs what is selected, once; decline runs nothing. The question expires at %s.", exp.Format(time.RFC3339))
+	return &mcp.ElicitParams{Mode: "form", Message: b.String(),
+		RequestedSchema: map[string]any{"type": "object", "properties": props, "required": required}}
+}
+
+// Answer is the person's answer carried by a retried call.
+type Answer struct {
+	// ID names the question; the answer is recorded under it, once.
+	ID   string
+	Kind store.Kind
+	// Bindings are the operations asked about, in order; Approved says
+	// which the person approved (all false when the person declined).
+	Bindings []string
+	Approved []bool
+	// Declined is set when the person declined or dismissed the question.
+	Declined bool
+	// By names who answered: "client:<name>".
+	By        string
+	ExpiresAt time.Time
+}
+
+// Answer reads the answer of a retried call: the request state must be one
+// this gateway sealed, unexpired, for this credential and this tool. The
+// error carries bad_signature, confirmation_expired, confirmation_mismatch
+// or invalid_request, with a reason fit for the model.
+func (h *Handler) Answer(cred *store.Credential, client Client, tool string, p *mcp.CallToolParamsRaw) (*Answer, error) {
+	payload, err := h.o.Signer.Open(statePurpose, p.RequestState, h.now())
+	switch {
+	case errors.Is(err, links.ErrExpired):
+		return nil, fault.New(fault.ConfirmationExpired, "the question expired before it was answered; nothing ran. Call the tool again to ask again")
+	case err != nil:
+		return nil, fault.New(fault.BadSignature, "the requestState was not issued by this gateway or was altered; nothing ran. Call the tool again to ask again")
+	}
+	var st requestState
+	if err := json.Unmarshal(payload, &st); err != nil || st.ID == "" || len(st.Binds) == 0 {
+		return nil, fault.New(fault.BadSignature, "the requestState cannot be read; nothing ran")
+	}
+	exp, _ := expiryOf(p.RequestState)
+	switch {
+	case st.Cred != cred.ID:
+		return nil, fault.New(fault.ConfirmationMismatch, "the requestState was issued to another credential; nothing ran")
+	case st.Tool != tool:
+		return nil, fault.Errorf(fault.ConfirmationMismatch, "the requestState was issued for the tool %q, not %q; nothing ran", st.Tool, tool)
+	}
+	a := &Answer{ID: st.ID, Kind: st.Kind, Bindings: st.Binds, Approved: make([]bool, len(st.Binds)), By: "client:" + client.label(), ExpiresAt: exp}
+	r, ok := p.InputResponses[inputKey].(*mcp.ElicitResult)
+	if !ok {
+		return nil, fault.Errorf(fault.InvalidRequest, "the retried call carries no answer to the input request %q; nothing ran", inputKey)
+	}
+	if r.Action != "accept" {
+		a.Declined = true
+		return a, nil
+	}
+	for i := range a.Approved {
+		key := "approve"
+		if len(st.Binds) > 1 {
+			key = fmt.Sprintf("op%d", i)
+		}
+		v, present := r.Content[key]
+		b, isBool := v.(bool)
+		a.Approved[i] = !present || isBool && b
+	}
+	a.Declined = !anyTrue(a.Approved)
+	return a, nil
+}
+
+func anyTrue(bs []bool) bool {
+	for _, b := range bs {
+		if b {
+			return true
+		}
+	}
+	return false
+}
+
+// expiryOf reads a sealed token's expiry (its second field from the end
+// of "<kid>.<exp>.<payload>.<sig>"), already verified by Open.
+func expiryOf(token string) (time.Time, bool) {
+	parts := strings.Split(token, ".")
+	if len(parts) < 4 {
+		return time.Time{}, false
+	}
+	var sec int64
+	if _, err := fmt.Sscan(parts[len(parts)-3], &sec); err != nil {
+		return time.Time{}, false
+	}
+	return time.Unix(sec, 0).UTC(), true
+}
+
+// answered runs a retried operation tool call with the person's answer:
+// once if approved, never if declined; a spent, expired, altered or
+// foreign answer runs nothing.
+func (h *Handler) answered(ctx context.Context, cred *store.Credential, client Client, op operation, c *calls.Call, p *mcp.CallToolParamsRaw) *mcp.CallToolResult {
+	a, err := h.Answer(cred, client, op.name, p)
+	if err != nil {
+		return errorResult(err)
+	}
+	if len(a.Bindings) != 1 {
+		return faultResult(fault.ConfirmationMismatch, "the requestState is not for a single call; nothing ran")
+	}
+	g := &calls.Grant{ID: a.ID, Binding: a.Bindings[0], Approve: !a.Declined, By: a.By, ExpiresAt: a.ExpiresAt}
+	res, err := h.o.Calls.Do(ctx, cred, c, calls.Options{Grant: g})
+	if err != nil {
+		return errorResult(err)
+	}
+	switch res.Outcome {
+	case calls.Executed:
+		return executedResult(res)
+	case calls.Denied:
+		return deniedResult(res, res.Reason)
+	}
+	return faultResult(fault.Internal, "the answer could not be used")
+}

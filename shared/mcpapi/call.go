@@ -1,0 +1,217 @@
+package mcpapi
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/countersign/countersign/shared/calls"
+	"github.com/countersign/countersign/shared/fault"
+	"github.com/countersign/countersign/shared/store"
+	"github.com/countersign/countersign/shared/tier"
+)
+
+// addOperationTools adds one tool per operation the credential may see.
+func (h *Handler) addOperationTools(s *mcp.Server, cred *store.Credential) {
+	cfg := h.o.Calls.Config
+	for _, op := range visibleOperations(cfg, cred) {
+		op := op
+		s.AddTool(toolOf(op, cfg), func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return h.callOperation(ctx, cred, clientOf(req), op, req.Params), nil
+		})
+	}
+}
+
+// callOperation runs one operation tool call through the pipeline, with
+// the same Idempotency-Key handling as /v1/calls.
+func (h *Handler) callOperation(ctx context.Context, cred *store.Credential, client Client, op operation, p *mcp.CallToolParamsRaw) *mcp.CallToolResult {
+	c, err := callOf(op, p.Arguments, p.Meta)
+	if err != nil {
+		return errorResult(err)
+	}
+	run := func() *mcp.CallToolResult {
+		if p.RequestState != "" {
+			return h.answered(ctx, cred, client, op, c, p)
+		}
+		return h.first(ctx, cred, client, op, c)
+	}
+	if c.IdempotencyKey == "" {
+		return run()
+	}
+	var first *mcp.CallToolResult
+	a, replayed, err := h.o.Calls.Idempotent(ctx, cred, c.IdempotencyKey, calls.RequestHash("mcp", c), func() calls.Answer {
+		first = run()
+		b, err := json.Marshal(first)
+		if err != nil {
+			return calls.Answer{Status: http.StatusInternalServerError}
+		}
+		// An input request is not kept: its retry carries the answer.
+		return calls.Answer{Status: http.StatusOK, Body: b, Retryable: first.InputRequests != nil}
+	})
+	switch {
+	case err != nil:
+		return errorResult(err)
+	case !replayed:
+		return first
+	}
+	var res mcp.CallToolResult
+	if err := json.Unmarshal(a.Body, &res); err != nil {
+		return faultResult(fault.Internal, "the kept answer could not be read")
+	}
+	if res.Meta == nil {
+		res.Meta = mcp.Meta{}
+	}
+	res.Meta["countersign/idempotentReplayed"] = true
+	return &res
+}
+
+// first is a call without an answer: the pipeline decides it, and a call
+// that needs a person is asked for the way this client can ask.
+func (h *Handler) first(ctx context.Context, cred *store.Credential, client Client, op operation, c *calls.Call) *mcp.CallToolResult {
+	o := calls.Options{}
+	switch {
+	case op.conn.OutOfBandOnly:
+		// Only the approvers decide; the gateway runs what they approve.
+		o.Pause = calls.PauseGatewayRuns
+	case client.Elicit:
+		o.Pause = calls.PauseCollect
+	case client.Apps:
+		o.Pause = calls.PauseGatewayRuns
+	default:
+		o.Pause = calls.PauseRefuse
+	}
+	res, err := h.o.Calls.Do(ctx, cred, c, o)
+	if err != nil {
+		return errorResult(err)
+	}
+	switch res.Outcome {
+	case calls.Executed:
+		return executedResult(res)
+	case calls.Collected:
+		return h.ask(cred, op, store.KindCall, []store.Operation{res.Operation}, res.Decision.Reason)
+	case calls.Paused:
+		if op.conn.OutOfBandOnly {
+			return outOfBandNotice(res)
+		}
+		return cardNotice(res)
+	}
+	if o.Pause == calls.PauseRefuse && res.Decision.Outcome == tier.Pause {
+		// The call needs a person and this client cannot ask one.
+		return deniedResult(res, client.label()+" can show neither a confirmation dialog nor a card")
+	}
+	return deniedResult(res, res.Reason)
+}
+
+// deniedResult renders a denial with its tier, escalation and rule.
+func deniedResult(res *calls.Result, reason string) *mcp.CallToolResult {
+	out := faultResult(res.Code, reason)
+	v := out.StructuredContent.(faultView)
+	v.Tier, v.Escalated, v.Rule, v.ReviewID = res.Decision.Tier.String(), res.Decision.Escalated, res.Decision.Rule, res.ReviewID
+	out.StructuredContent = v
+	return out
+}
+
+// upstreamView is the structured content of an executed call.
+type upstreamView struct {
+	Status int `json:"status"`
+	Body   any `json:"body"`
+	// Notice is set when the call ran although it requires confirmation
+	// (ask_agent): the agent decides whether to tell the person.
+	Notice *noticeView `json:"notice,omitempty"`
+	// ConfirmationID names the confirmation the call ran under, if any.
+	ConfirmationID string `json:"confirmation_id,omitempty"`
+}
+
+type noticeView struct {
+	RequiresConfirmation bool   `json:"requires_confirmation"`
+	Reason               string `json:"reason"`
+}
+
+// executedResult returns the upstream's answer as text and as
+// {"status", "body"}; an upstream error status sets isError.
+func executedResult(res *calls.Result) *mcp.CallToolResult {
+	r := res.Response
+	v := upstreamView{Status: r.Status}
+	text := ""
+	if parsed, ok := r.JSONBody(); ok {
+		v.Body = parsed
+		b, _ := json.Marshal(parsed)
+		text = string(b)
+	} else if len(r.Body) > 0 {
+		if utf8.Valid(r.Body) {
+			v.Body, text = string(r.Body), string(r.Body)
+		} else {
+			v.Body = base64.StdEncoding.EncodeToString(r.Body)
+			text = fmt.Sprintf("(%d bytes of binary data, base64 in the structured content)", len(r.Body))
+		}
+	}
+	status := fmt.Sprintf("%d %s", r.Status, http.StatusText(r.Status))
+	if text == "" {
+		text = status
+	} else {
+		text = status + "\n" + text
+	}
+	if res.Confirmation != nil {
+		v.ConfirmationID = res.Confirmation.ID
+	}
+	out := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, IsError: r.Status >= 400}
+	if res.Notice {
+		v.Notice = &noticeView{RequiresConfirmation: true, Reason: res.Decision.Reason}
+		out.Content = append(out.Content, &mcp.TextContent{Text: "Notice (requires_confirmation): " + res.Decision.Reason +
+			". It ran without asking; tell the person what was done."})
+	}
+	out.StructuredContent = v
+	return out
+}
+
+// pausedView is the structured content of a paused call.
+type pausedView struct {
+	Status         string    `json:"status"`
+	ConfirmationID string    `json:"confirmation_id"`
+	ExpiresAt      time.Time `json:"expires_at"`
+	Reason         string    `json:"reason"`
+	Next           string    `json:"next"`
+}
+
+// cardNotice tells the model the call waits and how to show the card.
+func cardNotice(res *calls.Result) *mcp.CallToolResult {
+	id := res.Confirmation.ID
+	next := fmt.Sprintf(`call review_pending with {"confirmation_id": %q} to show the person the confirmation card`, id)
+	return textResult(fmt.Sprintf("Paused (confirmation_required): %s. Nothing ran yet. Now %s; when the person approves, countersign runs the operation and the card and review_pending report the outcome.",
+		res.Decision.Reason, next),
+		pausedView{Status: "confirmation_required", ConfirmationID: id, ExpiresAt: res.Confirmation.ExpiresAt, Reason: res.Decision.Reason, Next: next})
+}
+
+// outOfBandNotice tells the model the approvers were asked and how to get
+// the outcome.
+func outOfBandNotice(res *calls.Result) *mcp.CallToolResult {
+	id := res.Confirmation.ID
+	next := fmt.Sprintf(`call confirmation_status with {"confirmation_id": %q} to wait for the outcome`, id)
+	return textResult(fmt.Sprintf("Paused (confirmation_required): %s. This connection takes approvals only from its approvers, who were sent a link; nothing ran yet. Tell the person, then %s: once it is approved countersign runs the operation, and confirmation_status returns its answer.",
+		res.Decision.Reason, next),
+		pausedView{Status: "confirmation_required", ConfirmationID: id, ExpiresAt: res.Confirmation.ExpiresAt, Reason: res.Decision.Reason, Next: next})
+}
+
+// opLine is "METHOD /path on connection" for messages.
+func opLine(op store.Operation) string {
+	return fmt.Sprintf("%s %s on %s", op.Method, op.Path, op.Connection)
+}
+
+// listOps lists operations for a message, one a line.
+func listOps(ops []store.Operation) string {
+	var b strings.Builder
+	for i, op := range ops {
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		b.WriteString(opLine(op))
+	}
+	return b.String()
+}

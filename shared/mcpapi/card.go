@@ -1,0 +1,500 @@
+package mcpapi
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html"
+	"math"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/countersign/countersign/shared/approvalpage"
+	"github.com/countersign/countersign/shared/calls"
+	"github.com/countersign/countersign/shared/canon"
+	"github.com/countersign/countersign/shared/confirm"
+	"github.com/countersign/countersign/shared/fault"
+	"github.com/countersign/countersign/shared/links"
+	"github.com/countersign/countersign/shared/policy"
+	"github.com/countersign/countersign/shared/store"
+	"github.com/countersign/countersign/shared/tier"
+)
+
+// The confirmation tools.
+const (
+	// ToolReviewPending shows the person the confirmation card (MCP Apps).
+	ToolReviewPending = "review_pending"
+	// ToolCardDecide is the card's own tool (visibility ["app"]): it takes
+	// the decision token that only the card receives.
+	ToolCardDecide = "card_decide"
+	// ToolConfirmationStatus reads a confirmation's status and outcome.
+	ToolConfirmationStatus = "confirmation_status"
+)
+
+// CardURI is the card's MCP Apps resource.
+const CardURI = "ui://countersign/card"
+
+// MetaCard is the _meta key of the review_pending result that carries the
+// card's decision token. Hosts give a result's _meta to its view and not to
+// the model, so the model never holds the token and cannot approve its
+// own call.
+const MetaCard = "countersign/card"
+
+// cardPurpose separates card tokens from every other token sealed with the
+// link key (a request state is not a card token, nor the reverse).
+const cardPurpose = "mcp-card"
+
+// appsOnly are the tools listed and callable only for clients that render
+// MCP Apps.
+var appsOnly = map[string]bool{ToolReviewPending: true, ToolCardDecide: true}
+
+type idArgs struct {
+	ConfirmationID string `json:"confirmation_id"`
+	WaitSeconds    int    `json:"wait_seconds"`
+}
+
+type decideArgs struct {
+	ConfirmationID string `json:"confirmation_id"`
+	Token          string `json:"token"`
+	Decision       string `json:"decision"`
+	Operations     []int  `json:"operations"`
+}
+
+// addConfirmationTools adds review_pending, card_decide and
+// confirmation_status for credentials that ask a person.
+func (h *Handler) addConfirmationTools(s *mcp.Server, cred *store.Credential) {
+	if cred.Choice != tier.AskPerson {
+		return
+	}
+	idSchema := map[string]any{"type": "object", "required": []string{"confirmation_id"}, "additionalProperties": false,
+		"properties": map[string]any{"confirmation_id": map[string]any{"type": "string", "description": "the confirmation id of the paused call (cf_...)"}}}
+	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true}
+	s.AddTool(&mcp.Tool{Name: ToolReviewPending, Annotations: readOnly, InputSchema: idSchema,
+		Description: "Show the person the confirmation card of a paused call, titled \"Approve this operation?\", in the conversation. " +
+			"The person approves or rejects it in the card; countersign then runs what was approved and the card reports the outcome. Call it again to read the outcome.",
+		Meta: mcp.Meta{"ui": map[string]any{"resourceUri": CardURI, "visibility": []string{"model", "app"}}}},
+		h.reviewPending(cred))
+	s.AddTool(&mcp.Tool{Name: ToolCardDecide, Description: "The confirmation card's buttons (for the card only).",
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: boolPtr(true)},
+		InputSchema: map[string]any{"type": "object", "required": []string{"confirmation_id", "token", "decision"}, "additionalProperties": false,
+			"properties": map[string]any{
+				"confirmation_id": map[string]any{"type": "string"},
+				"token":           map[string]any{"type": "string"},
+				"decision":        map[string]any{"type": "string", "enum": []string{"approve", "reject"}},
+				"operations":      map[string]any{"type": "array", "items": map[string]any{"type": "integer", "minimum": 0}},
+			}},
+		Meta: mcp.Meta{"ui": map[string]any{"resourceUri": CardURI, "visibility": []string{"app"}}}},
+		h.cardDecide(cred))
+	waitSchema := map[string]any{"type": "object", "required": []string{"confirmation_id"}, "additionalProperties": false,
+		"properties": map[string]any{
+			"confirmation_id": map[string]any{"type": "string", "description": "the confirmation id of the paused call (cf_...)"},
+			"wait_seconds":    map[string]any{"type": "integer", "minimum": 0, "maximum": 25, "description": "wait up to this long for a decision"},
+		}}
+	s.AddTool(&mcp.Tool{Name: ToolConfirmationStatus, Annotations: readOnly, InputSchema: waitSchema,
+		Description: "Read a paused call's confirmation: pending, rejected, expired, or executed with the upstream's answer. wait_seconds (at most 25) waits for a decision."},
+		h.confirmationStatus(cred))
+}
+
+func boolPtr(b bool) *bool { return &b }
+
+func decode(raw json.RawMessage, v any) error {
+	if len(raw) == 0 {
+		raw = json.RawMessage("{}")
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fault.Errorf(fault.InvalidRequest, "the arguments do not fit the tool's schema: %v", err)
+	}
+	return nil
+}
+
+// cardOp is one operation on the card.
+type cardOp struct {
+	Index      int    `json:"index"`
+	Connection string `json:"connection"`
+	Method     string `json:"method"`
+	Path       string `json:"path"`
+	Endpoint   string `json:"endpoint"`
+	Args       string `json:"args"`
+	Selected   bool   `json:"selected"`
+	Outcome    string `json:"outcome,omitempty"`
+}
+
+// cardView is what the card shows; it is also the structured content the
+// model may read, so it holds nothing that decides (the token is in _meta).
+type cardView struct {
+	ConfirmationID string    `json:"confirmation_id"`
+	Kind           string    `json:"kind"`
+	State          string    `json:"state"` // pending, expired, decided, out_of_band
+	Status         string    `json:"status"`
+	Title          string    `json:"title"`
+	Message        string    `json:"message,omitempty"`
+	Workspace      string    `json:"workspace"`
+	Accent         string    `json:"accent_color"`
+	ExpiresAt      time.Time `json:"expires_at"`
+	SecondsLeft    int       `json:"seconds_left"`
+	TimeLeft       string    `json:"time_left"`
+	Operations     []cardOp  `json:"operations"`
+}
+
+// expiredText is what the card says once its time is up.
+const expiredText = "This confirmation expired"
+
+func (h *Handler) cardOf(c *store.Confirmation, effective store.Status) cardView {
+	ws := h.o.Calls.Config.Settings.Workspace
+	left := c.ExpiresAt.Sub(h.now())
+	v := cardView{ConfirmationID: c.ID, Kind: string(c.Kind), Status: string(effective), Title: approvalpage.Title(len(c.Operations)),
+		Workspace: ws.Name, Accent: ws.AccentColor, ExpiresAt: c.ExpiresAt, SecondsLeft: max(0, int(math.Ceil(left.Seconds()))),
+		TimeLeft: approvalpage.TimeLeft(left)}
+	for i, op := range c.Operations {
+		args, err := canon.Marshal(op.Args)
+		if err != nil {
+			args, _ = json.Marshal(op.Args)
+		}
+		co := cardOp{Index: i, Connection: op.Connection, Method: op.Method, Path: op.Path, Endpoint: op.Endpoint,
+			Args: approvalpage.PrettyJSON(args), Selected: op.Selected}
+		if op.Outcome != nil {
+			co.Outcome = outcomeText(op.Outcome)
+		}
+		v.Operations = append(v.Operations, co)
+	}
+	switch {
+	case h.outOfBand(c):
+		v.State, v.Message = "out_of_band", "This confirmation is decided by the approvers only, out of band."
+	case effective == store.StatusPending:
+		v.State = "pending"
+	case effective == store.StatusExpired && c.DecidedAt == nil:
+		v.State, v.Message, v.SecondsLeft = "expired", expiredText+"; nothing ran. Ask again to get a new one.", 0
+	default:
+		v.State, v.Message = "decided", decidedText(c, effective)
+	}
+	return v
+}
+
+// outOfBand reports a confirmation that touches a connection whose
+// approvals come only from its approvers: the card never decides it.
+func (h *Handler) outOfBand(c *store.Confirmation) bool {
+	for _, op := range c.Operations {
+		if tc := h.o.Calls.Config.Policy.Connection(op.Connection); tc != nil && tc.OutOfBandOnly {
+			return true
+		}
+	}
+	return false
+}
+
+func outcomeText(o *store.Outcome) string {
+	if o.Error != "" {
+		return "failed: " + o.Error
+	}
+	text := fmt.Sprintf("ran: the upstream answered %d %s", o.Status, http.StatusText(o.Status))
+	if len(o.Body) > 0 && string(o.Body) != "null" {
+		body := string(o.Body)
+		if len(body) > 2000 {
+			body = body[:2000] + "..."
+		}
+		text += ": " + body
+	}
+	return text
+}
+
+func decidedText(c *store.Confirmation, st store.Status) string {
+	switch st {
+	case store.StatusRejected:
+		return "Rejected; nothing ran."
+	case store.StatusApproved, store.StatusRedeemed:
+		return "Approved; running."
+	case store.StatusExecuted:
+		return "Approved and executed."
+	case store.StatusPartiallyExecuted:
+		return "Approved; some operations failed."
+	case store.StatusFailed:
+		return "Approved, but it failed."
+	case store.StatusExpired:
+		return "Approved, but it was not run in time."
+	}
+	return string(st)
+}
+
+// cardText is what the model reads of a card: the state and the
+// operations' outcomes, never the token.
+func cardText(v cardView) string {
+	var b bytes.Buffer
+	switch v.State {
+	case "pending":
+		fmt.Fprintf(&b, "The confirmation card for %s is shown to the person: %s (%s). The person approves or rejects it in the card; countersign then runs what was approved, once, and the card reports the outcome. Call review_pending again to read it.",
+			v.ConfirmationID, v.Title, v.TimeLeft)
+	case "expired":
+		fmt.Fprintf(&b, "%s (%s); nothing ran. Ask the person whether to try again: calling the tool again asks anew.", expiredText, v.ConfirmationID)
+	case "out_of_band":
+		fmt.Fprintf(&b, "%s (%s) is decided by its approvers only; call confirmation_status to wait for the outcome.", v.ConfirmationID, v.Status)
+	default:
+		fmt.Fprintf(&b, "%s (%s): %s", v.ConfirmationID, v.Status, v.Message)
+	}
+	for _, op := range v.Operations {
+		fmt.Fprintf(&b, "\n- %s %s on %s", op.Method, op.Path, op.Connection)
+		if op.Outcome != "" {
+			fmt.Fprintf(&b, ": %s", op.Outcome)
+		} else if v.State == "decided" && !op.Selected {
+			b.WriteString(": not run")
+		}
+	}
+	return b.String()
+}
+
+// cardToken is the card's decision token: sealed with the link key for
+// the confirmation and the credential, until the confirmation expires.
+type cardToken struct {
+	ID   string `json:"id"`
+	Cred string `json:"cred"`
+}
+
+func (h *Handler) reviewPending(cred *store.Credential) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var a idArgs
+		if err := decode(req.Params.Arguments, &a); err != nil {
+			return errorResult(err), nil
+		}
+		st, err := h.o.Calls.Confirmation(ctx, cred, a.ConfirmationID, calls.WaitOptions{})
+		if err != nil {
+			return errorResult(err), nil
+		}
+		if !confirm.GatewayExecutes(st.Confirmation) {
+			return faultResult(fault.InvalidRequest, a.ConfirmationID+" is not decided in a card: the agent redeems it"), nil
+		}
+		v := h.cardOf(st.Confirmation, st.Effective)
+		res := textResult(cardText(v), v)
+		if v.State == "pending" {
+			tok, _ := json.Marshal(cardToken{ID: st.ID, Cred: cred.ID})
+			res.Meta = mcp.Meta{MetaCard: map[string]any{"token": h.o.Signer.Seal(cardPurpose, tok, st.ExpiresAt)}}
+		}
+		return res, nil
+	}
+}
+
+func (h *Handler) cardDecide(cred *store.Credential) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var a decideArgs
+		if err := decode(req.Params.Arguments, &a); err != nil {
+			return errorResult(err), nil
+		}
+		if a.Decision != "approve" && a.Decision != "reject" {
+			return faultResult(fault.InvalidRequest, `decision must be "approve" or "reject"`), nil
+		}
+		payload, err := h.o.Signer.Open(cardPurpose, a.Token, h.now())
+		var tok cardToken
+		switch {
+		case errors.Is(err, links.ErrExpired):
+			return faultResult(fault.ConfirmationExpired, expiredText+"; nothing ran"), nil
+		case err != nil, json.Unmarshal(payload, &tok) != nil, tok.ID != a.ConfirmationID, tok.Cred != cred.ID:
+			return faultResult(fault.BadSignature, "only the confirmation card can decide, with the token it was given"), nil
+		}
+		st, err := h.o.Calls.Confirmation(ctx, cred, a.ConfirmationID, calls.WaitOptions{})
+		if err != nil {
+			return errorResult(err), nil
+		}
+		if !confirm.GatewayExecutes(st.Confirmation) || h.outOfBand(st.Confirmation) {
+			return faultResult(fault.Forbidden, "this confirmation is not decided in the card"), nil
+		}
+		d := confirm.Decision{Approve: a.Decision == "approve", Approver: "card"}
+		if d.Approve && a.Operations != nil {
+			d.Keep = a.Operations
+			if len(d.Keep) == 0 {
+				return faultResult(fault.InvalidRequest, "select at least one operation to approve, or choose Reject all"), nil
+			}
+		}
+		c, err := h.decide(ctx, a.ConfirmationID, d)
+		if err != nil {
+			if fault.CodeOf(err) == fault.ConfirmationExpired {
+				return faultResult(fault.ConfirmationExpired, expiredText+"; nothing ran"), nil
+			}
+			return errorResult(err), nil
+		}
+		h.logger().InfoContext(ctx, "card decided", "confirmation", c.ID, "credential", cred.ID, "decision", a.Decision)
+		if d.Approve {
+			done, err := h.o.Calls.Execute(ctx, c.ID)
+			if err != nil {
+				// The workflow's execute task runs it too; show what is stored.
+				h.logger().WarnContext(ctx, "card: execute failed", "confirmation", c.ID, "error", err)
+			}
+			if done != nil {
+				c = done
+			}
+			c = h.settled(ctx, cred, c)
+		}
+		v := h.cardOf(c, confirm.Effective(c, h.now()))
+		return textResult(cardText(v), v), nil
+	}
+}
+
+// decide records the card's decision. A confirmation only just created is
+// not ready until its workflow has handed over its task token (the notify
+// task); the decision waits for that, up to ReadyWait.
+func (h *Handler) decide(ctx context.Context, id string, d confirm.Decision) (*store.Confirmation, error) {
+	deadline := time.Now().Add(h.o.ReadyWait)
+	pause := 20 * time.Millisecond
+	for {
+		c, err := h.o.Calls.Decide(ctx, id, d)
+		if fault.CodeOf(err) != fault.ConfirmationPending || time.Now().After(deadline) {
+			return c, err
+		}
+		select {
+		case <-ctx.Done():
+			return c, err
+		case <-time.After(pause):
+		}
+		pause = min(pause*2, 500*time.Millisecond)
+	}
+}
+
+// settled waits briefly for operations another executor claimed (the
+// workflow's execute task runs the same confirmation) to finish, so the
+// card shows their outcome.
+func (h *Handler) settled(ctx context.Context, cred *store.Credential, c *store.Confirmation) *store.Confirmation {
+	deadline := time.Now().Add(20 * time.Second)
+	for c.Status == store.StatusApproved || c.Status == store.StatusRedeemed {
+		if time.Now().After(deadline) {
+			return c
+		}
+		select {
+		case <-ctx.Done():
+			return c
+		case <-time.After(50 * time.Millisecond):
+		}
+		st, err := h.o.Calls.Confirmation(ctx, cred, c.ID, calls.WaitOptions{})
+		if err != nil {
+			return c
+		}
+		c = st.Confirmation
+	}
+	return c
+}
+
+func (h *Handler) confirmationStatus(cred *store.Credential) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var a idArgs
+		if err := decode(req.Params.Arguments, &a); err != nil {
+			return errorResult(err), nil
+		}
+		wait := time.Duration(min(max(a.WaitSeconds, 0), 25)) * time.Second
+		st, err := h.o.Calls.Confirmation(ctx, cred, a.ConfirmationID, calls.WaitOptions{Wait: wait})
+		if err != nil {
+			return errorResult(err), nil
+		}
+		v := h.cardOf(st.Confirmation, st.Effective)
+		if v.State == "out_of_band" {
+			v.State = "pending"
+			switch {
+			case st.Effective == store.StatusExpired && st.DecidedAt == nil:
+				v.State = "expired"
+			case st.Effective != store.StatusPending:
+				v.State, v.Message = "decided", decidedText(st.Confirmation, st.Effective)
+			}
+		}
+		text := cardText(v)
+		if v.State == "pending" {
+			text = fmt.Sprintf("%s is waiting for a person (%s); nothing ran yet. Call confirmation_status again to keep waiting.", v.ConfirmationID, v.TimeLeft)
+			for _, op := range v.Operations {
+				text += fmt.Sprintf("\n- %s %s on %s", op.Method, op.Path, op.Connection)
+			}
+		}
+		return textResult(text, v), nil
+	}
+}
+
+//go:embed card.html
+var cardHTML string
+
+var hexColour = regexp.MustCompile(`^#([0-9a-fA-F]{3}|[0-9a-fA-F]{6})$`)
+
+// cardResource is the card's MCP Apps resource.
+func cardResource() *mcp.Resource {
+	return &mcp.Resource{URI: CardURI, Name: "confirmation_card", Title: "Confirmation card", MIMEType: AppsMIMEType,
+		Description: "Approve or reject the operations of a paused call"}
+}
+
+// readCard renders the card's HTML: the workspace's name and accent colour
+// are filled in; the operations, the time left and the token arrive from
+// the host with the review_pending result. The HTML holds no token.
+func (h *Handler) readCard(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	if req.Params.URI != CardURI {
+		return nil, mcp.ResourceNotFoundError(req.Params.URI)
+	}
+	b, err := renderCard(h.o.Calls.Config.Settings.Workspace)
+	if err != nil {
+		return nil, err
+	}
+	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: CardURI, MIMEType: AppsMIMEType, Text: string(b),
+		Meta: mcp.Meta{"ui": map[string]any{"prefersBorder": true}}}}}, nil
+}
+
+// renderCard fills the card's placeholders. It does not use html/template:
+// executing a template makes the linker keep every exported method of
+// every type in the gateway's binary (text/template looks methods up by
+// name), which would add megabytes of AWS SDK code to the bootstrap. The
+// values are few and escaped for where they go: the workspace name as HTML
+// text, the accent a checked hex colour, the tool name and the expiry text
+// JSON string literals in the script.
+func renderCard(ws policy.Workspace) ([]byte, error) {
+	accent := approvalpage.DefaultAccent
+	if hexColour.MatchString(ws.AccentColor) {
+		accent = ws.AccentColor
+	}
+	name := ws.Name
+	if name == "" {
+		name = approvalpage.DefaultWorkspace
+	}
+	tool, err := scriptString(ToolCardDecide)
+	if err != nil {
+		return nil, err
+	}
+	expired, err := scriptString(expiredText)
+	if err != nil {
+		return nil, err
+	}
+	r := strings.NewReplacer("__WORKSPACE__", html.EscapeString(name), "__ACCENT__", accent, "__ON_ACCENT__", textOn(accent),
+		"__TOOL__", tool, "__EXPIRED__", expired)
+	return []byte(r.Replace(cardHTML)), nil
+}
+
+// scriptString is a JSON string literal safe inside a <script> element.
+func scriptString(s string) (string, error) {
+	b, err := json.Marshal(s) // escapes <, > and & as \u003c, \u003e, \u0026
+	if err != nil {
+		return "", fmt.Errorf("mcpapi: render card: %w", err)
+	}
+	return string(b), nil
+}
+
+// textOn is the text colour readable on an accent colour (the approval
+// page's rule: white unless dark text contrasts more).
+func textOn(hex string) string {
+	h := hex[1:]
+	if len(h) == 3 {
+		h = string([]byte{h[0], h[0], h[1], h[1], h[2], h[2]})
+	}
+	lum := 0.0
+	for i, w := range []float64{0.2126, 0.7152, 0.0722} {
+		c, _ := strconv.ParseUint(h[2*i:2*i+2], 16, 8)
+		s := float64(c) / 255
+		if s <= 0.04045 {
+			s /= 12.92
+		} else {
+			s = math.Pow((s+0.055)/1.055, 2.4)
+		}
+		lum += w * s
+	}
+	const darkLum = 0.0089 // #111827
+	if 1.05/(lum+0.05) >= (lum+0.05)/(darkLum+0.05) {
+		return "#ffffff"
+	}
+	return "#111827"
+}

@@ -1,0 +1,38 @@
+// Package mcpapi is the MCP surface (API.md section 7): POST /mcp, a
+// stateless Streamable HTTP endpoint with JSON responses, built on the
+// official Go SDK (github.com/modelcontextprotocol/go-sdk). Like the HTTP
+// surface it only translates: every operation tool call goes through the
+// call pipeline (calls.Service.Do), which decides, pauses and runs.
+//
+// Tools are generated per request from the configuration and the
+// credential (policy.ToolName names them); what a credential may not call
+// is not listed, and calling it answers as for an unknown tool.
+//
+// How a person is asked depends on the client (DESIGN.md section 2):
+//
+//   - A client on protocol 2026-07-28 that declared form elicitation gets an
+//     input_required result (a multi round-trip request): one form
+//     elicitation naming the operation and its exact arguments, and a
+//     requestState sealed with the link key (links.Signer.Seal) that binds
+//     the credential, the tool and the operation's binding hash until the
+//     call timeout. The retried call carries the answer; the pipeline
+//     decides it again and records the answer once (calls.Grant,
+//     confirm.Service.Grant: a conditional create), so a replayed, altered,
+//     expired or foreign state runs nothing.
+//   - A client that declared MCP Apps gets a paused notice; review_pending
+//     returns the confirmation card (the ui://countersign/card resource).
+//     The token that lets the card decide travels only in the result's
+//     _meta, which hosts give the card and not the model; the card calls
+//     the app-only card_decide tool with it, and the gateway runs the
+//     approved operations itself, once.
+//   - Any other client is refused: "Denied (requires_confirmation): <client>
+//     can show neither a confirmation dialog nor a card".
+//
+// A connection with approval.out_of_band_only pauses for its approvers
+// whatever the client, and confirmation_status tells the model the outcome.
+//
+// Handler serves the surface on API Gateway v2 events (the gateway Lambda
+// and, through httpapi.ServeHTTP, the local stack): it rebuilds the
+// *http.Request, runs the SDK's handler against a recorder and returns the
+// one JSON response.
+package mcpapi

@@ -1,0 +1,85 @@
+package mcpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/countersign/countersign/shared/httpapi"
+	"github.com/countersign/countersign/shared/reqlog"
+)
+
+var _ httpapi.Handler = (*Handler)(nil)
+
+// Handle serves one API Gateway v2 event: it rebuilds the *http.Request the
+// event describes, runs ServeHTTP against a recorder, and returns the
+// recorded response. The answer is one JSON body (or an empty 202 for a
+// notification): the handler is stateless and never streams.
+func (h *Handler) Handle(ctx context.Context, ev httpapi.Request) (httpapi.Response, error) {
+	ctx = reqlog.With(ctx, ev.RequestContext.RequestID)
+	r, err := requestOf(ctx, &ev)
+	if err != nil {
+		return httpapi.Response{StatusCode: http.StatusBadRequest, Headers: map[string]string{"Content-Type": "text/plain; charset=utf-8"},
+			Body: err.Error() + "\n"}, nil
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, r)
+	return responseOf(rec), nil
+}
+
+// requestOf is the *http.Request an event describes.
+func requestOf(ctx context.Context, ev *httpapi.Request) (*http.Request, error) {
+	body := []byte(ev.Body)
+	if ev.IsBase64Encoded {
+		var err error
+		if body, err = base64.StdEncoding.DecodeString(ev.Body); err != nil {
+			return nil, fmt.Errorf("body is not valid base64: %w", err)
+		}
+	}
+	path := ev.RawPath
+	if path == "" {
+		path = ev.RequestContext.HTTP.Path
+	}
+	u := &url.URL{Path: path, RawQuery: ev.RawQueryString}
+	if unescaped, err := url.PathUnescape(path); err == nil {
+		u.Path, u.RawPath = unescaped, path
+	}
+	r, err := http.NewRequestWithContext(ctx, strings.ToUpper(ev.RequestContext.HTTP.Method), u.String(), bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("request: %w", err)
+	}
+	for k, v := range ev.Headers {
+		// API Gateway joins repeated headers with commas.
+		r.Header.Set(k, v)
+	}
+	for _, c := range ev.Cookies {
+		r.Header.Add("Cookie", c)
+	}
+	r.Host = ev.Headers["host"]
+	r.RemoteAddr = ev.RequestContext.HTTP.SourceIP
+	r.Proto = ev.RequestContext.HTTP.Protocol
+	return r, nil
+}
+
+// responseOf is the event response of a recorded one.
+func responseOf(rec *httptest.ResponseRecorder) httpapi.Response {
+	resp := httpapi.Response{StatusCode: rec.Code, Headers: map[string]string{}}
+	for k, vs := range rec.Header() {
+		if len(vs) > 0 {
+			resp.Headers[k] = strings.Join(vs, ", ")
+		}
+	}
+	b := rec.Body.Bytes()
+	if utf8.Valid(b) {
+		resp.Body = string(b)
+	} else {
+		resp.Body, resp.IsBase64Encoded = base64.StdEncoding.EncodeToString(b), true
+	}
+	return resp
+}
