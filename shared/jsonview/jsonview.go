@@ -1,6 +1,7 @@
 package jsonview
 
 import (
+	"bytes"
 	"encoding/json"
 	"strconv"
 	"strings"
@@ -317,6 +318,13 @@ func (p *printer) str(limit int) {
 			p.bad = true
 			return
 		}
+		if cutAt >= 0 {
+			// Nothing more of this string is shown: find its end fast.
+			if i = closingQuote(p.in, i); i < 0 {
+				p.bad = true
+				return
+			}
+		}
 		unit := i // where this character or escape begins
 		c := p.in[i]
 		switch {
@@ -496,20 +504,35 @@ func (p *printer) skip() bool {
 	}
 }
 
-// skipString passes over the string at p.i.
+// skipString passes over the string at p.i (its content is not checked).
 func (p *printer) skipString() bool {
-	for i := p.i + 1; i < len(p.in); i++ {
-		switch c := p.in[i]; {
-		case c == '"':
-			p.i = i + 1
-			return true
-		case c == '\\':
-			i++
-		case c < 0x20:
-			return false
-		}
+	end := closingQuote(p.in, p.i+1)
+	if end < 0 {
+		return false
 	}
-	return false
+	p.i = end + 1
+	return true
+}
+
+// closingQuote returns the index of the quote that ends the string whose
+// content continues at from (a quote preceded by an even number of
+// backslashes), or -1.
+func closingQuote(in []byte, from int) int {
+	for {
+		j := bytes.IndexByte(in[from:], '"')
+		if j < 0 {
+			return -1
+		}
+		q := from + j
+		n := 0
+		for k := q - 1; k >= 0 && in[k] == '\\'; k-- {
+			n++
+		}
+		if n%2 == 0 {
+			return q
+		}
+		from = q + 1
+	}
 }
 
 // countRest counts the elements (or members) left in the container whose
