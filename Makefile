@@ -4,6 +4,7 @@
 #   make test       the whole test suite: vet, unit and end-to-end tests with the race
 #                   detector, the DynamoDB adapter against dynalite, and the Lambda builds
 #   make bench      the benchmarks
+#   make fuzz       every fuzz target for FUZZTIME each (default 4s: under 2 minutes)
 #   make lambdas    every function's bootstrap for linux/arm64 under bin/
 #
 # `sam build` calls the build-<Function> targets below with ARTIFACTS_DIR set.
@@ -13,7 +14,7 @@ FUNCTIONS := gateway approve notify execute finalize
 LAMBDA_ENV := GOOS=linux GOARCH=arm64 CGO_ENABLED=0
 LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags="-s -w"
 
-.PHONY: run test unit vet lambdas check-asl bench dynalite-install clean
+.PHONY: run test unit vet lambdas check-asl bench fuzz dynalite-install clean
 
 run:
 	$(GO) run ./infra/local
@@ -42,6 +43,11 @@ bin/%/bootstrap: FORCE
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./shared/tier/ ./shared/canon/ ./infra/local/stack/
+
+# Each fuzz target for a bounded time (go test -fuzz runs one target per
+# invocation): FUZZTIME=30s make fuzz for longer runs.
+fuzz:
+	./scripts/fuzz.sh $(GO)
 
 dynalite-install:
 	cd infra/dynalite && npm ci --no-audit --no-fund

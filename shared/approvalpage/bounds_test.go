@@ -122,7 +122,7 @@ func FuzzRenderBounded(f *testing.F) {
 	f.Add(strings.Repeat(`[`, 100), "\x00\xff", "", uint8(3), uint16(3000))
 	f.Fuzz(func(t *testing.T, args, path, msg string, nOps uint8, repeat uint16) {
 		rep := func(s string) string {
-			if len(s)*int(repeat) > 1<<20 {
+			if len(s)*int(repeat) > 256<<10 {
 				return s
 			}
 			return strings.Repeat(s, int(repeat))

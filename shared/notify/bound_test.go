@@ -169,7 +169,7 @@ func FuzzPayloadBounded(f *testing.F) {
 	f.Add([]byte("[[[[["), "\xff", "", uint8(2), uint16(20000))
 	f.Fuzz(func(t *testing.T, args []byte, path, reason string, nOps uint8, repeat uint16) {
 		rep := func(s string) string {
-			if len(s)*int(repeat) > 1<<20 {
+			if len(s)*int(repeat) > 256<<10 {
 				return s
 			}
 			return strings.Repeat(s, int(repeat))
