@@ -69,7 +69,7 @@ func TestNastyPagesAreBounded(t *testing.T) {
 			if len(body) > MaxPageBytes {
 				t.Errorf("page is %d bytes, bound %d", len(body), MaxPageBytes)
 			}
-			if took > renderTimeLimit {
+			if took > raceSlowdown*renderTimeLimit {
 				t.Errorf("took %v", took)
 			}
 			for _, w := range tt.want {

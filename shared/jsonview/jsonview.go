@@ -390,11 +390,7 @@ func isHex4(b []byte) bool {
 // scalar copies a number or a literal (true, false, null).
 func (p *printer) scalar() {
 	start := p.i
-	for p.i < len(p.in) {
-		c := p.in[p.i]
-		if c == ',' || c == ']' || c == '}' || c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '"' || c == '{' || c == '[' || c == ':' {
-			break
-		}
+	for p.i < len(p.in) && isScalarByte(p.in[p.i]) {
 		p.i++
 	}
 	tok := p.in[start:p.i]
@@ -412,6 +408,19 @@ func (p *printer) scalar() {
 		return
 	}
 	p.out = append(p.out, tok...)
+}
+
+// isScalarByte reports whether c can be part of a number or of true, false
+// and null: scanning a scalar stops at the first byte that cannot, so
+// garbage is refused at once instead of after a scan to the next delimiter.
+func isScalarByte(c byte) bool {
+	switch {
+	case '0' <= c && c <= '9', c == '-', c == '+', c == '.', c == 'e', c == 'E':
+		return true
+	case c == 't', c == 'r', c == 'u', c == 'f', c == 'a', c == 'l', c == 's', c == 'n':
+		return true
+	}
+	return false
 }
 
 // isNumber checks the RFC 8259 number grammar.
@@ -489,7 +498,7 @@ func (p *printer) skip() bool {
 			p.i++
 		default:
 			start := p.i
-			for p.i < len(p.in) && !strings.ContainsRune(",:]} \t\n\r\"{[", rune(p.in[p.i])) {
+			for p.i < len(p.in) && isScalarByte(p.in[p.i]) {
 				p.i++
 			}
 			tok := p.in[start:p.i]
