@@ -18,9 +18,9 @@ const MaxPageBytes = 256 << 10
 // approved from the page (it posts selection=explicit); the page says so.
 const MaxOperationsShown = 50
 
-// ArgsLimits bound what PrettyJSON renders; Render then fits each
+// argsLimits bound what PrettyJSON renders; Render then fits each
 // operation's share of the page.
-var ArgsLimits = jsonview.Limits{MaxBytes: 64 << 10, MaxDepth: 16, MaxItems: 200, MaxString: 4 << 10}
+var argsLimits = jsonview.Limits{MaxBytes: 64 << 10, MaxDepth: 16, MaxItems: 200, MaxString: 4 << 10}
 
 // How the page's room is shared: pageReserve covers the template, the
 // per-operation markup and the page's own fields; the rest is split evenly

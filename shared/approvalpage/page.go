@@ -325,11 +325,11 @@ func plural(n int, unit string) string {
 }
 
 // PrettyJSON indents raw JSON for Operation.Args and Operation.Outcome,
-// within ArgsLimits (jsonview.Pretty): depth, members, strings and size are
+// within argsLimits (jsonview.Pretty): depth, members, strings and size are
 // bounded, and what is left out is marked "truncated". Raw that is not JSON
 // is returned as text (bounded the same way), and empty raw as "".
 func PrettyJSON(raw []byte) string {
-	s, _ := jsonview.Pretty(raw, &ArgsLimits)
+	s, _ := jsonview.Pretty(raw, &argsLimits)
 	return s
 }
 
