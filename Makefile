@@ -8,6 +8,7 @@
 #                   Functions running the real ASL), dynalite and the real bootstraps under
 #                   the Lambda runtime interface emulator (infra/awstest; needs Python 3 with
 #                   moto[server], cfn-lint and aws-sam-translator)
+#   make fuzz       every fuzz target for FUZZTIME each (default 4s: under 2 minutes)
 #   make lambdas    every function's bootstrap for linux/arm64 under bin/
 #
 # `sam build` calls the build-<Function> targets below with ARTIFACTS_DIR set.
@@ -17,7 +18,7 @@ FUNCTIONS := gateway approve notify execute finalize
 LAMBDA_ENV := GOOS=linux GOARCH=arm64 CGO_ENABLED=0
 LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags="-s -w"
 
-.PHONY: run test unit vet lambdas check-asl bench awstest dynalite-install clean
+.PHONY: run test unit vet lambdas check-asl bench awstest fuzz dynalite-install clean
 
 run:
 	$(GO) run ./infra/local
@@ -26,7 +27,6 @@ run:
 test: vet lambdas check-asl
 	./scripts/test-with-dynalite.sh sh -c '$(GO) test -race -count=1 $$($(GO) list ./... | grep -v /infra/awstest) && \
 	  $(GO) test -count=1 -v -timeout 7m ./infra/awstest/'
-
 
 # Tests without dynalite (the DynamoDB tests skip and say how to start it).
 unit:
@@ -55,6 +55,11 @@ bench:
 # emulator included; about one minute when they are cached), go test 7.
 awstest:
 	./scripts/test-with-dynalite.sh $(GO) test -count=1 -v -timeout 7m ./infra/awstest/
+
+# Each fuzz target for a bounded time (go test -fuzz runs one target per
+# invocation): FUZZTIME=30s make fuzz for longer runs.
+fuzz:
+	./scripts/fuzz.sh $(GO)
 
 dynalite-install:
 	cd infra/dynalite && npm ci --no-audit --no-fund

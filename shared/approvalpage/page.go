@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"html/template"
@@ -14,6 +13,8 @@ import (
 	"regexp"
 	"strconv"
 	"time"
+
+	"github.com/countersign/countersign/shared/jsonview"
 )
 
 // DefaultAccent is the accent colour used when Page.Accent is missing or invalid.
@@ -152,6 +153,8 @@ type view struct {
 	Status     int
 	ShowForm   bool
 	Selection  [2]string
+	// Hidden says how many operations are not listed (MaxOperationsShown).
+	Hidden string
 }
 
 type opView struct {
@@ -219,7 +222,16 @@ func Render(p Page) (body []byte, headers map[string]string, err error) {
 	default:
 		return nil, nil, fmt.Errorf("approvalpage: unknown state %s", p.State)
 	}
-	for _, op := range v.Operations {
+	shown, hidden := clipOps(v.Operations)
+	if hidden > 0 {
+		v.Hidden = hiddenText(hidden, v.ShowForm)
+	}
+	v.Heading = clip(v.Heading, maxTitleCost)
+	v.Message = clip(v.Message, maxMessageCost)
+	v.ID = clip(v.ID, maxFieldCost)
+	v.Action = clip(v.Action, maxTitleCost)
+	v.Form.Approver, v.Form.KID, v.Form.Sig = clip(v.Form.Approver, maxFieldCost), clip(v.Form.KID, maxFieldCost), clip(v.Form.Sig, maxFieldCost)
+	for _, op := range shown {
 		ov := opView{Operation: op, Shown: op.Endpoint != "" && op.Endpoint != op.Path}
 		switch {
 		case p.Decision == "rejected":
@@ -231,7 +243,16 @@ func Render(p Page) (body []byte, headers map[string]string, err error) {
 		}
 		v.Ops = append(v.Ops, ov)
 	}
-	return render(v)
+	body, headers, err = render(v)
+	if err == nil && len(body) > MaxPageBytes {
+		// Not reachable with the shares above; kept so the bound holds
+		// whatever the template becomes.
+		for i := range v.Ops {
+			v.Ops[i].Args, v.Ops[i].Outcome = "(not shown: too large for the page)", ""
+		}
+		body, headers, err = render(v)
+	}
+	return body, headers, err
 }
 
 // RenderError renders a plain page with status's text as its heading and
@@ -241,7 +262,7 @@ func RenderError(status int, msg string) ([]byte, map[string]string, error) {
 	if h == "" {
 		h = "Something went wrong"
 	}
-	return render(view{Heading: h, Lead: msg, Status: status})
+	return render(view{Heading: h, Lead: clip(msg, maxMessageCost), Status: status})
 }
 
 func render(v view) ([]byte, map[string]string, error) {
@@ -253,6 +274,7 @@ func render(v view) ([]byte, map[string]string, error) {
 	if v.Workspace == "" {
 		v.Workspace = DefaultWorkspace
 	}
+	v.Workspace = clip(v.Workspace, maxFieldCost)
 	accent := DefaultAccent
 	if hexColour.MatchString(v.Page.Accent) {
 		accent = v.Page.Accent
@@ -302,17 +324,13 @@ func plural(n int, unit string) string {
 	return strconv.Itoa(n) + " " + unit + "s"
 }
 
-// PrettyJSON indents raw JSON for Operation.Args and Operation.Outcome; raw
-// that is not JSON is returned as it is, and empty raw as "".
+// PrettyJSON indents raw JSON for Operation.Args and Operation.Outcome,
+// within argsLimits (jsonview.Pretty): depth, members, strings and size are
+// bounded, and what is left out is marked "truncated". Raw that is not JSON
+// is returned as text (bounded the same way), and empty raw as "".
 func PrettyJSON(raw []byte) string {
-	if len(raw) == 0 {
-		return ""
-	}
-	var buf bytes.Buffer
-	if err := json.Indent(&buf, raw, "", "  "); err != nil {
-		return string(raw)
-	}
-	return buf.String()
+	s, _ := jsonview.Pretty(raw, &argsLimits)
+	return s
 }
 
 // textOn returns the text colour (near-black or white) with the better WCAG

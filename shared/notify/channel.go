@@ -50,7 +50,7 @@ func (c *Console) Send(ctx context.Context, ev Event) error {
 	switch ev.Type {
 	case TypeRequested:
 		fmt.Fprintf(&b, "countersign: %s needs approval (%s), expires %s: %s\n",
-			clean(conf.ID), plural(len(conf.Operations), "operation"),
+			clean(clipJSON(conf.ID, maxFieldCost)), plural(len(conf.Operations), "operation"),
 			conf.ExpiresAt.UTC().Format(time.RFC3339), opsSummary(conf.Operations, maxConsoleOps))
 		if len(ev.Links) == 0 {
 			b.WriteString("  (no approval link for the console)\n")
@@ -93,7 +93,7 @@ func opsSummary(ops []EventOperation, max int) string {
 			parts = append(parts, fmt.Sprintf("and %d more", len(ops)-max))
 			break
 		}
-		parts = append(parts, fmt.Sprintf("%s %s (%s)", clean(op.Method), clean(op.Path), clean(op.Connection)))
+		parts = append(parts, fmt.Sprintf("%s %s (%s)", clean(clipJSON(op.Method, 64)), clean(clipJSON(op.Path, 512)), clean(clipJSON(op.Connection, 128))))
 	}
 	return strings.Join(parts, ", ")
 }

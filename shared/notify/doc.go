@@ -7,7 +7,11 @@
 // prints them (the local stack) and Webhook posts them, signed with
 // Countersign-Signature, as the event's JSON or as a Slack message, retrying
 // transient failures. VerifySignature checks that header on the receiving
-// side.
+// side. A webhook body is never larger than MaxPayloadBytes: arguments and
+// outcomes are rendered by shared/jsonview within each operation's share,
+// strings are clipped, at most MaxEventOperations operations are listed, and
+// what was cut says "truncated" (EventOperation.Truncated,
+// EventConfirmation.OmittedOperations).
 //
 // A Dispatcher fans an event out to every channel: Notify in the background
 // (the local stack), NotifyWait when the work must finish before returning

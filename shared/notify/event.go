@@ -38,6 +38,9 @@ type EventConfirmation struct {
 	Credential string           `json:"credential"` // the credential id, never a key
 	Reason     string           `json:"reason"`
 	Operations []EventOperation `json:"operations"`
+	// OmittedOperations counts the operations left out of a webhook payload
+	// (beyond MaxEventOperations).
+	OmittedOperations int `json:"omitted_operations,omitempty"`
 }
 
 // ConfirmationOf is the event view of a stored confirmation.
@@ -63,6 +66,10 @@ type EventOperation struct {
 	Args       json.RawMessage `json:"args"`
 	// Outcome is set on executed events.
 	Outcome json.RawMessage `json:"outcome,omitempty"`
+	// Truncated is set when a webhook payload shows this operation cut to
+	// fit MaxPayloadBytes (its strings and JSON then hold "truncated"
+	// markers).
+	Truncated bool `json:"truncated,omitempty"`
 }
 
 // EventLink is a signed approval link for one approver.

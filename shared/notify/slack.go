@@ -51,14 +51,14 @@ func slackMessageFor(ev Event) slackMessage {
 	switch ev.Type {
 	case TypeRequested:
 		title := "Approve this operation?"
-		if n := len(conf.Operations); n != 1 {
+		if n := len(conf.Operations) + conf.OmittedOperations; n != 1 {
 			title = fmt.Sprintf("Approve %d operations?", n)
 		}
 		var b strings.Builder
 		fmt.Fprintf(&b, "*%s*\n", title)
 		for i, op := range conf.Operations {
 			if i == maxSlackOps {
-				fmt.Fprintf(&b, "and %d more\n", len(conf.Operations)-maxSlackOps)
+				fmt.Fprintf(&b, "and %d more\n", len(conf.Operations)-maxSlackOps+conf.OmittedOperations)
 				break
 			}
 			fmt.Fprintf(&b, "• `%s %s` on %s\n", slackCode(op.Method), slackCode(op.Path), slackEscape(op.Connection))

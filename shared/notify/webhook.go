@@ -65,7 +65,8 @@ type Webhook struct {
 // Name returns the webhook's approver name.
 func (w *Webhook) Name() string { return w.Approver }
 
-// Send posts ev (with only this webhook's links). A 2xx answer is success.
+// Send posts ev (with only this webhook's links), bounded to
+// MaxPayloadBytes (see boundEvent). A 2xx answer is success.
 // Transport errors, 429 and 5xx are retried after each Backoff wait; any
 // other status is final. It gives up when the attempts run out or ctx ends.
 // The signature is computed afresh for each attempt.
@@ -75,9 +76,9 @@ func (w *Webhook) Send(ctx context.Context, ev Event) error {
 	var err error
 	switch w.Format {
 	case FormatJSON, "":
-		body, err = json.Marshal(ev)
+		body, err = encodeBounded(ev, func(e Event) ([]byte, error) { return marshal(e) })
 	case FormatSlack:
-		body, err = json.Marshal(slackMessageFor(ev))
+		body, err = encodeBounded(ev, func(e Event) ([]byte, error) { return marshal(slackMessageFor(e)) })
 	default:
 		return fmt.Errorf("webhook %s: unknown format %q", w.Approver, w.Format)
 	}
@@ -106,6 +107,18 @@ func (w *Webhook) Send(ctx context.Context, ev Event) error {
 		case <-t.C:
 		}
 	}
+}
+
+// marshal encodes v as JSON without escaping <, > and & (a webhook body is
+// not HTML), so a body is no larger than its text: see encodeBounded.
+func marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 // post makes one attempt and says whether a failure may be retried.

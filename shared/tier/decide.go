@@ -3,6 +3,7 @@ package tier
 import (
 	"encoding/json"
 	"strconv"
+	"strings"
 )
 
 // Evaluate resolves the call against the policy and decides it. It is
@@ -33,8 +34,10 @@ var (
 //  3. escalation only raises: a threshold whose field is numeric and strictly
 //     above its limit raises to its tier, and a delegated call at the confirm
 //     tier on a connection with delegations.escalateConfirm becomes review.
-//     A raised call is denied (review_required or blocked) with Escalated set;
-//     it never pauses;
+//     Thresholds fail closed: a field that is present but not a number, and
+//     every body field when Call.BodyUnreadable is set, raise too. Names
+//     match case-insensitively (see fieldValue). A raised call is denied
+//     (review_required or blocked) with Escalated set; it never pauses;
 //  4. the hook: deny → Deny hook_denied; ask → at least Confirm; allow lowers nothing;
 //  5. the credential: a read-only credential refuses every write (read_only);
 //     a write with intent read is refused (write_intent_required);
@@ -95,18 +98,20 @@ func Decide(m Match, ok bool, in Input) Decision {
 
 	// Rule 4: escalation only raises.
 	esc, raised := -1, t
+	var f float64
+	var s string
+	var st fieldState
 	for i := range ep.Escalate {
 		th := &ep.Escalate[i]
 		if th.Escalate <= raised {
 			continue
 		}
-		if f, _, st := fieldValue(th, &m, c); st == fieldInvalid || st == fieldNumber && f > th.Above {
-			esc, raised = i, th.Escalate
+		if vf, vs, vst := fieldValue(th, &m, c); vst >= fieldInvalid || vst == fieldNumber && vf > th.Above {
+			esc, raised, f, s, st = i, th.Escalate, vf, vs, vst
 		}
 	}
 	if esc >= 0 {
 		th := &ep.Escalate[esc]
-		f, s, st := fieldValue(th, &m, c)
 		if s == "" {
 			s = strconv.FormatFloat(f, 'f', -1, 64)
 		}
@@ -115,6 +120,9 @@ func Decide(m Match, ok bool, in Input) Decision {
 			d.Rule = thresholdField(th)
 		}
 		switch {
+		case st == fieldUnreadable:
+			// The body reaches the upstream, but not in a form a threshold can read.
+			d.Reason = "escalated to " + raised.String() + ": the body could not be checked against " + thresholdField(th) + " above " + strconv.FormatFloat(th.Above, 'f', -1, 64) + ": " + c.BodyUnreadable
 		case st == fieldInvalid:
 			// When in doubt, refuse: a value that is there but is not a
 			// number ("99999" is one, "lots" is not) cannot be checked.
@@ -214,7 +222,8 @@ func denyCode(t Tier) Code {
 	return CodeReviewRequired
 }
 
-// fieldState says what a threshold found in the call.
+// fieldState says what a threshold found in the call. The states that
+// escalate whatever the limit are the largest.
 type fieldState uint8
 
 const (
@@ -225,29 +234,31 @@ const (
 	// fieldInvalid: present but not a number ("lots", true, an object, NaN):
 	// it cannot be compared, so the rule escalates (fail closed).
 	fieldInvalid
+	// fieldUnreadable: the body cannot be read (Call.BodyUnreadable), so no
+	// body field can be checked; the rule escalates (fail closed).
+	fieldUnreadable
 )
 
 // fieldValue reads a threshold's field from the call. s is the value as
 // written when it came from text (json.Number, a string, query, path), for
-// the reason. A repeated query parameter counts by its largest value, so
-// "?n=1&n=99999" cannot slip under a limit.
+// the reason.
+//
+// Many upstreams read names case-insensitively (Go's encoding/json matches
+// struct fields with strings.EqualFold), so body keys, query names and form
+// keys match every case variant, and the worst variant counts: one that is
+// not a number makes the field invalid, else the largest number counts. A
+// repeated query parameter or form key likewise counts by its largest value,
+// so "?n=1&n=99999" cannot slip under a limit. Query and form names are
+// compared segment by segment, "." and brackets separating segments as
+// PHP, Rails and qs read them: "amount[]" is "amount", and "lines[0][amount]"
+// is body.lines.0.amount.
 func fieldValue(t *Threshold, m *Match, c *Call) (f float64, s string, st fieldState) {
 	switch t.Source {
 	case SourceQuery:
-		if len(t.Path) != 1 || c.Query == nil || !c.Query.Has(t.Path[0]) {
+		if len(t.Path) != 1 {
 			return 0, "", fieldAbsent
 		}
-		st = fieldAbsent
-		for _, v := range c.Query[t.Path[0]] {
-			vf, vs, vst := numericText(v)
-			if vst == fieldInvalid {
-				return 0, vs, fieldInvalid
-			}
-			if st == fieldAbsent || vf > f {
-				f, s, st = vf, vs, vst
-			}
-		}
-		return f, s, st
+		return formValue(c.Query, t.Path)
 	case SourcePath:
 		if len(t.Path) != 1 {
 			return 0, "", fieldAbsent
@@ -258,32 +269,133 @@ func fieldValue(t *Threshold, m *Match, c *Call) (f float64, s string, st fieldS
 		}
 		return numericText(v)
 	case SourceBody:
-		v := c.Body
-		for _, k := range t.Path {
-			switch x := v.(type) {
-			case map[string]any:
-				var found bool
-				if v, found = x[k]; !found {
-					return 0, "", fieldAbsent
-				}
-			case []any:
-				i, err := strconv.Atoi(k)
-				if err != nil || i < 0 || i >= len(x) {
-					return 0, "", fieldAbsent
-				}
-				v = x[i]
-			case nil:
-				return 0, "", fieldAbsent
-			default:
-				// The path runs through a scalar: the shape is not what the
-				// rule expects, so it cannot be checked.
-				return 0, "", fieldInvalid
-			}
+		if c.BodyUnreadable != "" {
+			return 0, "", fieldUnreadable
 		}
-		return numeric(v)
+		if c.BodyForm != nil {
+			f, s, st = formValue(c.BodyForm, t.Path)
+		}
+		if c.Body != nil && st != fieldInvalid {
+			jf, js, jst := jsonValue(c.Body, t.Path)
+			f, s, st = worse(f, s, st, jf, js, jst)
+		}
+		return f, s, st
 	}
 	return 0, "", fieldAbsent
 }
+
+// worse returns the reading that escalates more: invalid over a number over
+// absent, the larger of two numbers (the smaller text on a tie, so the
+// reason does not depend on map order).
+func worse(f float64, s string, st fieldState, g float64, t string, gt fieldState) (float64, string, fieldState) {
+	switch {
+	case st == fieldInvalid || gt == fieldAbsent:
+		return f, s, st
+	case gt == fieldInvalid || st == fieldAbsent:
+		return g, t, gt
+	case g > f || g == f && t < s:
+		return g, t, gt
+	}
+	return f, s, st
+}
+
+// jsonValue follows path through a decoded JSON value. Object keys match
+// every case variant; array elements are addressed by index.
+func jsonValue(v any, path []string) (f float64, s string, st fieldState) {
+	if len(path) == 0 {
+		return numeric(v)
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		for k, child := range x {
+			if !strings.EqualFold(k, path[0]) {
+				continue
+			}
+			cf, cs, cst := jsonValue(child, path[1:])
+			if f, s, st = worse(f, s, st, cf, cs, cst); st == fieldInvalid {
+				return f, s, st
+			}
+		}
+		return f, s, st
+	case []any:
+		i, err := strconv.Atoi(path[0])
+		if err != nil || i < 0 || i >= len(x) {
+			return 0, "", fieldAbsent
+		}
+		return jsonValue(x[i], path[1:])
+	case nil:
+		return 0, "", fieldAbsent
+	}
+	// The path runs through a scalar: the shape is not what the rule
+	// expects, so it cannot be checked.
+	return 0, "", fieldInvalid
+}
+
+// formValue reads path from query or form values. A key naming the path
+// exactly counts by its values; a key naming more (path "amount", key
+// "amount[x]": a structure where a number belongs) or less (path
+// "payment.amount", key "payment": the path runs through a scalar) makes
+// the field invalid.
+func formValue(vals map[string][]string, path []string) (f float64, s string, st fieldState) {
+	for k, vs := range vals {
+		switch matchKey(k, path) {
+		case keyOther:
+			continue
+		case keyLonger, keyShorter:
+			return 0, "", fieldInvalid
+		}
+		for _, v := range vs {
+			vf, vsText, vst := numericText(v)
+			if f, s, st = worse(f, s, st, vf, vsText, vst); st == fieldInvalid {
+				return f, s, st
+			}
+		}
+	}
+	return f, s, st
+}
+
+type keyMatch uint8
+
+const (
+	keyOther   keyMatch = iota // another field
+	keyExact                   // the path itself
+	keyLonger                  // the path and more segments
+	keyShorter                 // a proper prefix of the path
+)
+
+// matchKey compares a query or form key, split into segments at ".", "["
+// and "]" (empty segments dropped), with path, case-insensitively.
+func matchKey(key string, path []string) keyMatch {
+	n, i := 0, 0
+	for {
+		for i < len(key) && isKeySep(key[i]) {
+			i++
+		}
+		if i == len(key) {
+			break
+		}
+		j := i
+		for j < len(key) && !isKeySep(key[j]) {
+			j++
+		}
+		if n == len(path) {
+			return keyLonger
+		}
+		if !strings.EqualFold(key[i:j], path[n]) {
+			return keyOther
+		}
+		n, i = n+1, j
+	}
+	switch n {
+	case 0:
+		return keyOther
+	case len(path):
+		return keyExact
+	}
+	return keyShorter
+}
+
+func isKeySep(c byte) bool { return c == '.' || c == '[' || c == ']' }
 
 func numericText(s string) (float64, string, fieldState) {
 	f, err := strconv.ParseFloat(s, 64)

@@ -100,6 +100,17 @@ func withQuery(c Call, q string) Call {
 
 func delegated(c Call) Call { c.Delegated = true; return c }
 
+func withForm(c Call, form string) Call {
+	v, err := url.ParseQuery(form)
+	if err != nil {
+		panic(err)
+	}
+	c.BodyForm = v
+	return c
+}
+
+func unreadable(c Call, reason string) Call { c.BodyUnreadable = reason; return c }
+
 type want struct {
 	outcome    Outcome
 	code       Code
@@ -266,6 +277,75 @@ func TestDecide(t *testing.T) {
 			want: want{outcome: Deny, code: CodeReviewRequired, tier: Review, configured: Auto, escalated: true}},
 		{name: "threshold escalation: a query value under the limit runs",
 			call: withQuery(call("crm", "GET", "/reports", IntentRead), "limit=10"), cred: refuse,
+			want: want{outcome: Execute, tier: Auto, configured: Auto}},
+		// Case variants, forms and unreadable bodies (issue 11): a threshold
+		// sees what any upstream could read, and fails closed.
+		{name: "threshold: a case-variant key above the limit escalates ({\"amount\":5,\"Amount\":99999})",
+			call: pay(`{"amount": 5, "Amount": 99999}`), cred: askPerson,
+			want: want{outcome: Deny, code: CodeReviewRequired, tier: Review, configured: Confirm, escalated: true, reason: "body.amount 99999 is above 10000"}},
+		{name: "threshold: a key in another case alone is read",
+			call: pay(`{"AMOUNT": 20000}`), cred: askPerson,
+			want: want{outcome: Deny, code: CodeReviewRequired, tier: Review, configured: Confirm, escalated: true}},
+		{name: "threshold: a case variant that is not a number fails closed",
+			call: pay(`{"amount": 5, "Amount": "lots"}`), cred: askPerson,
+			want: want{outcome: Deny, code: CodeBlocked, tier: Never, configured: Confirm, escalated: true, reason: "is not a number"}},
+		{name: "threshold: case variants all under the limit pause as usual",
+			call: pay(`{"amount": 5, "Amount": 7, "AMOUNT": 9}`), cred: askPerson,
+			want: want{outcome: Pause, tier: Confirm, configured: Confirm}},
+		{name: "threshold: case variants along a nested path (body.lines.0.amount)",
+			call: pay(`{"amount": 1, "lines": [{"amount": 1}], "Lines": [{"Amount": 9000}]}`), cred: askPerson,
+			want: want{outcome: Deny, code: CodeReviewRequired, tier: Review, configured: Confirm, escalated: true, rule: "body.lines.0.amount"}},
+		{name: "threshold: a query name in another case is read",
+			call: withQuery(call("crm", "GET", "/reports", IntentRead), "LIMIT=5000"), cred: refuse,
+			want: want{outcome: Deny, code: CodeReviewRequired, tier: Review, configured: Auto, escalated: true, reason: "query.limit 5000 is above 1000"}},
+		{name: "threshold: query case variants count by the largest",
+			call: withQuery(call("crm", "GET", "/reports", IntentRead), "limit=1&Limit=5000"), cred: refuse,
+			want: want{outcome: Deny, code: CodeReviewRequired, tier: Review, configured: Auto, escalated: true}},
+		{name: "threshold: a query name with brackets (limit[]) is the same name",
+			call: withQuery(call("crm", "GET", "/reports", IntentRead), "limit[]=5000"), cred: refuse,
+			want: want{outcome: Deny, code: CodeReviewRequired, tier: Review, configured: Auto, escalated: true}},
+		{name: "threshold: a structured query value (limit[x]) fails closed",
+			call: withQuery(call("crm", "GET", "/reports", IntentRead), "limit[x]=1"), cred: refuse,
+			want: want{outcome: Deny, code: CodeReviewRequired, tier: Review, configured: Auto, escalated: true, reason: "query.limit is not a number"}},
+		{name: "threshold: another query name with a common prefix is another field",
+			call: withQuery(call("crm", "GET", "/reports", IntentRead), "limits=5000&xlimit=5000"), cred: refuse,
+			want: want{outcome: Execute, tier: Auto, configured: Auto}},
+		{name: "threshold: a form-encoded body is checked like query parameters",
+			call: withForm(call("crm", "POST", "/transfers", IntentWrite), "amount=600"), cred: runAlways,
+			want: want{outcome: Deny, code: CodeReviewRequired, tier: Review, configured: Auto, escalated: true, reason: "body.amount 600 is above 500"}},
+		{name: "threshold: a form key in another case is read",
+			call: withForm(call("crm", "POST", "/transfers", IntentWrite), "amount=5&Amount=99999"), cred: runAlways,
+			want: want{outcome: Deny, code: CodeReviewRequired, tier: Review, configured: Auto, escalated: true, reason: "99999"}},
+		{name: "threshold: a repeated form key counts by its largest value",
+			call: withForm(call("crm", "POST", "/transfers", IntentWrite), "amount=5&amount=600"), cred: runAlways,
+			want: want{outcome: Deny, code: CodeReviewRequired, tier: Review, configured: Auto, escalated: true}},
+		{name: "threshold: a form value that is not a number fails closed",
+			call: withForm(call("crm", "POST", "/transfers", IntentWrite), "amount=lots"), cred: runAlways,
+			want: want{outcome: Deny, code: CodeReviewRequired, tier: Review, configured: Auto, escalated: true, reason: "not a number"}},
+		{name: "threshold: a form under the limit runs",
+			call: withForm(call("crm", "POST", "/transfers", IntentWrite), "amount=100&note=x"), cred: runAlways,
+			want: want{outcome: Execute, tier: Auto, configured: Auto}},
+		{name: "threshold: a nested path reads bracketed form keys (lines[0][amount])",
+			call: withForm(pay(`null`), "amount=1&lines[0][amount]=9000"), cred: askPerson,
+			want: want{outcome: Deny, code: CodeReviewRequired, tier: Review, configured: Confirm, escalated: true, rule: "body.lines.0.amount"}},
+		{name: "threshold: a nested path reads dotted form keys (lines.0.amount)",
+			call: withForm(pay(`null`), "lines.0.Amount=9000"), cred: askPerson,
+			want: want{outcome: Deny, code: CodeReviewRequired, tier: Review, configured: Confirm, escalated: true}},
+		{name: "threshold: a form body that is also JSON is checked both ways",
+			call: withForm(withBody(call("crm", "POST", "/transfers", IntentWrite), `{"amount": 600}`), `{"amount":600}`), cred: runAlways,
+			want: want{outcome: Deny, code: CodeReviewRequired, tier: Review, configured: Auto, escalated: true, reason: "body.amount 600 is above 500"}},
+		{name: "threshold: a body that cannot be checked escalates, saying so",
+			call: unreadable(call("crm", "POST", "/transfers", IntentWrite), `its Content-Type "text/plain" is neither JSON nor form-encoded`), cred: runAlways,
+			want: want{outcome: Deny, code: CodeReviewRequired, tier: Review, configured: Auto, escalated: true, rule: "body.amount",
+				reason: `escalated to review: the body could not be checked against body.amount above 500: its Content-Type "text/plain" is neither JSON nor form-encoded`}},
+		{name: "threshold: an unreadable body meets the strictest body rule",
+			call: unreadable(pay(`{"amount": 1}`), "it is not strict JSON"), cred: askPerson,
+			want: want{outcome: Deny, code: CodeBlocked, tier: Never, configured: Confirm, escalated: true, reason: "the body could not be checked against body.amount above 1000000"}},
+		{name: "threshold: an unreadable body does not matter where no threshold reads the body",
+			call: unreadable(call("crm", "POST", "/contacts", IntentWrite), "it has no Content-Type"), cred: refuse,
+			want: want{outcome: Execute, tier: Auto, configured: Auto}},
+		{name: "threshold: an unreadable body does not matter to a query threshold",
+			call: unreadable(withQuery(call("crm", "GET", "/reports", IntentRead), "limit=10"), "it has no Content-Type"), cred: refuse,
 			want: want{outcome: Execute, tier: Auto, configured: Auto}},
 		{name: "threshold escalation reads path.<param>",
 			call: call("crm", "DELETE", "/batches/500", IntentWrite), cred: runAlways,
@@ -451,11 +531,42 @@ func TestDecideWithoutNewPolicy(t *testing.T) {
 	}
 }
 
+// TestThresholdUnicodeFolding: keys match as encoding/json matches struct
+// fields (strings.EqualFold), so the long s (U+017F) reads as s and the
+// Kelvin sign (U+212A) as k.
+func TestThresholdUnicodeFolding(t *testing.T) {
+	conn := &Connection{Name: "x"}
+	ep := &Endpoint{Method: "POST", Path: "/tasks", Tier: Auto, Escalate: []Threshold{
+		{Source: SourceBody, Path: []string{"tasks"}, Above: 10, Escalate: Review},
+		{Source: SourceQuery, Path: []string{"kind"}, Above: 10, Escalate: Review},
+	}}
+	tests := []struct {
+		name string
+		call Call
+	}{
+		{name: "body key with a long s", call: withBody(call("x", "POST", "/tasks", IntentWrite), `{"tasks": 1, "ta\u017fks": 99}`)},
+		{name: "form key with a long s", call: withForm(call("x", "POST", "/tasks", IntentWrite), "ta%C5%BFks=99")},
+		{name: "query name with the Kelvin sign", call: withQuery(call("x", "POST", "/tasks", IntentWrite), "%E2%84%AAind=99")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := tt.call
+			d := Decide(Match{Connection: conn, Endpoint: ep}, true, Input{Call: &c, Credential: runAlways})
+			if d.Code != CodeReviewRequired || !d.Escalated || !strings.Contains(d.Reason, "99 is above 10") {
+				t.Errorf("got %s %s: %s", d.Outcome, d.Code, d.Reason)
+			}
+		})
+	}
+}
+
 func TestDecideAllocations(t *testing.T) {
 	p := testPolicy(t)
 	get := call("crm", "GET", "/contacts/12", IntentRead)
 	del := call("crm", "DELETE", "/contacts/12", IntentWrite)
 	ro := readOnly(AskPerson)
+	jsonUnder := withBody(call("crm", "POST", "/payments", IntentWrite), `{"amount": 5, "Amount": 7, "lines": [{"AMOUNT": 1}]}`)
+	formUnder := withForm(call("crm", "POST", "/transfers", IntentWrite), "amount=5&Amount=7&lines[0][x]=1")
+	noThreshold := unreadable(call("crm", "POST", "/contacts", IntentWrite), "it has no Content-Type")
 	tests := []struct {
 		name string
 		in   Input
@@ -465,6 +576,9 @@ func TestDecideAllocations(t *testing.T) {
 		{name: "confirm DELETE refused", in: Input{Call: &del, Credential: refuse}},
 		{name: "read-only write", in: Input{Call: &del, Credential: ro}},
 		{name: "hook ask without a reason", in: Input{Call: &get, Credential: askPerson, Hook: HookAnswer{Decision: HookAsk}}},
+		{name: "JSON body under its thresholds, case variants read", in: Input{Call: &jsonUnder, Credential: askPerson}},
+		{name: "form body under its threshold", in: Input{Call: &formUnder, Credential: runAlways}},
+		{name: "unreadable body where no threshold reads it", in: Input{Call: &noThreshold, Credential: refuse}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -135,11 +135,20 @@ type Call struct {
 	Method     string
 	Path       string // concrete path, e.g. /contacts/12
 	Query      url.Values
-	// Body is the decoded JSON body (encoding/json with UseNumber, so numbers
-	// are json.Number; float64 is accepted too), or nil.
-	Body      any
-	Intent    Intent
-	Delegated bool
+	// Body is the decoded JSON body (shared/callbody, or encoding/json with
+	// UseNumber, so numbers are json.Number; float64 is accepted too), or nil.
+	Body any
+	// BodyForm holds the values of a form-encoded body. Body thresholds read
+	// them like query parameters, and read Body as well when both are set
+	// (a form-encoded body that is also JSON).
+	BodyForm url.Values
+	// BodyUnreadable, when not empty, says why the body the endpoint
+	// receives cannot be checked (not JSON, a content type no threshold can
+	// read, malformed). Every body threshold then escalates (fail closed),
+	// with this as its reason. It completes "the body could not be checked: ".
+	BodyUnreadable string
+	Intent         Intent
+	Delegated      bool
 }
 
 // Credential is what the decision needs to know about the caller.

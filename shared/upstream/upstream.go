@@ -92,10 +92,13 @@ type Request struct {
 	// IdempotencyKey is sent as Idempotency-Key when non-empty.
 	IdempotencyKey string
 
-	// Forward holds extra request headers to pass through (REST pass-through). Hop-by-hop
-	// headers (and any named in Connection), Authorization, Proxy-Authorization, Host,
-	// Content-Length, Accept-Encoding (the transport negotiates compression itself) and
-	// Countersign-* are never forwarded.
+	// Forward holds extra request headers to pass through (REST pass-through). Names are
+	// matched case-insensitively. Never forwarded: hop-by-hop headers (and any named in
+	// Connection), Authorization, Host, Content-Length, Accept-Encoding, method and URL
+	// overrides (X-HTTP-Method-Override, X-HTTP-Method, X-Method-Override,
+	// X-Original-URL, X-Rewrite-URL and their kin), client address claims (Forwarded,
+	// X-Forwarded-*, X-Real-IP, True-Client-IP, ...), X-Envoy-*, X-Amzn-* and
+	// Countersign-*: the full list, with the reason for each, is strippedHeaders.
 	Forward http.Header
 }
 
@@ -313,23 +316,93 @@ func joinURL(base, p string) (*url.URL, error) {
 	return u, nil
 }
 
-// forwardable reports whether a header the agent sent may be passed to the upstream.
+// strippedHeaders are the request headers an agent may never pass to the upstream
+// (canonical names), and why. countersign decided on one method, one URL and one
+// caller; an upstream (or a proxy in front of it) that honours any of these would run
+// or attribute something else.
+var strippedHeaders = map[string]string{
+	// Hop-by-hop: they describe the agent's connection, not the call (RFC 9110
+	// section 7.6.1; Proxy-Connection and Keep-Alive are the pre-standard forms).
+	"Connection":          "hop-by-hop",
+	"Proxy-Connection":    "hop-by-hop",
+	"Keep-Alive":          "hop-by-hop",
+	"Te":                  "hop-by-hop",
+	"Trailer":             "hop-by-hop",
+	"Transfer-Encoding":   "hop-by-hop; framing is the transport's",
+	"Upgrade":             "hop-by-hop; would switch the upstream connection's protocol",
+	"Proxy-Authenticate":  "hop-by-hop",
+	"Proxy-Authorization": "hop-by-hop credential",
+
+	// Set by countersign or its transport, never by the agent.
+	"Authorization":   "the agent's countersign key; the connection's headers carry the upstream's",
+	"Host":            "the connection's base_url decides the host",
+	"Content-Length":  "framing is the transport's",
+	"Accept-Encoding": "the transport negotiates compression itself",
+	"Max-Forwards":    "proxy hop control (RFC 9110 section 7.6.2)",
+	"Via":             "proxy hop information (RFC 9110 section 7.6.3)",
+
+	// Method overrides: the upstream would run another method than the one decided.
+	"X-Http-Method-Override": "method override (Rack::MethodOverride, Express method-override, Symfony, ASP.NET)",
+	"X-Http-Method":          "method override (OData, Microsoft services)",
+	"X-Method-Override":      "method override (Google APIs, iris)",
+	"X-Original-Method":      "the method before a rewrite (nginx auth_request convention)",
+
+	// URL and host overrides: the upstream would route to another path or host.
+	"X-Original-Url":          "URL override (Symfony, Zend, IIS URL Rewrite)",
+	"X-Rewrite-Url":           "URL override (Symfony, Zend, IIS URL Rewrite)",
+	"X-Override-Url":          "URL override (listed by PortSwigger's request URL override issue)",
+	"X-Original-Uri":          "the URI before a rewrite (nginx auth_request convention)",
+	"X-Envoy-Original-Path":   "the path before an Envoy rewrite",
+	"X-Original-Host":         "host override",
+	"X-Host":                  "host override",
+	"X-Http-Host-Override":    "host override",
+	"X-Middleware-Subrequest": "internal marker that skipped Next.js middleware (CVE-2025-29927)",
+
+	// Who is calling: only a proxy the upstream trusts may say, and countersign is not
+	// forwarding for the agent's network address.
+	"Forwarded":                "client address and scheme (RFC 7239)",
+	"X-Real-Ip":                "client address (nginx realip)",
+	"X-Client-Ip":              "client address",
+	"Client-Ip":                "client address",
+	"True-Client-Ip":           "client address (Akamai, Cloudflare)",
+	"Cf-Connecting-Ip":         "client address (Cloudflare)",
+	"Fastly-Client-Ip":         "client address (Fastly)",
+	"X-Cluster-Client-Ip":      "client address (load balancers)",
+	"X-Original-Forwarded-For": "client address (ingress-nginx)",
+	"X-Azure-Clientip":         "client address (Azure Front Door)",
+	"X-Azure-Socketip":         "client address (Azure Front Door)",
+}
+
+// strippedPrefixes are header name prefixes stripped for the same reasons.
+var strippedPrefixes = []string{
+	"X-Forwarded-", // For, Host, Proto, Port, Prefix, Path, Uri, Method, Server, Ssl: all proxy claims
+	"X-Envoy-",     // Envoy trusts these from internal callers: retries, timeouts, original path
+	"X-Amzn-",      // API Gateway and ALB's own (trace id, remapped headers)
+	"Countersign-", // countersign's own protocol headers
+}
+
+// forwardable reports whether a header the agent sent may be passed to the upstream:
+// not one of strippedHeaders or strippedPrefixes, and not named in a Connection header
+// (those are hop-by-hop too, RFC 9110 section 7.6.1).
 func forwardable(name string, h http.Header) bool {
 	name = textproto.CanonicalMIMEHeaderKey(name)
-	switch name {
-	case "Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
-		"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade",
-		"Authorization", "Host", "Content-Length", "Accept-Encoding":
+	if _, ok := strippedHeaders[name]; ok {
 		return false
 	}
-	if strings.HasPrefix(name, "Countersign-") {
-		return false
+	for _, p := range strippedPrefixes {
+		if strings.HasPrefix(name, p) {
+			return false
+		}
 	}
-	// Headers named in Connection are hop-by-hop too (RFC 9110, 7.6.1).
-	for _, v := range h.Values("Connection") {
-		for f := range strings.SplitSeq(v, ",") {
-			if textproto.CanonicalMIMEHeaderKey(strings.TrimSpace(f)) == name {
-				return false
+	for k, vs := range h {
+		if !strings.EqualFold(k, "Connection") {
+			continue
+		}
+		for _, v := range vs {
+			for f := range strings.SplitSeq(v, ",") {
+				if textproto.CanonicalMIMEHeaderKey(strings.TrimSpace(f)) == name {
+					return false
+				}
 			}
 		}
 	}
