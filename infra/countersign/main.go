@@ -23,6 +23,7 @@ const usage = `usage: countersign <command> [arguments]
 
 commands:
   validate DIR        check a configuration directory as the server does at start
+  propose OPENAPI     propose a policy.json from an OpenAPI 3.0/3.1 document
   explain CALL        show how the gateway decides a /v1/calls request, calling nothing
 
 Run "countersign <command> -h" for a command's flags.
@@ -38,6 +39,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch cmd {
 	case "validate":
 		return runValidate(rest, stdout, stderr)
+	case "propose":
+		return runPropose(rest, stdout, stderr)
 	case "explain":
 		return runExplain(rest, stdout, stderr)
 	case "-h", "-help", "--help", "help":
