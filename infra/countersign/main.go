@@ -25,6 +25,7 @@ commands:
   validate DIR        check a configuration directory as the server does at start
   propose OPENAPI     propose a policy.json from an OpenAPI 3.0/3.1 document
   explain CALL        show how the gateway decides a /v1/calls request, calling nothing
+  keys SUBCOMMAND     create, list, revoke and change credentials in the store
 
 Run "countersign <command> -h" for a command's flags.
 `
@@ -43,6 +44,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runPropose(rest, stdout, stderr)
 	case "explain":
 		return runExplain(rest, stdout, stderr)
+	case "keys":
+		return runKeys(rest, stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return exitOK

@@ -31,10 +31,11 @@ func TestRun(t *testing.T) {
 		noStderr bool
 	}{
 		{name: "no command prints the usage", args: nil, code: exitUsage, stderr: "usage: countersign <command>", noStdout: true},
-		{name: "help goes to stdout", args: []string{"help"}, code: exitOK, stdout: "explain CALL", noStderr: true},
+		{name: "help goes to stdout", args: []string{"help"}, code: exitOK, stdout: "keys SUBCOMMAND", noStderr: true},
 		{name: "unknown command", args: []string{"frobnicate"}, code: exitUsage, stderr: `unknown command "frobnicate"`},
 		{name: "a command's -h is not a failure", args: []string{"validate", "-h"}, code: exitOK, stderr: "usage: countersign validate DIR"},
 		{name: "an unknown flag is a usage mistake", args: []string{"explain", "--nope"}, code: exitUsage, stderr: "flag provided but not defined: -nope"},
+		{name: "keys without a subcommand", args: []string{"keys"}, code: exitUsage, stderr: "usage: countersign keys"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
