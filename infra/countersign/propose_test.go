@@ -471,3 +471,40 @@ func TestDefaultConnectionName(t *testing.T) {
 		}
 	}
 }
+
+func TestProposeJSONDocument(t *testing.T) {
+	doc := filepath.Join(t.TempDir(), "openapi.json")
+	err := os.WriteFile(doc, []byte(`{
+  "openapi": "3.0.3",
+  "info": {"title": "Tiny", "version": "1"},
+  "servers": [{"url": "http://127.0.0.1:9400/"}],
+  "paths": {
+    "/things/{thing_id}": {
+      "get": {"operationId": "getThing", "responses": {"200": {"description": "ok"}}},
+      "delete": {"operationId": "deleteThing", "responses": {"204": {"description": "gone"}}}
+    },
+    "/things/{thing_id}/refund": {
+      "post": {"operationId": "refundThing", "responses": {"200": {"description": "ok"}}}
+    }
+  }
+}`), 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := runCmd(t, "propose", doc)
+	want := `{
+  "base_url": "http://127.0.0.1:9400",
+  "endpoints": [
+    {"method": "GET",    "path": "/things/{thing_id}", "operation_id": "getThing"},
+    {"method": "DELETE", "path": "/things/{thing_id}", "confirm": true, "operation_id": "deleteThing"},
+    {"method": "POST",   "path": "/things/{thing_id}/refund", "confirm": true, "operation_id": "refundThing"}
+  ]
+}
+`
+	if r.code != exitOK || r.stdout != want {
+		t.Fatalf("exit %d, stderr %s\n%s", r.code, r.stderr, cmp.Diff(want, r.stdout))
+	}
+	if !strings.Contains(r.stderr, "connection tiny: 3 endpoints, 2 at the confirm tier") {
+		t.Errorf("stderr: %s", r.stderr)
+	}
+}
