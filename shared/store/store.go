@@ -38,8 +38,22 @@ type Store interface {
 	// CredentialByKeyHash returns the credential whose key hashes to keyHash
 	// (lowercase hex SHA-256), or ErrNotFound.
 	CredentialByKeyHash(ctx context.Context, keyHash string) (Credential, error)
-	// SetLastClient records the client last seen with a credential.
+	// SetLastClient records the client last seen with a credential;
+	// ErrNotFound if the credential does not exist (a revoked credential is
+	// never brought back by a late write).
 	SetLastClient(ctx context.Context, credentialID string, c Client) error
+	// CreateCredential stores a new credential; ErrConflict if one with the
+	// same ID exists, which is left as it was (creating never replaces a key).
+	CreateCredential(ctx context.Context, c Credential) error
+	// GetCredential returns the credential with the ID, or ErrNotFound.
+	GetCredential(ctx context.Context, id string) (Credential, error)
+	// ListCredentials returns every credential, ordered by ID. It is for the
+	// operator's tools, not the request path: on DynamoDB it scans the table.
+	ListCredentials(ctx context.Context) ([]Credential, error)
+	// DeleteCredential removes the credential and its key hash, so its key
+	// no longer authenticates from the next lookup on; ErrNotFound if it does
+	// not exist.
+	DeleteCredential(ctx context.Context, id string) error
 
 	// CreateConfirmation stores a new confirmation with Version 1; ErrConflict if the ID exists.
 	CreateConfirmation(ctx context.Context, c *Confirmation) error

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,14 +18,44 @@ import (
 
 // PutCredential creates or replaces the credential; gsi1 follows its key hash.
 func (s *Store) PutCredential(ctx context.Context, c store.Credential) error {
+	item, err := credentialItem(c)
+	if err == nil {
+		_, err = s.client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: item})
+	}
+	if err != nil {
+		return fmt.Errorf("put credential %s: %w", c.ID, err)
+	}
+	return nil
+}
+
+// CreateCredential stores c unless an item with its ID exists
+// (store.ErrConflict). Unlike the embedded store it cannot check the key
+// hash against other credentials in the same write (the index is
+// eventually consistent); keys are random, and CredentialByKeyHash refuses
+// a hash that two credentials share.
+func (s *Store) CreateCredential(ctx context.Context, c store.Credential) error {
+	item, err := credentialItem(c)
+	if err == nil {
+		err = s.putIf(ctx, item, "attribute_not_exists(#pk)", map[string]string{"#pk": attrPK}, nil)
+	}
+	if err != nil {
+		return fmt.Errorf("create credential %s: %w", c.ID, err)
+	}
+	return nil
+}
+
+// credentialItem is the credential's item: the record without its last
+// client in "data", the last client in its own attribute (SetLastClient
+// updates it alone), and gsi1 keyed by the key hash.
+func credentialItem(c store.Credential) (map[string]types.AttributeValue, error) {
 	if c.ID == "" {
-		return errors.New("put credential: empty id")
+		return nil, errors.New("empty id")
 	}
 	last := c.LastClient
 	c.LastClient = nil
 	item, err := newItem(prefixCredential+c.ID, skCredential, c)
 	if err != nil {
-		return fmt.Errorf("put credential %s: %w", c.ID, err)
+		return nil, err
 	}
 	if c.KeyHash != "" {
 		item[attrGSI1PK] = str(prefixKeyHash + c.KeyHash)
@@ -35,13 +66,66 @@ func (s *Store) PutCredential(ctx context.Context, c store.Credential) error {
 		cl.SeenAt = cl.SeenAt.UTC()
 		b, err := json.Marshal(cl)
 		if err != nil {
-			return fmt.Errorf("put credential %s: encode last client: %w", c.ID, err)
+			return nil, fmt.Errorf("encode last client: %w", err)
 		}
 		item[attrLastClient] = str(string(b))
 	}
-	_, err = s.client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: item})
+	return item, nil
+}
+
+// GetCredential reads the credential consistently.
+func (s *Store) GetCredential(ctx context.Context, id string) (store.Credential, error) {
+	// getCredential's errors already name the credential.
+	return s.getCredential(ctx, id)
+}
+
+// ListCredentials scans the table for credential items (a consistent,
+// paginated Scan filtered on the key prefix) and sorts them by ID. A scan
+// reads the whole table, confirmations and idempotency records included:
+// it is meant for the operator's tools, never for the request path, and
+// the deployed functions need no Scan permission for it.
+func (s *Store) ListCredentials(ctx context.Context) ([]store.Credential, error) {
+	pages := dynamodb.NewScanPaginator(s.client, &dynamodb.ScanInput{
+		TableName:                 aws.String(s.table),
+		ConsistentRead:            aws.Bool(true),
+		FilterExpression:          aws.String("begins_with(#pk, :prefix) AND #sk = :sk"),
+		ExpressionAttributeNames:  map[string]string{"#pk": attrPK, "#sk": attrSK},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":prefix": str(prefixCredential), ":sk": str(skCredential)},
+	})
+	var out []store.Credential
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("list credentials: scan %s: %w", s.table, err)
+		}
+		for _, it := range page.Items {
+			c, err := decodeCredential(it)
+			if err != nil {
+				return nil, fmt.Errorf("list credentials: %w", err)
+			}
+			out = append(out, c)
+		}
+	}
+	slices.SortFunc(out, func(a, b store.Credential) int { return strings.Compare(a.ID, b.ID) })
+	return out, nil
+}
+
+// DeleteCredential deletes the credential's item, and with it its gsi1
+// entry; store.ErrNotFound if there is none. CredentialByKeyHash re-reads
+// the item consistently, so a lagging index entry cannot authenticate the
+// deleted key.
+func (s *Store) DeleteCredential(ctx context.Context, id string) error {
+	_, err := s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName:                aws.String(s.table),
+		Key:                      itemKey(prefixCredential+id, skCredential),
+		ConditionExpression:      aws.String("attribute_exists(#pk)"),
+		ExpressionAttributeNames: map[string]string{"#pk": attrPK},
+	})
+	if isConditionFailed(err) {
+		err = store.ErrNotFound
+	}
 	if err != nil {
-		return fmt.Errorf("put credential %s: %w", c.ID, err)
+		return fmt.Errorf("delete credential %s: %w", id, err)
 	}
 	return nil
 }
@@ -103,6 +187,15 @@ func (s *Store) getCredential(ctx context.Context, id string) (store.Credential,
 	if err != nil {
 		return store.Credential{}, fmt.Errorf("get credential %s: %w", id, err)
 	}
+	c, err := decodeCredential(item)
+	if err != nil {
+		return store.Credential{}, fmt.Errorf("get credential %s: %w", id, err)
+	}
+	return c, nil
+}
+
+// decodeCredential decodes a credential item, its last client included.
+func decodeCredential(item map[string]types.AttributeValue) (store.Credential, error) {
 	var c store.Credential
 	if err := decode(item, &c); err != nil {
 		return store.Credential{}, err

@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -90,4 +91,94 @@ func utcCredential(c store.Credential) store.Credential {
 		c.LastClient = &cl
 	}
 	return c
+}
+
+// CreateCredential stores c unless a credential with its ID exists
+// (store.ErrConflict) or its key hash already names another credential
+// (store.ErrConflict too: a key identifies one credential).
+func (s *Store) CreateCredential(_ context.Context, c store.Credential) error {
+	if c.ID == "" {
+		return errors.New("create credential: empty id")
+	}
+	c = utcCredential(c)
+	err := s.db.Update(func(tx *bbolt.Tx) error {
+		if tx.Bucket(bucketCredentials).Get([]byte(c.ID)) != nil {
+			return store.ErrConflict
+		}
+		if c.KeyHash != "" {
+			if other := tx.Bucket(bucketCredentialKey).Get([]byte(c.KeyHash)); other != nil {
+				return fmt.Errorf("the key is already the key of credential %s: %w", other, store.ErrConflict)
+			}
+		}
+		if err := put(tx, bucketCredentials, []byte(c.ID), c); err != nil {
+			return err
+		}
+		if c.KeyHash != "" {
+			if err := tx.Bucket(bucketCredentialKey).Put([]byte(c.KeyHash), []byte(c.ID)); err != nil {
+				return fmt.Errorf("index key hash: %w", err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("create credential %s: %w", c.ID, err)
+	}
+	return nil
+}
+
+// GetCredential returns the credential with the ID.
+func (s *Store) GetCredential(_ context.Context, id string) (store.Credential, error) {
+	var c store.Credential
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		return get(tx, bucketCredentials, []byte(id), &c)
+	})
+	if err != nil {
+		return store.Credential{}, fmt.Errorf("get credential %s: %w", id, err)
+	}
+	return c, nil
+}
+
+// ListCredentials returns every credential in ID order (bbolt keeps keys
+// sorted bytewise).
+func (s *Store) ListCredentials(_ context.Context) ([]store.Credential, error) {
+	var out []store.Credential
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		return tx.Bucket(bucketCredentials).ForEach(func(k, v []byte) error {
+			var c store.Credential
+			if err := json.Unmarshal(v, &c); err != nil {
+				return fmt.Errorf("decode credential %s: %w", k, err)
+			}
+			out = append(out, c)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list credentials: %w", err)
+	}
+	return out, nil
+}
+
+// DeleteCredential removes the credential and its key hash index entry in
+// one transaction.
+func (s *Store) DeleteCredential(_ context.Context, id string) error {
+	err := s.db.Update(func(tx *bbolt.Tx) error {
+		var c store.Credential
+		if err := get(tx, bucketCredentials, []byte(id), &c); err != nil {
+			return err
+		}
+		keys := tx.Bucket(bucketCredentialKey)
+		if c.KeyHash != "" && string(keys.Get([]byte(c.KeyHash))) == id {
+			if err := keys.Delete([]byte(c.KeyHash)); err != nil {
+				return fmt.Errorf("unindex key hash: %w", err)
+			}
+		}
+		if err := tx.Bucket(bucketCredentials).Delete([]byte(id)); err != nil {
+			return fmt.Errorf("delete: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("delete credential %s: %w", id, err)
+	}
+	return nil
 }

@@ -256,6 +256,137 @@ func (s *suite) credentials(t *testing.T) {
 		assertErrIs(t, "SetLastClient", err, store.ErrNotFound)
 	})
 
+	t.Run("CreateThenGetRoundTripsEveryField", func(t *testing.T) {
+		st := s.newStore(t)
+		c := fullCredential(uid(t), s.now())
+		if err := st.CreateCredential(ctx, c); err != nil {
+			t.Fatalf("CreateCredential: %v", err)
+		}
+		got, err := st.GetCredential(ctx, c.ID)
+		if err != nil {
+			t.Fatalf("GetCredential: %v", err)
+		}
+		assertEqual(t, "credential", got, roundTrip(t, c))
+		assertUTC(t, got)
+		byKey, err := st.CredentialByKeyHash(ctx, c.KeyHash)
+		if err != nil {
+			t.Fatalf("CredentialByKeyHash: %v", err)
+		}
+		assertEqual(t, "credential by key hash", byKey, roundTrip(t, c))
+	})
+
+	t.Run("CreateDuplicateConflicts", func(t *testing.T) {
+		st := s.newStore(t)
+		first := fullCredential(uid(t), s.now())
+		if err := st.CreateCredential(ctx, first); err != nil {
+			t.Fatalf("CreateCredential: %v", err)
+		}
+		dup := store.Credential{ID: first.ID, KeyHash: keyHash(first.ID + "-second"), Choice: tier.RunWithoutAsking}
+		assertErrIs(t, "CreateCredential(duplicate)", st.CreateCredential(ctx, dup), store.ErrConflict)
+		got, err := st.GetCredential(ctx, first.ID)
+		if err != nil {
+			t.Fatalf("GetCredential: %v", err)
+		}
+		assertEqual(t, "credential after duplicate create", got, roundTrip(t, first))
+		_, err = st.CredentialByKeyHash(ctx, dup.KeyHash)
+		assertErrIs(t, "CredentialByKeyHash(the duplicate's key)", err, store.ErrNotFound)
+	})
+
+	t.Run("CreateConflictsWithPut", func(t *testing.T) {
+		st := s.newStore(t)
+		c := fullCredential(uid(t), s.now())
+		mustPutCredential(t, st, c)
+		assertErrIs(t, "CreateCredential(after PutCredential)", st.CreateCredential(ctx, c), store.ErrConflict)
+	})
+
+	t.Run("GetNotFound", func(t *testing.T) {
+		st := s.newStore(t)
+		_, err := st.GetCredential(ctx, uid(t))
+		assertErrIs(t, "GetCredential", err, store.ErrNotFound)
+	})
+
+	t.Run("ListInIDOrder", func(t *testing.T) {
+		st := s.newStore(t)
+		prefix := uid(t)
+		in := []store.Credential{
+			fullCredential(prefix+"-c", s.now()),
+			fullCredential(prefix+"-a", s.now()),
+			fullCredential(prefix+"-b", s.now()),
+		}
+		in[1].LastClient = nil
+		in[2].Choice, in[2].ReadOnly, in[2].Connections = tier.RunWithoutAsking, false, nil
+		for i, c := range in {
+			if i == 0 {
+				mustPutCredential(t, st, c)
+			} else if err := st.CreateCredential(ctx, c); err != nil {
+				t.Fatalf("CreateCredential(%s): %v", c.ID, err)
+			}
+		}
+		got := listCredentials(t, st, prefix)
+		want := []store.Credential{roundTrip(t, in[1]), roundTrip(t, in[2]), roundTrip(t, in[0])}
+		assertEqual(t, "listed credentials", got, want)
+		for _, c := range got {
+			assertUTC(t, c)
+		}
+	})
+
+	t.Run("DeleteRevokesTheKey", func(t *testing.T) {
+		st := s.newStore(t)
+		prefix := uid(t)
+		gone, kept := fullCredential(prefix+"-gone", s.now()), fullCredential(prefix+"-kept", s.now())
+		mustPutCredential(t, st, gone)
+		mustPutCredential(t, st, kept)
+		if err := st.DeleteCredential(ctx, gone.ID); err != nil {
+			t.Fatalf("DeleteCredential: %v", err)
+		}
+		_, err := st.CredentialByKeyHash(ctx, gone.KeyHash)
+		assertErrIs(t, "CredentialByKeyHash(deleted)", err, store.ErrNotFound)
+		_, err = st.GetCredential(ctx, gone.ID)
+		assertErrIs(t, "GetCredential(deleted)", err, store.ErrNotFound)
+		assertErrIs(t, "DeleteCredential(again)", st.DeleteCredential(ctx, gone.ID), store.ErrNotFound)
+		// A late write of the gateway does not bring it back.
+		err = st.SetLastClient(ctx, gone.ID, store.Client{Name: "late", SeenAt: s.now()})
+		assertErrIs(t, "SetLastClient(deleted)", err, store.ErrNotFound)
+		_, err = st.GetCredential(ctx, gone.ID)
+		assertErrIs(t, "GetCredential(after SetLastClient)", err, store.ErrNotFound)
+		assertEqual(t, "credentials after delete", listCredentials(t, st, prefix), []store.Credential{roundTrip(t, kept)})
+		if _, err := st.CredentialByKeyHash(ctx, kept.KeyHash); err != nil {
+			t.Fatalf("CredentialByKeyHash(kept): %v", err)
+		}
+		// The ID can be used again, with a new key.
+		again := store.Credential{ID: gone.ID, KeyHash: keyHash(gone.ID + "-new"), Choice: tier.AskPerson}
+		if err := st.CreateCredential(ctx, again); err != nil {
+			t.Fatalf("CreateCredential(after delete): %v", err)
+		}
+		_, err = st.CredentialByKeyHash(ctx, gone.KeyHash)
+		assertErrIs(t, "CredentialByKeyHash(old key after re-create)", err, store.ErrNotFound)
+	})
+
+	t.Run("DeleteMissingIsNotFound", func(t *testing.T) {
+		st := s.newStore(t)
+		assertErrIs(t, "DeleteCredential", st.DeleteCredential(ctx, uid(t)), store.ErrNotFound)
+	})
+
+	t.Run("GetAndListReturnCopies", func(t *testing.T) {
+		st := s.newStore(t)
+		c := fullCredential(uid(t), s.now())
+		want := roundTrip(t, c)
+		mustPutCredential(t, st, c)
+		got, err := st.GetCredential(ctx, c.ID)
+		if err != nil {
+			t.Fatalf("GetCredential: %v", err)
+		}
+		got.Connections[0] = "mutated-output"
+		got.LastClient.Name = "mutated-output"
+		listed := listCredentials(t, st, c.ID)
+		listed[0].Connections[0] = "mutated-list"
+		again, err := st.GetCredential(ctx, c.ID)
+		if err != nil {
+			t.Fatalf("GetCredential again: %v", err)
+		}
+		assertEqual(t, "credential after mutations", again, want)
+	})
+
 	t.Run("ReturnsCopies", func(t *testing.T) {
 		st := s.newStore(t)
 		c := fullCredential(uid(t), s.now())
@@ -829,6 +960,22 @@ func listReviews(tb testing.TB, st store.Store, prefix string) []*store.Review {
 	for _, r := range all {
 		if strings.HasPrefix(r.ID, prefix) {
 			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// listCredentials lists the credentials whose IDs start with prefix, in store order.
+func listCredentials(tb testing.TB, st store.Store, prefix string) []store.Credential {
+	tb.Helper()
+	all, err := st.ListCredentials(context.Background())
+	if err != nil {
+		tb.Fatalf("ListCredentials: %v", err)
+	}
+	var out []store.Credential
+	for _, c := range all {
+		if strings.HasPrefix(c.ID, prefix) {
+			out = append(out, c)
 		}
 	}
 	return out

@@ -1,0 +1,34 @@
+// Command countersign is the operator's command-line tool for a countersign
+// deployment (DESIGN.md section 4, issue 9 item 4):
+//
+//	countersign validate DIR
+//	countersign propose OPENAPI.{json,yaml} [--connection NAME] [--base-url URL] [--against policy.json] [--write PATH]
+//	countersign explain --config DIR --credential ID [--json] [--why-not] CALL
+//	countersign keys create|list|revoke|set-choice|set-read-only [--data DIR | --table NAME [--region R] [--endpoint URL]] ...
+//
+// validate loads a configuration directory with shared/policy exactly as the
+// local stack does at start and prints the same messages when it is wrong.
+//
+// propose reads an OpenAPI 3.0, 3.1 (or 3.2) document and proposes a
+// policy.json (API.md section 1): every operation as an endpoint, confirm:
+// true for DELETE and for writes whose operation id or summary says delete,
+// remove, cancel, close, transfer, pay, refund, revoke, purge or destroy. The
+// document is read with github.com/pb33f/libopenapi: it was built for 3.1
+// from the start (its model is the same for 3.0, 3.1 and 3.2, JSON or
+// YAML), keeps paths and operations in document order so the proposal is
+// stable, resolves no file or remote references unless told to, and brings
+// five small dependencies. kin-openapi's 3.1 support is recent and partial.
+//
+// explain decides a /v1/calls request body with shared/policy and
+// shared/tier (Resolve, then Decide) for a credential of the configuration,
+// without calling anything: no upstream, no store, no hooks.
+//
+// keys manages credentials in the local stack's embedded store (--data DIR,
+// the bbolt file DIR/countersign.db) or the deployment's DynamoDB table
+// (--table NAME, or COUNTERSIGN_TABLE). A new key is printed once; only its
+// SHA-256 is stored.
+//
+// Every subcommand runs through run(args, stdout, stderr), which returns the
+// exit status: 0 for success, 1 when the command failed (an invalid
+// configuration, a store error), 2 for a usage mistake.
+package main
