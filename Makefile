@@ -4,6 +4,8 @@
 #   make test       the whole test suite: vet, unit and end-to-end tests with the race
 #                   detector, the DynamoDB adapter against dynalite, and the Lambda builds
 #   make bench      the benchmarks
+#   make bench-compare  the decision side by side with OPA and cedar-go (bench/): the
+#                   agreement test, then one markdown table
 #   make lambdas    every function's bootstrap for linux/arm64 under bin/
 #
 # `sam build` calls the build-<Function> targets below with ARTIFACTS_DIR set.
@@ -13,7 +15,7 @@ FUNCTIONS := gateway approve notify execute finalize
 LAMBDA_ENV := GOOS=linux GOARCH=arm64 CGO_ENABLED=0
 LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags="-s -w"
 
-.PHONY: run test unit vet lambdas check-asl bench dynalite-install clean
+.PHONY: run test unit vet lambdas check-asl bench bench-compare dynalite-install clean
 
 run:
 	$(GO) run ./infra/local
@@ -42,6 +44,25 @@ bin/%/bootstrap: FORCE
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./shared/tier/ ./shared/canon/ ./infra/local/stack/
+
+# bench/ is a module of its own (OPA and cedar-go stay out of the product's go.mod), so
+# the root's go test ./... and go vet ./... do not enter it. The benchmark binary runs
+# BENCH_COUNT separate passes over every engine and call, so a burst of load on a shared
+# machine falls on one sample of each cell rather than on all samples of a few; the
+# raw output, with the load average before each pass, is kept in bench/decide.out (for
+# benchstat too).
+BENCH_COUNT ?= 7
+BENCH_TIME  ?= 150ms
+
+bench-compare:
+	cd bench && $(GO) vet ./... && $(GO) test -count=1 ./...
+	cd bench && $(GO) test -c -o decide.test .
+	@echo "BenchmarkDecide: 3 engines x 25 calls, $(BENCH_COUNT) passes of -benchtime $(BENCH_TIME) ..."
+	@cd bench && for i in $$(seq $(BENCH_COUNT)); do \
+	  echo "loadavg: $$(cat /proc/loadavg 2>/dev/null)"; \
+	  ./decide.test -test.run '^$$' -test.bench '^BenchmarkDecide$$' -test.benchmem -test.benchtime $(BENCH_TIME) || exit 1; \
+	done > decide.out
+	cd bench && $(GO) run ./cmd/table decide.out
 
 dynalite-install:
 	cd infra/dynalite && npm ci --no-audit --no-fund
