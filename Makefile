@@ -51,8 +51,8 @@ bench:
 # machine falls on one sample of each cell rather than on all samples of a few; the
 # raw output, with the load average before each pass, is kept in bench/decide.out (for
 # benchstat too).
-BENCH_COUNT ?= 7
-BENCH_TIME  ?= 150ms
+BENCH_COUNT ?= 10
+BENCH_TIME  ?= 100ms
 
 bench-compare:
 	cd bench && $(GO) vet ./... && $(GO) test -count=1 ./...
