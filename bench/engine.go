@@ -20,6 +20,7 @@ type Result struct {
 	Notice bool
 }
 
+// String describes the result, e.g. "deny review review_required escalated".
 func (r Result) String() string {
 	s := fmt.Sprintf("%s %s", r.Outcome, r.Tier)
 	if r.Code != tier.CodeNone {
