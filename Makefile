@@ -9,6 +9,8 @@
 #                   the Lambda runtime interface emulator (infra/awstest; needs Python 3 with
 #                   moto[server], cfn-lint and aws-sam-translator)
 #   make fuzz       every fuzz target for FUZZTIME each (default 4s: under 2 minutes)
+#   make bench-compare  the decision side by side with OPA and cedar-go (bench/): the
+#                   agreement test, then one markdown table
 #   make lambdas    every function's bootstrap for linux/arm64 under bin/
 #
 # `sam build` calls the build-<Function> targets below with ARTIFACTS_DIR set.
@@ -18,7 +20,7 @@ FUNCTIONS := gateway approve notify execute finalize
 LAMBDA_ENV := GOOS=linux GOARCH=arm64 CGO_ENABLED=0
 LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags="-s -w"
 
-.PHONY: run test unit vet lambdas check-asl bench awstest fuzz dynalite-install clean
+.PHONY: run test unit vet lambdas check-asl bench bench-compare awstest fuzz dynalite-install clean
 
 run:
 	$(GO) run ./infra/local
@@ -60,6 +62,25 @@ awstest:
 # invocation): FUZZTIME=30s make fuzz for longer runs.
 fuzz:
 	./scripts/fuzz.sh $(GO)
+
+# bench/ is a module of its own (OPA and cedar-go stay out of the product's go.mod), so
+# the root's go test ./... and go vet ./... do not enter it. The benchmark binary runs
+# BENCH_COUNT separate passes over every engine and call, so a burst of load on a shared
+# machine falls on one sample of each cell rather than on all samples of a few; the
+# raw output, with the load average before each pass, is kept in bench/decide.out (for
+# benchstat too).
+BENCH_COUNT ?= 10
+BENCH_TIME  ?= 100ms
+
+bench-compare:
+	cd bench && $(GO) vet ./... && $(GO) test -count=1 ./...
+	cd bench && $(GO) test -c -o decide.test .
+	@echo "BenchmarkDecide: 3 engines x 25 calls, $(BENCH_COUNT) passes of -benchtime $(BENCH_TIME) ..."
+	@cd bench && for i in $$(seq $(BENCH_COUNT)); do \
+	  echo "loadavg: $$(cat /proc/loadavg 2>/dev/null)"; \
+	  ./decide.test -test.run '^$$' -test.bench '^BenchmarkDecide$$' -test.benchmem -test.benchtime $(BENCH_TIME) || exit 1; \
+	done > decide.out
+	cd bench && $(GO) run ./cmd/table decide.out
 
 dynalite-install:
 	cd infra/dynalite && npm ci --no-audit --no-fund
