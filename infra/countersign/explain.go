@@ -1,12 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -80,11 +77,16 @@ func explainCall(configDir, credID, callArg string) (explanation, error) {
 	if err != nil {
 		return explanation{}, err
 	}
-	c, err := decodeCallBody(raw)
+	c, _, err := calls.ParseRequest(raw)
 	if err != nil {
-		return explanation{}, fmt.Errorf("explain: the gateway answers 400 invalid_request: %w", err)
+		return explanation{}, fmt.Errorf("explain: the gateway answers 400 invalid_request: %s", fault.ReasonOf(err))
 	}
-	in, d := decide(cfg.Policy, cred, c)
+	// The pipeline's own decision, without I/O: explain and the server
+	// cannot drift.
+	in, d, err := (&calls.Service{Config: cfg}).Explain(cred, c)
+	if err != nil {
+		return explanation{}, fmt.Errorf("explain: the gateway answers %s: %s", fault.CodeOf(err), fault.ReasonOf(err))
+	}
 	return explain(d, in), nil
 }
 
@@ -116,94 +118,6 @@ func readCallArg(arg string) ([]byte, error) {
 		return nil, fmt.Errorf("explain: read CALL: %w", err)
 	}
 	return b, nil
-}
-
-// callBody is the body of POST /v1/calls (API.md section 2).
-type callBody struct {
-	Connection     string            `json:"connection"`
-	Method         string            `json:"method"`
-	Path           string            `json:"path"`
-	Query          map[string]string `json:"query"`
-	Body           json.RawMessage   `json:"body"`
-	Intent         *tier.Intent      `json:"intent"`
-	ConfirmationID string            `json:"confirmation_id"`
-	Delegated      bool              `json:"delegated"`
-	Client         *struct {
-		Name    string `json:"name"`
-		Version string `json:"version"`
-	} `json:"client"`
-}
-
-// explainedCall is a decoded call with what the decision reads of it.
-type explainedCall struct {
-	tier           tier.Call
-	body           []byte // the JSON body, nil when there is none
-	confirmationID string
-}
-
-// decodeCallBody checks a /v1/calls body as the gateway's decoder does
-// (shared/httpapi decodeCall: unknown fields, the required fields, the
-// path rules of calls.Call.Validate, intent and confirmation_id) and
-// returns what the decision needs.
-func decodeCallBody(b []byte) (*explainedCall, error) {
-	var r callBody
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&r); err != nil {
-		return nil, fmt.Errorf("malformed JSON body: %w", err)
-	}
-	if dec.More() {
-		return nil, errors.New("malformed JSON body: more than one JSON value")
-	}
-	switch {
-	case r.Connection == "":
-		return nil, errors.New("connection is required")
-	case r.Method == "":
-		return nil, errors.New("method is required")
-	}
-	cc := calls.Call{Connection: r.Connection, Method: r.Method, Path: r.Path}
-	if err := cc.Validate(); err != nil {
-		return nil, errors.New(fault.ReasonOf(err))
-	}
-	switch {
-	case r.Intent == nil:
-		return nil, errors.New("intent is required: read, write or confirmed_write")
-	case *r.Intent == tier.IntentConfirmedWrite && r.ConfirmationID == "":
-		return nil, errors.New("confirmation_id is required with intent confirmed_write")
-	case *r.Intent != tier.IntentConfirmedWrite && r.ConfirmationID != "":
-		return nil, errors.New("confirmation_id goes only with intent confirmed_write")
-	}
-	c := &explainedCall{confirmationID: r.ConfirmationID}
-	c.tier = tier.Call{Connection: r.Connection, Method: r.Method, Path: r.Path, Intent: *r.Intent, Delegated: r.Delegated}
-	if len(r.Query) > 0 {
-		c.tier.Query = make(url.Values, len(r.Query))
-		for k, v := range r.Query {
-			c.tier.Query.Set(k, v)
-		}
-	}
-	if len(r.Body) > 0 && string(r.Body) != "null" {
-		c.body = r.Body
-	}
-	return c, nil
-}
-
-// decide resolves and decides the call as shared/calls does, with no hook
-// answer (hooks are I/O; the explanation says they were not consulted).
-func decide(p *tier.Policy, cred *store.Credential, c *explainedCall) (tier.Input, tier.Decision) {
-	m, ok := p.Resolve(c.tier.Connection, c.tier.Method, c.tier.Path)
-	if ok && c.body != nil && m.Endpoint.ReadsBody() {
-		dec := json.NewDecoder(bytes.NewReader(c.body))
-		dec.UseNumber()
-		var v any
-		if dec.Decode(&v) == nil {
-			c.tier.Body = v
-		}
-	}
-	in := tier.Input{
-		Call:       &c.tier,
-		Credential: &tier.Credential{ID: cred.ID, Choice: cred.Choice, ReadOnly: cred.ReadOnly, Connections: cred.Connections},
-	}
-	return in, tier.Decide(m, ok, in)
 }
 
 // explanation is what explain prints. The first six fields are named as in

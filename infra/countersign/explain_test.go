@@ -371,7 +371,7 @@ func TestExplainText(t *testing.T) {
 			code: exitFail, stderr: "intent is required"},
 		{name: "a call with an unknown field",
 			args: []string{"--config", tierTableDir, "--credential", "chat-user", `{"connection":"crm","method":"GET","path":"/contacts/1","intent":"read","force":true}`},
-			code: exitFail, stderr: `unknown field "force"`},
+			code: exitFail, stderr: `unknown field: "force"`},
 		{name: "an unknown credential names the known ones",
 			args: []string{"--config", tierTableDir, "--credential", "nobody", `{}`},
 			code: exitFail, stderr: `no credential "nobody" in testdata/tiertable/credentials.json (known: ops-key, chat-user,`},

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/countersign/countersign/shared/callbody"
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/store"
@@ -79,19 +80,42 @@ type prepared struct {
 	// arg is the body's form in the binding: the JSON itself, a string for
 	// other text, {"base64": ...} for bytes, null for none.
 	arg json.RawMessage
-	// jsonBody is Body when it is JSON, decoded only when a threshold reads it.
-	jsonBody []byte
+	// isJSON is set when the body was read as strict JSON.
+	isJSON bool
 }
 
-func prepare(c *Call) *prepared {
+// prepare reads the call's body once, by the one rule of package callbody:
+// strict JSON (no duplicate keys, nesting within 64 levels, numbers that
+// survive a round trip, nothing trailing) under a JSON content type, a
+// strict form under a form one, and anything else unreadable, which makes
+// a body threshold escalate. A body that claims to be JSON or a form and
+// is not is refused with 400, as is a method override in the query or the
+// form (an upstream that honours _method would run another operation than
+// the one decided).
+func prepare(c *Call) (*prepared, error) {
 	p := &prepared{Call: c}
 	p.tier = tier.Call{Connection: c.Connection, Method: c.Method, Path: c.Path, Query: c.Query, Intent: c.Intent, Delegated: c.Delegated}
-	isJSON := len(c.Body) > 0 && json.Valid(c.Body)
-	if isJSON {
-		p.jsonBody = c.Body
+	b := callbody.Read(c.ContentType, c.Body, nil)
+	if b.Err != nil {
+		return nil, fault.Errorf(fault.InvalidRequest, "body: %v", b.Err)
 	}
-	p.arg = bodyArg(c.Body, isJSON)
-	return p
+	if hasMethodOverride(c.Query) || hasMethodOverride(b.Form) {
+		return nil, fault.New(fault.InvalidRequest, "a _method parameter (a method override) is refused: send the call with its real method")
+	}
+	b.ApplyTo(&p.tier)
+	p.isJSON = b.Kind == callbody.JSON
+	p.arg = bodyArg(c.Body, p.isJSON)
+	return p, nil
+}
+
+// hasMethodOverride reports a _method parameter in any case.
+func hasMethodOverride(v url.Values) bool {
+	for k := range v {
+		if strings.EqualFold(k, "_method") {
+			return true
+		}
+	}
+	return false
 }
 
 // bodyArg is the JSON form of a body for the binding.
@@ -123,7 +147,7 @@ func (p *prepared) operation(cred *store.Credential, d *tier.Decision) (store.Op
 		op.ContentType = p.ContentType
 		// A stored JSON body comes back compacted: keep the bytes unless
 		// that gives them back exactly.
-		if stored, err := json.Marshal(p.arg); p.jsonBody == nil || err != nil || string(stored) != string(p.Body) {
+		if stored, err := json.Marshal(p.arg); !p.isJSON || err != nil || string(stored) != string(p.Body) {
 			op.Payload = p.Body
 		}
 	}

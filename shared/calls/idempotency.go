@@ -60,14 +60,15 @@ func (a Answer) bounded() Answer {
 // RequestHash identifies a call on a surface, so the same key with another
 // call is refused.
 func RequestHash(surface string, c *Call) string {
-	p := prepare(c)
+	body := sha256.Sum256(c.Body)
 	b, err := canon.Marshal(map[string]any{
 		"surface": surface, "connection": c.Connection, "method": c.Method, "path": c.Path,
-		"query": confirm.QueryArgs(c.Query), "raw_query": c.RawQuery, "body": p.arg, "intent": c.Intent.String(),
+		"query": confirm.QueryArgs(c.Query), "raw_query": c.RawQuery, "body_sha256": hex.EncodeToString(body[:]),
+		"content_type": c.ContentType, "intent": c.Intent.String(),
 		"confirmation_id": c.ConfirmationID, "delegated": c.Delegated,
 	})
 	if err != nil {
-		// The body is valid JSON or encoded as a string; never share a hash.
+		// Only strings and a map go in: this cannot fail, but never share a hash.
 		b = []byte(err.Error() + c.Path)
 	}
 	sum := sha256.Sum256(b)

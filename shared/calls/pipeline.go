@@ -1,11 +1,7 @@
 package calls
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
-	"io"
 	"strings"
 	"time"
 
@@ -108,7 +104,10 @@ func (s *Service) Do(ctx context.Context, cred *store.Credential, c *Call, o Opt
 	if err := s.rateLimit(cred); err != nil {
 		return nil, err
 	}
-	p := prepare(c)
+	p, err := prepare(c)
+	if err != nil {
+		return nil, err
+	}
 	d := s.decide(ctx, cred, p)
 	res, err := s.outcome(ctx, cred, p, d, o)
 	s.logCall(ctx, cred, p, d, res, err)
@@ -165,12 +164,6 @@ func (s *Service) outcome(ctx context.Context, cred *store.Credential, p *prepar
 // decide resolves the call, asks the connection's hooks, and decides.
 func (s *Service) decide(ctx context.Context, cred *store.Credential, p *prepared) tier.Decision {
 	m, ok := s.Config.Policy.Resolve(p.Connection, p.Method, p.Path)
-	if ok && p.jsonBody != nil && m.Endpoint.ReadsBody() {
-		// Only a body threshold needs the decoded body; the auto path skips it.
-		if v, err := decodeJSON(p.jsonBody); err == nil {
-			p.tier.Body = v
-		}
-	}
 	in := tier.Input{Call: &p.tier, Credential: tierCredential(cred)}
 	if ok && m.Connection.Hooked && !m.Endpoint.Hidden {
 		in.Hook = s.askHooks(ctx, cred, p, &m)
@@ -285,20 +278,6 @@ func (s *Service) upstreamURL(p *prepared) string {
 		u += "?" + q
 	}
 	return u
-}
-
-// decodeJSON decodes with numbers kept exact (json.Number).
-func decodeJSON(b []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, errors.New("more than one JSON value")
-	}
-	return v, nil
 }
 
 // logCall writes the one line of a call.

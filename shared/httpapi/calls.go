@@ -1,15 +1,11 @@
 package httpapi
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -17,87 +13,7 @@ import (
 	"github.com/countersign/countersign/shared/calls"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/store"
-	"github.com/countersign/countersign/shared/tier"
 )
-
-// callRequest is the body of POST /v1/calls (API.md section 2).
-type callRequest struct {
-	Connection     string            `json:"connection"`
-	Method         string            `json:"method"`
-	Path           string            `json:"path"`
-	Query          map[string]string `json:"query"`
-	Body           json.RawMessage   `json:"body"`
-	Intent         *tier.Intent      `json:"intent"`
-	ConfirmationID string            `json:"confirmation_id"`
-	Delegated      bool              `json:"delegated"`
-	Client         *clientInfo       `json:"client"`
-}
-
-// clientInfo is the agent's self-description, recorded as the credential's last client.
-type clientInfo struct {
-	Name    string `json:"name"`
-	Version string `json:"version"`
-}
-
-// decodeCall parses and validates a /v1/calls body; the error names the field.
-func decodeCall(b []byte) (*calls.Call, *clientInfo, error) {
-	var r callRequest
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&r); err != nil {
-		return nil, nil, fmt.Errorf("malformed JSON body: %v", cleanJSONError(err))
-	}
-	if dec.More() {
-		return nil, nil, errors.New("malformed JSON body: more than one JSON value")
-	}
-	switch {
-	case r.Connection == "":
-		return nil, nil, errors.New("connection is required")
-	case r.Method == "":
-		return nil, nil, errors.New("method is required")
-	}
-	c := &calls.Call{Connection: r.Connection, Method: r.Method, Path: r.Path, Delegated: r.Delegated, ConfirmationID: r.ConfirmationID}
-	if err := c.Validate(); err != nil {
-		return nil, nil, errors.New(fault.ReasonOf(err))
-	}
-	switch {
-	case r.Intent == nil:
-		return nil, nil, errors.New("intent is required: read, write or confirmed_write")
-	case *r.Intent == tier.IntentConfirmedWrite && r.ConfirmationID == "":
-		return nil, nil, errors.New("confirmation_id is required with intent confirmed_write")
-	case *r.Intent != tier.IntentConfirmedWrite && r.ConfirmationID != "":
-		return nil, nil, errors.New("confirmation_id goes only with intent confirmed_write")
-	}
-	c.Intent = *r.Intent
-	if len(r.Query) > 0 {
-		c.Query = make(url.Values, len(r.Query))
-		for k, v := range r.Query {
-			c.Query.Set(k, v)
-		}
-	}
-	if len(r.Body) > 0 && string(r.Body) != "null" {
-		c.Body, c.ContentType = r.Body, "application/json"
-	}
-	return c, r.Client, nil
-}
-
-func cleanJSONError(err error) string {
-	var se *json.SyntaxError
-	if errors.As(err, &se) {
-		return fmt.Sprintf("%v (at byte %d)", se, se.Offset)
-	}
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) {
-		if te.Field != "" {
-			return fmt.Sprintf("field %s: expected %s, got %s", te.Field, te.Type, te.Value)
-		}
-		return fmt.Sprintf("expected %s, got %s", te.Type, te.Value)
-	}
-	if errors.Is(err, io.EOF) {
-		return "empty body"
-	}
-	return strings.TrimPrefix(err.Error(), "json: ")
-}
 
 // calls handles POST /v1/calls.
 func (g *Gateway) calls(ctx context.Context, req *Request, cred *store.Credential) Response {
@@ -105,12 +21,12 @@ func (g *Gateway) calls(ctx context.Context, req *Request, cred *store.Credentia
 	if err != nil {
 		return codeError(fault.InvalidRequest, err.Error())
 	}
-	c, client, err := decodeCall(b)
+	c, client, err := calls.ParseRequest(b)
 	if err != nil {
-		return codeError(fault.InvalidRequest, err.Error())
+		return errorOf(err)
 	}
 	if client != nil {
-		g.Calls.RecordClient(ctx, cred, calls.Client{Name: client.Name, Version: client.Version, CanAsk: true})
+		g.Calls.RecordClient(ctx, cred, *client)
 	}
 	c.IdempotencyKey = header(req, "Idempotency-Key")
 	resp := g.idempotent(ctx, cred, "calls", c, func() (Response, bool) { return g.callsOutcome(ctx, cred, c) })
