@@ -182,6 +182,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	}
 	s.engine, err = local.New(local.Options{
 		DB:            s.store.DB(),
+		Update:        s.store.Update,
 		Definitions:   defs,
 		Substitutions: substitutions,
 		Functions: map[string]local.LambdaFunc{

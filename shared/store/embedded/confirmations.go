@@ -17,7 +17,7 @@ func (s *Store) CreateConfirmation(_ context.Context, c *store.Confirmation) err
 	}
 	rec := utcConfirmation(c)
 	rec.Version = 1
-	err := s.db.Update(func(tx *bbolt.Tx) error {
+	err := s.writer.Update(func(tx *bbolt.Tx) error {
 		if tx.Bucket(bucketConfirmations).Get([]byte(c.ID)) != nil {
 			return store.ErrConflict
 		}
@@ -47,7 +47,7 @@ func (s *Store) GetConfirmation(_ context.Context, id string) (*store.Confirmati
 func (s *Store) UpdateConfirmation(_ context.Context, c *store.Confirmation) error {
 	rec := utcConfirmation(c)
 	rec.Version = c.Version + 1
-	err := s.db.Update(func(tx *bbolt.Tx) error {
+	err := s.writer.Update(func(tx *bbolt.Tx) error {
 		v, err := storedVersion(tx, bucketConfirmations, []byte(c.ID))
 		if err != nil {
 			return err

@@ -18,7 +18,7 @@ func (s *Store) PutCredential(_ context.Context, c store.Credential) error {
 		return errors.New("put credential: empty id")
 	}
 	c = utcCredential(c)
-	err := s.db.Update(func(tx *bbolt.Tx) error {
+	err := s.writer.Update(func(tx *bbolt.Tx) error {
 		var old store.Credential
 		switch err := get(tx, bucketCredentials, []byte(c.ID), &old); {
 		case err == nil:
@@ -70,7 +70,7 @@ func (s *Store) CredentialByKeyHash(_ context.Context, keyHash string) (store.Cr
 // the credential does not exist.
 func (s *Store) SetLastClient(_ context.Context, credentialID string, cl store.Client) error {
 	cl.SeenAt = cl.SeenAt.UTC()
-	err := s.db.Update(func(tx *bbolt.Tx) error {
+	err := s.writer.Update(func(tx *bbolt.Tx) error {
 		var c store.Credential
 		if err := get(tx, bucketCredentials, []byte(credentialID), &c); err != nil {
 			return err
@@ -101,7 +101,7 @@ func (s *Store) CreateCredential(_ context.Context, c store.Credential) error {
 		return errors.New("create credential: empty id")
 	}
 	c = utcCredential(c)
-	err := s.db.Update(func(tx *bbolt.Tx) error {
+	err := s.writer.Update(func(tx *bbolt.Tx) error {
 		if tx.Bucket(bucketCredentials).Get([]byte(c.ID)) != nil {
 			return store.ErrConflict
 		}
@@ -161,7 +161,7 @@ func (s *Store) ListCredentials(_ context.Context) ([]store.Credential, error) {
 // DeleteCredential removes the credential and its key hash index entry in
 // one transaction.
 func (s *Store) DeleteCredential(_ context.Context, id string) error {
-	err := s.db.Update(func(tx *bbolt.Tx) error {
+	err := s.writer.Update(func(tx *bbolt.Tx) error {
 		var c store.Credential
 		if err := get(tx, bucketCredentials, []byte(id), &c); err != nil {
 			return err

@@ -18,7 +18,7 @@ func (s *Store) CreateIdempotency(_ context.Context, r *store.Idempotency) error
 	rec := utcIdempotency(r)
 	rec.Version = 1
 	key := idempotencyKey(r.Credential, r.Key)
-	err := s.db.Update(func(tx *bbolt.Tx) error {
+	err := s.writer.Update(func(tx *bbolt.Tx) error {
 		var old store.Idempotency
 		switch err := get(tx, bucketIdempotency, key, &old); {
 		case err == nil:
@@ -62,7 +62,7 @@ func (s *Store) UpdateIdempotency(_ context.Context, r *store.Idempotency) error
 	rec := utcIdempotency(r)
 	rec.Version = r.Version + 1
 	key := idempotencyKey(r.Credential, r.Key)
-	err := s.db.Update(func(tx *bbolt.Tx) error {
+	err := s.writer.Update(func(tx *bbolt.Tx) error {
 		v, err := storedVersion(tx, bucketIdempotency, key)
 		if err != nil {
 			return err

@@ -29,7 +29,7 @@ func (s *Store) PutQuota(_ context.Context, q *store.Quota) error {
 	for i, u := range q.Until {
 		rec.Until[i] = u.UTC()
 	}
-	err := s.db.Update(func(tx *bbolt.Tx) error {
+	err := s.writer.Update(func(tx *bbolt.Tx) error {
 		v, err := storedVersion(tx, bucketQuotas, []byte(q.Key))
 		switch {
 		case errors.Is(err, store.ErrNotFound):

@@ -20,7 +20,7 @@ func (s *Store) CreateReview(_ context.Context, r *store.Review) error {
 	}
 	rec := *r
 	rec.CreatedAt = rec.CreatedAt.UTC()
-	err := s.db.Update(func(tx *bbolt.Tx) error {
+	err := s.writer.Update(func(tx *bbolt.Tx) error {
 		if tx.Bucket(bucketReviews).Get([]byte(r.ID)) != nil {
 			return store.ErrConflict
 		}

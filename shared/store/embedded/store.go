@@ -43,8 +43,9 @@ type Options struct {
 
 // Store is a store.Store in a bbolt file. It is safe for concurrent use.
 type Store struct {
-	db  *bbolt.DB
-	now func() time.Time
+	db     *bbolt.DB
+	writer *committer
+	now    func() time.Time
 }
 
 // Open opens (or creates) the bbolt file at path and its store buckets.
@@ -84,13 +85,19 @@ func Open(path string, opts *Options) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	return &Store{db: db, now: o.Now}, nil
+	return &Store{db: db, writer: &committer{db: db}, now: o.Now}, nil
 }
 
 // DB returns the underlying bbolt database, for components that keep their
 // own buckets in the same file (the local workflow engine). They must not
-// touch buckets whose names start with "store_".
+// touch buckets whose names start with "store_", and should write through
+// Update so their commits join the store's.
 func (s *Store) DB() *bbolt.DB { return s.db }
+
+// Update runs fn in a write transaction committed together with the
+// store's concurrent writes (one disk sync for the group) and returns once
+// it is durable. fn must act only through tx: it may run more than once.
+func (s *Store) Update(fn func(*bbolt.Tx) error) error { return s.writer.Update(fn) }
 
 // Close closes the file and releases its lock.
 func (s *Store) Close() error {

@@ -14,7 +14,7 @@ import (
 // it only keeps the file from growing. It returns how many records it deleted.
 func (s *Store) Sweep(now time.Time) (int, error) {
 	deleted := 0
-	err := s.db.Update(func(tx *bbolt.Tx) error {
+	err := s.writer.Update(func(tx *bbolt.Tx) error {
 		for _, sw := range []struct {
 			bucket  []byte
 			expired func(raw []byte) bool

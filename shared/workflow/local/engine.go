@@ -30,6 +30,10 @@ type Options struct {
 	// DB holds the executions; required. The engine uses only buckets whose
 	// names start with "workflow_", and never closes the DB.
 	DB *bbolt.DB
+	// Update runs a write transaction on DB; nil means DB.Update. The local
+	// stack passes the embedded store's, so the engine's commits join the
+	// store's (one disk sync for concurrent writes). fn may run more than once.
+	Update func(fn func(*bbolt.Tx) error) error
 	// Definitions are the raw ASL definitions by machine, with their
 	// ${...} placeholders (see LoadDefinitions).
 	Definitions map[workflow.Machine][]byte
@@ -48,6 +52,7 @@ type Options struct {
 // transition in bbolt. It implements workflow.Workflow.
 type Engine struct {
 	db       *bbolt.DB
+	write    func(fn func(*bbolt.Tx) error) error
 	machines map[workflow.Machine]*machine
 	funcs    map[string]LambdaFunc
 	log      *slog.Logger
@@ -99,6 +104,7 @@ func New(opts Options) (*Engine, error) {
 	}
 	e := &Engine{
 		db:          opts.DB,
+		write:       opts.Update,
 		machines:    map[workflow.Machine]*machine{},
 		funcs:       opts.Functions,
 		log:         opts.Logger,
@@ -108,6 +114,9 @@ func New(opts Options) (*Engine, error) {
 	}
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)
+	}
+	if e.write == nil {
+		e.write = e.db.Update
 	}
 	for name, raw := range opts.Definitions {
 		m, err := parseMachine(name, raw, opts.Substitutions, opts.Functions)
@@ -169,7 +178,7 @@ func (e *Engine) Start(ctx context.Context, m workflow.Machine, name string, inp
 		r.Deadline = now.Add(mach.timeout)
 	}
 	existed := false
-	err := e.db.Update(func(tx *bbolt.Tx) error {
+	err := e.write(func(tx *bbolt.Tx) error {
 		old, err := getRecord(tx, id)
 		if err != nil {
 			return err

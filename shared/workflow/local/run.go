@@ -21,7 +21,7 @@ import (
 // makes update return errStale without writing.
 func (e *Engine) update(id string, fn func(r *record) (bool, error)) error {
 	var prev, cur record
-	err := e.db.Update(func(tx *bbolt.Tx) error {
+	err := e.write(func(tx *bbolt.Tx) error {
 		r, err := getRecord(tx, id)
 		if err != nil {
 			return err
