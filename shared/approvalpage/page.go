@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/shared/jsonview"
+	"github.com/countersign/countersign/shared/policy"
 )
 
 // DefaultAccent is the accent colour used when Page.Accent is missing or invalid.
@@ -279,7 +280,7 @@ func render(v view) ([]byte, map[string]string, error) {
 	if hexColour.MatchString(v.Page.Accent) {
 		accent = v.Page.Accent
 	}
-	v.Accent, v.OnAccent = template.CSS(accent), template.CSS(textOn(accent))
+	v.Accent, v.OnAccent = template.CSS(accent), template.CSS(policy.TextOn(accent))
 	var buf bytes.Buffer
 	if err := pageTemplate.Execute(&buf, v); err != nil {
 		return nil, nil, fmt.Errorf("approvalpage: render: %w", err)
@@ -331,29 +332,4 @@ func plural(n int, unit string) string {
 func PrettyJSON(raw []byte) string {
 	s, _ := jsonview.Pretty(raw, &argsLimits)
 	return s
-}
-
-// textOn returns the text colour (near-black or white) with the better WCAG
-// contrast on the background colour hex (#rgb or #rrggbb, already validated).
-func textOn(hex string) string {
-	h := hex[1:]
-	if len(h) == 3 {
-		h = string([]byte{h[0], h[0], h[1], h[1], h[2], h[2]})
-	}
-	lum := 0.0
-	for i, w := range []float64{0.2126, 0.7152, 0.0722} {
-		c, _ := strconv.ParseUint(h[2*i:2*i+2], 16, 8)
-		s := float64(c) / 255
-		if s <= 0.04045 {
-			s /= 12.92
-		} else {
-			s = math.Pow((s+0.055)/1.055, 2.4)
-		}
-		lum += w * s
-	}
-	const darkLum = 0.0089 // #111827
-	if (1.05)/(lum+0.05) >= (lum+0.05)/(darkLum+0.05) {
-		return "#ffffff"
-	}
-	return "#111827"
 }

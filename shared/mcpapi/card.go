@@ -11,7 +11,6 @@ import (
 	"math"
 	"net/http"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
@@ -460,7 +459,7 @@ func renderCard(ws policy.Workspace) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := strings.NewReplacer("__WORKSPACE__", html.EscapeString(name), "__ACCENT__", accent, "__ON_ACCENT__", textOn(accent),
+	r := strings.NewReplacer("__WORKSPACE__", html.EscapeString(name), "__ACCENT__", accent, "__ON_ACCENT__", policy.TextOn(accent),
 		"__TOOL__", tool, "__EXPIRED__", expired)
 	return []byte(r.Replace(cardHTML)), nil
 }
@@ -472,29 +471,4 @@ func scriptString(s string) (string, error) {
 		return "", fmt.Errorf("mcpapi: render card: %w", err)
 	}
 	return string(b), nil
-}
-
-// textOn is the text colour readable on an accent colour (the approval
-// page's rule: white unless dark text contrasts more).
-func textOn(hex string) string {
-	h := hex[1:]
-	if len(h) == 3 {
-		h = string([]byte{h[0], h[0], h[1], h[1], h[2], h[2]})
-	}
-	lum := 0.0
-	for i, w := range []float64{0.2126, 0.7152, 0.0722} {
-		c, _ := strconv.ParseUint(h[2*i:2*i+2], 16, 8)
-		s := float64(c) / 255
-		if s <= 0.04045 {
-			s /= 12.92
-		} else {
-			s = math.Pow((s+0.055)/1.055, 2.4)
-		}
-		lum += w * s
-	}
-	const darkLum = 0.0089 // #111827
-	if 1.05/(lum+0.05) >= (lum+0.05)/(darkLum+0.05) {
-		return "#ffffff"
-	}
-	return "#111827"
 }

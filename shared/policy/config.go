@@ -6,9 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/countersign/countersign/shared/store"
@@ -38,6 +41,36 @@ type Settings struct {
 	Approvers Approvers `json:"approvers"`
 	Timeouts  Timeouts  `json:"timeouts"`
 	Limits    Limits    `json:"limits"`
+}
+
+// TextOn returns the text colour (near-black #111827 or white) with the
+// better WCAG contrast on an accent colour (#rgb or #rrggbb, as
+// workspace.accent_color is validated): the approval page and the MCP card
+// both write on the accent.
+func TextOn(hex string) string {
+	h := strings.TrimPrefix(hex, "#")
+	if len(h) == 3 {
+		h = string([]byte{h[0], h[0], h[1], h[1], h[2], h[2]})
+	}
+	if len(h) != 6 {
+		return "#ffffff"
+	}
+	lum := 0.0
+	for i, w := range []float64{0.2126, 0.7152, 0.0722} {
+		c, _ := strconv.ParseUint(h[2*i:2*i+2], 16, 8)
+		s := float64(c) / 255
+		if s <= 0.04045 {
+			s /= 12.92
+		} else {
+			s = math.Pow((s+0.055)/1.055, 2.4)
+		}
+		lum += w * s
+	}
+	const darkLum = 0.0089 // #111827
+	if 1.05/(lum+0.05) >= (lum+0.05)/(darkLum+0.05) {
+		return "#ffffff"
+	}
+	return "#111827"
 }
 
 // Limits bound what one credential can make countersign do and keep. Each

@@ -30,18 +30,23 @@ func (s *Store) PutCredential(_ context.Context, c store.Credential) error {
 		case !errors.Is(err, store.ErrNotFound):
 			return err
 		}
-		if err := put(tx, bucketCredentials, []byte(c.ID), c); err != nil {
-			return err
-		}
-		if c.KeyHash != "" {
-			if err := tx.Bucket(bucketCredentialKey).Put([]byte(c.KeyHash), []byte(c.ID)); err != nil {
-				return fmt.Errorf("index key hash: %w", err)
-			}
-		}
-		return nil
+		return putIndexed(tx, c)
 	})
 	if err != nil {
 		return fmt.Errorf("put credential %s: %w", c.ID, err)
+	}
+	return nil
+}
+
+// putIndexed writes a credential and its key hash index entry.
+func putIndexed(tx *bbolt.Tx, c store.Credential) error {
+	if err := put(tx, bucketCredentials, []byte(c.ID), c); err != nil {
+		return err
+	}
+	if c.KeyHash != "" {
+		if err := tx.Bucket(bucketCredentialKey).Put([]byte(c.KeyHash), []byte(c.ID)); err != nil {
+			return fmt.Errorf("index key hash: %w", err)
+		}
 	}
 	return nil
 }
@@ -110,15 +115,7 @@ func (s *Store) CreateCredential(_ context.Context, c store.Credential) error {
 				return fmt.Errorf("the key is already the key of credential %s: %w", other, store.ErrConflict)
 			}
 		}
-		if err := put(tx, bucketCredentials, []byte(c.ID), c); err != nil {
-			return err
-		}
-		if c.KeyHash != "" {
-			if err := tx.Bucket(bucketCredentialKey).Put([]byte(c.KeyHash), []byte(c.ID)); err != nil {
-				return fmt.Errorf("index key hash: %w", err)
-			}
-		}
-		return nil
+		return putIndexed(tx, c)
 	})
 	if err != nil {
 		return fmt.Errorf("create credential %s: %w", c.ID, err)
