@@ -38,6 +38,14 @@ type Settings struct {
 	Approvers Approvers `json:"approvers"`
 	Timeouts  Timeouts  `json:"timeouts"`
 	Limits    Limits    `json:"limits"`
+	Audit     Audit     `json:"audit"`
+}
+
+// Audit configures the audit trail.
+type Audit struct {
+	// AutoCalls records auto-tier calls too (off by default: the auto
+	// path then writes nothing to the store).
+	AutoCalls bool `json:"auto_calls"`
 }
 
 // Limits bound what one credential can make countersign do and keep. Each
@@ -264,7 +272,7 @@ func (l *loader) settings() Settings {
 	if raw == nil {
 		return st
 	}
-	m, ok := s.object("", raw, "workspace", "public_url", "approvers", "timeouts", "limits")
+	m, ok := s.object("", raw, "workspace", "public_url", "approvers", "timeouts", "limits", "audit")
 	if !ok {
 		return st
 	}
@@ -321,6 +329,13 @@ func (l *loader) settings() Settings {
 					}
 					*f.dst = n
 				}
+			}
+		}
+	}
+	if v, ok := m["audit"]; ok {
+		if a, ok := s.object("audit", v, "auto_calls"); ok {
+			if v, ok := a["auto_calls"]; ok {
+				st.Audit.AutoCalls, _ = s.boolean("audit.auto_calls", v)
 			}
 		}
 	}
