@@ -476,3 +476,45 @@ func TestAuditTrailOfAConfirmedCall(t *testing.T) {
 func hashOf(key string) string { return policy.HashKey(key) }
 
 func storeQuery(chain string) store.AuditQuery { return store.AuditQuery{Chain: chain} }
+
+func TestApprovalPageShowsWhoAsksAndTakesAReason(t *testing.T) {
+	h := newHarness(t, harnessOptions{})
+	r := h.call("cs_test_ask", map[string]any{"connection": "crm", "method": "POST", "path": "/contacts/4/archive", "intent": "write",
+		"body": map[string]any{"note": "<script>alert(1)</script>"}, "client": map[string]string{"name": "Claude Code", "version": "2.1"}})
+	expect(t, r, http.StatusAccepted, "")
+	id := r.str("confirmation.id")
+	link := h.approvalLink(id)
+	page := h.do(http.MethodGet, link, "", nil, nil)
+	expect(t, page, http.StatusOK, "")
+	body := string(page.body)
+	for _, want := range []string{"Archive this contact?", "<code>chat-user</code> · Claude Code 2.1 · can ask", "Why it needs you",
+		`name="reason"`, "&lt;script&gt;alert(1)&lt;/script&gt;"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("approval page lacks %q", want)
+		}
+	}
+	if strings.Contains(body, "<script>") || strings.Contains(body, `"query"`) {
+		t.Errorf("approval page shows raw markup or an empty query:\n%s", body)
+	}
+	// Reject all with a reason: the agent reads it.
+	u, _ := url.Parse(link)
+	form := u.Query()
+	form.Set("decision", "reject")
+	form.Set("reason", "wrong contact <b>")
+	rej := h.do(http.MethodPost, u.Path, "", strings.NewReader(form.Encode()), map[string]string{"Content-Type": "application/x-www-form-urlencoded"})
+	expect(t, rej, http.StatusOK, "")
+	if !strings.Contains(string(rej.body), "wrong contact &lt;b&gt;") {
+		t.Errorf("the decided page does not show the reason:\n%s", rej.body)
+	}
+	st := h.do(http.MethodGet, "/v1/confirmations/"+id, "cs_test_ask", nil, nil)
+	if st.str("status") != "rejected" || st.str("decision_reason") != "wrong contact <b>" {
+		t.Fatalf("agent's view %s", st.body)
+	}
+	// Approve shows the redemption deadline.
+	r = h.call("cs_test_ask", map[string]any{"connection": "crm", "method": "DELETE", "path": "/contacts/6", "intent": "write"})
+	id = r.str("confirmation.id")
+	ok := h.post(h.approvalLink(id), "approve", nil, "")
+	if !strings.Contains(string(ok.body), "(redeem by)") {
+		t.Errorf("approved page lacks the redemption deadline:\n%s", ok.body)
+	}
+}
