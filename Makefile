@@ -16,7 +16,7 @@
 # `sam build` calls the build-<Function> targets below with ARTIFACTS_DIR set.
 
 GO        ?= go
-FUNCTIONS := gateway approve notify execute finalize
+FUNCTIONS := gateway approve notify execute finalize operator
 LAMBDA_ENV := GOOS=linux GOARCH=arm64 CGO_ENABLED=0
 LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags="-s -w"
 
@@ -100,5 +100,6 @@ $(eval $(call SAM_TARGET,ApproveFunction,approve))
 $(eval $(call SAM_TARGET,NotifyFunction,notify))
 $(eval $(call SAM_TARGET,ExecuteFunction,execute))
 $(eval $(call SAM_TARGET,FinalizeFunction,finalize))
+$(eval $(call SAM_TARGET,OperatorFunction,operator))
 
 FORCE:

@@ -36,6 +36,7 @@ var flows = []struct {
 	{name: "approved but SendTaskSuccess failed, still redeemable", settings: shortWait, run: approvedTaskLost},
 	{name: "rejected but SendTaskFailure failed, still rejected", settings: shortWait, run: rejectedTaskLost},
 	{name: "batch approved, run by the Execute task", run: batchExecuted},
+	{name: "review item run once by the operator function", run: reviewRun},
 	{name: "batch approved but SendTaskSuccess failed, still run by the Execute task", settings: shortWait, run: batchTaskLost},
 
 	// TODO(issue 10 item 1): the link delivered through SNS, read back from
@@ -447,4 +448,33 @@ func (s *stack) routeKeys() []string {
 		out = append(out, r.routeKey()+"→"+strings.TrimPrefix(r.Function, stackName+"-"))
 	}
 	return out
+}
+
+// reviewRun: a review-tier call is queued; a non-operator key is refused
+// by the operator function; the operator runs the item, once, and the
+// agent reads the outcome.
+func reviewRun(f *flow) {
+	a := f.call("POST", "/contacts/12/close", "write", "")
+	f.expect("review-tier call", a, http.StatusForbidden, "review_required")
+	rv, _ := a.Body["review"].(map[string]any)
+	id, _ := rv["id"].(string)
+	agent := http.Header{"Authorization": {"Bearer " + askKey}, "Content-Type": {"application/json"}}
+	op := http.Header{"Authorization": {"Bearer " + operatorKey}, "Content-Type": {"application/json"}}
+	f.expect("GET /v1/operator/reviews as an agent", f.do(http.MethodGet, "/v1/operator/reviews", agent, ""), http.StatusForbidden, "forbidden")
+	list := f.do(http.MethodGet, "/v1/operator/reviews", op, "")
+	f.expect("GET /v1/operator/reviews", list, http.StatusOK, "")
+	if !strings.Contains(list.Raw, id) {
+		f.Fatalf("review %s not listed: %s", id, list.Raw)
+	}
+	f.expect("run the review item", f.do(http.MethodPost, "/v1/operator/reviews/"+id, op, `{"decision":"run"}`), http.StatusOK, "executed")
+	f.expect("run it again", f.do(http.MethodPost, "/v1/operator/reviews/"+id, op, `{"decision":"run"}`), http.StatusConflict, "confirmation_decided")
+	f.upstreamOnce("POST", "/contacts/12/close", id)
+	if got := f.status(id); got != "executed" {
+		f.Fatalf("agent's status of %s: %s, want executed", id, got)
+	}
+	page := f.do(http.MethodGet, "/operator", nil, "")
+	if page.Status != http.StatusOK || !strings.Contains(page.Raw, "Operator sign-in") {
+		f.Fatalf("GET /operator: %d\n%s", page.Status, page.Raw)
+	}
+	f.Logf("GET /operator: %d, the sign-in form", page.Status)
 }

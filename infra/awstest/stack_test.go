@@ -94,6 +94,7 @@ var defaultSettings = settings{CallSeconds: 60, ScriptSeconds: 60, RedeemSeconds
 const (
 	askKey        = "cs_awstest_ask"
 	askCredential = "chat-user"
+	operatorKey   = "cs_awstest_op"
 	hookSecret    = "whsec_awstest"
 	approverName  = "ops"
 )
@@ -333,12 +334,14 @@ func (s *stack) writeConfig(set settings) string {
 			}}},
 			"timeouts": map[string]any{"call_seconds": set.CallSeconds, "script_seconds": set.ScriptSeconds, "redeem_seconds": set.RedeemSeconds},
 		},
-		"credentials.json": []any{map[string]any{"id": askCredential, "key": askKey, "choice": "ask_person"}},
+		"credentials.json": []any{map[string]any{"id": askCredential, "key": askKey, "choice": "ask_person"},
+			map[string]any{"id": "root", "key": operatorKey, "role": "operator"}},
 		"connections/crm/policy.json": map[string]any{
 			"base_url": s.Upstream.URL,
 			"endpoints": []any{
 				map[string]any{"method": "GET", "path": "/contacts/{id}"},
 				map[string]any{"method": "DELETE", "path": "/contacts/{id}", "confirm": true},
+				map[string]any{"method": "POST", "path": "/contacts/{id}/close", "confirm": "review"},
 			},
 		},
 	}
@@ -536,13 +539,17 @@ func (s *stack) waitExecution(ctx context.Context, tb testing.TB, m *machine, na
 func (s *stack) serveAPI(w http.ResponseWriter, r *http.Request) {
 	var rt *route
 	var params map[string]string
+	// API Gateway picks the most specific route: the most literal
+	// segments, and a route without a greedy parameter over one with.
+	best := -1
 	for i := range s.routes {
 		if s.routes[i].Method != "ANY" && s.routes[i].Method != r.Method {
 			continue
 		}
 		if p, ok := s.routes[i].match(r.URL.Path); ok {
-			rt, params = &s.routes[i], p
-			break
+			if score := s.routes[i].specificity(); score > best {
+				rt, params, best = &s.routes[i], p, score
+			}
 		}
 	}
 	if rt == nil {

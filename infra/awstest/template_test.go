@@ -343,6 +343,29 @@ type route struct {
 // routeKey is the route key API Gateway puts in the event ("GET /approve/{id}").
 func (rt route) routeKey() string { return rt.Method + " " + rt.Path }
 
+// specificity ranks routes that match the same path: literal segments
+// count most, then a method over ANY, then no greedy parameter.
+func (rt route) specificity() int {
+	score := 0
+	for _, s := range rt.segments {
+		switch {
+		case strings.HasSuffix(s, "+}"):
+		case strings.HasPrefix(s, "{"):
+			score++
+		default:
+			score += 10
+		}
+	}
+	score *= 4
+	if rt.Method != "ANY" {
+		score += 2
+	}
+	if len(rt.segments) == 0 || !strings.HasSuffix(rt.segments[len(rt.segments)-1], "+}") {
+		score++
+	}
+	return score
+}
+
 // match reports whether p (a request path) matches the route and returns
 // its path parameters, as API Gateway does: {name} takes one segment,
 // {name+} one or more.

@@ -23,6 +23,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	bolterrors "go.etcd.io/bbolt/errors"
 
+	"github.com/countersign/countersign/shared/audit"
 	"github.com/countersign/countersign/shared/policy"
 	"github.com/countersign/countersign/shared/store"
 	"github.com/countersign/countersign/shared/store/dynamostore"
@@ -74,7 +75,17 @@ type keyStore interface {
 	ListCredentials(ctx context.Context) ([]store.Credential, error)
 	PutCredential(ctx context.Context, c store.Credential) error
 	DeleteCredential(ctx context.Context, id string) error
+	audit.Store
 	Close() error
+}
+
+// recordKeyChange appends a key change to the audit trail's system chain.
+// The change is made: a failure to record it is reported, not undone.
+func (k *keysCmd) recordKeyChange(ctx context.Context, st keyStore, action, id, reason string) {
+	t := &audit.Trail{Store: st}
+	if _, err := t.Append(ctx, store.AuditRecord{Chain: audit.System, Actor: "cli", Action: action, Subject: id, Credential: id, Reason: reason}); err != nil {
+		fmt.Fprintf(k.stderr, "countersign: warning: the change is made but was not recorded in the audit trail: %v\n", err)
+	}
 }
 
 var (
@@ -302,6 +313,7 @@ func (k *keysCmd) create(ctx context.Context) error {
 		}
 		return fmt.Errorf("create credential %s in %s: %w", c.ID, where, err)
 	}
+	k.recordKeyChange(ctx, st, "key.created", c.ID, describe(c))
 	fmt.Fprintln(k.stdout, key)
 	fmt.Fprintf(k.stderr, "countersign: created credential %s (%s) in %s.\n", c.ID, describe(c), where)
 	fmt.Fprintln(k.stderr, "countersign: the key above is shown only this once; only its SHA-256 is stored.")
@@ -436,6 +448,7 @@ func (k *keysCmd) revoke(ctx context.Context) error {
 		}
 		return fmt.Errorf("revoke credential %s in %s: %w", k.id, where, err)
 	}
+	k.recordKeyChange(ctx, st, "key.revoked", k.id, "")
 	fmt.Fprintf(k.stdout, "revoked %s: its key is refused (401 unauthenticated) from the next call on\n", k.id)
 	fmt.Fprintf(k.stderr, seededNote, k.id)
 	return nil
@@ -465,6 +478,7 @@ func (k *keysCmd) change(ctx context.Context, what string, f func(c *store.Crede
 	if err := st.PutCredential(ctx, c); err != nil {
 		return fmt.Errorf("update credential %s in %s: %w", k.id, where, err)
 	}
+	k.recordKeyChange(ctx, st, "key.changed", k.id, fmt.Sprintf("%s %s -> %s", what, before, after))
 	fmt.Fprintf(k.stdout, "%s: %s %s -> %s\n", k.id, what, before, after)
 	return nil
 }

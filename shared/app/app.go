@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/countersign/countersign/shared/audit"
 	"github.com/countersign/countersign/shared/calls"
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/httpapi"
@@ -31,6 +32,7 @@ import (
 type Store interface {
 	confirm.Store
 	calls.Store
+	audit.Store
 	PutCredential(ctx context.Context, c store.Credential) error
 }
 
@@ -82,6 +84,8 @@ type App struct {
 	Confirm    *confirm.Service
 	Calls      *calls.Service
 	Signer     *links.Signer
+	// Audit is the audit trail every surface records to.
+	Audit *audit.Trail
 	// PublicURL is where approval links point.
 	PublicURL string
 	Logger    *slog.Logger
@@ -105,9 +109,15 @@ func New(cfg *policy.Config, ad Adapters, o Options) *App {
 		Timeouts: confirm.Timeouts{Call: t.Call(), Script: t.Script(), Redeem: t.Redeem()},
 		Now:      ad.Now, NewID: ad.NewID, Logger: logger,
 	}
+	a.Audit = &audit.Trail{Store: ad.Store, Now: ad.Now, Logger: logger, ConfigDir: cfg.Dir}
+	if digest, err := audit.DirDigest(cfg.Dir); err == nil {
+		a.Audit.ConfigDigest = digest
+	} else {
+		logger.Warn("configuration digest not computed; configuration loads are not recorded", "error", err)
+	}
 	a.Calls = &calls.Service{
 		Config: cfg, Store: ad.Store, Confirm: a.Confirm, Upstream: ad.Upstream, Hooks: ad.Hooks,
-		Events: a.Dispatcher, SyncEvents: o.SyncEvents, Now: ad.Now, Logger: logger,
+		Events: a.Dispatcher, SyncEvents: o.SyncEvents, Now: ad.Now, Logger: logger, Audit: a.Audit,
 	}
 	return a
 }
@@ -137,6 +147,11 @@ func (a *App) Approver() *httpapi.Approver {
 	return &httpapi.Approver{Calls: a.Calls, Signer: a.Signer, Settings: a.Config.Settings, Now: a.now, Logger: a.Logger}
 }
 
+// Operator is the operator surface: /v1/operator/... and the /operator page.
+func (a *App) Operator() *httpapi.Operator {
+	return &httpapi.Operator{Calls: a.Calls, Signer: a.Signer, Settings: a.Config.Settings, Audit: a.Store, Now: a.now, Logger: a.Logger}
+}
+
 // NotifyTask stores the workflow's task token and sends the approver links.
 func (a *App) NotifyTask() *tasks.Notify {
 	return &tasks.Notify{Confirm: a.Confirm, Signer: a.Signer, Dispatcher: a.Dispatcher, PublicURL: a.PublicURL, Logger: a.Logger}
@@ -147,7 +162,7 @@ func (a *App) ExecuteTask() *tasks.Execute { return &tasks.Execute{Calls: a.Call
 
 // FinalizeTask records how a wait ended.
 func (a *App) FinalizeTask() *tasks.Finalize {
-	return &tasks.Finalize{Confirm: a.Confirm, Dispatcher: a.Dispatcher, Logger: a.Logger}
+	return &tasks.Finalize{Confirm: a.Confirm, Dispatcher: a.Dispatcher, Audit: a.Calls, Logger: a.Logger}
 }
 
 // Close waits for background deliveries (bounded by ctx).

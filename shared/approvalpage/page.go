@@ -94,7 +94,20 @@ type Page struct {
 	// Message is an optional line shown under the heading (for example
 	// "This confirmation was already decided.").
 	Message string
+	// Requester is the credential that asked; Client the client last seen
+	// with it ("Claude Code 1.2, can ask"); both shown as who is asking.
+	Requester, Client string
+	// Reason is why the call needs a person (the decision's reason).
+	Reason string
+	// Prompt is the custom tool's exposure.prompt, when the call is one.
+	Prompt string
+	// DecisionReason is the reason given with a rejection (decided page).
+	DecisionReason string
 }
+
+// ReasonField is the pending form's optional text field: the approver's
+// reason, shown to the agent when the confirmation is rejected.
+const ReasonField = "reason"
 
 // Operation is one operation of the confirmation.
 type Operation struct {
@@ -229,6 +242,11 @@ func Render(p Page) (body []byte, headers map[string]string, err error) {
 	}
 	v.Heading = clip(v.Heading, maxTitleCost)
 	v.Message = clip(v.Message, maxMessageCost)
+	v.Requester, v.Client = clip(v.Requester, maxFieldCost), clip(v.Client, maxFieldCost)
+	v.Reason, v.Prompt, v.DecisionReason = clip(v.Reason, maxMessageCost), clip(v.Prompt, maxMessageCost), clip(v.DecisionReason, maxMessageCost)
+	if p.State == BadSignature || p.State == NotFound {
+		v.Requester, v.Client, v.Reason, v.Prompt, v.DecisionReason = "", "", "", "", ""
+	}
 	v.ID = clip(v.ID, maxFieldCost)
 	v.Action = clip(v.Action, maxTitleCost)
 	v.Form.Approver, v.Form.KID, v.Form.Sig = clip(v.Form.Approver, maxFieldCost), clip(v.Form.KID, maxFieldCost), clip(v.Form.Sig, maxFieldCost)

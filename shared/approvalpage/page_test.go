@@ -53,6 +53,8 @@ func pages() map[string]Page {
 			Workspace: "Acme", Accent: "#5b21b6", State: Pending, ID: "cf_123",
 			Operations: []Operation{deleteContact()},
 			TimeLeft:   9*time.Minute + 30*time.Second, ExpiresAt: expiresAt, Form: form,
+			Requester: "chat-user", Client: "Claude Code 2.1 · can ask", Reason: "DELETE /contacts/{id} requires confirmation",
+			Prompt: "Delete this contact? <It cannot be undone>",
 		},
 		"pending_many": {
 			Workspace: "Globex Ops", Accent: "#fde047", State: Pending, ID: "cf_batch",
@@ -66,10 +68,10 @@ func pages() map[string]Page {
 		"decided_rejected": {
 			Workspace: "Acme", State: Decided, ID: "cf_123",
 			Operations: []Operation{deleteContact()}, Decision: "rejected",
-			Message: "This confirmation was already decided.",
+			Message: "This confirmation was already decided.", Requester: "chat-user", DecisionReason: "wrong contact",
 		},
 		"expired":       {Workspace: "Acme", Accent: "#abc", State: Expired, ID: "cf_123"},
-		"bad_signature": {Workspace: "Acme", State: BadSignature, ID: "cf_123", Operations: []Operation{deleteContact()}},
+		"bad_signature": {Workspace: "Acme", State: BadSignature, ID: "cf_123", Operations: []Operation{deleteContact()}, Requester: "chat-user", Reason: "hidden"},
 		"not_found":     {Workspace: "Acme", State: NotFound, ID: "cf_404"},
 	}
 }

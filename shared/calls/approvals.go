@@ -28,6 +28,11 @@ func (s *Service) Decide(ctx context.Context, id string, d confirm.Decision) (*s
 	if err != nil {
 		return c, lifecycleError(ctx, s, err)
 	}
+	action := "confirmation.approved"
+	if c.Status == store.StatusRejected {
+		action = "confirmation.rejected"
+	}
+	s.auditConfirmation(ctx, "approver:"+d.Approver, action, c, d.Reason)
 	s.emit(ctx, notify.Event{Type: notify.TypeDecided, Confirmation: notify.ConfirmationOf(c), Decision: string(c.Status), Status: string(c.Status)})
 	return c, nil
 }

@@ -82,6 +82,8 @@ type prepared struct {
 	arg json.RawMessage
 	// isJSON is set when the body was read as strict JSON.
 	isJSON bool
+	// hook is the hooks' answer, when they were asked (for the audit).
+	hook *tier.HookAnswer
 }
 
 // prepare reads the call's body once, by the one rule of package callbody:

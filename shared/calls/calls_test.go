@@ -137,7 +137,7 @@ func TestOutcomes(t *testing.T) {
 			t.Fatalf("%+v, %v", res, err)
 		}
 		items, err := e.st.ListReviews(e.ctx)
-		if err != nil || len(items) != 1 || items[0].ID != res.ReviewID || items[0].Operation.Path != "/accounts/3/close" {
+		if err != nil || len(items) != 1 || items[0].ID != res.ReviewID || items[0].Operations[0].Path != "/accounts/3/close" || items[0].Kind != store.KindReview {
 			t.Fatalf("reviews %+v, %v", items, err)
 		}
 	})

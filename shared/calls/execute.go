@@ -103,6 +103,7 @@ func (s *Service) Execute(ctx context.Context, id string) (*store.Confirmation, 
 		return c, err
 	}
 	if c.Status != before.Status {
+		s.auditConfirmation(ctx, "system", "confirmation.executed", c, "")
 		s.emit(ctx, notify.Event{Type: notify.TypeExecuted, Confirmation: notify.ConfirmationOf(c), Status: string(c.Status)})
 	}
 	return c, nil

@@ -75,7 +75,6 @@ type testStore interface {
 	calls.Store
 	confirm.Store
 	PutCredential(ctx context.Context, c store.Credential) error
-	ListReviews(ctx context.Context) ([]*store.Review, error)
 }
 
 // env is a pipeline over a real store (embedded unless given), a no-op

@@ -111,6 +111,7 @@ func (s *Service) Do(ctx context.Context, cred *store.Credential, c *Call, o Opt
 	d := s.decide(ctx, cred, p)
 	res, err := s.outcome(ctx, cred, p, d, o)
 	s.logCall(ctx, cred, p, d, res, err)
+	s.auditCall(ctx, cred, p, d, res, err)
 	return res, err
 }
 
@@ -167,6 +168,7 @@ func (s *Service) decide(ctx context.Context, cred *store.Credential, p *prepare
 	in := tier.Input{Call: &p.tier, Credential: tierCredential(cred)}
 	if ok && m.Connection.Hooked && !m.Endpoint.Hidden {
 		in.Hook = s.askHooks(ctx, cred, p, &m)
+		p.hook = &in.Hook
 	}
 	return tier.Decide(m, ok, in)
 }
@@ -195,9 +197,8 @@ func (s *Service) deny(ctx context.Context, cred *store.Credential, p *prepared,
 	if err := s.takeSlot(ctx, "reviews:"+cred.ID, l.ReviewRetention(), l.PendingReviews, "review items queued by "+cred.ID); err != nil {
 		return nil, err
 	}
-	rv := &store.Review{ID: "rv_" + strings.TrimPrefix(confirm.NewID(), "cf_"), Credential: cred.ID, Operation: op, Reason: d.Reason,
-		Status: "pending", CreatedAt: res.At, TTL: res.At.Add(l.ReviewRetention()).Unix()}
-	if err := s.Store.CreateReview(ctx, rv); err != nil {
+	rv, err := s.Confirm.CreateReview(ctx, confirm.ReviewRequest{Credential: cred.ID, Reason: d.Reason, Operation: op, Retention: l.ReviewRetention()})
+	if err != nil {
 		s.logger().ErrorContext(ctx, "review item not stored", "credential", cred.ID, "error", err)
 		return nil, fault.Wrap(err, "the review item could not be queued")
 	}

@@ -29,8 +29,13 @@ type Store interface {
 	SetLastClient(ctx context.Context, credentialID string, c store.Client) error
 	// GetConfirmation returns a confirmation or store.ErrNotFound.
 	GetConfirmation(ctx context.Context, id string) (*store.Confirmation, error)
-	// CreateReview queues a review item.
-	CreateReview(ctx context.Context, r *store.Review) error
+	// GetCredential and ListCredentials read credentials (operator surface).
+	GetCredential(ctx context.Context, id string) (store.Credential, error)
+	ListCredentials(ctx context.Context) ([]store.Credential, error)
+	// ListConfirmations and ListReviews list confirmations and review items
+	// (operator surface).
+	ListConfirmations(ctx context.Context) ([]*store.Confirmation, error)
+	ListReviews(ctx context.Context) ([]*store.Confirmation, error)
 	// CreateIdempotency, GetIdempotency and UpdateIdempotency keep agents'
 	// Idempotency-Key records (see store.Store).
 	CreateIdempotency(ctx context.Context, r *store.Idempotency) error
@@ -52,6 +57,12 @@ type Events interface {
 	Notify(ev notify.Event)
 	// NotifyWait sends and waits, bounded by ctx.
 	NotifyWait(ctx context.Context, ev notify.Event) error
+}
+
+// Auditor appends records to the audit trail (audit.Trail). Record never
+// fails the caller: the event it records has happened.
+type Auditor interface {
+	Record(ctx context.Context, r store.AuditRecord)
 }
 
 // Response is an upstream's answer.
@@ -77,6 +88,10 @@ type Service struct {
 	// Logger receives one line per call; nil discards. Log with the
 	// request's context so its request id is on every line.
 	Logger *slog.Logger
+	// Audit records decisions, approvals, redemptions and operator
+	// actions; nil records nothing. Auto-tier calls are recorded only
+	// with settings.json audit.auto_calls (no store write on the auto path).
+	Audit Auditor
 
 	rate rateLimiter
 }

@@ -278,6 +278,8 @@ func (s *Service) AttachToken(ctx context.Context, id, token string) (c *store.C
 type Decision struct {
 	Approve  bool
 	Approver string
+	// Reason is the approver's optional reason (shown to the agent).
+	Reason string
 	// Keep lists the indexes of the operations kept; nil with Approve keeps all.
 	Keep []int
 }
@@ -304,13 +306,16 @@ func (s *Service) Decide(ctx context.Context, id string, d Decision) (*store.Con
 		default:
 			return fault.Errorf(fault.ConfirmationDecided, "confirmation %s was already decided (%s)", c.ID, c.Status)
 		}
+		if c.Kind == store.KindReview {
+			return fault.Errorf(fault.ConfirmationPending, "%s is a review item: an operator runs or dismisses it", c.ID)
+		}
 		if c.TaskToken == "" {
 			// The link is sent only after the token is stored; without one
 			// nobody can have been asked yet.
 			return fault.Errorf(fault.ConfirmationPending, "confirmation %s is not ready for a decision", c.ID)
 		}
 		at := now
-		c.DecidedAt, c.DecidedBy = &at, d.Approver
+		c.DecidedAt, c.DecidedBy, c.DecisionReason = &at, d.Approver, d.Reason
 		if !d.Approve {
 			c.Status = store.StatusRejected
 			for i := range c.Operations {

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/countersign/countersign/shared/approvalpage"
 	"github.com/countersign/countersign/shared/calls"
-	"github.com/countersign/countersign/shared/canon"
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/links"
@@ -110,6 +108,7 @@ func (a *Approver) show(ctx context.Context, req *Request, id string, head bool)
 		return a.page(http.StatusInternalServerError, approvalpage.Page{State: approvalpage.NotFound, Message: "Something went wrong; try again."}, head)
 	}
 	p := a.pageOf(c, link)
+	a.describeAsker(ctx, c, &p)
 	switch st := confirm.Effective(c, a.now()); {
 	case st == store.StatusPending && !linkExpired:
 		return a.page(http.StatusOK, p, head)
@@ -117,7 +116,30 @@ func (a *Approver) show(ctx context.Context, req *Request, id string, head bool)
 		p.State = approvalpage.Expired
 		return a.page(http.StatusGone, p, head)
 	default:
-		return a.page(http.StatusOK, a.decidedPage(c, link), head)
+		dp := a.decidedPage(c, link)
+		a.describeAsker(ctx, c, &dp)
+		return a.page(http.StatusOK, dp, head)
+	}
+}
+
+// describeAsker adds who is asking (the credential and the client last
+// seen with it), why, and a custom tool's prompt to the page.
+func (a *Approver) describeAsker(ctx context.Context, c *store.Confirmation, p *approvalpage.Page) {
+	p.Requester, p.Reason, p.DecisionReason = c.Credential, c.Reason, c.DecisionReason
+	if cred, err := a.Calls.Store.GetCredential(ctx, c.Credential); err == nil && cred.LastClient != nil {
+		lc := cred.LastClient
+		p.Client = strings.TrimSpace(lc.Name + " " + lc.Version)
+		if lc.CanAsk {
+			p.Client += " · can ask"
+		} else {
+			p.Client += " · cannot ask"
+		}
+	}
+	for _, op := range c.Operations {
+		if m, ok := a.Calls.Config.Policy.Resolve(op.Connection, op.Method, op.Path); ok && m.Endpoint != nil && m.Endpoint.Prompt != "" {
+			p.Prompt = m.Endpoint.Prompt
+			break
+		}
 	}
 }
 
@@ -163,7 +185,11 @@ func (a *Approver) decide(ctx context.Context, req *Request, id string) Response
 		}
 		return fail(fault.ConfirmationExpired, "This confirmation expired.", expired)
 	}
-	c, err := a.Calls.Decide(ctx, id, confirm.Decision{Approve: decision == "approve", Approver: link.Approver, Keep: keep})
+	reason := strings.TrimSpace(form.Get(approvalpage.ReasonField))
+	if len(reason) > maxReason {
+		return fail(fault.InvalidRequest, "The reason is longer than 1000 bytes.", invalid)
+	}
+	c, err := a.Calls.Decide(ctx, id, confirm.Decision{Approve: decision == "approve", Approver: link.Approver, Keep: keep, Reason: reason})
 	if err != nil {
 		switch code := fault.CodeOf(err); code {
 		case fault.ConfirmationDecided:
@@ -184,7 +210,9 @@ func (a *Approver) decide(ctx context.Context, req *Request, id string) Response
 			Operations []operationView `json:"operations"`
 		}{Status: c.Status, Operations: viewConfirmation(c, confirm.Effective(c, a.now())).Operations})
 	}
-	return a.page(http.StatusOK, a.decidedPage(c, link), false)
+	dp := a.decidedPage(c, link)
+	a.describeAsker(ctx, c, &dp)
+	return a.page(http.StatusOK, dp, false)
 }
 
 // keptOperations reads the op fields. The page always sends
@@ -219,14 +247,11 @@ func (a *Approver) pageOf(c *store.Confirmation, link links.Link) approvalpage.P
 		Action: "/approve/" + url.PathEscape(c.ID),
 	}
 	for i, op := range c.Operations {
-		// The canonical form is what the approval binds, with the minimal
-		// escapes of RFC 8785 (html/template escapes for the page).
-		args, err := canon.Marshal(op.Args)
-		if err != nil {
-			args, _ = json.Marshal(op.Args)
-		}
+		// The canonical form of what the approval binds, with the minimal
+		// escapes of RFC 8785 (html/template escapes for the page); an
+		// empty path, query or body is left out.
 		po := approvalpage.Operation{Index: i, Connection: op.Connection, Method: op.Method, Path: op.Path, Endpoint: op.Endpoint,
-			Args: approvalpage.PrettyJSON(args), Selected: op.Selected}
+			Args: readableArgs(op.Args), Selected: op.Selected}
 		if op.Outcome != nil {
 			po.Outcome = outcomeText(op.Outcome)
 		}
@@ -261,7 +286,7 @@ func decisionText(c *store.Confirmation, st store.Status) string {
 		return "Rejected" + by + "."
 	case store.StatusApproved:
 		if c.RedeemBy != nil {
-			return "Approved" + by + "; the agent can run it until " + c.RedeemBy.UTC().Format("15:04:05 UTC") + "."
+			return "Approved" + by + "; the agent can run it until " + c.RedeemBy.UTC().Format("2 Jan 2006, 15:04:05 UTC") + " (redeem by)."
 		}
 		return "Approved" + by + "; waiting for the agent to run it."
 	case store.StatusRedeemed:

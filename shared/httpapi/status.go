@@ -15,15 +15,18 @@ import (
 
 // confirmationView is the JSON of a confirmation (API.md section 4).
 type confirmationView struct {
-	ID         string          `json:"id"`
-	Status     store.Status    `json:"status"`
-	Kind       store.Kind      `json:"kind"`
-	CreatedAt  time.Time       `json:"created_at"`
-	ExpiresAt  time.Time       `json:"expires_at"`
-	DecidedAt  *time.Time      `json:"decided_at"`
-	RedeemBy   *time.Time      `json:"redeem_by,omitempty"`
-	Operations []operationView `json:"operations"`
-	Result     json.RawMessage `json:"result,omitempty"`
+	ID        string       `json:"id"`
+	Status    store.Status `json:"status"`
+	Kind      store.Kind   `json:"kind"`
+	CreatedAt time.Time    `json:"created_at"`
+	ExpiresAt time.Time    `json:"expires_at"`
+	DecidedAt *time.Time   `json:"decided_at"`
+	// DecisionReason is why an approver rejected it or an operator
+	// dismissed it, when they said (an extension of API.md section 4).
+	DecisionReason string          `json:"decision_reason,omitempty"`
+	RedeemBy       *time.Time      `json:"redeem_by,omitempty"`
+	Operations     []operationView `json:"operations"`
+	Result         json.RawMessage `json:"result,omitempty"`
 }
 
 type operationView struct {
@@ -40,7 +43,7 @@ type operationView struct {
 // redemption deadline, so that is its expires_at (and redeem_by).
 func viewConfirmation(c *store.Confirmation, effective store.Status) confirmationView {
 	v := confirmationView{ID: c.ID, Status: effective, Kind: c.Kind, CreatedAt: c.CreatedAt, ExpiresAt: c.ExpiresAt,
-		DecidedAt: c.DecidedAt, RedeemBy: c.RedeemBy, Result: c.Result, Operations: make([]operationView, 0, len(c.Operations))}
+		DecidedAt: c.DecidedAt, DecisionReason: c.DecisionReason, RedeemBy: c.RedeemBy, Result: c.Result, Operations: make([]operationView, 0, len(c.Operations))}
 	if c.RedeemBy != nil && c.Status == store.StatusApproved {
 		v.ExpiresAt = *c.RedeemBy
 	}

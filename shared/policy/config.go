@@ -41,6 +41,14 @@ type Settings struct {
 	Approvers Approvers `json:"approvers"`
 	Timeouts  Timeouts  `json:"timeouts"`
 	Limits    Limits    `json:"limits"`
+	Audit     Audit     `json:"audit"`
+}
+
+// Audit configures the audit trail.
+type Audit struct {
+	// AutoCalls records auto-tier calls too (off by default: the auto
+	// path then writes nothing to the store).
+	AutoCalls bool `json:"auto_calls"`
 }
 
 // TextOn returns the text colour (near-black #111827 or white) with the
@@ -297,7 +305,7 @@ func (l *loader) settings() Settings {
 	if raw == nil {
 		return st
 	}
-	m, ok := s.object("", raw, "workspace", "public_url", "approvers", "timeouts", "limits")
+	m, ok := s.object("", raw, "workspace", "public_url", "approvers", "timeouts", "limits", "audit")
 	if !ok {
 		return st
 	}
@@ -354,6 +362,13 @@ func (l *loader) settings() Settings {
 					}
 					*f.dst = n
 				}
+			}
+		}
+	}
+	if v, ok := m["audit"]; ok {
+		if a, ok := s.object("audit", v, "auto_calls"); ok {
+			if v, ok := a["auto_calls"]; ok {
+				st.Audit.AutoCalls, _ = s.boolean("audit.auto_calls", v)
 			}
 		}
 	}

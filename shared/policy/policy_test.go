@@ -292,7 +292,7 @@ func TestLoadErrors(t *testing.T) {
 	}{
 		// Unknown fields at each level.
 		{name: "unknown field in settings", edits: []edit{sub(settingsFile, `"public_url"`, `"colour": "red", "public_url"`)},
-			file: settingsFile, path: "colour", msg: `unknown field "colour" (allowed: workspace, public_url, approvers, timeouts, limits)`},
+			file: settingsFile, path: "colour", msg: `unknown field "colour" (allowed: workspace, public_url, approvers, timeouts, limits, audit)`},
 		{name: "unknown field in settings workspace", edits: []edit{sub(settingsFile, `"name": "Acme"`, `"name": "Acme", "logo": "x.png"`)},
 			file: settingsFile, path: "workspace.logo", msg: `unknown field "logo"`},
 		{name: "unknown field in a webhook", edits: []edit{sub(settingsFile, `"name": "ops"`, `"name": "ops", "retries": 3`)},
@@ -413,6 +413,10 @@ func TestLoadErrors(t *testing.T) {
 			file: settingsFile, path: "limits.calls_per_hour", msg: `unknown field "calls_per_hour"`},
 		{name: "limit as a string", edits: []edit{sub(settingsFile, `"call_seconds": 600`, `"call_seconds": 600}, "limits": {"pending_reviews": "10"`)},
 			file: settingsFile, path: "limits.pending_reviews", msg: "want"},
+		{name: "unknown audit field", edits: []edit{sub(settingsFile, `"call_seconds": 600`, `"call_seconds": 600}, "audit": {"auto_reads": true`)},
+			file: settingsFile, path: "audit.auto_reads", msg: `unknown field "auto_reads" (allowed: auto_calls)`},
+		{name: "audit flag as a string", edits: []edit{sub(settingsFile, `"call_seconds": 600`, `"call_seconds": 600}, "audit": {"auto_calls": "yes"`)},
+			file: settingsFile, path: "audit.auto_calls", msg: "want"},
 		{name: "missing settings.json", edits: []edit{remove(settingsFile)},
 			file: settingsFile, path: "", msg: "missing: the configuration directory needs a settings.json"},
 		{name: "malformed JSON reports line:column", edits: []edit{set(settingsFile, "{\n  \"public_url\": \"http://x\",\n}\n")},

@@ -73,10 +73,33 @@ type Store interface {
 	// r.Version; on success r.Version is incremented.
 	UpdateIdempotency(ctx context.Context, r *Idempotency) error
 
-	// CreateReview stores a new review item; ErrConflict if the ID exists.
-	CreateReview(ctx context.Context, r *Review) error
-	// ListReviews returns review items in creation order (oldest first).
-	ListReviews(ctx context.Context) ([]*Review, error)
+	// ListConfirmations returns every confirmation not yet deleted (review
+	// items included), oldest CreatedAt first, then by ID. It is for the
+	// operator's page, not the request path: on DynamoDB it scans the table.
+	ListConfirmations(ctx context.Context) ([]*Confirmation, error)
+	// ListReviews returns the review items (confirmations of KindReview,
+	// created with CreateConfirmation) in creation order, oldest first, then
+	// by ID. On DynamoDB the list comes from an eventually consistent index:
+	// read an item with GetConfirmation before acting on it.
+	ListReviews(ctx context.Context) ([]*Confirmation, error)
+
+	// AppendAudit stores r at (r.Chain, r.Seq) unless a record is there
+	// (ErrConflict: another writer appended first; read the last record and
+	// try again), then moves the chain's head to it unless the head is
+	// already at a higher Seq. Audit records have no TTL: nothing removes them.
+	AppendAudit(ctx context.Context, r *AuditRecord) error
+	// LastAudit returns the chain's record with the highest Seq, or ErrNotFound.
+	LastAudit(ctx context.Context, chain string) (*AuditRecord, error)
+	// AuditHead returns the chain's head, or ErrNotFound.
+	AuditHead(ctx context.Context, chain string) (AuditHead, error)
+	// ListAudit returns the records of q.Chain with Seq above q.After, in
+	// ascending Seq order (descending with q.Newest), at most q.Limit (0:
+	// all of them).
+	ListAudit(ctx context.Context, q AuditQuery) ([]*AuditRecord, error)
+	// AuditChains returns the name of every chain that has a record or a
+	// head, sorted. It is for the operator's tools: on DynamoDB it scans
+	// the table.
+	AuditChains(ctx context.Context) ([]string, error)
 
 	// GetQuota returns the quota record of key, or ErrNotFound.
 	GetQuota(ctx context.Context, key string) (*Quota, error)
@@ -132,6 +155,10 @@ type Kind string
 const (
 	KindCall   Kind = "call"
 	KindScript Kind = "script"
+	// KindReview is a call at the review tier queued for the operators:
+	// its one operation runs only when an operator runs it, exactly once,
+	// through the same claim and outcome as an approved call.
+	KindReview Kind = "review"
 )
 
 // Confirmation is one request for a person's approval.
@@ -148,6 +175,9 @@ type Confirmation struct {
 	// DecidedAt is when a person approved or rejected; DecidedBy names the approver.
 	DecidedAt *time.Time `json:"decided_at,omitempty"`
 	DecidedBy string     `json:"decided_by,omitempty"`
+	// DecisionReason is the reason an approver gave for a rejection, or an
+	// operator for dismissing a review item; the agent reads it.
+	DecisionReason string `json:"decision_reason,omitempty"`
 	// RedeemBy ends the window in which an approval can be redeemed.
 	RedeemBy   *time.Time `json:"redeem_by,omitempty"`
 	RedeemedAt *time.Time `json:"redeemed_at,omitempty"`
@@ -272,17 +302,6 @@ type Idempotency struct {
 	Version     int64             `json:"version"`
 }
 
-// Review is a call at the review tier queued for the operator surface.
-type Review struct {
-	ID         string    `json:"id"`
-	Credential string    `json:"credential"`
-	Operation  Operation `json:"operation"`
-	Reason     string    `json:"reason"`
-	Status     string    `json:"status"`
-	CreatedAt  time.Time `json:"created_at"`
-	TTL        int64     `json:"ttl"`
-}
-
 // Quota counts the recent uses of one per-credential limit, e.g. the
 // confirmations a credential created that may still be pending. Changed
 // only by conditional writes on Version.
@@ -293,4 +312,67 @@ type Quota struct {
 	Version int64       `json:"version"`
 	// TTL is when the store may delete the record (unix seconds).
 	TTL int64 `json:"ttl"`
+}
+
+// AuditRecord is one entry of the audit trail: who did what, when, under
+// which rule, to which bound operation, with what outcome. Records form
+// chains (one per credential, and "system"): each carries the SHA-256 of
+// the previous record of its chain (Prev) and of itself (Hash), computed by
+// package audit. Optional fields are omitted from the JSON when empty, so
+// adding one later does not change the hash of older records.
+type AuditRecord struct {
+	Chain string    `json:"chain"`
+	Seq   int64     `json:"seq"`
+	At    time.Time `json:"at"`
+	// Actor is who acted: a credential id, "approver:<name>",
+	// "operator:<credential id>", "cli" or "system".
+	Actor string `json:"actor"`
+	// Action is what happened, e.g. "call.denied", "confirmation.approved".
+	Action string `json:"action"`
+	// Subject names what it happened to: a confirmation or review id, a
+	// credential id, a configuration digest.
+	Subject    string `json:"subject,omitempty"`
+	Credential string `json:"credential,omitempty"`
+	Connection string `json:"connection,omitempty"`
+	Method     string `json:"method,omitempty"`
+	Path       string `json:"path,omitempty"`
+	Tier       string `json:"tier,omitempty"`
+	Rule       string `json:"rule,omitempty"`
+	// Binding is the bound operation's hash (canon.Binding).
+	Binding string `json:"binding,omitempty"`
+	// Outcome is the outcome status: a denial code, "confirmation_required",
+	// "executed", a confirmation status, an upstream status.
+	Outcome string `json:"outcome,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+	// Hook is the connection hooks' answer, when they were asked.
+	Hook *AuditHook `json:"hook,omitempty"`
+	// Prev is the Hash of the previous record of the chain ("" for Seq 1).
+	Prev string `json:"prev"`
+	// Hash is the hex SHA-256 of this record with Hash empty.
+	Hash string `json:"hash"`
+}
+
+// AuditHook is a hook's answer in an audit record.
+type AuditHook struct {
+	Decision string `json:"decision"`
+	Reason   string `json:"reason,omitempty"`
+}
+
+// AuditHead is where a chain ends: the Seq and Hash of its newest record.
+// A deleted or edited newest record no longer matches it.
+type AuditHead struct {
+	Chain string `json:"chain"`
+	Seq   int64  `json:"seq"`
+	Hash  string `json:"hash"`
+}
+
+// AuditQuery selects records of one chain for ListAudit.
+type AuditQuery struct {
+	Chain string
+	// After skips records with Seq at or below it.
+	After int64
+	// Limit bounds the records returned; 0 returns all.
+	Limit int
+	// Newest lists from the highest Seq down.
+	Newest bool
 }

@@ -98,7 +98,11 @@ type FinalizeOutput struct {
 type Finalize struct {
 	Confirm    *confirm.Service
 	Dispatcher *notify.Dispatcher
-	Logger     *slog.Logger
+	// Audit records the expiry or failure it observed; nil records nothing.
+	Audit interface {
+		AuditExpired(ctx context.Context, c *store.Confirmation)
+	}
+	Logger *slog.Logger
 }
 
 // Handle runs the finalize task.
@@ -112,6 +116,9 @@ func (h *Finalize) Handle(ctx context.Context, in FinalizeInput) (FinalizeOutput
 	c, err := h.Confirm.Finalize(ctx, in.ConfirmationID, to)
 	if err != nil {
 		return FinalizeOutput{}, taskError(err)
+	}
+	if before.Status == store.StatusPending && c.Status != store.StatusPending && h.Audit != nil {
+		h.Audit.AuditExpired(ctx, c)
 	}
 	if before.Status == store.StatusPending && c.Status == store.StatusExpired {
 		ev := notify.Event{Type: notify.TypeExpired, Confirmation: notify.ConfirmationOf(c), Status: string(c.Status)}

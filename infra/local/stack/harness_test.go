@@ -34,7 +34,8 @@ const testCredentials = `[
   {"id": "ops-key",   "key": "cs_test_refuse", "origin": "operator"},
   {"id": "chatty",    "key": "cs_test_chat",   "origin": "chat"},
   {"id": "reader",    "key": "cs_test_ro",     "choice": "run_without_asking", "read_only": true},
-  {"id": "billing-only", "key": "cs_test_billing", "choice": "run_without_asking", "connections": ["billing"]}
+  {"id": "billing-only", "key": "cs_test_billing", "choice": "run_without_asking", "connections": ["billing"]},
+  {"id": "root",      "key": "cs_test_op",     "role": "operator"}
 ]`
 
 // harnessOptions change the configuration the harness writes.

@@ -200,13 +200,19 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 		return nil, fmt.Errorf("resume workflows: %w", err)
 	}
 
-	gateway, approver := gatewayapp.Gateway(s.app), s.app.Approver()
+	s.app.Audit.ConfigLoaded(ctx)
+	gateway, approver, operator := gatewayapp.Gateway(s.app), s.app.Approver(), s.app.Operator()
 	// Routed by prefix, not with http.ServeMux: the mux cleans paths and
 	// redirects /v1/rest/crm/a/../b with a 307, where the gateway must see
 	// the path as sent and refuse it (as API Gateway passes it through).
 	route := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasPrefix(r.URL.EscapedPath(), "/approve/") {
+		p := r.URL.EscapedPath()
+		switch {
+		case strings.HasPrefix(p, "/approve/"):
 			httpapi.ServeHTTP(approver, w, r)
+			return
+		case p == "/operator" || strings.HasPrefix(p, "/operator/") || strings.HasPrefix(p, "/v1/operator/"):
+			httpapi.ServeHTTP(operator, w, r)
 			return
 		}
 		httpapi.ServeHTTP(gateway, w, r)

@@ -46,11 +46,11 @@ const (
 	prefixConfirmation = "CONF#"
 	prefixIdempotency  = "IDEM#"
 	prefixIdemKey      = "KEY#"
-	prefixReview       = "REVIEW#"
+	prefixAudit        = "AUDIT#"
 	prefixQuota        = "QUOTA#"
 	skCredential       = "CRED"
 	skConfirmation     = "CONF"
-	skReview           = "REVIEW"
+	skAuditHead        = "HEAD"
 	skQuota            = "QUOTA"
 	gsiReviews         = "REVIEWS"
 )

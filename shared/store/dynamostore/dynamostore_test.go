@@ -56,12 +56,12 @@ func TestItemAttributes(t *testing.T) {
 
 	conf := &store.Confirmation{ID: "c1", Status: store.StatusPending, CreatedAt: now, ExpiresAt: now.Add(10 * time.Minute), TTL: now.Add(48 * time.Hour).Unix()}
 	idem := &store.Idempotency{Credential: "cred", Key: "k", CreatedAt: now, ExpiresAt: time.Now().Add(time.Hour)}
-	review := &store.Review{ID: "r1", Status: "queued", CreatedAt: now, TTL: now.Add(72 * time.Hour).Unix()}
+	review := &store.Confirmation{ID: "r1", Kind: store.KindReview, Status: store.StatusPending, CreatedAt: now, TTL: now.Add(72 * time.Hour).Unix()}
 	for _, err := range []error{
 		st.CreateConfirmation(ctx, conf),
 		st.UpdateConfirmation(ctx, conf),
 		st.CreateIdempotency(ctx, idem),
-		st.CreateReview(ctx, review),
+		st.CreateConfirmation(ctx, review),
 	} {
 		if err != nil {
 			t.Fatal(err)
@@ -79,7 +79,7 @@ func TestItemAttributes(t *testing.T) {
 			"expires_at": strconv.FormatInt(idem.ExpiresAt.UnixNano(), 10),
 			"ttl":        strconv.FormatInt(idem.ExpiresAt.Unix()+1, 10), // rounded up
 		}},
-		{"review", "REVIEW#r1", "REVIEW", map[string]string{"ttl": strconv.FormatInt(review.TTL, 10)}},
+		{"review", "CONF#r1", "CONF", map[string]string{"ttl": strconv.FormatInt(review.TTL, 10)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			item := rawItem(t, client, table, tc.pk, tc.sk)

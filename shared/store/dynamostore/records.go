@@ -290,6 +290,11 @@ func confirmationItem(c store.Confirmation) (map[string]types.AttributeValue, er
 	if c.TTL > 0 {
 		item[attrTTL] = num(c.TTL)
 	}
+	if c.Kind == store.KindReview {
+		// The review queue: every write keeps the item in gsi1.
+		item[attrGSI1PK] = str(gsiReviews)
+		item[attrGSI1SK] = str(sortableTime(c.CreatedAt) + "#" + c.ID)
+	}
 	return item, nil
 }
 
@@ -384,32 +389,45 @@ func utcIdempotency(r *store.Idempotency) store.Idempotency {
 	return rec
 }
 
-// CreateReview stores r; store.ErrConflict if its ID exists.
-func (s *Store) CreateReview(ctx context.Context, r *store.Review) error {
-	if r.ID == "" {
-		return errors.New("create review: empty id")
-	}
-	rec := *r
-	rec.CreatedAt = rec.CreatedAt.UTC()
-	item, err := newItem(prefixReview+r.ID, skReview, rec)
-	if err == nil {
-		item[attrGSI1PK] = str(gsiReviews)
-		item[attrGSI1SK] = str(sortableTime(rec.CreatedAt) + "#" + rec.ID)
-		if rec.TTL > 0 {
-			item[attrTTL] = num(rec.TTL)
+// ListConfirmations scans the table for confirmation items and sorts them
+// by CreatedAt, then ID. A scan reads the whole table: it is for the
+// operator's page, never the request path.
+func (s *Store) ListConfirmations(ctx context.Context) ([]*store.Confirmation, error) {
+	pages := dynamodb.NewScanPaginator(s.client, &dynamodb.ScanInput{
+		TableName:                 aws.String(s.table),
+		ConsistentRead:            aws.Bool(true),
+		FilterExpression:          aws.String("begins_with(#pk, :prefix) AND #sk = :sk"),
+		ExpressionAttributeNames:  map[string]string{"#pk": attrPK, "#sk": attrSK},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":prefix": str(prefixConfirmation), ":sk": str(skConfirmation)},
+	})
+	var out []*store.Confirmation
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("list confirmations: scan %s: %w", s.table, err)
 		}
-		err = s.putIf(ctx, item, "attribute_not_exists(#pk)", map[string]string{"#pk": attrPK}, nil)
+		for _, it := range page.Items {
+			c := new(store.Confirmation)
+			if err := decode(it, c); err != nil {
+				return nil, fmt.Errorf("list confirmations: %w", err)
+			}
+			out = append(out, c)
+		}
 	}
-	if err != nil {
-		return fmt.Errorf("create review %s: %w", r.ID, err)
-	}
-	return nil
+	slices.SortFunc(out, func(a, b *store.Confirmation) int {
+		if n := a.CreatedAt.Compare(b.CreatedAt); n != 0 {
+			return n
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return out, nil
 }
 
-// ListReviews queries gsi1 for the review queue, oldest CreatedAt first, then
-// by ID. The index is eventually consistent: a review created a moment ago
-// may be missing from the list.
-func (s *Store) ListReviews(ctx context.Context) ([]*store.Review, error) {
+// ListReviews queries gsi1 for the review queue (confirmations of kind
+// review carry gsi1pk REVIEWS), oldest CreatedAt first, then by ID. The
+// index is eventually consistent: a review created a moment ago may be
+// missing from the list, and a listed one may show an older state.
+func (s *Store) ListReviews(ctx context.Context) ([]*store.Confirmation, error) {
 	pages := dynamodb.NewQueryPaginator(s.client, &dynamodb.QueryInput{
 		TableName:                 aws.String(s.table),
 		IndexName:                 aws.String(IndexName),
@@ -418,18 +436,18 @@ func (s *Store) ListReviews(ctx context.Context) ([]*store.Review, error) {
 		ExpressionAttributeValues: map[string]types.AttributeValue{":g": str(gsiReviews)},
 		ScanIndexForward:          aws.Bool(true),
 	})
-	var out []*store.Review
+	var out []*store.Confirmation
 	for pages.HasMorePages() {
 		page, err := pages.NextPage(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("list reviews: %w", err)
 		}
 		for _, it := range page.Items {
-			r := new(store.Review)
-			if err := decode(it, r); err != nil {
+			c := new(store.Confirmation)
+			if err := decode(it, c); err != nil {
 				return nil, fmt.Errorf("list reviews: %w", err)
 			}
-			out = append(out, r)
+			out = append(out, c)
 		}
 	}
 	return out, nil

@@ -56,7 +56,7 @@ func TestReopenKeepsData(t *testing.T) {
 	cred := store.Credential{ID: "cred-1", KeyHash: strings.Repeat("ab", 32)}
 	conf := &store.Confirmation{ID: "conf-1", Kind: store.KindCall, Status: store.StatusPending, CreatedAt: now, ExpiresAt: now.Add(10 * time.Minute)}
 	idem := &store.Idempotency{Credential: "cred-1", Key: "k1", RequestHash: "h", CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
-	review := &store.Review{ID: "rev-1", Credential: "cred-1", Status: "queued", CreatedAt: now}
+	review := &store.Confirmation{ID: "rv_1", Kind: store.KindReview, Credential: "cred-1", Status: store.StatusPending, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
 	for _, step := range []struct {
 		name string
 		err  error
@@ -64,7 +64,7 @@ func TestReopenKeepsData(t *testing.T) {
 		{"PutCredential", s.PutCredential(ctx, cred)},
 		{"CreateConfirmation", s.CreateConfirmation(ctx, conf)},
 		{"CreateIdempotency", s.CreateIdempotency(ctx, idem)},
-		{"CreateReview", s.CreateReview(ctx, review)},
+		{"CreateConfirmation(review)", s.CreateConfirmation(ctx, review)},
 	} {
 		if step.err != nil {
 			t.Fatalf("%s: %v", step.name, step.err)

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 
@@ -13,43 +12,52 @@ import (
 	"github.com/countersign/countersign/shared/store"
 )
 
-// CreateReview stores r; store.ErrConflict if its ID exists.
-func (s *Store) CreateReview(_ context.Context, r *store.Review) error {
-	if r.ID == "" {
-		return errors.New("create review: empty id")
-	}
-	rec := *r
-	rec.CreatedAt = rec.CreatedAt.UTC()
-	err := s.writer.Update(func(tx *bbolt.Tx) error {
-		if tx.Bucket(bucketReviews).Get([]byte(r.ID)) != nil {
-			return store.ErrConflict
-		}
-		return put(tx, bucketReviews, []byte(r.ID), rec)
-	})
+// ListReviews returns the confirmations of kind review, oldest CreatedAt
+// first, then by ID. The local store is small (the sweep deletes what TTL
+// would), so the confirmations are read whole and filtered.
+func (s *Store) ListReviews(_ context.Context) ([]*store.Confirmation, error) {
+	out, err := s.listConfirmations(store.KindReview)
 	if err != nil {
-		return fmt.Errorf("create review %s: %w", r.ID, err)
+		return nil, fmt.Errorf("list reviews: %w", err)
 	}
-	return nil
+	return out, nil
 }
 
-// ListReviews returns every review, oldest CreatedAt first, then by ID.
-// The queue is small (operators work it down), so it is read whole and sorted.
-func (s *Store) ListReviews(_ context.Context) ([]*store.Review, error) {
-	var out []*store.Review
+// ListConfirmations returns every stored confirmation, oldest first.
+func (s *Store) ListConfirmations(_ context.Context) ([]*store.Confirmation, error) {
+	out, err := s.listConfirmations("")
+	if err != nil {
+		return nil, fmt.Errorf("list confirmations: %w", err)
+	}
+	return out, nil
+}
+
+// listConfirmations reads the confirmations of kind (all for "").
+func (s *Store) listConfirmations(kind store.Kind) ([]*store.Confirmation, error) {
+	var out []*store.Confirmation
 	err := s.db.View(func(tx *bbolt.Tx) error {
-		return tx.Bucket(bucketReviews).ForEach(func(k, v []byte) error {
-			r := new(store.Review)
-			if err := json.Unmarshal(v, r); err != nil {
-				return fmt.Errorf("decode review %s: %w", k, err)
+		return tx.Bucket(bucketConfirmations).ForEach(func(k, v []byte) error {
+			var head struct {
+				Kind store.Kind `json:"kind"`
 			}
-			out = append(out, r)
+			if err := json.Unmarshal(v, &head); err != nil {
+				return fmt.Errorf("decode confirmation %s: %w", k, err)
+			}
+			if kind != "" && head.Kind != kind {
+				return nil
+			}
+			c := new(store.Confirmation)
+			if err := json.Unmarshal(v, c); err != nil {
+				return fmt.Errorf("decode confirmation %s: %w", k, err)
+			}
+			out = append(out, c)
 			return nil
 		})
 	})
 	if err != nil {
-		return nil, fmt.Errorf("list reviews: %w", err)
+		return nil, err
 	}
-	slices.SortFunc(out, func(a, b *store.Review) int {
+	slices.SortFunc(out, func(a, b *store.Confirmation) int {
 		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.ID, b.ID))
 	})
 	return out, nil

@@ -20,11 +20,12 @@ var (
 	bucketCredentialKey = []byte("store_credential_key") // key hash → credential ID
 	bucketConfirmations = []byte("store_confirmations")  // confirmation ID → JSON
 	bucketIdempotency   = []byte("store_idempotency")    // idempotencyKey(credential, key) → JSON
-	bucketReviews       = []byte("store_reviews")        // review ID → JSON
 	bucketQuotas        = []byte("store_quotas")         // quota key → JSON
+	bucketAudit         = []byte("store_audit")          // auditKey(chain, seq) → JSON, never swept
+	bucketAuditHeads    = []byte("store_audit_heads")    // chain → head JSON
 )
 
-var allBuckets = [][]byte{bucketCredentials, bucketCredentialKey, bucketConfirmations, bucketIdempotency, bucketReviews, bucketQuotas}
+var allBuckets = [][]byte{bucketCredentials, bucketCredentialKey, bucketConfirmations, bucketIdempotency, bucketQuotas, bucketAudit, bucketAuditHeads}
 
 // DefaultTimeout is how long Open waits for the file lock when
 // Options.Timeout is zero.

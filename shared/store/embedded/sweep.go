@@ -9,7 +9,7 @@ import (
 )
 
 // Sweep deletes what DynamoDB's TTL deletes in a deployment: confirmations
-// and reviews whose ttl has passed, and idempotency records past their
+// (review items among them) whose ttl has passed, and idempotency records past their
 // expiry. Readers never depend on it (effective status comes from the clock),
 // it only keeps the file from growing. It returns how many records it deleted.
 func (s *Store) Sweep(now time.Time) (int, error) {
@@ -20,7 +20,6 @@ func (s *Store) Sweep(now time.Time) (int, error) {
 			expired func(raw []byte) bool
 		}{
 			{bucketConfirmations, ttlPassed(now)},
-			{bucketReviews, ttlPassed(now)},
 			{bucketQuotas, ttlPassed(now)},
 			{bucketIdempotency, func(raw []byte) bool {
 				var r struct {

@@ -25,7 +25,7 @@ func TestSweep(t *testing.T) {
 	conf("cf_due", now)
 	conf("cf_live", now.Add(time.Hour))
 	for id, ttl := range map[string]time.Time{"rv_old": now.Add(-time.Hour), "rv_live": now.Add(time.Hour)} {
-		if err := s.CreateReview(ctx, &store.Review{ID: id, CreatedAt: now, TTL: ttl.Unix()}); err != nil {
+		if err := s.CreateConfirmation(ctx, &store.Confirmation{ID: id, Kind: store.KindReview, CreatedAt: now, TTL: ttl.Unix()}); err != nil {
 			t.Fatal(err)
 		}
 	}

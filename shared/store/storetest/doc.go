@@ -12,7 +12,8 @@
 //   - Create* set the passed record's Version to 1; Update* increment it on
 //     success and leave it unchanged on failure.
 //   - SetLastClient and Update* return store.ErrNotFound for a missing record.
-//   - ListReviews orders by CreatedAt, then by ID for equal times.
+//   - ListReviews lists confirmations of kind review only, by CreatedAt, then by ID for equal times.
+//   - AppendAudit refuses a taken (chain, seq) slot and only moves a head forward; audit records never expire.
 //
 // The suite makes its IDs unique per subtest, so newStore may hand every
 // subtest the same backing store (one DynamoDB table per run) or a fresh one.

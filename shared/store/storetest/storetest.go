@@ -54,6 +54,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts *Options) {
 	t.Run("Confirmations", s.confirmations)
 	t.Run("Idempotency", s.idempotency)
 	t.Run("Reviews", s.reviews)
+	t.Run("Audit", s.audit)
 	t.Run("Quotas", s.quotas)
 	t.Run("ItemSize", s.itemSize)
 }
@@ -865,12 +866,12 @@ func (s *suite) idempotency(t *testing.T) {
 func (s *suite) reviews(t *testing.T) {
 	ctx := context.Background()
 
-	t.Run("ListOldestFirst", func(t *testing.T) {
+	t.Run("ListOldestFirstOnlyReviews", func(t *testing.T) {
 		st := s.newStore(t)
 		prefix := uid(t)
 		base := s.now()
 		// Created out of order; b and c share a time, so the ID decides.
-		in := []*store.Review{
+		in := []*store.Confirmation{
 			fullReview(prefix+"-d", base.Add(3*time.Second)),
 			fullReview(prefix+"-a", base.In(zone)),
 			fullReview(prefix+"-c", base.Add(time.Second)),
@@ -879,10 +880,10 @@ func (s *suite) reviews(t *testing.T) {
 		}
 		assertNoZeroFields(t, *in[0])
 		for _, r := range in {
-			if err := st.CreateReview(ctx, r); err != nil {
-				t.Fatalf("CreateReview(%s): %v", r.ID, err)
-			}
+			mustCreateConfirmation(t, st, r)
 		}
+		// A call confirmation is not a review item.
+		mustCreateConfirmation(t, st, minimalConfirmation(prefix+"-call", base))
 		got := listReviews(t, st, prefix)
 		var ids []string
 		for _, r := range got {
@@ -890,7 +891,7 @@ func (s *suite) reviews(t *testing.T) {
 			assertUTC(t, r)
 		}
 		assertEqual(t, "review order", ids, []string{"-a", "-b", "-c", "-d", "-e"})
-		byID := map[string]*store.Review{}
+		byID := map[string]*store.Confirmation{}
 		for _, r := range in {
 			byID[r.ID] = r
 		}
@@ -899,36 +900,53 @@ func (s *suite) reviews(t *testing.T) {
 		}
 	})
 
-	t.Run("CreateDuplicateConflicts", func(t *testing.T) {
+	t.Run("ListConfirmationsHasEveryKind", func(t *testing.T) {
 		st := s.newStore(t)
 		prefix := uid(t)
-		first := fullReview(prefix+"-1", s.now())
-		if err := st.CreateReview(ctx, first); err != nil {
-			t.Fatalf("CreateReview: %v", err)
+		mustCreateConfirmation(t, st, minimalConfirmation(prefix+"-b", s.now().Add(time.Second)))
+		mustCreateConfirmation(t, st, fullReview(prefix+"-a", s.now()))
+		all, err := st.ListConfirmations(ctx)
+		if err != nil {
+			t.Fatal(err)
 		}
-		dup := fullReview(first.ID, s.now().Add(-time.Hour))
-		dup.Reason = "second writer"
-		assertErrIs(t, "CreateReview(duplicate)", st.CreateReview(ctx, dup), store.ErrConflict)
+		var ids []string
+		for _, c := range all {
+			if strings.HasPrefix(c.ID, prefix) {
+				ids = append(ids, strings.TrimPrefix(c.ID, prefix))
+			}
+		}
+		assertEqual(t, "confirmations", ids, []string{"-a", "-b"})
+	})
+
+	t.Run("UpdateKeepsItListed", func(t *testing.T) {
+		st := s.newStore(t)
+		prefix := uid(t)
+		r := fullReview(prefix+"-1", s.now())
+		r.Status, r.DecidedAt, r.DecidedBy, r.DecisionReason = store.StatusPending, nil, "", ""
+		mustCreateConfirmation(t, st, r)
+		at := s.now()
+		r.Status, r.DecidedAt, r.DecidedBy, r.DecisionReason = store.StatusRejected, &at, "operator:root", "not today"
+		if err := st.UpdateConfirmation(ctx, r); err != nil {
+			t.Fatalf("UpdateConfirmation: %v", err)
+		}
 		got := listReviews(t, st, prefix)
-		if len(got) != 1 {
-			t.Fatalf("listed %d reviews with the duplicate's ID, want 1", len(got))
+		if len(got) != 1 || got[0].Status != store.StatusRejected || got[0].DecisionReason != "not today" {
+			t.Fatalf("listed %+v, want the one review, rejected", got)
 		}
-		assertEqual(t, "review after duplicate create", *got[0], roundTrip(t, *first))
 	})
 
 	t.Run("ReturnsCopies", func(t *testing.T) {
 		st := s.newStore(t)
 		prefix := uid(t)
 		r := fullReview(prefix+"-1", s.now())
-		if err := st.CreateReview(ctx, r); err != nil {
-			t.Fatalf("CreateReview: %v", err)
-		}
+		mustCreateConfirmation(t, st, r)
 		want := roundTrip(t, *r)
-		r.Operation.Args.Path["id"] = "mutated"
-		r.Operation.Outcome.Body[1] = 'X'
+		want.Version = 1
+		r.Operations[0].Args.Path["id"] = "mutated"
+		r.Operations[0].Outcome.Body[1] = 'X'
 		got := listReviews(t, st, prefix)
 		got[0].Status = "mutated"
-		got[0].Operation.Args.Body[1] = 'Y'
+		got[0].Operations[0].Args.Body[1] = 'Y'
 		assertEqual(t, "review after mutations", *listReviews(t, st, prefix)[0], want)
 	})
 }
@@ -950,13 +968,13 @@ func race(n int, f func(i int) error) []error {
 }
 
 // listReviews lists the reviews whose IDs start with prefix, in store order.
-func listReviews(tb testing.TB, st store.Store, prefix string) []*store.Review {
+func listReviews(tb testing.TB, st store.Store, prefix string) []*store.Confirmation {
 	tb.Helper()
 	all, err := st.ListReviews(context.Background())
 	if err != nil {
 		tb.Fatalf("ListReviews: %v", err)
 	}
-	var out []*store.Review
+	var out []*store.Confirmation
 	for _, r := range all {
 		if strings.HasPrefix(r.ID, prefix) {
 			out = append(out, r)
@@ -1173,18 +1191,19 @@ func fullConfirmation(id string, now time.Time) *store.Confirmation {
 	redeemBy := decided.Add(10 * time.Minute).UTC()
 	redeemed := decided.Add(2 * time.Minute)
 	return &store.Confirmation{
-		ID:         id,
-		Kind:       store.KindScript,
-		Credential: "cred-" + id,
-		Status:     store.StatusRedeemed,
-		Reason:     `endpoint "DELETE /contacts/{id}" has confirm: true`,
-		CreatedAt:  created,
-		ExpiresAt:  created.Add(30 * time.Minute),
-		DecidedAt:  &decided,
-		DecidedBy:  "alice@example.com",
-		RedeemBy:   &redeemBy,
-		RedeemedAt: &redeemed,
-		TaskToken:  "AAAAKgAAAAIAAAAAAAAAA" + id,
+		ID:             id,
+		Kind:           store.KindScript,
+		Credential:     "cred-" + id,
+		Status:         store.StatusRedeemed,
+		Reason:         `endpoint "DELETE /contacts/{id}" has confirm: true`,
+		CreatedAt:      created,
+		ExpiresAt:      created.Add(30 * time.Minute),
+		DecidedAt:      &decided,
+		DecidedBy:      "alice@example.com",
+		DecisionReason: "the amount looks wrong",
+		RedeemBy:       &redeemBy,
+		RedeemedAt:     &redeemed,
+		TaskToken:      "AAAAKgAAAAIAAAAAAAAAA" + id,
 		Operations: []store.Operation{
 			fullOperation(),
 			{Connection: "crm", Method: "POST", Path: "/contacts", Endpoint: "/contacts",
@@ -1234,14 +1253,13 @@ func fullIdempotency(credential string, now time.Time, key ...string) *store.Ide
 	}
 }
 
-func fullReview(id string, createdAt time.Time) *store.Review {
-	return &store.Review{
-		ID:         id,
-		Credential: "cred-" + id,
-		Operation:  fullOperation(),
-		Reason:     `threshold body.amount above 10000 escalates to review`,
-		Status:     "queued",
-		CreatedAt:  createdAt,
-		TTL:        createdAt.Add(7 * 24 * time.Hour).Unix(),
-	}
+// fullReview is a decided review item (a confirmation of kind review)
+// with every field set.
+func fullReview(id string, createdAt time.Time) *store.Confirmation {
+	c := fullConfirmation(id, createdAt)
+	c.Kind = store.KindReview
+	c.Reason = `threshold body.amount above 10000 escalates to review`
+	c.Operations = c.Operations[:1]
+	c.Version = 1
+	return c
 }

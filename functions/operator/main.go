@@ -1,0 +1,16 @@
+// Command operator is the operators' Lambda: the review queue and
+// operator-gated tools under /v1/operator/, and the operator page under
+// /operator (its session cookie and CSRF tokens are sealed with the link
+// signing key).
+package main
+
+import (
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/countersign/countersign/shared/awsenv"
+)
+
+func main() {
+	a := awsenv.MustLoad(awsenv.NeedSigningKey)
+	lambda.Start(a.Operator().Handle)
+}

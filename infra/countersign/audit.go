@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/countersign/countersign/shared/audit"
+	"github.com/countersign/countersign/shared/store"
+)
+
+const auditSynopsis = "[--data DIR | --table NAME [--region R] [--endpoint URL]] [--since WHEN] [--chain NAME] [--json] [--verify]"
+
+// runAudit is "countersign audit": it prints the audit trail, and with
+// --verify checks every chain (exit 1 naming the first broken record of
+// each broken chain).
+func runAudit(args []string, stdout, stderr io.Writer) int {
+	k := keysCmd{stdout: stdout, stderr: stderr}
+	k.fs = newFlags("audit", auditSynopsis, stderr)
+	k.fs.StringVar(&k.data, "data", "", "the local stack's data directory (its store is DIR/countersign.db)")
+	k.fs.StringVar(&k.table, "table", "", "DynamoDB table (default $"+envTable+")")
+	k.fs.StringVar(&k.region, "region", "", "AWS region (default $"+envRegion+")")
+	k.fs.StringVar(&k.endpoint, "endpoint", "", "DynamoDB endpoint URL (default $"+envEndpoint+")")
+	var since, chain string
+	var verify bool
+	k.fs.StringVar(&since, "since", "", "print records from this time on: RFC 3339 (2026-11-30T12:00:00Z) or an age (24h, 90m)")
+	k.fs.StringVar(&chain, "chain", "", "print only this chain (cred:<id>, system or config)")
+	k.fs.BoolVar(&k.json, "json", false, "print one JSON record per line")
+	k.fs.BoolVar(&verify, "verify", false, "check every chain and its head; exit 1 naming the first broken record of each broken chain")
+	pos, err := parseFlags(k.fs, args)
+	if err == nil && len(pos) > 0 {
+		err = usagef("unexpected argument %q", pos[0])
+	}
+	if err != nil {
+		return finish(k.fs, err, stderr)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	return finish(k.fs, k.audit(ctx, since, chain, verify), stderr)
+}
+
+// errBroken is returned when verification finds a broken chain; the
+// report is already printed.
+var errBroken = fmt.Errorf("the audit trail is broken")
+
+func (k *keysCmd) audit(ctx context.Context, since, chain string, verify bool) error {
+	var from time.Time
+	if since != "" {
+		if d, err := time.ParseDuration(since); err == nil && d > 0 {
+			from = time.Now().Add(-d)
+		} else if t, err := time.Parse(time.RFC3339, since); err == nil {
+			from = t
+		} else {
+			return usagef("--since %q is neither an RFC 3339 time nor an age such as 24h", since)
+		}
+	}
+	st, where, err := k.open(ctx, false)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	chains := []string{chain}
+	if chain == "" {
+		if chains, err = st.AuditChains(ctx); err != nil {
+			return fmt.Errorf("read the audit trail in %s: %w", where, err)
+		}
+	}
+	var recs []*store.AuditRecord
+	for _, c := range chains {
+		rs, err := st.ListAudit(ctx, store.AuditQuery{Chain: c})
+		if err != nil {
+			return fmt.Errorf("read the audit trail in %s: %w", where, err)
+		}
+		for _, r := range rs {
+			if !r.At.Before(from) {
+				recs = append(recs, r)
+			}
+		}
+	}
+	sort.SliceStable(recs, func(i, j int) bool { return recs[i].At.Before(recs[j].At) })
+	if !verify || k.json || since != "" || chain != "" {
+		k.printAudit(recs)
+	}
+	if !verify {
+		return nil
+	}
+	rep, err := audit.Verify(ctx, st)
+	if err != nil {
+		return fmt.Errorf("verify the audit trail in %s: %w", where, err)
+	}
+	records := 0
+	for _, c := range rep.Chains {
+		records += c.Records
+		if c.Lag > 0 && c.Break == nil {
+			fmt.Fprintf(k.stdout, "note: chain %s: its head lags %d record(s) behind (an append was cut off; the next one repairs it)\n", c.Chain, c.Lag)
+		}
+	}
+	if breaks := rep.Breaks(); len(breaks) > 0 {
+		for _, b := range breaks {
+			fmt.Fprintf(k.stdout, "BROKEN %s\n", b)
+		}
+		return fmt.Errorf("%w: %d of %d chains in %s (first: chain %s record %d)", errBroken, len(breaks), len(rep.Chains), where, breaks[0].Chain, breaks[0].Seq)
+	}
+	fmt.Fprintf(k.stdout, "ok: %d chains, %d records in %s; every record follows the one before and every head names its chain's newest record\n", len(rep.Chains), records, where)
+	return nil
+}
+
+func (k *keysCmd) printAudit(recs []*store.AuditRecord) {
+	if k.json {
+		enc := json.NewEncoder(k.stdout)
+		enc.SetEscapeHTML(false)
+		for _, r := range recs {
+			_ = enc.Encode(r)
+		}
+		return
+	}
+	for _, r := range recs {
+		line := []string{r.At.UTC().Format(time.RFC3339), fmt.Sprintf("%s#%d", r.Chain, r.Seq), r.Actor, r.Action}
+		if r.Subject != "" {
+			line = append(line, r.Subject)
+		}
+		if r.Method != "" {
+			line = append(line, r.Method+" "+r.Path+" on "+r.Connection)
+		}
+		if r.Outcome != "" {
+			line = append(line, "-> "+r.Outcome)
+		}
+		if r.Hook != nil {
+			line = append(line, "hook "+r.Hook.Decision)
+		}
+		if r.Reason != "" {
+			line = append(line, fmt.Sprintf("(%s)", r.Reason))
+		}
+		fmt.Fprintln(k.stdout, strings.Join(line, "  "))
+	}
+}

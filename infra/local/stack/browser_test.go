@@ -1,0 +1,249 @@
+package stack
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/countersign/countersign/shared/confirm"
+	"github.com/countersign/countersign/shared/links"
+	"github.com/countersign/countersign/shared/store"
+)
+
+// chromium finds Debian's chromium, installing it with apt-get when it is
+// missing and this runs as root (as CI does); it skips, naming the
+// command, only when it cannot.
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	const install = "apt-get install -y chromium"
+	if os.Geteuid() == 0 {
+		if _, err := exec.LookPath("apt-get"); err == nil {
+			t.Logf("chromium is missing: running %s", install)
+			run := func(args ...string) error {
+				cmd := exec.Command("apt-get", args...)
+				cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
+				out, err := cmd.CombinedOutput()
+				if err != nil {
+					t.Logf("apt-get %s: %v\n%s", strings.Join(args, " "), err, out)
+				}
+				return err
+			}
+			if run("install", "-y", "chromium") != nil {
+				_ = run("update")
+				_ = run("install", "-y", "chromium")
+			}
+			if p, err := exec.LookPath("chromium"); err == nil {
+				return p
+			}
+		}
+	}
+	t.Skipf("chromium is missing and could not be installed; run: %s", install)
+	return ""
+}
+
+// artifacts is where the screenshots go: $COUNTERSIGN_ARTIFACTS, or a
+// directory under the system's temporary directory that outlives the test.
+func artifacts(t *testing.T) string {
+	dir := os.Getenv("COUNTERSIGN_ARTIFACTS")
+	if dir == "" {
+		dir = filepath.Join(os.TempDir(), "countersign-browser-artifacts")
+	}
+	dir = filepath.Join(dir, t.Name())
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestBrowser drives the approval page and the operator page in headless
+// Chromium over the DevTools protocol, as a person would: it reads what
+// the pages show and presses their buttons, and screenshots each page.
+func TestBrowser(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a browser")
+	}
+	bin := chromium(t)
+	shots := artifacts(t)
+	h := newHarness(t, harnessOptions{})
+
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(bin), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1100, 1400),
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelAlloc()
+	ctx, cancelCtx := chromedp.NewContext(actx)
+	defer cancelCtx()
+	// The first run starts the browser; it lives as long as ctx (no timeout
+	// on it, as chromedp asks), and each step below gets its own.
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("start chromium: %v", err)
+	}
+	n := 0
+	shot := func(name string) chromedp.Action[chromedp.Void] {
+		return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			buf, err := chromedp.FullScreenshot(90)(ctx, tg)
+			if err != nil {
+				return err
+			}
+			n++
+			return os.WriteFile(filepath.Join(shots, fmt.Sprintf("%02d-%s.png", n, name)), buf, 0o644)
+		})
+	}
+	// run runs a step's actions in order; an action cut off by the page
+	// navigating (a form just submitted) is retried until the new page
+	// answers, for 15 s.
+	run := func(step string, actions ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		for _, a := range actions {
+			deadline := time.Now().Add(15 * time.Second)
+			for {
+				sctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+				err := chromedp.Do(sctx, a)
+				cancel()
+				if err == nil {
+					break
+				}
+				if !strings.Contains(err.Error(), "navigated or closed") && !strings.Contains(err.Error(), "Cannot find context") || time.Now().After(deadline) {
+					t.Fatalf("%s: %v", step, err)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+		}
+	}
+	heading := func(want string) chromedp.Action[chromedp.Void] {
+		return poll(fmt.Sprintf(`(document.querySelector("h1")||{}).textContent === %q`, want))
+	}
+
+	// 1. A two-operation confirmation the gateway runs once approved (the
+	// batch path; code mode, which makes such batches, is not merged yet,
+	// so it is created through the pipeline's lifecycle directly).
+	var ops []store.Operation
+	for _, id := range []string{"7", "8"} {
+		op, err := confirm.NewOperation("chat-user", "crm", "DELETE", "/contacts/"+id, "/contacts/{id}", store.Args{Path: map[string]string{"id": id}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ops = append(ops, op)
+	}
+	conf, err := h.stack.app.Confirm.Create(context.Background(), confirm.Request{Kind: store.KindCall, Credential: "chat-user",
+		Reason: "DELETE /contacts/{id} requires confirmation", Operations: ops, GatewayRuns: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	link := h.stack.URL + h.approvalLink(conf.ID)
+	var title, opsText string
+	run("open the approval link", chromedp.Navigate(link), heading("Approve 2 operations?"),
+		into(&opsText, chromedp.Text(chromedp.CSS("ol.ops"))), into(&title, chromedp.Title()), shot("approval-two-operations"))
+	if !strings.Contains(opsText, "/contacts/7") || !strings.Contains(opsText, "/contacts/8") || !strings.Contains(title, "Test Co") {
+		t.Fatalf("the page shows %q (title %q)", opsText, title)
+	}
+	var outcome string
+	run("clear the second operation and approve",
+		chromedp.Click(chromedp.CSS("#op-1")), chromedp.Click(chromedp.CSS(`button[value="approve"]`)),
+		heading("Approved"), into(&outcome, chromedp.Text(chromedp.CSS("main"))), shot("approved-one-of-two"))
+	if !strings.Contains(outcome, "Left out, not run") {
+		t.Fatalf("outcome page: %q", outcome)
+	}
+	waitFor(t, func() bool { return h.statusOf("cs_test_ask", conf.ID) == "executed" })
+	if h.upstream.Count("DELETE", "/contacts/7") != 1 || h.upstream.Count("DELETE", "/contacts/8") != 0 {
+		t.Fatalf("upstream: DELETE 7 ×%d, DELETE 8 ×%d; want 1 and 0", h.upstream.Count("DELETE", "/contacts/7"), h.upstream.Count("DELETE", "/contacts/8"))
+	}
+	run("reload: the outcome", chromedp.Navigate(link), heading("Approved"), into(&outcome, chromedp.Text(chromedp.CSS("main"))), shot("approved-outcome"))
+	if !strings.Contains(outcome, "ran: upstream answered") {
+		t.Fatalf("outcome after the run: %q", outcome)
+	}
+
+	// 2. Reject all with a reason; the agent reads it.
+	r := h.call("cs_test_ask", map[string]any{"connection": "crm", "method": "DELETE", "path": "/contacts/9", "intent": "write",
+		"client": map[string]string{"name": "Claude Code", "version": "2.1"}})
+	expect(t, r, http.StatusAccepted, "")
+	id := r.str("confirmation.id")
+	var asked string
+	run("open the second link", chromedp.Navigate(h.stack.URL+h.approvalLink(id)), heading("Approve this operation?"),
+		into(&asked, chromedp.Text(chromedp.CSS(".ask"))), chromedp.SendKeys(chromedp.CSS("#reason"), "wrong contact"), shot("reject-with-reason"))
+	if !strings.Contains(asked, "chat-user") || !strings.Contains(asked, "Claude Code 2.1") {
+		t.Fatalf("who is asking: %q", asked)
+	}
+	run("reject all", chromedp.Click(chromedp.CSS(`button[value="reject"]`)), heading("Rejected"),
+		into(&outcome, chromedp.Text(chromedp.CSS("main"))), shot("rejected"))
+	if !strings.Contains(outcome, "wrong contact") {
+		t.Fatalf("rejected page: %q", outcome)
+	}
+	if st := h.do(http.MethodGet, "/v1/confirmations/"+id, "cs_test_ask", nil, nil); st.str("decision_reason") != "wrong contact" {
+		t.Fatalf("agent's view %s", st.body)
+	}
+
+	// 3. An expired link.
+	r = h.call("cs_test_ask", map[string]any{"connection": "crm", "method": "DELETE", "path": "/contacts/10", "intent": "write"})
+	id = r.str("confirmation.id")
+	h.approvalLink(id)
+	key, err := links.LoadOrCreateKey(filepath.Join(h.dataDir, "signing-key.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, _ := links.NewSigner(key)
+	expired := signer.Sign(id, "ops", time.Now().Add(-time.Minute)).URL(h.stack.URL)
+	run("open an expired link", chromedp.Navigate(expired), heading("This confirmation expired"), shot("expired"))
+
+	// 4. The operator page: sign in, run one review item, dismiss another.
+	runID := h.queueReview("/accounts/4/close", map[string]any{"note": "asked by the customer"})
+	dismissID := h.queueReview("/accounts/5/close", nil)
+	run("open the operator page", chromedp.Navigate(h.stack.URL+"/operator"), heading("Operator sign-in"), shot("operator-sign-in"))
+	run("sign in", chromedp.SendKeys(chromedp.CSS("#key"), operatorKey), chromedp.Submit(chromedp.CSS("#key")),
+		heading("Operator"), chromedp.WaitVisible(chromedp.CSS("#review-"+runID)), shot("operator-dashboard"))
+	var msg string
+	run("run a review item", chromedp.Click(chromedp.CSS("#review-"+runID+" button.primary")),
+		poll(fmt.Sprintf(`(document.querySelector(".message")||{textContent:""}).textContent.startsWith("Ran review item %s")`, runID)),
+		into(&msg, chromedp.Text(chromedp.CSS(".message"))), shot("operator-ran"))
+	if h.upstream.Count("POST", "/accounts/4/close") != 1 {
+		t.Fatalf("upstream got the review item %d times (message %q)", h.upstream.Count("POST", "/accounts/4/close"), msg)
+	}
+	run("dismiss another", chromedp.SendKeys(chromedp.CSS("#review-"+dismissID+` input[name="reason"]`), "duplicate"),
+		chromedp.Click(chromedp.CSS("#review-"+dismissID+" button.secondary")),
+		poll(fmt.Sprintf(`(document.querySelector(".message")||{}).textContent === "Dismissed review item %s."`, dismissID)),
+		shot("operator-dismissed"))
+	if st := h.do(http.MethodGet, "/v1/confirmations/"+dismissID, "cs_test_ask", nil, nil); st.str("status") != "rejected" || st.str("decision_reason") != "duplicate" {
+		t.Fatalf("dismissed item: %s", st.body)
+	}
+	t.Logf("screenshots in %s", shots)
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatal("condition not met within 15s")
+}
+
+// into runs a and stores its value in dst.
+func into[T any](dst *T, a chromedp.Action[T]) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		v, err := a(ctx, tg)
+		*dst = v
+		return err
+	})
+}
+
+// poll waits until a JavaScript predicate holds on the page.
+func poll(expr string) chromedp.Action[chromedp.Void] {
+	return chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingTimeout(15*time.Second))
+}

@@ -1,0 +1,112 @@
+package calls
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+
+	"github.com/countersign/countersign/shared/audit"
+	"github.com/countersign/countersign/shared/fault"
+	"github.com/countersign/countersign/shared/store"
+	"github.com/countersign/countersign/shared/tier"
+)
+
+// record appends r to the audit trail, if there is one.
+func (s *Service) record(ctx context.Context, r store.AuditRecord) {
+	if s.Audit == nil {
+		return
+	}
+	if r.At.IsZero() {
+		r.At = s.now()
+	}
+	s.Audit.Record(ctx, r)
+}
+
+// auditCall records a decided call: every denial, pause and execution,
+// and every redemption. An auto-tier execution is recorded only when
+// settings.json turns audit.auto_calls on, so the auto path writes
+// nothing by default; code mode's collected calls are recorded with the
+// batch they join.
+func (s *Service) auditCall(ctx context.Context, cred *store.Credential, p *prepared, d tier.Decision, res *Result, err error) {
+	if s.Audit == nil {
+		return
+	}
+	r := store.AuditRecord{Chain: audit.ChainOf(cred.ID), Actor: cred.ID, Credential: cred.ID,
+		Connection: p.Connection, Method: p.Method, Path: p.Path, Tier: d.Tier.String(), Rule: d.Rule,
+		Reason: d.Reason, Subject: p.ConfirmationID}
+	if p.hook != nil && p.hook.Decision != tier.HookNone {
+		r.Hook = &store.AuditHook{Decision: p.hook.Decision.String(), Reason: p.hook.Reason}
+	}
+	if err != nil {
+		code := fault.CodeOf(err)
+		switch {
+		case code.Denial():
+			r.Action = "call.denied"
+		case p.ConfirmationID != "" && code == fault.UpstreamUnreachable:
+			// The approval was spent: the call was made and failed.
+			r.Action = "confirmation.redeemed"
+		default:
+			return // not a decision: invalid input, a store outage, a limit
+		}
+		r.Outcome, r.Reason = string(code), fault.ReasonOf(err)
+		s.record(ctx, r)
+		return
+	}
+	if res.Operation.Binding != "" {
+		r.Binding = res.Operation.Binding
+	}
+	switch res.Outcome {
+	case Denied:
+		r.Action, r.Outcome, r.Reason = "call.denied", string(res.Code), res.Reason
+		if res.ReviewID != "" {
+			r.Action, r.Subject = "review.queued", res.ReviewID
+		}
+	case Paused:
+		r.Action, r.Outcome, r.Subject = "call.paused", "confirmation_required", res.Confirmation.ID
+	case Executed:
+		if d.Tier == tier.Auto && p.ConfirmationID == "" && !s.Config.Settings.Audit.AutoCalls {
+			return
+		}
+		r.Action = "call.executed"
+		if res.Response != nil {
+			r.Outcome = strconv.Itoa(res.Response.Status) + " " + http.StatusText(res.Response.Status)
+		}
+		if c := res.Confirmation; c != nil {
+			r.Subject, r.Outcome = c.ID, string(c.Status)
+			r.Action = "confirmation.redeemed"
+			if p.ConfirmationID == "" {
+				r.Action = "confirmation.granted" // the person answered in the client
+			}
+			if len(c.Operations) == 1 {
+				r.Binding = c.Operations[0].Binding
+			}
+		}
+	default:
+		return
+	}
+	s.record(ctx, r)
+}
+
+// auditConfirmation records what an approver, an operator or a timer did
+// to a confirmation or review item.
+func (s *Service) auditConfirmation(ctx context.Context, actor, action string, c *store.Confirmation, reason string) {
+	if s.Audit == nil || c == nil {
+		return
+	}
+	r := store.AuditRecord{Chain: audit.ChainOf(c.Credential), Actor: actor, Action: action, Subject: c.ID,
+		Credential: c.Credential, Outcome: string(c.Status), Reason: reason}
+	if len(c.Operations) == 1 {
+		op := c.Operations[0]
+		r.Connection, r.Method, r.Path, r.Binding = op.Connection, op.Method, op.Path, op.Binding
+		if op.Outcome != nil && op.Outcome.Error == "" && action != "confirmation.approved" {
+			r.Outcome += " (" + strconv.Itoa(op.Outcome.Status) + ")"
+		}
+	}
+	s.record(ctx, r)
+}
+
+// AuditExpired records that a wait ended without a decision (the
+// workflow's timer): the finalize task calls it.
+func (s *Service) AuditExpired(ctx context.Context, c *store.Confirmation) {
+	s.auditConfirmation(ctx, "system", "confirmation."+string(c.Status), c, "")
+}

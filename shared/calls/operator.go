@@ -1,0 +1,305 @@
+package calls
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/countersign/countersign/shared/audit"
+	"github.com/countersign/countersign/shared/confirm"
+	"github.com/countersign/countersign/shared/fault"
+	"github.com/countersign/countersign/shared/policy"
+	"github.com/countersign/countersign/shared/store"
+	"github.com/countersign/countersign/shared/tier"
+)
+
+// The operator surface: the review queue, operator-gated tools, and what
+// the operator page lists. Every method checks that the credential has
+// role operator (forbidden otherwise), whatever the surface checked.
+
+// RequireOperator refuses a credential without role operator.
+func RequireOperator(cred *store.Credential) error {
+	if cred == nil || !cred.Operator {
+		return fault.New(fault.Forbidden, "this credential may not use the operator surface (it needs role operator)")
+	}
+	return nil
+}
+
+// operatorActor names an operator in audit records and decided_by.
+func operatorActor(cred *store.Credential) string { return "operator:" + cred.ID }
+
+// Reviews lists the review items, oldest first, with their effective status.
+func (s *Service) Reviews(ctx context.Context, op *store.Credential) ([]Status, error) {
+	if err := RequireOperator(op); err != nil {
+		return nil, err
+	}
+	items, err := s.Store.ListReviews(ctx)
+	if err != nil {
+		s.logger().ErrorContext(ctx, "review items not listed", "error", err)
+		return nil, fault.Wrap(err, "the review queue could not be read; try again")
+	}
+	now := s.now()
+	out := make([]Status, 0, len(items))
+	for _, c := range items {
+		out = append(out, Status{Confirmation: c, Effective: confirm.Effective(c, now)})
+	}
+	return out, nil
+}
+
+// Confirmations lists the confirmations still kept (review items
+// excluded), oldest first, with their effective status.
+func (s *Service) Confirmations(ctx context.Context, op *store.Credential) ([]Status, error) {
+	if err := RequireOperator(op); err != nil {
+		return nil, err
+	}
+	all, err := s.Store.ListConfirmations(ctx)
+	if err != nil {
+		s.logger().ErrorContext(ctx, "confirmations not listed", "error", err)
+		return nil, fault.Wrap(err, "the confirmations could not be read; try again")
+	}
+	now := s.now()
+	var out []Status
+	for _, c := range all {
+		if c.Kind != store.KindReview {
+			out = append(out, Status{Confirmation: c, Effective: confirm.Effective(c, now)})
+		}
+	}
+	return out, nil
+}
+
+// Credentials lists the credentials (keys never: only their hashes are stored).
+func (s *Service) Credentials(ctx context.Context, op *store.Credential) ([]store.Credential, error) {
+	if err := RequireOperator(op); err != nil {
+		return nil, err
+	}
+	creds, err := s.Store.ListCredentials(ctx)
+	if err != nil {
+		s.logger().ErrorContext(ctx, "credentials not listed", "error", err)
+		return nil, fault.Wrap(err, "the credentials could not be read; try again")
+	}
+	return creds, nil
+}
+
+// Review returns one review item for an operator.
+func (s *Service) Review(ctx context.Context, op *store.Credential, id string) (Status, error) {
+	if err := RequireOperator(op); err != nil {
+		return Status{}, err
+	}
+	c, err := s.Confirm.GetReview(ctx, id)
+	if err != nil {
+		return Status{}, lifecycleError(ctx, s, err)
+	}
+	return Status{Confirmation: c, Effective: confirm.Effective(c, s.now())}, nil
+}
+
+// RunReview runs a pending review item's call, exactly once: the claim is
+// a conditional write made before the upstream call, so of two operators
+// (or ten requests) running it at once one calls the upstream and the
+// others get confirmation_decided. The outcome is stored on the item,
+// where the agent reads it. A call whose connection or endpoint is no
+// longer configured is refused without claiming it (dismiss it instead).
+func (s *Service) RunReview(ctx context.Context, op *store.Credential, id string) (Status, *Response, error) {
+	if err := RequireOperator(op); err != nil {
+		return Status{}, nil, err
+	}
+	c, err := s.Confirm.GetReview(ctx, id)
+	if err != nil {
+		return Status{}, nil, lifecycleError(ctx, s, err)
+	}
+	if err := s.stillConfigured(c.Operations[0]); err != nil {
+		return Status{Confirmation: c, Effective: confirm.Effective(c, s.now())}, nil, err
+	}
+	c, index, err := s.Confirm.ClaimReview(ctx, id, operatorActor(op))
+	if err != nil {
+		return Status{}, nil, lifecycleError(ctx, s, err)
+	}
+	c, resp, callErr := s.runClaimed(ctx, c, index, nil)
+	s.auditConfirmation(ctx, operatorActor(op), "review.run", c, "")
+	st := Status{Confirmation: c, Effective: confirm.Effective(c, s.now())}
+	return st, resp, callErr
+}
+
+// stillConfigured refuses an operation whose connection or endpoint the
+// configuration no longer has.
+func (s *Service) stillConfigured(op store.Operation) error {
+	if s.Config.Connections[op.Connection] == nil {
+		return fault.Errorf(fault.UnknownOperation, "connection %q is no longer configured, so the call cannot run; dismiss the item", op.Connection)
+	}
+	m, ok := s.Config.Policy.Resolve(op.Connection, op.Method, op.Path)
+	if !ok || m.Endpoint == nil || m.Endpoint.Path != op.Endpoint {
+		return fault.Errorf(fault.UnknownOperation, "%s %s is no longer an endpoint of %s, so the call cannot run; dismiss the item", op.Method, op.Endpoint, op.Connection)
+	}
+	return nil
+}
+
+// DismissReview closes a pending review item without running it; the
+// agent sees the reason in the item's status.
+func (s *Service) DismissReview(ctx context.Context, op *store.Credential, id, reason string) (Status, error) {
+	if err := RequireOperator(op); err != nil {
+		return Status{}, err
+	}
+	c, err := s.Confirm.DismissReview(ctx, id, operatorActor(op), reason)
+	if err != nil {
+		return Status{}, lifecycleError(ctx, s, err)
+	}
+	s.auditConfirmation(ctx, operatorActor(op), "review.dismissed", c, reason)
+	return Status{Confirmation: c, Effective: confirm.Effective(c, s.now())}, nil
+}
+
+// ToolArgs are the arguments of an operator-gated tool: its path
+// parameters, query and JSON body.
+type ToolArgs struct {
+	Path  map[string]string `json:"path"`
+	Query map[string]string `json:"query"`
+	Body  json.RawMessage   `json:"body"`
+}
+
+// RunTool runs an operator-gated tool (exposure.kind operator-gated) for
+// an operator, through the pipeline: the call is read by the strict body
+// rule, resolved to the tool's endpoint, its connection's hooks are asked
+// (a hook that denies or fails refuses it), a read-only operator cannot
+// run a write, and it is sent once and recorded. Agents never reach it
+// (the decision makes such a tool never-tier for them).
+func (s *Service) RunTool(ctx context.Context, op *store.Credential, connection, tool string, args ToolArgs) (*Result, error) {
+	if err := RequireOperator(op); err != nil {
+		return nil, err
+	}
+	conn := s.Config.Connections[connection]
+	var t *policy.Tool
+	if conn != nil {
+		t = conn.Tools[tool]
+	}
+	if t == nil || t.Kind != policy.KindOperatorGated {
+		return nil, fault.Errorf(fault.UnknownOperation, "%s has no operator-gated tool %q", connection, tool)
+	}
+	path, err := toolPath(t.Path, args.Path)
+	if err != nil {
+		return nil, err
+	}
+	c := &Call{Connection: connection, Method: t.Method, Path: path, Intent: tier.IntentWrite}
+	if !tier.IsMutating(t.Method) {
+		c.Intent = tier.IntentRead
+	}
+	if len(args.Query) > 0 {
+		c.Query = url.Values{}
+		for k, v := range args.Query {
+			c.Query.Set(k, v)
+		}
+	}
+	if len(args.Body) > 0 && string(args.Body) != "null" {
+		c.Body, c.ContentType = args.Body, "application/json"
+	}
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	if err := s.rateLimit(op); err != nil {
+		return nil, err
+	}
+	p, err := prepare(c)
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.runTool(ctx, op, p, tool)
+	d := tier.Decision{Tier: tier.Never, Configured: tier.Never}
+	if res != nil {
+		d = res.Decision
+	}
+	s.logCall(ctx, op, p, d, res, err)
+	s.auditTool(ctx, op, p, tool, res, err)
+	return res, err
+}
+
+func (s *Service) runTool(ctx context.Context, op *store.Credential, p *prepared, tool string) (*Result, error) {
+	m, ok := s.Config.Policy.Resolve(p.Connection, p.Method, p.Path)
+	if !ok || m.Endpoint == nil || m.Endpoint.Tool != tool || !m.Endpoint.OperatorOnly {
+		return nil, fault.Errorf(fault.UnknownOperation, "%s %s does not resolve to the tool %s", p.Method, p.Path, tool)
+	}
+	res := &Result{At: s.now(), Decision: tier.Decision{Tier: tier.Never, Configured: tier.Never, Outcome: tier.Execute, Match: m,
+		Rule: m.Endpoint.Rule, Reason: "operator-gated tool " + tool + " run by operator " + op.ID}}
+	deny := func(code fault.Code, rule, reason string) (*Result, error) {
+		res.Outcome, res.Code, res.Reason = Denied, code, reason
+		res.Decision.Outcome, res.Decision.Code, res.Decision.Rule, res.Decision.Reason = tier.Deny, tier.Code(code), rule, reason
+		return res, nil
+	}
+	if len(op.Connections) > 0 && !containsString(op.Connections, p.Connection) {
+		return deny(fault.UnknownOperation, tier.RuleCredentialConnections, "this credential may not use connection "+p.Connection)
+	}
+	if m.Connection.Hooked {
+		h := s.askHooks(ctx, op, p, &m)
+		p.hook = &h
+		if h.Decision == tier.HookDeny {
+			return deny(fault.HookDenied, tier.RuleHook, h.Reason)
+		}
+	}
+	if op.ReadOnly && tier.IsMutating(p.Method) {
+		return deny(fault.ReadOnly, tier.RuleReadOnly, "this credential is read-only: it cannot run "+p.Method+" "+m.Endpoint.Path)
+	}
+	resp, err := s.send(ctx, p, "")
+	if err != nil {
+		return nil, err
+	}
+	res.Outcome, res.Response = Executed, resp
+	return res, nil
+}
+
+func (s *Service) auditTool(ctx context.Context, op *store.Credential, p *prepared, tool string, res *Result, err error) {
+	r := store.AuditRecord{Chain: audit.ChainOf(op.ID), Actor: operatorActor(op), Action: "tool.run", Subject: p.Connection + "/" + tool,
+		Credential: op.ID, Connection: p.Connection, Method: p.Method, Path: p.Path, Tier: "operator"}
+	if p.hook != nil && p.hook.Decision != tier.HookNone {
+		r.Hook = &store.AuditHook{Decision: p.hook.Decision.String(), Reason: p.hook.Reason}
+	}
+	switch {
+	case err != nil:
+		r.Outcome, r.Reason = string(fault.CodeOf(err)), fault.ReasonOf(err)
+	case res.Outcome == Denied:
+		r.Outcome, r.Reason, r.Rule = string(res.Code), res.Reason, res.Decision.Rule
+	default:
+		r.Rule, r.Reason = res.Decision.Rule, res.Decision.Reason
+		r.Outcome = strconv.Itoa(res.Response.Status) + " " + http.StatusText(res.Response.Status)
+	}
+	s.record(ctx, r)
+}
+
+// toolPath fills a path template with the tool's path parameters, each
+// escaped as one segment; a missing or unknown parameter is invalid_request.
+func toolPath(template string, params map[string]string) (string, error) {
+	used := 0
+	var b strings.Builder
+	for _, seg := range strings.Split(strings.TrimPrefix(template, "/"), "/") {
+		b.WriteByte('/')
+		name, ok := strings.CutPrefix(seg, "{")
+		if !ok {
+			b.WriteString(seg)
+			continue
+		}
+		name = strings.TrimSuffix(name, "}")
+		v, ok := params[name]
+		if !ok || v == "" {
+			return "", fault.Errorf(fault.InvalidRequest, "path.%s is required", name)
+		}
+		used++
+		b.WriteString(url.PathEscape(v))
+	}
+	if used != len(params) {
+		var names []string
+		for k := range params {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		return "", fault.Errorf(fault.InvalidRequest, "path has parameters the tool does not take (it takes those of %s; got %s)", template, strings.Join(names, ", "))
+	}
+	return b.String(), nil
+}
+
+func containsString(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}

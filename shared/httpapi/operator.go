@@ -1,0 +1,233 @@
+package httpapi
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/countersign/countersign/shared/callbody"
+	"github.com/countersign/countersign/shared/calls"
+	"github.com/countersign/countersign/shared/fault"
+	"github.com/countersign/countersign/shared/links"
+	"github.com/countersign/countersign/shared/policy"
+	"github.com/countersign/countersign/shared/reqlog"
+	"github.com/countersign/countersign/shared/store"
+)
+
+// AuditReader reads the audit trail for the operator page (store adapters).
+type AuditReader interface {
+	AuditChains(ctx context.Context) ([]string, error)
+	ListAudit(ctx context.Context, q store.AuditQuery) ([]*store.AuditRecord, error)
+}
+
+// Operator is the operator surface (API.md section 8): the JSON routes
+// under /v1/operator/ for operator keys (Bearer), and the page under
+// /operator for a signed-in operator (a session cookie). Every route and
+// page checks role operator; everything it does goes through the pipeline
+// (calls.Service), which checks it again.
+type Operator struct {
+	Calls *calls.Service
+	// Signer seals the session cookie and the CSRF tokens.
+	Signer   *links.Signer
+	Settings policy.Settings
+	// Audit lists recent audit records on the page; nil shows none.
+	Audit AuditReader
+	// SessionTTL is how long a sign-in lasts; 0 means 8 hours.
+	SessionTTL time.Duration
+	// Now returns the current time; nil means time.Now.
+	Now    func() time.Time
+	Logger *slog.Logger
+
+	throttle loginThrottle
+}
+
+var _ Handler = (*Operator)(nil)
+
+func (o *Operator) now() time.Time {
+	if o.Now != nil {
+		return o.Now().UTC()
+	}
+	return time.Now().UTC()
+}
+
+func (o *Operator) logger() *slog.Logger {
+	if o.Logger != nil {
+		return o.Logger
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// Handle routes /v1/operator/... and /operator[/...].
+func (o *Operator) Handle(ctx context.Context, req Request) (Response, error) {
+	ctx = reqlog.With(ctx, req.RequestContext.RequestID)
+	path := req.RawPath
+	if path == "" {
+		path = req.RequestContext.HTTP.Path
+	}
+	if bodyLen(&req) > MaxBody {
+		return codeError(fault.PayloadTooLarge, "the request body is over 1 MiB"), nil
+	}
+	if rest, ok := strings.CutPrefix(path, "/v1/operator/"); ok {
+		cred, err := o.Calls.Authenticate(ctx, bearerKey(&req))
+		if err == nil {
+			err = calls.RequireOperator(cred)
+		}
+		if err != nil {
+			return errorOf(err), nil
+		}
+		return o.api(ctx, &req, cred, rest), nil
+	}
+	if path == "/operator" || strings.HasPrefix(path, "/operator/") {
+		return o.page(ctx, &req, strings.TrimPrefix(path, "/operator")), nil
+	}
+	return codeError(fault.NotFound, "no route "+method(&req)+" "+path), nil
+}
+
+// api serves the JSON routes for an authenticated operator.
+func (o *Operator) api(ctx context.Context, req *Request, cred *store.Credential, rest string) Response {
+	m := method(req)
+	switch {
+	case rest == "reviews":
+		if m != http.MethodGet {
+			return codeError(fault.MethodNotAllowed, "use GET /v1/operator/reviews")
+		}
+		items, err := o.Calls.Reviews(ctx, cred)
+		if err != nil {
+			return errorOf(err)
+		}
+		out := struct {
+			Reviews []reviewView `json:"reviews"`
+		}{Reviews: []reviewView{}}
+		for _, it := range items {
+			out.Reviews = append(out.Reviews, viewReview(it))
+		}
+		return jsonResponse(http.StatusOK, out)
+	case strings.HasPrefix(rest, "reviews/"):
+		id, err := url.PathUnescape(strings.TrimPrefix(rest, "reviews/"))
+		if err != nil || id == "" || strings.Contains(id, "/") {
+			return codeError(fault.NotFound, "no review item "+rest)
+		}
+		switch m {
+		case http.MethodGet:
+			st, err := o.Calls.Review(ctx, cred, id)
+			if err != nil {
+				return errorOf(err)
+			}
+			return jsonResponse(http.StatusOK, viewReview(st))
+		case http.MethodPost:
+			return o.decideReview(ctx, req, cred, id)
+		}
+		return codeError(fault.MethodNotAllowed, "use GET or POST /v1/operator/reviews/<id>")
+	case strings.HasPrefix(rest, "tools/"):
+		if m != http.MethodPost {
+			return codeError(fault.MethodNotAllowed, "use POST /v1/operator/tools/<connection>/<tool>")
+		}
+		parts := strings.Split(strings.TrimPrefix(rest, "tools/"), "/")
+		if len(parts) != 2 || parts[0] == "" || parts[1] == "" {
+			return codeError(fault.NotFound, "use POST /v1/operator/tools/<connection>/<tool>")
+		}
+		return o.runTool(ctx, req, cred, parts[0], parts[1])
+	}
+	return codeError(fault.NotFound, "no route "+m+" /v1/operator/"+rest)
+}
+
+// reviewDecision is the body of POST /v1/operator/reviews/<id>.
+type reviewDecision struct {
+	Decision string `json:"decision"`
+	Reason   string `json:"reason"`
+}
+
+// maxReason bounds a rejection or dismissal reason.
+const maxReason = 1000
+
+func (o *Operator) decideReview(ctx context.Context, req *Request, cred *store.Credential, id string) Response {
+	b, err := body(req)
+	if err != nil {
+		return codeError(fault.InvalidRequest, err.Error())
+	}
+	var d reviewDecision
+	if err := callbody.DecodeStrict(b, &d, nil); err != nil {
+		return codeError(fault.InvalidRequest, "malformed JSON body: "+err.Error())
+	}
+	if len(d.Reason) > maxReason {
+		return codeError(fault.InvalidRequest, "reason is longer than 1000 bytes")
+	}
+	var st calls.Status
+	var resp *calls.Response
+	switch d.Decision {
+	case "run":
+		st, resp, err = o.Calls.RunReview(ctx, cred, id)
+	case "dismiss":
+		st, err = o.Calls.DismissReview(ctx, cred, id, d.Reason)
+	default:
+		return codeError(fault.InvalidRequest, `decision must be "run" or "dismiss"`)
+	}
+	if err != nil && st.Confirmation == nil {
+		return errorOf(err)
+	}
+	v := viewReview(st)
+	if resp != nil {
+		up := viewOf(resp)
+		v.Response = &up
+	}
+	if err != nil {
+		// The item ran and the call failed: its outcome is stored.
+		resp := errorOf(err)
+		if fault.CodeOf(err) == fault.UpstreamUnreachable {
+			return jsonResponse(http.StatusBadGateway, v)
+		}
+		return resp
+	}
+	return jsonResponse(http.StatusOK, v)
+}
+
+// reviewView is a review item on the operator routes: the confirmation
+// view with who asked, why, and the call's arguments.
+type reviewView struct {
+	confirmationView
+	Credential string        `json:"credential"`
+	Reason     string        `json:"reason"`
+	DecidedBy  string        `json:"decided_by,omitempty"`
+	Args       store.Args    `json:"args"`
+	Response   *upstreamView `json:"response,omitempty"`
+}
+
+func viewReview(st calls.Status) reviewView {
+	c := st.Confirmation
+	v := reviewView{confirmationView: viewConfirmation(c, st.Effective), Credential: c.Credential, Reason: c.Reason, DecidedBy: c.DecidedBy}
+	if len(c.Operations) > 0 {
+		v.Args = c.Operations[0].Args
+	}
+	return v
+}
+
+// toolBody is the body of POST /v1/operator/tools/<connection>/<tool>.
+type toolBody = calls.ToolArgs
+
+func (o *Operator) runTool(ctx context.Context, req *Request, cred *store.Credential, conn, tool string) Response {
+	b, err := body(req)
+	if err != nil {
+		return codeError(fault.InvalidRequest, err.Error())
+	}
+	var args toolBody
+	if len(strings.TrimSpace(string(b))) > 0 {
+		if err := callbody.DecodeStrict(b, &args, nil); err != nil {
+			return codeError(fault.InvalidRequest, "malformed JSON body: "+err.Error())
+		}
+	}
+	res, err := o.Calls.RunTool(ctx, cred, conn, tool, args)
+	if err != nil {
+		return errorOf(err)
+	}
+	if res.Outcome == calls.Denied {
+		return denied(res)
+	}
+	return jsonResponse(http.StatusOK, struct {
+		Status   string       `json:"status"`
+		Tool     string       `json:"tool"`
+		Response upstreamView `json:"response"`
+	}{Status: "executed", Tool: conn + "/" + tool, Response: viewOf(res.Response)})
+}

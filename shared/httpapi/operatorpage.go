@@ -1,0 +1,499 @@
+package httpapi
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/countersign/countersign/shared/approvalpage"
+	"github.com/countersign/countersign/shared/calls"
+	"github.com/countersign/countersign/shared/canon"
+	"github.com/countersign/countersign/shared/fault"
+	"github.com/countersign/countersign/shared/operatorpage"
+	"github.com/countersign/countersign/shared/store"
+)
+
+// The operator page signs an operator in with a key typed into a form
+// (never in a URL) and keeps a session in a cookie: a token sealed with
+// the link signer (purpose operator-session) that names the credential, a
+// fingerprint of its key hash and a random session id, with an expiry. The
+// key itself is never in the cookie. Every POST carries a CSRF token sealed
+// for that session id (or, on the sign-in form, for a pre-session cookie),
+// and is refused when the browser says it came from another site.
+const (
+	sessionCookie = "cs_operator"
+	loginCookie   = "cs_operator_login"
+	// purposes of the sealed tokens
+	purposeSession = "operator-session"
+	purposeCSRF    = "operator-csrf"
+	purposeLogin   = "operator-login"
+	loginTTL       = 15 * time.Minute
+	defaultSession = 8 * time.Hour
+)
+
+type sessionClaims struct {
+	Credential string `json:"c"`
+	// Key is the first 16 hex digits of the key's hash: a changed or
+	// rotated key ends the session.
+	Key string `json:"k"`
+	// ID ties the CSRF tokens to this session.
+	ID string `json:"n"`
+}
+
+func randomID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// secure reports whether the page is served over https (API Gateway sets
+// X-Forwarded-Proto; the local stack is plain http).
+func (o *Operator) secure(req *Request) bool {
+	return strings.EqualFold(header(req, "X-Forwarded-Proto"), "https") || strings.HasPrefix(o.Settings.PublicURL, "https://")
+}
+
+func (o *Operator) cookie(req *Request, name, value string, maxAge time.Duration) string {
+	c := &http.Cookie{Name: name, Value: value, Path: "/operator", HttpOnly: true, Secure: o.secure(req),
+		SameSite: http.SameSiteStrictMode, MaxAge: int(maxAge / time.Second)}
+	if maxAge <= 0 {
+		c.MaxAge = -1
+	}
+	return c.String()
+}
+
+// cookieValue reads a cookie from the event (API Gateway v2 puts them in
+// Cookies; the local stack's events carry the Cookie header).
+func cookieValue(req *Request, name string) string {
+	raw := append([]string(nil), req.Cookies...)
+	if h := header(req, "Cookie"); h != "" {
+		raw = append(raw, strings.Split(h, ";")...)
+	}
+	for _, c := range raw {
+		k, v, ok := strings.Cut(strings.TrimSpace(c), "=")
+		if ok && k == name {
+			return v
+		}
+	}
+	return ""
+}
+
+// session returns the signed-in operator, or nil. A session whose
+// credential is gone, lost its role or changed its key is no session.
+func (o *Operator) session(ctx context.Context, req *Request) (*store.Credential, *sessionClaims, error) {
+	tok := cookieValue(req, sessionCookie)
+	if tok == "" {
+		return nil, nil, nil
+	}
+	b, err := o.Signer.Open(purposeSession, tok, o.now())
+	if err != nil {
+		return nil, nil, nil
+	}
+	var cl sessionClaims
+	if json.Unmarshal(b, &cl) != nil || cl.Credential == "" || cl.ID == "" {
+		return nil, nil, nil
+	}
+	c, err := o.Calls.Store.GetCredential(ctx, cl.Credential)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, fault.Wrap(err, "the session could not be checked; try again")
+	}
+	if len(c.KeyHash) < 16 || subtle.ConstantTimeCompare([]byte(c.KeyHash[:16]), []byte(cl.Key)) != 1 {
+		return nil, nil, nil
+	}
+	return &c, &cl, nil
+}
+
+// page serves GET /operator and the page's POST forms.
+func (o *Operator) page(ctx context.Context, req *Request, sub string) Response {
+	m := method(req)
+	if m == http.MethodPost && crossSite(req) {
+		return o.render(http.StatusForbidden, operatorpage.Page{Message: "This form was sent from another site.", Error: true}, nil)
+	}
+	if sub == "/login" {
+		if m != http.MethodPost {
+			return o.methodNotAllowed("POST")
+		}
+		return o.login(ctx, req)
+	}
+	cred, cl, err := o.session(ctx, req)
+	if err != nil {
+		return o.render(http.StatusInternalServerError, operatorpage.Page{Message: fault.ReasonOf(err), Error: true}, nil)
+	}
+	if cred == nil {
+		if sub == "" && (m == http.MethodGet || m == http.MethodHead) {
+			return o.loginPage(req, http.StatusOK, "", false)
+		}
+		if m == http.MethodPost {
+			return o.loginPage(req, http.StatusUnauthorized, "Your session has ended: sign in again.", true)
+		}
+		return o.loginPage(req, http.StatusNotFound, "No such page.", true)
+	}
+	if err := calls.RequireOperator(cred); err != nil {
+		return o.render(http.StatusForbidden, operatorpage.Page{Message: "This key may not use the operator page: it needs role operator.", Error: true},
+			[]string{o.cookie(req, sessionCookie, "", 0)})
+	}
+	if m == http.MethodGet || m == http.MethodHead {
+		if sub != "" {
+			return o.dashboard(ctx, req, cred, cl, http.StatusNotFound, "No such page.", true)
+		}
+		return o.dashboard(ctx, req, cred, cl, http.StatusOK, "", false)
+	}
+	if m != http.MethodPost {
+		return o.methodNotAllowed("GET, HEAD, POST")
+	}
+	form, ok := o.form(req)
+	if !ok || !o.csrfOK(form.Get("csrf"), cl.ID) {
+		return o.dashboard(ctx, req, cred, cl, http.StatusForbidden, "The form was stale or not sent from this page; nothing was done. Try again.", true)
+	}
+	switch {
+	case sub == "/logout":
+		return o.loginPage(req, http.StatusOK, "Signed out.", false, o.cookie(req, sessionCookie, "", 0))
+	case strings.HasPrefix(sub, "/reviews/"):
+		return o.reviewForm(ctx, req, cred, cl, strings.TrimPrefix(sub, "/reviews/"), form)
+	}
+	return o.dashboard(ctx, req, cred, cl, http.StatusNotFound, "No such form.", true)
+}
+
+// crossSite reports a POST the browser says came from another site.
+func crossSite(req *Request) bool {
+	if s := header(req, "Sec-Fetch-Site"); s != "" && s != "same-origin" && s != "none" {
+		return true
+	}
+	if origin := header(req, "Origin"); origin != "" && origin != "null" {
+		u, err := url.Parse(origin)
+		return err != nil || !strings.EqualFold(u.Host, header(req, "Host"))
+	}
+	return false
+}
+
+func (o *Operator) methodNotAllowed(allow string) Response {
+	resp := o.render(http.StatusMethodNotAllowed, operatorpage.Page{Message: "Use the page's forms.", Error: true}, nil)
+	resp.Headers["Allow"] = allow
+	return resp
+}
+
+func (o *Operator) form(req *Request) (url.Values, bool) {
+	if bodyLen(req) > 64<<10 {
+		return nil, false
+	}
+	b, err := body(req)
+	if err != nil {
+		return nil, false
+	}
+	form, err := url.ParseQuery(string(b))
+	return form, err == nil
+}
+
+func (o *Operator) csrfToken(sessionID string) string {
+	return o.Signer.Seal(purposeCSRF, []byte(sessionID), o.now().Add(o.sessionTTL()))
+}
+
+func (o *Operator) csrfOK(token, sessionID string) bool {
+	b, err := o.Signer.Open(purposeCSRF, token, o.now())
+	return err == nil && subtle.ConstantTimeCompare(b, []byte(sessionID)) == 1
+}
+
+func (o *Operator) sessionTTL() time.Duration {
+	if o.SessionTTL > 0 {
+		return o.SessionTTL
+	}
+	return defaultSession
+}
+
+// loginPage renders the sign-in form with a fresh pre-session cookie and
+// the CSRF token sealed for it.
+func (o *Operator) loginPage(req *Request, status int, msg string, isErr bool, cookies ...string) Response {
+	nonce := randomID()
+	tok := o.Signer.Seal(purposeLogin, []byte(nonce), o.now().Add(loginTTL))
+	cookies = append(cookies, o.cookie(req, loginCookie, nonce, loginTTL))
+	return o.render(status, operatorpage.Page{CSRF: tok, Message: msg, Error: isErr}, cookies)
+}
+
+// login checks the key typed into the form; only an operator key gets a
+// session. Failed attempts are throttled per client address.
+func (o *Operator) login(ctx context.Context, req *Request) Response {
+	ip := req.RequestContext.HTTP.SourceIP
+	if wait := o.throttle.wait(ip, o.now()); wait > 0 {
+		resp := o.loginPage(req, http.StatusTooManyRequests, fmt.Sprintf("Too many failed sign-ins: wait %d seconds.", wait), true)
+		resp.Headers["Retry-After"] = strconv.Itoa(wait)
+		return resp
+	}
+	form, ok := o.form(req)
+	if !ok {
+		return o.loginPage(req, http.StatusBadRequest, "The form could not be read.", true)
+	}
+	nonce, err := o.Signer.Open(purposeLogin, form.Get("csrf"), o.now())
+	if err != nil || cookieValue(req, loginCookie) == "" || subtle.ConstantTimeCompare(nonce, []byte(cookieValue(req, loginCookie))) != 1 {
+		return o.loginPage(req, http.StatusForbidden, "The form was stale or not sent from this page; try again.", true)
+	}
+	cred, err := o.Calls.Authenticate(ctx, form.Get("key"))
+	if fault.CodeOf(err) == fault.Internal {
+		return o.loginPage(req, http.StatusInternalServerError, fault.ReasonOf(err), true)
+	}
+	if err != nil {
+		o.throttle.fail(ip, o.now())
+		return o.loginPage(req, http.StatusUnauthorized, "That key is not valid.", true)
+	}
+	if !cred.Operator {
+		o.throttle.fail(ip, o.now())
+		o.logger().WarnContext(ctx, "operator sign-in refused: not an operator", "credential", cred.ID)
+		return o.loginPage(req, http.StatusForbidden, "This key may not use the operator page: it needs role operator.", true)
+	}
+	cl := sessionClaims{Credential: cred.ID, Key: cred.KeyHash[:16], ID: randomID()}
+	b, _ := json.Marshal(cl)
+	tok := o.Signer.Seal(purposeSession, b, o.now().Add(o.sessionTTL()))
+	o.logger().InfoContext(ctx, "operator signed in", "credential", cred.ID)
+	return o.dashboard(ctx, req, cred, &cl, http.StatusOK, "Signed in as "+cred.ID+".", false,
+		o.cookie(req, sessionCookie, tok, o.sessionTTL()), o.cookie(req, loginCookie, "", 0))
+}
+
+func (o *Operator) reviewForm(ctx context.Context, req *Request, cred *store.Credential, cl *sessionClaims, id string, form url.Values) Response {
+	id, err := url.PathUnescape(id)
+	if err != nil || id == "" {
+		return o.dashboard(ctx, req, cred, cl, http.StatusNotFound, "No such review item.", true)
+	}
+	reason := form.Get("reason")
+	if len(reason) > maxReason {
+		return o.dashboard(ctx, req, cred, cl, http.StatusBadRequest, "The reason is longer than 1000 bytes.", true)
+	}
+	var st calls.Status
+	var resp *calls.Response
+	var msg string
+	switch form.Get("decision") {
+	case "run":
+		st, resp, err = o.Calls.RunReview(ctx, cred, id)
+		if err == nil && resp != nil {
+			msg = fmt.Sprintf("Ran review item %s: the upstream answered %d %s.", id, resp.Status, http.StatusText(resp.Status))
+		}
+	case "dismiss":
+		st, err = o.Calls.DismissReview(ctx, cred, id, reason)
+		msg = "Dismissed review item " + id + "."
+	default:
+		return o.dashboard(ctx, req, cred, cl, http.StatusBadRequest, `decision must be "run" or "dismiss"`, true)
+	}
+	_ = st
+	if err != nil {
+		return o.dashboard(ctx, req, cred, cl, httpStatus(fault.CodeOf(err)), fault.ReasonOf(err), true)
+	}
+	return o.dashboard(ctx, req, cred, cl, http.StatusOK, msg, false)
+}
+
+// dashboard renders the signed-in page.
+func (o *Operator) dashboard(ctx context.Context, req *Request, cred *store.Credential, cl *sessionClaims, status int, msg string, isErr bool, cookies ...string) Response {
+	p := operatorpage.Page{Operator: cred.ID, CSRF: o.csrfToken(cl.ID), Message: msg, Error: isErr}
+	fail := func(err error) Response {
+		return o.render(http.StatusInternalServerError, operatorpage.Page{Operator: cred.ID, CSRF: p.CSRF, Message: fault.ReasonOf(err), Error: true}, cookies)
+	}
+	reviews, err := o.Calls.Reviews(ctx, cred)
+	if err != nil {
+		return fail(err)
+	}
+	// Pending first, then the newest decided ones.
+	sort.SliceStable(reviews, func(i, j int) bool {
+		pi, pj := reviews[i].Effective == store.StatusPending, reviews[j].Effective == store.StatusPending
+		if pi != pj {
+			return pi
+		}
+		if pi {
+			return false
+		}
+		return reviews[i].CreatedAt.After(reviews[j].CreatedAt)
+	})
+	for _, r := range reviews {
+		p.Reviews = append(p.Reviews, reviewRow(r))
+	}
+	confs, err := o.Calls.Confirmations(ctx, cred)
+	if err != nil {
+		return fail(err)
+	}
+	for i := len(confs) - 1; i >= 0; i-- {
+		c := confs[i]
+		row := operatorpage.Confirmation{ID: c.ID, Kind: string(c.Kind), Credential: c.Credential, Status: string(c.Effective), ExpiresAt: c.ExpiresAt}
+		for _, op := range c.Operations {
+			row.Operations = append(row.Operations, op.Method+" "+op.Path+" on "+op.Connection)
+		}
+		p.Confirmations = append(p.Confirmations, row)
+	}
+	creds, err := o.Calls.Credentials(ctx, cred)
+	if err != nil {
+		return fail(err)
+	}
+	for _, c := range creds {
+		row := operatorpage.Credential{ID: c.ID, Choice: c.Choice.String(), ReadOnly: c.ReadOnly, Operator: c.Operator, Connections: "all"}
+		if len(c.Connections) > 0 {
+			row.Connections = strings.Join(c.Connections, ", ")
+		}
+		if lc := c.LastClient; lc != nil {
+			row.HasClient, row.Client, row.ClientCanAsk, row.ClientSeen = true, strings.TrimSpace(lc.Name+" "+lc.Version), lc.CanAsk, lc.SeenAt
+		}
+		p.Credentials = append(p.Credentials, row)
+	}
+	if o.Audit != nil {
+		recs, err := o.recentAudit(ctx, 50)
+		if err != nil {
+			o.logger().ErrorContext(ctx, "audit records not listed", "error", err)
+			p.Message, p.Error = strings.TrimSpace(p.Message+" The audit records could not be read."), true
+		}
+		for _, r := range recs {
+			row := operatorpage.AuditRecord{At: r.At, Chain: r.Chain, Seq: r.Seq, Actor: r.Actor, Action: r.Action,
+				Subject: r.Subject, Outcome: r.Outcome, Reason: r.Reason}
+			if r.Method != "" {
+				row.What = r.Method + " " + r.Path + " on " + r.Connection
+			}
+			p.Audit = append(p.Audit, row)
+		}
+	}
+	return o.render(status, p, cookies)
+}
+
+// recentAudit returns the newest n records across every chain.
+func (o *Operator) recentAudit(ctx context.Context, n int) ([]*store.AuditRecord, error) {
+	chains, err := o.Audit.AuditChains(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var all []*store.AuditRecord
+	for _, c := range chains {
+		rs, err := o.Audit.ListAudit(ctx, store.AuditQuery{Chain: c, Limit: n, Newest: true})
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, rs...)
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].At.After(all[j].At) })
+	if len(all) > n {
+		all = all[:n]
+	}
+	return all, nil
+}
+
+func reviewRow(r calls.Status) operatorpage.Review {
+	row := operatorpage.Review{ID: r.ID, Credential: r.Credential, Status: string(r.Effective), Reason: r.Reason,
+		CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt, Pending: r.Effective == store.StatusPending,
+		DecidedBy: r.DecidedBy, Note: r.DecisionReason}
+	if len(r.Operations) > 0 {
+		op := r.Operations[0]
+		row.Method, row.Path, row.Connection = op.Method, op.Path, op.Connection
+		row.Args = readableArgs(op.Args)
+		if op.Outcome != nil {
+			row.Outcome = outcomeText(op.Outcome)
+		}
+	}
+	return row
+}
+
+// readableArgs shows a call's arguments as bounded pretty JSON, leaving out
+// empty path, query and body.
+func readableArgs(a store.Args) string {
+	m := map[string]any{}
+	if len(a.Path) > 0 {
+		m["path"] = a.Path
+	}
+	if len(a.Query) > 0 {
+		m["query"] = a.Query
+	}
+	if len(a.Body) > 0 && string(a.Body) != "null" {
+		m["body"] = a.Body
+	}
+	if len(m) == 0 {
+		return ""
+	}
+	b, err := canon.Marshal(m)
+	if err != nil {
+		b, _ = json.Marshal(m)
+	}
+	return approvalpage.PrettyJSON(b)
+}
+
+func (o *Operator) render(status int, p operatorpage.Page, cookies []string) Response {
+	p.Workspace, p.Accent = o.Settings.Workspace.Name, o.Settings.Workspace.AccentColor
+	b, headers, err := operatorpage.Render(p)
+	if err != nil {
+		o.logger().Error("operator page not rendered", "error", err)
+		return Response{StatusCode: http.StatusInternalServerError, Headers: map[string]string{"Content-Type": "text/plain; charset=utf-8"}, Body: "internal error\n"}
+	}
+	return Response{StatusCode: status, Headers: headers, Body: string(b), Cookies: cookies}
+}
+
+// loginThrottle slows down key guessing: after maxFailures failed sign-ins
+// from one address within failureWindow, that address waits out the
+// window; past globalFailures from all addresses together, everyone does.
+// It is kept in the process (per Lambda instance on AWS).
+type loginThrottle struct {
+	mu     sync.Mutex
+	byIP   map[string][]time.Time
+	global []time.Time
+}
+
+const (
+	maxFailures    = 5
+	globalFailures = 50
+	failureWindow  = time.Minute
+)
+
+func recent(ts []time.Time, now time.Time) []time.Time {
+	out := ts[:0]
+	for _, t := range ts {
+		if now.Sub(t) < failureWindow {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// wait says how many seconds ip must wait, 0 if none.
+func (l *loginThrottle) wait(ip string, now time.Time) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.byIP == nil {
+		l.byIP = map[string][]time.Time{}
+	}
+	l.global = recent(l.global, now)
+	ts := recent(l.byIP[ip], now)
+	if len(ts) == 0 {
+		delete(l.byIP, ip)
+	} else {
+		l.byIP[ip] = ts
+	}
+	var oldest time.Time
+	switch {
+	case len(ts) >= maxFailures:
+		oldest = ts[len(ts)-maxFailures]
+	case len(l.global) >= globalFailures:
+		oldest = l.global[len(l.global)-globalFailures]
+	default:
+		return 0
+	}
+	return max(1, int(math.Ceil(failureWindow.Seconds()-now.Sub(oldest).Seconds())))
+}
+
+func (l *loginThrottle) fail(ip string, now time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.byIP == nil {
+		l.byIP = map[string][]time.Time{}
+	}
+	l.byIP[ip] = append(l.byIP[ip], now)
+	l.global = append(l.global, now)
+	if len(l.byIP) > 10000 { // bound the map under a spray of addresses
+		for k, ts := range l.byIP {
+			if len(recent(ts, now)) == 0 {
+				delete(l.byIP, k)
+			}
+		}
+	}
+}

@@ -1,0 +1,8 @@
+// Package operatorpage renders the operator page (GET /operator): the
+// login form, and for a signed-in operator the review queue with Run and
+// Dismiss, the pending confirmations, the credentials with their last
+// client, and the recent audit records. It looks like the approval page
+// (shared/approvalpage) and holds to the same rules: html/template, no
+// script, a strict Content-Security-Policy with a per-render style nonce,
+// and every form a POST carrying a CSRF token.
+package operatorpage

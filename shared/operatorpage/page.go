@@ -1,0 +1,191 @@
+package operatorpage
+
+import (
+	"bytes"
+	"crypto/rand"
+	_ "embed"
+	"encoding/hex"
+	"fmt"
+	"html/template"
+	"regexp"
+	"time"
+	"unicode/utf8"
+)
+
+//go:embed page.tmpl
+var source string
+
+var tmpl = template.Must(template.New("operator").Funcs(template.FuncMap{
+	"when": func(t time.Time) string {
+		if t.IsZero() {
+			return "-"
+		}
+		return t.UTC().Format("2 Jan 15:04:05 UTC")
+	},
+	"iso": func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+}).Parse(source))
+
+// Page is what Render shows. With Operator empty it is the login form.
+type Page struct {
+	// Workspace and Accent are the header bar's name and colour (#rgb or #rrggbb).
+	Workspace, Accent string
+	// Operator is the signed-in operator's credential id.
+	Operator string
+	// CSRF is the token every form posts back (field csrf).
+	CSRF string
+	// Message is shown under the heading (a result or an error).
+	Message string
+	// Error marks Message as a failure.
+	Error         bool
+	Reviews       []Review
+	Confirmations []Confirmation
+	Credentials   []Credential
+	Audit         []AuditRecord
+}
+
+// Review is one review item.
+type Review struct {
+	ID, Credential, Status, Reason string
+	Method, Path, Connection       string
+	// Args is the call's arguments, readable (pretty JSON, bounded).
+	Args      string
+	CreatedAt time.Time
+	ExpiresAt time.Time
+	// Pending items get the Run and Dismiss forms.
+	Pending bool
+	// DecidedBy, Note and Outcome describe a decided item.
+	DecidedBy, Note, Outcome string
+}
+
+// Confirmation is one confirmation.
+type Confirmation struct {
+	ID, Kind, Credential, Status string
+	Operations                   []string
+	ExpiresAt                    time.Time
+}
+
+// Credential is one credential and the client last seen with it.
+type Credential struct {
+	ID, Choice   string
+	ReadOnly     bool
+	Operator     bool
+	Client       string
+	ClientCanAsk bool
+	ClientSeen   time.Time
+	Connections  string
+	HasClient    bool
+}
+
+// AuditRecord is one audit record.
+type AuditRecord struct {
+	At                                      time.Time
+	Chain                                   string
+	Seq                                     int64
+	Actor, Action, Subject, Outcome, Reason string
+	What                                    string
+}
+
+// Limits on what an agent controls, so the page stays bounded.
+const (
+	maxField = 256
+	maxText  = 4 << 10
+	// MaxRows bounds each list.
+	MaxRows = 200
+)
+
+var hexColour = regexp.MustCompile(`^#(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{6})$`)
+
+// newNonce returns a CSP nonce; tests replace it.
+var newNonce = func() (string, error) {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b), nil
+}
+
+type view struct {
+	Page
+	Nonce  string
+	Accent template.CSS
+	Title  string
+}
+
+// Render renders p with its headers (the approval page's: strict CSP,
+// no framing, no caching, no referrer).
+func Render(p Page) ([]byte, map[string]string, error) {
+	nonce, err := newNonce()
+	if err != nil {
+		return nil, nil, fmt.Errorf("operatorpage: nonce: %w", err)
+	}
+	v := view{Page: bound(p), Nonce: nonce, Accent: template.CSS("#5b21b6"), Title: "Operator"}
+	if hexColour.MatchString(p.Accent) {
+		v.Accent = template.CSS(p.Accent)
+	}
+	if v.Workspace == "" {
+		v.Workspace = "countersign"
+	}
+	if v.Operator == "" {
+		v.Title = "Operator sign-in"
+	}
+	var buf bytes.Buffer
+	if err := tmpl.Execute(&buf, v); err != nil {
+		return nil, nil, fmt.Errorf("operatorpage: render: %w", err)
+	}
+	return buf.Bytes(), map[string]string{
+		"Content-Type":            "text/html; charset=utf-8",
+		"Content-Security-Policy": "default-src 'none'; style-src 'nonce-" + nonce + "'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+		"Referrer-Policy":         "no-referrer",
+		"X-Content-Type-Options":  "nosniff",
+		"X-Frame-Options":         "DENY",
+		"Cache-Control":           "no-store",
+	}, nil
+}
+
+// bound clips what agents and operators control and the number of rows.
+func bound(p Page) Page {
+	p.Workspace, p.Operator, p.Message = clip(p.Workspace, maxField), clip(p.Operator, maxField), clip(p.Message, maxText)
+	if len(p.Reviews) > MaxRows {
+		p.Reviews = p.Reviews[:MaxRows]
+	}
+	if len(p.Confirmations) > MaxRows {
+		p.Confirmations = p.Confirmations[:MaxRows]
+	}
+	if len(p.Credentials) > MaxRows {
+		p.Credentials = p.Credentials[:MaxRows]
+	}
+	if len(p.Audit) > MaxRows {
+		p.Audit = p.Audit[:MaxRows]
+	}
+	rv := make([]Review, len(p.Reviews))
+	for i, r := range p.Reviews {
+		r.Reason, r.Args, r.Note, r.Outcome = clip(r.Reason, maxText), clip(r.Args, maxText), clip(r.Note, maxText), clip(r.Outcome, maxText)
+		r.Path, r.Credential, r.DecidedBy = clip(r.Path, maxField), clip(r.Credential, maxField), clip(r.DecidedBy, maxField)
+		rv[i] = r
+	}
+	p.Reviews = rv
+	au := make([]AuditRecord, len(p.Audit))
+	for i, a := range p.Audit {
+		a.Reason, a.What, a.Subject = clip(a.Reason, 512), clip(a.What, 512), clip(a.Subject, maxField)
+		au[i] = a
+	}
+	p.Audit = au
+	cr := make([]Credential, len(p.Credentials))
+	for i, c := range p.Credentials {
+		c.Client = clip(c.Client, maxField)
+		cr[i] = c
+	}
+	p.Credentials = cr
+	return p
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "… (truncated)"
+}

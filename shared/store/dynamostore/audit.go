@@ -1,0 +1,165 @@
+package dynamostore
+
+import (
+	"context"
+
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/countersign/countersign/shared/store"
+)
+
+// Audit items: pk AUDIT#<chain>; each record under sk = its Seq in 20
+// digits, the head under sk HEAD (attributes seq and hash). Neither has a
+// ttl attribute, so TTL never deletes them.
+const (
+	attrSeq    = "seq"
+	attrHash   = "hash"
+	auditMaxSK = "99999999999999999999"
+)
+
+func auditSK(seq int64) string { return fmt.Sprintf("%020d", seq) }
+
+// AppendAudit writes the record conditionally on its slot being free, then
+// moves the head forward (conditionally on it being behind). Two writes:
+// the head is what makes the newest record's deletion or edit visible. If
+// the process stops between them the head lags one record behind, which
+// audit verification reports and the next append repairs.
+func (s *Store) AppendAudit(ctx context.Context, r *store.AuditRecord) error {
+	if r.Chain == "" || r.Seq < 1 {
+		return fmt.Errorf("append audit: bad chain %q or seq %d", r.Chain, r.Seq)
+	}
+	rec := *r
+	rec.At = rec.At.UTC()
+	item, err := newItem(prefixAudit+r.Chain, auditSK(r.Seq), rec)
+	if err == nil {
+		err = s.putIf(ctx, item, "attribute_not_exists(#pk)", map[string]string{"#pk": attrPK}, nil)
+	}
+	if err == nil {
+		err = s.moveHead(ctx, r.Chain, r.Seq, r.Hash)
+	}
+	if err != nil {
+		return fmt.Errorf("append audit %s/%d: %w", r.Chain, r.Seq, err)
+	}
+	return nil
+}
+
+// moveHead sets the chain's head to (seq, hash) unless it is at seq or beyond.
+func (s *Store) moveHead(ctx context.Context, chain string, seq int64, hash string) error {
+	_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.table),
+		Key:                       itemKey(prefixAudit+chain, skAuditHead),
+		UpdateExpression:          aws.String("SET #seq = :seq, #hash = :hash"),
+		ConditionExpression:       aws.String("attribute_not_exists(#seq) OR #seq < :seq"),
+		ExpressionAttributeNames:  map[string]string{"#seq": attrSeq, "#hash": attrHash},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":seq": num(seq), ":hash": str(hash)},
+	})
+	if isConditionFailed(err) {
+		return nil // a later record moved it already
+	}
+	if err != nil {
+		return fmt.Errorf("move head: %w", err)
+	}
+	return nil
+}
+
+// LastAudit queries the chain backwards for one record.
+func (s *Store) LastAudit(ctx context.Context, chain string) (*store.AuditRecord, error) {
+	rs, err := s.ListAudit(ctx, store.AuditQuery{Chain: chain, Limit: 1, Newest: true})
+	if err != nil {
+		return nil, err
+	}
+	if len(rs) == 0 {
+		return nil, fmt.Errorf("last audit record of %s: %w", chain, store.ErrNotFound)
+	}
+	return rs[0], nil
+}
+
+// AuditHead reads the chain's head consistently.
+func (s *Store) AuditHead(ctx context.Context, chain string) (store.AuditHead, error) {
+	item, err := s.getItem(ctx, prefixAudit+chain, skAuditHead)
+	if err != nil {
+		return store.AuditHead{}, fmt.Errorf("audit head of %s: %w", chain, err)
+	}
+	n, ok := item[attrSeq].(*types.AttributeValueMemberN)
+	if !ok {
+		return store.AuditHead{}, fmt.Errorf("audit head of %s: no seq", chain)
+	}
+	seq, err := strconv.ParseInt(n.Value, 10, 64)
+	if err != nil {
+		return store.AuditHead{}, fmt.Errorf("audit head of %s: seq %q: %w", chain, n.Value, err)
+	}
+	return store.AuditHead{Chain: chain, Seq: seq, Hash: stringAttr(item, attrHash)}, nil
+}
+
+// ListAudit queries the chain's records consistently, between After and
+// the highest Seq, in the order asked.
+func (s *Store) ListAudit(ctx context.Context, q store.AuditQuery) ([]*store.AuditRecord, error) {
+	in := &dynamodb.QueryInput{
+		TableName:                aws.String(s.table),
+		ConsistentRead:           aws.Bool(true),
+		KeyConditionExpression:   aws.String("#pk = :pk AND #sk BETWEEN :lo AND :hi"),
+		ExpressionAttributeNames: map[string]string{"#pk": attrPK, "#sk": attrSK},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":pk": str(prefixAudit + q.Chain), ":lo": str(auditSK(q.After + 1)), ":hi": str(auditMaxSK),
+		},
+		ScanIndexForward: aws.Bool(!q.Newest),
+	}
+	if q.Limit > 0 {
+		in.Limit = aws.Int32(int32(min(q.Limit, 1000)))
+	}
+	pages := dynamodb.NewQueryPaginator(s.client, in)
+	var out []*store.AuditRecord
+	for pages.HasMorePages() && (q.Limit <= 0 || len(out) < q.Limit) {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("list audit records of %s: %w", q.Chain, err)
+		}
+		for _, it := range page.Items {
+			r := new(store.AuditRecord)
+			if err := decode(it, r); err != nil {
+				return nil, fmt.Errorf("list audit records of %s: %w", q.Chain, err)
+			}
+			out = append(out, r)
+			if q.Limit > 0 && len(out) == q.Limit {
+				break
+			}
+		}
+	}
+	return out, nil
+}
+
+// AuditChains scans the table for audit items (records and heads). It
+// reads the whole table: for the operator's tools, never the request path.
+func (s *Store) AuditChains(ctx context.Context) ([]string, error) {
+	pages := dynamodb.NewScanPaginator(s.client, &dynamodb.ScanInput{
+		TableName:                 aws.String(s.table),
+		ConsistentRead:            aws.Bool(true),
+		FilterExpression:          aws.String("begins_with(#pk, :prefix)"),
+		ProjectionExpression:      aws.String("#pk"),
+		ExpressionAttributeNames:  map[string]string{"#pk": attrPK},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":prefix": str(prefixAudit)},
+	})
+	seen := map[string]bool{}
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("list audit chains: scan %s: %w", s.table, err)
+		}
+		for _, it := range page.Items {
+			seen[strings.TrimPrefix(stringAttr(it, attrPK), prefixAudit)] = true
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for c := range seen {
+		out = append(out, c)
+	}
+	slices.Sort(out)
+	return out, nil
+}
