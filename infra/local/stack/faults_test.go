@@ -218,6 +218,8 @@ var faultCases = []faultCase{
 	{name: "upstream refuses on redeem", inject: upstreamFault(upRefused), flow: handshake("/contacts/31"), want: []store.Status{failed}},
 	// The gateway running an approved call itself (the card's mode; script batches share the Execute task).
 	{name: "gateway runs: no fault", flow: gatewayRuns("/contacts/32"), want: []store.Status{executed}, sent: 1},
+	{name: "gateway runs: SendTaskSuccess fails before", inject: workflowFault(wfSuccess, before), flow: gatewayRuns("/contacts/33"), want: []store.Status{executed}, sent: 1},
+	{name: "gateway runs: SendTaskSuccess delivered, error", inject: workflowFault(wfSuccess, after), flow: gatewayRuns("/contacts/41"), want: []store.Status{executed}, sent: 1},
 	{name: "gateway runs: claim applied, error", inject: storeFault(stepClaim, after), flow: gatewayRuns("/contacts/36"), want: []store.Status{redeemed}},
 	{name: "gateway runs: complete fails before", inject: storeFault(stepComplete, before), flow: gatewayRuns("/contacts/37"), want: []store.Status{redeemed}, sent: 1},
 	{name: "gateway runs: upstream times out", inject: upstreamFault(upTimeout), flow: gatewayRuns("/contacts/38"), want: []store.Status{failed}, sent: 1},
