@@ -364,8 +364,12 @@ func GatewayExecutes(c *store.Confirmation) bool { return c.Kind == store.KindSc
 
 // Finalize records the end of a wait the workflow observed: expired when its
 // timer fired, rejected after a rejection, failed when the workflow broke.
-// It only ever moves a pending record; a decided record keeps its decision.
-// It is idempotent, as Step Functions may run the task more than once.
+// It moves a pending record; a decided record keeps its decision, with one
+// exception: failed also ends an approval the gateway was to run itself
+// (GatewayExecutes) when the workflow failed before running any of it, as
+// nobody else will run it, so it must not read approved for good (nothing
+// of it ran; the decision stays recorded). It is idempotent, as Step
+// Functions may run the task more than once.
 func (s *Service) Finalize(ctx context.Context, id string, to store.Status) (*store.Confirmation, error) {
 	switch to {
 	case store.StatusExpired, store.StatusRejected, store.StatusFailed:
@@ -373,7 +377,12 @@ func (s *Service) Finalize(ctx context.Context, id string, to store.Status) (*st
 		return nil, fmt.Errorf("finalize %s: cannot finalize as %q", id, to)
 	}
 	c, err := s.update(ctx, id, func(c *store.Confirmation, now time.Time) error {
-		if c.Status != store.StatusPending {
+		switch {
+		case c.Status == store.StatusPending:
+		case c.Status == store.StatusApproved && to == store.StatusFailed && GatewayExecutes(c):
+			// Approved, not claimed (claiming makes it redeemed): an
+			// executor that starts now finds it failed and runs nothing.
+		default:
 			return errUnchanged
 		}
 		c.Status = to

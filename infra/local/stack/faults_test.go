@@ -220,6 +220,8 @@ var faultCases = []faultCase{
 	{name: "gateway runs: no fault", flow: gatewayRuns("/contacts/32"), want: []store.Status{executed}, sent: 1},
 	{name: "gateway runs: SendTaskSuccess fails before", inject: workflowFault(wfSuccess, before), flow: gatewayRuns("/contacts/33"), want: []store.Status{executed}, sent: 1},
 	{name: "gateway runs: SendTaskSuccess delivered, error", inject: workflowFault(wfSuccess, after), flow: gatewayRuns("/contacts/41"), want: []store.Status{executed}, sent: 1},
+	{name: "gateway runs: claim fails before", inject: storeFault(stepClaim, before), flow: gatewayRuns("/contacts/34"), want: []store.Status{executed}, sent: 1},
+	{name: "gateway runs: claim fails for good", inject: func(f *faultStack) { f.st.fail(stepClaim, before, 1000) }, flow: gatewayRuns("/contacts/35"), want: []store.Status{failed}},
 	{name: "gateway runs: claim applied, error", inject: storeFault(stepClaim, after), flow: gatewayRuns("/contacts/36"), want: []store.Status{redeemed}},
 	{name: "gateway runs: complete fails before", inject: storeFault(stepComplete, before), flow: gatewayRuns("/contacts/37"), want: []store.Status{redeemed}, sent: 1},
 	{name: "gateway runs: upstream times out", inject: upstreamFault(upTimeout), flow: gatewayRuns("/contacts/38"), want: []store.Status{failed}, sent: 1},
@@ -263,7 +265,7 @@ func TestFaults(t *testing.T) {
 					statuses = append(statuses, s.Status)
 					sent += s.Sent
 				}
-				fired := append(f.st.log(), f.wf.fired...)
+				fired := counted(append(f.st.log(), f.wf.fired...))
 				live := f.up.received("runner:k1")
 				t.Logf("| %s | %s | %s | %v; upstream got %d confirmed, %d live |", tc.name, strings.Join(fired, "; "),
 					strings.Join(answers, ", "), statuses, sent, len(live))
@@ -282,4 +284,21 @@ func TestFaults(t *testing.T) {
 			})
 		})
 	}
+}
+
+// counted folds repeated lines into one with a count.
+func counted(lines []string) []string {
+	var out []string
+	n := map[string]int{}
+	for _, l := range lines {
+		if n[l]++; n[l] == 1 {
+			out = append(out, l)
+		}
+	}
+	for i, l := range out {
+		if n[l] > 1 {
+			out[i] = fmt.Sprintf("%s (x%d)", l, n[l])
+		}
+	}
+	return out
 }
