@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/textproto"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -331,6 +332,18 @@ func (u *faultUpstream) failWrites(f upFault, n int) {
 }
 
 func (u *faultUpstream) RoundTrip(r *http.Request) (*http.Response, error) {
+	// The upstream sees the request as a server parses it: header names
+	// canonical (the client keeps Idempotency-Key under a lower-case key,
+	// see upstream.sendOnce), and a body, if empty.
+	sent := r
+	r = r.Clone(r.Context())
+	r.Header = http.Header{}
+	for k, v := range sent.Header {
+		r.Header[textproto.CanonicalMIMEHeaderKey(k)] = v
+	}
+	if r.Body == nil {
+		r.Body = http.NoBody
+	}
 	var f upFault
 	u.mu.Lock()
 	if r.Method != http.MethodGet && u.left > 0 {
@@ -349,9 +362,6 @@ func (u *faultUpstream) RoundTrip(r *http.Request) (*http.Response, error) {
 		return &http.Response{StatusCode: http.StatusServiceUnavailable, Status: "503 Service Unavailable", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
 			Header: http.Header{"Content-Type": {"application/json"}}, Body: io.NopCloser(strings.NewReader(`{"error":"try later"}`)), Request: r}, nil
 	}
-	if r.Body == nil {
-		r.Body = http.NoBody // as a server sees a request without one
-	}
 	rec := httptest.NewRecorder()
 	u.crm.ServeHTTP(rec, r)
 	switch f {
@@ -362,7 +372,7 @@ func (u *faultUpstream) RoundTrip(r *http.Request) (*http.Response, error) {
 		return nil, &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)}
 	}
 	resp := rec.Result()
-	resp.Request = r
+	resp.Request = sent
 	return resp, nil
 }
 
