@@ -179,9 +179,7 @@ func write(mode faultMode, apply func() error, restore func()) error {
 }
 
 func (f *faultStore) CreateConfirmation(ctx context.Context, c *store.Confirmation) error {
-	f.mu.Lock()
-	f.created = append(f.created, c.ID)
-	f.mu.Unlock()
+	f.expect(c.ID)
 	return write(f.take(stepCreate, c.ID), func() error { return f.Store.CreateConfirmation(ctx, c) }, func() {})
 }
 
@@ -210,6 +208,15 @@ func (f *faultStore) PutQuota(ctx context.Context, q *store.Quota) error {
 
 func (f *faultStore) CreateReview(ctx context.Context, r *store.Review) error {
 	return write(f.take(stepReview, r.ID), func() error { return f.Store.CreateReview(ctx, r) }, func() {})
+}
+
+// expect adds an id the flow knows of before any create (a grant's).
+func (f *faultStore) expect(id string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !slices.Contains(f.created, id) {
+		f.created = append(f.created, id)
+	}
 }
 
 func (f *faultStore) ids() []string {

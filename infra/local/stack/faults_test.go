@@ -1,6 +1,7 @@
 package stack
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"slices"
@@ -9,7 +10,11 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/countersign/countersign/shared/calls"
+	"github.com/countersign/countersign/shared/confirm"
+	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/store"
+	"github.com/countersign/countersign/shared/tier"
 )
 
 // faultCase is one injected fault: where it is injected, the flow driven
@@ -139,6 +144,42 @@ func gatewayRuns(path string) func(f *faultStack) []string {
 	}
 }
 
+// granted: the person approves in the client itself (an MCP input
+// request); the retried call carries the answer, and a lost answer is
+// carried again.
+func granted(path string) func(f *faultStack) []string {
+	return func(f *faultStack) []string {
+		var log []string
+		ctx := context.Background()
+		cred, err := f.app.Calls.Authenticate(ctx, ask)
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		c := func() *calls.Call {
+			return &calls.Call{Connection: "crm", Method: http.MethodDelete, Path: path, Intent: tier.IntentWrite}
+		}
+		res, err := f.app.Calls.Do(ctx, cred, c(), calls.Options{Pause: calls.PauseCollect})
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		g := &calls.Grant{ID: confirm.NewID(), Binding: res.Operation.Binding, Approve: true, By: "client:test", ExpiresAt: time.Now().Add(10 * time.Minute)}
+		f.st.expect(g.ID)
+		for i := range 2 {
+			res, err := f.app.Calls.Do(ctx, cred, c(), calls.Options{Grant: g})
+			what := "answer"
+			if i > 0 {
+				what = "retry"
+			}
+			if err == nil {
+				return append(log, what+" "+res.Outcome.String())
+			}
+			log = append(log, what+" "+string(fault.CodeOf(err)))
+			synctest.Wait()
+		}
+		return log
+	}
+}
+
 // live: a write that runs at once (run_without_asking, auto tier), with
 // the agent's Idempotency-Key.
 func live(f *faultStack) []string {
@@ -227,6 +268,11 @@ var faultCases = []faultCase{
 	{name: "gateway runs: upstream times out", inject: upstreamFault(upTimeout), flow: gatewayRuns("/contacts/38"), want: []store.Status{failed}, sent: 1},
 	{name: "gateway runs: upstream resets", inject: upstreamFault(upReset), flow: gatewayRuns("/contacts/39"), want: []store.Status{failed}, sent: 1},
 	{name: "gateway runs: upstream 503", inject: upstreamFault(up5xx), flow: gatewayRuns("/contacts/40"), want: []store.Status{executed}, sent: 1},
+	// An answer given in the client (MCP input request): recorded redeemed and claimed in one create.
+	{name: "grant: create fails before", inject: storeFault(stepCreate, before), flow: granted("/contacts/42"), want: []store.Status{executed}, sent: 1},
+	{name: "grant: create applied, error", inject: storeFault(stepCreate, after), flow: granted("/contacts/43"), want: []store.Status{redeemed}},
+	{name: "grant: complete fails before", inject: storeFault(stepComplete, before), flow: granted("/contacts/44"), want: []store.Status{redeemed}, sent: 1},
+	{name: "grant: upstream times out", inject: upstreamFault(upTimeout), flow: granted("/contacts/45"), want: []store.Status{failed}, sent: 1},
 	// A live call with the agent's Idempotency-Key, and a review item.
 	{name: "live: idempotency claim fails before", inject: storeFault(stepIdemClaim, before), flow: live},
 	{name: "live: idempotency claim applied, error", inject: storeFault(stepIdemClaim, after), flow: live},
