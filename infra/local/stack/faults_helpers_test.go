@@ -60,6 +60,9 @@ const (
 	// store.ErrConflict: what DynamoDB's SDK answers when it retries a
 	// conditional write whose first response was lost.
 	afterConflict
+	// afterDown: the write is applied, then the caller gets an error, and
+	// so does its next read of the record: it cannot tell.
+	afterDown
 )
 
 func (m faultMode) String() string {
@@ -70,6 +73,8 @@ func (m faultMode) String() string {
 		return "applied, then an error"
 	case afterConflict:
 		return "applied, then a conflict (SDK retry)"
+	case afterDown:
+		return "applied, then an error, and the read back fails"
 	}
 	return "no fault"
 }
@@ -132,6 +137,8 @@ type faultStore struct {
 	mode  faultMode
 	left  int
 	fired []string
+	// readsDown fails the next reads of a confirmation (afterDown).
+	readsDown int
 	// created lists every confirmation id a create was tried for, whether
 	// or not it failed (an applied create whose answer was lost leaves a
 	// record the agent never hears of).
@@ -161,11 +168,20 @@ func (f *faultStore) take(s step, what string) faultMode {
 
 // write runs apply as mode says; restore undoes what apply changed on the
 // caller's copy (its version), as an adapter that failed would not have.
+func (f *faultStore) write(mode faultMode, apply func() error, restore func()) error {
+	if mode == afterDown {
+		f.mu.Lock()
+		f.readsDown = 1
+		f.mu.Unlock()
+	}
+	return write(mode, apply, restore)
+}
+
 func write(mode faultMode, apply func() error, restore func()) error {
 	switch mode {
 	case before:
 		return fmt.Errorf("%w: %s", errInjected, mode)
-	case after, afterConflict:
+	case after, afterConflict, afterDown:
 		if err := apply(); err != nil {
 			return err
 		}
@@ -180,7 +196,21 @@ func write(mode faultMode, apply func() error, restore func()) error {
 
 func (f *faultStore) CreateConfirmation(ctx context.Context, c *store.Confirmation) error {
 	f.expect(c.ID)
-	return write(f.take(stepCreate, c.ID), func() error { return f.Store.CreateConfirmation(ctx, c) }, func() {})
+	return f.write(f.take(stepCreate, c.ID), func() error { return f.Store.CreateConfirmation(ctx, c) }, func() {})
+}
+
+func (f *faultStore) GetConfirmation(ctx context.Context, id string) (*store.Confirmation, error) {
+	f.mu.Lock()
+	down := f.readsDown > 0
+	if down {
+		f.readsDown--
+		f.fired = append(f.fired, "read "+id+": fails")
+	}
+	f.mu.Unlock()
+	if down {
+		return nil, fmt.Errorf("%w: read", errInjected)
+	}
+	return f.Store.GetConfirmation(ctx, id)
 }
 
 func (f *faultStore) UpdateConfirmation(ctx context.Context, c *store.Confirmation) error {
@@ -189,7 +219,7 @@ func (f *faultStore) UpdateConfirmation(ctx context.Context, c *store.Confirmati
 		return f.Store.UpdateConfirmation(ctx, c)
 	}
 	v := c.Version
-	return write(f.take(classify(old, c), c.ID), func() error { return f.Store.UpdateConfirmation(ctx, c) }, func() { c.Version = v })
+	return f.write(f.take(classify(old, c), c.ID), func() error { return f.Store.UpdateConfirmation(ctx, c) }, func() { c.Version = v })
 }
 
 func (f *faultStore) CreateIdempotency(ctx context.Context, r *store.Idempotency) error {

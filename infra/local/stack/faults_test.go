@@ -220,8 +220,9 @@ const (
 var faultCases = []faultCase{
 	// Creating the record.
 	{name: "create fails before", inject: storeFault(stepCreate, before), flow: handshake("/contacts/1"), want: []store.Status{executed}, sent: 1},
-	{name: "create applied, error", inject: storeFault(stepCreate, after), flow: handshake("/contacts/2"), want: []store.Status{expired, executed}, sent: 1},
-	{name: "create applied, conflict", inject: storeFault(stepCreate, afterConflict), flow: handshake("/contacts/3"), want: []store.Status{expired, executed}, sent: 1},
+	{name: "create applied, error", inject: storeFault(stepCreate, after), flow: handshake("/contacts/2"), want: []store.Status{executed}, sent: 1},
+	{name: "create applied, error, read fails", inject: storeFault(stepCreate, afterDown), flow: handshake("/contacts/46"), want: []store.Status{expired, executed}, sent: 1},
+	{name: "create applied, conflict", inject: storeFault(stepCreate, afterConflict), flow: handshake("/contacts/3"), want: []store.Status{executed}, sent: 1},
 	{name: "quota fails before", inject: storeFault(stepQuota, before), flow: handshake("/contacts/4"), want: []store.Status{executed}, sent: 1},
 	{name: "quota applied, error", inject: storeFault(stepQuota, after), flow: handshake("/contacts/5"), want: []store.Status{executed}, sent: 1},
 	{name: "quota applied, conflict", inject: storeFault(stepQuota, afterConflict), flow: handshake("/contacts/6"), want: []store.Status{executed}, sent: 1},
@@ -232,11 +233,13 @@ var faultCases = []faultCase{
 		inject: func(f *faultStack) { f.wf.fail(wfStart, before, 1); f.st.fail(stepFinalize, before, 1) }},
 	// The notify task storing the token.
 	{name: "attach token fails before", inject: storeFault(stepAttach, before), flow: handshake("/contacts/10"), want: []store.Status{failed}},
-	{name: "attach token applied, error", inject: storeFault(stepAttach, after), flow: handshake("/contacts/11"), want: []store.Status{failed}},
+	{name: "attach token applied, error", inject: storeFault(stepAttach, after), flow: handshake("/contacts/11"), want: []store.Status{executed}, sent: 1},
+	{name: "attach token applied, error, read fails", inject: storeFault(stepAttach, afterDown), flow: handshake("/contacts/47"), want: []store.Status{failed}},
 	{name: "attach token applied, conflict", inject: storeFault(stepAttach, afterConflict), flow: handshake("/contacts/12"), want: []store.Status{executed}, sent: 1},
 	// The decision.
 	{name: "decide fails before", inject: storeFault(stepDecide, before), flow: handshake("/contacts/13"), want: []store.Status{executed}, sent: 1},
 	{name: "decide applied, error", inject: storeFault(stepDecide, after), flow: handshake("/contacts/14"), want: []store.Status{executed}, sent: 1},
+	{name: "decide applied, error, read fails", inject: storeFault(stepDecide, afterDown), flow: handshake("/contacts/48"), want: []store.Status{executed}, sent: 1},
 	{name: "decide applied, conflict", inject: storeFault(stepDecide, afterConflict), flow: handshake("/contacts/15"), want: []store.Status{executed}, sent: 1},
 	{name: "SendTaskSuccess fails before", inject: workflowFault(wfSuccess, before), flow: handshake("/contacts/16"), want: []store.Status{executed}, sent: 1},
 	{name: "SendTaskSuccess delivered, error", inject: workflowFault(wfSuccess, after), flow: handshake("/contacts/17"), want: []store.Status{executed}, sent: 1},
@@ -244,8 +247,9 @@ var faultCases = []faultCase{
 	{name: "SendTaskFailure delivered, error", inject: workflowFault(wfFailure, after), flow: rejection("/contacts/19"), want: []store.Status{rejected}},
 	// The redemption's claim and the outcome.
 	{name: "redeem fails before", inject: storeFault(stepClaim, before), flow: handshake("/contacts/20"), want: []store.Status{executed}, sent: 1},
-	{name: "redeem applied, error", inject: storeFault(stepClaim, after), flow: handshake("/contacts/21"), want: []store.Status{redeemed}},
-	{name: "redeem applied, conflict", inject: storeFault(stepClaim, afterConflict), flow: handshake("/contacts/22"), want: []store.Status{redeemed}},
+	{name: "redeem applied, error", inject: storeFault(stepClaim, after), flow: handshake("/contacts/21"), want: []store.Status{executed}, sent: 1},
+	{name: "redeem applied, error, read fails", inject: storeFault(stepClaim, afterDown), flow: handshake("/contacts/49"), want: []store.Status{redeemed}},
+	{name: "redeem applied, conflict", inject: storeFault(stepClaim, afterConflict), flow: handshake("/contacts/22"), want: []store.Status{executed}, sent: 1},
 	{name: "complete fails before", inject: storeFault(stepComplete, before), flow: handshake("/contacts/23"), want: []store.Status{redeemed}, sent: 1},
 	{name: "complete applied, error", inject: storeFault(stepComplete, after), flow: handshake("/contacts/24"), want: []store.Status{executed}, sent: 1},
 	{name: "complete applied, conflict", inject: storeFault(stepComplete, afterConflict), flow: handshake("/contacts/25"), want: []store.Status{executed}, sent: 1},
@@ -263,14 +267,16 @@ var faultCases = []faultCase{
 	{name: "gateway runs: SendTaskSuccess delivered, error", inject: workflowFault(wfSuccess, after), flow: gatewayRuns("/contacts/41"), want: []store.Status{executed}, sent: 1},
 	{name: "gateway runs: claim fails before", inject: storeFault(stepClaim, before), flow: gatewayRuns("/contacts/34"), want: []store.Status{executed}, sent: 1},
 	{name: "gateway runs: claim fails for good", inject: func(f *faultStack) { f.st.fail(stepClaim, before, 1000) }, flow: gatewayRuns("/contacts/35"), want: []store.Status{failed}},
-	{name: "gateway runs: claim applied, error", inject: storeFault(stepClaim, after), flow: gatewayRuns("/contacts/36"), want: []store.Status{redeemed}},
+	{name: "gateway runs: claim applied, error", inject: storeFault(stepClaim, after), flow: gatewayRuns("/contacts/36"), want: []store.Status{executed}, sent: 1},
+	{name: "gateway runs: claim applied, error, read fails", inject: storeFault(stepClaim, afterDown), flow: gatewayRuns("/contacts/50"), want: []store.Status{redeemed}},
 	{name: "gateway runs: complete fails before", inject: storeFault(stepComplete, before), flow: gatewayRuns("/contacts/37"), want: []store.Status{redeemed}, sent: 1},
 	{name: "gateway runs: upstream times out", inject: upstreamFault(upTimeout), flow: gatewayRuns("/contacts/38"), want: []store.Status{failed}, sent: 1},
 	{name: "gateway runs: upstream resets", inject: upstreamFault(upReset), flow: gatewayRuns("/contacts/39"), want: []store.Status{failed}, sent: 1},
 	{name: "gateway runs: upstream 503", inject: upstreamFault(up5xx), flow: gatewayRuns("/contacts/40"), want: []store.Status{executed}, sent: 1},
 	// An answer given in the client (MCP input request): recorded redeemed and claimed in one create.
 	{name: "grant: create fails before", inject: storeFault(stepCreate, before), flow: granted("/contacts/42"), want: []store.Status{executed}, sent: 1},
-	{name: "grant: create applied, error", inject: storeFault(stepCreate, after), flow: granted("/contacts/43"), want: []store.Status{redeemed}},
+	{name: "grant: create applied, error", inject: storeFault(stepCreate, after), flow: granted("/contacts/43"), want: []store.Status{executed}, sent: 1},
+	{name: "grant: create applied, error, read fails", inject: storeFault(stepCreate, afterDown), flow: granted("/contacts/51"), want: []store.Status{redeemed}},
 	{name: "grant: complete fails before", inject: storeFault(stepComplete, before), flow: granted("/contacts/44"), want: []store.Status{redeemed}, sent: 1},
 	{name: "grant: upstream times out", inject: upstreamFault(upTimeout), flow: granted("/contacts/45"), want: []store.Status{failed}, sent: 1},
 	// A live call with the agent's Idempotency-Key, and a review item.
