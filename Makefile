@@ -32,7 +32,7 @@ run:
 # The AWS path test runs after the rest, verbose, so its log shows each flow.
 # Then every fuzz target fuzzes for TEST_FUZZTIME (its seeds already ran in
 # go test). Most of the time goes to building and starting each target: the
-# 16 targets took 84 s at 2s and 45 s at 1s (TEST_FUZZTIME=1s) on 2 shared cores.
+# 16 targets took 54 to 84 s at 2s, 45 s at 1s (TEST_FUZZTIME=1s), on 2 shared cores.
 TEST_FUZZTIME ?= 2s
 
 test: vet lambdas check-asl
