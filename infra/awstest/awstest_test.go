@@ -38,6 +38,7 @@ var flows = []struct {
 	{name: "batch approved, run by the Execute task", run: batchExecuted},
 	{name: "review item run once by the operator function", run: reviewRun},
 	{name: "batch approved but SendTaskSuccess failed, still run by the Execute task", settings: shortWait, run: batchTaskLost},
+	{name: "card call approved on the page but SendTaskSuccess failed, run by the Execute task", settings: shortWait, run: cardTaskLost},
 
 	// TODO(issue 10 item 1): the link delivered through SNS, read back from
 	// moto's SNS message store (GET <moto>/moto-api/data.json, "sns" →
@@ -372,28 +373,39 @@ func rejectedTaskLost(f *flow) {
 // state machine for it.
 func (f *flow) startBatch(method, path, contact string) string {
 	f.Helper()
+	return f.startGatewayRun(store.KindScript, "BatchStateMachine", method, path, contact)
+}
+
+// startGatewayRun stores a pending confirmation of kind that the gateway
+// runs itself once approved, and starts machine for it.
+func (f *flow) startGatewayRun(kind store.Kind, machine, method, path, contact string) string {
+	f.Helper()
 	op, err := confirm.NewOperation(askCredential, "crm", method, path, "/contacts/{id}", store.Args{Path: map[string]string{"id": contact}})
 	if err != nil {
 		f.Fatal(err)
 	}
 	now := time.Now().UTC()
-	wait := time.Duration(f.s.settings.ScriptSeconds) * time.Second
+	seconds := f.s.settings.ScriptSeconds
+	if kind == store.KindCall {
+		seconds = f.s.settings.CallSeconds
+	}
+	wait := time.Duration(seconds) * time.Second
 	c := &store.Confirmation{
-		ID: confirm.NewID(), Kind: store.KindScript, Credential: askCredential, Status: store.StatusPending,
-		Reason: "awstest batch", CreatedAt: now, ExpiresAt: now.Add(wait), Operations: []store.Operation{op},
-		TTL: now.Add(wait + 24*time.Hour).Unix(),
+		ID: confirm.NewID(), Kind: kind, Credential: askCredential, Status: store.StatusPending,
+		Reason: "awstest " + string(kind), CreatedAt: now, ExpiresAt: now.Add(wait), Operations: []store.Operation{op},
+		GatewayRuns: kind == store.KindCall, TTL: now.Add(wait + 24*time.Hour).Unix(),
 	}
 	if err := f.s.Store.CreateConfirmation(f.ctx, c); err != nil {
 		f.Fatal(err)
 	}
-	input, _ := json.Marshal(map[string]any{"confirmation_id": c.ID, "timeout_seconds": f.s.settings.ScriptSeconds})
+	input, _ := json.Marshal(map[string]any{"confirmation_id": c.ID, "timeout_seconds": seconds})
 	_, err = f.s.sfn.StartExecution(f.ctx, &sfn.StartExecutionInput{
-		StateMachineArn: aws.String(f.s.machine("BatchStateMachine").ARN), Name: aws.String(c.ID), Input: aws.String(string(input)),
+		StateMachineArn: aws.String(f.s.machine(machine).ARN), Name: aws.String(c.ID), Input: aws.String(string(input)),
 	})
 	if err != nil {
-		f.Fatalf("start batch execution: %v", err)
+		f.Fatalf("start %s execution: %v", machine, err)
 	}
-	f.Logf("batch %s started: %s %s", c.ID, method, path)
+	f.Logf("%s %s started on %s: %s %s", kind, c.ID, machine, method, path)
 	return c.ID
 }
 
@@ -421,6 +433,24 @@ func batchTaskLost(f *flow) {
 	f.expect("POST approve (Step Functions unreachable)", f.decide(link, "approve"), http.StatusOK, "approved")
 	f.execution("BatchStateMachine", id, "Executed", 30*time.Second)
 	f.upstreamOnce("DELETE", "/contacts/61", id)
+	if got := f.status(id); got != "executed" {
+		f.Fatalf("status: %s, want executed", got)
+	}
+}
+
+// cardTaskLost: a call the gateway runs itself (the MCP card's mode),
+// approved on the approver's page while Step Functions is unreachable.
+// Nobody redeems it, so when the wait times out the confirm machine must
+// run it itself.
+func cardTaskLost(f *flow) {
+	approve := f.s.emulator("approve").aws
+	approve.fail("states:SendTaskSuccess", true)
+	defer approve.fail("states:SendTaskSuccess", false)
+	id := f.startGatewayRun(store.KindCall, "ConfirmStateMachine", "DELETE", "/contacts/71", "71")
+	link := f.link(id)
+	f.expect("POST approve (Step Functions unreachable)", f.decide(link, "approve"), http.StatusOK, "approved")
+	f.execution("ConfirmStateMachine", id, "Executed", 30*time.Second)
+	f.upstreamOnce("DELETE", "/contacts/71", id)
 	if got := f.status(id); got != "executed" {
 		f.Fatalf("status: %s, want executed", got)
 	}

@@ -345,6 +345,21 @@ func TestFinalize(t *testing.T) {
 			}
 			return c.ID
 		}, store.StatusFailed, store.StatusRejected},
+		{"an approved batch the workflow could not run fails", func(tb testing.TB, e *env) string { return e.approvedScript(tb, 2, nil).ID },
+			store.StatusFailed, store.StatusFailed},
+		{"an approved batch stays approved on expired", func(tb testing.TB, e *env) string { return e.approvedScript(tb, 2, nil).ID },
+			store.StatusExpired, store.StatusApproved},
+		{"an approved call, which the agent redeems, stays approved on failed", func(tb testing.TB, e *env) string { return e.approvedCall(tb).ID },
+			store.StatusFailed, store.StatusApproved},
+		{"a batch being run stays redeemed on failed", func(tb testing.TB, e *env) string {
+			// An executor claimed the first operation and was cut off.
+			c := e.approvedScript(tb, 2, nil)
+			c.Status, c.Operations[0].State = store.StatusRedeemed, store.OpClaimed
+			if err := e.st.UpdateConfirmation(e.ctx, c); err != nil {
+				tb.Fatal(err)
+			}
+			return c.ID
+		}, store.StatusFailed, store.StatusRedeemed},
 		{"redeemed stays redeemed", func(tb testing.TB, e *env) string {
 			c := e.approvedCall(tb)
 			if _, _, err := e.svc.Redeem(e.ctx, c.ID, "chat-user", c.Operations[0].Binding); err != nil {

@@ -194,7 +194,7 @@ func (s *Service) Create(ctx context.Context, r Request) (*store.Confirmation, e
 		GatewayRuns: r.GatewayRuns,
 		TTL:         now.Add(wait + s.timeouts().Redeem + retention).Unix(),
 	}
-	if err := s.Store.CreateConfirmation(ctx, c); err != nil {
+	if err := s.create(ctx, c); err != nil {
 		return nil, fmt.Errorf("create confirmation %s: %w", id, err)
 	}
 	input, err := json.Marshal(workflowInput{ConfirmationID: id, TimeoutSeconds: int64(wait / time.Second)})
@@ -227,14 +227,60 @@ func (s *Service) Get(ctx context.Context, id string) (*store.Confirmation, erro
 // errUnchanged tells update that fn decided no write is needed.
 var errUnchanged = errors.New("unchanged")
 
+// A write's answer can be lost after the store applied it: the caller sees
+// an error, or a conflict when the client retried the write (DynamoDB's SDK
+// does, and the retry finds the version already moved on). Every write of
+// the lifecycle carries a fresh store.Confirmation.WriteID, so the writer
+// can read the record back and know: its own tag there means its write
+// landed and stands. Another writer's tag, or a read that fails, means it
+// did not, or that it cannot tell, and the write counts as not made. No
+// other writer can carry the same tag, so a write is never taken for
+// another's.
+
+// newWriteID returns a fresh tag for one write.
+func newWriteID() string { return rand.Text() }
+
+// landed reports whether the write tagged tag is the one the store holds,
+// and returns the record.
+func (s *Service) landed(ctx context.Context, id, tag string) (*store.Confirmation, bool) {
+	c, err := s.Store.GetConfirmation(ctx, id)
+	if err != nil || c.WriteID != tag {
+		return nil, false
+	}
+	return c, true
+}
+
+// create stores a new record; an answer lost after the record was stored
+// counts as stored.
+func (s *Service) create(ctx context.Context, c *store.Confirmation) error {
+	c.WriteID = newWriteID()
+	err := s.Store.CreateConfirmation(ctx, c)
+	if err == nil {
+		return nil
+	}
+	if stored, ok := s.landed(ctx, c.ID, c.WriteID); ok {
+		s.logger().WarnContext(ctx, "confirmation stored, its answer lost", "confirmation", c.ID, "error", err)
+		*c = *stored
+		return nil
+	}
+	return err
+}
+
 // update is the read-modify-write loop: fn sees the current record and
 // changes it, or returns an error to stop. A lost race re-reads and calls fn
-// again, so fn always decides on the latest state.
+// again, so fn always decides on the latest state. A write whose answer was
+// lost but which was applied stands, and fn is not called again: its last
+// call is the one written.
 func (s *Service) update(ctx context.Context, id string, fn func(c *store.Confirmation, now time.Time) error) (*store.Confirmation, error) {
+	tag := "" // the last write's, while its outcome is unknown
 	for range maxCASAttempts {
 		c, err := s.Get(ctx, id)
 		if err != nil {
 			return nil, err
+		}
+		if tag != "" && c.WriteID == tag {
+			s.logger().WarnContext(ctx, "confirmation updated, its answer lost", "confirmation", id)
+			return c, nil
 		}
 		if err := fn(c, s.now()); err != nil {
 			if errors.Is(err, errUnchanged) {
@@ -242,11 +288,17 @@ func (s *Service) update(ctx context.Context, id string, fn func(c *store.Confir
 			}
 			return c, err
 		}
+		tag = newWriteID()
+		c.WriteID = tag
 		err = s.Store.UpdateConfirmation(ctx, c)
 		if err == nil {
 			return c, nil
 		}
 		if !errors.Is(err, store.ErrConflict) {
+			if stored, ok := s.landed(ctx, id, tag); ok {
+				s.logger().WarnContext(ctx, "confirmation updated, its answer lost", "confirmation", id, "error", err)
+				return stored, nil
+			}
 			return nil, fmt.Errorf("update confirmation %s: %w", id, err)
 		}
 	}
@@ -369,8 +421,12 @@ func GatewayExecutes(c *store.Confirmation) bool { return c.Kind == store.KindSc
 
 // Finalize records the end of a wait the workflow observed: expired when its
 // timer fired, rejected after a rejection, failed when the workflow broke.
-// It only ever moves a pending record; a decided record keeps its decision.
-// It is idempotent, as Step Functions may run the task more than once.
+// It moves a pending record; a decided record keeps its decision, with one
+// exception: failed also ends an approval the gateway was to run itself
+// (GatewayExecutes) when the workflow failed before running any of it, as
+// nobody else will run it, so it must not read approved for good (nothing
+// of it ran; the decision stays recorded). It is idempotent, as Step
+// Functions may run the task more than once.
 func (s *Service) Finalize(ctx context.Context, id string, to store.Status) (*store.Confirmation, error) {
 	switch to {
 	case store.StatusExpired, store.StatusRejected, store.StatusFailed:
@@ -378,7 +434,12 @@ func (s *Service) Finalize(ctx context.Context, id string, to store.Status) (*st
 		return nil, fmt.Errorf("finalize %s: cannot finalize as %q", id, to)
 	}
 	c, err := s.update(ctx, id, func(c *store.Confirmation, now time.Time) error {
-		if c.Status != store.StatusPending {
+		switch {
+		case c.Status == store.StatusPending:
+		case c.Status == store.StatusApproved && to == store.StatusFailed && GatewayExecutes(c):
+			// Approved, not claimed (claiming makes it redeemed): an
+			// executor that starts now finds it failed and runs nothing.
+		default:
 			return errUnchanged
 		}
 		c.Status = to
@@ -631,7 +692,7 @@ func (s *Service) Grant(ctx context.Context, r GrantRequest) (*store.Confirmatio
 	default:
 		c.Status, c.RedeemedAt = store.StatusRedeemed, &now
 	}
-	err := s.Store.CreateConfirmation(ctx, c)
+	err := s.create(ctx, c)
 	if errors.Is(err, store.ErrConflict) {
 		return nil, fault.Errorf(fault.ConfirmationUsed, "the answer to %s was already used; nothing ran again", r.ID)
 	}

@@ -87,6 +87,10 @@ func TestCreate(t *testing.T) {
 				CreatedAt: t0, ExpiresAt: t0.Add(tt.wantWait), Operations: ops, Version: 1,
 				TTL: t0.Add(tt.wantWait + 600*time.Second + 24*time.Hour).Unix(),
 			}
+			if stored.WriteID == "" {
+				t.Error("the record has no write tag")
+			}
+			want.WriteID = stored.WriteID // random
 			if diff := cmp.Diff(want, stored); diff != "" {
 				t.Errorf("stored record (-want +got):\n%s", diff)
 			}

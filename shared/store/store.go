@@ -191,6 +191,10 @@ type Confirmation struct {
 	Result json.RawMessage `json:"result,omitempty"`
 	// Version is the optimistic-concurrency counter; see UpdateConfirmation.
 	Version int64 `json:"version"`
+	// WriteID is a random tag each write of the lifecycle sets, so that a
+	// writer whose answer was lost can tell, by reading the record, whether
+	// its write was applied (confirm.Service).
+	WriteID string `json:"write_id,omitempty"`
 	// TTL is when the store may delete the record (unix seconds).
 	TTL int64 `json:"ttl"`
 }

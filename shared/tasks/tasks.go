@@ -90,7 +90,14 @@ type FinalizeInput struct {
 
 // FinalizeOutput is the finalize task's result.
 type FinalizeOutput struct {
+	// Status is the stored status after finalizing: a decision already
+	// stored is kept.
 	Status string `json:"status"`
+	// Execute is set when the gateway runs the confirmation's approved
+	// operations itself (confirm.GatewayExecutes): an approval whose
+	// SendTaskSuccess never arrived is then run by the state machine's
+	// Execute state, as nobody redeems it.
+	Execute bool `json:"execute,omitempty"`
 }
 
 // Finalize records how a wait ended when the workflow saw it end: expired,
@@ -126,7 +133,7 @@ func (h *Finalize) Handle(ctx context.Context, in FinalizeInput) (FinalizeOutput
 			logger(h.Logger).WarnContext(ctx, "expired event not delivered everywhere", "confirmation", c.ID, "error", err)
 		}
 	}
-	return FinalizeOutput{Status: string(c.Status)}, nil
+	return FinalizeOutput{Status: string(c.Status), Execute: confirm.GatewayExecutes(c)}, nil
 }
 
 // ExecuteInput is the execute task's payload.

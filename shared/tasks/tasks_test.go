@@ -348,6 +348,27 @@ func TestFinalize(t *testing.T) {
 			}
 		}
 	})
+	t.Run("an approval the gateway runs itself says execute", func(t *testing.T) {
+		e := newEnv(t)
+		fin := &tasks.Finalize{Confirm: e.svc, Dispatcher: e.disp}
+		for _, kind := range []store.Kind{store.KindScript, store.KindCall} {
+			c, err := e.svc.Create(e.ctx, confirm.Request{Kind: kind, Credential: "chat-user", Reason: "needs a person",
+				Operations: []store.Operation{deleteOp(t)}, GatewayRuns: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := e.svc.AttachToken(e.ctx, c.ID, "tok-"+c.ID); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.svc.Decide(e.ctx, c.ID, confirm.Decision{Approve: true, Approver: "ops"}); err != nil {
+				t.Fatal(err)
+			}
+			out, err := invoke(t, fin.Handle, `{"confirmation_id":"`+c.ID+`","outcome":"expired"}`)
+			if err != nil || string(out) != `{"status":"approved","execute":true}` {
+				t.Errorf("%s: output %s, %v; want approved with execute", kind, out, err)
+			}
+		}
+	})
 	t.Run("rejected sends nothing", func(t *testing.T) {
 		e := newEnv(t)
 		fin := &tasks.Finalize{Confirm: e.svc, Dispatcher: e.disp}

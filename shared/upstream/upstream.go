@@ -89,7 +89,8 @@ type Request struct {
 	// is nil.
 	ContentType string
 
-	// IdempotencyKey is sent as Idempotency-Key when non-empty.
+	// IdempotencyKey is sent as Idempotency-Key when non-empty. A request is
+	// sent once: the transport never re-sends it by itself (see sendOnce).
 	IdempotencyKey string
 
 	// Forward holds extra request headers to pass through (REST pass-through). Names are
@@ -270,7 +271,27 @@ func (c *Client) newRequest(ctx context.Context, r Request) (*http.Request, erro
 		}
 		req.Header.Set(name, v)
 	}
+	sendOnce(req.Header)
 	return req, nil
+}
+
+// sendOnce keeps Go's transport from sending a write a second time on its own.
+// http.Transport re-sends a request whose kept-alive connection broke after the
+// request was written when the request counts as idempotent, and a Header map
+// entry "Idempotency-Key" or "X-Idempotency-Key" makes it count (see the
+// http.Transport documentation). The upstream may have acted on the first send;
+// countersign calls it once per approved operation and records what came back,
+// and an upstream that ignores the key would act twice. The same headers under
+// lower-case map keys go out as the same fields (names are case-insensitive,
+// RFC 9110 section 5.1) but are not the entries the transport looks for. An
+// in-process RoundTripper reads them as h["idempotency-key"].
+func sendOnce(h http.Header) {
+	for _, k := range [...]string{"Idempotency-Key", "X-Idempotency-Key"} {
+		if v, ok := h[k]; ok {
+			delete(h, k)
+			h[strings.ToLower(k)] = v
+		}
+	}
 }
 
 // joinURL appends the escaped path p to base, keeping base's path prefix and p's

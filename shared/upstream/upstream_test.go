@@ -1,6 +1,7 @@
 package upstream_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -433,5 +434,104 @@ func TestClientConcurrentUse(t *testing.T) {
 	wg.Wait()
 	if n := len(got()); n != 20 {
 		t.Fatalf("upstream saw %d requests", n)
+	}
+}
+
+// resetAfterRead is an upstream on 127.0.0.1 that answers GETs on a
+// kept-alive connection and, for any other method, reads the whole request
+// and then resets the connection without answering: the upstream may have
+// acted, and the client cannot know. It counts the writes it received.
+func resetAfterRead(tb testing.TB) (base string, writes func() []seen) {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var (
+		mu  sync.Mutex
+		got []seen
+		wg  sync.WaitGroup
+	)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer conn.Close()
+				br := bufio.NewReader(conn)
+				for {
+					req, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					b, _ := io.ReadAll(req.Body)
+					if req.Method == http.MethodGet {
+						io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+						continue
+					}
+					mu.Lock()
+					got = append(got, seen{Method: req.Method, Path: req.URL.Path, Body: string(b), Header: req.Header})
+					mu.Unlock()
+					conn.(*net.TCPConn).SetLinger(0) // close with RST
+					return
+				}
+			}()
+		}
+	}()
+	tb.Cleanup(func() { ln.Close(); wg.Wait() })
+	return "http://" + ln.Addr().String(), func() []seen {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]seen(nil), got...)
+	}
+}
+
+// TestDoNeverResendsAWrite: Go's transport re-sends a request on its own
+// when a reused connection breaks after the request was written, if the
+// request counts as idempotent, and a Header map entry "Idempotency-Key" or
+// "X-Idempotency-Key" makes it count. countersign sends a redeemed operation
+// once and records what came back: the upstream must get it once, even when
+// the connection is reset after it was sent, and the key must still arrive.
+func TestDoNeverResendsAWrite(t *testing.T) {
+	tests := []struct {
+		name string
+		r    upstream.Request
+	}{
+		{"DELETE with a key", upstream.Request{Method: "DELETE", Path: "/contacts/12", IdempotencyKey: "cf_x:0"}},
+		{"POST with a body and a key", upstream.Request{Method: "POST", Path: "/payments", Body: []byte(`{"amount":5}`), IdempotencyKey: "cf_y:0"}},
+		{"PATCH with a forwarded X-Idempotency-Key", upstream.Request{Method: "PATCH", Path: "/contacts/3", Body: []byte(`{}`),
+			Forward: http.Header{"X-Idempotency-Key": {"agent-key"}}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			base, writes := resetAfterRead(t)
+			c := &upstream.Client{HTTP: &http.Client{Transport: &http.Transport{}}}
+			// A read first, so that the write goes on a kept-alive connection.
+			if resp, err := c.Do(context.Background(), upstream.Request{BaseURL: base, Method: "GET", Path: "/warm"}); err != nil || resp.Status != 200 {
+				t.Fatalf("warm-up: %v", err)
+			}
+			r := tt.r
+			r.BaseURL = base
+			_, err := c.Do(context.Background(), r)
+			if !errors.Is(err, upstream.ErrUnreachable) {
+				t.Errorf("err = %v, want ErrUnreachable", err)
+			}
+			got := writes()
+			if len(got) != 1 {
+				t.Fatalf("the upstream received the %s %d times, want once", r.Method, len(got))
+			}
+			if r.IdempotencyKey != "" && got[0].Header.Get("Idempotency-Key") != r.IdempotencyKey {
+				t.Errorf("Idempotency-Key arrived as %q, want %q", got[0].Header.Get("Idempotency-Key"), r.IdempotencyKey)
+			}
+			if v := r.Forward.Get("X-Idempotency-Key"); v != "" && got[0].Header.Get("X-Idempotency-Key") != v {
+				t.Errorf("X-Idempotency-Key arrived as %q, want %q", got[0].Header.Get("X-Idempotency-Key"), v)
+			}
+		})
 	}
 }

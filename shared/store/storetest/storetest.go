@@ -1212,6 +1212,7 @@ func fullConfirmation(id string, now time.Time) *store.Confirmation {
 		GatewayRuns: true,
 		Result:      json.RawMessage(`{"ok":true,"n":[1,2,3]}`),
 		Version:     1,
+		WriteID:     "W7RKCM3OZ5GKXQ2DPLJ4BE6NUA",
 		TTL:         created.Add(48 * time.Hour).Unix(),
 	}
 }
