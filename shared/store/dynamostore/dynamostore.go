@@ -29,6 +29,7 @@ const (
 	attrExpiresAt  = "expires_at"
 	attrTTL        = "ttl"
 	attrLastClient = "last_client"
+	attrBin        = "bin"
 
 	// IndexName is the global secondary index for key hash lookup and the
 	// review queue.
@@ -45,9 +46,13 @@ const (
 	prefixIdempotency  = "IDEM#"
 	prefixIdemKey      = "KEY#"
 	prefixReview       = "REVIEW#"
+	prefixScript       = "SCRIPT#"
 	skCredential       = "CRED"
 	skConfirmation     = "CONF"
 	skReview           = "REVIEW"
+	skScriptRun        = "RUN"
+	skScriptCall       = "CALL#"
+	skScriptPart       = "PART#"
 	gsiReviews         = "REVIEWS"
 )
 

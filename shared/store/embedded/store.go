@@ -21,9 +21,13 @@ var (
 	bucketConfirmations = []byte("store_confirmations")  // confirmation ID → JSON
 	bucketIdempotency   = []byte("store_idempotency")    // idempotencyKey(credential, key) → JSON
 	bucketReviews       = []byte("store_reviews")        // review ID → JSON
+	bucketScriptRuns    = []byte("store_script_runs")    // run ID → JSON
+	bucketScriptCalls   = []byte("store_script_calls")   // run ID/index (8 digits) → JSON
+	bucketScriptParts   = []byte("store_script_parts")   // run ID/part key → JSON
 )
 
-var allBuckets = [][]byte{bucketCredentials, bucketCredentialKey, bucketConfirmations, bucketIdempotency, bucketReviews}
+var allBuckets = [][]byte{bucketCredentials, bucketCredentialKey, bucketConfirmations, bucketIdempotency, bucketReviews,
+	bucketScriptRuns, bucketScriptCalls, bucketScriptParts}
 
 // DefaultTimeout is how long Open waits for the file lock when
 // Options.Timeout is zero.
@@ -106,6 +110,14 @@ func get(tx *bbolt.Tx, bucket, key []byte, v any) error {
 	if data == nil {
 		return store.ErrNotFound
 	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("decode %s: %w", bucket, err)
+	}
+	return nil
+}
+
+// decodeRecord decodes a JSON record read from bucket.
+func decodeRecord(bucket, data []byte, v any) error {
 	if err := json.Unmarshal(data, v); err != nil {
 		return fmt.Errorf("decode %s: %w", bucket, err)
 	}

@@ -8,9 +8,9 @@ import (
 	"go.etcd.io/bbolt"
 )
 
-// Sweep deletes what DynamoDB's TTL deletes in a deployment: confirmations
-// and reviews whose ttl has passed, and idempotency records past their
-// expiry. Readers never depend on it (effective status comes from the clock),
+// Sweep deletes what DynamoDB's TTL deletes in a deployment: confirmations,
+// reviews and script journals (headers, calls, parts) whose ttl has passed,
+// and idempotency records past their expiry. Readers never depend on it (effective status comes from the clock),
 // it only keeps the file from growing. It returns how many records it deleted.
 func (s *Store) Sweep(now time.Time) (int, error) {
 	deleted := 0
@@ -21,6 +21,9 @@ func (s *Store) Sweep(now time.Time) (int, error) {
 		}{
 			{bucketConfirmations, ttlPassed(now)},
 			{bucketReviews, ttlPassed(now)},
+			{bucketScriptRuns, ttlPassed(now)},
+			{bucketScriptCalls, ttlPassed(now)},
+			{bucketScriptParts, ttlPassed(now)},
 			{bucketIdempotency, func(raw []byte) bool {
 				var r struct {
 					ExpiresAt time.Time `json:"expires_at"`

@@ -13,6 +13,9 @@
 //     success and leave it unchanged on failure.
 //   - SetLastClient and Update* return store.ErrNotFound for a missing record.
 //   - ListReviews orders by CreatedAt, then by ID for equal times.
+//   - A script run's calls come back in Index order and its parts in Key
+//     order, never another run's (not even one whose ID extends it); a part
+//     holds any bytes, up to 300 KiB.
 //
 // The suite makes its IDs unique per subtest, so newStore may hand every
 // subtest the same backing store (one DynamoDB table per run) or a fresh one.

@@ -54,6 +54,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts *Options) {
 	t.Run("Confirmations", s.confirmations)
 	t.Run("Idempotency", s.idempotency)
 	t.Run("Reviews", s.reviews)
+	t.Run("Scripts", s.scripts)
 }
 
 type suite struct {
