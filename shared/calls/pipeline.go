@@ -66,6 +66,10 @@ type Options struct {
 	// RefuseReason completes the reason of a PauseRefuse denial, e.g.
 	// "plain REST cannot ask a person".
 	RefuseReason string
+	// Bind sets Result.Operation for every outcome, not only Paused and
+	// Collected: code mode journals each call with its binding. It costs a
+	// canonical hash per call, so the other surfaces leave it off.
+	Bind bool
 }
 
 // Result is what Do decided and did. Failures that are not decisions
@@ -87,7 +91,8 @@ type Result struct {
 	// Confirmation is the new confirmation (Paused) or the redeemed one
 	// (Executed through a redemption).
 	Confirmation *store.Confirmation
-	// Operation is the bound operation (Paused, Collected).
+	// Operation is the bound operation (Paused, Collected; every outcome
+	// with Options.Bind).
 	Operation store.Operation
 	// PreviewURL is the exact URL the call will reach (Paused).
 	PreviewURL string
@@ -109,6 +114,13 @@ func (s *Service) Do(ctx context.Context, cred *store.Credential, c *Call, o Opt
 
 func (s *Service) outcome(ctx context.Context, cred *store.Credential, p *prepared, d tier.Decision, o Options) (*Result, error) {
 	res := &Result{Decision: d, At: s.now()}
+	if o.Bind {
+		op, err := p.operation(cred, &d.Match)
+		if err != nil {
+			return nil, err
+		}
+		res.Operation = op
+	}
 	if d.Outcome == tier.Deny {
 		return s.deny(ctx, cred, p, res)
 	}
@@ -138,11 +150,14 @@ func (s *Service) outcome(ctx context.Context, cred *store.Credential, p *prepar
 		}
 		return res, nil
 	case PauseCollect:
-		op, err := p.operation(cred, &d)
-		if err != nil {
-			return nil, err
+		if !o.Bind {
+			op, err := p.operation(cred, &d.Match)
+			if err != nil {
+				return nil, err
+			}
+			res.Operation = op
 		}
-		res.Outcome, res.Operation = Collected, op
+		res.Outcome = Collected
 		return res, nil
 	}
 	return s.pause(ctx, cred, p, res, o.Pause == PauseGatewayRuns)
@@ -180,7 +195,7 @@ func (s *Service) deny(ctx context.Context, cred *store.Credential, p *prepared,
 	if d.Code != tier.CodeReviewRequired {
 		return res, nil
 	}
-	op, err := p.operation(cred, d)
+	op, err := p.operation(cred, &d.Match)
 	if err != nil {
 		return nil, err
 	}
@@ -197,7 +212,7 @@ func (s *Service) deny(ctx context.Context, cred *store.Credential, p *prepared,
 // pause creates a pending confirmation. Nothing is sent upstream;
 // approvers get their links from the workflow's notify task.
 func (s *Service) pause(ctx context.Context, cred *store.Credential, p *prepared, res *Result, gatewayRuns bool) (*Result, error) {
-	op, err := p.operation(cred, &res.Decision)
+	op, err := p.operation(cred, &res.Decision.Match)
 	if err != nil {
 		return nil, err
 	}
@@ -214,7 +229,7 @@ func (s *Service) pause(ctx context.Context, cred *store.Credential, p *prepared
 
 // redeem consumes the approval the call names and runs its operation once.
 func (s *Service) redeem(ctx context.Context, cred *store.Credential, p *prepared, res *Result) (*Result, error) {
-	op, err := p.operation(cred, &res.Decision)
+	op, err := p.operation(cred, &res.Decision.Match)
 	if err != nil {
 		return nil, err
 	}

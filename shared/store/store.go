@@ -217,6 +217,8 @@ type Outcome struct {
 	Body    json.RawMessage   `json:"body,omitempty"`
 	// Error is set when the upstream could not be reached.
 	Error string `json:"error,omitempty"`
+	// Truncated is set when Body was too large to keep and was dropped.
+	Truncated bool `json:"truncated,omitempty"`
 }
 
 // Idempotency remembers an agent's call under its Idempotency-Key.

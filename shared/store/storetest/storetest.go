@@ -921,10 +921,11 @@ func fullOperation() store.Operation {
 		Selected:    true,
 		State:       store.OpDone,
 		Outcome: &store.Outcome{
-			Status:  200,
-			Headers: map[string]string{"Content-Type": "application/json", "X-Request-Id": "r1"},
-			Body:    json.RawMessage(`{"deleted":12,"ok":true}`),
-			Error:   "upstream reset after response",
+			Status:    200,
+			Headers:   map[string]string{"Content-Type": "application/json", "X-Request-Id": "r1"},
+			Body:      json.RawMessage(`{"deleted":12,"ok":true}`),
+			Error:     "upstream reset after response",
+			Truncated: true,
 		},
 	}
 }
