@@ -294,7 +294,10 @@ type ScriptRun struct {
 	// Error is why the run after approval failed (ScriptFailed).
 	Error *ScriptError `json:"error,omitempty"`
 	// Logs are the console.log lines of the last run that ended.
-	Logs       []string   `json:"logs,omitempty"`
+	Logs []string `json:"logs,omitempty"`
+	// Reached is how many calls the last run that ended made: the
+	// journal's first Reached calls are that run's.
+	Reached    int        `json:"reached"`
 	FinishedAt *time.Time `json:"finished_at,omitempty"`
 	CreatedAt  time.Time  `json:"created_at"`
 	// Version is the optimistic-concurrency counter; see UpdateScriptRun.

@@ -355,6 +355,7 @@ func fullScriptRun(id string, now time.Time) *store.ScriptRun {
 		ResultParts: 3,
 		Error:       &store.ScriptError{Code: "script_error", Reason: "TypeError: x is not a function", Line: 3, Column: 14},
 		Logs:        []string{"first line", "ünïcode ✓"},
+		Reached:     4,
 		FinishedAt:  &finished,
 		CreatedAt:   started.Add(-time.Millisecond),
 		Version:     1,
