@@ -102,7 +102,8 @@ type Scripts struct {
 	MaxResultBytes int `json:"max_result_bytes"`
 	// MemoryMiB is how much the process heap may grow while a run is going,
 	// in MiB (64; 8 to 1024); it also sizes the longest string (MemoryMiB/8
-	// Mi characters) and array (MemoryMiB/16 Mi elements) one built-in may build.
+	// Mi characters) and array (MemoryMiB/256 Mi elements) one built-in may
+	// build or walk.
 	MemoryMiB int `json:"memory_mib"`
 }
 

@@ -167,6 +167,7 @@ func (e *encoder) array(o *goja.Object) {
 	e.indent += e.gap
 	e.write("[")
 	for i := int64(0); i < n; i++ {
+		e.sb.check(i)
 		if i > 0 {
 			e.write(",")
 		}
@@ -192,7 +193,8 @@ func (e *encoder) object(o *goja.Object) {
 	e.indent += e.gap
 	e.write("{")
 	n := 0
-	for _, k := range keys {
+	for i, k := range keys {
+		e.sb.check(int64(i))
 		mark := len(e.buf)
 		if n > 0 {
 			e.write(",")
@@ -234,8 +236,17 @@ func (e *encoder) quote(s goja.String) {
 	if utf8.ValidString(str) && !strings.ContainsRune(str, utf8.RuneError) {
 		e.grow(len(str) + 2)
 		e.buf = append(e.buf, '"')
-		for i := 0; i < len(str); i++ {
-			e.byte(str[i])
+		for i := 0; i < len(str); {
+			j := i
+			for j < len(str) && str[j] >= 0x20 && str[j] != '"' && str[j] != '\\' {
+				j++
+			}
+			e.buf = append(e.buf, str[i:j]...)
+			if j < len(str) {
+				e.byte(str[j])
+				j++
+			}
+			i = j
 		}
 		e.buf = append(e.buf, '"')
 		return

@@ -20,7 +20,7 @@ type Limits struct {
 	ResultBytes int
 	// Memory is how much the process heap may grow while the run goes on;
 	// it also sizes the longest string (Memory/8 characters) and array
-	// (Memory/16 elements) that one built-in may build.
+	// (Memory/256 elements) that one built-in may build or walk.
 	Memory int64
 }
 
@@ -61,5 +61,7 @@ func (l Limits) orDefault() Limits {
 // maxString is the longest string, in UTF-16 code units, one built-in may build.
 func (l Limits) maxString() int64 { return l.Memory / 8 }
 
-// maxArray is the longest array one built-in may build or walk.
-func (l Limits) maxArray() int64 { return l.Memory / 16 }
+// maxArray is the longest array one built-in may build or walk: an
+// element costs 16 bytes in an array, and ten times that once a built-in
+// derives a string or an entry from it (Object.keys, split).
+func (l Limits) maxArray() int64 { return l.Memory / 256 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"reflect"
 	"runtime/metrics"
 	"strings"
 	"sync"
@@ -97,7 +98,7 @@ type execution struct {
 	// callMu is held while a call acts; stopping takes it, so that a call
 	// on its way upstream finishes and is recorded, and none starts after.
 	callMu  sync.Mutex
-	stopped atomic.Bool
+	stopped *atomic.Bool // shared with the sandbox
 	entries []*entry
 	// inCall is set while call() reads its arguments (they may run
 	// JavaScript that must not call call() again); runtime goroutine only.
@@ -111,7 +112,7 @@ type execution struct {
 }
 
 func newExecution(ctx context.Context, sb *sandbox, limits Limits, act func(*calls.Call, int) (*entry, *failure)) (*execution, error) {
-	x := &execution{sb: sb, limits: limits, ctx: ctx, act: act}
+	x := &execution{sb: sb, limits: limits, ctx: ctx, act: act, stopped: sb.stopped}
 	rt := sb.rt
 	console := rt.NewObject()
 	logFn := sb.native("log", 0, x.log)
@@ -227,17 +228,23 @@ func (x *execution) classify(err error) *failure {
 	var ie *goja.InterruptedError
 	var so *goja.StackOverflowError
 	var ex *goja.Exception
-	switch {
-	case errors.As(err, &ie):
-		f := x.reason()
-		if f == nil {
-			return internalFailure(err, "the script was interrupted")
-		}
+	if f := x.reason(); f != nil {
+		// Stopped: whatever ended the script after that (the interrupt, or
+		// a built-in giving up), the reason is the stop's.
 		g := *f
 		if g.line == 0 {
-			g.line, g.column = position(ie.Stack())
+			switch {
+			case errors.As(err, &ie):
+				g.line, g.column = position(ie.Stack())
+			case errors.As(err, &ex):
+				g.line, g.column = position(ex.Stack())
+			}
 		}
 		return &g
+	}
+	switch {
+	case errors.As(err, &ie):
+		return internalFailure(err, "the script was interrupted")
 	case errors.As(err, &so):
 		line, col := position(so.Stack())
 		return &failure{code: fault.ScriptLimit, line: line, column: col,
@@ -326,7 +333,7 @@ func (sb *sandbox) show(v goja.Value, limit int) string {
 // result encodes the script's value: a settled promise gives its value;
 // undefined is null; a function or symbol is refused.
 func (x *execution) result(v goja.Value) (json.RawMessage, *failure) {
-	if o, ok := v.(*goja.Object); ok && o.ClassName() == "Promise" {
+	if o, ok := v.(*goja.Object); ok && o.ExportType() == promiseType {
 		if p, ok := o.Export().(*goja.Promise); ok {
 			switch p.State() {
 			case goja.PromiseStateFulfilled:
@@ -359,6 +366,8 @@ func (x *execution) result(v goja.Value) (json.RawMessage, *failure) {
 	}
 	return append(json.RawMessage(nil), b...), nil
 }
+
+var promiseType = reflect.TypeFor[*goja.Promise]()
 
 func typeName(v goja.Value) string {
 	if _, ok := v.(*goja.Symbol); ok {

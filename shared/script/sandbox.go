@@ -7,6 +7,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/dop251/goja"
@@ -44,6 +45,9 @@ var prelude = goja.MustCompile("prelude.js", `(function (g) {
 type sandbox struct {
 	rt     *goja.Runtime
 	limits Limits
+	// stopped reports that the run was stopped: the long loops of the
+	// bounded built-ins give up then (an interrupt only stops JavaScript).
+	stopped *atomic.Bool
 	// Built-ins captured before the script runs, which may replace them.
 	parse       goja.Callable
 	boolValueOf goja.Callable
@@ -60,7 +64,7 @@ func newSandbox(limits Limits, seed uint64, now func() time.Time) (*sandbox, err
 	rnd := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	rt.SetRandSource(rnd.Float64)
 	rt.SetTimeSource(now)
-	sb := &sandbox{rt: rt, limits: limits}
+	sb := &sandbox{rt: rt, limits: limits, stopped: new(atomic.Bool)}
 	if _, err := rt.RunProgram(prelude); err != nil {
 		return nil, fmt.Errorf("script prelude: %w", err)
 	}
@@ -82,6 +86,14 @@ func (sb *sandbox) rangeError(msg string) *goja.Object {
 		panic(err)
 	}
 	return o
+}
+
+// check gives up a built-in's loop, every 1024 steps, once the run was
+// stopped: the script's next step is then its interrupt.
+func (sb *sandbox) check(i int64) {
+	if i&1023 == 1023 && sb.stopped.Load() {
+		panic(sb.rangeError("the script was stopped"))
+	}
 }
 
 // mustCall calls f and passes on what it throws, as a native function must
@@ -275,17 +287,24 @@ func (sb *sandbox) flatLength(this, depth goja.Value, limit int64) {
 		d = int64(min(max(depth.ToFloat(), 0), 1<<20))
 	}
 	var total int64
+	add := func(n int64) {
+		if total += n; total > limit {
+			panic(sb.rangeError(fmt.Sprintf("Array.prototype.flat: the result's length is over the script's limit of %d", limit)))
+		}
+	}
 	var walk func(o *goja.Object, d int64)
 	walk = func(o *goja.Object, d int64) {
 		n := toLength(o.Get("length"))
 		for i := int64(0); i < n; i++ {
+			sb.check(i)
 			el, ok := o.Get(strconv.FormatInt(i, 10)).(*goja.Object)
-			if d > 0 && ok && el.ClassName() == "Array" {
+			switch {
+			case d == 0 || !ok || el.ClassName() != "Array":
+				add(1)
+			case d == 1:
+				add(toLength(el.Get("length")))
+			default:
 				walk(el, d-1)
-				continue
-			}
-			if total++; total > limit {
-				panic(sb.rangeError(fmt.Sprintf("Array.prototype.flat: the result's length is over the script's limit of %d", limit)))
 			}
 		}
 	}
@@ -314,6 +333,7 @@ func (sb *sandbox) join(c goja.FunctionCall, maxStr, maxArr int64) goja.Value {
 		b.WriteString(s)
 	}
 	for i := int64(0); i < n; i++ {
+		sb.check(i)
 		if i > 0 {
 			add(sep)
 		}
@@ -400,7 +420,10 @@ func (sb *sandbox) boundReplace(proto *goja.Object, name string, limit int64) er
 		if s, ok := c.This.(goja.String); ok {
 			budget -= int64(s.Length())
 		}
+		calls := int64(0)
 		spend := func(s string) goja.Value {
+			calls++
+			sb.check(calls)
 			if budget -= int64(len(s)); budget < 0 {
 				panic(sb.rangeError(fmt.Sprintf("String.prototype.%s: the result is over the script's limit of %d characters", name, limit)))
 			}
