@@ -13,10 +13,14 @@ import (
 )
 
 // Gateway is the agents' HTTP surface: POST /v1/calls, ANY /v1/rest/...,
-// GET /v1/confirmations/{id}, GET /v1/credentials/me and GET /healthz. It
-// only translates: every call goes through the pipeline (calls.Service).
+// POST /v1/scripts, GET /v1/confirmations/{id}, GET /v1/credentials/me and
+// GET /healthz. It only translates: every call goes through the pipeline
+// (calls.Service).
 type Gateway struct {
 	Calls *calls.Service
+	// Scripts is code mode (POST /v1/scripts, and scripts' status); nil
+	// answers that route 404.
+	Scripts Scripts
 	// PollInterval is how often ?wait= first re-reads the record; 0 means 100 ms.
 	PollInterval time.Duration
 	// Stopping, when closed, makes long polls answer at once with the
@@ -45,6 +49,11 @@ func (g *Gateway) Handle(ctx context.Context, req Request) (Response, error) {
 			return codeError(fault.MethodNotAllowed, "use POST /v1/calls"), nil
 		}
 		return g.withCredential(ctx, &req, g.calls), nil
+	case path == "/v1/scripts" && g.Scripts != nil:
+		if m != http.MethodPost {
+			return codeError(fault.MethodNotAllowed, "use POST /v1/scripts"), nil
+		}
+		return g.withCredential(ctx, &req, g.scripts), nil
 	case strings.HasPrefix(path, "/v1/rest/"):
 		return g.withCredential(ctx, &req, func(ctx context.Context, req *Request, cred *store.Credential) Response {
 			return g.rest(ctx, req, cred, strings.TrimPrefix(path, "/v1/rest/"))

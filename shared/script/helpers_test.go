@@ -261,5 +261,10 @@ func value(tb testing.TB, b []byte) any {
 	return v
 }
 
-// quick are limits that make failing tests fast.
-var quick = script.Limits{Time: 300 * time.Millisecond, Calls: 20, ScriptBytes: 64 << 10, ResultBytes: 64 << 10, Memory: 64 << 20}
+// quick are small limits with a time limit ample even under the race
+// detector on a busy machine; timed has a short time limit, for the tests
+// of the time limit.
+var (
+	quick = script.Limits{Time: 20 * time.Second, Calls: 20, ScriptBytes: 64 << 10, ResultBytes: 64 << 10, Memory: 64 << 20}
+	timed = script.Limits{Time: 300 * time.Millisecond, Calls: 20, ScriptBytes: 64 << 10, ResultBytes: 64 << 10, Memory: 64 << 20}
+)

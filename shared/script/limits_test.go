@@ -18,10 +18,7 @@ import (
 func TestFailures(t *testing.T) {
 	// The time limit is short only where it is the point (timed); the
 	// other failures come at once, even under the race detector.
-	e := newEnv(t, quick)
-	slow := quick
-	slow.Time = 20 * time.Second
-	es := newEnv(t, slow)
+	e, es := newEnv(t, timed), newEnv(t, quick)
 	tests := []struct {
 		name         string
 		src          string
@@ -152,7 +149,7 @@ func TestNothingPendingAfterAFailure(t *testing.T) {
 // called, whether the script catches, loops in finally or sits in a
 // built-in.
 func TestNoCallAfterTheTimeLimit(t *testing.T) {
-	e := newEnv(t, quick)
+	e := newEnv(t, timed)
 	for _, src := range []string{
 		"const t = Date.now(); while (Date.now() - t < 2000) {} call('crm', 'DELETE', '/contacts/1')",
 		"try { while (true) {} } catch (e) {} finally { call('crm', 'GET', '/contacts/1') } call('crm', 'GET', '/contacts/2')",

@@ -46,9 +46,12 @@ type Service struct {
 	Now func() time.Time
 	// Logger receives one line per run; nil discards.
 	Logger *slog.Logger
-
-	programs programCache
 }
+
+// programs is the process's compiled programs: a goja.Program is immutable
+// and runs in any runtime, so every Service shares them (the first run in
+// the gateway and the run after approval in the same process compile once).
+var programs programCache
 
 // Request is a script to run: without ConfirmationID it runs; with the id
 // of its batch it returns what became of it and runs nothing.
@@ -186,7 +189,7 @@ func (s *Service) Run(ctx context.Context, cred *store.Credential, r Request) (*
 // first is a script's first run: calls are decided; those that need
 // confirmation are collected into one batch.
 func (s *Service) first(ctx context.Context, cred *store.Credential, src string, limits Limits) (*Result, error) {
-	prg, f := s.programs.compile(src)
+	prg, f := programs.compile(src)
 	if f != nil {
 		return nil, s.failed(ctx, cred.ID, "", f, nil, nil)
 	}
@@ -472,7 +475,7 @@ func (s *Service) Rerun(ctx context.Context, id string) (*store.Confirmation, er
 	if owner == "" {
 		return s.finish(ctx, run)
 	}
-	prg, f := s.programs.compile(run.Source)
+	prg, f := programs.compile(run.Source)
 	if f != nil {
 		return s.record(ctx, run, nil, f, nil, nil)
 	}
