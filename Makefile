@@ -41,7 +41,7 @@ bin/%/bootstrap: FORCE
 	$(LAMBDA_ENV) $(GO) build $(LAMBDA_FLAGS) -o $@ ./functions/$*
 
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./shared/tier/ ./shared/canon/ ./infra/local/stack/
+	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./shared/tier/ ./shared/canon/ ./shared/script/ ./infra/local/stack/
 
 dynalite-install:
 	cd infra/dynalite && npm ci --no-audit --no-fund

@@ -266,5 +266,5 @@ func value(tb testing.TB, b []byte) any {
 // of the time limit.
 var (
 	quick = script.Limits{Time: 20 * time.Second, Calls: 20, ScriptBytes: 64 << 10, ResultBytes: 64 << 10, Memory: 64 << 20}
-	timed = script.Limits{Time: 300 * time.Millisecond, Calls: 20, ScriptBytes: 64 << 10, ResultBytes: 64 << 10, Memory: 64 << 20}
+	timed = script.Limits{Time: time.Second, Calls: 20, ScriptBytes: 64 << 10, ResultBytes: 64 << 10, Memory: 64 << 20}
 )

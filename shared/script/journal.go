@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
+	"github.com/countersign/countersign/shared/calls"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/store"
 )
@@ -56,6 +58,26 @@ func ranValue(out store.Outcome, notice bool, reason string) json.RawMessage {
 	}
 	b, _ := json.Marshal(v)
 	return b
+}
+
+// outcomeOf is an upstream answer as call() returns it: a JSON body as
+// the upstream sent it (compacted, its keys in their order, so that a
+// replay iterates them the same way), any other text as a JSON string.
+func outcomeOf(r *calls.Response) store.Outcome {
+	out := store.Outcome{Status: r.Status}
+	body := bytes.TrimSpace(r.Body)
+	if len(body) == 0 {
+		return out
+	}
+	if ct := r.Header.Get("Content-Type"); strings.Contains(ct, "json") && json.Valid(body) {
+		var b bytes.Buffer
+		if json.Compact(&b, body) == nil {
+			out.Body = b.Bytes()
+			return out
+		}
+	}
+	out.Body, _ = json.Marshal(strings.ToValidUTF8(string(r.Body), "\uFFFD"))
+	return out
 }
 
 // errorValue is {error, reason} of a call the pipeline could not make.

@@ -84,6 +84,8 @@ type entry struct {
 	parts int
 	// op is the operation collected for the batch (first run).
 	op *collected
+	// req is the call, bound when the journal is stored (first run).
+	req *calls.Call
 }
 
 // execution is one run of a compiled script in a fresh sandbox.
@@ -111,24 +113,31 @@ type execution struct {
 	dropped int
 }
 
-func newExecution(ctx context.Context, sb *sandbox, limits Limits, act func(*calls.Call, int) (*entry, *failure)) (*execution, error) {
+// newExecution binds a sandbox's call() and console.log to a run.
+func newExecution(ctx context.Context, sb *sandbox, limits Limits, act func(*calls.Call, int) (*entry, *failure)) *execution {
 	x := &execution{sb: sb, limits: limits, ctx: ctx, act: act, stopped: sb.stopped}
+	sb.x = x
+	return x
+}
+
+// hostFunctions defines call() and console (log, info, warn, error,
+// debug) on a sandbox's global object, fixed: a script cannot replace
+// them. They act for the run the sandbox is given to (newExecution).
+func (sb *sandbox) hostFunctions() error {
 	rt := sb.rt
 	console := rt.NewObject()
-	logFn := sb.native("log", 0, x.log)
+	logFn := sb.native("log", 0, func(fc goja.FunctionCall) goja.Value { return sb.x.log(fc) })
 	for _, name := range []string{"log", "info", "warn", "error", "debug"} {
 		if err := console.DefineDataProperty(name, logFn, goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_TRUE); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	g := rt.GlobalObject()
 	if err := g.DefineDataProperty("console", console, goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_FALSE); err != nil {
-		return nil, err
+		return err
 	}
-	if err := g.DefineDataProperty("call", sb.native("call", 4, x.call), goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_FALSE); err != nil {
-		return nil, err
-	}
-	return x, nil
+	callFn := sb.native("call", 4, func(fc goja.FunctionCall) goja.Value { return sb.x.call(fc) })
+	return g.DefineDataProperty("call", callFn, goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_FALSE)
 }
 
 // stop ends the run at the script's next step; the first reason wins.

@@ -7,6 +7,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -41,29 +42,30 @@ var prelude = goja.MustCompile("prelude.js", `(function (g) {
 
 // sandbox is one goja runtime prepared for one run of a script. Runtimes
 // are never reused: a script may change any global or prototype, and the
-// next script must not see it. (Compiled programs are reused; see cache.)
+// next script must not see it. (Compiled programs are reused; see
+// programCache. Sandboxes are built ahead; see warm.)
 type sandbox struct {
 	rt     *goja.Runtime
 	limits Limits
 	// stopped reports that the run was stopped: the long loops of the
 	// bounded built-ins give up then (an interrupt only stops JavaScript).
 	stopped *atomic.Bool
+	// x is the run the sandbox was given to: call() and console act for it.
+	x *execution
 	// Built-ins captured before the script runs, which may replace them.
 	parse       goja.Callable
 	boolValueOf goja.Callable
 	rangeCtor   *goja.Object
 }
 
-// newSandbox builds a runtime: Math.random seeded with seed, Date's clock
-// reading now, the prelude run, and the built-ins that could build a huge
-// value in one uninterruptible call bounded by limits.
-func newSandbox(limits Limits, seed uint64, now func() time.Time) (*sandbox, error) {
+// newSandbox builds a runtime: the prelude run, and the built-ins that
+// could build a huge value in one uninterruptible call bounded by limits.
+// It costs a few hundred microseconds (goja builds its built-ins lazily,
+// and these are most of them); see warm.
+func newSandbox(limits Limits) (*sandbox, error) {
 	rt := goja.New()
 	rt.SetParserOptions(parser.WithDisableSourceMaps)
 	rt.SetMaxCallStackSize(maxCallDepth)
-	rnd := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	rt.SetRandSource(rnd.Float64)
-	rt.SetTimeSource(now)
 	sb := &sandbox{rt: rt, limits: limits, stopped: new(atomic.Bool)}
 	if _, err := rt.RunProgram(prelude); err != nil {
 		return nil, fmt.Errorf("script prelude: %w", err)
@@ -76,7 +78,77 @@ func newSandbox(limits Limits, seed uint64, now func() time.Time) (*sandbox, err
 	if err := sb.bound(); err != nil {
 		return nil, fmt.Errorf("script built-ins: %w", err)
 	}
+	if err := sb.hostFunctions(); err != nil {
+		return nil, fmt.Errorf("script host functions: %w", err)
+	}
 	return sb, nil
+}
+
+// start gives the run its Math.random, seeded with seed, and its Date
+// clock, reading now.
+func (sb *sandbox) start(seed uint64, now func() time.Time) {
+	rnd := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	sb.rt.SetRandSource(rnd.Float64)
+	sb.rt.SetTimeSource(now)
+}
+
+// warmSize is how many sandboxes a Service keeps built ahead.
+const warmSize = 2
+
+// warm keeps sandboxes built ahead of the runs that take them, so that a
+// run does not wait for one to be built. A sandbox is never reused: each
+// is taken once, and a script may change any global of its own. The zero
+// value is ready.
+type warm struct {
+	mu      sync.Mutex
+	limits  Limits
+	ready   []*sandbox
+	filling bool
+}
+
+// take returns a fresh sandbox for limits, one built ahead when one is ready.
+func (w *warm) take(limits Limits) (*sandbox, error) {
+	w.mu.Lock()
+	if w.limits != limits {
+		w.limits, w.ready = limits, nil
+	}
+	var sb *sandbox
+	if n := len(w.ready); n > 0 {
+		sb, w.ready = w.ready[n-1], w.ready[:n-1]
+	}
+	w.mu.Unlock()
+	if sb != nil {
+		return sb, nil
+	}
+	return newSandbox(limits)
+}
+
+// refill builds the next sandboxes in the background; a run calls it when
+// it ends, so that it is not slowed by the building.
+func (w *warm) refill(limits Limits) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.limits != limits {
+		w.limits, w.ready = limits, nil
+	}
+	if !w.filling && len(w.ready) < warmSize {
+		w.filling = true
+		go w.fill(limits)
+	}
+}
+
+func (w *warm) fill(limits Limits) {
+	for {
+		sb, err := newSandbox(limits)
+		w.mu.Lock()
+		if err != nil || w.limits != limits || len(w.ready) >= warmSize {
+			w.filling = false
+			w.mu.Unlock()
+			return
+		}
+		w.ready = append(w.ready, sb)
+		w.mu.Unlock()
+	}
 }
 
 // rangeError is a new RangeError (from the constructor the script started with).
@@ -149,9 +221,11 @@ func (sb *sandbox) native(name string, length int, f func(goja.FunctionCall) goj
 	return o
 }
 
-// method replaces obj[name] with f, as built-in methods are defined.
-func (sb *sandbox) method(obj *goja.Object, name string, length int, f func(goja.FunctionCall) goja.Value) error {
-	return obj.DefineDataProperty(name, sb.native(name, length, f), goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE)
+// method replaces obj[name] with f, as built-in methods are defined
+// (without their name and length: a dozen of them on every runtime would
+// cost more than they are worth).
+func (sb *sandbox) method(obj *goja.Object, name string, f func(goja.FunctionCall) goja.Value) error {
+	return obj.DefineDataProperty(name, sb.rt.ToValue(f), goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE)
 }
 
 // original returns the built-in obj[name].
@@ -174,7 +248,6 @@ func (sb *sandbox) bound() error {
 	strProto := rt.Get("String").(*goja.Object).Get("prototype").(*goja.Object)
 	arrCtor := rt.Get("Array").(*goja.Object)
 	arrProto := arrCtor.Get("prototype").(*goja.Object)
-	objCtor := rt.Get("Object").(*goja.Object)
 	tooLong := func(what string, n int64, limit int64) {
 		if n > limit {
 			panic(sb.rangeError(fmt.Sprintf("%s: %d is over the script's limit of %d", what, n, limit)))
@@ -197,12 +270,12 @@ func (sb *sandbox) bound() error {
 		}
 		return 0
 	}
-	wrap := func(obj *goja.Object, name string, length int, check func(call goja.FunctionCall)) error {
+	wrap := func(obj *goja.Object, name string, check func(call goja.FunctionCall)) error {
 		orig, err := original(obj, name)
 		if err != nil {
 			return err
 		}
-		return sb.method(obj, name, length, func(call goja.FunctionCall) goja.Value {
+		return sb.method(obj, name, func(call goja.FunctionCall) goja.Value {
 			check(call)
 			return sb.mustCall(orig, call.This, call.Arguments...)
 		})
@@ -210,25 +283,25 @@ func (sb *sandbox) bound() error {
 
 	// Strings built from a count.
 	errs := []error{
-		wrap(strProto, "repeat", 1, func(c goja.FunctionCall) {
+		wrap(strProto, "repeat", func(c goja.FunctionCall) {
 			if n := c.Argument(0).ToFloat() * float64(strLen(c.This)); n > float64(maxStr) {
 				tooLong("String.prototype.repeat: the result's length", int64(min(n, 1<<62)), maxStr)
 			}
 		}),
-		wrap(strProto, "padStart", 1, func(c goja.FunctionCall) {
+		wrap(strProto, "padStart", func(c goja.FunctionCall) {
 			tooLong("String.prototype.padStart: the target length", int64(min(c.Argument(0).ToFloat(), 1<<53)), maxStr)
 		}),
-		wrap(strProto, "padEnd", 1, func(c goja.FunctionCall) {
+		wrap(strProto, "padEnd", func(c goja.FunctionCall) {
 			tooLong("String.prototype.padEnd: the target length", int64(min(c.Argument(0).ToFloat(), 1<<53)), maxStr)
 		}),
-		wrap(strProto, "concat", 1, func(c goja.FunctionCall) {
+		wrap(strProto, "concat", func(c goja.FunctionCall) {
 			n := strLen(c.This)
 			for _, a := range c.Arguments {
 				n += strLen(a)
 			}
 			tooLong("String.prototype.concat: the result's length", n, maxStr)
 		}),
-		wrap(strProto, "split", 2, func(c goja.FunctionCall) {
+		wrap(strProto, "split", func(c goja.FunctionCall) {
 			n, sep := strLen(c.This), c.Argument(0)
 			if s, ok := sep.(goja.String); ok && s.Length() > 0 {
 				n /= int64(s.Length())
@@ -240,7 +313,7 @@ func (sb *sandbox) bound() error {
 		}),
 		sb.boundReplace(strProto, "replace", maxStr),
 		sb.boundReplace(strProto, "replaceAll", maxStr),
-		wrap(arrCtor, "from", 1, func(c goja.FunctionCall) {
+		wrap(arrCtor, "from", func(c goja.FunctionCall) {
 			tooLong("Array.from: the length", arrayLen(c.Argument(0)), maxArr)
 		}),
 	}
@@ -251,7 +324,7 @@ func (sb *sandbox) bound() error {
 		"reverse", "shift", "slice", "some", "sort", "splice", "toLocaleString", "toReversed", "toSorted", "toSpliced",
 		"unshift", "with"} {
 		name := name
-		errs = append(errs, wrap(arrProto, name, 1, func(c goja.FunctionCall) {
+		errs = append(errs, wrap(arrProto, name, func(c goja.FunctionCall) {
 			n := arrayLen(c.This)
 			if name == "concat" {
 				for _, a := range c.Arguments {
@@ -264,16 +337,11 @@ func (sb *sandbox) bound() error {
 			}
 		}))
 	}
-	for _, name := range []string{"keys", "values", "entries", "getOwnPropertyNames"} {
-		errs = append(errs, wrap(objCtor, name, 1, func(c goja.FunctionCall) {
-			tooLong("Object."+name+": the number of properties", arrayLen(c.Argument(0)), maxArr)
-		}))
-	}
-	errs = append(errs, sb.method(arrProto, "join", 1, func(c goja.FunctionCall) goja.Value {
+	errs = append(errs, sb.method(arrProto, "join", func(c goja.FunctionCall) goja.Value {
 		return sb.join(c, maxStr, maxArr)
 	}))
 	json := rt.Get("JSON").(*goja.Object)
-	errs = append(errs, sb.method(json, "stringify", 3, func(c goja.FunctionCall) goja.Value {
+	errs = append(errs, sb.method(json, "stringify", func(c goja.FunctionCall) goja.Value {
 		return sb.stringify(c, int(min(maxStr, 1<<31-1)))
 	}))
 	return errors.Join(errs...)
@@ -415,7 +483,7 @@ func (sb *sandbox) boundReplace(proto *goja.Object, name string, limit int64) er
 	if err != nil {
 		return err
 	}
-	return sb.method(proto, name, 2, func(c goja.FunctionCall) goja.Value {
+	return sb.method(proto, name, func(c goja.FunctionCall) goja.Value {
 		budget := limit
 		if s, ok := c.This.(goja.String); ok {
 			budget -= int64(s.Length())
@@ -431,12 +499,12 @@ func (sb *sandbox) boundReplace(proto *goja.Object, name string, limit int64) er
 		}
 		var repl goja.Value
 		if f, ok := goja.AssertFunction(c.Argument(1)); ok {
-			repl = sb.native("", 0, func(a goja.FunctionCall) goja.Value {
+			repl = sb.rt.ToValue(func(a goja.FunctionCall) goja.Value {
 				return spend(sb.mustCall(f, goja.Undefined(), a.Arguments...).String())
 			})
 		} else {
 			tmpl := c.Argument(1).String()
-			repl = sb.native("", 0, func(a goja.FunctionCall) goja.Value {
+			repl = sb.rt.ToValue(func(a goja.FunctionCall) goja.Value {
 				return spend(substitute(tmpl, a.Arguments))
 			})
 		}

@@ -29,7 +29,7 @@ console.log('read', a.status, a.body.name);
 	if diff := cmp.Diff([]string{"ran", "ran"}, states(res.Calls)); diff != "" {
 		t.Errorf("states (-want +got):\n%s", diff)
 	}
-	if res.Calls[1].Method != "GET" || string(res.Calls[0].Response) != `{"status":200,"body":{"name":"Ada","path":"/contacts/1"}}` {
+	if res.Calls[1].Method != "GET" || string(res.Calls[0].Response) != `{"status":200,"body":{"path":"/contacts/1","name":"Ada"}}` {
 		t.Errorf("calls %+v", res.Calls)
 	}
 	if diff := cmp.Diff([]string{"read 200 Ada"}, res.Logs); diff != "" {

@@ -46,6 +46,8 @@ type Service struct {
 	Now func() time.Time
 	// Logger receives one line per run; nil discards.
 	Logger *slog.Logger
+
+	sandboxes warm
 }
 
 // programs is the process's compiled programs: a goja.Program is immutable
@@ -202,6 +204,7 @@ func (s *Service) first(ctx context.Context, cred *store.Credential, src string,
 		return nil, fault.Wrap(err, "the script could not be started")
 	}
 	value, f := x.execute(prg)
+	s.sandboxes.refill(limits)
 	entries, logs := x.calls(), x.lines()
 	if f != nil {
 		return nil, s.failed(ctx, cred.ID, "", f, entries, logs)
@@ -225,12 +228,13 @@ func (s *Service) first(ctx context.Context, cred *store.Credential, src string,
 
 // execution prepares a run: a sandbox with the run's seed and clock.
 func (s *Service) execution(ctx context.Context, limits Limits, seed uint64, start time.Time, act func(*calls.Call, int) (*entry, *failure)) (*execution, error) {
-	began := time.Now()
-	sb, err := newSandbox(limits, seed, func() time.Time { return start.Add(time.Since(began)) })
+	sb, err := s.sandboxes.take(limits)
 	if err != nil {
 		return nil, err
 	}
-	return newExecution(ctx, sb, limits, act)
+	began := time.Now()
+	sb.start(seed, func() time.Time { return start.Add(time.Since(began)) })
+	return newExecution(ctx, sb, limits, act), nil
 }
 
 // failed turns a failure into the error Run returns, logging it.
@@ -256,26 +260,23 @@ type collected struct {
 // decide is call() in a first run: the pipeline decides, and a call that
 // needs confirmation is collected instead of paused.
 func (s *Service) decide(ctx context.Context, cred *store.Credential, c *calls.Call, pos int, batch *[]*collected) (*entry, *failure) {
-	e := &entry{index: pos, call: Call{Connection: c.Connection, Method: c.Method, Path: c.Path}}
+	// The binding is computed only if the journal is stored (pause): a
+	// script that collects nothing hashes nothing.
+	e := &entry{index: pos, call: Call{Connection: c.Connection, Method: c.Method, Path: c.Path}, req: c}
 	// A call on its way upstream finishes even if the run is stopped.
-	res, err := s.Calls.Do(context.WithoutCancel(ctx), cred, c, calls.Options{Pause: calls.PauseCollect, Bind: true})
+	res, err := s.Calls.Do(context.WithoutCancel(ctx), cred, c, calls.Options{Pause: calls.PauseCollect})
 	if err != nil {
 		if fault.CodeOf(err) == fault.Internal {
 			return nil, internalFailure(err, "a call could not be made: the gateway could not read or write its records")
 		}
-		op, berr := s.Calls.Bind(cred, c)
-		if berr != nil {
-			return nil, internalFailure(berr, "a call could not be bound")
-		}
-		e.binding = op.Binding
 		e.set(store.ScriptCallRan, StateRan, errorValue(err))
 		return e, nil
 	}
-	e.binding = res.Operation.Binding
 	switch res.Outcome {
 	case calls.Executed:
-		e.set(store.ScriptCallRan, StateRan, ranValue(calls.OutcomeOf(res.Response, nil), res.Notice, res.Decision.Reason))
+		e.set(store.ScriptCallRan, StateRan, ranValue(outcomeOf(res.Response), res.Notice, res.Decision.Reason))
 	case calls.Collected:
+		e.binding = res.Operation.Binding
 		k := len(*batch)
 		*batch = append(*batch, &collected{index: k, op: res.Operation, reason: res.Decision.Reason})
 		e.op = (*batch)[k]
@@ -308,6 +309,13 @@ func (s *Service) pause(ctx context.Context, cred *store.Credential, src string,
 	now := s.now()
 	ttl := now.Add(journalRetention).Unix()
 	for _, e := range entries {
+		if e.binding == "" {
+			op, err := s.Calls.Bind(cred, e.req)
+			if err != nil {
+				return nil, fault.Wrap(err, "a call of the script could not be bound")
+			}
+			e.binding = op.Binding
+		}
 		if err := s.saveCall(ctx, id, ttl, e); err != nil {
 			return nil, fault.Wrap(err, "the script's journal could not be stored")
 		}
@@ -491,6 +499,7 @@ func (s *Service) Rerun(ctx context.Context, id string) (*store.Confirmation, er
 		return conf, fmt.Errorf("rerun %s: %w", id, err)
 	}
 	value, f := x.execute(prg)
+	s.sandboxes.refill(s.limits())
 	entries, logs := x.calls(), x.lines()
 	if f != nil && (f.cancelled || f.code == fault.Internal) {
 		// Nothing is decided: the run is made again (after a restart, by
@@ -674,7 +683,7 @@ func (r *replay) extend(ctx context.Context, c *calls.Call, pos int, binding str
 	case err != nil:
 		e.set(store.ScriptCallRan, StateRan, errorValue(err))
 	case res.Outcome == calls.Executed:
-		e.set(store.ScriptCallRan, StateRan, ranValue(calls.OutcomeOf(res.Response, nil), res.Notice, res.Decision.Reason))
+		e.set(store.ScriptCallRan, StateRan, ranValue(outcomeOf(res.Response), res.Notice, res.Decision.Reason))
 	case res.Outcome == calls.Collected:
 		e.set(store.ScriptCallDenied, StateDenied, deniedValue(fault.RequiresConfirmation,
 			res.Decision.Reason+", and only the calls of the script's first run were put to the approver: submit the script again to confirm it"))
