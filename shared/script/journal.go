@@ -110,13 +110,29 @@ func listed(v json.RawMessage) json.RawMessage {
 	return v
 }
 
+// maxListing bounds the responses of one listing of calls together, so
+// that an answer stays well within a Lambda response (6 MB) whatever
+// scripts.max_calls allows; past it responses are shown as markers.
+const maxListing = 2 << 20
+
 // shown lists a run's entries.
 func shown(entries []*entry) []Call {
 	out := make([]Call, 0, len(entries))
 	for _, e := range entries {
 		out = append(out, e.call)
 	}
-	return out
+	return bounded(out)
+}
+
+// bounded keeps a listing's responses within maxListing.
+func bounded(cs []Call) []Call {
+	total := 0
+	for i := range cs {
+		if total += len(cs[i].Response); total > maxListing && len(cs[i].Response) > 64 {
+			cs[i].Response = json.RawMessage(fmt.Sprintf(`{"truncated":true,"bytes":%d}`, len(cs[i].Response)))
+		}
+	}
+	return cs
 }
 
 // set records what became of the call.

@@ -183,3 +183,22 @@ func TestChoices(t *testing.T) {
 		})
 	}
 }
+
+// TestListingIsBounded: however many large responses a script gets, the
+// listing of its calls stays within a few MiB (the script got them all).
+func TestListingIsBounded(t *testing.T) {
+	e := newEnv(t, script.Limits{Calls: 100, ResultBytes: 1 << 20})
+	e.up.bigBytes = 30000
+	res := e.mustRun(t, "runner", "let n = 0; for (let i = 0; i < 100; i++) n += call('crm', 'GET', '/big').body.blob.length; n")
+	if string(res.Value) != "3000000" {
+		t.Fatalf("value %s", res.Value)
+	}
+	total := 0
+	for _, c := range res.Calls {
+		total += len(c.Response)
+	}
+	last := string(res.Calls[99].Response)
+	if total > 2<<20+64*100 || !strings.HasPrefix(last, `{"truncated":true,"bytes":`) || strings.HasPrefix(string(res.Calls[0].Response), `{"truncated"`) {
+		t.Errorf("listing of %d bytes, first %.40s, last %s", total, res.Calls[0].Response, last)
+	}
+}

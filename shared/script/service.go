@@ -413,6 +413,7 @@ func (s *Service) outcome(ctx context.Context, run *store.ScriptRun) (*Outcome, 
 		}
 		out.Calls = append(out.Calls, viewOf(r, finished))
 	}
+	out.Calls = bounded(out.Calls)
 	if run.Status == store.ScriptCompleted {
 		if out.Value, err = s.resultOf(ctx, run); err != nil {
 			return nil, fault.Wrap(err, "the script's result could not be read")
