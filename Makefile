@@ -60,7 +60,7 @@ bin/%/bootstrap: FORCE
 	$(LAMBDA_ENV) $(GO) build $(LAMBDA_FLAGS) -o $@ ./functions/$*
 
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./shared/tier/ ./shared/canon/ ./infra/local/stack/
+	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./shared/tier/ ./shared/canon/ ./shared/script/ ./infra/local/stack/
 
 # -v so that the log lists the flows that ran (and says so if moto_server is missing).
 # Bounded: the test gives itself 5 minutes (a cold build of the bootstraps and the

@@ -1,5 +1,6 @@
 // Command execute is the workflow task that runs approved operations the
-// gateway executes itself, each exactly once.
+// gateway executes itself, each exactly once; a script batch's run its
+// script again.
 package main
 
 import (

@@ -1,4 +1,4 @@
-// Command gateway is the agents' Lambda: /v1/calls, /v1/rest/...,
+// Command gateway is the agents' Lambda: /v1/calls, /v1/rest/..., /v1/scripts,
 // /v1/confirmations/{id}, /v1/credentials/me, /mcp and /healthz behind API
 // Gateway.
 package main

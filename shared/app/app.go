@@ -34,6 +34,15 @@ type Store interface {
 	calls.Store
 	audit.Store
 	PutCredential(ctx context.Context, c store.Credential) error
+
+	// Scripts' journals (code mode, shared/script, attached by gatewayapp).
+	CreateScriptRun(ctx context.Context, r *store.ScriptRun) error
+	GetScriptRun(ctx context.Context, id string) (*store.ScriptRun, error)
+	UpdateScriptRun(ctx context.Context, r *store.ScriptRun) error
+	PutScriptCall(ctx context.Context, c *store.ScriptCall) error
+	ScriptCalls(ctx context.Context, runID string) ([]*store.ScriptCall, error)
+	PutScriptPart(ctx context.Context, p *store.ScriptPart) error
+	ScriptParts(ctx context.Context, runID, prefix string) ([]*store.ScriptPart, error)
 }
 
 // Adapters are what a deployment plugs in. Nil fields mean the defaults

@@ -136,12 +136,18 @@ func bodyArg(b []byte, isJSON bool) json.RawMessage {
 	}
 }
 
-// operation builds the bound operation of a decided call, keeping what
+// operation builds the bound operation of a resolved call, keeping what
 // replaying it needs: the body's bytes when they are not its JSON form,
-// the content type, and a raw query sent as it was.
-func (p *prepared) operation(cred *store.Credential, d *tier.Decision) (store.Operation, error) {
-	args := store.Args{Path: d.Match.Params.Map(), Query: confirm.QueryArgs(p.Query), Body: p.arg}
-	op, err := confirm.NewOperation(cred.ID, p.Connection, p.Method, p.Path, d.Match.Endpoint.Path, args)
+// the content type, and a raw query sent as it was. A call that resolved
+// to no endpoint (unknown, hidden) binds its concrete path in the
+// endpoint's place, so that its binding still tells two calls apart.
+func (p *prepared) operation(cred *store.Credential, m *tier.Match) (store.Operation, error) {
+	endpoint, params := p.Path, map[string]string{}
+	if m.Endpoint != nil {
+		endpoint, params = m.Endpoint.Path, m.Params.Map()
+	}
+	args := store.Args{Path: params, Query: confirm.QueryArgs(p.Query), Body: p.arg}
+	op, err := confirm.NewOperation(cred.ID, p.Connection, p.Method, p.Path, endpoint, args)
 	if err != nil {
 		return op, fault.Wrap(err, "the call could not be bound to an approval")
 	}
@@ -155,4 +161,23 @@ func (p *prepared) operation(cred *store.Credential, d *tier.Decision) (store.Op
 	}
 	op.RawQuery = p.RawQuery
 	return op, nil
+}
+
+// Bind returns the bound operation of a call without deciding or running
+// it: code mode compares a replayed call with its journal by binding. It
+// resolves the call as Do does; a call that names no endpoint binds its
+// concrete path.
+func (s *Service) Bind(cred *store.Credential, c *Call) (store.Operation, error) {
+	if err := c.Validate(); err != nil {
+		return store.Operation{}, err
+	}
+	p, err := prepare(c)
+	if err != nil {
+		return store.Operation{}, err
+	}
+	m, ok := s.Config.Policy.Resolve(p.Connection, p.Method, p.Path)
+	if !ok {
+		m = tier.Match{}
+	}
+	return p.operation(cred, &m)
 }

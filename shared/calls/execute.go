@@ -59,7 +59,8 @@ func upstreamError(err error) error {
 // runner is the one way a stored operation is executed: redemption, batch
 // execution and the card all run it, after the lifecycle claimed the
 // operation with a conditional write. forward adds the live request's
-// headers to a redemption over REST.
+// headers to a redemption over REST. The outcome kept on the confirmation
+// is bounded (confirm.Complete); the caller gets the whole answer.
 func (s *Service) runner(forward http.Header, last **Response, lastErr *error) confirm.Runner {
 	return func(ctx context.Context, op store.Operation, key string) store.Outcome {
 		resp, err := s.sendStored(ctx, op, key, forward)
@@ -69,6 +70,12 @@ func (s *Service) runner(forward http.Header, last **Response, lastErr *error) c
 		return OutcomeOf(resp, err)
 	}
 }
+
+// MaxStoredBody bounds what a confirmation keeps of a value (an outcome's
+// body is cut to its share of it by confirm.Complete, a script's result is
+// kept in the journal beyond it): the record stays within DynamoDB's item
+// size, and whoever ran the operation still gets all of it.
+const MaxStoredBody = 64 << 10
 
 // runClaimed runs a claimed operation once and stores its outcome. The
 // outcome is stored even when the call could not be made: the approval is
@@ -98,6 +105,11 @@ func (s *Service) Execute(ctx context.Context, id string) (*store.Confirmation, 
 	if err != nil {
 		return nil, err
 	}
+	if before.Kind == store.KindScript {
+		// A script's approved operations run only inside the script, in
+		// its order, when it runs again (code mode).
+		return before, fault.Errorf(fault.ConfirmationMismatch, "confirmation %s is a script batch: its operations run when the script runs again", id)
+	}
 	c, err := s.Confirm.ExecuteApproved(ctx, id, s.runner(nil, nil, nil))
 	if err != nil {
 		return c, err
@@ -108,6 +120,48 @@ func (s *Service) Execute(ctx context.Context, id string) (*store.Confirmation, 
 	}
 	return c, nil
 }
+
+// ExecuteOne runs operation index of an approved confirmation that the
+// gateway runs itself, exactly once, and returns its outcome: code mode
+// runs a script batch's approved operations one at a time, where the
+// script reaches them. The first attempt claims the operation with a
+// conditional write, calls the upstream (Idempotency-Key
+// <confirmation>:<index>) and stores the outcome (bounded by
+// confirm.Complete); it returns the whole outcome. Every later attempt calls
+// nothing and returns the stored outcome with replayed set. An operation
+// claimed by an attempt that stopped before storing its outcome is never
+// run again: outcome_unknown. A cleared operation is confirmation_rejected.
+// ExecuteOne announces nothing: the caller announces the batch's end.
+func (s *Service) ExecuteOne(ctx context.Context, id string, index int) (out store.Outcome, replayed bool, err error) {
+	c, claimed, err := s.Confirm.ClaimOne(ctx, id, index)
+	if err != nil {
+		return out, false, lifecycleError(ctx, s, err)
+	}
+	if !claimed {
+		if op := c.Operations[index]; op.State == store.OpDone && op.Outcome != nil {
+			return *op.Outcome, true, nil
+		}
+		return out, false, fault.Errorf(fault.OutcomeUnknown,
+			"operation %d of confirmation %s was started by a run that stopped before it recorded the outcome; it is not run again", index, id)
+	}
+	var whole store.Outcome
+	_, err = s.Confirm.RunClaimed(ctx, c, index, func(ctx context.Context, op store.Operation, key string) store.Outcome {
+		resp, err := s.sendStored(ctx, op, key, nil)
+		whole = OutcomeOf(resp, err)
+		return whole
+	})
+	if err != nil {
+		// The call was made: its caller records what it returned; the
+		// operation stays claimed and never runs again.
+		s.logger().ErrorContext(ctx, "outcome not stored", "confirmation", id, "operation", index, "error", err)
+	}
+	return whole, false, nil
+}
+
+// Emit sends an approver event as the pipeline sends its own: in the
+// background, or before returning (bounded) when events are synchronous
+// (Lambda). Code mode announces a script batch's end with it.
+func (s *Service) Emit(ctx context.Context, ev notify.Event) { s.emit(ctx, ev) }
 
 // OutcomeOf turns an upstream response or error into a stored outcome.
 func OutcomeOf(resp *Response, err error) store.Outcome {

@@ -32,7 +32,7 @@ type Grant struct {
 // that the person declined it. The decision was made again first: a call
 // the policy now denies stays denied and the answer is not spent.
 func (s *Service) granted(ctx context.Context, cred *store.Credential, p *prepared, res *Result, g *Grant) (*Result, error) {
-	op, err := p.operation(cred, &res.Decision)
+	op, err := p.operation(cred, &res.Decision.Match)
 	if err != nil {
 		return nil, err
 	}

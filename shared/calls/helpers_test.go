@@ -41,10 +41,12 @@ type received struct {
 	Body                          []byte
 }
 
-// recorder is an upstream that records every request and answers 200 JSON.
+// recorder is an upstream that records every request and answers 200 JSON
+// (body, when set, instead of {"ok":true}).
 type recorder struct {
-	mu  sync.Mutex
-	got []received
+	mu   sync.Mutex
+	got  []received
+	body string
 }
 
 func (u *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -52,13 +54,16 @@ func (u *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	u.mu.Lock()
 	u.got = append(u.got, received{Method: r.Method, URI: r.URL.RequestURI(), ContentType: r.Header.Get("Content-Type"),
 		Key: r.Header.Get("Idempotency-Key"), Body: b})
+	answer := u.body
 	u.mu.Unlock()
+	if answer == "" {
+		answer = `{"ok":true}`
+	}
 	w.Header().Set("Content-Type", "application/json")
 	if strings.HasSuffix(r.URL.Path, "/big") {
-		_, _ = io.WriteString(w, bigAnswer)
-		return
+		answer = bigAnswer
 	}
-	_, _ = io.WriteString(w, `{"ok":true}`)
+	_, _ = io.WriteString(w, answer)
 }
 
 // bigAnswer is a 1 MB JSON answer, over a store item's 400 KB.

@@ -67,6 +67,10 @@ type Options struct {
 	// once if the person approved it, and nothing runs if not; the answer
 	// is spent either way. Pause is then not used.
 	Grant *Grant
+	// Bind sets Result.Operation for every outcome, not only Paused and
+	// Collected: code mode journals each call with its binding. It costs a
+	// canonical hash per call, so the other surfaces leave it off.
+	Bind bool
 }
 
 // Result is what Do decided and did. Failures that are not decisions
@@ -88,7 +92,8 @@ type Result struct {
 	// Confirmation is the new confirmation (Paused) or the redeemed one
 	// (Executed through a redemption).
 	Confirmation *store.Confirmation
-	// Operation is the bound operation (Paused, Collected).
+	// Operation is the bound operation (Paused, Collected; every outcome
+	// with Options.Bind).
 	Operation store.Operation
 	// PreviewURL is the exact URL the call will reach (Paused).
 	PreviewURL string
@@ -117,6 +122,13 @@ func (s *Service) Do(ctx context.Context, cred *store.Credential, c *Call, o Opt
 
 func (s *Service) outcome(ctx context.Context, cred *store.Credential, p *prepared, d tier.Decision, o Options) (*Result, error) {
 	res := &Result{Decision: d, At: s.now()}
+	if o.Bind {
+		op, err := p.operation(cred, &d.Match)
+		if err != nil {
+			return nil, err
+		}
+		res.Operation = op
+	}
 	if d.Outcome == tier.Deny {
 		return s.deny(ctx, cred, p, res)
 	}
@@ -152,11 +164,14 @@ func (s *Service) outcome(ctx context.Context, cred *store.Credential, p *prepar
 		if err := s.holdable(p); err != nil {
 			return nil, err
 		}
-		op, err := p.operation(cred, &d)
-		if err != nil {
-			return nil, err
+		if !o.Bind {
+			op, err := p.operation(cred, &d.Match)
+			if err != nil {
+				return nil, err
+			}
+			res.Operation = op
 		}
-		res.Outcome, res.Operation = Collected, op
+		res.Outcome = Collected
 		return res, nil
 	}
 	return s.pause(ctx, cred, p, res, o.Pause == PauseGatewayRuns)
@@ -189,7 +204,7 @@ func (s *Service) deny(ctx context.Context, cred *store.Credential, p *prepared,
 	if err := s.holdable(p); err != nil {
 		return nil, err
 	}
-	op, err := p.operation(cred, d)
+	op, err := p.operation(cred, &d.Match)
 	if err != nil {
 		return nil, err
 	}
@@ -212,7 +227,7 @@ func (s *Service) pause(ctx context.Context, cred *store.Credential, p *prepared
 	if err := s.holdable(p); err != nil {
 		return nil, err
 	}
-	op, err := p.operation(cred, &res.Decision)
+	op, err := p.operation(cred, &res.Decision.Match)
 	if err != nil {
 		return nil, err
 	}
@@ -232,7 +247,7 @@ func (s *Service) pause(ctx context.Context, cred *store.Credential, p *prepared
 
 // redeem consumes the approval the call names and runs its operation once.
 func (s *Service) redeem(ctx context.Context, cred *store.Credential, p *prepared, res *Result) (*Result, error) {
-	op, err := p.operation(cred, &res.Decision)
+	op, err := p.operation(cred, &res.Decision.Match)
 	if err != nil {
 		return nil, err
 	}

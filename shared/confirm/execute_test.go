@@ -199,7 +199,7 @@ func TestCompleteFinalStatus(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t)
-			c := e.createScript(t, tt.ops)
+			c := e.createCard(t, tt.ops)
 			e.ready(t, c.ID)
 			if _, err := e.svc.Decide(e.ctx, c.ID, confirm.Decision{Approve: true, Approver: "ops", Keep: tt.keep}); err != nil {
 				t.Fatal(err)

@@ -178,6 +178,22 @@ func (e *env) createScript(tb testing.TB, n int) *store.Confirmation {
 	return c
 }
 
+// createCard creates a pending batch of n operations that the gateway runs
+// itself when approved (the MCP card): its status follows each outcome,
+// where a script batch's waits for the script's end.
+func (e *env) createCard(tb testing.TB, n int) *store.Confirmation {
+	tb.Helper()
+	ops := make([]store.Operation, n)
+	for i := range ops {
+		ops[i] = deleteOp(tb, "chat-user", string(rune('1'+i)))
+	}
+	c, err := e.svc.Create(e.ctx, confirm.Request{Kind: store.KindCall, Credential: "chat-user", Reason: "card", Operations: ops, GatewayRuns: true})
+	if err != nil {
+		tb.Fatalf("create card: %v", err)
+	}
+	return c
+}
+
 // ready attaches the token the notify task would attach.
 func (e *env) ready(tb testing.TB, id string) {
 	tb.Helper()

@@ -151,6 +151,9 @@ func NewOperation(credential, connection, method, path, endpoint string, args st
 
 // Request is what Create needs.
 type Request struct {
+	// ID, when set, is the new confirmation's id (code mode writes the
+	// script's journal under it first); empty means Service.NewID.
+	ID         string
 	Kind       store.Kind
 	Credential string
 	Reason     string
@@ -178,9 +181,13 @@ func (s *Service) Create(ctx context.Context, r Request) (*store.Confirmation, e
 	if r.Kind == store.KindScript {
 		machine = workflow.Batch
 	}
-	id := NewID()
-	if s.NewID != nil {
+	id := r.ID
+	switch {
+	case id != "":
+	case s.NewID != nil:
 		id = s.NewID()
+	default:
+		id = NewID()
 	}
 	c := &store.Confirmation{
 		ID:          id,
@@ -497,7 +504,8 @@ const (
 )
 
 // Complete stores the outcome of a claimed operation and derives the
-// record's final status once every selected operation is done. A large
+// record's final status once every selected operation is done; a script
+// batch's status is final only when its script ends (FinishScript). A large
 // body is kept truncated (store.Outcome.Bounded), so no write fails for size.
 func (s *Service) Complete(ctx context.Context, id string, index int, out store.Outcome) (*store.Confirmation, error) {
 	c, err := s.update(ctx, id, func(c *store.Confirmation, now time.Time) error {
@@ -510,7 +518,9 @@ func (s *Service) Complete(ctx context.Context, id string, index int, out store.
 		}
 		bounded := out.Bounded(max(minOutcomeBody, outcomeBudget/len(c.Operations)))
 		op.State, op.Outcome = store.OpDone, &bounded
-		c.Status = finalStatus(c)
+		if c.Kind != store.KindScript {
+			c.Status = finalStatus(c)
+		}
 		return nil
 	})
 	if err != nil {
@@ -701,5 +711,98 @@ func (s *Service) Grant(ctx context.Context, r GrantRequest) (*store.Confirmatio
 	}
 	s.logger().InfoContext(ctx, "confirmation answered in the client", "confirmation", c.ID, "credential", r.Credential,
 		"approved", r.Approve, "by", r.By, "operations", len(c.Operations))
+	return c, nil
+}
+
+// ClaimOne claims operation index of an approved record the gateway
+// executes itself, with a conditional write, so that of any number of
+// attempts exactly one runs it: a script batch's run after approval runs
+// its operations one at a time, in the order the script reaches them.
+// claimed is false when the operation was claimed before: its State tells
+// whether its outcome is stored (done) or unknown (claimed by an attempt
+// that stopped before storing it). An operation the approver cleared is
+// confirmation_rejected; a record already finished is confirmation_used.
+func (s *Service) ClaimOne(ctx context.Context, id string, index int) (c *store.Confirmation, claimed bool, err error) {
+	c, err = s.update(ctx, id, func(c *store.Confirmation, now time.Time) error {
+		claimed = false
+		if !GatewayExecutes(c) {
+			return fault.Errorf(fault.ConfirmationMismatch, "confirmation %s is redeemed by the agent, not run by the gateway", c.ID)
+		}
+		if index < 0 || index >= len(c.Operations) {
+			return fault.Errorf(fault.ConfirmationMismatch, "operation %d is not part of confirmation %s", index, c.ID)
+		}
+		op := &c.Operations[index]
+		switch Effective(c, now) {
+		case store.StatusApproved, store.StatusRedeemed:
+		case store.StatusExecuted, store.StatusPartiallyExecuted, store.StatusFailed:
+			if op.State != store.OpWaiting {
+				return errUnchanged
+			}
+			return fault.Errorf(fault.ConfirmationUsed, "confirmation %s was already run to its end", c.ID)
+		case store.StatusRejected:
+			return fault.Errorf(fault.ConfirmationRejected, "confirmation %s was rejected", c.ID)
+		case store.StatusExpired:
+			return fault.Errorf(fault.ConfirmationExpired, "confirmation %s expired", c.ID)
+		default:
+			return fault.Errorf(fault.ConfirmationPending, "confirmation %s is waiting for a person", c.ID)
+		}
+		if !op.Selected {
+			return fault.Errorf(fault.ConfirmationRejected, "operation %d of confirmation %s was cleared by the approver", index, c.ID)
+		}
+		if op.State != store.OpWaiting {
+			return errUnchanged
+		}
+		op.State, claimed = store.OpClaimed, true
+		c.Status = store.StatusRedeemed
+		return nil
+	})
+	if err != nil {
+		return c, false, fmt.Errorf("claim %s operation %d: %w", id, index, err)
+	}
+	return c, claimed, nil
+}
+
+// FinishScript records the end of a script batch's run after approval:
+// the script's result (nil when the script failed) and the final status,
+// from the selected operations: executed when every one ran without an
+// upstream error, failed when none did, partially_executed otherwise. An
+// operation the script never reached stays waiting and never runs. It is
+// idempotent: a record already finished is returned unchanged.
+func (s *Service) FinishScript(ctx context.Context, id string, result json.RawMessage, failed bool) (*store.Confirmation, error) {
+	c, err := s.update(ctx, id, func(c *store.Confirmation, now time.Time) error {
+		if c.Kind != store.KindScript {
+			return fault.Errorf(fault.ConfirmationMismatch, "confirmation %s is not a script batch", c.ID)
+		}
+		switch c.Status {
+		case store.StatusApproved, store.StatusRedeemed:
+		case store.StatusExecuted, store.StatusPartiallyExecuted, store.StatusFailed:
+			return errUnchanged
+		default:
+			return fault.Errorf(fault.ConfirmationPending, "confirmation %s is %s, not approved", c.ID, c.Status)
+		}
+		ran, missed := 0, 0
+		for _, op := range c.Operations {
+			switch {
+			case !op.Selected:
+			case op.State == store.OpDone && op.Outcome != nil && op.Outcome.Error == "":
+				ran++
+			default:
+				missed++
+			}
+		}
+		switch {
+		case ran == 0 && (failed || missed > 0):
+			c.Status = store.StatusFailed
+		case missed == 0 && !failed:
+			c.Status = store.StatusExecuted
+		default:
+			c.Status = store.StatusPartiallyExecuted
+		}
+		c.Result = result
+		return nil
+	})
+	if err != nil {
+		return c, fmt.Errorf("finish script %s: %w", id, err)
+	}
 	return c, nil
 }

@@ -48,9 +48,22 @@ const (
 	IdempotencyInProgress Code = "idempotency_in_progress"
 	RateLimited           Code = "rate_limited"
 
+	// Code mode (POST /v1/scripts): a script that failed; the reason says
+	// where (line and column) and why.
+	// ScriptError: a syntax error, or an exception the script did not catch.
+	ScriptError Code = "script_error"
+	// ScriptLimit: the script broke a limit (time, calls, memory, result size).
+	ScriptLimit Code = "script_limit_exceeded"
+	// ScriptDiverged: on replay the script made a call other than the
+	// journaled one at that position; nothing further ran.
+	ScriptDiverged Code = "script_diverged"
+
 	// Failures.
 	UpstreamUnreachable Code = "upstream_unreachable"
-	Internal            Code = "internal"
+	// OutcomeUnknown: an approved operation was claimed by a run that
+	// stopped before it recorded the outcome; it is never run again.
+	OutcomeUnknown Code = "outcome_unknown"
+	Internal       Code = "internal"
 )
 
 // all lists every code, in the order of the constants.
@@ -61,7 +74,8 @@ var all = []Code{
 	ConfirmationMismatch, ConfirmationDecided,
 	NotFound, MethodNotAllowed,
 	PayloadTooLarge, IdempotencyKeyReused, IdempotencyInProgress, RateLimited,
-	UpstreamUnreachable, Internal,
+	ScriptError, ScriptLimit, ScriptDiverged,
+	UpstreamUnreachable, OutcomeUnknown, Internal,
 }
 
 // All returns every code (a new slice), for the transports' table tests.

@@ -35,7 +35,11 @@ var statusOf = map[fault.Code]int{
 	fault.PayloadTooLarge:       http.StatusRequestEntityTooLarge,
 	fault.IdempotencyKeyReused:  http.StatusUnprocessableEntity,
 	fault.RateLimited:           http.StatusTooManyRequests,
+	fault.ScriptError:           http.StatusUnprocessableEntity,
+	fault.ScriptLimit:           http.StatusUnprocessableEntity,
+	fault.ScriptDiverged:        http.StatusUnprocessableEntity,
 	fault.UpstreamUnreachable:   http.StatusBadGateway,
+	fault.OutcomeUnknown:        http.StatusConflict,
 	fault.Internal:              http.StatusInternalServerError,
 }
 

@@ -13,15 +13,18 @@ import (
 )
 
 // Gateway is the agents' HTTP surface: POST /v1/calls, ANY /v1/rest/...,
-// GET /v1/confirmations/{id}, GET /v1/credentials/me and GET /healthz, and
-// /mcp when MCP is attached. It only translates: every call goes through
-// the pipeline (calls.Service).
+// GET /v1/confirmations/{id}, GET /v1/credentials/me, POST /v1/scripts and
+// GET /healthz, and /mcp when MCP is attached. It only translates: every
+// call goes through the pipeline (calls.Service).
 type Gateway struct {
 	Calls *calls.Service
 	// MCP serves /mcp (shared/mcpapi, attached by gatewayapp so that only
 	// the gateway links the MCP SDK); nil answers 404 not_found. It
 	// authenticates the request itself.
 	MCP Handler
+	// Scripts is code mode (POST /v1/scripts, and scripts' status); nil
+	// answers that route 404.
+	Scripts Scripts
 	// PollInterval is how often ?wait= first re-reads the record; 0 means 100 ms.
 	PollInterval time.Duration
 	// Stopping, when closed, makes long polls answer at once with the
@@ -50,6 +53,11 @@ func (g *Gateway) Handle(ctx context.Context, req Request) (Response, error) {
 			return codeError(fault.MethodNotAllowed, "use POST /v1/calls"), nil
 		}
 		return g.withCredential(ctx, &req, g.calls), nil
+	case path == "/v1/scripts" && g.Scripts != nil:
+		if m != http.MethodPost {
+			return codeError(fault.MethodNotAllowed, "use POST /v1/scripts"), nil
+		}
+		return g.withCredential(ctx, &req, g.scripts), nil
 	case strings.HasPrefix(path, "/v1/rest/"):
 		return g.withCredential(ctx, &req, func(ctx context.Context, req *Request, cred *store.Credential) Response {
 			return g.rest(ctx, req, cred, strings.TrimPrefix(path, "/v1/rest/"))

@@ -27,6 +27,11 @@ type confirmationView struct {
 	RedeemBy       *time.Time      `json:"redeem_by,omitempty"`
 	Operations     []operationView `json:"operations"`
 	Result         json.RawMessage `json:"result,omitempty"`
+	// A script batch's script (code mode): its calls, its logs, and why
+	// its run after approval failed.
+	Calls any                `json:"calls,omitempty"`
+	Logs  []string           `json:"logs,omitempty"`
+	Error *store.ScriptError `json:"error,omitempty"`
 }
 
 type operationView struct {
@@ -72,5 +77,16 @@ func (g *Gateway) status(ctx context.Context, req *Request, cred *store.Credenti
 	if err != nil {
 		return errorOf(err)
 	}
-	return jsonResponse(http.StatusOK, viewConfirmation(st.Confirmation, st.Effective))
+	v := viewConfirmation(st.Confirmation, st.Effective)
+	if st.Kind == store.KindScript && g.Scripts != nil {
+		ans, err := g.Scripts.DescribeScript(ctx, st.Confirmation)
+		if err != nil {
+			return errorOf(err)
+		}
+		v.Calls, v.Logs, v.Error = ans.Calls, ans.Logs, ans.Error
+		if len(ans.Result) > 0 {
+			v.Result = ans.Result
+		}
+	}
+	return jsonResponse(http.StatusOK, v)
 }

@@ -38,6 +38,10 @@ var labelOf = map[fault.Code]string{
 	fault.IdempotencyKeyReused:  labelError,
 	fault.IdempotencyInProgress: labelError,
 	fault.RateLimited:           labelError,
+	fault.ScriptError:           labelError,
+	fault.ScriptLimit:           labelError,
+	fault.ScriptDiverged:        labelError,
+	fault.OutcomeUnknown:        labelRefused,
 	fault.UpstreamUnreachable:   labelError,
 	fault.Internal:              labelError,
 }

@@ -42,6 +42,7 @@ type Settings struct {
 	Timeouts  Timeouts  `json:"timeouts"`
 	Limits    Limits    `json:"limits"`
 	Audit     Audit     `json:"audit"`
+	Scripts   Scripts   `json:"scripts"`
 }
 
 // Audit configures the audit trail.
@@ -169,6 +170,29 @@ func (t Timeouts) Script() time.Duration { return time.Duration(t.ScriptSeconds)
 // Redeem returns RedeemSeconds as a duration.
 func (t Timeouts) Redeem() time.Duration { return time.Duration(t.RedeemSeconds) * time.Second }
 
+// Scripts bounds code mode (POST /v1/scripts): each script run, the first
+// and the one after approval, stops when it breaks one of these. Every
+// field may be omitted (the default) and must be a whole number in its range.
+type Scripts struct {
+	// TimeLimitMS is the wall-clock time a run may take, in milliseconds
+	// (5000; 10 to 20000): the script is interrupted when it passes.
+	TimeLimitMS int `json:"time_limit_ms"`
+	// MaxCalls is how many times a run may call call() (100; 1 to 1000).
+	MaxCalls int `json:"max_calls"`
+	// MaxScriptBytes is the largest script accepted, in bytes (65536; 1 to 262144).
+	MaxScriptBytes int `json:"max_script_bytes"`
+	// MaxResultBytes is the largest result, as JSON, in bytes (1048576; 1 to 4194304).
+	MaxResultBytes int `json:"max_result_bytes"`
+	// MemoryMiB is how much the process heap may grow while a run is going,
+	// in MiB (64; 8 to 1024); it also sizes the longest string (MemoryMiB/8
+	// Mi characters) and array (MemoryMiB/256 Mi elements) one built-in may
+	// build or walk.
+	MemoryMiB int `json:"memory_mib"`
+}
+
+// TimeLimit returns TimeLimitMS as a duration.
+func (s Scripts) TimeLimit() time.Duration { return time.Duration(s.TimeLimitMS) * time.Millisecond }
+
 // Defaults of settings.json.
 const (
 	DefaultWorkspaceName = "countersign"
@@ -177,7 +201,19 @@ const (
 	DefaultCallSeconds   = 600
 	DefaultScriptSeconds = 1800
 	DefaultRedeemSeconds = 600
+
+	DefaultScriptTimeLimitMS    = 5000
+	DefaultScriptMaxCalls       = 100
+	DefaultScriptMaxScriptBytes = 64 << 10
+	DefaultScriptMaxResultBytes = 1 << 20
+	DefaultScriptMemoryMiB      = 64
 )
+
+// DefaultScripts are the limits of a settings.json without a scripts block.
+var DefaultScripts = Scripts{
+	TimeLimitMS: DefaultScriptTimeLimitMS, MaxCalls: DefaultScriptMaxCalls, MaxScriptBytes: DefaultScriptMaxScriptBytes,
+	MaxResultBytes: DefaultScriptMaxResultBytes, MemoryMiB: DefaultScriptMemoryMiB,
+}
 
 // Connection is one connections/<name>/ folder.
 type Connection struct {
@@ -296,16 +332,17 @@ func (l *loader) settings() Settings {
 		PublicURL: DefaultPublicURL,
 		Timeouts:  Timeouts{DefaultCallSeconds, DefaultScriptSeconds, DefaultRedeemSeconds},
 		Limits:    DefaultLimits,
+		Scripts:   DefaultScripts,
 	}
 	s, raw, missing := l.read("settings.json")
 	if missing {
-		s.errf("", "missing: the configuration directory needs a settings.json (a JSON object with workspace, public_url, approvers, timeouts)")
+		s.errf("", "missing: the configuration directory needs a settings.json (a JSON object with workspace, public_url, approvers, timeouts, scripts)")
 		return st
 	}
 	if raw == nil {
 		return st
 	}
-	m, ok := s.object("", raw, "workspace", "public_url", "approvers", "timeouts", "limits", "audit")
+	m, ok := s.object("", raw, "workspace", "public_url", "approvers", "timeouts", "limits", "audit", "scripts")
 	if !ok {
 		return st
 	}
@@ -394,7 +431,47 @@ func (l *loader) settings() Settings {
 			}
 		}
 	}
+	if v, ok := m["scripts"]; ok {
+		st.Scripts = scriptLimits(s, v)
+	}
 	return st
+}
+
+// scriptLimits reads the scripts block: each limit a whole number in its range.
+func scriptLimits(s *src, raw json.RawMessage) Scripts {
+	out := DefaultScripts
+	m, ok := s.object("scripts", raw, "time_limit_ms", "max_calls", "max_script_bytes", "max_result_bytes", "memory_mib")
+	if !ok {
+		return out
+	}
+	for _, f := range []struct {
+		key      string
+		min, max int
+		unit     string
+		dst      *int
+	}{
+		{"time_limit_ms", 10, 20000, "milliseconds", &out.TimeLimitMS},
+		{"max_calls", 1, 1000, "calls", &out.MaxCalls},
+		{"max_script_bytes", 1, 256 << 10, "bytes", &out.MaxScriptBytes},
+		{"max_result_bytes", 1, 4 << 20, "bytes", &out.MaxResultBytes},
+		{"memory_mib", 8, 1024, "MiB", &out.MemoryMiB},
+	} {
+		v, ok := m[f.key]
+		if !ok {
+			continue
+		}
+		path := "scripts." + f.key
+		n, ok := s.integer(path, v)
+		if !ok {
+			continue
+		}
+		if n < f.min || n > f.max {
+			s.errf(path, "%d is out of range: use a whole number of %s from %d to %d (omit it for %d)", n, f.unit, f.min, f.max, *f.dst)
+			continue
+		}
+		*f.dst = n
+	}
+	return out
 }
 
 func (l *loader) approvers(s *src, raw json.RawMessage) Approvers {

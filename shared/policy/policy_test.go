@@ -22,7 +22,8 @@ const (
     "console": true,
     "webhooks": [{"name": "ops", "url": "http://127.0.0.1:9099/hook", "format": "json", "secret": "whsec_test"}]
   },
-  "timeouts": {"call_seconds": 600, "script_seconds": 1800, "redeem_seconds": 600}
+  "timeouts": {"call_seconds": 600, "script_seconds": 1800, "redeem_seconds": 600},
+  "scripts": {"time_limit_ms": 2500, "max_calls": 20, "max_script_bytes": 4096, "max_result_bytes": 65536, "memory_mib": 32}
 }`
 	policyJSON = `{
   "base_url": "http://127.0.0.1:9100",
@@ -111,6 +112,10 @@ func TestLoadValid(t *testing.T) {
 	}
 	if st.Limits != DefaultLimits || st.Limits.ReviewRetention().Hours() != 7*24 {
 		t.Errorf("limits = %+v, want the defaults", st.Limits)
+	}
+	if st.Scripts != (Scripts{TimeLimitMS: 2500, MaxCalls: 20, MaxScriptBytes: 4096, MaxResultBytes: 65536, MemoryMiB: 32}) ||
+		st.Scripts.TimeLimit().Seconds() != 2.5 {
+		t.Errorf("scripts = %+v", st.Scripts)
 	}
 
 	crm := cfg.Connections["crm"]
@@ -234,6 +239,7 @@ func TestLoadDefaults(t *testing.T) {
 		PublicURL: "http://127.0.0.1:8080",
 		Timeouts:  Timeouts{CallSeconds: 600, ScriptSeconds: 1800, RedeemSeconds: 600},
 		Limits:    Limits{CallsPerMinute: 600, PendingConfirmations: 20, PendingReviews: 100, StoredBodyBytes: 131072, ReviewRetentionDays: 7},
+		Scripts:   Scripts{TimeLimitMS: 5000, MaxCalls: 100, MaxScriptBytes: 65536, MaxResultBytes: 1 << 20, MemoryMiB: 64},
 	}
 	if fmt.Sprint(cfg.Settings) != fmt.Sprint(want) {
 		t.Errorf("settings = %+v, want %+v", cfg.Settings, want)
@@ -292,7 +298,9 @@ func TestLoadErrors(t *testing.T) {
 	}{
 		// Unknown fields at each level.
 		{name: "unknown field in settings", edits: []edit{sub(settingsFile, `"public_url"`, `"colour": "red", "public_url"`)},
-			file: settingsFile, path: "colour", msg: `unknown field "colour" (allowed: workspace, public_url, approvers, timeouts, limits, audit)`},
+			file: settingsFile, path: "colour", msg: `unknown field "colour" (allowed: workspace, public_url, approvers, timeouts, limits, audit, scripts)`},
+		{name: "unknown field in scripts", edits: []edit{sub(settingsFile, `"max_calls": 20`, `"max_calls": 20, "max_depth": 5`)},
+			file: settingsFile, path: "scripts.max_depth", msg: `unknown field "max_depth" (allowed: time_limit_ms, max_calls, max_script_bytes, max_result_bytes, memory_mib)`},
 		{name: "unknown field in settings workspace", edits: []edit{sub(settingsFile, `"name": "Acme"`, `"name": "Acme", "logo": "x.png"`)},
 			file: settingsFile, path: "workspace.logo", msg: `unknown field "logo"`},
 		{name: "unknown field in a webhook", edits: []edit{sub(settingsFile, `"name": "ops"`, `"name": "ops", "retries": 3`)},
@@ -417,6 +425,18 @@ func TestLoadErrors(t *testing.T) {
 			file: settingsFile, path: "audit.auto_reads", msg: `unknown field "auto_reads" (allowed: auto_calls)`},
 		{name: "audit flag as a string", edits: []edit{sub(settingsFile, `"call_seconds": 600`, `"call_seconds": 600}, "audit": {"auto_calls": "yes"`)},
 			file: settingsFile, path: "audit.auto_calls", msg: "want"},
+		{name: "script time limit above its range", edits: []edit{sub(settingsFile, `"time_limit_ms": 2500`, `"time_limit_ms": 60000`)},
+			file: settingsFile, path: "scripts.time_limit_ms", msg: "60000 is out of range: use a whole number of milliseconds from 10 to 20000 (omit it for 5000)"},
+		{name: "script call limit of zero", edits: []edit{sub(settingsFile, `"max_calls": 20`, `"max_calls": 0`)},
+			file: settingsFile, path: "scripts.max_calls", msg: "0 is out of range: use a whole number of calls from 1 to 1000 (omit it for 100)"},
+		{name: "script size not a number", edits: []edit{sub(settingsFile, `"max_script_bytes": 4096`, `"max_script_bytes": "64k"`)},
+			file: settingsFile, path: "scripts.max_script_bytes", msg: "want a whole number, got a string"},
+		{name: "script result size fractional", edits: []edit{sub(settingsFile, `"max_result_bytes": 65536`, `"max_result_bytes": 1.5`)},
+			file: settingsFile, path: "scripts.max_result_bytes", msg: "want a whole number, got 1.5"},
+		{name: "script memory too small", edits: []edit{sub(settingsFile, `"memory_mib": 32`, `"memory_mib": 1`)},
+			file: settingsFile, path: "scripts.memory_mib", msg: "1 is out of range: use a whole number of MiB from 8 to 1024"},
+		{name: "scripts not an object", edits: []edit{sub(settingsFile, `"scripts": {"time_limit_ms": 2500, "max_calls": 20, "max_script_bytes": 4096, "max_result_bytes": 65536, "memory_mib": 32}`, `"scripts": 5`)},
+			file: settingsFile, path: "scripts", msg: "want a JSON object, got a number"},
 		{name: "missing settings.json", edits: []edit{remove(settingsFile)},
 			file: settingsFile, path: "", msg: "missing: the configuration directory needs a settings.json"},
 		{name: "malformed JSON reports line:column", edits: []edit{set(settingsFile, "{\n  \"public_url\": \"http://x\",\n}\n")},

@@ -149,20 +149,45 @@ type ExecuteOutput struct {
 // Executor runs the approved operations of a confirmation the gateway
 // executes itself, each exactly once (calls.Service).
 type Executor interface {
+	// Lookup returns the confirmation.
+	Lookup(ctx context.Context, id string) (*store.Confirmation, error)
 	Execute(ctx context.Context, id string) (*store.Confirmation, error)
+}
+
+// ScriptRunner runs a script batch's script again after approval, so that
+// its approved operations run inside it, where it reaches them, each
+// exactly once (code mode, shared/script). It is attached only where goja
+// may be linked (the execute function and the local stack).
+type ScriptRunner interface {
+	Rerun(ctx context.Context, id string) (*store.Confirmation, error)
 }
 
 // Execute is the execute task: it runs the approved operations of a
 // confirmation the gateway executes itself, each exactly once, through the
-// call pipeline (calls.Service.Execute).
+// call pipeline (calls.Service.Execute), or, for a script batch, runs the
+// script again (Scripts).
 type Execute struct {
 	Calls Executor
+	// Scripts runs script batches; without it a script batch fails the
+	// task rather than running its operations outside its script.
+	Scripts ScriptRunner
 }
 
 // Handle runs the execute task; a retried invocation replays stored outcomes.
 func (h *Execute) Handle(ctx context.Context, in ExecuteInput) (ExecuteOutput, error) {
 	ctx = withRequestID(ctx)
-	c, err := h.Calls.Execute(ctx, in.ConfirmationID)
+	c, err := h.Calls.Lookup(ctx, in.ConfirmationID)
+	if err != nil {
+		return ExecuteOutput{}, taskError(fmt.Errorf("execute: %w", err))
+	}
+	if c.Kind == store.KindScript {
+		if h.Scripts == nil {
+			return ExecuteOutput{}, taskError(fmt.Errorf("execute %s: a script batch needs the script runner, which this function lacks", c.ID))
+		}
+		c, err = h.Scripts.Rerun(ctx, c.ID)
+	} else {
+		c, err = h.Calls.Execute(ctx, c.ID)
+	}
 	if err != nil {
 		return ExecuteOutput{}, taskError(err)
 	}

@@ -108,7 +108,12 @@ func (e *env) notifyTask() *tasks.Notify {
 
 func (e *env) create(tb testing.TB, kind store.Kind, ops ...store.Operation) *store.Confirmation {
 	tb.Helper()
-	c, err := e.svc.Create(e.ctx, confirm.Request{Kind: kind, Credential: "chat-user", Reason: "needs a person", Operations: ops})
+	return e.createRequest(tb, confirm.Request{Kind: kind, Credential: "chat-user", Reason: "needs a person", Operations: ops})
+}
+
+func (e *env) createRequest(tb testing.TB, r confirm.Request) *store.Confirmation {
+	tb.Helper()
+	c, err := e.svc.Create(e.ctx, r)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -428,7 +433,10 @@ func TestExecute(t *testing.T) {
 	exe := &tasks.Execute{Calls: e.calls(cfg)}
 	post := newOp(t, "POST", "/payments", "/payments", store.Args{Query: map[string]any{"dry": "no", "tag": []any{"a", "b"}}, Body: json.RawMessage(`{"amount":12.50}`)})
 	skipped := newOp(t, "DELETE", "/contacts/13", "/contacts/{id}", store.Args{Path: map[string]string{"id": "13"}})
-	c := e.create(t, store.KindScript, deleteOp(t), skipped, post)
+	// A batch the gateway runs itself (the card); script batches go to
+	// their script (TestExecuteScript).
+	c := e.createRequest(t, confirm.Request{Kind: store.KindCall, GatewayRuns: true, Credential: "chat-user", Reason: "card",
+		Operations: []store.Operation{deleteOp(t), skipped, post}})
 	if _, _, err := e.svc.AttachToken(e.ctx, c.ID, "tok"); err != nil {
 		t.Fatal(err)
 	}
@@ -480,5 +488,56 @@ func TestExecute(t *testing.T) {
 		if ops := evs[0].Confirmation.Operations; len(ops) != 3 || len(ops[0].Outcome) == 0 || len(ops[1].Outcome) != 0 {
 			t.Errorf("executed event operations %+v, want outcomes for the operations that ran", ops)
 		}
+	}
+}
+
+// scriptRunner records the script batches it is asked to run again.
+type scriptRunner struct {
+	mu  sync.Mutex
+	ids []string
+}
+
+func (r *scriptRunner) Rerun(_ context.Context, id string) (*store.Confirmation, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ids = append(r.ids, id)
+	return &store.Confirmation{ID: id, Status: store.StatusExecuted}, nil
+}
+
+// TestExecuteScript: a script batch runs its script again; its operations
+// never run on their own, and without a script runner the task fails.
+func TestExecuteScript(t *testing.T) {
+	e := newEnv(t)
+	up := &recordingUpstream{}
+	srv := httptest.NewServer(up)
+	t.Cleanup(srv.Close)
+	cfg := &policy.Config{Connections: map[string]*policy.Connection{"crm": {Name: "crm", BaseURL: srv.URL}}}
+	c := e.create(t, store.KindScript, deleteOp(t))
+	if _, _, err := e.svc.AttachToken(e.ctx, c.ID, "tok"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.svc.Decide(e.ctx, c.ID, confirm.Decision{Approve: true, Approver: "ops"}); err != nil {
+		t.Fatal(err)
+	}
+	payload := `{"confirmation_id":"` + c.ID + `"}`
+
+	scripts := &scriptRunner{}
+	out, err := invoke(t, (&tasks.Execute{Calls: e.calls(cfg), Scripts: scripts}).Handle, payload)
+	if err != nil || string(out) != `{"status":"executed"}` {
+		t.Fatalf("execute: %s, %v", out, err)
+	}
+	if len(scripts.ids) != 1 || scripts.ids[0] != c.ID {
+		t.Errorf("script runner asked for %v", scripts.ids)
+	}
+	_, err = invoke(t, (&tasks.Execute{Calls: e.calls(cfg)}).Handle, payload)
+	if err == nil || !strings.Contains(err.Error(), "script runner") || errorType(err) != "TaskError" {
+		t.Fatalf("execute without a script runner: %v (%s)", err, errorType(err))
+	}
+	if n := len(up.seen()); n != 0 {
+		t.Errorf("the batch's operation ran outside its script: upstream called %d times", n)
+	}
+	_, err = invoke(t, (&tasks.Execute{Calls: e.calls(cfg), Scripts: scripts}).Handle, `{"confirmation_id":"cf_missing"}`)
+	if err == nil || errorType(err) != "TaskError" {
+		t.Fatalf("unknown confirmation: %v", err)
 	}
 }

@@ -49,6 +49,11 @@ type harnessOptions struct {
 	// configuration directory → content); "%UPSTREAM%" in them becomes the
 	// recording upstream's URL.
 	files map[string]string
+	// scripts, when set, is settings.json's scripts block.
+	scripts string
+	// gate, when set, sees each upstream request before the CRM does (it
+	// may hold it).
+	gate func(r *http.Request)
 }
 
 // harness is a running local stack with a recording upstream and a webhook
@@ -156,7 +161,14 @@ func newHarness(t testing.TB, o harnessOptions) *harness {
 		o.redeemSeconds = 600
 	}
 	h := &harness{t: t, upstream: democrm.New(), webhook: &receiver{wake: make(chan struct{}, 1)}, console: &syncBuffer{}, opts: o}
-	up := httptest.NewServer(h.upstream)
+	var upstream http.Handler = h.upstream
+	if o.gate != nil {
+		upstream = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			o.gate(r)
+			h.upstream.ServeHTTP(w, r)
+		})
+	}
+	up := httptest.NewServer(upstream)
 	t.Cleanup(up.Close)
 	hooks := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req map[string]any
@@ -194,7 +206,7 @@ func newHarness(t testing.TB, o harnessOptions) *harness {
   "public_url": "http://127.0.0.1:1",
   "approvers": {"console": true, "webhooks": [{"name": "ops", "url": %q, "format": "json", "secret": %q}]},
   "timeouts": {"call_seconds": %d, "script_seconds": 1800, "redeem_seconds": %d}%s
-}`, wh.URL, webhookSecret, o.callSeconds, o.redeemSeconds, limitsJSON(o.limits)))
+}`, wh.URL, webhookSecret, o.callSeconds, o.redeemSeconds, limitsJSON(o.limits)+scriptsBlock(o.scripts)))
 	write("credentials.json", testCredentials)
 	write("connections/crm/policy.json", fmt.Sprintf(`{
   "base_url": %q,
@@ -242,6 +254,13 @@ func limitsJSON(l string) string {
 		return ""
 	}
 	return ",\n  \"limits\": " + l
+}
+
+func scriptsBlock(b string) string {
+	if b == "" {
+		return ""
+	}
+	return ",\n  \"scripts\": " + b
 }
 
 // start starts (or restarts) the stack on the same data directory.

@@ -6,9 +6,14 @@
 package gatewayapp
 
 import (
+	"context"
+	"errors"
+
 	"github.com/countersign/countersign/shared/app"
 	"github.com/countersign/countersign/shared/httpapi"
 	"github.com/countersign/countersign/shared/mcpapi"
+	"github.com/countersign/countersign/shared/script"
+	"github.com/countersign/countersign/shared/store"
 	"github.com/countersign/countersign/shared/tasks"
 )
 
@@ -16,6 +21,7 @@ import (
 // the link signer (request states and card tokens are sealed with its key).
 func Gateway(a *app.App) *httpapi.Gateway {
 	g := a.Gateway()
+	g.Scripts = httpScripts{Scripts(a)}
 	if a.Signer != nil {
 		g.MCP = MCP(a)
 	}
@@ -23,12 +29,46 @@ func Gateway(a *app.App) *httpapi.Gateway {
 }
 
 // MCP is the MCP surface. Code mode's run_script joins it as an
-// mcpapi.ExtraTool in Options.Extra once code mode lands.
+// mcpapi.ExtraTool in Options.Extra.
 func MCP(a *app.App) *mcpapi.Handler {
 	return mcpapi.New(mcpapi.Options{Calls: a.Calls, Signer: a.Signer, Now: a.Calls.Now, Logger: a.Logger})
 }
 
-// ExecuteTask is the execute task with everything it may have to run.
+// ExecuteTask is the execute task with everything it may have to run:
+// script batches run their script again.
 func ExecuteTask(a *app.App) *tasks.Execute {
-	return a.ExecuteTask()
+	t := a.ExecuteTask()
+	t.Scripts = Scripts(a)
+	return t
+}
+
+// Scripts is code mode over a's pipeline and store, with the limits of
+// settings.json: the entry point for every surface (HTTP here, MCP's
+// run_script).
+func Scripts(a *app.App) *script.Service {
+	return &script.Service{Calls: a.Calls, Store: a.Store, Limits: script.LimitsOf(a.Config.Settings.Scripts), Logger: a.Logger}
+}
+
+// httpScripts adapts code mode to the HTTP surface's interface.
+type httpScripts struct{ s *script.Service }
+
+func (h httpScripts) RunScript(ctx context.Context, cred *store.Credential, source, confirmationID string) (*httpapi.ScriptAnswer, error) {
+	res, err := h.s.Run(ctx, cred, script.Request{Source: source, ConfirmationID: confirmationID})
+	var se *script.Error
+	if errors.As(err, &se) {
+		return nil, &httpapi.ScriptFailure{Code: se.Code, Reason: se.Reason, Line: se.Line, Column: se.Column, Calls: se.Calls, Logs: se.Logs}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.ScriptAnswer{Completed: res.Status == script.Completed, Result: res.Value, Calls: res.Calls, Logs: res.Logs,
+		Confirmation: res.Confirmation, Effective: res.Effective}, nil
+}
+
+func (h httpScripts) DescribeScript(ctx context.Context, c *store.Confirmation) (*httpapi.ScriptAnswer, error) {
+	out, err := h.s.Describe(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.ScriptAnswer{Result: out.Value, Calls: out.Calls, Logs: out.Logs, Error: out.Error}, nil
 }

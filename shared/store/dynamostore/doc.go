@@ -7,13 +7,20 @@
 //	confirmation  CONF#<id>          CONF        -                -
 //	idempotency   IDEM#<credential>  KEY#<key>   -                -
 //	review        REVIEW#<id>        REVIEW      REVIEWS          <created_at>#<id>
+//	script run    SCRIPT#<id>        RUN         -                -
+//	script call   SCRIPT#<id>        CALL#<index, 8 digits>  -    -
+//	script part   SCRIPT#<id>        PART#<key>  -                -
 //
 // Each item holds the record as JSON in "data" (so both adapters store the
 // same shape) beside the attributes that conditions and indexes read:
-// "version" (confirmations, idempotency), "expires_at" (idempotency, unix
-// nanoseconds), "ttl" (unix seconds, on confirmations, reviews and
-// idempotency; the table's TTL attribute), and "last_client" (a
-// credential's last client as JSON, so SetLastClient is one UpdateItem).
+// "version" (confirmations, idempotency, script runs and calls),
+// "expires_at" (idempotency, unix nanoseconds), "ttl" (unix seconds, on
+// confirmations, reviews, idempotency and script records; the table's TTL
+// attribute), and "last_client" (a credential's last client as JSON, so
+// SetLastClient is one UpdateItem). A script part holds its bytes in the
+// binary attribute "bin" instead of JSON, so a part may fill most of an
+// item; a script's calls and parts are read with consistent queries on its
+// partition.
 //
 // Creates are PutItem with attribute_not_exists(pk); updates are PutItem with
 // version = :v; an idempotency create may also replace an expired record

@@ -31,6 +31,7 @@ const (
 	attrExpiresAt  = "expires_at"
 	attrTTL        = "ttl"
 	attrLastClient = "last_client"
+	attrBin        = "bin"
 
 	// IndexName is the global secondary index for key hash lookup and the
 	// review queue.
@@ -48,10 +49,14 @@ const (
 	prefixIdemKey      = "KEY#"
 	prefixAudit        = "AUDIT#"
 	prefixQuota        = "QUOTA#"
+	prefixScript       = "SCRIPT#"
 	skCredential       = "CRED"
 	skConfirmation     = "CONF"
 	skAuditHead        = "HEAD"
 	skQuota            = "QUOTA"
+	skScriptRun        = "RUN"
+	skScriptCall       = "CALL#"
+	skScriptPart       = "PART#"
 	gsiReviews         = "REVIEWS"
 )
 

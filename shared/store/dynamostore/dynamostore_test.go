@@ -57,11 +57,18 @@ func TestItemAttributes(t *testing.T) {
 	conf := &store.Confirmation{ID: "c1", Status: store.StatusPending, CreatedAt: now, ExpiresAt: now.Add(10 * time.Minute), TTL: now.Add(48 * time.Hour).Unix()}
 	idem := &store.Idempotency{Credential: "cred", Key: "k", CreatedAt: now, ExpiresAt: time.Now().Add(time.Hour)}
 	review := &store.Confirmation{ID: "r1", Kind: store.KindReview, Status: store.StatusPending, CreatedAt: now, TTL: now.Add(72 * time.Hour).Unix()}
+	run := &store.ScriptRun{ID: "c1", Status: store.ScriptPending, CreatedAt: now, TTL: now.Add(48 * time.Hour).Unix()}
+	call := &store.ScriptCall{RunID: "c1", Index: 7, State: store.ScriptCallPending, TTL: run.TTL}
+	part := &store.ScriptPart{RunID: "c1", Key: "call/00000007/0000", Data: []byte{0, 0xff}, TTL: run.TTL}
 	for _, err := range []error{
 		st.CreateConfirmation(ctx, conf),
 		st.UpdateConfirmation(ctx, conf),
 		st.CreateIdempotency(ctx, idem),
 		st.CreateConfirmation(ctx, review),
+		st.CreateScriptRun(ctx, run),
+		st.PutScriptCall(ctx, call),
+		st.PutScriptCall(ctx, call),
+		st.PutScriptPart(ctx, part),
 	} {
 		if err != nil {
 			t.Fatal(err)
@@ -80,6 +87,8 @@ func TestItemAttributes(t *testing.T) {
 			"ttl":        strconv.FormatInt(idem.ExpiresAt.Unix()+1, 10), // rounded up
 		}},
 		{"review", "CONF#r1", "CONF", map[string]string{"ttl": strconv.FormatInt(review.TTL, 10)}},
+		{"script run", "SCRIPT#c1", "RUN", map[string]string{"version": "1", "ttl": strconv.FormatInt(run.TTL, 10)}},
+		{"script call", "SCRIPT#c1", "CALL#00000007", map[string]string{"version": "2", "ttl": strconv.FormatInt(run.TTL, 10)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			item := rawItem(t, client, table, tc.pk, tc.sk)
@@ -94,6 +103,15 @@ func TestItemAttributes(t *testing.T) {
 			}
 		})
 	}
+	t.Run("script part", func(t *testing.T) {
+		item := rawItem(t, client, table, "SCRIPT#c1", "PART#call/00000007/0000")
+		if b, ok := item["bin"].(*types.AttributeValueMemberB); !ok || string(b.Value) != "\x00\xff" {
+			t.Errorf("attribute bin = %#v, want the part's bytes", item["bin"])
+		}
+		if n, ok := item["ttl"].(*types.AttributeValueMemberN); !ok || n.Value != strconv.FormatInt(run.TTL, 10) {
+			t.Errorf("attribute ttl = %#v", item["ttl"])
+		}
+	})
 }
 
 func TestStaleIndexEntryDoesNotMatch(t *testing.T) {

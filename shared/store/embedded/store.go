@@ -23,9 +23,13 @@ var (
 	bucketQuotas        = []byte("store_quotas")         // quota key → JSON
 	bucketAudit         = []byte("store_audit")          // auditKey(chain, seq) → JSON, never swept
 	bucketAuditHeads    = []byte("store_audit_heads")    // chain → head JSON
+	bucketScriptRuns    = []byte("store_script_runs")    // run ID → JSON
+	bucketScriptCalls   = []byte("store_script_calls")   // run ID/index (8 digits) → JSON
+	bucketScriptParts   = []byte("store_script_parts")   // run ID/part key → JSON
 )
 
-var allBuckets = [][]byte{bucketCredentials, bucketCredentialKey, bucketConfirmations, bucketIdempotency, bucketQuotas, bucketAudit, bucketAuditHeads}
+var allBuckets = [][]byte{bucketCredentials, bucketCredentialKey, bucketConfirmations, bucketIdempotency, bucketQuotas, bucketAudit, bucketAuditHeads,
+	bucketScriptRuns, bucketScriptCalls, bucketScriptParts}
 
 // DefaultTimeout is how long Open waits for the file lock when
 // Options.Timeout is zero.
@@ -115,6 +119,14 @@ func get(tx *bbolt.Tx, bucket, key []byte, v any) error {
 	if data == nil {
 		return store.ErrNotFound
 	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("decode %s: %w", bucket, err)
+	}
+	return nil
+}
+
+// decodeRecord decodes a JSON record read from bucket.
+func decodeRecord(bucket, data []byte, v any) error {
 	if err := json.Unmarshal(data, v); err != nil {
 		return fmt.Errorf("decode %s: %w", bucket, err)
 	}

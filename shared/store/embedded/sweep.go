@@ -9,8 +9,9 @@ import (
 )
 
 // Sweep deletes what DynamoDB's TTL deletes in a deployment: confirmations
-// (review items among them) whose ttl has passed, and idempotency records past their
-// expiry. Readers never depend on it (effective status comes from the clock),
+// (review items among them) and script journals (headers, calls, parts)
+// whose ttl has passed, and idempotency records past their expiry. Readers
+// never depend on it (effective status comes from the clock),
 // it only keeps the file from growing. It returns how many records it deleted.
 func (s *Store) Sweep(now time.Time) (int, error) {
 	deleted := 0
@@ -21,6 +22,9 @@ func (s *Store) Sweep(now time.Time) (int, error) {
 		}{
 			{bucketConfirmations, ttlPassed(now)},
 			{bucketQuotas, ttlPassed(now)},
+			{bucketScriptRuns, ttlPassed(now)},
+			{bucketScriptCalls, ttlPassed(now)},
+			{bucketScriptParts, ttlPassed(now)},
 			{bucketIdempotency, func(raw []byte) bool {
 				var r struct {
 					ExpiresAt time.Time `json:"expires_at"`

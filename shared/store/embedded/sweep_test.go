@@ -58,3 +58,44 @@ func TestSweep(t *testing.T) {
 		t.Errorf("second sweep = %d, %v; want 0", n, err)
 	}
 }
+
+func TestSweepScripts(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	s := openStore(t, filepath.Join(t.TempDir(), "db"), nil)
+	for id, ttl := range map[string]time.Time{"cf_old": now.Add(-time.Second), "cf_live": now.Add(time.Hour)} {
+		if err := s.CreateScriptRun(ctx, &store.ScriptRun{ID: id, Status: store.ScriptPending, TTL: ttl.Unix()}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.PutScriptCall(ctx, &store.ScriptCall{RunID: id, Index: 0, State: store.ScriptCallRan, TTL: ttl.Unix()}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.PutScriptPart(ctx, &store.ScriptPart{RunID: id, Key: "result/0000", Data: []byte("x"), TTL: ttl.Unix()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, err := s.Sweep(now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 3 {
+		t.Errorf("swept %d records, want 3 (the old run's header, call and part)", n)
+	}
+	if _, err := s.GetScriptRun(ctx, "cf_old"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("old run: %v, want not found", err)
+	}
+	calls, err := s.ScriptCalls(ctx, "cf_old")
+	if err != nil || len(calls) != 0 {
+		t.Errorf("old run's calls = %v, %v; want none", calls, err)
+	}
+	parts, err := s.ScriptParts(ctx, "cf_old", "")
+	if err != nil || len(parts) != 0 {
+		t.Errorf("old run's parts = %v, %v; want none", parts, err)
+	}
+	if _, err := s.GetScriptRun(ctx, "cf_live"); err != nil {
+		t.Errorf("live run: %v", err)
+	}
+	if calls, _ := s.ScriptCalls(ctx, "cf_live"); len(calls) != 1 {
+		t.Errorf("live run's calls = %v", calls)
+	}
+}

@@ -14,6 +14,9 @@
 //   - SetLastClient and Update* return store.ErrNotFound for a missing record.
 //   - ListReviews lists confirmations of kind review only, by CreatedAt, then by ID for equal times.
 //   - AppendAudit refuses a taken (chain, seq) slot and only moves a head forward; audit records never expire.
+//   - A script run's calls come back in Index order and its parts in Key
+//     order, never another run's (not even one whose ID extends it); a part
+//     holds any bytes, up to 256 KiB (the embedded store keeps it as base64).
 //
 // The suite makes its IDs unique per subtest, so newStore may hand every
 // subtest the same backing store (one DynamoDB table per run) or a fresh one.

@@ -57,6 +57,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts *Options) {
 	t.Run("Audit", s.audit)
 	t.Run("Quotas", s.quotas)
 	t.Run("ItemSize", s.itemSize)
+	t.Run("Scripts", s.scripts)
 }
 
 // itemSize: both stores refuse a record over DynamoDB's item limit with

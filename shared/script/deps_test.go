@@ -1,0 +1,37 @@
+package script_test
+
+import (
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestLinkedOnlyWhereScriptsRun: the JavaScript engine is linked by the
+// gateway and execute functions and the local stack, never by the
+// approve, notify and finalize functions or the packages they build from.
+func TestLinkedOnlyWhereScriptsRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("the go command is not on PATH")
+	}
+	root := filepath.Join("..", "..")
+	for pkg, want := range map[string]bool{
+		"./functions/gateway": true, "./functions/execute": true, "./infra/local": true,
+		"./functions/approve": false, "./functions/notify": false, "./functions/finalize": false,
+		"./shared/app": false, "./shared/calls": false, "./shared/httpapi": false, "./shared/tasks": false,
+	} {
+		cmd := exec.Command(goTool, "list", "-deps", pkg)
+		cmd.Dir = root
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v", pkg, err)
+		}
+		if got := strings.Contains(string(out), "github.com/dop251/goja\n"); got != want {
+			t.Errorf("%s links goja: %v, want %v", pkg, got, want)
+		}
+	}
+}
