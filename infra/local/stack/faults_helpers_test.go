@@ -240,7 +240,6 @@ func (f *faultStore) PutQuota(ctx context.Context, q *store.Quota) error {
 	return write(f.take(stepQuota, q.Key), func() error { return f.Store.PutQuota(ctx, q) }, func() { q.Version = v })
 }
 
-
 // expect adds an id the flow knows of before any create (a grant's).
 func (f *faultStore) expect(id string) {
 	f.mu.Lock()
