@@ -11,6 +11,7 @@ import (
 	"github.com/countersign/countersign/shared/callbody"
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/fault"
+	"github.com/countersign/countersign/shared/policy"
 	"github.com/countersign/countersign/shared/store"
 	"github.com/countersign/countersign/shared/tier"
 )
@@ -76,6 +77,9 @@ func HasDotSegment(p string) bool {
 // prepared is a call with what the decision and the binding read of it.
 type prepared struct {
 	*Call
+	// cfg is the configuration the call is decided and sent with, read
+	// once when it starts (Service.Current).
+	cfg  *policy.Config
 	tier tier.Call
 	// arg is the body's form in the binding: the JSON itself, a string for
 	// other text, {"base64": ...} for bytes, null for none.

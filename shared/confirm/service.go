@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/countersign/countersign/shared/canon"
@@ -57,6 +58,8 @@ type Store interface {
 type Service struct {
 	Store    Store
 	Workflow workflow.Workflow
+	// Timeouts are the timeouts the service starts with; SetTimeouts
+	// replaces them while it runs.
 	Timeouts Timeouts
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time
@@ -64,7 +67,14 @@ type Service struct {
 	NewID func() string
 	// Logger receives lifecycle events; nil discards.
 	Logger *slog.Logger
+
+	live atomic.Pointer[Timeouts]
 }
+
+// SetTimeouts puts t in force for the confirmations created, decided and
+// redeemed after it returns (a deployment re-read its configuration). It
+// is safe to call while the service runs.
+func (s *Service) SetTimeouts(t Timeouts) { s.live.Store(&t) }
 
 func (s *Service) now() time.Time {
 	if s.Now != nil {
@@ -82,6 +92,9 @@ func (s *Service) logger() *slog.Logger {
 
 func (s *Service) timeouts() Timeouts {
 	t := s.Timeouts
+	if live := s.live.Load(); live != nil {
+		t = *live
+	}
 	if t.Call <= 0 {
 		t.Call = DefaultTimeouts.Call
 	}

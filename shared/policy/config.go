@@ -33,11 +33,15 @@ type Config struct {
 type Settings struct {
 	Workspace Workspace `json:"workspace"`
 	// PublicURL is the gateway's absolute http(s) URL, without a trailing
-	// slash; approval links start with it.
-	PublicURL string    `json:"public_url"`
-	Approvers Approvers `json:"approvers"`
-	Timeouts  Timeouts  `json:"timeouts"`
-	Limits    Limits    `json:"limits"`
+	// slash; approval links start with it. DefaultPublicURL when
+	// settings.json does not give it (PublicURLGiven is then false).
+	PublicURL string `json:"public_url"`
+	// PublicURLGiven says settings.json gives public_url, which then wins
+	// over the address a deployment knows itself by.
+	PublicURLGiven bool      `json:"-"`
+	Approvers      Approvers `json:"approvers"`
+	Timeouts       Timeouts  `json:"timeouts"`
+	Limits         Limits    `json:"limits"`
 }
 
 // Limits bound what one credential can make countersign do and keep. Each
@@ -291,7 +295,7 @@ func (l *loader) settings() Settings {
 	if v, ok := m["public_url"]; ok {
 		if u, ok := s.str("public_url", v); ok {
 			if u, ok := s.httpURL("public_url", u); ok {
-				st.PublicURL = u
+				st.PublicURL, st.PublicURLGiven = u, true
 			}
 		}
 	}
