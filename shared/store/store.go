@@ -64,6 +64,16 @@ type Store interface {
 	// ErrNotFound if it does not exist.
 	UpdateConfirmation(ctx context.Context, c *Confirmation) error
 
+	// PutTaskToken stores the workflow's callback token for confirmation id
+	// (the notify task), replacing any earlier one, in a record of its own:
+	// the confirmation's transitions never rewrite it (on DynamoDB a task
+	// token of about 1 KB would double the write units of every one). ttl
+	// is when the store may delete it (unix seconds; 0 never).
+	PutTaskToken(ctx context.Context, id, token string, ttl int64) error
+	// TaskToken returns the token stored for confirmation id, or
+	// ErrNotFound.
+	TaskToken(ctx context.Context, id string) (string, error)
+
 	// CreateIdempotency stores a new record with Version 1; ErrConflict if
 	// (Credential, Key) exists and has not expired (an expired one is replaced).
 	CreateIdempotency(ctx context.Context, r *Idempotency) error
@@ -149,10 +159,8 @@ type Confirmation struct {
 	DecidedAt *time.Time `json:"decided_at,omitempty"`
 	DecidedBy string     `json:"decided_by,omitempty"`
 	// RedeemBy ends the window in which an approval can be redeemed.
-	RedeemBy   *time.Time `json:"redeem_by,omitempty"`
-	RedeemedAt *time.Time `json:"redeemed_at,omitempty"`
-	// TaskToken is the workflow's callback token, stored by the notify task.
-	TaskToken  string      `json:"task_token,omitempty"`
+	RedeemBy   *time.Time  `json:"redeem_by,omitempty"`
+	RedeemedAt *time.Time  `json:"redeemed_at,omitempty"`
 	Operations []Operation `json:"operations"`
 	// GatewayRuns is set when the gateway runs the approved operations
 	// itself instead of waiting for the agent to redeem (the MCP card).

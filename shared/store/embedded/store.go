@@ -22,9 +22,10 @@ var (
 	bucketIdempotency   = []byte("store_idempotency")    // idempotencyKey(credential, key) → JSON
 	bucketReviews       = []byte("store_reviews")        // review ID → JSON
 	bucketQuotas        = []byte("store_quotas")         // quota key → JSON
+	bucketTaskTokens    = []byte("store_task_tokens")    // confirmation ID → JSON
 )
 
-var allBuckets = [][]byte{bucketCredentials, bucketCredentialKey, bucketConfirmations, bucketIdempotency, bucketReviews, bucketQuotas}
+var allBuckets = [][]byte{bucketCredentials, bucketCredentialKey, bucketConfirmations, bucketIdempotency, bucketReviews, bucketQuotas, bucketTaskTokens}
 
 // DefaultTimeout is how long Open waits for the file lock when
 // Options.Timeout is zero.

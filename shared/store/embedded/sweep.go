@@ -8,8 +8,8 @@ import (
 	"go.etcd.io/bbolt"
 )
 
-// Sweep deletes what DynamoDB's TTL deletes in a deployment: confirmations
-// and reviews whose ttl has passed, and idempotency records past their
+// Sweep deletes what DynamoDB's TTL deletes in a deployment: confirmations,
+// their task tokens, reviews and quota records whose ttl has passed, and idempotency records past their
 // expiry. Readers never depend on it (effective status comes from the clock),
 // it only keeps the file from growing. It returns how many records it deleted.
 func (s *Store) Sweep(now time.Time) (int, error) {
@@ -22,6 +22,7 @@ func (s *Store) Sweep(now time.Time) (int, error) {
 			{bucketConfirmations, ttlPassed(now)},
 			{bucketReviews, ttlPassed(now)},
 			{bucketQuotas, ttlPassed(now)},
+			{bucketTaskTokens, ttlPassed(now)},
 			{bucketIdempotency, func(raw []byte) bool {
 				var r struct {
 					ExpiresAt time.Time `json:"expires_at"`
