@@ -59,9 +59,15 @@ type Store interface {
 	CreateConfirmation(ctx context.Context, c *Confirmation) error
 	// GetConfirmation returns the confirmation or ErrNotFound.
 	GetConfirmation(ctx context.Context, id string) (*Confirmation, error)
-	// UpdateConfirmation replaces the record only if its stored Version equals
-	// c.Version; on success c.Version is incremented. ErrConflict otherwise,
-	// ErrNotFound if it does not exist.
+	// UpdateConfirmation replaces the record's state only if its stored
+	// Version equals c.Version; on success c.Version is incremented.
+	// ErrConflict otherwise, ErrNotFound if it does not exist. The state is
+	// everything but what is fixed at creation: ID, Kind, Credential,
+	// Reason, CreatedAt, ExpiresAt, GatewayRuns, TTL and each operation's
+	// call (Connection, Method, Path, Endpoint, Args, Binding, ContentType,
+	// Payload, RawQuery) keep their stored values whatever c holds (on
+	// DynamoDB they are not even written again), and an update with another
+	// number of operations fails.
 	UpdateConfirmation(ctx context.Context, c *Confirmation) error
 
 	// PutTaskToken stores the workflow's callback token for confirmation id

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"sync"
@@ -545,6 +546,7 @@ func (s *suite) confirmations(t *testing.T) {
 	t.Run("UpdateWithCurrentVersion", func(t *testing.T) {
 		st := s.newStore(t)
 		c := minimalConfirmation(uid(t), s.now())
+		c.Operations = append(c.Operations, fullOperation())
 		mustCreateConfirmation(t, st, c)
 		for want := int64(2); want <= 4; want++ {
 			got := mustGetConfirmation(t, st, c.ID)
@@ -552,7 +554,12 @@ func (s *suite) confirmations(t *testing.T) {
 			got.Status = store.StatusApproved
 			got.DecidedAt = &decided
 			got.DecidedBy = "approver-" + got.DecidedBy
-			got.Operations = append(got.Operations, fullOperation())
+			got.RedeemBy = nil
+			got.Result = json.RawMessage(fmt.Sprintf(`{"n":%d}`, want))
+			op := &got.Operations[want%2]
+			op.Selected = !op.Selected
+			op.State = store.OpDone
+			op.Outcome = &store.Outcome{Status: int(200 + want), Headers: map[string]string{"X-N": fmt.Sprint(want)}, Body: json.RawMessage(`"ok"`)}
 			if err := st.UpdateConfirmation(ctx, got); err != nil {
 				t.Fatalf("UpdateConfirmation to version %d: %v", want, err)
 			}
@@ -586,6 +593,49 @@ func (s *suite) confirmations(t *testing.T) {
 		ahead := mustGetConfirmation(t, st, c.ID)
 		ahead.Version += 5
 		assertErrIs(t, "UpdateConfirmation(future version)", st.UpdateConfirmation(ctx, ahead), store.ErrConflict)
+	})
+
+	t.Run("FixedAtCreation", func(t *testing.T) {
+		// An update changes the record's state; what was fixed when it was
+		// created keeps its stored value, and the number of operations
+		// cannot change.
+		st := s.newStore(t)
+		c := fullConfirmation(uid(t), s.now())
+		c.Status = store.StatusPending
+		mustCreateConfirmation(t, st, c)
+		want := roundTrip(t, *c)
+		got := mustGetConfirmation(t, st, c.ID)
+		got.Reason, got.Credential, got.Kind, got.GatewayRuns, got.TTL = "changed", "changed", store.KindCall, false, 1
+		got.CreatedAt, got.ExpiresAt = got.CreatedAt.Add(time.Hour), got.ExpiresAt.Add(time.Hour)
+		op := &got.Operations[0]
+		op.Connection, op.Method, op.Path, op.Endpoint, op.Binding = "x", "X", "/x", "/x", keyHash("x")
+		op.Args.Path = map[string]string{"changed": "1"}
+		op.Payload, op.ContentType, op.RawQuery = []byte("changed"), "text/changed", "changed=1"
+		got.Status = store.StatusApproved
+		op.State = store.OpClaimed
+		if err := st.UpdateConfirmation(ctx, got); err != nil {
+			t.Fatalf("UpdateConfirmation: %v", err)
+		}
+		want.Status, want.Version, want.Operations[0].State = store.StatusApproved, 2, store.OpClaimed
+		assertEqual(t, "confirmation after changing fixed fields", *mustGetConfirmation(t, st, c.ID), want)
+
+		for _, n := range []int{1, 3, 0} {
+			upd := mustGetConfirmation(t, st, c.ID)
+			upd.Operations = append(upd.Operations[:0:0], upd.Operations...)
+			switch {
+			case n == 0:
+				upd.Operations = nil
+			case n < len(upd.Operations):
+				upd.Operations = upd.Operations[:n]
+			default:
+				upd.Operations = append(upd.Operations, fullOperation())
+			}
+			err := st.UpdateConfirmation(ctx, upd)
+			if err == nil || errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound) {
+				t.Errorf("UpdateConfirmation with %d operations (the record has 2): %v, want an error of its own", len(upd.Operations), err)
+			}
+		}
+		assertEqual(t, "confirmation after refused updates", *mustGetConfirmation(t, st, c.ID), want)
 	})
 
 	t.Run("UpdateMissingIsNotFound", func(t *testing.T) {
