@@ -55,6 +55,17 @@ func (d *Dispatcher) SetChannels(channels []Channel) {
 	d.channels = append([]Channel(nil), channels...)
 }
 
+// channelsFor returns the channels that take events of type typ.
+func (d *Dispatcher) channelsFor(typ string) []Channel {
+	var out []Channel
+	for _, ch := range d.Channels() {
+		if wants(ch, typ) {
+			out = append(out, ch)
+		}
+	}
+	return out
+}
+
 // delivered logs the end of one delivery: Info when it succeeded, Error
 // when it failed.
 func (d *Dispatcher) delivered(ctx context.Context, ch Channel, ev Event, err error) {
@@ -81,7 +92,7 @@ func (d *Dispatcher) Notify(ev Event) {
 // is; a channel sends only the links addressed to it either way. Use it for
 // requested events; later events carry no links, so use Notify.
 func (d *Dispatcher) NotifyEach(ev Event, linkFor func(approver string) string) {
-	channels := d.Channels()
+	channels := d.channelsFor(ev.Type)
 	evs := perChannel(channels, ev, linkFor)
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -107,7 +118,7 @@ func (d *Dispatcher) NotifyWait(ctx context.Context, ev Event) error {
 
 // NotifyEachWait is NotifyWait with a link per channel, as NotifyEach.
 func (d *Dispatcher) NotifyEachWait(ctx context.Context, ev Event, linkFor func(approver string) string) error {
-	channels := d.Channels()
+	channels := d.channelsFor(ev.Type)
 	evs := perChannel(channels, ev, linkFor)
 	errs := make([]error, len(channels))
 	var wg sync.WaitGroup
