@@ -178,7 +178,7 @@ func (l *loader) connection(name string) (loadedConn, bool) {
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // expand replaces each ${env:NAME} with the variable's value, and each
-// ${secretsmanager:NAME} and ${ssm:NAME} with the secret's (see SecretRef;
+// ${secretsmanager:NAME} with the secret's (see SecretRef;
 // with LoadOptions.KeepSecretRefs these stay as they are).
 func (s *src) expand(p, v string) (string, bool) {
 	var b strings.Builder
@@ -191,11 +191,11 @@ func (s *src) expand(p, v string) (string, bool) {
 		b.WriteString(v[:i])
 		j := strings.IndexByte(v[i:], '}')
 		if j < 0 {
-			s.errf(p, "unterminated ${: write ${env:NAME}, ${secretsmanager:NAME} or ${ssm:NAME}")
+			s.errf(p, "unterminated ${: write ${env:NAME} or ${secretsmanager:NAME}")
 			return "", false
 		}
 		inner := v[i+2 : i+j]
-		if store, name, ok := strings.Cut(inner, ":"); ok && (store == SecretsManager || store == SSM) {
+		if store, name, ok := strings.Cut(inner, ":"); ok && store == SecretsManager {
 			val, ok := s.resolve(p, SecretRef{Store: store, Name: name})
 			if !ok {
 				return "", false
@@ -209,7 +209,7 @@ func (s *src) expand(p, v string) (string, bool) {
 		}
 		name, ok := strings.CutPrefix(inner, "env:")
 		if !ok || !envName.MatchString(name) {
-			s.errf(p, "%q is not supported: the substitutions are ${env:NAME}, ${secretsmanager:NAME} and ${ssm:NAME}", "${"+inner+"}")
+			s.errf(p, "%q is not supported: the substitutions are ${env:NAME} and ${secretsmanager:NAME}", "${"+inner+"}")
 			return "", false
 		}
 		val, ok := s.l.env(name)

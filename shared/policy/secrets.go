@@ -7,23 +7,20 @@ import (
 	"regexp"
 )
 
-// Secret stores a reference may name.
-const (
-	SecretsManager = "secretsmanager"
-	SSM            = "ssm"
-)
+// SecretsManager is the secret store a reference names. (SSM Parameter
+// Store is left out on purpose: its client would add 1.2 MB to every
+// function's bootstrap, and Secrets Manager does the same job.)
+const SecretsManager = "secretsmanager"
 
 // SecretRef names a secret kept outside the configuration, so that a
 // configuration uploaded to S3 (or committed) holds no secret: a Secrets
-// Manager secret (its whole SecretString) or an SSM Parameter Store
-// parameter (a SecureString, decrypted). In settings.json a webhook's url
-// or secret may be {"secretsmanager": "NAME"} or {"ssm": "NAME"}; in a
-// connection's headers, ${secretsmanager:NAME} or ${ssm:NAME}.
+// Manager secret (its whole SecretString). In settings.json a webhook's
+// url or secret may be {"secretsmanager": "NAME"}; in a connection's
+// headers, ${secretsmanager:NAME}.
 type SecretRef struct {
-	// Store is SecretsManager or SSM.
+	// Store is SecretsManager.
 	Store string
-	// Name is the secret's name or ARN (Secrets Manager), or the
-	// parameter's name (SSM).
+	// Name is the secret's name or ARN.
 	Name string
 }
 
@@ -39,7 +36,6 @@ var ErrNoSecretStore = errors.New("secret references are resolved only where the
 
 var (
 	secretsManagerName = regexp.MustCompile(`^(arn:[a-z-]+:secretsmanager:[a-z0-9-]+:[0-9]{12}:secret:)?[A-Za-z0-9/_+=.@-]{1,512}$`)
-	ssmName            = regexp.MustCompile(`^/?[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*$`)
 )
 
 // checkRef reports what is wrong with a reference's name, or "".
@@ -49,12 +45,8 @@ func checkRef(r SecretRef) string {
 		if !secretsManagerName.MatchString(r.Name) {
 			return "is not a Secrets Manager secret name or ARN (1 to 512 of A-Z a-z 0-9 / _ + = . @ -)"
 		}
-	case SSM:
-		if len(r.Name) > 2048 || !ssmName.MatchString(r.Name) {
-			return "is not an SSM parameter name (A-Z a-z 0-9 _ . - in /-separated parts, at most 2048)"
-		}
 	default:
-		return `is not a secret store: use "secretsmanager" or "ssm"`
+		return `is not a secret store: use "secretsmanager"`
 	}
 	return ""
 }
@@ -87,7 +79,7 @@ func (s *src) resolve(path string, r SecretRef) (string, bool) {
 }
 
 // secretOrRef reads a value that may be given as it is (a JSON string) or
-// as a reference ({"secretsmanager": NAME} or {"ssm": NAME}). ref is set
+// as a reference ({"secretsmanager": NAME}). ref is set
 // for a reference; value is then the resolved value ("" when references are
 // only checked).
 func (s *src) secretOrRef(path string, raw json.RawMessage) (value string, ref SecretRef, ok bool) {
@@ -95,12 +87,12 @@ func (s *src) secretOrRef(path string, raw json.RawMessage) (value string, ref S
 		v, ok := s.str(path, raw)
 		return v, SecretRef{}, ok
 	}
-	m, ok := s.object(path, raw, SecretsManager, SSM)
+	m, ok := s.object(path, raw, SecretsManager)
 	if !ok {
 		return "", SecretRef{}, false
 	}
 	if len(m) != 1 {
-		s.errf(path, `a secret reference names one store: {"secretsmanager": "NAME"} or {"ssm": "NAME"}`)
+		s.errf(path, `a secret reference names its secret: {"secretsmanager": "NAME"}`)
 		return "", SecretRef{}, false
 	}
 	for store, v := range m {

@@ -64,7 +64,7 @@ func (s *secretStore) resolve(r SecretRef) (string, error) {
 const refSettings = `{
   "approvers": {"webhooks": [
     {"name": "ops", "url": "https://hooks.example/ops", "secret": {"secretsmanager": "countersign/ops-hook"}},
-    {"name": "chat", "format": "slack", "url": {"ssm": "/countersign/slack-url"}, "secret": {"ssm": "/countersign/slack-secret"}}
+    {"name": "chat", "format": "slack", "url": {"secretsmanager": "countersign/slack-url"}, "secret": {"secretsmanager": "arn:aws:secretsmanager:us-east-1:123456789012:secret:countersign/slack-secret-AbCdEf"}}
   ]}
 }`
 
@@ -78,8 +78,8 @@ func refFiles() map[string]string {
 func TestSecretReferences(t *testing.T) {
 	store := &secretStore{values: map[string]string{
 		"secretsmanager:countersign/ops-hook":  "whsec_from_secrets_manager",
-		"ssm:/countersign/slack-url":           "https://hooks.slack.com/services/T0/B0/XYZ/",
-		"ssm:/countersign/slack-secret":        "whsec_from_ssm",
+		"secretsmanager:countersign/slack-url": "https://hooks.slack.com/services/T0/B0/XYZ/",
+		"secretsmanager:arn:aws:secretsmanager:us-east-1:123456789012:secret:countersign/slack-secret-AbCdEf": "whsec_from_arn",
 		"secretsmanager:countersign/crm-token": "tok_from_secrets_manager",
 	}}
 	opts := &LoadOptions{LookupEnv: testEnv.LookupEnv, Secrets: store.resolve}
@@ -91,8 +91,9 @@ func TestSecretReferences(t *testing.T) {
 	want := []Webhook{
 		{Name: "ops", URL: "https://hooks.example/ops", Format: "json", Secret: "whsec_from_secrets_manager",
 			SecretRef: SecretRef{Store: SecretsManager, Name: "countersign/ops-hook"}},
-		{Name: "chat", URL: "https://hooks.slack.com/services/T0/B0/XYZ", Format: "slack", Secret: "whsec_from_ssm",
-			URLRef: SecretRef{Store: SSM, Name: "/countersign/slack-url"}, SecretRef: SecretRef{Store: SSM, Name: "/countersign/slack-secret"}},
+		{Name: "chat", URL: "https://hooks.slack.com/services/T0/B0/XYZ", Format: "slack", Secret: "whsec_from_arn",
+			URLRef:    SecretRef{Store: SecretsManager, Name: "countersign/slack-url"},
+			SecretRef: SecretRef{Store: SecretsManager, Name: "arn:aws:secretsmanager:us-east-1:123456789012:secret:countersign/slack-secret-AbCdEf"}},
 	}
 	if len(hooks) != 2 || hooks[0] != want[0] || hooks[1] != want[1] {
 		t.Errorf("webhooks = %+v\nwant %+v", hooks, want)
@@ -107,7 +108,7 @@ func TestSecretReferences(t *testing.T) {
 			t.Fatal(err)
 		}
 		h := cfg.Settings.Approvers.Webhooks[1]
-		if h.URL != "" || h.Secret != "" || h.URLRef.Name != "/countersign/slack-url" || h.SecretRef.Store != SSM {
+		if h.URL != "" || h.Secret != "" || h.URLRef.Name != "countersign/slack-url" || h.SecretRef.Store != SecretsManager {
 			t.Errorf("kept webhook = %+v", h)
 		}
 		if got := cfg.Connections["crm"].Headers["Authorization"]; got != "Bearer ${secretsmanager:countersign/crm-token}" {
@@ -119,7 +120,7 @@ func TestSecretReferences(t *testing.T) {
 		_, err := Load(writeConfig(t, refFiles()), testEnv)
 		for _, want := range []string{
 			"approvers.webhooks[0].secret: secretsmanager:countersign/ops-hook: secret references are resolved only where the configuration is deployed",
-			"approvers.webhooks[1].url: ssm:/countersign/slack-url: secret references",
+			"approvers.webhooks[1].url: secretsmanager:countersign/slack-url: secret references",
 			"headers.Authorization: secretsmanager:countersign/crm-token: secret references",
 		} {
 			if err == nil || !strings.Contains(err.Error(), want) {
@@ -135,20 +136,18 @@ func TestSecretReferences(t *testing.T) {
 		{name: "missing secret", want: "settings.json: approvers.webhooks[0].secret: secretsmanager:countersign/ops-hook: ResourceNotFoundException"},
 		{name: "empty secret", values: map[string]string{"secretsmanager:countersign/ops-hook": ""},
 			want: "approvers.webhooks[0].secret: secretsmanager:countersign/ops-hook: the secret is empty"},
-		{name: "two stores", settings: strings.Replace(refSettings, `{"secretsmanager": "countersign/ops-hook"}`, `{"secretsmanager": "a", "ssm": "b"}`, 1),
-			want: `approvers.webhooks[0].secret: a secret reference names one store`},
-		{name: "unknown store", settings: strings.Replace(refSettings, `{"secretsmanager": "countersign/ops-hook"}`, `{"vault": "a"}`, 1),
-			want: `approvers.webhooks[0].secret.vault: unknown field "vault" (allowed: secretsmanager, ssm)`},
+		{name: "empty reference", settings: strings.Replace(refSettings, `{"secretsmanager": "countersign/ops-hook"}`, `{}`, 1),
+			want: `approvers.webhooks[0].secret: a secret reference names its secret`},
+		{name: "unknown store", settings: strings.Replace(refSettings, `{"secretsmanager": "countersign/ops-hook"}`, `{"ssm": "a"}`, 1),
+			want: `approvers.webhooks[0].secret.ssm: unknown field "ssm" (allowed: secretsmanager)`},
 		{name: "bad secret name", settings: strings.Replace(refSettings, `countersign/ops-hook`, `ops hook!`, 1),
 			want: `approvers.webhooks[0].secret: secretsmanager "ops hook!" is not a Secrets Manager secret name`},
-		{name: "bad parameter name", settings: strings.Replace(refSettings, `/countersign/slack-url`, `//double`, 1),
-			want: `approvers.webhooks[1].url: ssm "//double" is not an SSM parameter name`},
 		{name: "name not a string", settings: strings.Replace(refSettings, `"countersign/ops-hook"`, `7`, 1),
 			want: `approvers.webhooks[0].secret.secretsmanager: want a string, got a number`},
-		{name: "resolved url not a URL", values: map[string]string{"ssm:/countersign/slack-url": "hooks.slack.com/SECRETPATH"},
-			want: "approvers.webhooks[1].url: ssm:/countersign/slack-url: the secret's value is not an absolute http:// or https:// URL"},
-		{name: "unknown header store", policy: strings.Replace(refPolicy, "${secretsmanager:", "${vault:", 1),
-			want: `headers.Authorization: "${vault:countersign/crm-token}" is not supported: the substitutions are ${env:NAME}, ${secretsmanager:NAME} and ${ssm:NAME}`},
+		{name: "resolved url not a URL", values: map[string]string{"secretsmanager:countersign/slack-url": "hooks.slack.com/SECRETPATH"},
+			want: "approvers.webhooks[1].url: secretsmanager:countersign/slack-url: the secret's value is not an absolute http:// or https:// URL"},
+		{name: "unknown header store", policy: strings.Replace(refPolicy, "${secretsmanager:", "${ssm:", 1),
+			want: `headers.Authorization: "${ssm:countersign/crm-token}" is not supported: the substitutions are ${env:NAME} and ${secretsmanager:NAME}`},
 		{name: "email is reserved", settings: strings.Replace(refSettings, `"name": "ops"`, `"name": "email"`, 1),
 			want: `approvers.webhooks[0].name: "email" is reserved for the email approver`},
 	} {

@@ -50,7 +50,7 @@ type Options struct {
 	// and returns the configuration, or every problem found. name is
 	// s3://Bucket/Prefix, for its messages. A deployment passes
 	// policy.LoadFS with its options, followed by its own rules.
-	Load func(fsys fs.FS, name string) (*policy.Config, error)
+	Load func(ctx context.Context, fsys fs.FS, name string) (*policy.Config, error)
 	// Every is the least time between two checks (DefaultEvery, 30 s).
 	Every time.Duration
 	// Settle holds back a change while any object under the prefix was
@@ -131,7 +131,7 @@ func (s *Source) Load(ctx context.Context) (*policy.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := s.o.Load(snapshot(objects), s.Name())
+	cfg, err := s.o.Load(ctx, snapshot(objects), s.Name())
 	if err != nil {
 		return nil, err
 	}
@@ -198,7 +198,7 @@ func (s *Source) Check(ctx context.Context) (*policy.Config, bool) {
 		}
 		return nil, false
 	}
-	cfg, err := s.o.Load(snapshot(objects), s.Name())
+	cfg, err := s.o.Load(ctx, snapshot(objects), s.Name())
 	if err != nil {
 		s.refuse(ctx, d, err)
 		return nil, false

@@ -138,7 +138,9 @@ func newEnv(t *testing.T) *env {
 	e.s3.put("config/folder/", ``, old)
 	e.src = New(e.s3, Options{Bucket: "cfg-bucket", Prefix: "config", Now: e.clock.Now,
 		Logger: slog.New(slog.NewJSONHandler(e.logs, nil)),
-		Load:   func(fsys fs.FS, name string) (*policy.Config, error) { return policy.LoadFS(fsys, name, nil) }})
+		Load: func(_ context.Context, fsys fs.FS, name string) (*policy.Config, error) {
+			return policy.LoadFS(fsys, name, nil)
+		}})
 	return e
 }
 
