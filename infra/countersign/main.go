@@ -26,6 +26,7 @@ commands:
   propose OPENAPI     propose a policy.json from an OpenAPI 3.0/3.1 document
   explain CALL        show how the gateway decides a /v1/calls request, calling nothing
   keys SUBCOMMAND     create, list, revoke and change credentials in the store
+  config push DIR     validate a configuration and upload it to a deployed stack's bucket
 
 Run "countersign <command> -h" for a command's flags.
 `
@@ -46,6 +47,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runExplain(rest, stdout, stderr)
 	case "keys":
 		return runKeys(rest, stdout, stderr)
+	case "config":
+		return runConfig(rest, stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return exitOK

@@ -1,6 +1,7 @@
 // Package awsfake is an in-process stand-in for the AWS services a deployed
 // function calls at start and per invocation: S3 (ListObjectsV2 and
-// GetObject, path-style), Secrets Manager (reads), SNS (Publish)
+// GetObject, PutObject, DeleteObject, path-style), Secrets Manager
+// (reads), SNS (Publish)
 // and DynamoDB (every call answered {}: no item). It records every call,
 // so tests can assert what a cold start did, and the init benchmark can
 // run a bootstrap with answers that take microseconds. For tests and
@@ -61,6 +62,26 @@ func (s *Server) PutSecret(id, value string) {
 	s.secrets[id] = value
 }
 
+// Object returns the bytes under bucket/key, if any.
+func (s *Server) Object(bucket, key string) ([]byte, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o, ok := s.objects[bucket][key]
+	return o.data, ok
+}
+
+// Keys returns the keys of bucket, sorted.
+func (s *Server) Keys(bucket string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for k := range s.objects[bucket] {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
 // Calls returns the calls made so far ("service:Action"), in order.
 func (s *Server) Calls() []string {
 	s.mu.Lock()
@@ -114,6 +135,21 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, `<PublishResponse xmlns="http://sns.amazonaws.com/doc/2010-03-31/"><PublishResult><MessageId>m-%d</MessageId></PublishResult><ResponseMetadata><RequestId>r</RequestId></ResponseMetadata></PublishResponse>`, n)
 	case target == "" && r.Method == http.MethodGet:
 		s.serveS3(w, r)
+	case target == "" && r.Method == http.MethodPut:
+		bucket, key, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
+		s.record("s3:PutObject")
+		s.PutObject(bucket, key, body, time.Now())
+		s.mu.Lock()
+		etag := s.objects[bucket][key].etag
+		s.mu.Unlock()
+		w.Header().Set("ETag", etag)
+	case target == "" && r.Method == http.MethodDelete:
+		bucket, key, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
+		s.record("s3:DeleteObject")
+		s.mu.Lock()
+		delete(s.objects[bucket], key)
+		s.mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
 	default:
 		s.record("unknown:" + r.Method + " " + r.URL.Path)
 		http.Error(w, "awsfake: unknown call", http.StatusNotImplemented)
