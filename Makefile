@@ -12,6 +12,10 @@
 #   make bench-compare  the decision side by side with OPA and cedar-go (bench/): the
 #                   agreement test, then one markdown table
 #   make lambdas    every function's bootstrap for linux/arm64 under bin/
+#   make config-push CONFIG=DIR [STACK=countersign]
+#                   validate DIR and upload it to the deployed stack's configuration
+#                   bucket (its ConfigBucketName output, read with the aws CLI); the
+#                   functions pick it up within ConfigRefreshSeconds
 #
 # `sam build` calls the build-<Function> targets below with ARTIFACTS_DIR set.
 
@@ -20,7 +24,7 @@ FUNCTIONS := gateway approve notify execute finalize
 LAMBDA_ENV := GOOS=linux GOARCH=arm64 CGO_ENABLED=0
 LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags="-s -w"
 
-.PHONY: run test unit vet lambdas check-asl bench bench-compare awstest fuzz dynalite-install clean
+.PHONY: run test unit vet lambdas check-asl bench bench-compare awstest fuzz dynalite-install clean config-push
 
 run:
 	$(GO) run ./infra/local
@@ -82,6 +86,13 @@ bench-compare:
 	done > decide.out
 	cd bench && $(GO) run ./cmd/table decide.out
 
+STACK  ?= countersign
+CONFIG ?=
+config-push:
+	@test -n "$(CONFIG)" || { echo "usage: make config-push CONFIG=DIR [STACK=$(STACK)]"; exit 2; }
+	$(GO) run ./infra/countersign config push "$(CONFIG)" --bucket "$$(aws cloudformation describe-stacks --stack-name $(STACK) \
+	  --query "Stacks[0].Outputs[?OutputKey=='ConfigBucketName'].OutputValue" --output text)"
+
 dynalite-install:
 	cd infra/dynalite && npm ci --no-audit --no-fund
 
@@ -89,11 +100,11 @@ clean:
 	rm -rf bin .aws-sam
 
 # --- sam build ---------------------------------------------------------------------------
-# Each function is one bootstrap binary; the configuration travels with it.
+# Each function is one bootstrap binary. The configuration does not travel with it: the
+# functions read it from the stack's configuration bucket (make config-push).
 define SAM_TARGET
 build-$(1):
 	$(LAMBDA_ENV) $(GO) build $(LAMBDA_FLAGS) -o $$(ARTIFACTS_DIR)/bootstrap ./functions/$(2)
-	cp -R infra/config $$(ARTIFACTS_DIR)/config
 endef
 $(eval $(call SAM_TARGET,GatewayFunction,gateway))
 $(eval $(call SAM_TARGET,ApproveFunction,approve))
