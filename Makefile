@@ -3,7 +3,8 @@
 #   make run        the local stack with the demo configuration (same as `go run ./infra/local`)
 #   make test       the whole test suite: vet, unit and end-to-end tests with the race
 #                   detector, the DynamoDB adapter against dynalite, and the Lambda builds
-#   make bench      the benchmarks
+#   make bench      the benchmarks, and the gateway's cold start against an empty handler
+#                   under the Lambda runtime interface emulator
 #   make awstest    the end-to-end test of the AWS path: template.yaml on moto_server (Step
 #                   Functions running the real ASL), dynalite and the real bootstraps under
 #                   the Lambda runtime interface emulator (infra/awstest; needs Python 3 with
@@ -53,8 +54,11 @@ lambdas: $(addprefix bin/,$(addsuffix /bootstrap,$(FUNCTIONS)))
 bin/%/bootstrap: FORCE
 	$(LAMBDA_ENV) $(GO) build $(LAMBDA_FLAGS) -o $@ ./functions/$*
 
+# BenchmarkInit: 20 cold starts of the gateway and of an empty aws-lambda-go handler
+# under the Lambda runtime interface emulator (infra/awstest/initbench_test.go).
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./shared/tier/ ./shared/canon/ ./infra/local/stack/
+	$(GO) test -run '^$$' -bench BenchmarkInit -benchtime 20x ./infra/awstest/
 
 # -v so that the log lists the flows that ran (and says so if moto_server is missing).
 # Bounded: the test gives itself 5 minutes (a cold build of the bootstraps and the

@@ -4,9 +4,10 @@ package main
 
 import (
 	"github.com/countersign/countersign/shared/awsenv"
+	"github.com/countersign/countersign/shared/notify/snsmail"
 )
 
 func main() {
-	d := awsenv.MustLoad(awsenv.NeedSigningKey, awsenv.WithEmailApprover())
+	d := awsenv.MustLoad(awsenv.NeedSigningKey, awsenv.WithEmail(snsmail.Deployed))
 	awsenv.Start(d, d.NotifyTask().Handle)
 }

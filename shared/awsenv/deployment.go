@@ -14,7 +14,6 @@ import (
 	"github.com/countersign/countersign/shared/app"
 	"github.com/countersign/countersign/shared/links"
 	"github.com/countersign/countersign/shared/notify"
-	"github.com/countersign/countersign/shared/notify/snsmail"
 	"github.com/countersign/countersign/shared/policy"
 	"github.com/countersign/countersign/shared/s3config"
 	"github.com/countersign/countersign/shared/store/dynamostore"
@@ -63,7 +62,7 @@ func Load(ctx context.Context, need Needs, opts ...Option) (*Deployment, error) 
 	d := &Deployment{Env: env}
 	var email func(workspace string) notify.Channel
 	if o.email != nil && env.ApproverTopicARN != "" {
-		email = o.email(env, awsCfg)
+		email = o.email(env.ApproverTopicARN, env.SNSEndpoint, awsCfg)
 	}
 	d.channels = func(cfg *policy.Config) []notify.Channel {
 		out := webhooks(cfg)
@@ -73,6 +72,19 @@ func Load(ctx context.Context, need Needs, opts ...Option) (*Deployment, error) 
 		return out
 	}
 	sm := env.SecretsManager(awsCfg)
+	// The signing key is read while the configuration is: a cold start
+	// waits for the slower of the two, not their sum.
+	type keyResult struct {
+		key links.Key
+		err error
+	}
+	keyc := make(chan keyResult, 1)
+	if need&NeedSigningKey != 0 {
+		go func() {
+			k, err := LoadSigningKey(ctx, sm, env.SigningKeySecret)
+			keyc <- keyResult{k, err}
+		}()
+	}
 	check := func(cfg *policy.Config) error {
 		// The e-mail approver counts wherever the stack has its topic, in
 		// the functions that never send it a request too.
@@ -114,11 +126,11 @@ func Load(ctx context.Context, need Needs, opts ...Option) (*Deployment, error) 
 		}
 	}
 	if need&NeedSigningKey != 0 {
-		key, err := LoadSigningKey(ctx, sm, env.SigningKeySecret)
-		if err != nil {
-			return nil, err
+		r := <-keyc
+		if r.err != nil {
+			return nil, r.err
 		}
-		if ad.Signer, err = links.NewSigner(key); err != nil {
+		if ad.Signer, err = links.NewSigner(r.key); err != nil {
 			return nil, err
 		}
 	}
@@ -146,22 +158,20 @@ func webhooks(cfg *policy.Config) []notify.Channel {
 type Option func(*options)
 
 type options struct {
-	email func(Env, aws.Config) func(workspace string) notify.Channel
+	email EmailApprover
 }
 
-// WithEmailApprover adds the e-mail approver (an SNS topic,
-// COUNTERSIGN_APPROVER_TOPIC_ARN) to the channels: the notify function
-// sends it the requests; the others never would (it takes nothing else),
-// so only notify links the SNS client.
-func WithEmailApprover() Option {
-	return func(o *options) {
-		o.email = func(env Env, cfg aws.Config) func(string) notify.Channel {
-			api := env.SNS(cfg)
-			return func(workspace string) notify.Channel {
-				return &snsmail.Channel{TopicARN: env.ApproverTopicARN, API: api, Workspace: workspace}
-			}
-		}
-	}
+// EmailApprover builds the e-mail approver of a deployment: its channel
+// for a workspace, publishing to topicARN (through endpoint when set).
+// snsmail.Deployed is one.
+type EmailApprover func(topicARN, endpoint string, cfg aws.Config) func(workspace string) notify.Channel
+
+// WithEmail adds the e-mail approver (COUNTERSIGN_APPROVER_TOPIC_ARN) to
+// the channels. The notify function sends it the requests; the others
+// never would (it takes nothing else) and do not pass it, so only notify
+// links the SNS client.
+func WithEmail(f EmailApprover) Option {
+	return func(o *options) { o.email = f }
 }
 
 // publicURL is where approval links point for cfg: settings.public_url

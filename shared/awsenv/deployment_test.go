@@ -31,7 +31,7 @@ type deployed struct {
 	opts []awsenv.Option
 }
 
-func newDeployed(t *testing.T, settings string) *deployed {
+func newDeployed(t testing.TB, settings string) *deployed {
 	t.Helper()
 	fake := awsfake.New()
 	srv := httptest.NewServer(fake)
@@ -154,7 +154,7 @@ func TestNoApproverChannel(t *testing.T) {
 	if n := len(d.Dispatcher.Channels()); n != 0 {
 		t.Errorf("the gateway has %d channels, want none (it never sends a request)", n)
 	}
-	dep.opts = []awsenv.Option{awsenv.WithEmailApprover()}
+	dep.opts = []awsenv.Option{awsenv.WithEmail(snsmail.Deployed)}
 	if d, err = dep.load(t); err != nil {
 		t.Fatalf("Load with the e-mail approver, notify: %v", err)
 	}

@@ -4,18 +4,19 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
-	"github.com/aws/aws-sdk-go-v2/service/sns"
 
 	"github.com/countersign/countersign/shared/workflow"
 )
@@ -271,14 +272,33 @@ func (e Env) Machines() map[workflow.Machine]string {
 	}
 }
 
-// AWSConfig loads the shared AWS configuration (config.LoadDefaultConfig):
-// on Lambda the region and credentials come from the runtime's environment.
+// AWSConfig is the AWS configuration of the function: the region
+// (AWS_REGION, or AWS_DEFAULT_REGION) and the execution role's credentials
+// (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN), which the
+// Lambda runtime (and sam local, and the emulator) puts in the
+// environment. It reads nothing else: config.LoadDefaultConfig would look
+// for shared files, profiles, SSO and instance metadata a function never
+// has, and link and initialise their clients at every cold start.
 func (e Env) AWSConfig(ctx context.Context) (aws.Config, error) {
-	cfg, err := config.LoadDefaultConfig(ctx)
-	if err != nil {
-		return aws.Config{}, fmt.Errorf("awsenv: load AWS config: %w", err)
+	region := os.Getenv("AWS_REGION")
+	if region == "" {
+		region = os.Getenv("AWS_DEFAULT_REGION")
 	}
-	return cfg, nil
+	id, secret := os.Getenv("AWS_ACCESS_KEY_ID"), os.Getenv("AWS_SECRET_ACCESS_KEY")
+	var missing []string
+	for name, v := range map[string]string{"AWS_REGION": region, "AWS_ACCESS_KEY_ID": id, "AWS_SECRET_ACCESS_KEY": secret} {
+		if v == "" {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		return aws.Config{}, fmt.Errorf("awsenv: %s not set: the Lambda runtime sets them (the execution role's credentials)", strings.Join(missing, ", "))
+	}
+	return aws.Config{
+		Region:      region,
+		Credentials: aws.NewCredentialsCache(credentials.NewStaticCredentialsProvider(id, secret, os.Getenv("AWS_SESSION_TOKEN"))),
+	}, nil
 }
 
 // DynamoDB returns a DynamoDB client, using DynamoDBEndpoint when set.
@@ -315,15 +335,6 @@ func (e Env) S3(cfg aws.Config) *s3.Client {
 		if e.S3Endpoint != "" {
 			o.BaseEndpoint = aws.String(e.S3Endpoint)
 			o.UsePathStyle = true
-		}
-	})
-}
-
-// SNS returns an SNS client, using SNSEndpoint when set.
-func (e Env) SNS(cfg aws.Config) *sns.Client {
-	return sns.NewFromConfig(cfg, func(o *sns.Options) {
-		if e.SNSEndpoint != "" {
-			o.BaseEndpoint = aws.String(e.SNSEndpoint)
 		}
 	})
 }

@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 
@@ -298,7 +297,10 @@ func (l *loader) read(rel string) (s *src, raw json.RawMessage, missing bool) {
 	return s, raw, false
 }
 
-var accentColor = regexp.MustCompile(`^#([0-9a-fA-F]{3}|[0-9a-fA-F]{6})$`)
+// accentColor reports #rgb or #rrggbb.
+func accentColor(s string) bool {
+	return (len(s) == 4 || len(s) == 7) && s[0] == '#' && allBytes(s[1:], isHexDigit)
+}
 
 func (l *loader) settings() Settings {
 	st := Settings{
@@ -331,7 +333,7 @@ func (l *loader) settings() Settings {
 			}
 			if v, ok := w["accent_color"]; ok {
 				if c, ok := s.str("workspace.accent_color", v); ok {
-					if !accentColor.MatchString(c) {
+					if !accentColor(c) {
 						s.errf("workspace.accent_color", "%q is not a colour: use #rgb or #rrggbb (hex digits)", c)
 					}
 					st.Workspace.AccentColor = c

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -175,7 +174,10 @@ func (l *loader) connection(name string) (loadedConn, bool) {
 	return loadedConn{conn: conn, tier: tc, locs: locs}, len(l.errs) == nerr
 }
 
-var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+// envName reports [A-Za-z_][A-Za-z0-9_]*.
+func envName(s string) bool {
+	return s != "" && !isDigit(s[0]) && allBytes(s, func(c byte) bool { return isLetter(c) || isDigit(c) || c == '_' })
+}
 
 // expand replaces each ${env:NAME} with the variable's value, and each
 // ${secretsmanager:NAME} with the secret's (see SecretRef;
@@ -208,7 +210,7 @@ func (s *src) expand(p, v string) (string, bool) {
 			continue
 		}
 		name, ok := strings.CutPrefix(inner, "env:")
-		if !ok || !envName.MatchString(name) {
+		if !ok || !envName(name) {
 			s.errf(p, "%q is not supported: the substitutions are ${env:NAME} and ${secretsmanager:NAME}", "${"+inner+"}")
 			return "", false
 		}
@@ -428,7 +430,11 @@ type loadedTool struct {
 	file string // relative
 }
 
-var toolName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]{0,63}$`)
+// toolName reports [A-Za-z_][A-Za-z0-9_-]{0,63}.
+func toolName(s string) bool {
+	return s != "" && len(s) <= 64 && (isLetter(s[0]) || s[0] == '_') &&
+		allBytes(s, func(c byte) bool { return isLetter(c) || isDigit(c) || c == '_' || c == '-' })
+}
 
 func (cl *connLoad) loadTools() []loadedTool {
 	dir := path.Join("connections", cl.name, "tools")
@@ -467,7 +473,7 @@ func (cl *connLoad) tool(rel string) (loadedTool, bool) {
 		s.errf("name", "missing: a tool needs a name (a letter or _, then letters, digits, _ or -, at most 64)")
 	} else if n, ok := s.str("name", v); ok {
 		switch prev, dup := cl.tools[n]; {
-		case !toolName.MatchString(n):
+		case !toolName(n):
 			s.errf("name", "%q is not a valid tool name: a letter or _, then letters, digits, _ or -, at most 64", n)
 		case dup:
 			s.errf("name", "%q is already the name of the tool in %s: tool names are unique within a connection", n, prev)

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/url"
-	"regexp"
+	"strings"
 )
 
 // SecretsManager is the secret store a reference names. (SSM Parameter
@@ -34,15 +34,36 @@ func (r SecretRef) IsZero() bool { return r == SecretRef{} }
 // LoadOptions.Secrets: only a deployment reaches the secret stores.
 var ErrNoSecretStore = errors.New("secret references are resolved only where the configuration is deployed (on AWS); the local stack takes the value itself (a plain string, or ${env:NAME} in headers)")
 
-var (
-	secretsManagerName = regexp.MustCompile(`^(arn:[a-z-]+:secretsmanager:[a-z0-9-]+:[0-9]{12}:secret:)?[A-Za-z0-9/_+=.@-]{1,512}$`)
-)
+// validSecretName reports whether name is a Secrets Manager secret name
+// (1 to 512 of A-Z a-z 0-9 / _ + = . @ -) or the ARN of one
+// (arn:<partition>:secretsmanager:<region>:<12 digits>:secret:<name>).
+func validSecretName(name string) bool {
+	if p := strings.SplitN(name, ":", 7); len(p) == 7 && p[0] == "arn" {
+		lower := func(c byte) bool { return 'a' <= c && c <= 'z' || c == '-' }
+		if p[1] == "" || !allBytes(p[1], lower) || p[2] != "secretsmanager" || p[3] == "" ||
+			!allBytes(p[3], func(c byte) bool { return lower(c) || isDigit(c) }) ||
+			len(p[4]) != 12 || !allBytes(p[4], isDigit) || p[5] != "secret" {
+			return false
+		}
+		name = p[6]
+	}
+	if name == "" || len(name) > 512 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("/_+=.@-", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}
 
 // checkRef reports what is wrong with a reference's name, or "".
 func checkRef(r SecretRef) string {
 	switch r.Store {
 	case SecretsManager:
-		if !secretsManagerName.MatchString(r.Name) {
+		if !validSecretName(r.Name) {
 			return "is not a Secrets Manager secret name or ARN (1 to 512 of A-Z a-z 0-9 / _ + = . @ -)"
 		}
 	default:

@@ -49,6 +49,20 @@ type Channel struct {
 	Now func() time.Time
 }
 
+// Deployed is the e-mail approver of a deployment (awsenv.WithEmail): a
+// channel per workspace publishing to topicARN, through endpoint when set
+// (tests, emulators).
+func Deployed(topicARN, endpoint string, cfg aws.Config) func(workspace string) notify.Channel {
+	api := sns.NewFromConfig(cfg, func(o *sns.Options) {
+		if endpoint != "" {
+			o.BaseEndpoint = aws.String(endpoint)
+		}
+	})
+	return func(workspace string) notify.Channel {
+		return &Channel{TopicARN: topicARN, API: api, Workspace: workspace}
+	}
+}
+
 // Name returns Approver.
 func (c *Channel) Name() string { return Approver }
 
