@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -172,6 +174,10 @@ func (p *pushCmd) validate() (map[string][]byte, error) {
 		fmt.Fprintf(p.stderr, "countersign: note: %s lists no webhook approver: the stack must have an e-mail approver (ApproverEmail), or every function refuses this configuration (no approver channel)\n",
 			filepath.Join(p.dir, "settings.json"))
 	}
+	if u, err := url.Parse(cfg.Settings.PublicURL); cfg.Settings.PublicURLGiven && err == nil && isLoopback(u.Hostname()) {
+		fmt.Fprintf(p.stderr, "countersign: note: %s gives public_url %s, a loopback address: approval links would point there; omit public_url to use the API's URL\n",
+			filepath.Join(p.dir, "settings.json"), cfg.Settings.PublicURL)
+	}
 	for _, w := range cfg.Settings.Approvers.Webhooks {
 		for _, ref := range []policy.SecretRef{w.URLRef, w.SecretRef} {
 			if !ref.IsZero() {
@@ -180,6 +186,14 @@ func (p *pushCmd) validate() (map[string][]byte, error) {
 		}
 	}
 	return files, nil
+}
+
+// isLoopback reports a host name or address of this machine.
+func isLoopback(host string) bool {
+	if ip := net.ParseIP(host); ip != nil {
+		return ip.IsLoopback() || ip.IsUnspecified()
+	}
+	return host == "localhost"
 }
 
 func (p *pushCmd) client(ctx context.Context) (*s3.Client, error) {

@@ -139,8 +139,13 @@ func TestConfigPushRefuses(t *testing.T) {
 func TestConfigPushCredentialsHashed(t *testing.T) {
 	e := newPushEnv(t)
 	e.write(t, "credentials.json", `[{"id": "ops", "key_sha256": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"}]`)
-	if code, out, errOut := e.push(t, "--with-credentials"); code != exitOK {
+	e.write(t, "settings.json", `{"public_url": "http://127.0.0.1:8080", "approvers": {"webhooks": [{"name": "ops", "url": "https://hooks.example/ops", "secret": "s"}]}}`)
+	code, out, errOut := e.push(t, "--with-credentials")
+	if code != exitOK {
 		t.Fatalf("push: %d\n%s%s", code, out, errOut)
+	}
+	if !strings.Contains(errOut, "public_url http://127.0.0.1:8080, a loopback address") {
+		t.Errorf("no note about a loopback public_url:\n%s", errOut)
 	}
 	if _, ok := e.aws.Object("cfg", "config/credentials.json"); !ok {
 		t.Error("credentials.json was not uploaded")
