@@ -4,7 +4,8 @@
 #   make test       the whole test suite: vet, unit and end-to-end tests with the race
 #                   detector, the DynamoDB adapter against dynalite, the Lambda builds,
 #                   and every fuzz target for TEST_FUZZTIME (2s) each
-#   make bench      the benchmarks
+#   make bench      the benchmarks, and the gateway's cold start against an empty handler
+#                   under the Lambda runtime interface emulator
 #   make awstest    the end-to-end test of the AWS path: template.yaml on moto_server (Step
 #                   Functions running the real ASL), dynalite and the real bootstraps under
 #                   the Lambda runtime interface emulator (infra/awstest; needs Python 3 with
@@ -16,6 +17,10 @@
 #   make bench-compare  the decision side by side with OPA and cedar-go (bench/): the
 #                   agreement test, then one markdown table
 #   make lambdas    every function's bootstrap for linux/arm64 under bin/
+#   make config-push CONFIG=DIR [STACK=countersign]
+#                   validate DIR and upload it to the deployed stack's configuration
+#                   bucket (its ConfigBucketName output, read with the aws CLI); the
+#                   functions pick it up within ConfigRefreshSeconds
 #
 # `sam build` calls the build-<Function> targets below with ARTIFACTS_DIR set.
 
@@ -24,7 +29,7 @@ FUNCTIONS := gateway approve notify execute finalize operator
 LAMBDA_ENV := GOOS=linux GOARCH=arm64 CGO_ENABLED=0
 LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags="-s -w"
 
-.PHONY: run test unit vet lambdas check-asl bench bench-compare awstest fuzz load dynalite-install clean
+.PHONY: run test unit vet lambdas check-asl bench bench-compare awstest fuzz load dynalite-install clean config-push
 
 run:
 	$(GO) run ./infra/local
@@ -59,8 +64,11 @@ lambdas: $(addprefix bin/,$(addsuffix /bootstrap,$(FUNCTIONS)))
 bin/%/bootstrap: FORCE
 	$(LAMBDA_ENV) $(GO) build $(LAMBDA_FLAGS) -o $@ ./functions/$*
 
+# BenchmarkInit: 20 cold starts of the gateway and of an empty aws-lambda-go handler
+# under the Lambda runtime interface emulator (infra/awstest/initbench_test.go).
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./shared/tier/ ./shared/canon/ ./shared/script/ ./infra/local/stack/
+	$(GO) test -run '^$$' -bench BenchmarkInit -benchtime 20x ./infra/awstest/
 
 # -v so that the log lists the flows that ran (and says so if moto_server is missing).
 # Bounded: the test gives itself 5 minutes (a cold build of the bootstraps and the
@@ -100,6 +108,13 @@ bench-compare:
 	done > decide.out
 	cd bench && $(GO) run ./cmd/table decide.out
 
+STACK  ?= countersign
+CONFIG ?=
+config-push:
+	@test -n "$(CONFIG)" || { echo "usage: make config-push CONFIG=DIR [STACK=$(STACK)]"; exit 2; }
+	$(GO) run ./infra/countersign config push "$(CONFIG)" --bucket "$$(aws cloudformation describe-stacks --stack-name $(STACK) \
+	  --query "Stacks[0].Outputs[?OutputKey=='ConfigBucketName'].OutputValue" --output text)"
+
 dynalite-install:
 	cd infra/dynalite && npm ci --no-audit --no-fund
 
@@ -107,11 +122,11 @@ clean:
 	rm -rf bin .aws-sam
 
 # --- sam build ---------------------------------------------------------------------------
-# Each function is one bootstrap binary; the configuration travels with it.
+# Each function is one bootstrap binary. The configuration does not travel with it: the
+# functions read it from the stack's configuration bucket (make config-push).
 define SAM_TARGET
 build-$(1):
 	$(LAMBDA_ENV) $(GO) build $(LAMBDA_FLAGS) -o $$(ARTIFACTS_DIR)/bootstrap ./functions/$(2)
-	cp -R infra/config $$(ARTIFACTS_DIR)/config
 endef
 $(eval $(call SAM_TARGET,GatewayFunction,gateway))
 $(eval $(call SAM_TARGET,ApproveFunction,approve))

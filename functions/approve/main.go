@@ -2,12 +2,10 @@
 package main
 
 import (
-	"github.com/aws/aws-lambda-go/lambda"
-
 	"github.com/countersign/countersign/shared/awsenv"
 )
 
 func main() {
-	a := awsenv.MustLoad(awsenv.NeedWorkflow | awsenv.NeedSigningKey)
-	lambda.Start(a.Approver().Handle)
+	d := awsenv.MustLoad(awsenv.NeedWorkflow | awsenv.NeedSigningKey)
+	awsenv.Start(d, d.Approver().Handle)
 }

@@ -4,13 +4,11 @@
 package main
 
 import (
-	"github.com/aws/aws-lambda-go/lambda"
-
 	"github.com/countersign/countersign/shared/app/gatewayapp"
 	"github.com/countersign/countersign/shared/awsenv"
 )
 
 func main() {
-	a := awsenv.MustLoad(0)
-	lambda.Start(gatewayapp.ExecuteTask(a).Handle)
+	d := awsenv.MustLoad(0)
+	awsenv.Start(d, gatewayapp.ExecuteTask(d.App).Handle)
 }

@@ -3,12 +3,10 @@
 package main
 
 import (
-	"github.com/aws/aws-lambda-go/lambda"
-
 	"github.com/countersign/countersign/shared/awsenv"
 )
 
 func main() {
-	a := awsenv.MustLoad(0)
-	lambda.Start(a.FinalizeTask().Handle)
+	d := awsenv.MustLoad(0)
+	awsenv.Start(d, d.FinalizeTask().Handle)
 }

@@ -1,14 +1,13 @@
 // Command notify is the workflow's waitForTaskToken task: it stores the task
-// token on the confirmation and sends each approver channel its signed link.
+// token beside the confirmation and sends each approver channel its signed link.
 package main
 
 import (
-	"github.com/aws/aws-lambda-go/lambda"
-
 	"github.com/countersign/countersign/shared/awsenv"
+	"github.com/countersign/countersign/shared/notify/snsmail"
 )
 
 func main() {
-	a := awsenv.MustLoad(awsenv.NeedSigningKey)
-	lambda.Start(a.NotifyTask().Handle)
+	d := awsenv.MustLoad(awsenv.NeedSigningKey, awsenv.WithEmail(snsmail.Deployed))
+	awsenv.Start(d, d.NotifyTask().Handle)
 }

@@ -5,12 +5,10 @@
 package main
 
 import (
-	"github.com/aws/aws-lambda-go/lambda"
-
 	"github.com/countersign/countersign/shared/awsenv"
 )
 
 func main() {
-	a := awsenv.MustLoad(awsenv.NeedSigningKey)
-	lambda.Start(a.Operator().Handle)
+	d := awsenv.MustLoad(awsenv.NeedSigningKey)
+	awsenv.Start(d, d.Operator().Handle)
 }

@@ -8,11 +8,13 @@ import (
 	"net/http"
 	"net/url"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 
 	"github.com/countersign/countersign/shared/confirm"
@@ -29,7 +31,10 @@ var flows = []struct {
 	run      func(f *flow)
 	todo     string // set: not possible yet, logged as TODO
 }{
+	// First: the gateway's first invocation is its cold start.
+	{name: "gateway cold start reads S3, writes nothing to the table", run: coldStart},
 	{name: "approve then redeem once", run: approveThenRedeem},
+	{name: "link delivered by SNS e-mail, approved from it", run: emailApproval},
 	{name: "REST respond-async, approve, then redeem once", run: restAsync},
 	{name: "reject", run: reject},
 	{name: "expire", settings: shortWait, run: expire},
@@ -40,13 +45,8 @@ var flows = []struct {
 	{name: "script batch approved but SendTaskSuccess failed, still rerun by the Execute task", settings: shortWait, run: batchTaskLost},
 	{name: "card call approved on the page but SendTaskSuccess failed, run by the Execute task", settings: shortWait, run: cardTaskLost},
 
-	// TODO(issue 10 item 1): the link delivered through SNS, read back from
-	// moto's SNS message store (GET <moto>/moto-api/data.json, "sns" →
-	// "messages"), once notify has an SNS channel.
-	{name: "link delivered by SNS e-mail", todo: "no SNS approver channel yet (issue 10, Build 1)"},
-	// TODO(issue 10 item 3): a configuration change uploaded to the S3
-	// prefix and picked up by the running functions without a restart.
-	{name: "configuration change picked up from S3", todo: "the functions do not read their configuration from S3 yet (issue 10, Build 3)"},
+	{name: "configuration change picked up from S3, a bad one refused", run: configChange},
+	{name: "key created and revoked with countersign keys", run: keyRevoked},
 }
 
 // shortWait makes a confirmation expire 8 s after it is created: time
@@ -453,13 +453,165 @@ func cardTaskLost(f *flow) {
 	approve := f.s.emulator("approve").aws
 	approve.fail("states:SendTaskSuccess", true)
 	defer approve.fail("states:SendTaskSuccess", false)
-	id := f.startGatewayRun(store.KindCall, "ConfirmStateMachine", "DELETE", "/contacts/71", "71")
+	id := f.startGatewayRun(store.KindCall, "ConfirmStateMachine", "DELETE", "/contacts/73", "73")
 	link := f.link(id)
 	f.expect("POST approve (Step Functions unreachable)", f.decide(link, "approve"), http.StatusOK, "approved")
 	f.execution("ConfirmStateMachine", id, "Executed", 30*time.Second)
-	f.upstreamOnce("DELETE", "/contacts/71", id)
+	f.upstreamOnce("DELETE", "/contacts/73", id)
 	if got := f.status(id); got != "executed" {
 		f.Fatalf("status: %s, want executed", got)
+	}
+}
+
+// coldStart: the gateway's first invocation reads the configuration from
+// the bucket and its secrets, and makes no call to the table: no
+// credentials.json is seeded (there is none in the bucket either).
+func coldStart(f *flow) {
+	gw := f.s.emulator("gateway").aws
+	before := gw.count()
+	a := f.do(http.MethodGet, "/healthz", nil, "")
+	if a.Status != http.StatusOK {
+		f.Fatalf("GET /healthz: %d %s", a.Status, a.Raw)
+	}
+	after := gw.count()
+	var calls []string
+	for action, n := range after {
+		if d := n - before[action]; d > 0 {
+			calls = append(calls, fmt.Sprintf("%s×%d", action, d))
+			if strings.HasPrefix(action, "dynamodb:") {
+				f.Errorf("the gateway's cold start called %s %d times: it must write nothing to the table", action, d)
+			}
+		}
+	}
+	slices.Sort(calls)
+	f.Logf("gateway cold start and GET /healthz called %v", calls)
+	if after["s3:ListBucket"] == before["s3:ListBucket"] || after["secretsmanager:GetSecretValue"]-before["secretsmanager:GetSecretValue"] < 2 {
+		f.Fatalf("the gateway did not read its configuration from S3 and its secrets (calls %v)", calls)
+	}
+	out, err := f.s.s3.ListObjectsV2(f.ctx, &s3.ListObjectsV2Input{Bucket: aws.String(f.s.bucket)})
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, o := range out.Contents {
+		if strings.HasSuffix(aws.ToString(o.Key), "credentials.json") {
+			f.Fatalf("config push uploaded %s", aws.ToString(o.Key))
+		}
+	}
+	f.Logf("the bucket holds %d objects, no credentials.json", len(out.Contents))
+}
+
+// emailApproval: the approval request reaches the e-mail approvers through
+// the stack's SNS topic (read back from moto's store of published
+// messages); the link it carries approves.
+func emailApproval(f *flow) {
+	id := f.pause("DELETE", "/contacts/71")
+	msg := f.s.snsMessage(f, id, 30*time.Second)
+	if want := "Approve DELETE /contacts/71 on crm? (awstest)"; msg.Subject != want {
+		f.Fatalf("e-mail subject %q, want %q", msg.Subject, want)
+	}
+	var link *url.URL
+	for _, line := range strings.Split(msg.Body, "\n") {
+		if strings.Contains(line, "/approve/"+id+"?") {
+			link, _ = url.Parse(strings.TrimSpace(line))
+		}
+	}
+	if link == nil || link.Query().Get("a") != "email" || !strings.Contains(msg.Body, "The request expires at ") {
+		f.Fatalf("no e-mail approver link in the message:\n%s", msg.Body)
+	}
+	f.Logf("SNS e-mail %q: link %s (a=email)", msg.Subject, link.Path)
+	if st, page := f.page(link); st != http.StatusOK || !strings.Contains(page, "/contacts/71") {
+		f.Fatalf("GET approval page from the e-mail: %d", st)
+	}
+	f.expect("POST approve from the e-mail's link", f.decide(link, "approve"), http.StatusOK, "approved")
+	f.execution("ConfirmStateMachine", id, "Approved", 30*time.Second)
+	f.expect("redeem", f.call("DELETE", "/contacts/71", "confirmed_write", id), http.StatusOK, "executed")
+	f.upstreamOnce("DELETE", "/contacts/71", id)
+}
+
+// configChange: a tier changed and pushed to the bucket decides the calls
+// of the running functions within the refresh bound, without a restart; a
+// configuration that fails validation (written to the bucket by hand, past
+// config push's own check) is refused and the one in force keeps serving.
+func configChange(f *flow) {
+	read := func(contact string) answer {
+		return f.call("GET", "/contacts/"+contact, "read", "")
+	}
+	f.expect("GET /contacts/81 (auto)", read("81"), http.StatusOK, "executed")
+	out, err := f.s.push(f.s.configDir(f.s.settings, map[string]any{"GET": "never"}))
+	if err != nil {
+		f.Fatalf("config push: %v\n%s", err, out)
+	}
+	f.Logf("config push (GET /contacts/{id} now never):\n%s", strings.TrimSpace(out))
+	pushed := time.Now()
+	// The bound: the refresh interval, plus the 2 s the functions let a
+	// push's writes settle, plus a second of slack for this machine.
+	bound := time.Duration(refreshSeconds)*time.Second + 2*time.Second + 2*time.Second
+	for {
+		a := read("82")
+		if a.Status == http.StatusForbidden && a.str("code") == "blocked" {
+			f.Logf("GET /contacts/82: 403 blocked, %s after the push (bound %s)", time.Since(pushed).Round(time.Millisecond), bound)
+			break
+		}
+		if a.Status != http.StatusOK {
+			f.Fatalf("GET /contacts/82 while the change settles: %d %s", a.Status, a.Raw)
+		}
+		if time.Since(pushed) > bound {
+			f.Fatalf("the new tier was not in force %s after the push", bound)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+
+	// An invalid policy written straight to the bucket.
+	key := "config/connections/crm/policy.json"
+	bad := `{"base_url": "` + f.s.Upstream.URL + `", "endpoints": [{"method": "GET", "path": "/contacts/{id}", "confirm": false}]}`
+	if _, err := f.s.s3.PutObject(f.ctx, &s3.PutObjectInput{Bucket: aws.String(f.s.bucket), Key: aws.String(key), Body: strings.NewReader(bad)}); err != nil {
+		f.Fatal(err)
+	}
+	time.Sleep(bound)
+	f.expect("GET /contacts/83 after an invalid configuration was written", read("83"), http.StatusForbidden, "blocked")
+	if log := f.s.emulator("gateway").logTail(20000); !strings.Contains(log, "configuration change refused") || !strings.Contains(log, "endpoints[0].confirm: false is not allowed") {
+		f.Fatalf("the gateway did not log the refusal:\n%s", log)
+	}
+	f.Logf("the gateway refused it (logged \"configuration change refused ... endpoints[0].confirm: false is not allowed\") and kept the configuration in force")
+
+	// Back to the flows' configuration.
+	if out, err := f.s.push(f.s.configDir(f.s.settings, nil)); err != nil {
+		f.Fatalf("config push: %v\n%s", err, out)
+	}
+	deadline := time.Now().Add(bound)
+	for read("84").Status != http.StatusOK {
+		if time.Now().After(deadline) {
+			f.Fatal("the configuration pushed back was not in force within the bound")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	f.Logf("configuration pushed back: GET auto again")
+	if hits := f.s.Upstream.Hits("GET /contacts/83"); len(hits) != 0 {
+		f.Fatalf("a blocked GET reached the upstream: %v", hits)
+	}
+}
+
+// keyRevoked: a key made with `countersign keys create` works at once and
+// is refused from the call after `countersign keys revoke`.
+func keyRevoked(f *flow) {
+	store := []string{"--table", f.s.table, "--endpoint", f.s.dynamoURL, "--region", region}
+	out, errOut, err := f.s.tool(append([]string{"keys", "create", "--id", "awstest-runner", "--choice", "run_without_asking"}, store...)...)
+	if err != nil {
+		f.Fatalf("countersign keys create: %v\n%s", err, errOut)
+	}
+	key := strings.TrimSpace(out)
+	f.Logf("countersign keys create: %s", strings.TrimSpace(strings.Split(errOut, "\n")[0]))
+	get := func(contact string) answer {
+		b := `{"connection":"crm","method":"GET","path":"/contacts/` + contact + `","intent":"read"}`
+		return f.do(http.MethodPost, "/v1/calls", http.Header{"Authorization": {"Bearer " + key}, "Content-Type": {"application/json"}}, b)
+	}
+	f.expect("GET with the new key", get("91"), http.StatusOK, "executed")
+	if _, errOut, err := f.s.tool(append([]string{"keys", "revoke", "--id", "awstest-runner"}, store...)...); err != nil {
+		f.Fatalf("countersign keys revoke: %v\n%s", err, errOut)
+	}
+	f.expect("GET with the revoked key, the next call", get("92"), http.StatusUnauthorized, "unauthenticated")
+	if hits := f.s.Upstream.Hits("GET /contacts/92"); len(hits) != 0 {
+		f.Fatalf("the revoked key reached the upstream: %v", hits)
 	}
 }
 

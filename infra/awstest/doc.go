@@ -6,10 +6,15 @@
 //     linux/amd64 with -tags lambda.norpc), each under the Lambda runtime
 //     interface emulator (built from its Go module), on its own loopback
 //     port, with the environment the template gives it.
-//   - Step Functions, Secrets Manager (and, for flows to come, SNS and S3)
-//     are one moto_server, started by testdata/motoserver.py, which runs the
-//     real statemachines/*.asl.json (stepfunctions.execute_state_machine)
-//     and sends their Lambda tasks to the emulators.
+//   - Step Functions, Secrets Manager, S3 and SNS are one moto_server,
+//     started by testdata/motoserver.py, which runs the real
+//     statemachines/*.asl.json (stepfunctions.execute_state_machine) and
+//     sends their Lambda tasks to the emulators. The configuration bucket
+//     and the approvers' topic (with its e-mail subscription) are made from
+//     the template's own resources, the template's parameters given as `sam
+//     deploy --parameter-overrides` would (ApproverEmail, a 2 s
+//     ConfigRefreshSeconds); the configuration is uploaded with the real
+//     `countersign config push`, its webhook secret kept in Secrets Manager.
 //   - DynamoDB is dynalite, the table created from the template's own Table
 //     properties.
 //   - The template is linted with cfn-lint and expanded with the SAM
@@ -17,7 +22,12 @@
 //     environments and timeouts, the state machines' substitutions and the
 //     roles' IAM actions are read from it.
 //   - The test is API Gateway (HTTP API payload 2.0 events), the approvers'
-//     webhook receiver and the upstream.
+//     webhook receiver (the e-mails are read back from moto's store of
+//     published SNS messages) and the upstream; it runs the operator's
+//     `countersign keys` against the table.
+//
+// A flow is a name, the settings it needs and a function of a *flow (see
+// flows in awstest_test.go); the gateway's cold start is the first.
 //
 // Run it with `make awstest`. It skips, saying how to install it, only
 // where moto_server is missing.

@@ -152,10 +152,11 @@ func waitTCP(tb testing.TB, p *proc, addr string, timeout time.Duration) {
 
 // buildLambdas builds the functions' bootstraps as the Makefile does for
 // sam build, but for this machine's linux/amd64, into dir/<name>/bootstrap,
-// and the emulator into dir/aws-lambda-rie. Both go commands run at once.
+// the operator's tool into dir/countersign and the emulator into
+// dir/aws-lambda-rie. Both go commands run at once.
 func buildLambdas(ctx context.Context, root, dir string, names []string) error {
 	bin := filepath.Join(dir, "bin")
-	var pkgs []string
+	pkgs := []string{"./infra/countersign"}
 	for _, n := range names {
 		pkgs = append(pkgs, "./functions/"+n)
 	}
@@ -177,6 +178,9 @@ func buildLambdas(ctx context.Context, root, dir string, names []string) error {
 	wg.Wait()
 	close(errs)
 	for err := range errs {
+		return err
+	}
+	if err := os.Rename(filepath.Join(bin, "countersign"), filepath.Join(dir, "countersign")); err != nil {
 		return err
 	}
 	for _, n := range names {

@@ -30,9 +30,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
 
 	"github.com/countersign/countersign/shared/notify"
 	"github.com/countersign/countersign/shared/policy"
@@ -57,9 +60,12 @@ type stack struct {
 	moto               *proc
 	motoURL, dynamoURL string
 	table              string
+	bucket             string // the configuration bucket
+	topic              string // the e-mail approvers' topic
 	cfg                aws.Config
 	sfn                *sfn.Client
 	ddb                *dynamodb.Client
+	s3                 *s3.Client
 	Store              *dynamostore.Store
 
 	front    *httptest.Server // API Gateway
@@ -70,6 +76,7 @@ type stack struct {
 	emulators map[string]*emulator // by function name
 	settings  settings             // of the running emulators
 	deployed  bool
+	configs   int // configuration directories written
 }
 
 // emulator is one function under the runtime interface emulator, with the
@@ -97,7 +104,21 @@ const (
 	operatorKey   = "cs_awstest_op"
 	hookSecret    = "whsec_awstest"
 	approverName  = "ops"
+	// hookSecretName is where the webhook's secret is kept: the test's
+	// settings.json names it, the functions read it from Secrets Manager.
+	hookSecretName = stackName + "/ops-hook"
+	approverEmail  = "approvers@awstest.example"
+	// refreshSeconds is the stack's ConfigRefreshSeconds here: short, so a
+	// configuration change is picked up in seconds.
+	refreshSeconds = 2
 )
+
+// deployParameters are the template parameters the emulated deployment is
+// made with, as `sam deploy --parameter-overrides` gives them.
+var deployParameters = map[string]string{
+	"ApproverEmail":        approverEmail,
+	"ConfigRefreshSeconds": fmt.Sprint(refreshSeconds),
+}
 
 // newStack starts everything but the functions (see deploy).
 func newStack(tb testing.TB, ctx context.Context) *stack {
@@ -120,7 +141,7 @@ func newStack(tb testing.TB, ctx context.Context) *stack {
 	go func() { lintErr <- lintTemplate(file) }()
 	s.tpl = loadTemplate(tb, file)
 	lap("template.yaml expanded by the SAM translator")
-	s.res = newResolver(s.tpl)
+	s.res = newResolver(s.tpl, deployParameters)
 	if s.fns, err = s.res.functions(); err != nil {
 		tb.Fatalf("template.yaml: %v", err)
 	}
@@ -148,6 +169,8 @@ func newStack(tb testing.TB, ctx context.Context) *stack {
 
 	s.createTable(ctx)
 	s.createSecret(ctx)
+	s.createBucket(ctx)
+	s.createTopic(ctx)
 	s.res.refs[s.apiLogical()] = apiID
 	if s.machines, err = s.res.machines(root); err != nil {
 		tb.Fatalf("template.yaml: %v", err)
@@ -320,29 +343,123 @@ func (s *stack) createSecret(ctx context.Context) {
 	s.res.refs[ids[0]] = aws.ToString(out.ARN)
 }
 
-// writeConfig writes the configuration directory for set and returns it;
-// it is validated with policy.Load before any function reads it.
-func (s *stack) writeConfig(set settings) string {
+// bucketProperties are the ConfigBucket properties createBucket applies or
+// knows there is nothing to emulate of; any other fails the test.
+var bucketProperties = map[string]bool{
+	"VersioningConfiguration": true, "PublicAccessBlockConfiguration": true, "BucketEncryption": true,
+	"OwnershipControls": true, "LifecycleConfiguration": true, // nothing the functions see
+}
+
+// createBucket creates the configuration bucket (the template's one
+// AWS::S3::Bucket) in moto, versioned, private and encrypted as the
+// template says, and writes a signing key and the webhook's secret where
+// the configuration names it.
+func (s *stack) createBucket(ctx context.Context) {
 	tb := s.tb
-	dir := filepath.Join(s.dir, fmt.Sprintf("config-%d-%d-%d", set.CallSeconds, set.ScriptSeconds, set.RedeemSeconds))
+	ids := s.tpl.resources("AWS::S3::Bucket")
+	if len(ids) != 1 {
+		tb.Fatalf("template.yaml: want one AWS::S3::Bucket, have %v", ids)
+	}
+	props := s.tpl.properties(ids[0])
+	for k := range props {
+		if !bucketProperties[k] {
+			tb.Fatalf("template.yaml: %s.%s: the test does not emulate this property yet", ids[0], k)
+		}
+	}
+	s.s3 = s3.NewFromConfig(s.cfg, func(o *s3.Options) { o.BaseEndpoint, o.UsePathStyle = aws.String(s.motoURL), true })
+	s.bucket = strings.ToLower(fmt.Sprintf("%s-%s-awstest%d", stackName, ids[0], time.Now().UnixNano()))
+	if _, err := s.s3.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(s.bucket)}); err != nil {
+		tb.Fatalf("create bucket from template.yaml's %s: %v", ids[0], err)
+	}
+	if obj(props["VersioningConfiguration"])["Status"] == "Enabled" {
+		_, err := s.s3.PutBucketVersioning(ctx, &s3.PutBucketVersioningInput{Bucket: aws.String(s.bucket),
+			VersioningConfiguration: &s3types.VersioningConfiguration{Status: s3types.BucketVersioningStatusEnabled}})
+		if err != nil {
+			tb.Fatalf("bucket %s: versioning: %v", s.bucket, err)
+		}
+	}
+	if pab := obj(props["PublicAccessBlockConfiguration"]); pab != nil {
+		_, err := s.s3.PutPublicAccessBlock(ctx, &s3.PutPublicAccessBlockInput{Bucket: aws.String(s.bucket),
+			PublicAccessBlockConfiguration: &s3types.PublicAccessBlockConfiguration{
+				BlockPublicAcls: aws.Bool(pab["BlockPublicAcls"] == true), BlockPublicPolicy: aws.Bool(pab["BlockPublicPolicy"] == true),
+				IgnorePublicAcls: aws.Bool(pab["IgnorePublicAcls"] == true), RestrictPublicBuckets: aws.Bool(pab["RestrictPublicBuckets"] == true),
+			}})
+		if err != nil {
+			tb.Fatalf("bucket %s: public access block: %v", s.bucket, err)
+		}
+	}
+	s.res.refs[ids[0]] = s.bucket
+	s.res.attrs[ids[0]+".Arn"] = "arn:aws:s3:::" + s.bucket
+
+	sm := secretsmanager.NewFromConfig(s.cfg, func(o *secretsmanager.Options) { o.BaseEndpoint = aws.String(s.motoURL) })
+	if _, err := sm.CreateSecret(ctx, &secretsmanager.CreateSecretInput{Name: aws.String(hookSecretName), SecretString: aws.String(hookSecret)}); err != nil {
+		tb.Fatalf("create the webhook's secret: %v", err)
+	}
+}
+
+// createTopic creates the e-mail approvers' topic (the template's
+// AWS::SNS::Topic, whose condition ApproverEmail makes true here) and its
+// subscription in moto.
+func (s *stack) createTopic(ctx context.Context) {
+	tb := s.tb
+	ids := s.tpl.resources("AWS::SNS::Topic")
+	if len(ids) != 1 {
+		tb.Fatalf("template.yaml: want one AWS::SNS::Topic, have %v", ids)
+	}
+	if cond, ok := obj(obj(s.tpl.Raw["Resources"])[ids[0]])["Condition"].(string); ok {
+		if on, err := s.res.condition(cond); err != nil || !on {
+			tb.Fatalf("template.yaml: %s: condition %s is %v (%v) with ApproverEmail given", ids[0], cond, on, err)
+		}
+	}
+	name, err := s.res.str(s.tpl.properties(ids[0])["TopicName"])
+	if err != nil {
+		tb.Fatalf("template.yaml: %s.TopicName: %v", ids[0], err)
+	}
+	client := sns.NewFromConfig(s.cfg, func(o *sns.Options) { o.BaseEndpoint = aws.String(s.motoURL) })
+	out, err := client.CreateTopic(ctx, &sns.CreateTopicInput{Name: aws.String(name)})
+	if err != nil {
+		tb.Fatalf("create topic from template.yaml's %s: %v", ids[0], err)
+	}
+	s.topic = aws.ToString(out.TopicArn)
+	s.res.refs[ids[0]] = s.topic
+	for _, sub := range s.tpl.resources("AWS::SNS::Subscription") {
+		p := s.tpl.properties(sub)
+		endpoint, err := s.res.str(p["Endpoint"])
+		if err != nil {
+			tb.Fatalf("template.yaml: %s.Endpoint: %v", sub, err)
+		}
+		_, err = client.Subscribe(ctx, &sns.SubscribeInput{TopicArn: aws.String(s.topic), Protocol: aws.String(fmt.Sprint(p["Protocol"])), Endpoint: aws.String(endpoint)})
+		if err != nil {
+			tb.Fatalf("subscribe %s: %v", sub, err)
+		}
+	}
+}
+
+// configDir writes the test configuration for set into a new directory and
+// returns it. tiers gives an endpoint's confirm by method (nil: GET auto,
+// DELETE true, as every flow but the configuration change's has them). It is checked as
+// `countersign config push` checks it (secret references not resolved).
+func (s *stack) configDir(set settings, tiers map[string]any) string {
+	tb := s.tb
+	s.configs++
+	dir := filepath.Join(s.dir, fmt.Sprintf("config-%d", s.configs))
 	files := map[string]any{
 		"settings.json": map[string]any{
 			"workspace":  map[string]any{"name": "awstest", "accent_color": "#5b21b6"},
 			"public_url": s.front.URL,
 			"approvers": map[string]any{"console": false, "webhooks": []any{map[string]any{
-				"name": approverName, "url": s.Hooks.URL + "/hook", "format": "json", "secret": hookSecret,
+				"name": approverName, "url": s.Hooks.URL + "/hook", "format": "json",
+				"secret": map[string]any{"secretsmanager": hookSecretName},
 			}}},
 			"timeouts": map[string]any{"call_seconds": set.CallSeconds, "script_seconds": set.ScriptSeconds, "redeem_seconds": set.RedeemSeconds},
 		},
+		// Not uploaded by config push: deployed credentials live in the table.
 		"credentials.json": []any{map[string]any{"id": askCredential, "key": askKey, "choice": "ask_person"},
 			map[string]any{"id": "root", "key": operatorKey, "role": "operator"}},
 		"connections/crm/policy.json": map[string]any{
 			"base_url": s.Upstream.URL,
-			"endpoints": []any{
-				map[string]any{"method": "GET", "path": "/contacts/{id}"},
-				map[string]any{"method": "DELETE", "path": "/contacts/{id}", "confirm": true},
-				map[string]any{"method": "POST", "path": "/contacts/{id}/close", "confirm": "review"},
-			},
+			"endpoints": []any{endpoint("GET", tiers), endpoint("DELETE", tiers),
+				map[string]any{"method": "POST", "path": "/contacts/{id}/close", "confirm": "review"}},
 		},
 	}
 	for name, v := range files {
@@ -355,18 +472,67 @@ func (s *stack) writeConfig(set settings) string {
 			tb.Fatal(err)
 		}
 	}
-	cfg, err := policy.Load(dir, nil)
+	return dir
+}
+
+// endpoint is the crm endpoint of method on /contacts/{id}, with its
+// confirm from tiers or the default (GET auto, DELETE true).
+func endpoint(method string, tiers map[string]any) map[string]any {
+	ep := map[string]any{"method": method, "path": "/contacts/{id}"}
+	confirm, ok := tiers[method]
+	if !ok && method == "DELETE" {
+		confirm, ok = true, true
+	}
+	if ok && confirm != nil {
+		ep["confirm"] = confirm
+	}
+	return ep
+}
+
+// push uploads dir to the configuration bucket with the real tool,
+// `countersign config push`, and returns what it printed.
+func (s *stack) push(dir string) (string, error) {
+	cmd := exec.Command(filepath.Join(s.dir, "countersign"), "config", "push", dir, "--bucket", s.bucket, "--endpoint", s.motoURL)
+	cmd.Env = append(os.Environ(), s.toolEnv()...)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// tool runs the countersign tool with args against the emulated account
+// and returns what it printed on standard output and on standard error.
+func (s *stack) tool(args ...string) (stdout, stderr string, err error) {
+	cmd := exec.Command(filepath.Join(s.dir, "countersign"), args...)
+	cmd.Env = append(os.Environ(), s.toolEnv()...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err = cmd.Run()
+	return out.String(), errOut.String(), err
+}
+
+// toolEnv is an operator's environment for the emulated account.
+func (s *stack) toolEnv() []string {
+	return []string{"AWS_REGION=" + region, "AWS_ACCESS_KEY_ID=awstest", "AWS_SECRET_ACCESS_KEY=awstest", "AWS_SESSION_TOKEN=",
+		"AWS_EC2_METADATA_DISABLED=true", "AWS_CONFIG_FILE=" + filepath.Join(s.dir, "none"), "AWS_SHARED_CREDENTIALS_FILE=" + filepath.Join(s.dir, "none")}
+}
+
+// writeConfig pushes the configuration for set to the bucket and puts its
+// credentials in the table, as an operator would (countersign keys would
+// make new keys; the flows need the known one).
+func (s *stack) writeConfig(set settings) {
+	tb := s.tb
+	dir := s.configDir(set, nil)
+	if out, err := s.push(dir); err != nil {
+		tb.Fatalf("countersign config push: %v\n%s", err, out)
+	}
+	cfg, err := policy.Load(dir, &policy.LoadOptions{KeepSecretRefs: true})
 	if err != nil {
 		tb.Fatalf("test configuration: %v", err)
 	}
-	// Credentials live in the table on AWS; put them there as an operator
-	// would, whether or not the gateway seeds credentials.json.
 	for _, c := range cfg.Credentials {
 		if err := s.Store.PutCredential(context.Background(), c); err != nil {
 			tb.Fatalf("put credential %s: %v", c.ID, err)
 		}
 	}
-	return dir
 }
 
 // deploy makes the functions run with set: on the first call, or when set
@@ -379,7 +545,7 @@ func (s *stack) deploy(set settings) {
 		return
 	}
 	tb := s.tb
-	cfgDir := s.writeConfig(set)
+	s.writeConfig(set)
 	for _, e := range s.emulators {
 		e.invMu.Lock()
 		e.proc.stop()
@@ -403,15 +569,13 @@ func (s *stack) deploy(set settings) {
 			"LOG_LEVEL=warn",
 		}
 		for k, v := range fn.Env {
-			switch k {
-			case "COUNTERSIGN_CONFIG_DIR":
-				v = cfgDir // the bundle's ./config, here the test's
-			case "COUNTERSIGN_PUBLIC_URL":
+			if k == "COUNTERSIGN_PUBLIC_URL" {
 				v = s.front.URL // the API's URL: the test is API Gateway
 			}
 			env = append(env, k+"="+v)
 		}
-		for _, k := range []string{"COUNTERSIGN_DYNAMODB_ENDPOINT", "COUNTERSIGN_SFN_ENDPOINT", "COUNTERSIGN_SECRETSMANAGER_ENDPOINT"} {
+		for _, k := range []string{"COUNTERSIGN_DYNAMODB_ENDPOINT", "COUNTERSIGN_SFN_ENDPOINT", "COUNTERSIGN_SECRETSMANAGER_ENDPOINT",
+			"COUNTERSIGN_S3_ENDPOINT", "COUNTERSIGN_SNS_ENDPOINT"} {
 			env = append(env, k+"="+e.aws.URL)
 		}
 		cmd := exec.Command(filepath.Join(s.dir, "aws-lambda-rie"),
@@ -438,6 +602,57 @@ func (s *stack) deploy(set settings) {
 		tb.Fatal(err)
 	}
 	s.settings, s.deployed = set, true
+}
+
+// snsMail is one message published to the approvers' topic.
+type snsMail struct {
+	Subject, Body string
+}
+
+// snsMessage waits for the message published to the approvers' topic for
+// confirmation id, read from moto's store of sent notifications
+// (GET /moto-api/data.json: sns.Topic[].sent_notifications, each
+// [message id, message, subject, attributes, group]).
+func (s *stack) snsMessage(tb testing.TB, id string, timeout time.Duration) snsMail {
+	tb.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		resp, err := http.Get(s.motoURL + "/moto-api/data.json")
+		if err != nil {
+			tb.Fatalf("moto data: %v", err)
+		}
+		var data struct {
+			SNS struct {
+				Topic []struct {
+					ARN               string  `json:"arn"`
+					SentNotifications [][]any `json:"sent_notifications"`
+				} `json:"Topic"`
+			} `json:"sns"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&data)
+		resp.Body.Close()
+		if err != nil {
+			tb.Fatalf("moto data: %v", err)
+		}
+		for _, t := range data.SNS.Topic {
+			if t.ARN != s.topic {
+				continue
+			}
+			for _, n := range t.SentNotifications {
+				if len(n) >= 3 {
+					body, _ := n[1].(string)
+					subject, _ := n[2].(string)
+					if strings.Contains(body, "Confirmation "+id) {
+						return snsMail{Subject: subject, Body: body}
+					}
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("no message for %s on %s within %s", id, s.topic, timeout)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 // emulator returns the emulator of the function named name.
@@ -686,7 +901,9 @@ func newAWSProxy(tb testing.TB, dynamoURL, motoURL string) *awsProxy {
 	moto, _ := url.Parse(motoURL)
 	toDyn, toMoto := httputil.NewSingleHostReverseProxy(dyn), httputil.NewSingleHostReverseProxy(moto)
 	p.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		action := iamAction(r)
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		action := iamAction(r, body)
 		p.mu.Lock()
 		p.actions[action]++
 		fail := p.failing[action]
@@ -707,12 +924,27 @@ func newAWSProxy(tb testing.TB, dynamoURL, motoURL string) *awsProxy {
 	return p
 }
 
-// iamAction names the action of an AWS JSON protocol request
-// (X-Amz-Target: DynamoDB_20120810.GetItem → dynamodb:GetItem).
-func iamAction(r *http.Request) string {
+// iamAction names the IAM action of an AWS request: a JSON protocol one
+// by its X-Amz-Target (DynamoDB_20120810.GetItem → dynamodb:GetItem), a
+// query protocol one by its Action (SNS Publish → sns:Publish), and an S3
+// REST one, path-style, by its method and path (GET /bucket?list-type=2 →
+// s3:ListBucket, GET /bucket/key → s3:GetObject).
+func iamAction(r *http.Request, body []byte) string {
 	target := r.Header.Get("X-Amz-Target")
 	svc, op, ok := strings.Cut(target, ".")
 	if !ok {
+		if form, err := url.ParseQuery(string(body)); err == nil && form.Get("Action") != "" && r.Method == http.MethodPost {
+			return "sns:" + form.Get("Action")
+		}
+		_, key, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
+		switch {
+		case r.Method == http.MethodGet && key == "" && r.URL.Query().Get("list-type") == "2":
+			return "s3:ListBucket"
+		case r.Method == http.MethodGet && key != "":
+			return "s3:GetObject"
+		case r.Method == http.MethodPut && key != "":
+			return "s3:PutObject"
+		}
 		return "unknown:" + r.Method + " " + r.URL.Path
 	}
 	switch {
@@ -732,6 +964,17 @@ func (p *awsProxy) fail(action string, on bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.failing[action] = on
+}
+
+// count returns how many times each action was called so far.
+func (p *awsProxy) count() map[string]int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make(map[string]int, len(p.actions))
+	for a, n := range p.actions {
+		out[a] = n
+	}
+	return out
 }
 
 // used returns the actions called so far, sorted.
@@ -891,7 +1134,7 @@ func (ev hookEvent) link(tb testing.TB, approver string) *url.URL {
 // the actions its role in the transformed template allows, and logs both.
 func (s *stack) checkLeastPrivilege(tb testing.TB) {
 	tb.Helper()
-	grants := s.tpl.grants()
+	grants := s.res.grants()
 	for _, fn := range s.fns {
 		e := s.emulators[fn.Name]
 		if e == nil {

@@ -93,16 +93,21 @@ func obj(v any) map[string]any {
 }
 
 // resolver evaluates the intrinsic functions the template uses (Ref,
-// Fn::Sub, Fn::GetAtt, Fn::Join) against the emulated deployment: pseudo
-// parameters, parameter defaults, and the physical ids and attributes the
-// test registers for the resources it emulates.
+// Fn::Sub, Fn::GetAtt, Fn::Join, Fn::If over its Conditions) against the
+// emulated deployment: pseudo parameters, the parameters given (as `sam
+// deploy --parameter-overrides` would) or their defaults, and the physical
+// ids and attributes the test registers for the resources it emulates.
 type resolver struct {
 	tpl   *template
 	refs  map[string]string // logical id -> Ref value
 	attrs map[string]string // "<logical id>.<attribute>" -> value
 }
 
-func newResolver(tpl *template) *resolver {
+// noValue is what Ref AWS::NoValue evaluates to: the key or list element
+// holding it is dropped.
+type noValue struct{}
+
+func newResolver(tpl *template, params map[string]string) *resolver {
 	r := &resolver{tpl: tpl, refs: map[string]string{
 		"AWS::StackName": stackName, "AWS::Region": region, "AWS::AccountId": accountID,
 		"AWS::Partition": partition, "AWS::URLSuffix": urlSuffix,
@@ -112,7 +117,67 @@ func newResolver(tpl *template) *resolver {
 			r.refs[name] = fmt.Sprint(d)
 		}
 	}
+	for name, v := range params {
+		if _, ok := obj(tpl.Raw["Parameters"])[name]; !ok {
+			panic("awstest: template.yaml has no parameter " + name)
+		}
+		r.refs[name] = v
+	}
 	return r
+}
+
+// condition evaluates the template's condition name (Fn::Equals, Fn::Not,
+// Fn::And, Fn::Or, Condition).
+func (r *resolver) condition(name string) (bool, error) {
+	c, ok := obj(r.tpl.Raw["Conditions"])[name]
+	if !ok {
+		return false, fmt.Errorf("no condition %s", name)
+	}
+	return r.boolean(c)
+}
+
+func (r *resolver) boolean(v any) (bool, error) {
+	m := obj(v)
+	if len(m) != 1 {
+		return false, fmt.Errorf("condition %v: want one function", v)
+	}
+	for fn, arg := range m {
+		args := anyList(arg)
+		switch fn {
+		case "Condition":
+			return r.condition(fmt.Sprint(arg))
+		case "Fn::Equals":
+			if len(args) != 2 {
+				return false, fmt.Errorf("Fn::Equals %v: want two values", arg)
+			}
+			a, err := r.eval(args[0])
+			if err != nil {
+				return false, err
+			}
+			b, err := r.eval(args[1])
+			if err != nil {
+				return false, err
+			}
+			return fmt.Sprint(a) == fmt.Sprint(b), nil
+		case "Fn::Not":
+			if len(args) != 1 {
+				return false, fmt.Errorf("Fn::Not %v: want one condition", arg)
+			}
+			b, err := r.boolean(args[0])
+			return !b, err
+		case "Fn::And", "Fn::Or":
+			want := fn == "Fn::Or"
+			for _, a := range args {
+				b, err := r.boolean(a)
+				if err != nil || b == want {
+					return b, err
+				}
+			}
+			return !want, nil
+		}
+		return false, fmt.Errorf("condition function %s: not emulated", fn)
+	}
+	return false, nil
 }
 
 // str evaluates v, which must come out a string.
@@ -135,11 +200,14 @@ func (r *resolver) eval(v any) (any, error) {
 	case string, float64, bool, nil:
 		return v, nil
 	case []any:
-		out := make([]any, len(v))
-		for i, e := range v {
-			var err error
-			if out[i], err = r.eval(e); err != nil {
+		out := make([]any, 0, len(v))
+		for _, e := range v {
+			ev, err := r.eval(e)
+			if err != nil {
 				return nil, err
+			}
+			if _, drop := ev.(noValue); !drop {
+				out = append(out, ev)
 			}
 		}
 		return out, nil
@@ -147,8 +215,24 @@ func (r *resolver) eval(v any) (any, error) {
 		if len(v) == 1 {
 			for fn, arg := range v {
 				switch fn {
+				case "Fn::If":
+					parts := anyList(arg)
+					if len(parts) != 3 {
+						return nil, fmt.Errorf("Fn::If %v: want [condition, then, else]", arg)
+					}
+					ok, err := r.condition(fmt.Sprint(parts[0]))
+					if err != nil {
+						return nil, err
+					}
+					if ok {
+						return r.eval(parts[1])
+					}
+					return r.eval(parts[2])
 				case "Ref":
 					name, _ := arg.(string)
+					if name == "AWS::NoValue" {
+						return noValue{}, nil
+					}
 					if s, ok := r.refs[name]; ok {
 						return s, nil
 					}
@@ -184,9 +268,12 @@ func (r *resolver) eval(v any) (any, error) {
 		}
 		out := make(map[string]any, len(v))
 		for k, e := range v {
-			var err error
-			if out[k], err = r.eval(e); err != nil {
+			ev, err := r.eval(e)
+			if err != nil {
 				return nil, fmt.Errorf("%s: %w", k, err)
+			}
+			if _, drop := ev.(noValue); !drop {
+				out[k] = ev
 			}
 		}
 		return out, nil
@@ -471,23 +558,47 @@ func (r *resolver) routes() ([]route, error) {
 func anyList(v any) []any { l, _ := v.([]any); return l }
 
 // grants returns, for each function of the transformed template, the IAM
-// actions its execution role allows (from the role's inline policies; the
-// managed AWSLambdaBasicExecutionRole only grants logs).
-func (t *template) grants() map[string][]string {
+// actions its execution role allows: from the role's inline policies (an
+// Fn::If evaluated with the template's conditions) and the managed
+// policies of the template it attaches (the managed
+// AWSLambdaBasicExecutionRole only grants logs).
+func (r *resolver) grants() map[string][]string {
+	t := r.tpl
 	out := map[string][]string{}
 	res := obj(t.Transformed["Resources"])
-	for id, r := range res {
-		if obj(r)["Type"] != "AWS::Lambda::Function" {
+	statements := func(doc any) []any { return anyList(obj(doc)["Statement"]) }
+	for id, fn := range res {
+		if obj(fn)["Type"] != "AWS::Lambda::Function" {
 			continue
 		}
-		role := obj(obj(obj(r)["Properties"])["Role"])["Fn::GetAtt"]
+		role := obj(obj(obj(fn)["Properties"])["Role"])["Fn::GetAtt"]
 		parts := anyList(role)
 		if len(parts) != 2 {
 			continue
 		}
 		var actions []string
-		for _, pol := range anyList(obj(obj(res[fmt.Sprint(parts[0])])["Properties"])["Policies"]) {
-			for _, st := range anyList(obj(obj(pol)["PolicyDocument"])["Statement"]) {
+		roleProps := obj(obj(res[fmt.Sprint(parts[0])])["Properties"])
+		var docs []any
+		for _, pol := range anyList(roleProps["Policies"]) {
+			if cond := anyList(obj(pol)["Fn::If"]); len(cond) == 3 {
+				ok, err := r.condition(fmt.Sprint(cond[0]))
+				if err != nil {
+					panic(err)
+				}
+				pol = cond[2]
+				if ok {
+					pol = cond[1]
+				}
+			}
+			docs = append(docs, obj(pol)["PolicyDocument"])
+		}
+		for _, arn := range anyList(roleProps["ManagedPolicyArns"]) {
+			if ref, ok := obj(arn)["Ref"].(string); ok && obj(res[ref])["Type"] == "AWS::IAM::ManagedPolicy" {
+				docs = append(docs, obj(obj(res[ref])["Properties"])["PolicyDocument"])
+			}
+		}
+		for _, doc := range docs {
+			for _, st := range statements(doc) {
 				if obj(st)["Effect"] != "Allow" {
 					continue
 				}

@@ -5,6 +5,7 @@
 //	countersign propose OPENAPI.{json,yaml} [--connection NAME] [--base-url URL] [--against policy.json] [--write PATH]
 //	countersign explain --config DIR --credential ID [--json] [--why-not] CALL
 //	countersign keys create|list|revoke|set-choice|set-read-only [--data DIR | --table NAME [--region R] [--endpoint URL]] ...
+//	countersign config push DIR --bucket BUCKET [--prefix config/] [--with-credentials] [--dry-run]
 //
 // validate loads a configuration directory with shared/policy exactly as the
 // local stack does at start and prints the same messages when it is wrong.
@@ -27,6 +28,13 @@
 // the bbolt file DIR/countersign.db) or the deployment's DynamoDB table
 // (--table NAME, or COUNTERSIGN_TABLE). A new key is printed once; only its
 // SHA-256 is stored.
+//
+// config push validates a configuration directory as a deployed function
+// does (secret references checked, not resolved; no ${env:NAME}, which a
+// function's environment does not hold) and uploads what changed under the
+// stack's configuration bucket, settings.json last, then deletes what the
+// directory no longer holds. credentials.json stays on this machine unless
+// --with-credentials (and then only with hashed keys).
 //
 // Every subcommand runs through run(args, stdout, stderr), which returns the
 // exit status: 0 for success, 1 when the command failed (an invalid

@@ -27,6 +27,7 @@ commands:
   explain CALL        show how the gateway decides a /v1/calls request, calling nothing
   keys SUBCOMMAND     create, list, revoke and change credentials in the store
   audit               print the audit trail; --verify checks its hash chains
+  config push DIR     validate a configuration and upload it to a deployed stack's bucket
 
 Run "countersign <command> -h" for a command's flags.
 `
@@ -49,6 +50,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runKeys(rest, stdout, stderr)
 	case "audit":
 		return runAudit(rest, stdout, stderr)
+	case "config":
+		return runConfig(rest, stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return exitOK

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/countersign/countersign/shared/audit"
@@ -87,6 +88,8 @@ type Options struct {
 
 // App is the assembled graph.
 type App struct {
+	// Config is the configuration New built the graph with; Apply puts
+	// another in force, and Live returns the one in force.
 	Config     *policy.Config
 	Store      Store
 	Dispatcher *notify.Dispatcher
@@ -95,12 +98,55 @@ type App struct {
 	Signer     *links.Signer
 	// Audit is the audit trail every surface records to.
 	Audit *audit.Trail
-	// PublicURL is where approval links point.
+	// PublicURL is where approval links point, as New set it; LinkBase
+	// returns the one in force.
 	PublicURL string
 	Logger    *slog.Logger
 
 	now     func() time.Time
 	options Options
+	link    atomic.Pointer[string]
+}
+
+// Live is what a deployment may change while it runs: the configuration
+// it re-read and what follows from it.
+type Live struct {
+	// Config is the new configuration (validated, as policy.Load returns it).
+	Config *policy.Config
+	// Channels are the approver channels for it.
+	Channels []notify.Channel
+	// PublicURL is where approval links point; empty means
+	// Config.Settings.PublicURL.
+	PublicURL string
+}
+
+// Apply puts l in force for what starts after it returns: the calls, the
+// lifecycle's timeouts, the approval page's look, the approver channels and
+// the links' base. Work under way finishes with what it started with.
+func (a *App) Apply(l Live) {
+	if l.Config == nil {
+		return
+	}
+	t := l.Config.Settings.Timeouts
+	a.Confirm.SetTimeouts(confirm.Timeouts{Call: t.Call(), Script: t.Script(), Redeem: t.Redeem()})
+	a.Dispatcher.SetChannels(l.Channels)
+	base := l.PublicURL
+	if base == "" {
+		base = l.Config.Settings.PublicURL
+	}
+	a.link.Store(&base)
+	a.Calls.SetConfig(l.Config)
+}
+
+// Live returns the configuration in force.
+func (a *App) Live() *policy.Config { return a.Calls.Current() }
+
+// LinkBase returns where approval links point now.
+func (a *App) LinkBase() string {
+	if p := a.link.Load(); p != nil {
+		return *p
+	}
+	return a.PublicURL
 }
 
 // New builds the graph.
@@ -136,9 +182,10 @@ func (a *App) SetWorkflow(w workflow.Workflow) { a.Confirm.Workflow = w }
 
 // SeedCredentials writes the configuration's credentials (credentials.json)
 // to the store: the local stack and tests do; a deployment keeps its
-// credentials only in the table.
+// credentials only in the table and seeds them only when told to
+// (shared/awsenv).
 func (a *App) SeedCredentials(ctx context.Context) error {
-	for _, c := range a.Config.Credentials {
+	for _, c := range a.Live().Credentials {
 		if err := a.Store.PutCredential(ctx, c); err != nil {
 			return fmt.Errorf("store credential %s: %w", c.ID, err)
 		}
@@ -153,7 +200,8 @@ func (a *App) Gateway() *httpapi.Gateway {
 
 // Approver is the approvers' surface (the approval page).
 func (a *App) Approver() *httpapi.Approver {
-	return &httpapi.Approver{Calls: a.Calls, Signer: a.Signer, Settings: a.Config.Settings, Now: a.now, Logger: a.Logger}
+	return &httpapi.Approver{Calls: a.Calls, Signer: a.Signer, Settings: a.Config.Settings,
+		Live: func() policy.Settings { return a.Live().Settings }, Now: a.now, Logger: a.Logger}
 }
 
 // Operator is the operator surface: /v1/operator/... and the /operator page.
@@ -163,7 +211,8 @@ func (a *App) Operator() *httpapi.Operator {
 
 // NotifyTask stores the workflow's task token and sends the approver links.
 func (a *App) NotifyTask() *tasks.Notify {
-	return &tasks.Notify{Confirm: a.Confirm, Signer: a.Signer, Dispatcher: a.Dispatcher, PublicURL: a.PublicURL, Logger: a.Logger}
+	return &tasks.Notify{Confirm: a.Confirm, Signer: a.Signer, Dispatcher: a.Dispatcher, PublicURL: a.PublicURL,
+		LinkBase: a.LinkBase, Logger: a.Logger}
 }
 
 // ExecuteTask runs approved operations the gateway executes itself.

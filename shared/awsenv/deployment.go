@@ -2,64 +2,221 @@ package awsenv
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
+
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/countersign/countersign/shared/app"
 	"github.com/countersign/countersign/shared/links"
 	"github.com/countersign/countersign/shared/notify"
 	"github.com/countersign/countersign/shared/policy"
+	"github.com/countersign/countersign/shared/s3config"
 	"github.com/countersign/countersign/shared/store/dynamostore"
 	"github.com/countersign/countersign/shared/workflow/sfnflow"
 )
 
+// Deployment is a deployed function's graph and where its configuration
+// comes from. Its App is the graph; Refresh puts a changed configuration in
+// force.
+type Deployment struct {
+	*app.App
+	// Env is the environment the function started with.
+	Env Env
+
+	source   *s3config.Source
+	channels func(*policy.Config) []notify.Channel
+}
+
+// ErrNoApproverChannel is why a deployment refuses a configuration that
+// reaches nobody: every confirmation would wait its timeout and expire.
+var ErrNoApproverChannel = errors.New("no approver channel: settings.json lists no approvers.webhooks and the stack has no e-mail approver " +
+	"(deploy with the ApproverEmail parameter, or add a webhook); every confirmation would expire unanswered")
+
 // Load reads the environment, builds the AWS adapters (DynamoDB, Step
-// Functions, the signing key from Secrets Manager, the approver channels)
-// and assembles the graph with app.New. An error names every missing or
-// invalid variable or configuration problem; the function's main exits
-// with it.
-func Load(ctx context.Context, need Needs) (*app.App, error) {
+// Functions, the signing key from Secrets Manager, the approver channels:
+// webhooks and the SNS e-mail topic), loads the configuration (from its S3
+// prefix, or the directory when no bucket is named), resolving its secret
+// references, and assembles the graph with app.New. It writes nothing to
+// the table unless COUNTERSIGN_SEED_CREDENTIALS says so (the gateway
+// only). An error names every missing or invalid variable, or every
+// configuration problem; the function's main exits with it.
+func Load(ctx context.Context, need Needs, opts ...Option) (*Deployment, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	env, err := FromEnv(os.LookupEnv, need)
 	if err != nil {
 		return nil, err
 	}
 	logger := slog.New(slog.NewJSONHandler(os.Stdout, nil))
-	cfg, err := policy.Load(env.ConfigDir, nil)
-	if err != nil {
-		return nil, fmt.Errorf("configuration: %w", err)
-	}
 	awsCfg, err := env.AWSConfig(ctx)
 	if err != nil {
 		return nil, err
 	}
-	ad := app.Adapters{Store: dynamostore.New(env.DynamoDB(awsCfg), env.Table, nil), Logger: logger}
+	d := &Deployment{Env: env}
+	var email func(workspace string) notify.Channel
+	if o.email != nil && env.ApproverTopicARN != "" {
+		email = o.email(env.ApproverTopicARN, env.SNSEndpoint, awsCfg)
+	}
+	d.channels = func(cfg *policy.Config) []notify.Channel {
+		out := webhooks(cfg)
+		if email != nil {
+			out = append(out, email(cfg.Settings.Workspace.Name))
+		}
+		return out
+	}
+	sm := env.SecretsManager(awsCfg)
+	// The signing key is read while the configuration is: a cold start
+	// waits for the slower of the two, not their sum.
+	type keyResult struct {
+		key links.Key
+		err error
+	}
+	keyc := make(chan keyResult, 1)
+	if need&NeedSigningKey != 0 {
+		go func() {
+			k, err := LoadSigningKey(ctx, sm, env.SigningKeySecret)
+			keyc <- keyResult{k, err}
+		}()
+	}
+	check := func(cfg *policy.Config) error {
+		// The e-mail approver counts wherever the stack has its topic, in
+		// the functions that never send it a request too.
+		if len(webhooks(cfg)) == 0 && env.ApproverTopicARN == "" {
+			return ErrNoApproverChannel
+		}
+		return nil
+	}
+	// Each load resolves its references afresh (a rotated secret is read
+	// at the next change or cold start).
+	loadFS := func(ctx context.Context, fsys fs.FS, name string) (*policy.Config, error) {
+		r := newSecretResolver(ctx, sm, env.SecretsPrefix)
+		cfg, err := policy.LoadFS(fsys, name, &policy.LoadOptions{Secrets: r.resolve})
+		if err != nil {
+			return nil, err
+		}
+		if err := check(cfg); err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		return cfg, nil
+	}
+	var cfg *policy.Config
+	if env.ConfigBucket != "" {
+		d.source = s3config.New(env.S3(awsCfg), s3config.Options{
+			Bucket: env.ConfigBucket, Prefix: env.ConfigPrefix, Every: env.ConfigRefresh, Load: loadFS, Logger: logger,
+		})
+		cfg, err = d.source.Load(ctx)
+	} else {
+		cfg, err = loadFS(ctx, os.DirFS(env.ConfigDir), env.ConfigDir)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("configuration: %w", err)
+	}
+
+	ad := app.Adapters{Store: dynamostore.New(env.DynamoDB(awsCfg), env.Table, nil), Logger: logger, Channels: d.channels(cfg)}
 	if need&NeedWorkflow != 0 {
 		if ad.Workflow, err = sfnflow.New(env.SFN(awsCfg), env.Machines()); err != nil {
 			return nil, err
 		}
 	}
 	if need&NeedSigningKey != 0 {
-		key, err := LoadSigningKey(ctx, env.SecretsManager(awsCfg), env.SigningKeySecret)
-		if err != nil {
-			return nil, err
+		r := <-keyc
+		if r.err != nil {
+			return nil, r.err
 		}
-		if ad.Signer, err = links.NewSigner(key); err != nil {
+		if ad.Signer, err = links.NewSigner(r.key); err != nil {
 			return nil, err
 		}
 	}
+	d.App = app.New(cfg, ad, app.Options{PublicURL: d.publicURL(cfg), SyncEvents: true})
+	if env.SeedCredentials {
+		if err := d.SeedCredentials(ctx); err != nil {
+			return nil, err
+		}
+		logger.WarnContext(ctx, "credentials.json seeded into the table (COUNTERSIGN_SEED_CREDENTIALS=true)", "credentials", len(cfg.Credentials))
+	}
+	return d, nil
+}
+
+// webhooks are cfg's webhook approver channels. (The console prints to the
+// function's log, which no approver reads: a deployment has none.)
+func webhooks(cfg *policy.Config) []notify.Channel {
+	var out []notify.Channel
 	for _, w := range cfg.Settings.Approvers.Webhooks {
-		ad.Channels = append(ad.Channels, &notify.Webhook{Approver: w.Name, URL: w.URL, Format: w.Format, Secret: w.Secret})
+		out = append(out, &notify.Webhook{Approver: w.Name, URL: w.URL, Format: w.Format, Secret: w.Secret})
 	}
-	return app.New(cfg, ad, app.Options{PublicURL: env.PublicURL, SyncEvents: true}), nil
+	return out
+}
+
+// Option is an optional part of a deployment a function asks for.
+type Option func(*options)
+
+type options struct {
+	email EmailApprover
+}
+
+// EmailApprover builds the e-mail approver of a deployment: its channel
+// for a workspace, publishing to topicARN (through endpoint when set).
+// snsmail.Deployed is one.
+type EmailApprover func(topicARN, endpoint string, cfg aws.Config) func(workspace string) notify.Channel
+
+// WithEmail adds the e-mail approver (COUNTERSIGN_APPROVER_TOPIC_ARN) to
+// the channels. The notify function sends it the requests; the others
+// never would (it takes nothing else) and do not pass it, so only notify
+// links the SNS client.
+func WithEmail(f EmailApprover) Option {
+	return func(o *options) { o.email = f }
+}
+
+// publicURL is where approval links point for cfg: settings.public_url
+// when settings.json gives it, else the address the deployment knows itself
+// by (the API's URL, from the template).
+func (d *Deployment) publicURL(cfg *policy.Config) string {
+	if cfg.Settings.PublicURLGiven {
+		return ""
+	}
+	return d.Env.PublicURL
+}
+
+// Refresh puts a changed configuration in force, at most every
+// ConfigRefresh (see s3config.Source.Check); call it as an invocation
+// starts. A refused change is logged and changes nothing.
+func (d *Deployment) Refresh(ctx context.Context) {
+	if d.source == nil {
+		return
+	}
+	if cfg, changed := d.source.Check(ctx); changed {
+		d.Apply(app.Live{Config: cfg, Channels: d.channels(cfg), PublicURL: d.publicURL(cfg)})
+	}
+}
+
+// Handler wraps h so that each invocation first refreshes the
+// configuration.
+func Handler[In, Out any](d *Deployment, h func(context.Context, In) (Out, error)) func(context.Context, In) (Out, error) {
+	return func(ctx context.Context, in In) (Out, error) {
+		d.Refresh(ctx)
+		return h(ctx, in)
+	}
+}
+
+// Start runs h as the function's handler (lambda.Start), each invocation
+// refreshing the configuration first.
+func Start[In, Out any](d *Deployment, h func(context.Context, In) (Out, error)) {
+	lambda.Start(Handler(d, h))
 }
 
 // MustLoad is Load for a function's main: it exits with the error.
-func MustLoad(need Needs) *app.App {
-	a, err := Load(context.Background(), need)
+func MustLoad(need Needs, opts ...Option) *Deployment {
+	d, err := Load(context.Background(), need, opts...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "countersign: cannot start:", err)
 		os.Exit(1)
 	}
-	return a
+	return d
 }

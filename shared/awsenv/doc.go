@@ -1,20 +1,22 @@
-// Package awsenv reads the deployed environment of the countersign Lambda
-// functions: FromEnv turns the process environment into a typed Env once at
-// start (every missing or invalid variable named in one error), Env builds
-// the AWS configuration and the DynamoDB, Step Functions and Secrets Manager
-// clients (honouring endpoint overrides for sam local and tests), and
-// LoadSigningKey reads the link signing key from Secrets Manager.
+// Package awsenv is how a deployed countersign function starts: FromEnv
+// turns the process environment into a typed Env once (every missing or
+// invalid variable named in one error), Env builds the AWS configuration
+// and the clients (honouring endpoint overrides for sam local and tests),
+// LoadSigningKey reads the link signing key from Secrets Manager, and Load
+// assembles a Deployment: the configuration read from its S3 prefix
+// (shared/s3config) with its secret references resolved from Secrets
+// Manager, the approver channels (webhooks and the SNS e-mail
+// topic), refused when there is none, and the graph (shared/app).
 //
 // A function's main.go is then only wiring:
 //
-//	env, err := awsenv.FromEnv(os.LookupEnv, awsenv.NeedWorkflow|awsenv.NeedSigningKey)
-//	if err != nil {
-//		log.Fatal(err) // names every bad variable
-//	}
-//	cfg, err := env.AWSConfig(ctx)
-//	...
-//	flow, err := sfnflow.New(env.SFN(cfg), env.Machines())
-//	key, err := awsenv.LoadSigningKey(ctx, env.SecretsManager(cfg), env.SigningKeySecret)
+//	d := awsenv.MustLoad(awsenv.NeedWorkflow | awsenv.NeedSigningKey)
+//	awsenv.Start(d, d.Approver().Handle)
 //
-// The local stack (infra/local) does not use this package.
+// Start refreshes the configuration as each invocation starts (at most
+// every COUNTERSIGN_CONFIG_REFRESH_SECONDS). A cold start writes nothing
+// to the table: credentials live there, managed with `countersign keys`,
+// and credentials.json is seeded only when COUNTERSIGN_SEED_CREDENTIALS is
+// "true" (the gateway only). The local stack (infra/local) does not use
+// this package.
 package awsenv

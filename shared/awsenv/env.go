@@ -4,12 +4,17 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 
@@ -24,9 +29,17 @@ const (
 	VarConfirmMachineARN      = "COUNTERSIGN_CONFIRM_STATE_MACHINE_ARN"
 	VarBatchMachineARN        = "COUNTERSIGN_BATCH_STATE_MACHINE_ARN"
 	VarSigningKeySecret       = "COUNTERSIGN_SIGNING_KEY_SECRET"
+	VarConfigBucket           = "COUNTERSIGN_CONFIG_BUCKET"
+	VarConfigPrefix           = "COUNTERSIGN_CONFIG_PREFIX"
+	VarConfigRefreshSeconds   = "COUNTERSIGN_CONFIG_REFRESH_SECONDS"
+	VarApproverTopicARN       = "COUNTERSIGN_APPROVER_TOPIC_ARN"
+	VarSecretsPrefix          = "COUNTERSIGN_SECRETS_PREFIX"
+	VarSeedCredentials        = "COUNTERSIGN_SEED_CREDENTIALS"
 	VarDynamoDBEndpoint       = "COUNTERSIGN_DYNAMODB_ENDPOINT"
 	VarSFNEndpoint            = "COUNTERSIGN_SFN_ENDPOINT"
 	VarSecretsManagerEndpoint = "COUNTERSIGN_SECRETSMANAGER_ENDPOINT"
+	VarS3Endpoint             = "COUNTERSIGN_S3_ENDPOINT"
+	VarSNSEndpoint            = "COUNTERSIGN_SNS_ENDPOINT"
 
 	// VarLambdaTaskRoot is set by the Lambda runtime to the directory the
 	// function's code was unpacked into (/var/task).
@@ -34,8 +47,16 @@ const (
 )
 
 // DefaultConfigDir is the configuration directory when COUNTERSIGN_CONFIG_DIR
-// is unset: where the build copies infra/config, beside bootstrap.
+// is unset and no bucket is named: ./config beside bootstrap.
 const DefaultConfigDir = "./config"
+
+// DefaultConfigPrefix is the configuration's prefix in its bucket when
+// COUNTERSIGN_CONFIG_PREFIX is unset.
+const DefaultConfigPrefix = "config/"
+
+// DefaultConfigRefresh is how often a deployed function looks for a
+// configuration change when COUNTERSIGN_CONFIG_REFRESH_SECONDS is unset.
+const DefaultConfigRefresh = 30 * time.Second
 
 // Needs says which optional groups of variables a function requires.
 type Needs uint
@@ -49,6 +70,10 @@ const (
 	// NeedSigningKey requires COUNTERSIGN_SIGNING_KEY_SECRET: functions that
 	// sign or verify approval links (notify, approve).
 	NeedSigningKey
+	// MaySeedCredentials lets COUNTERSIGN_SEED_CREDENTIALS=true write the
+	// configuration's credentials.json to the table at start (the gateway
+	// only; off unless the variable says so).
+	MaySeedCredentials
 )
 
 // Env is the configuration of a deployed function, read once at start.
@@ -56,14 +81,33 @@ type Env struct {
 	// Table is the DynamoDB table (COUNTERSIGN_TABLE, required).
 	Table string
 	// ConfigDir is the configuration directory (COUNTERSIGN_CONFIG_DIR,
-	// default "./config"). A relative path is resolved against
-	// LAMBDA_TASK_ROOT when that is set, else left relative to the working
-	// directory.
+	// default "./config"), read when no ConfigBucket is named. A relative
+	// path is resolved against LAMBDA_TASK_ROOT when that is set, else left
+	// relative to the working directory.
 	ConfigDir string
-	// PublicURL, when set, overrides settings.public_url
+	// ConfigBucket and ConfigPrefix locate the configuration in S3
+	// (COUNTERSIGN_CONFIG_BUCKET, COUNTERSIGN_CONFIG_PREFIX, default
+	// "config/"); when the bucket is set the functions read it there and
+	// re-read it every ConfigRefresh (COUNTERSIGN_CONFIG_REFRESH_SECONDS,
+	// 1 to 3600, default 30).
+	ConfigBucket, ConfigPrefix string
+	ConfigRefresh              time.Duration
+	// PublicURL is the address the deployment knows itself by, where
+	// approval links point unless settings.json gives public_url
 	// (COUNTERSIGN_PUBLIC_URL, optional, an absolute http or https URL,
 	// without a trailing slash).
 	PublicURL string
+	// ApproverTopicARN is the SNS topic of the e-mail approvers
+	// (COUNTERSIGN_APPROVER_TOPIC_ARN, optional).
+	ApproverTopicARN string
+	// SecretsPrefix, when set, is the prefix every secret reference of the
+	// configuration must name: the template grants reading those only
+	// (COUNTERSIGN_SECRETS_PREFIX).
+	SecretsPrefix string
+	// SeedCredentials writes credentials.json to the table at start
+	// (COUNTERSIGN_SEED_CREDENTIALS, "true" or "false", default false),
+	// with MaySeedCredentials only.
+	SeedCredentials bool
 	// ConfirmMachineARN and BatchMachineARN are the state machines
 	// (COUNTERSIGN_CONFIRM_STATE_MACHINE_ARN,
 	// COUNTERSIGN_BATCH_STATE_MACHINE_ARN), required with NeedWorkflow.
@@ -72,11 +116,12 @@ type Env struct {
 	// link signing key (COUNTERSIGN_SIGNING_KEY_SECRET), required with
 	// NeedSigningKey. See LoadSigningKey for its format.
 	SigningKeySecret string
-	// DynamoDBEndpoint, SFNEndpoint and SecretsManagerEndpoint override the
-	// service endpoints (COUNTERSIGN_DYNAMODB_ENDPOINT,
-	// COUNTERSIGN_SFN_ENDPOINT, COUNTERSIGN_SECRETSMANAGER_ENDPOINT;
-	// optional, absolute http or https URLs), for sam local and tests.
+	// DynamoDBEndpoint, SFNEndpoint, SecretsManagerEndpoint, S3Endpoint and
+	// SNSEndpoint override the service endpoints
+	// (COUNTERSIGN_<SERVICE>_ENDPOINT; optional, absolute http or https
+	// URLs), for sam local and tests. S3 is then addressed path-style.
 	DynamoDBEndpoint, SFNEndpoint, SecretsManagerEndpoint string
+	S3Endpoint, SNSEndpoint                               string
 }
 
 // Problem is one missing or invalid variable.
@@ -155,7 +200,34 @@ func FromEnv(lookup func(string) (string, bool), need Needs) (Env, error) {
 		e.ConfigDir = filepath.Join(root, e.ConfigDir)
 	}
 	e.ConfigDir = filepath.Clean(e.ConfigDir)
+	e.ConfigBucket = get(VarConfigBucket)
+	e.ConfigPrefix = get(VarConfigPrefix)
+	if e.ConfigPrefix == "" {
+		e.ConfigPrefix = DefaultConfigPrefix
+	}
+	e.ConfigRefresh = DefaultConfigRefresh
+	if v := get(VarConfigRefreshSeconds); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 3600 {
+			problem(VarConfigRefreshSeconds, "is not a whole number of seconds from 1 to 3600")
+		}
+		e.ConfigRefresh = time.Duration(n) * time.Second
+	}
 	e.PublicURL = endpoint(VarPublicURL)
+	e.ApproverTopicARN = get(VarApproverTopicARN)
+	if e.ApproverTopicARN != "" && !isTopicARN(e.ApproverTopicARN) {
+		problem(VarApproverTopicARN, "is not an SNS topic ARN (arn:<partition>:sns:<region>:<account>:<name>)")
+	}
+	e.SecretsPrefix = get(VarSecretsPrefix)
+	switch v := get(VarSeedCredentials); {
+	case v == "" || v == "false":
+	case v == "true" && need&MaySeedCredentials != 0:
+		e.SeedCredentials = true
+	case v == "true":
+		problem(VarSeedCredentials, "is set for a function that never seeds credentials (only the gateway may)")
+	default:
+		problem(VarSeedCredentials, `is not "true" or "false"`)
+	}
 	if need&NeedWorkflow != 0 {
 		e.ConfirmMachineARN = machine(VarConfirmMachineARN)
 		e.BatchMachineARN = machine(VarBatchMachineARN)
@@ -166,6 +238,8 @@ func FromEnv(lookup func(string) (string, bool), need Needs) (Env, error) {
 	e.DynamoDBEndpoint = endpoint(VarDynamoDBEndpoint)
 	e.SFNEndpoint = endpoint(VarSFNEndpoint)
 	e.SecretsManagerEndpoint = endpoint(VarSecretsManagerEndpoint)
+	e.S3Endpoint = endpoint(VarS3Endpoint)
+	e.SNSEndpoint = endpoint(VarSNSEndpoint)
 	if len(errs.Problems) > 0 {
 		return Env{}, &errs
 	}
@@ -176,6 +250,11 @@ func isHTTPURL(s string) bool {
 	u, err := url.Parse(s)
 	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" &&
 		u.RawQuery == "" && u.Fragment == "" && u.User == nil
+}
+
+func isTopicARN(s string) bool {
+	p := strings.SplitN(s, ":", 6)
+	return len(p) == 6 && p[0] == "arn" && p[1] != "" && p[2] == "sns" && p[3] != "" && p[4] != "" && p[5] != "" && !strings.Contains(p[5], ":")
 }
 
 func isStateMachineARN(s string) bool {
@@ -193,14 +272,33 @@ func (e Env) Machines() map[workflow.Machine]string {
 	}
 }
 
-// AWSConfig loads the shared AWS configuration (config.LoadDefaultConfig):
-// on Lambda the region and credentials come from the runtime's environment.
+// AWSConfig is the AWS configuration of the function: the region
+// (AWS_REGION, or AWS_DEFAULT_REGION) and the execution role's credentials
+// (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN), which the
+// Lambda runtime (and sam local, and the emulator) puts in the
+// environment. It reads nothing else: config.LoadDefaultConfig would look
+// for shared files, profiles, SSO and instance metadata a function never
+// has, and link and initialise their clients at every cold start.
 func (e Env) AWSConfig(ctx context.Context) (aws.Config, error) {
-	cfg, err := config.LoadDefaultConfig(ctx)
-	if err != nil {
-		return aws.Config{}, fmt.Errorf("awsenv: load AWS config: %w", err)
+	region := os.Getenv("AWS_REGION")
+	if region == "" {
+		region = os.Getenv("AWS_DEFAULT_REGION")
 	}
-	return cfg, nil
+	id, secret := os.Getenv("AWS_ACCESS_KEY_ID"), os.Getenv("AWS_SECRET_ACCESS_KEY")
+	var missing []string
+	for name, v := range map[string]string{"AWS_REGION": region, "AWS_ACCESS_KEY_ID": id, "AWS_SECRET_ACCESS_KEY": secret} {
+		if v == "" {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		return aws.Config{}, fmt.Errorf("awsenv: %s not set: the Lambda runtime sets them (the execution role's credentials)", strings.Join(missing, ", "))
+	}
+	return aws.Config{
+		Region:      region,
+		Credentials: aws.NewCredentialsCache(credentials.NewStaticCredentialsProvider(id, secret, os.Getenv("AWS_SESSION_TOKEN"))),
+	}, nil
 }
 
 // DynamoDB returns a DynamoDB client, using DynamoDBEndpoint when set.
@@ -227,6 +325,16 @@ func (e Env) SecretsManager(cfg aws.Config) *secretsmanager.Client {
 	return secretsmanager.NewFromConfig(cfg, func(o *secretsmanager.Options) {
 		if e.SecretsManagerEndpoint != "" {
 			o.BaseEndpoint = aws.String(e.SecretsManagerEndpoint)
+		}
+	})
+}
+
+// S3 returns an S3 client, using S3Endpoint (path-style) when set.
+func (e Env) S3(cfg aws.Config) *s3.Client {
+	return s3.NewFromConfig(cfg, func(o *s3.Options) {
+		if e.S3Endpoint != "" {
+			o.BaseEndpoint = aws.String(e.S3Endpoint)
+			o.UsePathStyle = true
 		}
 	})
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
@@ -22,6 +23,7 @@ import (
 )
 
 const (
+	topicARN   = "arn:aws:sns:us-east-1:123456789012:countersign-approvers"
 	confirmARN = "arn:aws:states:us-east-1:123456789012:stateMachine:countersign-confirm"
 	batchARN   = "arn:aws:states:us-east-1:123456789012:stateMachine:countersign-batch"
 )
@@ -45,6 +47,14 @@ func TestFromEnv(t *testing.T) {
 		"COUNTERSIGN_SFN_ENDPOINT":              "http://127.0.0.1:8083",
 		"COUNTERSIGN_SECRETSMANAGER_ENDPOINT":   "http://127.0.0.1:4566",
 		"LAMBDA_TASK_ROOT":                      "/var/task",
+		"COUNTERSIGN_CONFIG_BUCKET":             "countersign-configbucket-abc",
+		"COUNTERSIGN_CONFIG_PREFIX":             "prod/config/",
+		"COUNTERSIGN_CONFIG_REFRESH_SECONDS":    "5",
+		"COUNTERSIGN_APPROVER_TOPIC_ARN":        topicARN,
+		"COUNTERSIGN_SECRETS_PREFIX":            "countersign/",
+		"COUNTERSIGN_SEED_CREDENTIALS":          "true",
+		"COUNTERSIGN_S3_ENDPOINT":               "http://127.0.0.1:5000",
+		"COUNTERSIGN_SNS_ENDPOINT":              "http://127.0.0.1:5001",
 	}
 	with := func(changes map[string]string) map[string]string {
 		m := map[string]string{}
@@ -68,9 +78,13 @@ func TestFromEnv(t *testing.T) {
 		wantVars []string // the variables the error names, in order; nil for success
 	}{
 		{
-			name: "everything", vars: all, need: awsenv.NeedWorkflow | awsenv.NeedSigningKey,
+			name: "everything", vars: all, need: awsenv.NeedWorkflow | awsenv.NeedSigningKey | awsenv.MaySeedCredentials,
 			want: awsenv.Env{
-				Table: "countersign-Table", ConfigDir: "/opt/config",
+				Table: "countersign-Table", ConfigDir: "/opt/config", SeedCredentials: true,
+				ConfigBucket: "countersign-configbucket-abc", ConfigPrefix: "prod/config/", ConfigRefresh: 5 * time.Second,
+				ApproverTopicARN: topicARN, SecretsPrefix: "countersign/",
+				S3Endpoint: "http://127.0.0.1:5000", SNSEndpoint: "http://127.0.0.1:5001",
+
 				PublicURL:         "https://abc.execute-api.us-east-1.amazonaws.com",
 				ConfirmMachineARN: confirmARN, BatchMachineARN: batchARN,
 				SigningKeySecret: "countersign/signing-key",
@@ -92,36 +106,44 @@ func TestFromEnv(t *testing.T) {
 		},
 		{
 			name: "defaults, outside Lambda", vars: map[string]string{"COUNTERSIGN_TABLE": "t"},
-			want: awsenv.Env{Table: "t", ConfigDir: "config"},
+			want: awsenv.Env{Table: "t", ConfigDir: "config", ConfigPrefix: "config/", ConfigRefresh: 30 * time.Second},
 		},
 		{
 			name: "default config dir on Lambda",
 			vars: map[string]string{"COUNTERSIGN_TABLE": "t", "LAMBDA_TASK_ROOT": "/var/task"},
-			want: awsenv.Env{Table: "t", ConfigDir: "/var/task/config"},
+			want: awsenv.Env{Table: "t", ConfigDir: "/var/task/config", ConfigPrefix: "config/", ConfigRefresh: 30 * time.Second},
 		},
 		{
 			name: "relative config dir resolved against LAMBDA_TASK_ROOT",
 			vars: map[string]string{"COUNTERSIGN_TABLE": "t", "COUNTERSIGN_CONFIG_DIR": "etc/../conf", "LAMBDA_TASK_ROOT": "/var/task"},
-			want: awsenv.Env{Table: "t", ConfigDir: "/var/task/conf"},
+			want: awsenv.Env{Table: "t", ConfigDir: "/var/task/conf", ConfigPrefix: "config/", ConfigRefresh: 30 * time.Second},
 		},
 		{
 			name: "absolute config dir kept",
 			vars: map[string]string{"COUNTERSIGN_TABLE": "t", "COUNTERSIGN_CONFIG_DIR": "/opt/conf/", "LAMBDA_TASK_ROOT": "/var/task"},
-			want: awsenv.Env{Table: "t", ConfigDir: "/opt/conf"},
+			want: awsenv.Env{Table: "t", ConfigDir: "/opt/conf", ConfigPrefix: "config/", ConfigRefresh: 30 * time.Second},
 		},
 		{
-			name: "optional groups not read when not needed", vars: all, need: 0,
+			name: "optional groups not read when not needed", vars: with(map[string]string{"COUNTERSIGN_SEED_CREDENTIALS": "false"}), need: 0,
 			want: awsenv.Env{
 				Table: "countersign-Table", ConfigDir: "/opt/config",
+				ConfigBucket: "countersign-configbucket-abc", ConfigPrefix: "prod/config/", ConfigRefresh: 5 * time.Second,
+				ApproverTopicARN: topicARN, SecretsPrefix: "countersign/",
+				S3Endpoint: "http://127.0.0.1:5000", SNSEndpoint: "http://127.0.0.1:5001",
+
 				PublicURL:        "https://abc.execute-api.us-east-1.amazonaws.com",
 				DynamoDBEndpoint: "http://127.0.0.1:8000", SFNEndpoint: "http://127.0.0.1:8083",
 				SecretsManagerEndpoint: "http://127.0.0.1:4566",
 			},
 		},
 		{
-			name: "workflow only", vars: with(map[string]string{"COUNTERSIGN_SIGNING_KEY_SECRET": "-"}), need: awsenv.NeedWorkflow,
+			name: "workflow only", vars: with(map[string]string{"COUNTERSIGN_SIGNING_KEY_SECRET": "-", "COUNTERSIGN_SEED_CREDENTIALS": "-"}), need: awsenv.NeedWorkflow,
 			want: awsenv.Env{
 				Table: "countersign-Table", ConfigDir: "/opt/config",
+				ConfigBucket: "countersign-configbucket-abc", ConfigPrefix: "prod/config/", ConfigRefresh: 5 * time.Second,
+				ApproverTopicARN: topicARN, SecretsPrefix: "countersign/",
+				S3Endpoint: "http://127.0.0.1:5000", SNSEndpoint: "http://127.0.0.1:5001",
+
 				PublicURL:         "https://abc.execute-api.us-east-1.amazonaws.com",
 				ConfirmMachineARN: confirmARN, BatchMachineARN: batchARN,
 				DynamoDBEndpoint: "http://127.0.0.1:8000", SFNEndpoint: "http://127.0.0.1:8083",
@@ -138,12 +160,22 @@ func TestFromEnv(t *testing.T) {
 				"COUNTERSIGN_DYNAMODB_ENDPOINT":         "localhost:8000",
 				"COUNTERSIGN_SFN_ENDPOINT":              "ftp://127.0.0.1",
 				"COUNTERSIGN_SECRETSMANAGER_ENDPOINT":   "http://user:pw@127.0.0.1:4566",
+				"COUNTERSIGN_CONFIG_REFRESH_SECONDS":    "0",
+				"COUNTERSIGN_APPROVER_TOPIC_ARN":        "arn:aws:sqs:us-east-1:123456789012:q",
+				"COUNTERSIGN_SEED_CREDENTIALS":          "yes",
+				"COUNTERSIGN_S3_ENDPOINT":               "s3.local",
 			}),
 			wantVars: []string{
-				"COUNTERSIGN_TABLE", "COUNTERSIGN_PUBLIC_URL",
+				"COUNTERSIGN_TABLE", "COUNTERSIGN_CONFIG_REFRESH_SECONDS", "COUNTERSIGN_PUBLIC_URL", "COUNTERSIGN_APPROVER_TOPIC_ARN",
+				"COUNTERSIGN_SEED_CREDENTIALS",
 				"COUNTERSIGN_CONFIRM_STATE_MACHINE_ARN", "COUNTERSIGN_BATCH_STATE_MACHINE_ARN",
-				"COUNTERSIGN_DYNAMODB_ENDPOINT", "COUNTERSIGN_SFN_ENDPOINT", "COUNTERSIGN_SECRETSMANAGER_ENDPOINT",
+				"COUNTERSIGN_DYNAMODB_ENDPOINT", "COUNTERSIGN_SFN_ENDPOINT", "COUNTERSIGN_SECRETSMANAGER_ENDPOINT", "COUNTERSIGN_S3_ENDPOINT",
 			},
+		},
+		{
+			name: "seeding asked of a function that never seeds", need: awsenv.NeedSigningKey,
+			vars:     map[string]string{"COUNTERSIGN_TABLE": "t", "COUNTERSIGN_SIGNING_KEY_SECRET": "s", "COUNTERSIGN_SEED_CREDENTIALS": "true"},
+			wantVars: []string{"COUNTERSIGN_SEED_CREDENTIALS"},
 		},
 	}
 	for _, tt := range tests {

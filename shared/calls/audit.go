@@ -64,7 +64,7 @@ func (s *Service) auditCall(ctx context.Context, cred *store.Credential, p *prep
 	case Paused:
 		r.Action, r.Outcome, r.Subject = "call.paused", "confirmation_required", res.Confirmation.ID
 	case Executed:
-		if d.Tier == tier.Auto && p.ConfirmationID == "" && !s.Config.Settings.Audit.AutoCalls {
+		if d.Tier == tier.Auto && p.ConfirmationID == "" && !s.Current().Settings.Audit.AutoCalls {
 			return
 		}
 		r.Action = "call.executed"

@@ -11,6 +11,7 @@ import (
 	"github.com/countersign/countersign/shared/callbody"
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/fault"
+	"github.com/countersign/countersign/shared/policy"
 	"github.com/countersign/countersign/shared/store"
 	"github.com/countersign/countersign/shared/tier"
 )
@@ -76,6 +77,9 @@ func HasDotSegment(p string) bool {
 // prepared is a call with what the decision and the binding read of it.
 type prepared struct {
 	*Call
+	// cfg is the configuration the call is decided and sent with, read
+	// once when it starts (Service.Current).
+	cfg  *policy.Config
 	tier tier.Call
 	// arg is the body's form in the binding: the JSON itself, a string for
 	// other text, {"base64": ...} for bytes, null for none.
@@ -94,8 +98,8 @@ type prepared struct {
 // is not is refused with 400, as is a method override in the query or the
 // form (an upstream that honours _method would run another operation than
 // the one decided).
-func prepare(c *Call) (*prepared, error) {
-	p := &prepared{Call: c}
+func prepare(c *Call, cfg *policy.Config) (*prepared, error) {
+	p := &prepared{Call: c, cfg: cfg}
 	p.tier = tier.Call{Connection: c.Connection, Method: c.Method, Path: c.Path, Query: c.Query, Intent: c.Intent, Delegated: c.Delegated}
 	b := callbody.Read(c.ContentType, c.Body, nil)
 	if b.Err != nil {
@@ -171,11 +175,11 @@ func (s *Service) Bind(cred *store.Credential, c *Call) (store.Operation, error)
 	if err := c.Validate(); err != nil {
 		return store.Operation{}, err
 	}
-	p, err := prepare(c)
+	p, err := prepare(c, s.Current())
 	if err != nil {
 		return store.Operation{}, err
 	}
-	m, ok := s.Config.Policy.Resolve(p.Connection, p.Method, p.Path)
+	m, ok := p.cfg.Policy.Resolve(p.Connection, p.Method, p.Path)
 	if !ok {
 		m = tier.Match{}
 	}

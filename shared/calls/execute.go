@@ -15,7 +15,7 @@ import (
 
 // send calls the connection's upstream with a live call as it is.
 func (s *Service) send(ctx context.Context, p *prepared, idemKey string) (*Response, error) {
-	conn := s.Config.Connections[p.Connection]
+	conn := p.cfg.Connections[p.Connection]
 	r := upstream.Request{
 		BaseURL: conn.BaseURL, Headers: conn.Headers,
 		Method: p.Method, Path: p.Path,
@@ -30,7 +30,7 @@ func (s *Service) send(ctx context.Context, p *prepared, idemKey string) (*Respo
 // sendStored replays a stored operation: its original body bytes with
 // their content type, its query as it was sent, and the key given.
 func (s *Service) sendStored(ctx context.Context, op store.Operation, idemKey string, forward http.Header) (*Response, error) {
-	conn := s.Config.Connections[op.Connection]
+	conn := s.Current().Connections[op.Connection]
 	if conn == nil {
 		return nil, fault.Errorf(fault.UpstreamUnreachable, "connection %q is no longer configured", op.Connection)
 	}

@@ -34,7 +34,7 @@ type hookAnswer struct {
 // decides, any ask raises the call to confirm. A hook that cannot be reached
 // or answers nonsense denies the call: when in doubt, refuse.
 func (s *Service) askHooks(ctx context.Context, cred *store.Credential, p *prepared, m *tier.Match) tier.HookAnswer {
-	conn := s.Config.Connections[p.Connection]
+	conn := p.cfg.Connections[p.Connection]
 	req := hookRequest{Connection: p.Connection, Method: p.Method, Path: p.Path, Endpoint: m.Endpoint.Path,
 		Args: store.Args{Path: m.Params.Map(), Query: confirm.QueryArgs(p.Query), Body: p.arg}, Credential: cred.ID, Delegated: p.Delegated}
 	if req.Args.Query == nil {

@@ -16,7 +16,7 @@ import (
 // limits are the configured limits, with the defaults for any left zero
 // (a configuration built by hand in a test).
 func (s *Service) limits() policy.Limits {
-	l := s.Config.Settings.Limits
+	l := s.Current().Settings.Limits
 	d := policy.DefaultLimits
 	if l.CallsPerMinute <= 0 {
 		l.CallsPerMinute = d.CallsPerMinute

@@ -126,10 +126,10 @@ func (s *Service) RunReview(ctx context.Context, op *store.Credential, id string
 // stillConfigured refuses an operation whose connection or endpoint the
 // configuration no longer has.
 func (s *Service) stillConfigured(op store.Operation) error {
-	if s.Config.Connections[op.Connection] == nil {
+	if s.Current().Connections[op.Connection] == nil {
 		return fault.Errorf(fault.UnknownOperation, "connection %q is no longer configured, so the call cannot run; dismiss the item", op.Connection)
 	}
-	m, ok := s.Config.Policy.Resolve(op.Connection, op.Method, op.Path)
+	m, ok := s.Current().Policy.Resolve(op.Connection, op.Method, op.Path)
 	if !ok || m.Endpoint == nil || m.Endpoint.Path != op.Endpoint {
 		return fault.Errorf(fault.UnknownOperation, "%s %s is no longer an endpoint of %s, so the call cannot run; dismiss the item", op.Method, op.Endpoint, op.Connection)
 	}
@@ -168,7 +168,7 @@ func (s *Service) RunTool(ctx context.Context, op *store.Credential, connection,
 	if err := RequireOperator(op); err != nil {
 		return nil, err
 	}
-	conn := s.Config.Connections[connection]
+	conn := s.Current().Connections[connection]
 	var t *policy.Tool
 	if conn != nil {
 		t = conn.Tools[tool]
@@ -199,7 +199,7 @@ func (s *Service) RunTool(ctx context.Context, op *store.Credential, connection,
 	if err := s.rateLimit(op); err != nil {
 		return nil, err
 	}
-	p, err := prepare(c)
+	p, err := prepare(c, s.Current())
 	if err != nil {
 		return nil, err
 	}
@@ -214,7 +214,7 @@ func (s *Service) RunTool(ctx context.Context, op *store.Credential, connection,
 }
 
 func (s *Service) runTool(ctx context.Context, op *store.Credential, p *prepared, tool string) (*Result, error) {
-	m, ok := s.Config.Policy.Resolve(p.Connection, p.Method, p.Path)
+	m, ok := p.cfg.Policy.Resolve(p.Connection, p.Method, p.Path)
 	if !ok || m.Endpoint == nil || m.Endpoint.Tool != tool || !m.Endpoint.OperatorOnly {
 		return nil, fault.Errorf(fault.UnknownOperation, "%s %s does not resolve to the tool %s", p.Method, p.Path, tool)
 	}

@@ -109,7 +109,7 @@ func (s *Service) Do(ctx context.Context, cred *store.Credential, c *Call, o Opt
 	if err := s.rateLimit(cred); err != nil {
 		return nil, err
 	}
-	p, err := prepare(c)
+	p, err := prepare(c, s.Current())
 	if err != nil {
 		return nil, err
 	}
@@ -179,7 +179,7 @@ func (s *Service) outcome(ctx context.Context, cred *store.Credential, p *prepar
 
 // decide resolves the call, asks the connection's hooks, and decides.
 func (s *Service) decide(ctx context.Context, cred *store.Credential, p *prepared) tier.Decision {
-	m, ok := s.Config.Policy.Resolve(p.Connection, p.Method, p.Path)
+	m, ok := p.cfg.Policy.Resolve(p.Connection, p.Method, p.Path)
 	in := tier.Input{Call: &p.tier, Credential: tierCredential(cred)}
 	if ok && m.Connection.Hooked && !m.Endpoint.Hidden {
 		in.Hook = s.askHooks(ctx, cred, p, &m)
@@ -284,7 +284,7 @@ func (s *Service) agentKey(cred *store.Credential, p *prepared) string {
 
 // upstreamURL is the URL a call reaches, for the preview.
 func (s *Service) upstreamURL(p *prepared) string {
-	conn := s.Config.Connections[p.Connection]
+	conn := p.cfg.Connections[p.Connection]
 	u := strings.TrimRight(conn.BaseURL, "/") + p.Path
 	q := p.RawQuery
 	if q == "" && len(p.Query) > 0 {

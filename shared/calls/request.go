@@ -85,11 +85,11 @@ func (s *Service) Explain(cred *store.Credential, c *Call) (tier.Input, tier.Dec
 	if err := c.Validate(); err != nil {
 		return tier.Input{}, tier.Decision{}, err
 	}
-	p, err := prepare(c)
+	p, err := prepare(c, s.Current())
 	if err != nil {
 		return tier.Input{}, tier.Decision{}, err
 	}
-	m, ok := s.Config.Policy.Resolve(p.Connection, p.Method, p.Path)
+	m, ok := s.Current().Policy.Resolve(p.Connection, p.Method, p.Path)
 	in := tier.Input{Call: &p.tier, Credential: tierCredential(cred)}
 	return in, tier.Decide(m, ok, in), nil
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/countersign/countersign/shared/confirm"
@@ -71,6 +72,9 @@ type Response = upstream.Response
 // Service is the call pipeline. Its zero value is not usable: Config,
 // Store and Confirm are required.
 type Service struct {
+	// Config is the configuration the service starts with. A deployment
+	// that re-reads its configuration replaces it with SetConfig; read it
+	// through Current.
 	Config  *policy.Config
 	Store   Store
 	Confirm *confirm.Service
@@ -94,6 +98,26 @@ type Service struct {
 	Audit Auditor
 
 	rate rateLimiter
+	live atomic.Pointer[policy.Config]
+}
+
+// Current returns the configuration in force: the last one SetConfig put
+// in force, else Config. A call reads it once, when it starts, and keeps
+// that one to its end.
+func (s *Service) Current() *policy.Config {
+	if c := s.live.Load(); c != nil {
+		return c
+	}
+	return s.Config
+}
+
+// SetConfig puts cfg in force for every call that starts after it returns;
+// calls already running finish with the configuration they started with.
+// It is safe to call while calls run.
+func (s *Service) SetConfig(cfg *policy.Config) {
+	if cfg != nil {
+		s.live.Store(cfg)
+	}
 }
 
 var defaultUpstream = &upstream.Client{}
@@ -183,7 +207,7 @@ func (s *Service) Connections(cred *store.Credential) []string {
 		return append([]string(nil), cred.Connections...)
 	}
 	conns := []string{}
-	for _, c := range s.Config.Policy.Connections() {
+	for _, c := range s.Current().Policy.Connections() {
 		conns = append(conns, c.Name)
 	}
 	return conns

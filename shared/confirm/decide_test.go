@@ -2,6 +2,7 @@ package confirm_test
 
 import (
 	"encoding/json"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -14,30 +15,30 @@ import (
 )
 
 func TestAttachToken(t *testing.T) {
-	t.Run("stores the token on a pending record", func(t *testing.T) {
+	t.Run("stores the token apart from the record", func(t *testing.T) {
 		e := newEnv(t)
 		c := e.createCall(t)
 		got, ok, err := e.svc.AttachToken(e.ctx, c.ID, "tok-1")
-		if err != nil || !ok {
-			t.Fatalf("AttachToken = ok %v, err %v", ok, err)
+		if err != nil || !ok || got.ID != c.ID {
+			t.Fatalf("AttachToken = %v, ok %v, err %v", got, ok, err)
 		}
-		if got.TaskToken != "tok-1" || e.get(t, c.ID).TaskToken != "tok-1" {
-			t.Errorf("token not stored: returned %q, stored %q", got.TaskToken, e.get(t, c.ID).TaskToken)
+		if tok := e.token(t, c.ID); tok != "tok-1" {
+			t.Errorf("stored token %q, want tok-1", tok)
+		}
+		if v := e.get(t, c.ID).Version; v != c.Version {
+			t.Errorf("record version %d after AttachToken, want %d: the record is not rewritten", v, c.Version)
 		}
 	})
 	t.Run("same token again is idempotent", func(t *testing.T) {
 		e := newEnv(t)
 		c := e.createCall(t)
-		if _, ok, err := e.svc.AttachToken(e.ctx, c.ID, "tok-1"); err != nil || !ok {
-			t.Fatalf("first AttachToken = ok %v, err %v", ok, err)
+		for range 2 {
+			if _, ok, err := e.svc.AttachToken(e.ctx, c.ID, "tok-1"); err != nil || !ok {
+				t.Fatalf("AttachToken = ok %v, err %v", ok, err)
+			}
 		}
-		v := e.get(t, c.ID).Version
-		_, ok, err := e.svc.AttachToken(e.ctx, c.ID, "tok-1")
-		if err != nil || !ok {
-			t.Fatalf("second AttachToken = ok %v, err %v; want ok true", ok, err)
-		}
-		if got := e.get(t, c.ID).Version; got != v {
-			t.Errorf("version %d after a repeated AttachToken, want %d (no write)", got, v)
+		if tok := e.token(t, c.ID); tok != "tok-1" {
+			t.Errorf("stored token %q, want tok-1", tok)
 		}
 	})
 	t.Run("a new token (task retried) replaces the old one", func(t *testing.T) {
@@ -47,7 +48,7 @@ func TestAttachToken(t *testing.T) {
 		if _, ok, err := e.svc.AttachToken(e.ctx, c.ID, "tok-2"); err != nil || !ok {
 			t.Fatalf("AttachToken = ok %v, err %v", ok, err)
 		}
-		if got := e.get(t, c.ID).TaskToken; got != "tok-2" {
+		if got := e.token(t, c.ID); got != "tok-2" {
 			t.Errorf("token %q, want tok-2", got)
 		}
 	})
@@ -67,6 +68,9 @@ func TestAttachToken(t *testing.T) {
 		}
 		if diff := cmp.Diff(before, e.get(t, c.ID)); diff != "" {
 			t.Errorf("record changed (-before +after):\n%s", diff)
+		}
+		if _, err := e.st.TaskToken(e.ctx, c.ID); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("a token was stored for a record no longer pending: %v", err)
 		}
 	})
 	t.Run("unknown confirmation", func(t *testing.T) {

@@ -154,6 +154,16 @@ func deleteOp(tb testing.TB, credential, id string) store.Operation {
 }
 
 // createCall creates a pending single-call confirmation for chat-user.
+// token returns the task token stored for confirmation id ("" if none).
+func (e *env) token(tb testing.TB, id string) string {
+	tb.Helper()
+	tok, err := e.st.TaskToken(e.ctx, id)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		tb.Fatal(err)
+	}
+	return tok
+}
+
 func (e *env) createCall(tb testing.TB) *store.Confirmation {
 	tb.Helper()
 	c, err := e.svc.Create(e.ctx, confirm.Request{Kind: store.KindCall, Credential: "chat-user", Reason: "deleting needs a person",

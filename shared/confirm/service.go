@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/countersign/countersign/shared/canon"
@@ -49,6 +50,11 @@ type Store interface {
 	// equals c.Version, and increments c.Version; store.ErrConflict
 	// otherwise.
 	UpdateConfirmation(ctx context.Context, c *store.Confirmation) error
+	// PutTaskToken stores the workflow's task token of a confirmation
+	// apart from it, replacing any earlier one; TaskToken reads it back
+	// (store.ErrNotFound if there is none).
+	PutTaskToken(ctx context.Context, id, token string, ttl int64) error
+	TaskToken(ctx context.Context, id string) (string, error)
 }
 
 // Service is the confirmation lifecycle: create, decide, redeem, execute once,
@@ -57,6 +63,8 @@ type Store interface {
 type Service struct {
 	Store    Store
 	Workflow workflow.Workflow
+	// Timeouts are the timeouts the service starts with; SetTimeouts
+	// replaces them while it runs.
 	Timeouts Timeouts
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time
@@ -64,7 +72,14 @@ type Service struct {
 	NewID func() string
 	// Logger receives lifecycle events; nil discards.
 	Logger *slog.Logger
+
+	live atomic.Pointer[Timeouts]
 }
+
+// SetTimeouts puts t in force for the confirmations created, decided and
+// redeemed after it returns (a deployment re-read its configuration). It
+// is safe to call while the service runs.
+func (s *Service) SetTimeouts(t Timeouts) { s.live.Store(&t) }
 
 func (s *Service) now() time.Time {
 	if s.Now != nil {
@@ -82,6 +97,9 @@ func (s *Service) logger() *slog.Logger {
 
 func (s *Service) timeouts() Timeouts {
 	t := s.Timeouts
+	if live := s.live.Load(); live != nil {
+		t = *live
+	}
 	if t.Call <= 0 {
 		t.Call = DefaultTimeouts.Call
 	}
@@ -312,25 +330,28 @@ func (s *Service) update(ctx context.Context, id string, fn func(c *store.Confir
 	return nil, fmt.Errorf("update confirmation %s: too much contention", id)
 }
 
-// AttachToken stores the workflow's task token on a pending confirmation
-// (the notify task). It returns the record so the caller can send the links.
-// A record that is no longer pending keeps its state; the caller should not
-// notify, and ok is false.
+// AttachToken stores the workflow's task token of a pending confirmation
+// (the notify task), apart from the record: one write that the record's
+// transitions never repeat. It returns the record so the caller can send
+// the links. A record that is no longer pending is left alone; the caller
+// should not notify, and ok is false. A later token (a retried task)
+// replaces an earlier one.
 func (s *Service) AttachToken(ctx context.Context, id, token string) (c *store.Confirmation, ok bool, err error) {
-	c, err = s.update(ctx, id, func(c *store.Confirmation, now time.Time) error {
-		if c.Status != store.StatusPending {
-			return errUnchanged
-		}
-		if c.TaskToken == token {
-			return errUnchanged
-		}
-		c.TaskToken = token
-		return nil
-	})
+	c, err = s.Get(ctx, id)
 	if err != nil {
 		return nil, false, fmt.Errorf("attach token: %w", err)
 	}
-	return c, c.Status == store.StatusPending && c.TaskToken == token, nil
+	if c.Status != store.StatusPending {
+		return c, false, nil
+	}
+	if err := s.Store.PutTaskToken(ctx, id, token, c.TTL); err != nil {
+		// The write may have landed with its answer lost (an SDK retry then
+		// sees a conflict): the token read back tells.
+		if got, rerr := s.Store.TaskToken(ctx, id); rerr != nil || got != token {
+			return nil, false, fmt.Errorf("attach token: %w", err)
+		}
+	}
+	return c, true, nil
 }
 
 // Decision is what an approver decided.
@@ -357,6 +378,10 @@ const RejectedError = "Rejected"
 // confirmation_decided, and a decision after expiry with confirmation_expired.
 // Only after the decision is stored is the workflow told.
 func (s *Service) Decide(ctx context.Context, id string, d Decision) (*store.Confirmation, error) {
+	token, err := s.Store.TaskToken(ctx, id)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("decide %s: %w", id, err)
+	}
 	c, err := s.update(ctx, id, func(c *store.Confirmation, now time.Time) error {
 		switch Effective(c, now) {
 		case store.StatusPending:
@@ -368,7 +393,7 @@ func (s *Service) Decide(ctx context.Context, id string, d Decision) (*store.Con
 		if c.Kind == store.KindReview {
 			return fault.Errorf(fault.ConfirmationPending, "%s is a review item: an operator runs or dismisses it", c.ID)
 		}
-		if c.TaskToken == "" {
+		if token == "" {
 			// The link is sent only after the token is stored; without one
 			// nobody can have been asked yet.
 			return fault.Errorf(fault.ConfirmationPending, "confirmation %s is not ready for a decision", c.ID)
@@ -409,9 +434,9 @@ func (s *Service) Decide(ctx context.Context, id string, d Decision) (*store.Con
 	}
 	if d.Approve {
 		out, _ := json.Marshal(decisionOutput{Approved: true, Execute: GatewayExecutes(c)})
-		err = s.Workflow.SendTaskSuccess(ctx, c.TaskToken, out)
+		err = s.Workflow.SendTaskSuccess(ctx, token, out)
 	} else {
-		err = s.Workflow.SendTaskFailure(ctx, c.TaskToken, RejectedError, "rejected by "+d.Approver)
+		err = s.Workflow.SendTaskFailure(ctx, token, RejectedError, "rejected by "+d.Approver)
 	}
 	if err != nil {
 		// The decision is stored and stands; the workflow either already

@@ -28,6 +28,10 @@ type Approver struct {
 	Calls    *calls.Service
 	Signer   *links.Signer
 	Settings policy.Settings
+	// Live, when set, returns the settings in force, read for each
+	// request (a deployment re-reads its configuration); nil means
+	// Settings.
+	Live func() policy.Settings
 	// Now returns the current time; nil means time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -40,6 +44,14 @@ func (a *Approver) now() time.Time {
 		return a.Now().UTC()
 	}
 	return time.Now().UTC()
+}
+
+// workspace is the look of the page, from the settings in force.
+func (a *Approver) workspace() policy.Workspace {
+	if a.Live != nil {
+		return a.Live().Workspace
+	}
+	return a.Settings.Workspace
 }
 
 func (a *Approver) logger() *slog.Logger {
@@ -136,7 +148,7 @@ func (a *Approver) describeAsker(ctx context.Context, c *store.Confirmation, p *
 		}
 	}
 	for _, op := range c.Operations {
-		if m, ok := a.Calls.Config.Policy.Resolve(op.Connection, op.Method, op.Path); ok && m.Endpoint != nil && m.Endpoint.Prompt != "" {
+		if m, ok := a.Calls.Current().Policy.Resolve(op.Connection, op.Method, op.Path); ok && m.Endpoint != nil && m.Endpoint.Prompt != "" {
 			p.Prompt = m.Endpoint.Prompt
 			break
 		}
@@ -177,7 +189,7 @@ func (a *Approver) decide(ctx context.Context, req *Request, id string) Response
 	if err != nil {
 		return fail(fault.InvalidRequest, err.Error(), invalid)
 	}
-	expired := approvalpage.Page{State: approvalpage.Expired, Workspace: a.Settings.Workspace.Name, Accent: a.Settings.Workspace.AccentColor}
+	expired := approvalpage.Page{State: approvalpage.Expired, Workspace: a.workspace().Name, Accent: a.workspace().AccentColor}
 	if linkExpired {
 		c, err := a.Calls.Lookup(ctx, id)
 		if err == nil && c.DecidedAt != nil {
@@ -240,7 +252,7 @@ func keptOperations(form url.Values) ([]int, error) {
 
 func (a *Approver) pageOf(c *store.Confirmation, link links.Link) approvalpage.Page {
 	p := approvalpage.Page{
-		Workspace: a.Settings.Workspace.Name, Accent: a.Settings.Workspace.AccentColor,
+		Workspace: a.workspace().Name, Accent: a.workspace().AccentColor,
 		State: approvalpage.Pending, ID: c.ID,
 		TimeLeft: c.ExpiresAt.Sub(a.now()), ExpiresAt: c.ExpiresAt,
 		Form:   approvalpage.Form{Approver: link.Approver, Exp: link.Exp, KID: link.KID, Sig: link.Sig},
@@ -316,10 +328,10 @@ func outcomeText(o *store.Outcome) string {
 // without the body.
 func (a *Approver) page(status int, p approvalpage.Page, head bool) Response {
 	if p.Workspace == "" {
-		p.Workspace = a.Settings.Workspace.Name
+		p.Workspace = a.workspace().Name
 	}
 	if p.Accent == "" {
-		p.Accent = a.Settings.Workspace.AccentColor
+		p.Accent = a.workspace().AccentColor
 	}
 	b, headers, err := approvalpage.Render(p)
 	if err != nil {

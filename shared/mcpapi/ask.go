@@ -53,7 +53,7 @@ func (h *Handler) ask(cred *store.Credential, op operation, kind store.Kind, ops
 	if kind == "" {
 		kind = store.KindCall
 	}
-	t := h.o.Calls.Config.Settings.Timeouts
+	t := h.o.Calls.Current().Settings.Timeouts
 	wait := t.Call()
 	if kind == store.KindScript {
 		wait = t.Script()
@@ -84,7 +84,7 @@ func (h *Handler) elicitation(op operation, ops []store.Operation, reason string
 	if op.ep != nil && op.ep.Prompt != "" && len(ops) == 1 {
 		title = op.ep.Prompt
 	}
-	fmt.Fprintf(&b, "%s (%s)\n", title, h.o.Calls.Config.Settings.Workspace.Name)
+	fmt.Fprintf(&b, "%s (%s)\n", title, h.o.Calls.Current().Settings.Workspace.Name)
 	props := map[string]any{}
 	required := []string{}
 	for i, o := range ops {

@@ -20,7 +20,7 @@ import (
 
 // addOperationTools adds one tool per operation the credential may see.
 func (h *Handler) addOperationTools(s *mcp.Server, cred *store.Credential) {
-	cfg := h.o.Calls.Config
+	cfg := h.o.Calls.Current()
 	for _, op := range visibleOperations(cfg, cred) {
 		op := op
 		s.AddTool(toolOf(op, cfg), func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {

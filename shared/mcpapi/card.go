@@ -149,7 +149,7 @@ type cardView struct {
 const expiredText = "This confirmation expired"
 
 func (h *Handler) cardOf(c *store.Confirmation, effective store.Status) cardView {
-	ws := h.o.Calls.Config.Settings.Workspace
+	ws := h.o.Calls.Current().Settings.Workspace
 	left := c.ExpiresAt.Sub(h.now())
 	v := cardView{ConfirmationID: c.ID, Kind: string(c.Kind), Status: string(effective), Title: approvalpage.Title(len(c.Operations)),
 		Workspace: ws.Name, Accent: ws.AccentColor, ExpiresAt: c.ExpiresAt, SecondsLeft: max(0, int(math.Ceil(left.Seconds()))),
@@ -183,7 +183,7 @@ func (h *Handler) cardOf(c *store.Confirmation, effective store.Status) cardView
 // approvals come only from its approvers: the card never decides it.
 func (h *Handler) outOfBand(c *store.Confirmation) bool {
 	for _, op := range c.Operations {
-		if tc := h.o.Calls.Config.Policy.Connection(op.Connection); tc != nil && tc.OutOfBandOnly {
+		if tc := h.o.Calls.Current().Policy.Connection(op.Connection); tc != nil && tc.OutOfBandOnly {
 			return true
 		}
 	}
@@ -427,7 +427,7 @@ func (h *Handler) readCard(ctx context.Context, req *mcp.ReadResourceRequest) (*
 	if req.Params.URI != CardURI {
 		return nil, mcp.ResourceNotFoundError(req.Params.URI)
 	}
-	b, err := renderCard(h.o.Calls.Config.Settings.Workspace)
+	b, err := renderCard(h.o.Calls.Current().Settings.Workspace)
 	if err != nil {
 		return nil, err
 	}

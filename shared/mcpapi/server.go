@@ -151,7 +151,7 @@ func (h *Handler) serverFor(r *http.Request) *mcp.Server {
 	if cred == nil {
 		return nil
 	}
-	settings := h.o.Calls.Config.Settings
+	settings := h.o.Calls.Current().Settings
 	s := mcp.NewServer(&mcp.Implementation{Name: "countersign", Title: settings.Workspace.Name + " (countersign)", Version: "1"},
 		&mcp.ServerOptions{
 			Instructions: "Each tool calls one operation of " + settings.Workspace.Name + "'s APIs through countersign. " +

@@ -19,6 +19,18 @@ type Channel interface {
 	Send(ctx context.Context, ev Event) error
 }
 
+// Filter is implemented by a channel that takes only some events (the
+// e-mail approver takes only requests); the dispatcher sends it only those.
+type Filter interface {
+	Wants(eventType string) bool
+}
+
+// wants reports whether ch takes events of type typ.
+func wants(ch Channel, typ string) bool {
+	f, ok := ch.(Filter)
+	return !ok || f.Wants(typ)
+}
+
 var (
 	_ Channel = (*Console)(nil)
 	_ Channel = (*Webhook)(nil)

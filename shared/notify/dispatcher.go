@@ -8,17 +8,18 @@ import (
 	"sync"
 )
 
-// Dispatcher sends each event to every channel. It is safe for concurrent
-// use.
+// Dispatcher sends each event to every channel, and logs every delivery
+// and every failure (channel, event, confirmation id; never a link). It is
+// safe for concurrent use.
 type Dispatcher struct {
-	channels []Channel
+	channels []Channel // guarded by mu: SetChannels replaces it
 	logger   *slog.Logger
 
 	// ctx bounds background deliveries; cancel aborts them when Close gives up.
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	mu     sync.Mutex // guards closed and wg.Add against Close's wg.Wait
+	mu     sync.Mutex // guards channels, and closed and wg.Add against Close's wg.Wait
 	closed bool
 	wg     sync.WaitGroup
 }
@@ -40,7 +41,41 @@ func NewDispatcher(channels []Channel, logger *slog.Logger) *Dispatcher {
 
 // Channels returns the dispatcher's channels (a copy of the slice).
 func (d *Dispatcher) Channels() []Channel {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	return append([]Channel(nil), d.channels...)
+}
+
+// SetChannels replaces the channels for the events sent after it returns
+// (a deployment re-read its configuration); deliveries under way finish
+// on the channels they started with.
+func (d *Dispatcher) SetChannels(channels []Channel) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.channels = append([]Channel(nil), channels...)
+}
+
+// channelsFor returns the channels that take events of type typ.
+func (d *Dispatcher) channelsFor(typ string) []Channel {
+	var out []Channel
+	for _, ch := range d.Channels() {
+		if wants(ch, typ) {
+			out = append(out, ch)
+		}
+	}
+	return out
+}
+
+// delivered logs the end of one delivery: Info when it succeeded, Error
+// when it failed.
+func (d *Dispatcher) delivered(ctx context.Context, ch Channel, ev Event, err error) {
+	if err != nil {
+		d.logger.ErrorContext(ctx, "notify: delivery failed", "channel", ch.Name(),
+			"event", ev.Type, "confirmation_id", ev.Confirmation.ID, "err", err)
+		return
+	}
+	d.logger.InfoContext(ctx, "notify: delivered", "channel", ch.Name(),
+		"event", ev.Type, "confirmation_id", ev.Confirmation.ID)
 }
 
 // Notify sends ev to every channel in the background and returns at once:
@@ -57,7 +92,8 @@ func (d *Dispatcher) Notify(ev Event) {
 // is; a channel sends only the links addressed to it either way. Use it for
 // requested events; later events carry no links, so use Notify.
 func (d *Dispatcher) NotifyEach(ev Event, linkFor func(approver string) string) {
-	evs := d.perChannel(ev, linkFor)
+	channels := d.channelsFor(ev.Type)
+	evs := perChannel(channels, ev, linkFor)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {
@@ -65,15 +101,9 @@ func (d *Dispatcher) NotifyEach(ev Event, linkFor func(approver string) string) 
 			"event", ev.Type, "confirmation_id", ev.Confirmation.ID)
 		return
 	}
-	for i, ch := range d.channels {
+	for i, ch := range channels {
 		d.wg.Go(func() {
-			if err := ch.Send(d.ctx, evs[i]); err != nil {
-				d.logger.Error("notify: delivery failed", "channel", ch.Name(),
-					"event", ev.Type, "confirmation_id", ev.Confirmation.ID, "err", err)
-				return
-			}
-			d.logger.Debug("notify: delivered", "channel", ch.Name(),
-				"event", ev.Type, "confirmation_id", ev.Confirmation.ID)
+			d.delivered(d.ctx, ch, ev, ch.Send(d.ctx, evs[i]))
 		})
 	}
 }
@@ -88,12 +118,15 @@ func (d *Dispatcher) NotifyWait(ctx context.Context, ev Event) error {
 
 // NotifyEachWait is NotifyWait with a link per channel, as NotifyEach.
 func (d *Dispatcher) NotifyEachWait(ctx context.Context, ev Event, linkFor func(approver string) string) error {
-	evs := d.perChannel(ev, linkFor)
-	errs := make([]error, len(d.channels))
+	channels := d.channelsFor(ev.Type)
+	evs := perChannel(channels, ev, linkFor)
+	errs := make([]error, len(channels))
 	var wg sync.WaitGroup
-	for i, ch := range d.channels {
+	for i, ch := range channels {
 		wg.Go(func() {
-			if err := ch.Send(ctx, evs[i]); err != nil {
+			err := ch.Send(ctx, evs[i])
+			d.delivered(ctx, ch, ev, err)
+			if err != nil {
 				errs[i] = fmt.Errorf("notify %s: %w", ch.Name(), err)
 			}
 		})
@@ -103,9 +136,9 @@ func (d *Dispatcher) NotifyEachWait(ctx context.Context, ev Event, linkFor func(
 }
 
 // perChannel builds each channel's copy of ev.
-func (d *Dispatcher) perChannel(ev Event, linkFor func(approver string) string) []Event {
-	evs := make([]Event, len(d.channels))
-	for i, ch := range d.channels {
+func perChannel(channels []Channel, ev Event, linkFor func(approver string) string) []Event {
+	evs := make([]Event, len(channels))
+	for i, ch := range channels {
 		evs[i] = ev
 		if linkFor == nil {
 			continue

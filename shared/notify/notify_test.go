@@ -586,3 +586,44 @@ func decode(tb testing.TB, b []byte) any {
 	}
 	return v
 }
+
+// TestNotifyWaitLogsEveryDelivery: a Lambda's deliveries (NotifyEachWait)
+// are logged one line each, delivered or failed, with the channel, the event
+// and the confirmation, never the link.
+func TestNotifyWaitLogsEveryDelivery(t *testing.T) {
+	var logs syncBuffer
+	ok := &fakeChannel{name: "email"}
+	bad := &fakeChannel{name: "ops", err: errors.New("boom")}
+	d := NewDispatcher([]Channel{ok, bad}, slog.New(slog.NewJSONHandler(&logs, nil)))
+	link := "https://api.example/approve/cf_123?a=x&sig=SECRETSIG"
+	_ = d.NotifyEachWait(t.Context(), requested(), func(approver string) string { return link })
+	out := logs.String()
+	for _, want := range []string{
+		`"level":"INFO","msg":"notify: delivered","channel":"email","event":"confirmation.requested","confirmation_id":"cf_123"`,
+		`"level":"ERROR","msg":"notify: delivery failed","channel":"ops","event":"confirmation.requested","confirmation_id":"cf_123","err":"boom"`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("log lacks %s:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "SECRETSIG") {
+		t.Error("a link was logged")
+	}
+}
+
+// TestSetChannels: events sent after SetChannels go to the new channels only.
+func TestSetChannels(t *testing.T) {
+	old, next := &fakeChannel{name: "ops"}, &fakeChannel{name: "email"}
+	d := NewDispatcher([]Channel{old}, nil)
+	d.SetChannels([]Channel{next})
+	if err := d.NotifyWait(t.Context(), requested()); err != nil {
+		t.Fatal(err)
+	}
+	d.Notify(requested())
+	if err := d.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if len(old.events()) != 0 || len(next.events()) != 2 {
+		t.Errorf("old channel got %d events, new %d; want 0 and 2", len(old.events()), len(next.events()))
+	}
+}

@@ -9,7 +9,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -36,13 +35,17 @@ type Config struct {
 type Settings struct {
 	Workspace Workspace `json:"workspace"`
 	// PublicURL is the gateway's absolute http(s) URL, without a trailing
-	// slash; approval links start with it.
-	PublicURL string    `json:"public_url"`
-	Approvers Approvers `json:"approvers"`
-	Timeouts  Timeouts  `json:"timeouts"`
-	Limits    Limits    `json:"limits"`
-	Audit     Audit     `json:"audit"`
-	Scripts   Scripts   `json:"scripts"`
+	// slash; approval links start with it. DefaultPublicURL when
+	// settings.json does not give it (PublicURLGiven is then false).
+	PublicURL string `json:"public_url"`
+	// PublicURLGiven says settings.json gives public_url, which then wins
+	// over the address a deployment knows itself by.
+	PublicURLGiven bool      `json:"-"`
+	Approvers      Approvers `json:"approvers"`
+	Timeouts       Timeouts  `json:"timeouts"`
+	Limits         Limits    `json:"limits"`
+	Audit          Audit     `json:"audit"`
+	Scripts        Scripts   `json:"scripts"`
 }
 
 // Audit configures the audit trail.
@@ -140,14 +143,21 @@ type Approvers struct {
 
 // Webhook is one approver webhook.
 type Webhook struct {
-	// Name identifies the approver in links (a=<name>); unique, not "console".
+	// Name identifies the approver in links (a=<name>); unique, not
+	// "console" or "email".
 	Name string `json:"name"`
-	// URL is an absolute http(s) URL.
+	// URL is an absolute http(s) URL. A Slack URL is itself a secret: it
+	// may be given as a reference (URLRef).
 	URL string `json:"url"`
 	// Format is "json" (the default) or "slack".
 	Format string `json:"format"`
-	// Secret signs the deliveries (Countersign-Signature); required.
+	// Secret signs the deliveries (Countersign-Signature); required. It
+	// may be given as a reference (SecretRef).
 	Secret string `json:"secret"`
+	// URLRef and SecretRef say which secret url and secret were read from
+	// when settings.json gives them as references; URL and Secret then hold
+	// the resolved values (empty with LoadOptions.KeepSecretRefs).
+	URLRef, SecretRef SecretRef `json:"-"`
 }
 
 // Timeouts bound the waits, in seconds. Each must be above zero and may not
@@ -262,6 +272,16 @@ type Tool struct {
 type LoadOptions struct {
 	// LookupEnv resolves ${env:NAME} in headers; nil means os.LookupEnv.
 	LookupEnv func(string) (string, bool)
+	// Secrets resolves secret references (see SecretRef); an error is
+	// reported with the file and path of the reference, so it must not
+	// hold the value. nil refuses every reference (ErrNoSecretStore): the
+	// local stack takes values as they are.
+	Secrets func(SecretRef) (string, error)
+	// KeepSecretRefs checks references without resolving them: their
+	// values are left empty, headers keep the reference as written, and
+	// Webhook.URLRef and SecretRef name them (countersign validate and
+	// config push, which run where the secrets may not be readable).
+	KeepSecretRefs bool
 }
 
 // HashKey returns the lowercase hex SHA-256 of a credential key, the form
@@ -272,19 +292,48 @@ func HashKey(key string) string {
 }
 
 type loader struct {
-	dir  string
-	env  func(string) (string, bool)
-	errs []error
+	fsys     fs.FS
+	name     string // how files are named in errors: name joined with their path
+	env      func(string) (string, bool)
+	secrets  func(SecretRef) (string, error)
+	keepRefs bool
+	errs     []error
+}
+
+// where names the file at rel (slash-separated, inside the configuration)
+// for errors: the directory joined with it, or the name and "/" and rel
+// when the configuration is not a directory (s3://bucket/prefix).
+func (l *loader) where(rel string) string {
+	if strings.Contains(l.name, "://") {
+		return strings.TrimRight(l.name, "/") + "/" + rel
+	}
+	return filepath.Join(l.name, filepath.FromSlash(rel))
 }
 
 // Load reads and validates the configuration directory dir. Any problem
 // stops loading: the error is the errors.Join of one *Error per problem
 // found, each naming the file, the JSON path and what is wrong.
 func Load(dir string, opts *LoadOptions) (*Config, error) {
-	l := &loader{dir: dir, env: os.LookupEnv}
-	if opts != nil && opts.LookupEnv != nil {
-		l.env = opts.LookupEnv
+	root := dir
+	if root == "" {
+		root = "."
 	}
+	return LoadFS(os.DirFS(root), dir, opts)
+}
+
+// LoadFS is Load for a configuration in fsys (its settings.json at the
+// root), validated exactly as Load validates a directory. name is how the
+// configuration is named in errors and in Config.Dir: a directory, or a
+// URL such as s3://bucket/prefix (files are then name + "/" + their path).
+func LoadFS(fsys fs.FS, name string, opts *LoadOptions) (*Config, error) {
+	l := &loader{fsys: fsys, name: name, env: os.LookupEnv}
+	if opts != nil {
+		if opts.LookupEnv != nil {
+			l.env = opts.LookupEnv
+		}
+		l.secrets, l.keepRefs = opts.Secrets, opts.KeepSecretRefs
+	}
+	dir := name
 	cfg := &Config{Dir: dir, Connections: map[string]*Connection{}}
 	cfg.Settings = l.settings()
 	conns, names := l.connections()
@@ -300,7 +349,7 @@ func Load(dir string, opts *LoadOptions) (*Config, error) {
 	}
 	p, err := tier.NewPolicy(tcs)
 	if err != nil {
-		return nil, &Error{File: filepath.Join(dir, "connections"), Msg: err.Error()}
+		return nil, &Error{File: l.where("connections"), Msg: err.Error()}
 	}
 	cfg.Policy = p
 	return cfg, nil
@@ -308,8 +357,8 @@ func Load(dir string, opts *LoadOptions) (*Config, error) {
 
 // read reads and syntax-checks a file; missing reports whether it does not exist.
 func (l *loader) read(rel string) (s *src, raw json.RawMessage, missing bool) {
-	s = &src{l: l, file: filepath.Join(l.dir, filepath.FromSlash(rel))}
-	data, err := os.ReadFile(s.file)
+	s = &src{l: l, file: l.where(rel)}
+	data, err := fs.ReadFile(l.fsys, rel)
 	if errors.Is(err, fs.ErrNotExist) {
 		return s, nil, true
 	}
@@ -324,7 +373,10 @@ func (l *loader) read(rel string) (s *src, raw json.RawMessage, missing bool) {
 	return s, raw, false
 }
 
-var accentColor = regexp.MustCompile(`^#([0-9a-fA-F]{3}|[0-9a-fA-F]{6})$`)
+// accentColor reports #rgb or #rrggbb.
+func accentColor(s string) bool {
+	return (len(s) == 4 || len(s) == 7) && s[0] == '#' && allBytes(s[1:], isHexDigit)
+}
 
 func (l *loader) settings() Settings {
 	st := Settings{
@@ -358,7 +410,7 @@ func (l *loader) settings() Settings {
 			}
 			if v, ok := w["accent_color"]; ok {
 				if c, ok := s.str("workspace.accent_color", v); ok {
-					if !accentColor.MatchString(c) {
+					if !accentColor(c) {
 						s.errf("workspace.accent_color", "%q is not a colour: use #rgb or #rrggbb (hex digits)", c)
 					}
 					st.Workspace.AccentColor = c
@@ -369,7 +421,7 @@ func (l *loader) settings() Settings {
 	if v, ok := m["public_url"]; ok {
 		if u, ok := s.str("public_url", v); ok {
 			if u, ok := s.httpURL("public_url", u); ok {
-				st.PublicURL = u
+				st.PublicURL, st.PublicURLGiven = u, true
 			}
 		}
 	}
@@ -508,8 +560,8 @@ func (l *loader) approvers(s *src, raw json.RawMessage) Approvers {
 			case !validName(n):
 				s.errf(field(path, "name"), "%q is not a valid approver name: use lowercase letters, digits, _ and - ([a-z0-9][a-z0-9_-]*)", n)
 				valid = false
-			case n == "console":
-				s.errf(field(path, "name"), `"console" is reserved for the console approver: choose another name`)
+			case n == "console" || n == "email":
+				s.errf(field(path, "name"), `%q is reserved for the %s approver: choose another name`, n, n)
 				valid = false
 			case dup:
 				s.errf(field(path, "name"), "%q is already the name of approvers.webhooks[%d]: webhook names must be unique", n, j)
@@ -524,9 +576,18 @@ func (l *loader) approvers(s *src, raw json.RawMessage) Approvers {
 		if v, ok := w["url"]; !ok {
 			s.errf(field(path, "url"), "missing: every webhook needs an absolute http(s) url")
 			valid = false
-		} else if u, ok := s.str(field(path, "url"), v); ok {
+		} else if u, ref, ok := s.secretOrRef(field(path, "url"), v); !ok {
+			valid = false
+		} else if wh.URLRef = ref; ref.IsZero() {
 			wh.URL, ok = s.httpURL(field(path, "url"), u)
 			valid = valid && ok
+		} else if u != "" {
+			// A resolved URL is a secret: say what is wrong, never what it is.
+			if _, err := secretURL(u); err != nil {
+				s.errf(field(path, "url"), "%s: the secret's value %v", ref, err)
+				valid = false
+			}
+			wh.URL = strings.TrimRight(u, "/")
 		}
 		if v, ok := w["format"]; ok {
 			if f, ok := s.str(field(path, "format"), v); ok {
@@ -540,12 +601,14 @@ func (l *loader) approvers(s *src, raw json.RawMessage) Approvers {
 		if v, ok := w["secret"]; !ok {
 			s.errf(field(path, "secret"), "missing: every webhook needs a secret to sign its deliveries")
 			valid = false
-		} else if sec, ok := s.str(field(path, "secret"), v); ok {
-			if sec == "" {
+		} else if sec, ref, ok := s.secretOrRef(field(path, "secret"), v); !ok {
+			valid = false
+		} else {
+			if sec == "" && ref.IsZero() {
 				s.errf(field(path, "secret"), "must not be empty: every webhook needs a secret to sign its deliveries")
 				valid = false
 			}
-			wh.Secret = sec
+			wh.Secret, wh.SecretRef = sec, ref
 		}
 		if valid {
 			a.Webhooks = append(a.Webhooks, wh)

@@ -5,10 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path"
-	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -27,8 +24,8 @@ type loadedConn struct {
 // folder has problems.
 func (l *loader) connections() ([]loadedConn, map[string]bool) {
 	names := map[string]bool{}
-	dir := filepath.Join(l.dir, "connections")
-	entries, err := os.ReadDir(dir)
+	dir := l.where("connections")
+	entries, err := fs.ReadDir(l.fsys, "connections")
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, names
 	}
@@ -43,13 +40,13 @@ func (l *loader) connections() ([]loadedConn, map[string]bool) {
 			continue
 		}
 		if !e.IsDir() {
-			l.errs = append(l.errs, &Error{File: filepath.Join(dir, name),
+			l.errs = append(l.errs, &Error{File: l.where("connections/" + name),
 				Msg: "not a connection folder: connections/ holds one folder per connection, each with a policy.json"})
 			continue
 		}
 		names[name] = true
 		if !validName(name) {
-			l.errs = append(l.errs, &Error{File: filepath.Join(dir, name),
+			l.errs = append(l.errs, &Error{File: l.where("connections/" + name),
 				Msg: fmt.Sprintf("%q is not a valid connection name: use lowercase letters, digits, _ and - ([a-z0-9][a-z0-9_-]*)", name)})
 			continue
 		}
@@ -177,9 +174,14 @@ func (l *loader) connection(name string) (loadedConn, bool) {
 	return loadedConn{conn: conn, tier: tc, locs: locs}, len(l.errs) == nerr
 }
 
-var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+// envName reports [A-Za-z_][A-Za-z0-9_]*.
+func envName(s string) bool {
+	return s != "" && !isDigit(s[0]) && allBytes(s, func(c byte) bool { return isLetter(c) || isDigit(c) || c == '_' })
+}
 
-// expand replaces each ${env:NAME} with the variable's value.
+// expand replaces each ${env:NAME} with the variable's value, and each
+// ${secretsmanager:NAME} with the secret's (see SecretRef;
+// with LoadOptions.KeepSecretRefs these stay as they are).
 func (s *src) expand(p, v string) (string, bool) {
 	var b strings.Builder
 	for {
@@ -191,13 +193,25 @@ func (s *src) expand(p, v string) (string, bool) {
 		b.WriteString(v[:i])
 		j := strings.IndexByte(v[i:], '}')
 		if j < 0 {
-			s.errf(p, "unterminated ${: write ${env:NAME}")
+			s.errf(p, "unterminated ${: write ${env:NAME} or ${secretsmanager:NAME}")
 			return "", false
 		}
 		inner := v[i+2 : i+j]
+		if store, name, ok := strings.Cut(inner, ":"); ok && store == SecretsManager {
+			val, ok := s.resolve(p, SecretRef{Store: store, Name: name})
+			if !ok {
+				return "", false
+			}
+			if s.l.keepRefs {
+				val = v[i : i+j+1]
+			}
+			b.WriteString(val)
+			v = v[i+j+1:]
+			continue
+		}
 		name, ok := strings.CutPrefix(inner, "env:")
-		if !ok || !envName.MatchString(name) {
-			s.errf(p, "%q is not supported: the only substitution is ${env:NAME}", "${"+inner+"}")
+		if !ok || !envName(name) {
+			s.errf(p, "%q is not supported: the substitutions are ${env:NAME} and ${secretsmanager:NAME}", "${"+inner+"}")
 			return "", false
 		}
 		val, ok := s.l.env(name)
@@ -416,16 +430,20 @@ type loadedTool struct {
 	file string // relative
 }
 
-var toolName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]{0,63}$`)
+// toolName reports [A-Za-z_][A-Za-z0-9_-]{0,63}.
+func toolName(s string) bool {
+	return s != "" && len(s) <= 64 && (isLetter(s[0]) || s[0] == '_') &&
+		allBytes(s, func(c byte) bool { return isLetter(c) || isDigit(c) || c == '_' || c == '-' })
+}
 
 func (cl *connLoad) loadTools() []loadedTool {
 	dir := path.Join("connections", cl.name, "tools")
-	entries, err := os.ReadDir(filepath.Join(cl.l.dir, filepath.FromSlash(dir)))
+	entries, err := fs.ReadDir(cl.l.fsys, dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
-		cl.l.errs = append(cl.l.errs, &Error{File: filepath.Join(cl.l.dir, filepath.FromSlash(dir)), Msg: fmt.Sprintf("cannot read: %v", err)})
+		cl.l.errs = append(cl.l.errs, &Error{File: cl.l.where(dir), Msg: fmt.Sprintf("cannot read: %v", err)})
 		return nil
 	}
 	var out []loadedTool
@@ -455,7 +473,7 @@ func (cl *connLoad) tool(rel string) (loadedTool, bool) {
 		s.errf("name", "missing: a tool needs a name (a letter or _, then letters, digits, _ or -, at most 64)")
 	} else if n, ok := s.str("name", v); ok {
 		switch prev, dup := cl.tools[n]; {
-		case !toolName.MatchString(n):
+		case !toolName(n):
 			s.errf("name", "%q is not a valid tool name: a letter or _, then letters, digits, _ or -, at most 64", n)
 		case dup:
 			s.errf("name", "%q is already the name of the tool in %s: tool names are unique within a connection", n, prev)

@@ -2,7 +2,6 @@ package policy
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -10,7 +9,10 @@ import (
 	"github.com/countersign/countersign/shared/tier"
 )
 
-var keyHash = regexp.MustCompile(`^[0-9a-f]{64}$`)
+// keyHash reports 64 lowercase hex digits.
+func keyHash(s string) bool {
+	return len(s) == 64 && allBytes(s, func(c byte) bool { return isDigit(c) || 'a' <= c && c <= 'f' })
+}
 
 const choicesAllowed = "refuse, ask_person, ask_agent or run_without_asking"
 
@@ -66,7 +68,7 @@ func (l *loader) credentials(connections map[string]bool) []store.Credential {
 			}
 		default:
 			if h, ok := s.str(field(p, "key_sha256"), hv); ok {
-				if keyHash.MatchString(h) {
+				if keyHash(h) {
 					c.KeyHash = h
 				} else {
 					s.errf(field(p, "key_sha256"), "not a SHA-256: want 64 lowercase hex digits (got %d characters)", len(h))

@@ -157,3 +157,20 @@ func validName(s string) bool {
 	}
 	return true
 }
+
+// Byte classes for the checks above, written as loops: a package-level
+// regexp is compiled at every start of every function, a cost a cold
+// start pays whether or not it is used.
+func isDigit(c byte) bool    { return '0' <= c && c <= '9' }
+func isLetter(c byte) bool   { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
+func isHexDigit(c byte) bool { return isDigit(c) || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F' }
+
+// allBytes reports whether every byte of s satisfies ok.
+func allBytes(s string, ok func(byte) bool) bool {
+	for i := 0; i < len(s); i++ {
+		if !ok(s[i]) {
+			return false
+		}
+	}
+	return true
+}

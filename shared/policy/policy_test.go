@@ -446,7 +446,7 @@ func TestLoadErrors(t *testing.T) {
 		{name: "unset environment variable in headers", edits: []edit{sub(crmFile, `${env:CRM_TOKEN}`, `${env:CRM_SECRET}`)},
 			file: crmFile, path: "headers.Authorization", msg: "environment variable CRM_SECRET is not set"},
 		{name: "unsupported substitution in headers", edits: []edit{sub(crmFile, `${env:CRM_TOKEN}`, `${CRM_TOKEN}`)},
-			file: crmFile, path: "headers.Authorization", msg: `"${CRM_TOKEN}" is not supported: the only substitution is ${env:NAME}`},
+			file: crmFile, path: "headers.Authorization", msg: `"${CRM_TOKEN}" is not supported: the substitutions are ${env:NAME} and ${secretsmanager:NAME}`},
 		{name: "connection folder without policy.json", edits: []edit{set("connections/erp/tools/a.json", `{}`)},
 			file: "connections/erp/policy.json", path: "", msg: "missing: each connection folder needs a policy.json"},
 		{name: "connection name not allowed", edits: []edit{set("connections/CRM2/policy.json", billingJSON)},

@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -80,7 +79,7 @@ func (l *loader) toolNames(conns []loadedConn) {
 	for _, c := range conns {
 		local := map[string]epLoc{}
 		for _, at := range c.locs {
-			s := &src{l: l, file: filepath.Join(l.dir, filepath.FromSlash(at.file))}
+			s := &src{l: l, file: l.where(at.file)}
 			name := ToolName(at.ep)
 			if prev, dup := local[name]; dup {
 				s.errf(at.path, "the MCP tool name %q (from %s %s) is already the name of %s: give one of them an operation_id",

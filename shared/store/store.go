@@ -59,10 +59,26 @@ type Store interface {
 	CreateConfirmation(ctx context.Context, c *Confirmation) error
 	// GetConfirmation returns the confirmation or ErrNotFound.
 	GetConfirmation(ctx context.Context, id string) (*Confirmation, error)
-	// UpdateConfirmation replaces the record only if its stored Version equals
-	// c.Version; on success c.Version is incremented. ErrConflict otherwise,
-	// ErrNotFound if it does not exist.
+	// UpdateConfirmation replaces the record's state only if its stored
+	// Version equals c.Version; on success c.Version is incremented.
+	// ErrConflict otherwise, ErrNotFound if it does not exist. The state is
+	// everything but what is fixed at creation: ID, Kind, Credential,
+	// Reason, CreatedAt, ExpiresAt, GatewayRuns, TTL and each operation's
+	// call (Connection, Method, Path, Endpoint, Args, Binding, ContentType,
+	// Payload, RawQuery) keep their stored values whatever c holds (on
+	// DynamoDB they are not even written again), and an update with another
+	// number of operations fails.
 	UpdateConfirmation(ctx context.Context, c *Confirmation) error
+
+	// PutTaskToken stores the workflow's callback token for confirmation id
+	// (the notify task), replacing any earlier one, in a record of its own:
+	// the confirmation's transitions never rewrite it (on DynamoDB a task
+	// token of about 1 KB would double the write units of every one). ttl
+	// is when the store may delete it (unix seconds; 0 never).
+	PutTaskToken(ctx context.Context, id, token string, ttl int64) error
+	// TaskToken returns the token stored for confirmation id, or
+	// ErrNotFound.
+	TaskToken(ctx context.Context, id string) (string, error)
 
 	// CreateIdempotency stores a new record with Version 1; ErrConflict if
 	// (Credential, Key) exists and has not expired (an expired one is replaced).
@@ -203,10 +219,8 @@ type Confirmation struct {
 	// operator for dismissing a review item; the agent reads it.
 	DecisionReason string `json:"decision_reason,omitempty"`
 	// RedeemBy ends the window in which an approval can be redeemed.
-	RedeemBy   *time.Time `json:"redeem_by,omitempty"`
-	RedeemedAt *time.Time `json:"redeemed_at,omitempty"`
-	// TaskToken is the workflow's callback token, stored by the notify task.
-	TaskToken  string      `json:"task_token,omitempty"`
+	RedeemBy   *time.Time  `json:"redeem_by,omitempty"`
+	RedeemedAt *time.Time  `json:"redeemed_at,omitempty"`
 	Operations []Operation `json:"operations"`
 	// GatewayRuns is set when the gateway runs the approved operations
 	// itself instead of waiting for the agent to redeem (the MCP card).

@@ -37,7 +37,7 @@ func TestNotifyBudget(t *testing.T) {
 	if took := time.Since(start); took > 2*time.Second {
 		t.Errorf("notify took %v with a 100ms budget", took)
 	}
-	if got := e.get(t, c.ID).TaskToken; got != "tok-budget" {
+	if got := e.token(t, c.ID); got != "tok-budget" {
 		t.Errorf("token %q not stored", got)
 	}
 

@@ -31,6 +31,10 @@ type Notify struct {
 	Dispatcher *notify.Dispatcher
 	// PublicURL is where approvers reach the approval page.
 	PublicURL string
+	// LinkBase, when set, returns where approvers reach the approval page,
+	// read for each task (a deployment re-reads its configuration); it wins
+	// over PublicURL.
+	LinkBase func() string
 	// Budget bounds the deliveries and their retries (0 means 20 s), and
 	// they always stop before the invocation's own deadline (a second
 	// before, or a quarter of the time left when that is less): a slow
@@ -69,8 +73,12 @@ func (h *Notify) Handle(ctx context.Context, in NotifyInput) (struct{}, error) {
 		return struct{}{}, nil
 	}
 	ev := notify.Event{Type: notify.TypeRequested, Confirmation: notify.ConfirmationOf(c)}
+	base := h.PublicURL
+	if h.LinkBase != nil {
+		base = h.LinkBase()
+	}
 	linkFor := func(approver string) string {
-		return h.Signer.Sign(c.ID, approver, c.ExpiresAt).URL(h.PublicURL)
+		return h.Signer.Sign(c.ID, approver, c.ExpiresAt).URL(base)
 	}
 	dctx, cancel := deliveryContext(ctx, h.Budget)
 	defer cancel()

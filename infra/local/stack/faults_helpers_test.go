@@ -104,8 +104,6 @@ const (
 // stored record and the one being written.
 func classify(old, cur *store.Confirmation) step {
 	switch {
-	case old.TaskToken == "" && cur.TaskToken != "":
-		return stepAttach
 	case old.Status == store.StatusPending && old.DecidedAt == nil && cur.DecidedAt != nil:
 		return stepDecide
 	case old.Status == store.StatusPending && cur.Status != store.StatusPending:
@@ -217,6 +215,22 @@ func (f *faultStore) GetConfirmation(ctx context.Context, id string) (*store.Con
 	return f.Store.GetConfirmation(ctx, id)
 }
 
+// TaskToken reads the token record, failing while reads are down (a
+// read back after a lost answer).
+func (f *faultStore) TaskToken(ctx context.Context, id string) (string, error) {
+	f.mu.Lock()
+	down := f.readsDown > 0
+	if down {
+		f.readsDown--
+		f.fired = append(f.fired, "read token "+id+": fails")
+	}
+	f.mu.Unlock()
+	if down {
+		return "", fmt.Errorf("%w: read", errInjected)
+	}
+	return f.Store.TaskToken(ctx, id)
+}
+
 func (f *faultStore) UpdateConfirmation(ctx context.Context, c *store.Confirmation) error {
 	old, err := f.Store.GetConfirmation(ctx, c.ID)
 	if err != nil {
@@ -224,6 +238,11 @@ func (f *faultStore) UpdateConfirmation(ctx context.Context, c *store.Confirmati
 	}
 	v := c.Version
 	return f.write(f.take(classify(old, c), c.ID), func() error { return f.Store.UpdateConfirmation(ctx, c) }, func() { c.Version = v })
+}
+
+// PutTaskToken is the notify task's write (the token is a record of its own).
+func (f *faultStore) PutTaskToken(ctx context.Context, id, token string, ttl int64) error {
+	return f.write(f.take(stepAttach, id), func() error { return f.Store.PutTaskToken(ctx, id, token, ttl) }, func() {})
 }
 
 func (f *faultStore) CreateIdempotency(ctx context.Context, r *store.Idempotency) error {

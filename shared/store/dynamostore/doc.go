@@ -4,7 +4,9 @@
 //
 //	record        pk                 sk          gsi1pk           gsi1sk
 //	credential    CRED#<id>          CRED        KEYHASH#<hash>   CRED#<id>
-//	confirmation  CONF#<id>          CONF        -                -
+//	confirmation  CONF#<id>          CONF        -                -          as created, written once
+//	  its state   CONF#<id>          STATE       -                -          rewritten by each transition
+//	  task token  CONF#<id>          TOKEN       -                -          written by notify, read by approve
 //	idempotency   IDEM#<credential>  KEY#<key>   -                -
 //	review        REVIEW#<id>        REVIEW      REVIEWS          <created_at>#<id>
 //	script run    SCRIPT#<id>        RUN         -                -
@@ -22,8 +24,15 @@
 // item; a script's calls and parts are read with consistent queries on its
 // partition.
 //
+// A confirmation's transitions write only its STATE item (see confstate.go):
+// what was fixed at creation (the calls, their arguments and bodies, the
+// reason) and the task token are never written again, so a transition
+// costs one write unit whatever the call held. GetConfirmation reads CONF
+// and STATE with one consistent Query.
+//
 // Creates are PutItem with attribute_not_exists(pk); updates are PutItem with
-// version = :v; an idempotency create may also replace an expired record
+// version = :v (a confirmation's state: UpdateItem with version = :v after
+// its first transition); an idempotency create may also replace an expired record
 // (attribute_not_exists(pk) OR expires_at <= :now). A failed condition
 // (ConditionalCheckFailedException) becomes store.ErrConflict here, at the
 // edge, or store.ErrNotFound when a consistent read shows the record is gone.

@@ -80,7 +80,9 @@ func TestItemAttributes(t *testing.T) {
 		pk, sk string
 		want   map[string]string // attribute → number value
 	}{
-		{"confirmation", "CONF#c1", "CONF", map[string]string{"version": "2", "ttl": strconv.FormatInt(conf.TTL, 10)}},
+		{"confirmation as created", "CONF#c1", "CONF", map[string]string{"version": "1", "nops": "0", "ttl": strconv.FormatInt(conf.TTL, 10)}},
+		{"confirmation state", "CONF#c1", "STATE", map[string]string{"version": "2", "nops": "0", "ttl": strconv.FormatInt(conf.TTL, 10),
+			"created": strconv.FormatInt(now.UnixNano(), 10)}},
 		{"idempotency", "IDEM#cred", "KEY#k", map[string]string{
 			"version":    "1",
 			"expires_at": strconv.FormatInt(idem.ExpiresAt.UnixNano(), 10),

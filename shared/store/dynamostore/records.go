@@ -252,28 +252,23 @@ func (s *Store) CreateConfirmation(ctx context.Context, c *store.Confirmation) e
 	return nil
 }
 
-// GetConfirmation reads the confirmation consistently.
+// GetConfirmation reads the confirmation consistently: the record as
+// created and its state, in one Query (see confstate.go).
 func (s *Store) GetConfirmation(ctx context.Context, id string) (*store.Confirmation, error) {
-	item, err := s.getItem(ctx, prefixConfirmation+id, skConfirmation)
+	c, err := s.getConfirmation(ctx, id)
 	if err != nil {
-		return nil, fmt.Errorf("get confirmation %s: %w", id, err)
-	}
-	c := new(store.Confirmation)
-	if err := decode(item, c); err != nil {
 		return nil, fmt.Errorf("get confirmation %s: %w", id, err)
 	}
 	return c, nil
 }
 
-// UpdateConfirmation replaces the confirmation if its stored version equals
-// c.Version, and then increments c.Version.
+// UpdateConfirmation writes the confirmation's state if its stored version
+// equals c.Version, and then increments c.Version. The fields fixed at
+// creation are not written (see confstate.go).
 func (s *Store) UpdateConfirmation(ctx context.Context, c *store.Confirmation) error {
 	rec := utcConfirmation(c)
 	rec.Version = c.Version + 1
-	item, err := confirmationItem(rec)
-	if err == nil {
-		err = s.putIfVersion(ctx, item, c.Version)
-	}
+	err := s.updateConfirmation(ctx, rec, c.Version)
 	if err != nil {
 		return fmt.Errorf("update confirmation %s from version %d: %w", c.ID, c.Version, err)
 	}
@@ -281,12 +276,17 @@ func (s *Store) UpdateConfirmation(ctx context.Context, c *store.Confirmation) e
 	return nil
 }
 
+// confirmationItem is the record as created (sk CONF), with the number of
+// its operations and its creation time beside it for the STATE item's
+// conditions (confstate.go).
 func confirmationItem(c store.Confirmation) (map[string]types.AttributeValue, error) {
 	item, err := newItem(prefixConfirmation+c.ID, skConfirmation, c)
 	if err != nil {
 		return nil, err
 	}
 	item[attrVersion] = num(c.Version)
+	item[attrNOps] = num(int64(len(c.Operations)))
+	item[attrCreated] = num(unixNano(c.CreatedAt))
 	if c.TTL > 0 {
 		item[attrTTL] = num(c.TTL)
 	}
@@ -407,8 +407,13 @@ func (s *Store) ListConfirmations(ctx context.Context) ([]*store.Confirmation, e
 			return nil, fmt.Errorf("list confirmations: scan %s: %w", s.table, err)
 		}
 		for _, it := range page.Items {
-			c := new(store.Confirmation)
-			if err := decode(it, c); err != nil {
+			// The listed item is the record as created; its state (status,
+			// decision, outcomes) is an item of its own, read with it.
+			c, err := s.getConfirmation(ctx, strings.TrimPrefix(stringAttr(it, attrPK), prefixConfirmation))
+			if errors.Is(err, store.ErrNotFound) {
+				continue
+			}
+			if err != nil {
 				return nil, fmt.Errorf("list confirmations: %w", err)
 			}
 			out = append(out, c)
@@ -426,7 +431,7 @@ func (s *Store) ListConfirmations(ctx context.Context) ([]*store.Confirmation, e
 // ListReviews queries gsi1 for the review queue (confirmations of kind
 // review carry gsi1pk REVIEWS), oldest CreatedAt first, then by ID. The
 // index is eventually consistent: a review created a moment ago may be
-// missing from the list, and a listed one may show an older state.
+// missing from the list; each listed one is read whole, consistently.
 func (s *Store) ListReviews(ctx context.Context) ([]*store.Confirmation, error) {
 	pages := dynamodb.NewQueryPaginator(s.client, &dynamodb.QueryInput{
 		TableName:                 aws.String(s.table),
@@ -443,8 +448,13 @@ func (s *Store) ListReviews(ctx context.Context) ([]*store.Confirmation, error) 
 			return nil, fmt.Errorf("list reviews: %w", err)
 		}
 		for _, it := range page.Items {
-			c := new(store.Confirmation)
-			if err := decode(it, c); err != nil {
+			// The listed item is the record as created; its state (status,
+			// decision, outcomes) is an item of its own, read with it.
+			c, err := s.getConfirmation(ctx, strings.TrimPrefix(stringAttr(it, attrPK), prefixConfirmation))
+			if errors.Is(err, store.ErrNotFound) {
+				continue
+			}
+			if err != nil {
 				return nil, fmt.Errorf("list reviews: %w", err)
 			}
 			out = append(out, c)

@@ -42,19 +42,25 @@ func (s *Store) GetConfirmation(_ context.Context, id string) (*store.Confirmati
 	return c, nil
 }
 
-// UpdateConfirmation replaces the confirmation if its stored Version equals
-// c.Version, and then increments c.Version.
+// UpdateConfirmation replaces the confirmation's state if its stored
+// Version equals c.Version, and then increments c.Version. The fields fixed
+// at creation keep their stored values and the number of operations cannot
+// change, as on DynamoDB (store.Store.UpdateConfirmation).
 func (s *Store) UpdateConfirmation(_ context.Context, c *store.Confirmation) error {
 	rec := utcConfirmation(c)
 	rec.Version = c.Version + 1
 	err := s.writer.Update(func(tx *bbolt.Tx) error {
-		v, err := storedVersion(tx, bucketConfirmations, []byte(c.ID))
-		if err != nil {
+		var stored store.Confirmation
+		if err := get(tx, bucketConfirmations, []byte(c.ID), &stored); err != nil {
 			return err
 		}
-		if v != c.Version {
-			return fmt.Errorf("stored version %d, update from version %d: %w", v, c.Version, store.ErrConflict)
+		if stored.Version != c.Version {
+			return fmt.Errorf("stored version %d, update from version %d: %w", stored.Version, c.Version, store.ErrConflict)
 		}
+		if (stored.Operations == nil) != (rec.Operations == nil) || len(stored.Operations) != len(rec.Operations) {
+			return fmt.Errorf("%d operations, the record has %d: the operations of a confirmation are fixed at creation", len(rec.Operations), len(stored.Operations))
+		}
+		keepFixed(&rec, &stored)
 		return put(tx, bucketConfirmations, []byte(c.ID), rec)
 	})
 	if err != nil {
@@ -62,6 +68,22 @@ func (s *Store) UpdateConfirmation(_ context.Context, c *store.Confirmation) err
 	}
 	c.Version = rec.Version
 	return nil
+}
+
+// keepFixed copies into rec the fields of stored fixed at creation.
+func keepFixed(rec, stored *store.Confirmation) {
+	rec.ID, rec.Kind, rec.Credential, rec.Reason = stored.ID, stored.Kind, stored.Credential, stored.Reason
+	rec.CreatedAt, rec.ExpiresAt, rec.GatewayRuns, rec.TTL = stored.CreatedAt, stored.ExpiresAt, stored.GatewayRuns, stored.TTL
+	ops := make([]store.Operation, len(rec.Operations))
+	for i, op := range rec.Operations {
+		was := stored.Operations[i]
+		op.Connection, op.Method, op.Path, op.Endpoint = was.Connection, was.Method, was.Path, was.Endpoint
+		op.Args, op.Binding, op.ContentType, op.Payload, op.RawQuery = was.Args, was.Binding, was.ContentType, was.Payload, was.RawQuery
+		ops[i] = op
+	}
+	if rec.Operations != nil {
+		rec.Operations = ops
+	}
 }
 
 // utcConfirmation returns a shallow copy of c with its times in UTC.

@@ -23,7 +23,7 @@ func (s *Store) CreateScriptRun(_ context.Context, r *store.ScriptRun) error {
 	}
 	rec := utcScriptRun(r)
 	rec.Version = 1
-	err := s.db.Update(func(tx *bbolt.Tx) error {
+	err := s.writer.Update(func(tx *bbolt.Tx) error {
 		if tx.Bucket(bucketScriptRuns).Get([]byte(r.ID)) != nil {
 			return store.ErrConflict
 		}
@@ -53,7 +53,7 @@ func (s *Store) GetScriptRun(_ context.Context, id string) (*store.ScriptRun, er
 func (s *Store) UpdateScriptRun(_ context.Context, r *store.ScriptRun) error {
 	rec := utcScriptRun(r)
 	rec.Version = r.Version + 1
-	err := s.db.Update(func(tx *bbolt.Tx) error {
+	err := s.writer.Update(func(tx *bbolt.Tx) error {
 		v, err := storedVersion(tx, bucketScriptRuns, []byte(r.ID))
 		if err != nil {
 			return err
@@ -79,7 +79,7 @@ func (s *Store) PutScriptCall(_ context.Context, c *store.ScriptCall) error {
 	rec := *c
 	rec.Version = c.Version + 1
 	key := scriptCallKey(c.RunID, c.Index)
-	err := s.db.Update(func(tx *bbolt.Tx) error {
+	err := s.writer.Update(func(tx *bbolt.Tx) error {
 		if c.Version == 0 {
 			if tx.Bucket(bucketScriptCalls).Get(key) != nil {
 				return store.ErrConflict
@@ -126,7 +126,7 @@ func (s *Store) PutScriptPart(_ context.Context, p *store.ScriptPart) error {
 	if p.RunID == "" || p.Key == "" {
 		return fmt.Errorf("put script part: run id %q, key %q", p.RunID, p.Key)
 	}
-	err := s.db.Update(func(tx *bbolt.Tx) error {
+	err := s.writer.Update(func(tx *bbolt.Tx) error {
 		return put(tx, bucketScriptParts, []byte(p.RunID+"/"+p.Key), p)
 	})
 	if err != nil {

@@ -26,10 +26,11 @@ var (
 	bucketScriptRuns    = []byte("store_script_runs")    // run ID → JSON
 	bucketScriptCalls   = []byte("store_script_calls")   // run ID/index (8 digits) → JSON
 	bucketScriptParts   = []byte("store_script_parts")   // run ID/part key → JSON
+	bucketTaskTokens    = []byte("store_task_tokens")    // confirmation ID → JSON
 )
 
 var allBuckets = [][]byte{bucketCredentials, bucketCredentialKey, bucketConfirmations, bucketIdempotency, bucketQuotas, bucketAudit, bucketAuditHeads,
-	bucketScriptRuns, bucketScriptCalls, bucketScriptParts}
+	bucketScriptRuns, bucketScriptCalls, bucketScriptParts, bucketTaskTokens}
 
 // DefaultTimeout is how long Open waits for the file lock when
 // Options.Timeout is zero.

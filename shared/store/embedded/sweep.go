@@ -9,9 +9,10 @@ import (
 )
 
 // Sweep deletes what DynamoDB's TTL deletes in a deployment: confirmations
-// (review items among them) and script journals (headers, calls, parts)
-// whose ttl has passed, and idempotency records past their expiry. Readers
-// never depend on it (effective status comes from the clock),
+// (review items among them), their task tokens, script journals (headers,
+// calls, parts) and quota records whose ttl has passed, and idempotency
+// records past their expiry. Readers never depend on it (effective status
+// comes from the clock),
 // it only keeps the file from growing. It returns how many records it deleted.
 func (s *Store) Sweep(now time.Time) (int, error) {
 	deleted := 0
@@ -25,6 +26,7 @@ func (s *Store) Sweep(now time.Time) (int, error) {
 			{bucketScriptRuns, ttlPassed(now)},
 			{bucketScriptCalls, ttlPassed(now)},
 			{bucketScriptParts, ttlPassed(now)},
+			{bucketTaskTokens, ttlPassed(now)},
 			{bucketIdempotency, func(raw []byte) bool {
 				var r struct {
 					ExpiresAt time.Time `json:"expires_at"`

@@ -4,9 +4,11 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"sync"
@@ -52,6 +54,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts *Options) {
 	}
 	t.Run("Credentials", s.credentials)
 	t.Run("Confirmations", s.confirmations)
+	t.Run("TaskTokens", s.taskTokens)
 	t.Run("Idempotency", s.idempotency)
 	t.Run("Reviews", s.reviews)
 	t.Run("Audit", s.audit)
@@ -81,6 +84,88 @@ func (s *suite) itemSize(t *testing.T) {
 	idem := fullIdempotency("cred-"+uid(t), s.now())
 	idem.Body = make([]byte, 500<<10)
 	assertErrIs(t, "CreateIdempotency (500 KiB)", st.CreateIdempotency(ctx, idem), store.ErrTooLarge)
+}
+
+// taskTokens: a confirmation's task token is kept apart from it, replaced
+// by a later one, untouched by the confirmation's updates, and read back
+// exactly whatever its alphabet.
+func (s *suite) taskTokens(t *testing.T) {
+	ctx := context.Background()
+	// A token as Step Functions makes them (standard base64, 1 KB), one
+	// with characters outside that alphabet, and short ones.
+	b64 := base64.StdEncoding.EncodeToString([]byte(strings.Repeat("\x01\xfe\x7f", 256)))
+	tokens := map[string]string{
+		"base64 1 KB":        b64,
+		"base64 unpadded":    strings.TrimRight(b64[:1021], "="),
+		"url-safe":           "AAAA-_" + strings.Repeat("x", 100),
+		"not base64":         "tok:cf_abc:0 with spaces",
+		"one character":      "A",
+		"base64 of one byte": "AQ==",
+		"2048 characters":    strings.Repeat("Zz09+/", 341) + "AA",
+	}
+	t.Run("PutThenGetRoundTrips", func(t *testing.T) {
+		st := s.newStore(t)
+		for name, tok := range tokens {
+			id := uid(t)
+			if err := st.PutTaskToken(ctx, id, tok, s.now().Add(time.Hour).Unix()); err != nil {
+				t.Fatalf("%s: PutTaskToken: %v", name, err)
+			}
+			got, err := st.TaskToken(ctx, id)
+			if err != nil || got != tok {
+				t.Errorf("%s: TaskToken = %q, %v; want the token put", name, got, err)
+			}
+		}
+	})
+	t.Run("NotFound", func(t *testing.T) {
+		st := s.newStore(t)
+		_, err := st.TaskToken(ctx, uid(t))
+		assertErrIs(t, "TaskToken", err, store.ErrNotFound)
+	})
+	t.Run("ReplacedByALaterOne", func(t *testing.T) {
+		st := s.newStore(t)
+		id := uid(t)
+		for _, tok := range []string{"first", b64} {
+			if err := st.PutTaskToken(ctx, id, tok, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got, err := st.TaskToken(ctx, id); err != nil || got != b64 {
+			t.Fatalf("TaskToken = %q, %v; want the later token", got, err)
+		}
+	})
+	t.Run("ApartFromTheConfirmation", func(t *testing.T) {
+		st := s.newStore(t)
+		c := minimalConfirmation(uid(t), s.now())
+		mustCreateConfirmation(t, st, c)
+		if err := st.PutTaskToken(ctx, c.ID, b64, c.TTL); err != nil {
+			t.Fatal(err)
+		}
+		got := mustGetConfirmation(t, st, c.ID)
+		assertEqual(t, "confirmation after PutTaskToken", *got, roundTrip(t, *c))
+		got.Status = store.StatusApproved
+		if err := st.UpdateConfirmation(ctx, got); err != nil {
+			t.Fatal(err)
+		}
+		if tok, err := st.TaskToken(ctx, c.ID); err != nil || tok != b64 {
+			t.Fatalf("TaskToken after an update = %q, %v; want it unchanged", tok, err)
+		}
+		other := uid(t)
+		if _, err := st.TaskToken(ctx, other); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("another confirmation's token: %v, want ErrNotFound", err)
+		}
+		if _, err := st.GetConfirmation(ctx, other); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("GetConfirmation of an id with no record: %v, want ErrNotFound", err)
+		}
+	})
+	t.Run("EmptyRefused", func(t *testing.T) {
+		st := s.newStore(t)
+		if err := st.PutTaskToken(ctx, uid(t), "", 0); err == nil {
+			t.Error("PutTaskToken accepted an empty token")
+		}
+		if err := st.PutTaskToken(ctx, "", "tok", 0); err == nil {
+			t.Error("PutTaskToken accepted an empty id")
+		}
+	})
 }
 
 func (s *suite) quotas(t *testing.T) {
@@ -463,6 +548,7 @@ func (s *suite) confirmations(t *testing.T) {
 	t.Run("UpdateWithCurrentVersion", func(t *testing.T) {
 		st := s.newStore(t)
 		c := minimalConfirmation(uid(t), s.now())
+		c.Operations = append(c.Operations, fullOperation())
 		mustCreateConfirmation(t, st, c)
 		for want := int64(2); want <= 4; want++ {
 			got := mustGetConfirmation(t, st, c.ID)
@@ -470,7 +556,12 @@ func (s *suite) confirmations(t *testing.T) {
 			got.Status = store.StatusApproved
 			got.DecidedAt = &decided
 			got.DecidedBy = "approver-" + got.DecidedBy
-			got.Operations = append(got.Operations, fullOperation())
+			got.RedeemBy = nil
+			got.Result = json.RawMessage(fmt.Sprintf(`{"n":%d}`, want))
+			op := &got.Operations[want%2]
+			op.Selected = !op.Selected
+			op.State = store.OpDone
+			op.Outcome = &store.Outcome{Status: int(200 + want), Headers: map[string]string{"X-N": fmt.Sprint(want)}, Body: json.RawMessage(`"ok"`)}
 			if err := st.UpdateConfirmation(ctx, got); err != nil {
 				t.Fatalf("UpdateConfirmation to version %d: %v", want, err)
 			}
@@ -504,6 +595,49 @@ func (s *suite) confirmations(t *testing.T) {
 		ahead := mustGetConfirmation(t, st, c.ID)
 		ahead.Version += 5
 		assertErrIs(t, "UpdateConfirmation(future version)", st.UpdateConfirmation(ctx, ahead), store.ErrConflict)
+	})
+
+	t.Run("FixedAtCreation", func(t *testing.T) {
+		// An update changes the record's state; what was fixed when it was
+		// created keeps its stored value, and the number of operations
+		// cannot change.
+		st := s.newStore(t)
+		c := fullConfirmation(uid(t), s.now())
+		c.Status = store.StatusPending
+		mustCreateConfirmation(t, st, c)
+		want := roundTrip(t, *c)
+		got := mustGetConfirmation(t, st, c.ID)
+		got.Reason, got.Credential, got.Kind, got.GatewayRuns, got.TTL = "changed", "changed", store.KindCall, false, 1
+		got.CreatedAt, got.ExpiresAt = got.CreatedAt.Add(time.Hour), got.ExpiresAt.Add(time.Hour)
+		op := &got.Operations[0]
+		op.Connection, op.Method, op.Path, op.Endpoint, op.Binding = "x", "X", "/x", "/x", keyHash("x")
+		op.Args.Path = map[string]string{"changed": "1"}
+		op.Payload, op.ContentType, op.RawQuery = []byte("changed"), "text/changed", "changed=1"
+		got.Status = store.StatusApproved
+		op.State = store.OpClaimed
+		if err := st.UpdateConfirmation(ctx, got); err != nil {
+			t.Fatalf("UpdateConfirmation: %v", err)
+		}
+		want.Status, want.Version, want.Operations[0].State = store.StatusApproved, 2, store.OpClaimed
+		assertEqual(t, "confirmation after changing fixed fields", *mustGetConfirmation(t, st, c.ID), want)
+
+		for _, n := range []int{1, 3, 0} {
+			upd := mustGetConfirmation(t, st, c.ID)
+			upd.Operations = append(upd.Operations[:0:0], upd.Operations...)
+			switch {
+			case n == 0:
+				upd.Operations = nil
+			case n < len(upd.Operations):
+				upd.Operations = upd.Operations[:n]
+			default:
+				upd.Operations = append(upd.Operations, fullOperation())
+			}
+			err := st.UpdateConfirmation(ctx, upd)
+			if err == nil || errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound) {
+				t.Errorf("UpdateConfirmation with %d operations (the record has 2): %v, want an error of its own", len(upd.Operations), err)
+			}
+		}
+		assertEqual(t, "confirmation after refused updates", *mustGetConfirmation(t, st, c.ID), want)
 	})
 
 	t.Run("UpdateMissingIsNotFound", func(t *testing.T) {
@@ -1204,7 +1338,6 @@ func fullConfirmation(id string, now time.Time) *store.Confirmation {
 		DecisionReason: "the amount looks wrong",
 		RedeemBy:       &redeemBy,
 		RedeemedAt:     &redeemed,
-		TaskToken:      "AAAAKgAAAAIAAAAAAAAAA" + id,
 		Operations: []store.Operation{
 			fullOperation(),
 			{Connection: "crm", Method: "POST", Path: "/contacts", Endpoint: "/contacts",

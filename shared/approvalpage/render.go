@@ -1,0 +1,299 @@
+package approvalpage
+
+import (
+	"strconv"
+	"strings"
+)
+
+// The page is written by hand rather than with html/template: text/template
+// finds methods by name through reflect, and a binary that links it keeps
+// every exported method of every type it links, which made the approve
+// function's bootstrap several megabytes larger. The output is byte for byte
+// what testdata/page.tmpl gives under html/template (render_test.go checks
+// the two against each other): every value is escaped for the context it
+// lands in, as html/template would escape it.
+
+// pageStyle is the page's one style block, after the custom properties.
+const pageStyle = `*, *::before, *::after { box-sizing: border-box; }
+body { margin: 0; background: #f9fafb; color: #111827; font: 16px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif; }
+.bar { background: var(--accent); color: var(--on-accent); padding: .75rem 1rem; font-weight: 600; }
+.bar p { max-width: 44rem; margin: 0 auto; overflow-wrap: anywhere; }
+main { max-width: 44rem; margin: 0 auto; padding: 1.5rem 1rem 3rem; }
+h1 { font-size: 1.5rem; line-height: 1.25; margin: 0 0 .5rem; }
+.meta, .hint, .id { color: #4b5563; margin: 0 0 1rem; }
+.id { font-size: .875rem; }
+.message { background: #fff; border-left: 4px solid var(--accent); padding: .5rem .75rem; margin: 0 0 1rem; }
+fieldset { border: 0; margin: 0; padding: 0; min-width: 0; }
+legend { font-weight: 600; padding: 0; margin: 0 0 .5rem; }
+.ops { list-style: none; margin: 0; padding: 0; }
+.op { background: #fff; border: 1px solid #d1d5db; border-radius: .5rem; padding: .75rem 1rem; margin: 0 0 .75rem; }
+.op-head { display: flex; gap: .75rem; align-items: flex-start; }
+.op-head input { flex: none; width: 1.25rem; height: 1.25rem; margin: .15rem 0 0; accent-color: var(--accent); }
+.op-head label { cursor: pointer; }
+.method { font-weight: 700; }
+.method, .path, .endpoint { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; overflow-wrap: anywhere; }
+.conn, .endpoint, .caption { color: #4b5563; }
+.caption { font-size: .875rem; margin: .5rem 0 0; }
+.state { font-weight: 600; margin: .5rem 0 0; }
+.ask { background: #fff; border: 1px solid #d1d5db; border-radius: .5rem; padding: .5rem 1rem; margin: 0 0 1rem; }
+.ask dt { font-size: .875rem; color: #4b5563; margin: .25rem 0 0; }
+.ask dd { margin: 0 0 .25rem; overflow-wrap: anywhere; }
+.prompt { font-weight: 600; margin: .25rem 0; }
+.reason label { display: block; font-size: .875rem; color: #374151; margin: .75rem 0 .25rem; }
+.reason input { font: inherit; width: 100%; max-width: 30rem; padding: .45rem .6rem; border: 1px solid #9ca3af; border-radius: .375rem; }
+pre { margin: .25rem 0 0; padding: .75rem; background: #f3f4f6; border-radius: .375rem; overflow-x: auto; white-space: pre-wrap; overflow-wrap: anywhere; font: .875rem/1.45 ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; }
+.actions { display: flex; flex-wrap: wrap; gap: .75rem; margin-top: 1.25rem; }
+button { font: inherit; font-weight: 600; min-height: 2.75rem; padding: .5rem 1.25rem; border-radius: .5rem; cursor: pointer; }
+.approve { background: var(--accent); color: var(--on-accent); border: 2px solid var(--accent); }
+.reject { background: #fff; color: #111827; border: 2px solid #6b7280; }
+button:hover { filter: brightness(0.95); }
+button:focus-visible, input:focus-visible { outline: 3px solid #1d4ed8; outline-offset: 2px; }
+@media (max-width: 30rem) { .actions button { flex: 1 1 100%; } h1 { font-size: 1.25rem; } }
+`
+
+// html writes the page.
+func (v *view) html() []byte {
+	var b strings.Builder
+	b.Grow(8 << 10)
+	b.WriteString("<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n" +
+		"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n" +
+		"<meta name=\"referrer\" content=\"no-referrer\">\n<meta name=\"robots\" content=\"noindex, nofollow\">\n<title>")
+	text(&b, v.Heading)
+	b.WriteString(" · ")
+	text(&b, v.Workspace)
+	b.WriteString("</title>\n<style nonce=\"")
+	text(&b, v.Nonce)
+	// Accent and OnAccent are validated colours (render), written as they are.
+	b.WriteString("\">\n:root { --accent: " + v.Accent + "; --on-accent: " + v.OnAccent + "; }\n")
+	b.WriteString(pageStyle)
+	b.WriteString("</style>\n</head>\n<body>\n<header class=\"bar\"><p>")
+	text(&b, v.Workspace)
+	b.WriteString("</p></header>\n<main>\n<h1>")
+	text(&b, v.Heading)
+	b.WriteString("</h1>")
+	if v.Lead != "" {
+		b.WriteString("\n<p class=\"hint\">")
+		text(&b, v.Lead)
+		b.WriteString("</p>")
+	}
+	if v.Message != "" {
+		b.WriteString("\n<p class=\"message\" role=\"status\">")
+		text(&b, v.Message)
+		b.WriteString("</p>")
+	}
+	v.ask(&b)
+	switch {
+	case v.ShowForm:
+		v.form(&b)
+	case len(v.Ops) > 0:
+		b.WriteString("\n<ol class=\"ops\">")
+		for i := range v.Ops {
+			op := &v.Ops[i]
+			b.WriteString("\n<li class=\"op\">\n<div>")
+			op.head(&b)
+			b.WriteString("</div>")
+			if op.State != "" {
+				b.WriteString("\n<p class=\"state\">")
+				text(&b, op.State)
+				b.WriteString("</p>")
+			}
+			if op.Outcome != "" {
+				b.WriteString("\n<p class=\"caption\">Outcome</p>\n<pre>")
+				text(&b, op.Outcome)
+				b.WriteString("</pre>")
+			}
+			b.WriteString("\n</li>")
+		}
+		b.WriteString("\n</ol>")
+		v.hidden(&b)
+	}
+	if v.ID != "" {
+		b.WriteString("\n<p class=\"id\">Confirmation ")
+		text(&b, v.ID)
+		b.WriteString("</p>")
+	}
+	b.WriteString("\n</main>\n</body>\n</html>\n")
+	return []byte(b.String())
+}
+
+// ask writes who is asking and why: the custom tool's prompt, the
+// credential and its last client, the reason, and a rejection's reason.
+func (v *view) ask(b *strings.Builder) {
+	if v.Requester == "" && v.Reason == "" && v.Prompt == "" && v.DecisionReason == "" {
+		return
+	}
+	b.WriteString("\n<div class=\"ask\">")
+	if v.Prompt != "" {
+		b.WriteString("\n<p class=\"prompt\">")
+		text(b, v.Prompt)
+		b.WriteString("</p>")
+	}
+	b.WriteString("\n<dl>")
+	if v.Requester != "" {
+		b.WriteString("\n<dt>Asked by</dt>\n<dd><code>")
+		text(b, v.Requester)
+		b.WriteString("</code>")
+		if v.Client != "" {
+			b.WriteString(" · ")
+			text(b, v.Client)
+		}
+		b.WriteString("</dd>")
+	}
+	if v.Reason != "" {
+		b.WriteString("\n<dt>Why it needs you</dt>\n<dd>")
+		text(b, v.Reason)
+		b.WriteString("</dd>")
+	}
+	if v.DecisionReason != "" {
+		b.WriteString("\n<dt>Reason given</dt>\n<dd>")
+		text(b, v.DecisionReason)
+		b.WriteString("</dd>")
+	}
+	b.WriteString("\n</dl>\n</div>")
+}
+
+// form writes the pending page's form.
+func (v *view) form(b *strings.Builder) {
+	b.WriteString("\n<p class=\"meta\"><strong>")
+	text(b, v.TimeText)
+	b.WriteString("</strong>")
+	if v.ExpiresISO != "" {
+		b.WriteString(" · expires <time datetime=\"")
+		text(b, v.ExpiresISO)
+		b.WriteString("\">")
+		text(b, v.ExpiresTxt)
+		b.WriteString("</time>")
+	}
+	b.WriteString("</p>\n<form method=\"post\" action=\"")
+	text(b, safeURL(v.Action))
+	b.WriteString("\">")
+	hidden := func(name, value string) {
+		b.WriteString("\n<input type=\"hidden\" name=\"")
+		text(b, name)
+		b.WriteString("\" value=\"")
+		text(b, value)
+		b.WriteString("\">")
+	}
+	hidden("a", v.Form.Approver)
+	hidden("exp", strconv.FormatInt(v.Form.Exp, 10))
+	hidden("kid", v.Form.KID)
+	hidden("sig", v.Form.Sig)
+	hidden(v.Selection[0], v.Selection[1])
+	b.WriteString("\n<fieldset>\n<legend>Clear an operation to leave it out</legend>\n<ol class=\"ops\">")
+	for i := range v.Ops {
+		op := &v.Ops[i]
+		index := strconv.Itoa(op.Index)
+		b.WriteString("\n<li class=\"op\">\n<div class=\"op-head\">\n<input type=\"checkbox\" name=\"op\" value=\"" + index +
+			"\" id=\"op-" + index + "\" checked>\n<label for=\"op-" + index + "\">")
+		op.head(b)
+		b.WriteString("</label>\n</div>\n<p class=\"caption\">Arguments</p>\n<pre>")
+		if op.Args != "" {
+			text(b, op.Args)
+		} else {
+			b.WriteString("(none)")
+		}
+		b.WriteString("</pre>\n</li>")
+	}
+	b.WriteString("\n</ol>")
+	v.hidden(b)
+	b.WriteString("\n</fieldset>\n<p class=\"reason\"><label for=\"" + ReasonField + "\">Reason (optional; the agent sees it if you reject)</label>" +
+		"<input type=\"text\" name=\"" + ReasonField + "\" id=\"" + ReasonField + "\" maxlength=\"500\" autocomplete=\"off\"></p>\n<div class=\"actions\">\n" +
+		"<button type=\"submit\" name=\"decision\" value=\"approve\" class=\"approve\">Approve</button>\n" +
+		"<button type=\"submit\" name=\"decision\" value=\"reject\" class=\"reject\">Reject all</button>\n</div>\n</form>")
+}
+
+// head writes an operation's method, path, connection and endpoint.
+func (op *opView) head(b *strings.Builder) {
+	b.WriteString("<span class=\"method\">")
+	text(b, op.Method)
+	b.WriteString("</span> <span class=\"path\">")
+	text(b, op.Path)
+	b.WriteString("</span> <span class=\"conn\">on ")
+	text(b, op.Connection)
+	b.WriteString("</span>")
+	if op.Shown {
+		b.WriteString(" <span class=\"endpoint\">(")
+		text(b, op.Endpoint)
+		b.WriteString(")</span>")
+	}
+}
+
+// hidden writes the line about the operations not shown, if any.
+func (v *view) hidden(b *strings.Builder) {
+	if v.Hidden != "" {
+		b.WriteString("\n<p class=\"message\">")
+		text(b, v.Hidden)
+		b.WriteString("</p>")
+	}
+}
+
+// text writes s escaped for HTML text and quoted attribute values, as
+// html/template's escaper does: & < > " ' + become entities, NUL becomes
+// U+FFFD, everything else (invalid UTF-8 included) is written as it is.
+func text(b *strings.Builder, s string) {
+	written := 0
+	for i := 0; i < len(s); i++ {
+		var repl string
+		switch s[i] {
+		case 0:
+			repl = "\uFFFD"
+		case '"':
+			repl = "&#34;"
+		case '&':
+			repl = "&amp;"
+		case '\'':
+			repl = "&#39;"
+		case '+':
+			repl = "&#43;"
+		case '<':
+			repl = "&lt;"
+		case '>':
+			repl = "&gt;"
+		default:
+			continue
+		}
+		b.WriteString(s[written:i])
+		b.WriteString(repl)
+		written = i + 1
+	}
+	b.WriteString(s[written:])
+}
+
+// safeURL is what html/template makes of a value in a URL attribute before
+// escaping it for the attribute: a URL with a scheme other than http, https
+// or mailto becomes "#ZgotmplZ"; bytes that are not allowed in a URL are
+// percent-encoded (valid %XX escapes are kept).
+func safeURL(s string) string {
+	if scheme, _, ok := strings.Cut(s, ":"); ok && !strings.Contains(scheme, "/") {
+		if !strings.EqualFold(scheme, "http") && !strings.EqualFold(scheme, "https") && !strings.EqualFold(scheme, "mailto") {
+			return "#ZgotmplZ"
+		}
+	}
+	var b strings.Builder
+	written := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+			continue
+		case strings.IndexByte("!#$&*+,/:;=?@[]-._~", c) >= 0:
+			continue
+		case c == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]):
+			continue
+		}
+		b.WriteString(s[written:i])
+		b.WriteByte('%')
+		b.WriteByte("0123456789abcdef"[c>>4])
+		b.WriteByte("0123456789abcdef"[c&15])
+		written = i + 1
+	}
+	if written == 0 {
+		return s
+	}
+	b.WriteString(s[written:])
+	return b.String()
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}

@@ -1,0 +1,113 @@
+package notify
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/countersign/countersign/shared/jsonview"
+)
+
+// Limits of an e-mail approval request: SNS refuses a subject of 100
+// characters or more, and a message over 256 KB; an inbox wants far less.
+const (
+	maxSubject    = 99
+	maxEmailOps   = 10
+	maxEmailArgs  = 2 << 10
+	maxEmailBytes = 64 << 10
+)
+
+// Email is an approval request as an e-mail: a one-line subject and a
+// plain-text body.
+type Email struct {
+	Subject string
+	Body    string
+}
+
+// EmailFor renders a requested event for an e-mail approver: the subject
+// names the operation (or how many) and the workspace; the body lists the
+// operations with their arguments, the reason, the signed link and when
+// it expires. Only ev's links addressed to approver are shown. now dates
+// "in 10 minutes". Values that came from agents are stripped of control
+// characters and clipped, so they cannot forge lines or grow the mail.
+func EmailFor(ev Event, approver, workspace string, now time.Time) Email {
+	ev = ownLinks(ev, approver)
+	conf := ev.Confirmation
+	n := len(conf.Operations) + conf.OmittedOperations
+	what := fmt.Sprintf("%d operations", n)
+	if n == 1 && len(conf.Operations) == 1 {
+		op := conf.Operations[0]
+		what = fmt.Sprintf("%s %s on %s", op.Method, op.Path, op.Connection)
+	}
+	ws := orDefault(workspace, "countersign")
+	subject := subjectText(fmt.Sprintf("Approve %s? (%s)", what, ws))
+
+	verb := "need"
+	if n == 1 {
+		verb = "needs"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: an agent asks to run %s that %s your approval.\n\n", clean(clipJSON(ws, maxFieldCost)), plural(n, "operation"), verb)
+	for i, op := range conf.Operations {
+		if i == maxEmailOps {
+			fmt.Fprintf(&b, "  ... and %d more (listed on the approval page)\n\n", n-maxEmailOps)
+			break
+		}
+		fmt.Fprintf(&b, "  %s %s on %s\n", clean(clipJSON(op.Method, 64)), clean(clipJSON(op.Path, 512)), clean(clipJSON(op.Connection, 128)))
+		if op.Args != nil {
+			args, _ := jsonview.Compact(op.Args, &jsonview.Limits{MaxBytes: maxEmailArgs})
+			fmt.Fprintf(&b, "    arguments: %s\n", clean(string(args)))
+		}
+		b.WriteString("\n")
+	}
+	if conf.Reason != "" {
+		fmt.Fprintf(&b, "Why: %s\n", clean(clipJSON(conf.Reason, maxReasonCost)))
+	}
+	if conf.Credential != "" {
+		fmt.Fprintf(&b, "Asked with the credential: %s\n", clean(clipJSON(conf.Credential, maxFieldCost)))
+	}
+	b.WriteString("\n")
+	if len(ev.Links) == 0 {
+		b.WriteString("(No approval link was made for this address: ask the operator.)\n\n")
+	}
+	for _, l := range ev.Links {
+		b.WriteString("Review it, then approve or reject (opening the page changes nothing; only its buttons decide):\n")
+		b.WriteString(clean(l.URL) + "\n\n")
+	}
+	exp := conf.ExpiresAt.UTC()
+	fmt.Fprintf(&b, "The request expires at %s", exp.Format("2006-01-02 15:04:05 UTC"))
+	if left := exp.Sub(now); left > 0 {
+		fmt.Fprintf(&b, " (in %s)", roughly(left))
+	}
+	fmt.Fprintf(&b, "; after that nothing can run.\nConfirmation %s\n", clean(clipJSON(conf.ID, maxFieldCost)))
+	body := b.String()
+	if len(body) > maxEmailBytes {
+		body = truncateUTF8(body, maxEmailBytes) + "\n… (truncated)\n"
+	}
+	return Email{Subject: subject, Body: body}
+}
+
+// subjectText makes s an SNS subject: printable ASCII only (anything else
+// becomes '?'), starting with a letter, digit or punctuation, under 100
+// characters.
+func subjectText(s string) string {
+	b := []byte(strings.Map(func(r rune) rune {
+		if r < 0x20 || r > 0x7e {
+			return '?'
+		}
+		return r
+	}, s))
+	if len(b) > maxSubject {
+		b = append(b[:maxSubject-3], "..."...)
+	}
+	return strings.TrimLeft(string(b), " ")
+}
+
+// roughly says a duration the way a person reads it: "10 minutes",
+// "45 seconds".
+func roughly(d time.Duration) string {
+	if d >= time.Minute {
+		return plural(int(d.Round(time.Minute)/time.Minute), "minute")
+	}
+	return plural(int(d.Round(time.Second)/time.Second), "second")
+}
