@@ -3,6 +3,7 @@ package embedded
 import (
 	"errors"
 	"sync"
+	"sync/atomic"
 
 	"go.etcd.io/bbolt"
 )
@@ -22,6 +23,21 @@ type committer struct {
 	mu   sync.Mutex
 	wait []*pending // the group the next commit takes
 	busy bool       // a commit is running
+
+	writes  atomic.Uint64 // write functions committed
+	commits atomic.Uint64 // transactions committed
+}
+
+// Stats counts what a Store made durable since it was opened.
+type Stats struct {
+	// Writes is how many write functions were committed (Update calls
+	// that succeeded: the store's own writes and the workflow engine's).
+	Writes uint64
+	// Commits is how many bbolt transactions committed them. Each commit
+	// waits for the disk twice (bbolt syncs its pages, then its meta
+	// page), so Commits counts the durable round trips; Writes/Commits is
+	// how many writes shared one.
+	Commits uint64
 }
 
 type pending struct {
@@ -81,6 +97,10 @@ func (c *committer) commit(group []*pending) {
 			return nil
 		})
 		if failed < 0 {
+			if err == nil {
+				c.commits.Add(1)
+				c.writes.Add(uint64(len(group)))
+			}
 			for _, p := range group {
 				p.done <- err
 			}

@@ -73,6 +73,17 @@ func TestCommitterGroups(t *testing.T) {
 	if c.busy || len(c.wait) != 0 {
 		t.Errorf("committer left busy=%v with %d waiting", c.busy, len(c.wait))
 	}
+	// Counted: every write that committed, once, and the commits that
+	// carried them (fewer when groups formed, never more).
+	ok := 0
+	for _, err := range errs {
+		if err == nil {
+			ok++
+		}
+	}
+	if w, n := c.writes.Load(), c.commits.Load(); w != uint64(ok) || n == 0 || n > w {
+		t.Errorf("counted %d writes in %d commits, want %d writes in 1..%d commits", w, n, ok, ok)
+	}
 }
 
 // BenchmarkCommit compares one commit per write with grouped commits, at
