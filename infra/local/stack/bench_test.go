@@ -2,11 +2,14 @@ package stack
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/countersign/countersign/shared/notify"
+	"github.com/countersign/countersign/shared/workflow/local"
 )
 
 // benchLimits lift the per-credential limits (600 calls a minute and 20
@@ -79,5 +82,33 @@ func BenchmarkHandshake(b *testing.B) {
 	b.ReportMetric(float64(after.Commits-before.Commits)/float64(b.N), "commits/op")
 	if n := h.upstream.Count("DELETE", "/contacts/12"); n != b.N {
 		b.Fatalf("upstream DELETEs %d, want one per handshake (%d)", n, b.N)
+	}
+}
+
+// TestHandshakeWrites pins the durable writes of one handshake: the quota
+// slot, the confirmation, the execution started and waiting with its token,
+// the token on the confirmation, notify returned, the decision, the answer
+// to the workflow (with its last states), the redemption, and the outcome.
+func TestHandshakeWrites(t *testing.T) {
+	h := newHarness(t, harnessOptions{})
+	before := h.stack.StoreStats()
+	r := h.call("cs_test_ask", deleteContact12)
+	expect(t, r, http.StatusAccepted, "")
+	id := r.str("confirmation.id")
+	expect(t, h.post(h.approvalLink(id), "approve", nil, "application/json"), http.StatusOK, "")
+	expect(t, h.call("cs_test_ask", redeemOf(deleteContact12, id)), http.StatusOK, "")
+	// The workflow's last write may land after the redemption.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		info, err := h.stack.engine.Execution(context.Background(), "local:confirm:"+id)
+		if err == nil && info.Status == local.StatusSucceeded {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the workflow did not end: %+v, %v", info, err)
+		}
+	}
+	after := h.stack.StoreStats()
+	if got, want := after.Writes-before.Writes, uint64(9); got != want {
+		t.Errorf("%d durable writes for one handshake, want %d", got, want)
 	}
 }

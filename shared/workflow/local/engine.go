@@ -177,6 +177,8 @@ func (e *Engine) Start(ctx context.Context, m workflow.Machine, name string, inp
 	if mach.timeout > 0 {
 		r.Deadline = now.Add(mach.timeout)
 	}
+	// Persisted already settled: waiting in its first Task with a token.
+	e.settle(r, now)
 	existed := false
 	err := e.write(func(tx *bbolt.Tx) error {
 		old, err := getRecord(tx, id)
@@ -199,10 +201,10 @@ func (e *Engine) Start(ctx context.Context, m workflow.Machine, name string, inp
 		return id, nil
 	}
 	e.log.Info("workflow: execution started", "execution", id, "state", r.State)
-	if !r.Deadline.IsZero() {
+	if r.Status == StatusRunning && !r.Deadline.IsZero() {
 		e.armExecTimer(id, r.Deadline)
 	}
-	e.kick(id)
+	e.acted(&record{ID: id, Status: StatusRunning, State: mach.startAt}, r)
 	return id, nil
 }
 

@@ -897,3 +897,76 @@ func TestAnswersRaceTheTimeout(t *testing.T) {
 		}
 	})
 }
+
+// TestCommitsPerExecution: transitions that are not waits share the commit
+// of the change that led to them. A confirmation approved for the agent to
+// redeem takes three commits (started and waiting in Notify with its token;
+// notify returned; the answer with Route and Approved), one answered with
+// execute four (the Execute task's result ends it), and an expiry four (the
+// timeout is the third; Expire's result with AfterExpire and Expired the
+// fourth).
+func TestCommitsPerExecution(t *testing.T) {
+	tests := []struct {
+		name      string
+		answer    func(e *Engine, token string) error
+		wantState string
+		want      int
+	}{
+		{"approved", func(e *Engine, token string) error {
+			return e.SendTaskSuccess(context.Background(), token, []byte(`{"approved":true,"execute":false}`))
+		}, "Approved", 3},
+		{"approved with execute", func(e *Engine, token string) error {
+			return e.SendTaskSuccess(context.Background(), token, []byte(`{"approved":true,"execute":true}`))
+		}, "Executed", 4},
+		{"expired", nil, "Expired", 4},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f := &fakes{}
+				path := filepath.Join(t.TempDir(), "countersign.db")
+				db := openDB(t, path)
+				defer db.Close()
+				var mu sync.Mutex
+				commits := 0
+				e, err := New(Options{DB: db, Definitions: realDefinitions(t), Substitutions: testSubs, Functions: f.functions(),
+					Update: func(fn func(*bbolt.Tx) error) error {
+						err := db.Update(fn)
+						if err == nil {
+							mu.Lock()
+							commits++
+							mu.Unlock()
+						}
+						return err
+					}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer e.Close()
+				id, err := e.Start(context.Background(), workflow.Confirm, "cf_1", []byte(`{"confirmation_id":"cf_1","timeout_seconds":600}`))
+				if err != nil {
+					t.Fatal(err)
+				}
+				synctest.Wait()
+				if tt.answer != nil {
+					if err := tt.answer(e, f.token(t)); err != nil {
+						t.Fatal(err)
+					}
+				} else {
+					time.Sleep(601 * time.Second)
+				}
+				synctest.Wait()
+				info, err := e.Execution(context.Background(), id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				wantState(t, info, StatusSucceeded, tt.wantState)
+				mu.Lock()
+				defer mu.Unlock()
+				if commits != tt.want {
+					t.Errorf("%d commits, want %d", commits, tt.want)
+				}
+			})
+		})
+	}
+}

@@ -16,7 +16,8 @@ import (
 )
 
 // update applies fn to the execution's record in one bbolt transaction and,
-// when fn asks to write, persists it (Seq+1) and then acts on the change:
+// when fn asks to write, settles it (see settle), persists it (Seq+1) and
+// then acts on the change:
 // timers are stopped or armed and a driver is kicked. fn returning false
 // makes update return errStale without writing.
 func (e *Engine) update(id string, fn func(r *record) (bool, error)) error {
@@ -37,6 +38,7 @@ func (e *Engine) update(id string, fn func(r *record) (bool, error)) error {
 		if !ok {
 			return errStale
 		}
+		e.settle(r, time.Now().UTC())
 		r.Seq++
 		cur = *r
 		return putRecord(tx, &prev, r)
@@ -209,37 +211,19 @@ func (e *Engine) runState(r *record) error {
 	fail := func(cause string) error {
 		return e.commit(r.ID, r.Seq, func(r *record) { finish(r, StatusFailed, nil, errRuntime, cause, now) })
 	}
-	raw, err := decodeJSON(r.StateInput)
-	if err != nil {
-		return fail("state input: " + err.Error())
-	}
-	in, err := st.inputPath.apply(raw)
-	if err != nil {
-		return fail("InputPath: " + err.Error())
-	}
-	timeout := st.timeout
-	if st.timeoutPath != nil {
-		v, ok := st.timeoutPath.get(in)
-		n, err := positiveInt(v)
-		if !ok || err != nil {
-			return fail(fmt.Sprintf("TimeoutSecondsPath %q: must select a positive integer", st.timeoutPath.raw))
-		}
-		timeout = time.Duration(n) * time.Second
+	in, timeout, cause := taskInput(r, st)
+	if cause != "" {
+		return fail(cause)
 	}
 
 	if st.wait && r.Token == "" {
-		// Persist the waiting task before handing its token out.
+		// Persist the waiting task before handing its token out (after a
+		// retry; settle hands the first token out with the transition).
 		token, err := newToken()
 		if err != nil {
 			return fmt.Errorf("task token: %w", err)
 		}
-		return e.commit(r.ID, r.Seq, func(r *record) {
-			r.Token, r.Notified, r.RetryAt = token, false, time.Time{}
-			r.TokenDeadline = time.Time{}
-			if timeout > 0 {
-				r.TokenDeadline = now.Add(timeout)
-			}
-		})
+		return e.commit(r.ID, r.Seq, func(r *record) { giveToken(r, token, timeout, now) })
 	}
 
 	c := newContext(r, st)
@@ -304,6 +288,82 @@ func (e *Engine) runState(r *record) error {
 		result = map[string]any{"ExecutedVersion": "$LATEST", "Payload": pv, "StatusCode": json.Number("200")}
 	}
 	return e.commit(r.ID, r.Seq, func(r *record) { afterTask(r, st, result, terr, time.Now().UTC()) })
+}
+
+// taskInput is the input of the Task st (InputPath applied) and its
+// timeout (TimeoutSeconds or TimeoutSecondsPath); cause says why the
+// execution fails instead.
+func taskInput(r *record, st *state) (in any, timeout time.Duration, cause string) {
+	raw, err := decodeJSON(r.StateInput)
+	if err != nil {
+		return nil, 0, "state input: " + err.Error()
+	}
+	if in, err = st.inputPath.apply(raw); err != nil {
+		return nil, 0, "InputPath: " + err.Error()
+	}
+	timeout = st.timeout
+	if st.timeoutPath != nil {
+		v, ok := st.timeoutPath.get(in)
+		n, err := positiveInt(v)
+		if !ok || err != nil {
+			return nil, 0, fmt.Sprintf("TimeoutSecondsPath %q: must select a positive integer", st.timeoutPath.raw)
+		}
+		timeout = time.Duration(n) * time.Second
+	}
+	return in, timeout, ""
+}
+
+// giveToken makes r wait on token, for timeout (0: no deadline).
+func giveToken(r *record, token string, timeout time.Duration, now time.Time) {
+	r.Token, r.Notified, r.RetryAt = token, false, time.Time{}
+	r.TokenDeadline = time.Time{}
+	if timeout > 0 {
+		r.TokenDeadline = now.Add(timeout)
+	}
+}
+
+// maxSettled bounds the states one commit runs, so a loop of Choice and
+// Pass states cannot hold a write transaction: after that many the driver
+// commits and goes on.
+const maxSettled = 32
+
+// settle runs on r, in memory, what needs no function call: Pass, Choice,
+// Succeed and Fail states, and handing a waiting Task its token. The
+// caller persists the result in the same commit as the change that led to
+// it, so transitions that are not waits take no commit of their own: Start
+// persists the execution already waiting in its first Task with its token,
+// and the answer to a task persists every state after it up to the next
+// Task or the end (for the confirm machine, the decision, Route and
+// Approved in one commit). It stops at a Task that calls a function, at a
+// retry delay, and at the end of the execution.
+func (e *Engine) settle(r *record, now time.Time) {
+	for range maxSettled {
+		if r.Status != StatusRunning || !r.RetryAt.IsZero() {
+			return
+		}
+		st := e.lookup(r)
+		switch {
+		case st == nil:
+			finish(r, StatusFailed, nil, errRuntime, fmt.Sprintf("no state %q in machine %q", r.State, r.Machine), now)
+			return
+		case st.typ != typeTask:
+			runLocal(r, st, now)
+		case st.wait && r.Token == "":
+			_, timeout, cause := taskInput(r, st)
+			if cause != "" {
+				finish(r, StatusFailed, nil, errRuntime, cause, now)
+				return
+			}
+			token, err := newToken()
+			if err != nil {
+				return // the driver tries again and reports it
+			}
+			giveToken(r, token, timeout, now)
+			return
+		default:
+			return
+		}
+	}
 }
 
 // newContext builds the context object for st.
