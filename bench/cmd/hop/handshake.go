@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/countersign/countersign/infra/local/stack"
@@ -43,6 +44,7 @@ type hsCell struct {
 	elapsed         time.Duration
 	total, toCall   []time.Duration // whole handshake; approve POST → upstream call
 	writes, commits uint64
+	cpu             time.Duration // this process's CPU time
 	perBlockRate    []float64
 }
 
@@ -50,6 +52,7 @@ type hsResult struct {
 	opts  hsOptions
 	cells map[int]*hsCell
 	loads []string
+	conns int64 // connections the stack opened to the upstream and the receiver
 }
 
 // hsEnv is the running stack with its webhook receiver and upstream.
@@ -127,6 +130,10 @@ func (l *callLog) take(key string) (time.Time, int) {
 	return t, n
 }
 
+// newConns counts the connections the stack opened to the upstream and
+// the webhook receiver.
+var newConns atomic.Int64
+
 // runHandshakes starts the stack and runs interleaved blocks at c=1 and 20.
 func runHandshakes(ctx context.Context, o hsOptions) (*hsResult, error) {
 	dir, err := os.MkdirTemp("", "countersign-handshake-")
@@ -151,7 +158,11 @@ func runHandshakes(ctx context.Context, o hsOptions) (*hsResult, error) {
 		if err != nil {
 			return "", err
 		}
-		s := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+		s := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ConnState: func(_ net.Conn, st http.ConnState) {
+			if st == http.StateNew {
+				newConns.Add(1)
+			}
+		}}
 		servers = append(servers, s)
 		go func() { _ = s.Serve(ln) }()
 		return "http://" + ln.Addr().String(), nil
@@ -227,10 +238,12 @@ func runHandshakes(ctx context.Context, o hsOptions) (*hsResult, error) {
 			cl.toCall = append(cl.toCall, b.toCall...)
 			cl.writes += b.writes
 			cl.commits += b.commits
+			cl.cpu += b.cpu
 			cl.perBlockRate = append(cl.perBlockRate, float64(b.n)/b.elapsed.Seconds())
 		}
 	}
 	res.loads = append(res.loads, loadavg())
+	res.conns = newConns.Load()
 	return res, nil
 }
 
@@ -272,12 +285,14 @@ type hsBlock struct {
 	elapsed         time.Duration
 	total, toCall   []time.Duration
 	writes, commits uint64
+	cpu             time.Duration
 }
 
 // block runs c workers, each doing whole handshakes until d has passed,
 // then waits for the stack's writes to settle and counts them.
 func (e *hsEnv) block(ctx context.Context, c int, d time.Duration) (hsBlock, error) {
 	before := e.stack.StoreStats()
+	cpu0 := selfCPU()
 	var (
 		mu    sync.Mutex
 		out   hsBlock
@@ -313,6 +328,7 @@ func (e *hsEnv) block(ctx context.Context, c int, d time.Duration) (hsBlock, err
 	}
 	wg.Wait()
 	out.elapsed = time.Since(start)
+	out.cpu = selfCPU() - cpu0
 	out.n = len(out.total)
 	if first != nil {
 		return out, first
@@ -394,6 +410,15 @@ func (e *hsEnv) handshake(key string, contact int64) (total, toCall time.Duratio
 	return total, at.Sub(tApprove), nil
 }
 
+// selfCPU is the CPU time this process has used (user and system).
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 func (e *hsEnv) post(u, contentType, key, body string) (int, []byte, error) {
 	return e.postAccept(u, contentType, key, body, "")
 }
@@ -425,8 +450,8 @@ func (r *hsResult) write(w io.Writer) bool {
 	fmt.Fprintf(w, "### The confirmed path (local stack, every write durable)\n\n")
 	fmt.Fprintf(w, "Call → 202 → webhook → approve POST → redeem → upstream once; %d rounds of interleaved %s blocks; 1-minute load average %s.\n\n",
 		r.opts.rounds, r.opts.block, loadRange(r.loads))
-	fmt.Fprintln(w, "| c | handshakes/s | blocks | handshake p50 | p99 | approve POST → upstream p50 | p99 | durable writes / handshake | bbolt commits / handshake |")
-	fmt.Fprintln(w, "| ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+	fmt.Fprintln(w, "| c | handshakes/s | blocks | handshake p50 | p99 | approve POST → upstream p50 | p99 | durable writes / handshake | bbolt commits / handshake | CPU / handshake |")
+	fmt.Fprintln(w, "| ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 	ok := true
 	var misses []string
 	for _, c := range []int{1, hsConcurrency} {
@@ -437,9 +462,9 @@ func (r *hsResult) write(w io.Writer) bool {
 			blocks = append(blocks, fmt.Sprintf("%.0f", b))
 		}
 		toCall50 := percentile(cl.toCall, 50)
-		fmt.Fprintf(w, "| %d | %.0f | %s | %s | %s | %s | %s | %.2f | %.2f |\n", c, rate, strings.Join(blocks, ", "),
+		fmt.Fprintf(w, "| %d | %.0f | %s | %s | %s | %s | %s | %.2f | %.2f | %s |\n", c, rate, strings.Join(blocks, ", "),
 			ms(percentile(cl.total, 50)), ms(percentile(cl.total, 99)), ms(toCall50), ms(percentile(cl.toCall, 99)),
-			float64(cl.writes)/float64(cl.n), float64(cl.commits)/float64(cl.n))
+			float64(cl.writes)/float64(cl.n), float64(cl.commits)/float64(cl.n), ms(cl.cpu/time.Duration(cl.n)))
 		if c == hsConcurrency && rate < minHandshakes {
 			ok = false
 			misses = append(misses, fmt.Sprintf("%.0f handshakes/s at c=%d (target ≥ %d)", rate, c, minHandshakes))
@@ -450,6 +475,7 @@ func (r *hsResult) write(w io.Writer) bool {
 		}
 	}
 	fmt.Fprintln(w)
+	fmt.Fprintf(w, "CPU / handshake is this process's: the stack and the harness's agents, receiver and upstream. The stack opened %d connections to the upstream and the receiver in all.\n\n", r.conns)
 	if ok {
 		fmt.Fprintf(w, "Targets (DESIGN.md §6): ≥ %d handshakes/s at c=%d, approve POST → upstream call < %s p50: **met**.\n\n", minHandshakes, hsConcurrency, ms(maxApproveToCall))
 	} else {

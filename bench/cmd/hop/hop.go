@@ -41,6 +41,9 @@ type route struct {
 	// ok checks a response body (the gateway must have executed the call).
 	ok     func(status int, body []byte) bool
 	client *http.Client
+	// pid is the process the route goes through (the upstream's for
+	// direct), whose CPU time each block counts.
+	pid int
 }
 
 // cell is what one (route, concurrency) measured over all its blocks.
@@ -48,6 +51,7 @@ type cell struct {
 	lat      []time.Duration
 	n        int
 	elapsed  time.Duration
+	cpu      time.Duration // CPU time of the route's process
 	errs     int
 	perRound []time.Duration // p50 of each round's block
 }
@@ -95,13 +99,13 @@ func runHop(ctx context.Context, o hopOptions) (*hopResult, error) {
 	defer gw.stop()
 
 	routes := []*route{
-		{name: "direct", newReq: getter(up.URL + "/contacts/12"), ok: is200},
-		{name: "proxy", newReq: getter(proxy.URL + "/contacts/12"), ok: is200},
-		{name: "rest", newReq: authed(getter(gw.URL + "/v1/rest/crm/contacts/12")), ok: is200},
+		{name: "direct", newReq: getter(up.URL + "/contacts/12"), ok: is200, pid: up.cmd.Process.Pid},
+		{name: "proxy", newReq: getter(proxy.URL + "/contacts/12"), ok: is200, pid: proxy.cmd.Process.Pid},
+		{name: "rest", newReq: authed(getter(gw.URL + "/v1/rest/crm/contacts/12")), ok: is200, pid: gw.cmd.Process.Pid},
 		{name: "calls", newReq: authed(poster(gw.URL+"/v1/calls", `{"connection":"crm","method":"GET","path":"/contacts/12","intent":"read"}`)),
 			ok: func(status int, body []byte) bool {
 				return status == http.StatusOK && bytes.Contains(body, []byte(`"status":"executed"`))
-			}},
+			}, pid: gw.cmd.Process.Pid},
 	}
 	for _, r := range routes {
 		r.client = keepAliveClient()
@@ -141,6 +145,7 @@ func runHop(ctx context.Context, o hopOptions) (*hopResult, error) {
 				cl.lat = append(cl.lat, b.lat...)
 				cl.n += len(b.lat)
 				cl.elapsed += b.elapsed
+				cl.cpu += b.cpu
 				cl.errs += b.errs
 				cl.perRound = append(cl.perRound, percentile(b.lat, 50))
 			}
@@ -217,6 +222,7 @@ func keepAliveClient() *http.Client {
 type blockResult struct {
 	lat     []time.Duration
 	elapsed time.Duration
+	cpu     time.Duration
 	errs    int
 }
 
@@ -233,6 +239,7 @@ func runBlock(ctx context.Context, r *route, c int, d time.Duration) (blockResul
 		first error
 		wg    sync.WaitGroup
 	)
+	cpu0 := procCPU(r.pid)
 	start := time.Now()
 	deadline := start.Add(d)
 	for range c {
@@ -277,13 +284,37 @@ func runBlock(ctx context.Context, r *route, c int, d time.Duration) (blockResul
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	cpu := procCPU(r.pid) - cpu0
 	if ctx.Err() != nil {
 		return blockResult{}, ctx.Err()
 	}
 	if errs >= maxErrors || len(all) == 0 {
 		return blockResult{}, fmt.Errorf("%d failed requests, the first: %v", errs, first)
 	}
-	return blockResult{lat: all, elapsed: elapsed, errs: errs}, nil
+	return blockResult{lat: all, elapsed: elapsed, cpu: cpu, errs: errs}, nil
+}
+
+// procCPU is the CPU time (user and system) process pid has used, from
+// /proc/<pid>/stat (in clock ticks of 10 ms; a block holds thousands of
+// requests, and the table sums every block), or 0 where there is no /proc.
+func procCPU(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The command name (field 2) may hold spaces: count from its ")".
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	var utime, stime int64
+	fmt.Sscan(f[11], &utime)
+	fmt.Sscan(f[12], &stime)
+	return time.Duration(utime+stime) * 10 * time.Millisecond
 }
 
 // percentile is the p-th percentile (nearest rank) of xs, which it sorts.
@@ -305,8 +336,8 @@ func (r *hopResult) write(w io.Writer) bool {
 	fmt.Fprintf(w, "### The hop (loopback, each in its own process)\n\n")
 	fmt.Fprintf(w, "GET /contacts/12 of the demo upstream; %d rounds of interleaved %s blocks per route and concurrency; 1-minute load average %s.\n\n",
 		r.opts.rounds, r.opts.block, loadRange(r.loads))
-	fmt.Fprintln(w, "| route | c | p50 | p99 | req/s | p50 added | added / proxy's | req/s / proxy's |")
-	fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+	fmt.Fprintln(w, "| route | c | p50 | p99 | req/s | p50 added | added / proxy's | req/s / proxy's | CPU / req |")
+	fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 	ok := true
 	var verdicts []string
 	for _, c := range concurrencies {
@@ -337,9 +368,15 @@ func (r *hopResult) write(w io.Writer) bool {
 				// Per-round ratios show how much the load moved them.
 				ratio += fmt.Sprintf(" (rounds %s)", roundRange(cl.perRound, r.cells["direct"][c].perRound, proxy.perRound))
 			}
-			fmt.Fprintf(w, "| %s | %d | %s | %s | %.0f | %s | %s | %s |\n", name, c, us(p50), us(p99), rate, added, ratio, tput)
+			cpu := "?"
+			if cl.cpu > 0 {
+				cpu = us(cl.cpu / time.Duration(cl.n))
+			}
+			fmt.Fprintf(w, "| %s | %d | %s | %s | %.0f | %s | %s | %s | %s |\n", name, c, us(p50), us(p99), rate, added, ratio, tput, cpu)
 		}
 	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "CPU / req is the CPU time of the process the route goes through (the upstream for direct, the proxy, the gateway) per request.")
 	fmt.Fprintln(w)
 	if ok {
 		fmt.Fprintf(w, "Targets (DESIGN.md §6): gateway p50 added latency ≤ %.1f× the proxy's at c=1 and c=20 on both routes, throughput at c=20 ≥ %.0f%% of the proxy's: **met**.\n\n", maxAddedRatio, 100*minThroughput)
