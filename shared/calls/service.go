@@ -77,8 +77,16 @@ type Service struct {
 	// Logger receives one line per call; nil discards. Log with the
 	// request's context so its request id is on every line.
 	Logger *slog.Logger
+	// CredentialTTL is how long Authenticate trusts a credential it read
+	// from the store, in this process: a key revoked, or a credential
+	// changed, by another process (countersign keys on the table, another
+	// Lambda instance) keeps its old meaning here for at most this long
+	// after the store changed. Zero means DefaultCredentialTTL (1 s);
+	// negative reads the store on every call.
+	CredentialTTL time.Duration
 
-	rate rateLimiter
+	rate  rateLimiter
+	creds credCache
 }
 
 var defaultUpstream = &upstream.Client{}
@@ -107,12 +115,27 @@ func (s *Service) upstream() Sender {
 // Authenticate finds the credential of a bearer key. Keys are stored only
 // as SHA-256 hashes and compared in constant time. An unknown key is
 // unauthenticated; a store that cannot answer is internal, never 401.
+//
+// A credential read from the store is trusted for CredentialTTL (1 s by
+// default) without reading it again: that is the bound on how long a key
+// revoked elsewhere keeps working in this process. Unknown keys are never
+// remembered.
 func (s *Service) Authenticate(ctx context.Context, key string) (*store.Credential, error) {
 	key = strings.TrimSpace(key)
 	if key == "" {
 		return nil, fault.New(fault.Unauthenticated, "missing Authorization: Bearer <key>")
 	}
 	sum := sha256.Sum256([]byte(key))
+	ttl := s.CredentialTTL
+	if ttl == 0 {
+		ttl = DefaultCredentialTTL
+	}
+	now := time.Now() // the bound is on real time, whatever s.Now says
+	if ttl > 0 {
+		if cred, ok := s.creds.get(sum, now); ok {
+			return &cred, nil
+		}
+	}
 	hash := hex.EncodeToString(sum[:])
 	cred, err := s.Store.CredentialByKeyHash(ctx, hash)
 	if errors.Is(err, store.ErrNotFound) {
@@ -124,6 +147,9 @@ func (s *Service) Authenticate(ctx context.Context, key string) (*store.Credenti
 	}
 	if subtle.ConstantTimeCompare([]byte(cred.KeyHash), []byte(hash)) != 1 {
 		return nil, fault.New(fault.Unauthenticated, "unknown key")
+	}
+	if ttl > 0 {
+		s.creds.put(sum, cred, now.Add(ttl))
 	}
 	return &cred, nil
 }
@@ -160,6 +186,7 @@ func (s *Service) RecordClient(ctx context.Context, cred *store.Credential, c Cl
 		return
 	}
 	cred.LastClient = &seen
+	s.creds.setLastClient(cred.ID, &seen)
 }
 
 // Connections returns the connections cred may use, by name.
