@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // Defaults used when the corresponding Client field is zero.
@@ -166,7 +167,29 @@ func (r *Response) JSONBody() (any, bool) {
 	return v, true
 }
 
+// RawJSON returns the body compacted when the Content-Type is JSON and the
+// body is exactly one JSON value in valid UTF-8: the value JSONBody parses,
+// without building it, for callers that only encode it again. Keys keep
+// the upstream's order and numbers and strings their literal form. A body
+// with invalid UTF-8 is not RawJSON (JSONBody replaces the bad bytes).
+func (r *Response) RawJSON() (json.RawMessage, bool) {
+	if r == nil || !isJSON(r.Header.Get("Content-Type")) || !utf8.Valid(r.Body) || !json.Valid(r.Body) {
+		return nil, false
+	}
+	var buf bytes.Buffer
+	buf.Grow(len(r.Body))
+	if err := json.Compact(&buf, r.Body); err != nil {
+		return nil, false
+	}
+	return buf.Bytes(), true
+}
+
 func isJSON(contentType string) bool {
+	// The common forms without parsing (and allocating) the parameters.
+	switch contentType {
+	case "application/json", "application/json; charset=utf-8", "application/json;charset=utf-8":
+		return true
+	}
 	mt, _, err := mime.ParseMediaType(contentType)
 	if err != nil {
 		return false
