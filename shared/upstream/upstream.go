@@ -123,29 +123,55 @@ func (c *Client) Do(ctx context.Context, r Request) (*Response, error) {
 	defer cancel()
 	req = req.WithContext(ctx)
 
-	target := req.Method + " " + req.URL.Redacted()
+	// The target names the call in errors only.
+	target := func() string { return req.Method + " " + req.URL.Redacted() }
 	resp, err := c.httpClient().Do(req)
 	if err != nil {
 		var ue *url.Error
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return nil, fmt.Errorf("%w: %s: %w", ErrUnreachable, target, err)
+		return nil, fmt.Errorf("%w: %s: %w", ErrUnreachable, target(), err)
 	}
 	defer resp.Body.Close()
 
 	max := c.maxBody()
 	if resp.ContentLength > max {
-		return nil, fmt.Errorf("%w: %s: %d bytes, limit %d", ErrResponseTooLarge, target, resp.ContentLength, max)
+		return nil, fmt.Errorf("%w: %s: %d bytes, limit %d", ErrResponseTooLarge, target(), resp.ContentLength, max)
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
+	body, err := readBody(resp.Body, resp.ContentLength, max)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: reading body: %w", ErrUnreachable, target, err)
+		return nil, fmt.Errorf("%w: %s: reading body: %w", ErrUnreachable, target(), err)
 	}
 	if int64(len(body)) > max {
-		return nil, fmt.Errorf("%w: %s: over %d bytes", ErrResponseTooLarge, target, max)
+		return nil, fmt.Errorf("%w: %s: over %d bytes", ErrResponseTooLarge, target(), max)
 	}
 	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: body}, nil
+}
+
+// readBody reads at most max+1 bytes of body (one more than allowed, so a
+// larger body is seen as such), into a buffer the size the response
+// declared when it declared one.
+func readBody(body io.Reader, declared, max int64) ([]byte, error) {
+	size := int64(512)
+	if declared >= 0 {
+		size = min(declared, max) + 1 // +1: EOF is seen without growing
+	}
+	b := make([]byte, 0, size)
+	r := io.LimitReader(body, max+1)
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+	}
 }
 
 // JSONBody returns the body parsed as JSON when the Content-Type is JSON (application/json
@@ -307,9 +333,25 @@ func (c *Client) newRequest(ctx context.Context, r Request) (*http.Request, erro
 	return req, nil
 }
 
-// joinURL appends the escaped path p to base, keeping base's path prefix and p's
-// percent-escapes.
-func joinURL(base, p string) (*url.URL, error) {
+// baseURLs holds base URLs parsed and checked, by their text: a gateway
+// calls the same few connections' base URLs again and again. Bounded: past
+// maxBaseURLs it starts over.
+var baseURLs struct {
+	sync.RWMutex
+	m map[string]*url.URL
+}
+
+const maxBaseURLs = 1024
+
+// parseBase parses and checks a connection's base URL; the result must not
+// be modified.
+func parseBase(base string) (*url.URL, error) {
+	baseURLs.RLock()
+	u, ok := baseURLs.m[base]
+	baseURLs.RUnlock()
+	if ok {
+		return u, nil
+	}
 	u, err := url.Parse(base)
 	if err != nil {
 		return nil, fmt.Errorf("base URL: %w", err)
@@ -323,6 +365,23 @@ func joinURL(base, p string) (*url.URL, error) {
 	if u.RawQuery != "" || u.Fragment != "" || u.ForceQuery {
 		return nil, fmt.Errorf("base URL %q: must not have a query or fragment", u.Redacted())
 	}
+	baseURLs.Lock()
+	if baseURLs.m == nil || len(baseURLs.m) >= maxBaseURLs {
+		baseURLs.m = make(map[string]*url.URL)
+	}
+	baseURLs.m[base] = u
+	baseURLs.Unlock()
+	return u, nil
+}
+
+// joinURL appends the escaped path p to base, keeping base's path prefix and p's
+// percent-escapes.
+func joinURL(base, p string) (*url.URL, error) {
+	parsed, err := parseBase(base)
+	if err != nil {
+		return nil, err
+	}
+	u := *parsed // a copy: the cached one is shared (its *Userinfo cannot change)
 	if !strings.HasPrefix(p, "/") {
 		return nil, fmt.Errorf("path %q: must start with /", p)
 	}
@@ -347,7 +406,7 @@ func joinURL(base, p string) (*url.URL, error) {
 	// RawPath is used on the wire when it is a valid encoding of Path; otherwise (a "?" or
 	// a space in p) net/url escapes Path itself.
 	u.Path, u.RawPath = decoded, raw
-	return u, nil
+	return &u, nil
 }
 
 // strippedHeaders are the request headers an agent may never pass to the upstream
