@@ -119,8 +119,8 @@ func BenchmarkHandshake(b *testing.B) {
 
 // TestHandshakeWrites pins the durable writes of one handshake: the quota
 // slot, the confirmation, the execution started and waiting with its token,
-// the token on the confirmation, notify returned, the decision, the answer
-// to the workflow (with its last states), the redemption, and the outcome.
+// the token on the confirmation, the decision, the answer to the workflow
+// (with its last states), the redemption, and the outcome.
 func TestHandshakeWrites(t *testing.T) {
 	h := newHarness(t, harnessOptions{})
 	before := h.stack.StoreStats()
@@ -140,7 +140,7 @@ func TestHandshakeWrites(t *testing.T) {
 		}
 	}
 	after := h.stack.StoreStats()
-	if got, want := after.Writes-before.Writes, uint64(9); got != want {
+	if got, want := after.Writes-before.Writes, uint64(8); got != want {
 		t.Errorf("%d durable writes for one handshake, want %d", got, want)
 	}
 }

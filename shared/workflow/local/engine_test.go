@@ -899,12 +899,12 @@ func TestAnswersRaceTheTimeout(t *testing.T) {
 }
 
 // TestCommitsPerExecution: transitions that are not waits share the commit
-// of the change that led to them. A confirmation approved for the agent to
-// redeem takes three commits (started and waiting in Notify with its token;
-// notify returned; the answer with Route and Approved), one answered with
-// execute four (the Execute task's result ends it), and an expiry four (the
-// timeout is the third; Expire's result with AfterExpire and Expired the
-// fourth).
+// of the change that led to them, and notify returning is not written. A
+// confirmation approved for the agent to redeem takes two commits (started
+// and waiting in Notify with its token; the answer with Route and
+// Approved), one answered with execute three (the Execute task's result
+// ends it), and an expiry three (the timeout; Expire's result with
+// AfterExpire and Expired).
 func TestCommitsPerExecution(t *testing.T) {
 	tests := []struct {
 		name      string
@@ -914,11 +914,11 @@ func TestCommitsPerExecution(t *testing.T) {
 	}{
 		{"approved", func(e *Engine, token string) error {
 			return e.SendTaskSuccess(context.Background(), token, []byte(`{"approved":true,"execute":false}`))
-		}, "Approved", 3},
+		}, "Approved", 2},
 		{"approved with execute", func(e *Engine, token string) error {
 			return e.SendTaskSuccess(context.Background(), token, []byte(`{"approved":true,"execute":true}`))
-		}, "Executed", 4},
-		{"expired", nil, "Expired", 4},
+		}, "Executed", 3},
+		{"expired", nil, "Expired", 3},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -969,4 +969,68 @@ func TestCommitsPerExecution(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestNotifiedAfterACrash: that notify returned is kept in memory, written
+// by Close (a clean restart does not call it again: TestRestart) or with
+// the execution's next write; after a crash, Resume calls it again with the
+// same token, as a retried Lambda invocation would.
+func TestNotifiedAfterACrash(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakes{}
+		v := newEnv(t, f)
+		id := v.start(t, workflow.Confirm, "cf_crash", 600)
+		synctest.Wait()
+		token := f.token(t)
+		// The crash: the file as it is now, before Close writes anything.
+		crashed := filepath.Join(t.TempDir(), "crashed.db")
+		if err := v.db.View(func(tx *bbolt.Tx) error { return tx.CopyFile(crashed, 0o600) }); err != nil {
+			t.Fatal(err)
+		}
+		v.close(t)
+
+		db := openDB(t, crashed)
+		defer db.Close()
+		e := newEngine(t, db, f, realDefinitions(t))
+		defer e.Close()
+		if err := e.Resume(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		calls := f.calls(&f.notify)
+		if len(calls) != 2 || calls[1].payload["task_token"] != token {
+			t.Fatalf("notify calls after the crash = %v, want a second call with the same token", calls)
+		}
+		if err := e.SendTaskSuccess(context.Background(), token, []byte(`{"approved":true}`)); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		info, err := e.Execution(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantState(t, info, StatusSucceeded, "Approved")
+	})
+}
+
+// TestAnsweredBeforeNotifyReturns: an approver who answers before the
+// notify function has returned (the link went out first) leaves nothing
+// behind in memory.
+func TestAnsweredBeforeNotifyReturns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakes{}
+		v := newEnv(t, f)
+		defer v.close(t)
+		f.notifyErr = func(ctx context.Context, n int) error {
+			return v.e.SendTaskSuccess(ctx, f.token(t), []byte(`{"approved":true}`))
+		}
+		id := v.start(t, workflow.Confirm, "cf_quick", 600)
+		synctest.Wait()
+		wantState(t, v.info(t, id), StatusSucceeded, "Approved")
+		v.e.mu.Lock()
+		defer v.e.mu.Unlock()
+		if len(v.e.notified) != 0 {
+			t.Errorf("notified marks left: %v", v.e.notified)
+		}
+	})
 }

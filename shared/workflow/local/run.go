@@ -39,6 +39,9 @@ func (e *Engine) update(id string, fn func(r *record) (bool, error)) error {
 			return errStale
 		}
 		e.settle(r, time.Now().UTC())
+		if r.Token != "" && e.isNotified(r.Token) {
+			r.Notified = true // written along, as it is written anyway
+		}
 		r.Seq++
 		cur = *r
 		return putRecord(tx, &prev, r)
@@ -66,6 +69,7 @@ func (e *Engine) commit(id string, seq uint64, fn func(r *record)) error {
 func (e *Engine) acted(prev, cur *record) {
 	if prev.Token != "" && prev.Token != cur.Token {
 		e.stopTokenTimer(prev.Token)
+		e.forgetNotified(prev.Token)
 	}
 	if cur.Status == StatusRunning && cur.Token != "" && cur.Token != prev.Token && !cur.TokenDeadline.IsZero() {
 		e.armTokenTimer(cur.Token, cur.TokenDeadline)
@@ -81,9 +85,88 @@ func (e *Engine) acted(prev, cur *record) {
 	if cur.State != prev.State {
 		e.log.Debug("workflow: entered state", "execution", cur.ID, "state", cur.State)
 	}
-	if cur.needsDriver() {
+	if e.needsDriver(cur) {
 		e.kick(cur.ID)
 	}
+}
+
+// needsDriver reports whether the execution has work for a driver: it
+// runs, and does not wait on a token its function was handed and returned.
+func (e *Engine) needsDriver(r *record) bool {
+	return r.needsDriver() && !(r.Token != "" && e.isNotified(r.Token))
+}
+
+// markNotified notes that the waitForTaskToken function handed token
+// returned, so the task now only waits. This is not written: the
+// lifecycle does not need it (the confirmation record holds the token,
+// and the notify task is idempotent), and a commit of its own would cost
+// every confirmation a disk sync. It is written with the execution's next
+// write (the answer, a timeout) and by Close, and after a crash Resume
+// calls the function again: the approvers may get their links twice, as
+// when a Lambda invocation is retried.
+func (e *Engine) markNotified(id, token string) {
+	e.mu.Lock()
+	e.notified[token] = true
+	e.mu.Unlock()
+	// The task may have been answered before the function returned (the
+	// approver was quick): then nothing will forget the token, so do it.
+	var current string
+	_ = e.db.View(func(tx *bbolt.Tx) error {
+		if r, err := getRecord(tx, id); err == nil && r != nil && r.Status == StatusRunning {
+			current = r.Token
+		}
+		return nil
+	})
+	if current != token {
+		e.forgetNotified(token)
+	}
+}
+
+func (e *Engine) isNotified(token string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.notified[token]
+}
+
+func (e *Engine) forgetNotified(token string) {
+	e.mu.Lock()
+	delete(e.notified, token)
+	e.mu.Unlock()
+}
+
+// persistNotified writes the notified marks still in memory (Close).
+func (e *Engine) persistNotified() error {
+	e.mu.Lock()
+	tokens := make([]string, 0, len(e.notified))
+	for t := range e.notified {
+		tokens = append(tokens, t)
+	}
+	e.mu.Unlock()
+	if len(tokens) == 0 {
+		return nil
+	}
+	return e.write(func(tx *bbolt.Tx) error {
+		for _, token := range tokens {
+			id := tx.Bucket(bucketTokens).Get([]byte(token))
+			if id == nil {
+				continue
+			}
+			r, err := getRecord(tx, string(id))
+			if err != nil {
+				return err
+			}
+			if r == nil || r.Status != StatusRunning || r.Token != token || r.Notified {
+				continue
+			}
+			prev := r.clone()
+			r.Notified = true
+			r.Seq++
+			if err := putRecord(tx, &prev, r); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // complete answers the task waiting on token with a result or an error.
@@ -157,7 +240,7 @@ func (e *Engine) drive(id string) {
 			e.log.Error("workflow: load execution", "execution", id, "err", err)
 			return
 		}
-		if !r.needsDriver() {
+		if !e.needsDriver(r) {
 			return
 		}
 		if !r.RetryAt.IsZero() {
@@ -267,13 +350,8 @@ func (e *Engine) runState(r *record) error {
 			return err
 		}
 		// The function's output is ignored: the task waits for its token.
-		return e.update(r.ID, func(r *record) (bool, error) {
-			if r.Status != StatusRunning || r.Token != token || r.Notified {
-				return false, nil
-			}
-			r.Notified = true
-			return true, nil
-		})
+		e.markNotified(r.ID, token)
+		return nil
 	}
 
 	if terr == nil && deadlineHit {
