@@ -3,38 +3,51 @@ package main
 import (
 	"io"
 	"sync"
+	"time"
 )
 
-// maxPendingLogs bounds the log bytes waiting to be written; past it a
-// log call waits for the output, so nothing is dropped.
-const maxPendingLogs = 1 << 20
+const (
+	// logFlushDelay is how long a log line may wait to be written: the
+	// lines of that time go out in one write.
+	logFlushDelay = 10 * time.Millisecond
+	// logFlushSize writes at once, without waiting for the delay.
+	logFlushSize = 64 << 10
+	// maxPendingLogs bounds the bytes waiting; past it a log call waits
+	// for the output, so nothing is dropped.
+	maxPendingLogs = 1 << 20
+)
 
-// logWriter writes log lines on a goroutine of its own, so a request does
-// not wait for the write to standard error: lines that arrive while a
-// write is in progress go out together in the next one (one write call
-// for many lines under load), in the order they came. Close writes what
-// is left; a crash can lose only the lines not yet written.
+// logWriter batches log lines: the first line after a write arms a timer,
+// and the lines of the next logFlushDelay (or logFlushSize bytes) go out
+// together, in the order they came, in one write from the timer's
+// goroutine. A request that logs never waits for standard error, nor wakes
+// another goroutine to write its line. Close writes what is left; a crash
+// can lose the lines of the last logFlushDelay.
 type logWriter struct {
-	out  io.Writer
-	mu   sync.Mutex
-	room sync.Cond // signalled when pending is written
-	// pending holds the lines not yet handed to out.
-	pending []byte
-	closed  bool
-	wake    chan struct{}
-	done    chan struct{}
+	out   io.Writer
+	timer *time.Timer
+
+	mu        sync.Mutex
+	room      sync.Cond // signalled when pending was taken
+	pending   []byte
+	scheduled bool // the timer is armed
+	closed    bool
+
+	flushing sync.Mutex // one write to out at a time, in order
+	spare    []byte     // the last batch's buffer, reused; under flushing
 }
 
 func newLogWriter(out io.Writer) *logWriter {
-	w := &logWriter{out: out, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	w := &logWriter{out: out}
 	w.room.L = &w.mu
-	go w.run()
+	w.timer = time.AfterFunc(time.Hour, w.flush)
+	w.timer.Stop()
 	return w
 }
 
 // Write queues p (one log line: slog's handlers write each record with
-// one call) and returns at once, unless maxPendingLogs bytes are waiting.
-// After Close it writes directly.
+// one call) and returns, unless maxPendingLogs bytes are waiting. After
+// Close it writes directly.
 func (w *logWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	for len(w.pending) >= maxPendingLogs && !w.closed {
@@ -42,55 +55,49 @@ func (w *logWriter) Write(p []byte) (int, error) {
 	}
 	if w.closed {
 		w.mu.Unlock()
-		<-w.done // after the lines queued before Close
+		w.flush() // anything queued before
+		w.flushing.Lock()
+		defer w.flushing.Unlock()
 		return w.out.Write(p)
 	}
 	w.pending = append(w.pending, p...)
-	w.mu.Unlock()
-	select {
-	case w.wake <- struct{}{}:
-	default: // already woken
+	switch {
+	case len(w.pending) >= logFlushSize:
+		w.scheduled = true
+		w.timer.Reset(0)
+	case !w.scheduled:
+		w.scheduled = true
+		w.timer.Reset(logFlushDelay)
 	}
+	w.mu.Unlock()
 	return len(p), nil
 }
 
-func (w *logWriter) run() {
-	defer close(w.done)
-	var spare []byte
-	for range w.wake {
-		w.mu.Lock()
-		batch := w.pending
-		w.pending = spare[:0]
-		closed := w.closed
-		w.mu.Unlock()
-		if len(batch) > 0 {
-			_, _ = w.out.Write(batch)
-		}
-		w.mu.Lock()
-		w.room.Broadcast()
-		w.mu.Unlock()
-		spare = batch
-		if closed {
-			return
-		}
+// flush writes the pending lines (the timer's goroutine, and Close).
+func (w *logWriter) flush() {
+	w.flushing.Lock()
+	defer w.flushing.Unlock()
+	w.mu.Lock()
+	batch := w.pending
+	w.pending, w.spare = w.spare[:0], nil
+	w.scheduled = false
+	w.room.Broadcast()
+	w.mu.Unlock()
+	if len(batch) > 0 {
+		_, _ = w.out.Write(batch)
+	}
+	if cap(batch) <= 4*logFlushSize {
+		w.spare = batch[:0]
 	}
 }
 
-// Close writes the lines still waiting and stops the goroutine; later
-// lines are written directly.
+// Close writes the lines still waiting; later lines are written directly.
 func (w *logWriter) Close() error {
 	w.mu.Lock()
-	if w.closed {
-		w.mu.Unlock()
-		return nil
-	}
 	w.closed = true
 	w.room.Broadcast()
 	w.mu.Unlock()
-	select {
-	case w.wake <- struct{}{}:
-	default: // a wake is pending: run takes it and sees closed
-	}
-	<-w.done
+	w.timer.Stop()
+	w.flush()
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // slowBuffer is an output that takes its time, so lines pile up.
@@ -26,8 +27,8 @@ func (b *slowBuffer) Write(p []byte) (int, error) {
 }
 
 // TestLogWriter: every line arrives whole, each writer's lines in order,
-// in fewer writes than lines when they pile up, all of them by Close; a
-// line after Close is written too.
+// in fewer writes than lines, all of them by Close; a line after Close is
+// written too; and without Close a line is written after the delay.
 func TestLogWriter(t *testing.T) {
 	out := &slowBuffer{}
 	w := newLogWriter(out)
@@ -62,5 +63,21 @@ func TestLogWriter(t *testing.T) {
 	}
 	if err := w.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
+	}
+
+	// Written within the delay, without Close.
+	out = &slowBuffer{}
+	w = newLogWriter(out)
+	fmt.Fprintf(w, "alone\n")
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(logFlushDelay) {
+		out.mu.Lock()
+		got := out.buf.String()
+		out.mu.Unlock()
+		if got == "alone\n" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a line was not written within 5 s: %q", got)
+		}
 	}
 }
