@@ -56,25 +56,41 @@ func (c *committer) Update(fn func(*bbolt.Tx) error) error {
 	}
 	c.busy = true
 	c.mu.Unlock()
-	c.run()
+	// The writer that found the committer idle commits the group that
+	// holds its own write, at once; the groups that formed meanwhile are
+	// left to a goroutine, so no writer is held committing other writers'
+	// groups for as long as they keep coming.
+	c.next()
+	c.mu.Lock()
+	more := len(c.wait) > 0
+	c.busy = more
+	c.mu.Unlock()
+	if more {
+		go c.drain()
+	}
 	return <-p.done
 }
 
-// run commits groups until none is waiting. The writer that found the
-// committer idle runs it; the others wait for their result.
-func (c *committer) run() {
-	for {
-		c.mu.Lock()
-		group := c.wait
-		c.wait = nil
-		if len(group) == 0 {
-			c.busy = false
-			c.mu.Unlock()
-			return
-		}
-		c.mu.Unlock()
-		c.commit(group)
+// drain commits groups until none is waiting.
+func (c *committer) drain() {
+	for c.next() {
 	}
+}
+
+// next commits the group waiting, if any; without one it marks the
+// committer idle and reports false.
+func (c *committer) next() bool {
+	c.mu.Lock()
+	group := c.wait
+	c.wait = nil
+	if len(group) == 0 {
+		c.busy = false
+		c.mu.Unlock()
+		return false
+	}
+	c.mu.Unlock()
+	c.commit(group)
+	return true
 }
 
 // errRetry rolls a group back when one of its writes failed.
