@@ -5,10 +5,14 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"testing"
 	"time"
 
 	"github.com/countersign/countersign/shared/notify"
+	"github.com/countersign/countersign/shared/upstream"
 	"github.com/countersign/countersign/shared/workflow/local"
 )
 
@@ -25,9 +29,11 @@ func cpuPerOp(b *testing.B, since time.Duration) {
 }
 
 // BenchmarkAutoCall measures what the gateway adds on the auto path: the
-// same read of the same upstream, directly, through GET /v1/rest and
-// through POST /v1/calls (gateway) on loopback. Compare them with
-// benchstat; the ratio is the overhead.
+// same read of the same upstream, directly, through a bare reverse proxy,
+// through GET /v1/rest and through POST /v1/calls (gateway) on loopback.
+// Compare them with benchstat: gateway and rest against proxy is what the
+// gateway costs beyond any hop (bench/cmd/hop measures the same with each
+// in its own process).
 func BenchmarkAutoCall(b *testing.B) {
 	h := newHarness(b, harnessOptions{limits: benchLimits})
 	client := &http.Client{}
@@ -37,6 +43,32 @@ func BenchmarkAutoCall(b *testing.B) {
 		defer func() { cpuPerOp(b, cpu0) }()
 		for b.Loop() {
 			resp, err := client.Get(conn.BaseURL + "/contacts/12")
+			if err != nil {
+				b.Fatal(err)
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				b.Fatalf("status %d", resp.StatusCode)
+			}
+		}
+	})
+	// A bare reverse proxy on the transport the gateway's upstream client
+	// uses: what any hop costs, the gateway's baseline.
+	target, err := url.Parse(conn.BaseURL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	proxy := httptest.NewServer(&httputil.ReverseProxy{
+		Rewrite:   func(r *httputil.ProxyRequest) { r.SetURL(target) },
+		Transport: upstream.NewTransport(),
+	})
+	b.Cleanup(proxy.Close)
+	b.Run("proxy", func(b *testing.B) {
+		cpu0 := processCPU()
+		defer func() { cpuPerOp(b, cpu0) }()
+		for b.Loop() {
+			resp, err := client.Get(proxy.URL + "/contacts/12")
 			if err != nil {
 				b.Fatal(err)
 			}
