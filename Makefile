@@ -3,7 +3,9 @@
 #   make run        the local stack with the demo configuration (same as `go run ./infra/local`)
 #   make test       the whole test suite: vet, unit and end-to-end tests with the race
 #                   detector, the DynamoDB adapter against dynalite, and the Lambda builds
-#   make bench      the benchmarks
+#   make bench      every benchmark, one report (bench/RESULTS.md): the in-process
+#                   benchmarks, the hop next to a bare reverse proxy, the confirmed
+#                   path's handshakes, and bench-compare
 #   make awstest    the end-to-end test of the AWS path: template.yaml on moto_server (Step
 #                   Functions running the real ASL), dynalite and the real bootstraps under
 #                   the Lambda runtime interface emulator (infra/awstest; needs Python 3 with
@@ -49,8 +51,10 @@ lambdas: $(addprefix bin/,$(addsuffix /bootstrap,$(FUNCTIONS)))
 bin/%/bootstrap: FORCE
 	$(LAMBDA_ENV) $(GO) build $(LAMBDA_FLAGS) -o $@ ./functions/$*
 
+# Every benchmark, one markdown report on standard output and in
+# bench/RESULTS.md (scripts/bench.sh: bounded, about 6 minutes on 2 cores).
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./shared/tier/ ./shared/canon/ ./infra/local/stack/
+	./scripts/bench.sh $(GO)
 
 # -v so that the log lists the flows that ran (and says so if moto_server is missing).
 # Bounded: the test gives itself 5 minutes (a cold build of the bootstraps and the
