@@ -4,8 +4,10 @@
 #   make test       the whole test suite: vet, unit and end-to-end tests with the race
 #                   detector, the DynamoDB adapter against dynalite, the Lambda builds,
 #                   and every fuzz target for TEST_FUZZTIME (2s) each
-#   make bench      the benchmarks, and the gateway's cold start against an empty handler
-#                   under the Lambda runtime interface emulator
+#   make bench      every benchmark, one report (bench/RESULTS.md): the in-process
+#                   benchmarks (code mode's too), the hop next to a bare reverse proxy, the
+#                   confirmed path's handshakes, bench-compare, and the gateway's cold start
+#                   against an empty handler under the Lambda runtime interface emulator
 #   make awstest    the end-to-end test of the AWS path: template.yaml on moto_server (Step
 #                   Functions running the real ASL), dynalite and the real bootstraps under
 #                   the Lambda runtime interface emulator (infra/awstest; needs Python 3 with
@@ -64,11 +66,10 @@ lambdas: $(addprefix bin/,$(addsuffix /bootstrap,$(FUNCTIONS)))
 bin/%/bootstrap: FORCE
 	$(LAMBDA_ENV) $(GO) build $(LAMBDA_FLAGS) -o $@ ./functions/$*
 
-# BenchmarkInit: 20 cold starts of the gateway and of an empty aws-lambda-go handler
-# under the Lambda runtime interface emulator (infra/awstest/initbench_test.go).
+# Every benchmark, one markdown report on standard output and in
+# bench/RESULTS.md (scripts/bench.sh: bounded, about 6 minutes on 2 cores).
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./shared/tier/ ./shared/canon/ ./shared/script/ ./infra/local/stack/
-	$(GO) test -run '^$$' -bench BenchmarkInit -benchtime 20x ./infra/awstest/
+	./scripts/bench.sh $(GO)
 
 # -v so that the log lists the flows that ran (and says so if moto_server is missing).
 # Bounded: the test gives itself 5 minutes (a cold build of the bootstraps and the

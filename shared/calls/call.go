@@ -66,7 +66,10 @@ func (c *Call) Validate() error {
 // HasDotSegment reports a "." or ".." segment, also percent-encoded, or a
 // segment that cannot be unescaped.
 func HasDotSegment(p string) bool {
-	for _, seg := range strings.Split(p, "/") {
+	for seg := range strings.SplitSeq(p, "/") {
+		if !strings.ContainsAny(seg, ".%") {
+			continue // nothing to unescape, and not a dot segment
+		}
 		if u, err := url.PathUnescape(seg); err != nil || u == "." || u == ".." {
 			return true
 		}

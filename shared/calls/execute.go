@@ -168,11 +168,15 @@ func OutcomeOf(resp *Response, err error) store.Outcome {
 	if err != nil {
 		return store.Outcome{Error: fault.ReasonOf(err)}
 	}
-	out := store.Outcome{Status: resp.Status, Headers: map[string]string{}}
-	for k := range resp.Header {
-		out.Headers[k] = resp.Header.Get(k)
+	out := store.Outcome{Status: resp.Status, Headers: make(map[string]string, len(resp.Header))}
+	for k, vs := range resp.Header {
+		if len(vs) > 0 {
+			out.Headers[k] = vs[0]
+		}
 	}
-	if v, ok := resp.JSONBody(); ok {
+	if raw, ok := resp.RawJSON(); ok {
+		out.Body = raw
+	} else if v, ok := resp.JSONBody(); ok {
 		out.Body, _ = json.Marshal(v)
 	} else if len(resp.Body) > 0 {
 		out.Body, _ = json.Marshal(string(resp.Body))

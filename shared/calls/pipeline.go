@@ -2,6 +2,7 @@ package calls
 
 import (
 	"context"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -308,8 +309,14 @@ func (s *Service) logCall(ctx context.Context, cred *store.Credential, p *prepar
 	if confirmation == "" {
 		confirmation = p.ConfirmationID
 	}
-	s.logger().InfoContext(ctx, "call",
-		"credential", cred.ID, "connection", p.Connection, "method", p.Method, "path", p.Path,
-		"tier", d.Tier.String(), "outcome", outcome, "code", string(code), "escalated", d.Escalated,
-		"rule", d.Rule, "confirmation", confirmation)
+	// Typed attributes: no value is boxed into an interface on every call.
+	l := s.logger()
+	if !l.Enabled(ctx, slog.LevelInfo) {
+		return
+	}
+	l.LogAttrs(ctx, slog.LevelInfo, "call",
+		slog.String("credential", cred.ID), slog.String("connection", p.Connection), slog.String("method", p.Method),
+		slog.String("path", p.Path), slog.String("tier", d.Tier.String()), slog.String("outcome", outcome),
+		slog.String("code", string(code)), slog.Bool("escalated", d.Escalated), slog.String("rule", d.Rule),
+		slog.String("confirmation", confirmation))
 }

@@ -146,6 +146,10 @@ func (s *Service) upstream() Sender {
 // Authenticate finds the credential of a bearer key. Keys are stored only
 // as SHA-256 hashes and compared in constant time. An unknown key is
 // unauthenticated; a store that cannot answer is internal, never 401.
+//
+// Every call reads the credential from the store, so a key revoked with
+// countersign keys is refused from the next call on (no cache to outlive
+// a revocation).
 func (s *Service) Authenticate(ctx context.Context, key string) (*store.Credential, error) {
 	key = strings.TrimSpace(key)
 	if key == "" {

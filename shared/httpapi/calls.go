@@ -169,13 +169,20 @@ func answerOf(r Response) calls.Answer {
 	return a
 }
 
-// viewOf is the JSON view of an upstream response: the body parsed when JSON.
+// viewOf is the JSON view of an upstream response: the body as JSON when
+// it is JSON (as the upstream wrote it, compacted), else as text or base64.
+// Headers keep the first value of each (the transport's names are
+// canonical).
 func viewOf(r *calls.Response) upstreamView {
-	v := upstreamView{Status: r.Status, Headers: map[string]string{}}
-	for k := range r.Header {
-		v.Headers[k] = r.Header.Get(k)
+	v := upstreamView{Status: r.Status, Headers: make(map[string]string, len(r.Header))}
+	for k, vs := range r.Header {
+		if len(vs) > 0 {
+			v.Headers[k] = vs[0]
+		}
 	}
-	if parsed, ok := r.JSONBody(); ok {
+	if raw, ok := r.RawJSON(); ok {
+		v.Body = raw
+	} else if parsed, ok := r.JSONBody(); ok {
 		v.Body = parsed
 	} else if len(r.Body) > 0 {
 		if utf8.Valid(r.Body) {

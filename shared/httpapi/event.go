@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -13,6 +14,8 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -84,10 +87,20 @@ func rawResponse(status int, headers map[string]string, b []byte) Response {
 	return r
 }
 
+// encodeBuffers are reused by jsonResponse; one grown past 64 KiB is
+// dropped rather than kept.
+var encodeBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
 // jsonResponse encodes v as the JSON body of a response.
 func jsonResponse(status int, v any) Response {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
+	buf := encodeBuffers.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= 64<<10 {
+			buf.Reset()
+			encodeBuffers.Put(buf)
+		}
+	}()
+	enc := json.NewEncoder(buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
 		return Response{StatusCode: http.StatusInternalServerError, Headers: map[string]string{"Content-Type": "application/json"},
@@ -123,21 +136,22 @@ func ServeHTTP(h Handler, w http.ResponseWriter, r *http.Request) {
 // such by the handler).
 func EventFromHTTP(r *http.Request) (Request, error) {
 	var b []byte
-	if r.Body != nil {
+	if r.Body != nil && r.Body != http.NoBody {
 		var err error
-		b, err = io.ReadAll(io.LimitReader(r.Body, MaxBody+1))
+		b, err = readBody(r.Body, r.ContentLength)
 		if err != nil {
 			return Request{}, fmt.Errorf("read body: %w", err)
 		}
 	}
-	headers := make(map[string]string, len(r.Header))
+	headers := make(map[string]string, len(r.Header)+1)
 	for k, vs := range r.Header {
-		headers[strings.ToLower(k)] = strings.Join(vs, ",")
+		headers[lowerName(k)] = strings.Join(vs, ",")
 	}
 	if r.Host != "" {
 		headers["host"] = r.Host
 	}
 	ip, _, _ := net.SplitHostPort(r.RemoteAddr)
+	now := time.Now()
 	req := Request{
 		Version:        "2.0",
 		RouteKey:       "$default",
@@ -147,8 +161,8 @@ func EventFromHTTP(r *http.Request) (Request, error) {
 		RequestContext: events.APIGatewayV2HTTPRequestContext{
 			RequestID: newRequestID(),
 			Stage:     "$default",
-			Time:      time.Now().UTC().Format("02/Jan/2006:15:04:05 -0700"),
-			TimeEpoch: time.Now().UnixMilli(),
+			Time:      requestTime(now),
+			TimeEpoch: now.UnixMilli(),
 			HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{
 				Method:    r.Method,
 				Path:      r.URL.Path,
@@ -179,7 +193,7 @@ func WriteHTTP(w http.ResponseWriter, resp Response) {
 	for _, c := range resp.Cookies {
 		w.Header().Add("Set-Cookie", c)
 	}
-	b := []byte(resp.Body)
+	var b []byte
 	if resp.IsBase64Encoded {
 		var err error
 		if b, err = base64.StdEncoding.DecodeString(resp.Body); err != nil {
@@ -192,11 +206,72 @@ func WriteHTTP(w http.ResponseWriter, resp Response) {
 		status = http.StatusOK
 	}
 	w.WriteHeader(status)
-	_, _ = w.Write(b)
+	if resp.IsBase64Encoded {
+		_, _ = w.Write(b)
+		return
+	}
+	_, _ = io.WriteString(w, resp.Body)
 }
 
+// readBody reads at most MaxBody+1 bytes of body (one more than allowed,
+// so an oversized body is seen as such), into a buffer the size the
+// request declared when it declared one.
+func readBody(body io.Reader, declared int64) ([]byte, error) {
+	size := int64(512)
+	if declared >= 0 {
+		size = min(declared, MaxBody) + 1 // +1: EOF is seen without growing
+	}
+	b := make([]byte, 0, size)
+	r := io.LimitReader(body, MaxBody+1)
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+	}
+}
+
+// requestIDs are 16 hex digits: 8 chosen at random when the process starts
+// and a counter, so that no request pays for reading random bytes. They
+// only tie a request's log lines together.
+var (
+	requestIDPrefix = func() string {
+		var b [4]byte
+		_, _ = rand.Read(b[:])
+		return hex.EncodeToString(b[:])
+	}()
+	requestIDs atomic.Uint32
+)
+
 func newRequestID() string {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
+	var b [4]byte
+	binary.BigEndian.PutUint32(b[:], requestIDs.Add(1))
+	return requestIDPrefix + hex.EncodeToString(b[:])
+}
+
+// stamp is the API Gateway form of one second.
+type stamp struct {
+	unix int64
+	text string
+}
+
+var lastStamp atomic.Pointer[stamp]
+
+// requestTime is now in API Gateway's requestContext.time form, formatted
+// once a second.
+func requestTime(now time.Time) string {
+	sec := now.Unix()
+	if s := lastStamp.Load(); s != nil && s.unix == sec {
+		return s.text
+	}
+	text := now.UTC().Format("02/Jan/2006:15:04:05 -0700")
+	lastStamp.Store(&stamp{unix: sec, text: text})
+	return text
 }

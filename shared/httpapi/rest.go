@@ -94,13 +94,13 @@ func preferAsync(prefer string) bool {
 // forwardHeaders are the agent's headers passed upstream; the upstream
 // client drops credentials, hop-by-hop and Countersign-* headers.
 func forwardHeaders(req *Request) http.Header {
-	h := http.Header{}
+	h := make(http.Header, len(req.Headers))
 	for k, v := range req.Headers {
-		lk := strings.ToLower(k)
+		lk := strings.ToLower(k) // API Gateway's names are lower case already: no copy
 		if hopHeaders[lk] || lk == "authorization" || lk == "prefer" || lk == "idempotency-key" || strings.HasPrefix(lk, "countersign-") || strings.HasPrefix(lk, "x-forwarded-") || strings.HasPrefix(lk, "x-amzn-") {
 			continue
 		}
-		h.Set(k, v)
+		h[canonicalName(lk)] = []string{v}
 	}
 	return h
 }
@@ -110,7 +110,7 @@ func passThrough(status int, header http.Header, b []byte) Response {
 	headers := map[string]string{}
 	var cookies []string
 	for k, vs := range header {
-		lk := strings.ToLower(k)
+		lk := lowerName(k)
 		switch {
 		case hopHeaders[lk]:
 		case lk == "set-cookie":

@@ -27,12 +27,22 @@ const (
 var DefaultBackoff = []time.Duration{1 * time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second}
 
 // defaultClient is used when Webhook.Client is nil. It does not follow
-// redirects: a signed POST goes to the configured URL or fails.
+// redirects: a signed POST goes to the configured URL or fails. It keeps up
+// to 32 idle connections per host (http.DefaultTransport keeps 2): every
+// pause notifies the same few receivers, and concurrent pauses would
+// otherwise open a new connection for nearly every event.
 var defaultClient = &http.Client{
-	Timeout: 10 * time.Second,
+	Timeout:   10 * time.Second,
+	Transport: webhookTransport(),
 	CheckRedirect: func(*http.Request, []*http.Request) error {
 		return http.ErrUseLastResponse
 	},
+}
+
+func webhookTransport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = 32
+	return t
 }
 
 // Webhook posts events to a URL (settings.json approvers.webhooks[]).

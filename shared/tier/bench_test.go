@@ -23,7 +23,12 @@ func benchPolicy(tb testing.TB) *Policy {
 			}
 			add("GET", res+"/{id}", Auto)
 			add("GET", res+"/search", Auto)
-			add("POST", res, Confirm, Threshold{Field: "body.amount", Source: SourceBody, Path: []string{"amount"}, Above: 10000, Escalate: Review})
+			amount := []Threshold{{Field: "body.amount", Source: SourceBody, Path: []string{"amount"}, Above: 10000, Escalate: Review}}
+			if c == 0 {
+				// Two levels on one field, as on POST /payments in bench/.
+				amount = append(amount, Threshold{Field: "body.amount", Source: SourceBody, Path: []string{"amount"}, Above: 1000000, Escalate: Never})
+			}
+			add("POST", res, Confirm, amount...)
 			add("DELETE", res+"/{id}", Confirm)
 			add("PATCH", res+"/{id}/items/{item}", [...]Tier{Auto, Confirm, Review, Never}[r%4])
 		}
@@ -45,6 +50,10 @@ func BenchmarkEvaluate(b *testing.B) {
 	if err := json.Unmarshal([]byte(`{"amount": 20000, "currency": "EUR"}`), &body); err != nil {
 		b.Fatal(err)
 	}
+	var small any
+	if err := json.Unmarshal([]byte(`{"amount": 500, "currency": "EUR"}`), &small); err != nil {
+		b.Fatal(err)
+	}
 	cases := []struct {
 		name    string
 		call    Call
@@ -58,6 +67,10 @@ func BenchmarkEvaluate(b *testing.B) {
 			cred: &Credential{ID: "k", Choice: AskPerson, Connections: []string{"conn1", "conn2"}}, outcome: Pause},
 		{name: "threshold_escalation", call: Call{Connection: "conn1", Method: "POST", Path: "/v1/resource2", Intent: IntentWrite, Body: body},
 			cred: &Credential{ID: "k", Choice: AskPerson}, outcome: Deny, code: CodeReviewRequired},
+		{name: "threshold_two_levels", call: Call{Connection: "conn0", Method: "POST", Path: "/v1/resource2", Intent: IntentWrite, Body: body},
+			cred: &Credential{ID: "k", Choice: AskPerson}, outcome: Deny, code: CodeReviewRequired},
+		{name: "threshold_two_levels_below", call: Call{Connection: "conn0", Method: "POST", Path: "/v1/resource2", Intent: IntentWrite, Body: small},
+			cred: &Credential{ID: "k", Choice: AskPerson}, outcome: Pause},
 	}
 	for _, bc := range cases {
 		in := Input{Call: &bc.call, Credential: bc.cred}

@@ -96,18 +96,31 @@ func Decide(m Match, ok bool, in Input) Decision {
 	}
 	d.Configured, d.Tier, d.Match, d.Code, d.Rule = t, t, m, CodeNone, et.rule
 
-	// Rule 4: escalation only raises.
+	// Rule 4: escalation only raises. A field two thresholds name (review
+	// above one amount, never above another) is read once: read keeps what
+	// the first found, for the first maxReads thresholds.
 	esc, raised := -1, t
 	var f float64
 	var s string
 	var st fieldState
+	var read [maxReads]fieldRead
 	for i := range ep.Escalate {
 		th := &ep.Escalate[i]
 		if th.Escalate <= raised {
 			continue
 		}
-		if vf, vs, vst := fieldValue(th, &m, c); vst >= fieldInvalid || vst == fieldNumber && vf > th.Above {
-			esc, raised, f, s, st = i, th.Escalate, vf, vs, vst
+		var r fieldRead
+		if j := sameAs(et, i); j >= 0 && read[j].done {
+			r = read[j]
+		} else {
+			r.f, r.s, r.st = fieldValue(th, &m, c)
+			r.done = true
+		}
+		if i < maxReads {
+			read[i] = r
+		}
+		if r.st >= fieldInvalid || r.st == fieldNumber && r.f > th.Above {
+			esc, raised, f, s, st = i, th.Escalate, r.f, r.s, r.st
 		}
 	}
 	if esc >= 0 {
@@ -220,6 +233,26 @@ func denyCode(t Tier) Code {
 		return CodeBlocked
 	}
 	return CodeReviewRequired
+}
+
+// maxReads is how many thresholds of an endpoint keep the value they read
+// for a later threshold on the same field (on the stack: no allocation).
+const maxReads = 8
+
+// fieldRead is a threshold field's value as fieldValue read it.
+type fieldRead struct {
+	f    float64
+	s    string
+	st   fieldState
+	done bool
+}
+
+// sameAs is the earlier threshold whose field threshold i reads too, or -1.
+func sameAs(et *endpointText, i int) int {
+	if i < len(et.sameField) && et.sameField[i] < maxReads {
+		return et.sameField[i]
+	}
+	return -1
 }
 
 // fieldState says what a threshold found in the call. The states that

@@ -214,6 +214,10 @@ type endpointText struct {
 	confirm   [len(choiceSuffix)]string
 	hookAsk   [len(choiceSuffix)]string
 	esc       []escText
+	// sameField[i] is the first earlier threshold that reads the same
+	// field as threshold i (two levels on one amount), or -1: the field is
+	// read once per decision.
+	sameField []int
 }
 
 type escText struct {
@@ -244,11 +248,19 @@ func newEndpointText(c *Connection, ep *Endpoint) *endpointText {
 		t.confirm[i] = label + " requires confirmation" + s
 		t.hookAsk[i] = t.hookCause + s
 	}
-	for _, th := range ep.Escalate {
+	for i, th := range ep.Escalate {
 		t.esc = append(t.esc, escText{
 			prefix: "escalated to " + th.Escalate.String() + ": " + thresholdField(&th) + " ",
 			suffix: " is above " + strconv.FormatFloat(th.Above, 'f', -1, 64),
 		})
+		same := -1
+		for j := range i {
+			if o := &ep.Escalate[j]; o.Source == th.Source && slices.Equal(o.Path, th.Path) {
+				same = j
+				break
+			}
+		}
+		t.sameField = append(t.sameField, same)
 	}
 	return t
 }

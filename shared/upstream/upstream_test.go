@@ -2,6 +2,7 @@ package upstream_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -415,6 +417,56 @@ func TestJSONBody(t *testing.T) {
 			b, _ := json.Marshal(v)
 			if string(b) != tt.want {
 				t.Fatalf("re-encoded %s, want %s", b, tt.want)
+			}
+		})
+	}
+}
+
+// TestRawJSON: RawJSON accepts what JSONBody accepts (but for invalid
+// UTF-8, which JSONBody repairs), gives the same value, and keeps the
+// upstream's key order and literals, compacted.
+func TestRawJSON(t *testing.T) {
+	tests := []struct {
+		name, ct, body string
+		ok             bool
+		want           string
+	}{
+		{"object", "application/json", `{"id": 12}`, true, `{"id":12}`},
+		{"order kept", "application/json", "{\n  \"z\": 1,\n  \"a\": [true, null]\n}\n", true, `{"z":1,"a":[true,null]}`},
+		{"charset", "application/json; charset=utf-8", `[1,2]`, true, `[1,2]`},
+		{"charset without space", "application/json;charset=UTF-8", `[1,2]`, true, `[1,2]`},
+		{"plus json", "application/vnd.api+json", `{"a":"b"}`, true, `{"a":"b"}`},
+		{"literals kept", "application/json", `{"n":1.50,"s":"\u00e9<"}`, true, `{"n":1.50,"s":"\u00e9<"}`},
+		{"text", "text/plain", `{"id":12}`, false, ""},
+		{"no content type", "", `{"id":12}`, false, ""},
+		{"broken", "application/json", `{"id":`, false, ""},
+		{"trailing data", "application/json", `{} {}`, false, ""},
+		{"empty", "application/json", ``, false, ""},
+		{"blank", "application/json", "  \n", false, ""},
+		{"invalid UTF-8", "application/json", "\"\xff\"", false, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &upstream.Response{Status: 200, Header: http.Header{}, Body: []byte(tt.body)}
+			if tt.ct != "" {
+				r.Header.Set("Content-Type", tt.ct)
+			}
+			raw, ok := r.RawJSON()
+			if ok != tt.ok {
+				t.Fatalf("ok = %v, want %v", ok, tt.ok)
+			}
+			if !ok {
+				return
+			}
+			if string(raw) != tt.want {
+				t.Fatalf("RawJSON = %s, want %s", raw, tt.want)
+			}
+			parsed, ok := r.JSONBody()
+			var again any
+			dec := json.NewDecoder(bytes.NewReader(raw))
+			dec.UseNumber()
+			if err := dec.Decode(&again); !ok || err != nil || !reflect.DeepEqual(again, parsed) {
+				t.Fatalf("RawJSON's value %v (%v) differs from JSONBody's %v (%v)", again, err, parsed, ok)
 			}
 		})
 	}

@@ -64,6 +64,7 @@ type Server struct {
 	nextPayment int
 	idem        map[string]*captured
 	recorded    []Recorded
+	unrecorded  bool // SetRecording(false)
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -121,6 +122,15 @@ func (s *Server) Reset() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.seed()
+}
+
+// SetRecording turns the recording of requests on (the default) or off.
+// Off, Requests and Count see nothing new: a long benchmark run would
+// otherwise keep every request it sent.
+func (s *Server) SetRecording(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.unrecorded = !on
 }
 
 // Requests returns a copy of every request received so far, oldest first.
@@ -196,13 +206,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	if c, ok := s.idem[key]; useKey && ok {
 		rec.Replayed = true
-		s.recorded = append(s.recorded, rec)
+		s.record(rec)
 		s.mu.Unlock()
 		w.Header().Set("Idempotent-Replayed", "true")
 		c.writeTo(w)
 		return
 	}
-	s.recorded = append(s.recorded, rec)
+	s.record(rec)
 	c := &captured{header: http.Header{}}
 	s.route(c, r)
 	if useKey {
@@ -210,6 +220,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Unlock()
 	c.writeTo(w)
+}
+
+// record keeps rec unless recording is off; the caller holds mu.
+func (s *Server) record(rec Recorded) {
+	if !s.unrecorded {
+		s.recorded = append(s.recorded, rec)
+	}
 }
 
 // route serves r from the mux; unmatched requests get a JSON 404 or 405.

@@ -2,21 +2,45 @@ package stack
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"testing"
+	"time"
 
 	"github.com/countersign/countersign/shared/notify"
+	"github.com/countersign/countersign/shared/upstream"
+	"github.com/countersign/countersign/shared/workflow/local"
 )
 
+// benchLimits lift the per-credential limits (600 calls a minute and 20
+// pending confirmations by default), which a benchmark passes in a second.
+const benchLimits = `{"calls_per_minute": 1000000, "pending_confirmations": 10000}`
+
+// cpuPerOp reports the process's CPU time per iteration (cpu-ns/op): the
+// client, the gateway and the upstream all run in this process, so it is
+// the whole call's CPU cost, which moves far less with the machine's load
+// than ns/op does.
+func cpuPerOp(b *testing.B, since time.Duration) {
+	b.ReportMetric(float64(processCPU()-since)/float64(b.N), "cpu-ns/op")
+}
+
 // BenchmarkAutoCall measures what the gateway adds on the auto path: the
-// same read of the same upstream, directly and through POST /v1/calls on
-// loopback. Compare the two with benchstat; the ratio is the overhead.
+// same read of the same upstream, directly, through a bare reverse proxy,
+// through GET /v1/rest and through POST /v1/calls (gateway) on loopback.
+// Compare them with benchstat: gateway and rest against proxy is what the
+// gateway costs beyond any hop (bench/cmd/hop measures the same with each
+// in its own process).
 func BenchmarkAutoCall(b *testing.B) {
-	h := newHarness(b, harnessOptions{})
+	h := newHarness(b, harnessOptions{limits: benchLimits})
 	client := &http.Client{}
 	conn := h.stack.Config.Connections["crm"]
 	b.Run("direct", func(b *testing.B) {
+		cpu0 := processCPU()
+		defer func() { cpuPerOp(b, cpu0) }()
 		for b.Loop() {
 			resp, err := client.Get(conn.BaseURL + "/contacts/12")
 			if err != nil {
@@ -29,8 +53,53 @@ func BenchmarkAutoCall(b *testing.B) {
 			}
 		}
 	})
+	// A bare reverse proxy on the transport the gateway's upstream client
+	// uses: what any hop costs, the gateway's baseline.
+	target, err := url.Parse(conn.BaseURL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	proxy := httptest.NewServer(&httputil.ReverseProxy{
+		Rewrite:   func(r *httputil.ProxyRequest) { r.SetURL(target) },
+		Transport: upstream.NewTransport(),
+	})
+	b.Cleanup(proxy.Close)
+	b.Run("proxy", func(b *testing.B) {
+		cpu0 := processCPU()
+		defer func() { cpuPerOp(b, cpu0) }()
+		for b.Loop() {
+			resp, err := client.Get(proxy.URL + "/contacts/12")
+			if err != nil {
+				b.Fatal(err)
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				b.Fatalf("status %d", resp.StatusCode)
+			}
+		}
+	})
+	b.Run("rest", func(b *testing.B) {
+		cpu0 := processCPU()
+		defer func() { cpuPerOp(b, cpu0) }()
+		for b.Loop() {
+			req, _ := http.NewRequest(http.MethodGet, h.stack.URL+"/v1/rest/crm/contacts/12", nil)
+			req.Header.Set("Authorization", "Bearer cs_test_ask")
+			resp, err := client.Do(req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				b.Fatalf("status %d", resp.StatusCode)
+			}
+		}
+	})
 	body := []byte(`{"connection":"crm","method":"GET","path":"/contacts/12","intent":"read"}`)
 	b.Run("gateway", func(b *testing.B) {
+		cpu0 := processCPU()
+		defer func() { cpuPerOp(b, cpu0) }()
 		for b.Loop() {
 			req, _ := http.NewRequest(http.MethodPost, h.stack.URL+"/v1/calls", bytes.NewReader(body))
 			req.Header.Set("Authorization", "Bearer cs_test_ask")
@@ -51,7 +120,9 @@ func BenchmarkAutoCall(b *testing.B) {
 // pauses (202), the notify task sends the link (webhook), the approver
 // posts Approve, and the agent redeems; the upstream runs once.
 func BenchmarkHandshake(b *testing.B) {
-	h := newHarness(b, harnessOptions{})
+	h := newHarness(b, harnessOptions{limits: benchLimits})
+	before := h.stack.StoreStats()
+	cpu0 := processCPU()
 	for b.Loop() {
 		r := h.call("cs_test_ask", deleteContact12)
 		if r.status != http.StatusAccepted {
@@ -69,7 +140,41 @@ func BenchmarkHandshake(b *testing.B) {
 		}
 	}
 	b.StopTimer()
+	cpuPerOp(b, cpu0)
+	after := h.stack.StoreStats()
+	b.ReportMetric(float64(after.Writes-before.Writes)/float64(b.N), "writes/op")
+	b.ReportMetric(float64(after.Commits-before.Commits)/float64(b.N), "commits/op")
 	if n := h.upstream.Count("DELETE", "/contacts/12"); n != b.N {
 		b.Fatalf("upstream DELETEs %d, want one per handshake (%d)", n, b.N)
+	}
+}
+
+// TestHandshakeWrites pins the durable writes of one handshake: eight for
+// the lifecycle (the quota slot, the confirmation, the execution started and
+// waiting with its token, the token, the decision, the answer to the
+// workflow with its last states, the redemption, and the outcome) and three
+// for the audit trail (paused, approved, redeemed: each a record and its
+// chain's head in one transaction).
+func TestHandshakeWrites(t *testing.T) {
+	h := newHarness(t, harnessOptions{})
+	before := h.stack.StoreStats()
+	r := h.call("cs_test_ask", deleteContact12)
+	expect(t, r, http.StatusAccepted, "")
+	id := r.str("confirmation.id")
+	expect(t, h.post(h.approvalLink(id), "approve", nil, "application/json"), http.StatusOK, "")
+	expect(t, h.call("cs_test_ask", redeemOf(deleteContact12, id)), http.StatusOK, "")
+	// The workflow's last write may land after the redemption.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		info, err := h.stack.engine.Execution(context.Background(), "local:confirm:"+id)
+		if err == nil && info.Status == local.StatusSucceeded {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the workflow did not end: %+v, %v", info, err)
+		}
+	}
+	after := h.stack.StoreStats()
+	if got, want := after.Writes-before.Writes, uint64(8+3); got != want {
+		t.Errorf("%d durable writes for one handshake, want %d", got, want)
 	}
 }

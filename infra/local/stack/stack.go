@@ -372,5 +372,9 @@ func (s *Stack) closeAll(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// StoreStats counts the durable writes and the bbolt commits the stack
+// made so far, the workflow engine's included (benchmarks and tests).
+func (s *Stack) StoreStats() embedded.Stats { return s.store.Stats() }
+
 // Done reports the server's exit.
 func (s *Stack) Done() <-chan error { return s.served }

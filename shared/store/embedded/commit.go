@@ -3,6 +3,7 @@ package embedded
 import (
 	"errors"
 	"sync"
+	"sync/atomic"
 
 	"go.etcd.io/bbolt"
 )
@@ -22,6 +23,21 @@ type committer struct {
 	mu   sync.Mutex
 	wait []*pending // the group the next commit takes
 	busy bool       // a commit is running
+
+	writes  atomic.Uint64 // write functions committed
+	commits atomic.Uint64 // transactions committed
+}
+
+// Stats counts what a Store made durable since it was opened.
+type Stats struct {
+	// Writes is how many write functions were committed (Update calls
+	// that succeeded: the store's own writes and the workflow engine's).
+	Writes uint64
+	// Commits is how many bbolt transactions committed them. Each commit
+	// waits for the disk twice (bbolt syncs its pages, then its meta
+	// page), so Commits counts the durable round trips; Writes/Commits is
+	// how many writes shared one.
+	Commits uint64
 }
 
 type pending struct {
@@ -40,25 +56,41 @@ func (c *committer) Update(fn func(*bbolt.Tx) error) error {
 	}
 	c.busy = true
 	c.mu.Unlock()
-	c.run()
+	// The writer that found the committer idle commits the group that
+	// holds its own write, at once; the groups that formed meanwhile are
+	// left to a goroutine, so no writer is held committing other writers'
+	// groups for as long as they keep coming.
+	c.next()
+	c.mu.Lock()
+	more := len(c.wait) > 0
+	c.busy = more
+	c.mu.Unlock()
+	if more {
+		go c.drain()
+	}
 	return <-p.done
 }
 
-// run commits groups until none is waiting. The writer that found the
-// committer idle runs it; the others wait for their result.
-func (c *committer) run() {
-	for {
-		c.mu.Lock()
-		group := c.wait
-		c.wait = nil
-		if len(group) == 0 {
-			c.busy = false
-			c.mu.Unlock()
-			return
-		}
-		c.mu.Unlock()
-		c.commit(group)
+// drain commits groups until none is waiting.
+func (c *committer) drain() {
+	for c.next() {
 	}
+}
+
+// next commits the group waiting, if any; without one it marks the
+// committer idle and reports false.
+func (c *committer) next() bool {
+	c.mu.Lock()
+	group := c.wait
+	c.wait = nil
+	if len(group) == 0 {
+		c.busy = false
+		c.mu.Unlock()
+		return false
+	}
+	c.mu.Unlock()
+	c.commit(group)
+	return true
 }
 
 // errRetry rolls a group back when one of its writes failed.
@@ -81,6 +113,10 @@ func (c *committer) commit(group []*pending) {
 			return nil
 		})
 		if failed < 0 {
+			if err == nil {
+				c.commits.Add(1)
+				c.writes.Add(uint64(len(group)))
+			}
 			for _, p := range group {
 				p.done <- err
 			}

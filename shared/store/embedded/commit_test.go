@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"go.etcd.io/bbolt"
 )
@@ -70,8 +71,17 @@ func TestCommitterGroups(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.busy || len(c.wait) != 0 {
-		t.Errorf("committer left busy=%v with %d waiting", c.busy, len(c.wait))
+	waitIdle(t, c)
+	// Counted: every write that committed, once, and the commits that
+	// carried them (fewer when groups formed, never more).
+	ok := 0
+	for _, err := range errs {
+		if err == nil {
+			ok++
+		}
+	}
+	if w, n := c.writes.Load(), c.commits.Load(); w != uint64(ok) || n == 0 || n > w {
+		t.Errorf("counted %d writes in %d commits, want %d writes in 1..%d commits", w, n, ok, ok)
 	}
 }
 
@@ -109,5 +119,69 @@ func BenchmarkCommit(b *testing.B) {
 				}
 			})
 		})
+	}
+}
+
+// TestCommitterHandsOff: the writer that found the committer idle returns
+// once its own group is on disk, while a later group, still committing, is
+// left to another goroutine.
+func TestCommitterHandsOff(t *testing.T) {
+	db, err := bbolt.Open(filepath.Join(t.TempDir(), "db"), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	c := &committer{db: db}
+	release := make(chan struct{})
+	laterDone := make(chan error, 1)
+	queued := func() int {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return len(c.wait)
+	}
+	err = c.Update(func(tx *bbolt.Tx) error {
+		// While the first group commits, a second write arrives and will
+		// block in its own commit.
+		go func() {
+			laterDone <- c.Update(func(*bbolt.Tx) error { <-release; return nil })
+		}()
+		for deadline := time.Now().Add(5 * time.Second); queued() == 0; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Error("the second write never queued")
+				break
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Back here while the second group is still blocked.
+	select {
+	case err := <-laterDone:
+		t.Fatalf("the second write finished first (%v)", err)
+	default:
+	}
+	close(release)
+	if err := <-laterDone; err != nil {
+		t.Fatal(err)
+	}
+	waitIdle(t, c)
+}
+
+// waitIdle waits (bounded) for the committer's goroutine, which may still
+// be finding the queue empty after the last result went out.
+func waitIdle(t *testing.T, c *committer) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		c.mu.Lock()
+		busy, waiting := c.busy, len(c.wait)
+		c.mu.Unlock()
+		if !busy && waiting == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("committer left busy=%v with %d waiting", busy, waiting)
+		}
 	}
 }

@@ -105,6 +105,11 @@ func (s *Store) DB() *bbolt.DB { return s.db }
 // it is durable. fn must act only through tx: it may run more than once.
 func (s *Store) Update(fn func(*bbolt.Tx) error) error { return s.writer.Update(fn) }
 
+// Stats returns the writes and commits made through Update so far.
+func (s *Store) Stats() Stats {
+	return Stats{Writes: s.writer.writes.Load(), Commits: s.writer.commits.Load()}
+}
+
 // Close closes the file and releases its lock.
 func (s *Store) Close() error {
 	if err := s.db.Close(); err != nil {

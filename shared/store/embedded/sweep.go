@@ -14,42 +14,66 @@ import (
 // records past their expiry. Readers never depend on it (effective status
 // comes from the clock),
 // it only keeps the file from growing. It returns how many records it deleted.
+//
+// The records are scanned in a read transaction, so the scan never holds
+// the writer; only when something expired does a write delete it (checking
+// each record again: it may have changed since), and a sweep that finds
+// nothing writes nothing.
 func (s *Store) Sweep(now time.Time) (int, error) {
-	deleted := 0
-	err := s.writer.Update(func(tx *bbolt.Tx) error {
-		for _, sw := range []struct {
-			bucket  []byte
-			expired func(raw []byte) bool
-		}{
-			{bucketConfirmations, ttlPassed(now)},
-			{bucketQuotas, ttlPassed(now)},
-			{bucketScriptRuns, ttlPassed(now)},
-			{bucketScriptCalls, ttlPassed(now)},
-			{bucketScriptParts, ttlPassed(now)},
-			{bucketTaskTokens, ttlPassed(now)},
-			{bucketIdempotency, func(raw []byte) bool {
-				var r struct {
-					ExpiresAt time.Time `json:"expires_at"`
-				}
-				return json.Unmarshal(raw, &r) == nil && !r.ExpiresAt.IsZero() && !now.Before(r.ExpiresAt)
-			}},
-		} {
-			var keys [][]byte
-			b := tx.Bucket(sw.bucket)
-			if err := b.ForEach(func(k, v []byte) error {
+	sweeps := []struct {
+		bucket  []byte
+		expired func(raw []byte) bool
+	}{
+		{bucketConfirmations, ttlPassed(now)},
+		{bucketQuotas, ttlPassed(now)},
+		{bucketScriptRuns, ttlPassed(now)},
+		{bucketScriptCalls, ttlPassed(now)},
+		{bucketScriptParts, ttlPassed(now)},
+		{bucketTaskTokens, ttlPassed(now)},
+		{bucketIdempotency, func(raw []byte) bool {
+			var r struct {
+				ExpiresAt time.Time `json:"expires_at"`
+			}
+			return json.Unmarshal(raw, &r) == nil && !r.ExpiresAt.IsZero() && !now.Before(r.ExpiresAt)
+		}},
+	}
+	keys := make([][][]byte, len(sweeps))
+	found := 0
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		for i, sw := range sweeps {
+			err := tx.Bucket(sw.bucket).ForEach(func(k, v []byte) error {
 				if sw.expired(v) {
-					keys = append(keys, append([]byte(nil), k...))
+					keys[i] = append(keys[i], append([]byte(nil), k...))
+					found++
 				}
 				return nil
-			}); err != nil {
+			})
+			if err != nil {
 				return err
 			}
-			for _, k := range keys {
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("sweep: %w", err)
+	}
+	if found == 0 {
+		return 0, nil
+	}
+	deleted := 0
+	err = s.writer.Update(func(tx *bbolt.Tx) error {
+		deleted = 0 // the write may run again
+		for i, sw := range sweeps {
+			b := tx.Bucket(sw.bucket)
+			for _, k := range keys[i] {
+				if v := b.Get(k); v == nil || !sw.expired(v) {
+					continue
+				}
 				if err := b.Delete(k); err != nil {
 					return err
 				}
+				deleted++
 			}
-			deleted += len(keys)
 		}
 		return nil
 	})

@@ -54,8 +54,12 @@ func TestSweep(t *testing.T) {
 	if err != nil || len(reviews) != 1 || reviews[0].ID != "rv_live" {
 		t.Errorf("reviews after sweep = %v, %v; want only rv_live", reviews, err)
 	}
+	before := s.Stats()
 	if n, err := s.Sweep(now); err != nil || n != 0 {
 		t.Errorf("second sweep = %d, %v; want 0", n, err)
+	}
+	if after := s.Stats(); after != before {
+		t.Errorf("a sweep that deleted nothing wrote: %+v, then %+v", before, after)
 	}
 }
 

@@ -66,6 +66,11 @@ type Engine struct {
 	drivers     map[string]*driver     // execution id -> its running driver
 	tokenTimers map[string]*time.Timer // task token -> its timeout
 	execTimers  map[string]*time.Timer // execution id -> its TimeoutSeconds
+	// notified holds the tokens whose waitForTaskToken function returned
+	// and that are not yet answered: kept in memory, not written (see
+	// markNotified), and persisted with the execution's next write or by
+	// Close.
+	notified map[string]bool
 }
 
 var _ workflow.Workflow = (*Engine)(nil)
@@ -111,6 +116,7 @@ func New(opts Options) (*Engine, error) {
 		drivers:     map[string]*driver{},
 		tokenTimers: map[string]*time.Timer{},
 		execTimers:  map[string]*time.Timer{},
+		notified:    map[string]bool{},
 	}
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)
@@ -177,6 +183,8 @@ func (e *Engine) Start(ctx context.Context, m workflow.Machine, name string, inp
 	if mach.timeout > 0 {
 		r.Deadline = now.Add(mach.timeout)
 	}
+	// Persisted already settled: waiting in its first Task with a token.
+	e.settle(r, now)
 	existed := false
 	err := e.write(func(tx *bbolt.Tx) error {
 		old, err := getRecord(tx, id)
@@ -199,10 +207,10 @@ func (e *Engine) Start(ctx context.Context, m workflow.Machine, name string, inp
 		return id, nil
 	}
 	e.log.Info("workflow: execution started", "execution", id, "state", r.State)
-	if !r.Deadline.IsZero() {
+	if r.Status == StatusRunning && !r.Deadline.IsZero() {
 		e.armExecTimer(id, r.Deadline)
 	}
-	e.kick(id)
+	e.acted(&record{ID: id, Status: StatusRunning, State: mach.startAt}, r)
 	return id, nil
 }
 
@@ -294,7 +302,7 @@ func (e *Engine) Resume(ctx context.Context) error {
 		if r.Token != "" && !r.TokenDeadline.IsZero() {
 			e.armTokenTimer(r.Token, r.TokenDeadline)
 		}
-		if r.needsDriver() {
+		if e.needsDriver(&r) {
 			e.kick(r.ID)
 		}
 	}
@@ -304,7 +312,8 @@ func (e *Engine) Resume(ctx context.Context) error {
 
 // Close stops the timers and waits for the running drivers; a function call
 // in progress sees its context cancelled, and its state runs again after
-// Resume. Close does not close the DB.
+// Resume. It then records which waiting tasks' functions had returned, so
+// Resume does not call them again. Close does not close the DB.
 func (e *Engine) Close() error {
 	e.mu.Lock()
 	if e.closed {
@@ -323,6 +332,9 @@ func (e *Engine) Close() error {
 	e.mu.Unlock()
 	e.cancel()
 	e.wg.Wait()
+	if err := e.persistNotified(); err != nil {
+		return fmt.Errorf("close: %w", err)
+	}
 	return nil
 }
 

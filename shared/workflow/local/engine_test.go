@@ -897,3 +897,140 @@ func TestAnswersRaceTheTimeout(t *testing.T) {
 		}
 	})
 }
+
+// TestCommitsPerExecution: transitions that are not waits share the commit
+// of the change that led to them, and notify returning is not written. A
+// confirmation approved for the agent to redeem takes two commits (started
+// and waiting in Notify with its token; the answer with Route and
+// Approved), one answered with execute three (the Execute task's result
+// ends it), and an expiry three (the timeout; Expire's result with
+// AfterExpire and Expired).
+func TestCommitsPerExecution(t *testing.T) {
+	tests := []struct {
+		name      string
+		answer    func(e *Engine, token string) error
+		wantState string
+		want      int
+	}{
+		{"approved", func(e *Engine, token string) error {
+			return e.SendTaskSuccess(context.Background(), token, []byte(`{"approved":true,"execute":false}`))
+		}, "Approved", 2},
+		{"approved with execute", func(e *Engine, token string) error {
+			return e.SendTaskSuccess(context.Background(), token, []byte(`{"approved":true,"execute":true}`))
+		}, "Executed", 3},
+		{"expired", nil, "Expired", 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f := &fakes{}
+				path := filepath.Join(t.TempDir(), "countersign.db")
+				db := openDB(t, path)
+				defer db.Close()
+				var mu sync.Mutex
+				commits := 0
+				e, err := New(Options{DB: db, Definitions: realDefinitions(t), Substitutions: testSubs, Functions: f.functions(),
+					Update: func(fn func(*bbolt.Tx) error) error {
+						err := db.Update(fn)
+						if err == nil {
+							mu.Lock()
+							commits++
+							mu.Unlock()
+						}
+						return err
+					}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer e.Close()
+				id, err := e.Start(context.Background(), workflow.Confirm, "cf_1", []byte(`{"confirmation_id":"cf_1","timeout_seconds":600}`))
+				if err != nil {
+					t.Fatal(err)
+				}
+				synctest.Wait()
+				if tt.answer != nil {
+					if err := tt.answer(e, f.token(t)); err != nil {
+						t.Fatal(err)
+					}
+				} else {
+					time.Sleep(601 * time.Second)
+				}
+				synctest.Wait()
+				info, err := e.Execution(context.Background(), id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				wantState(t, info, StatusSucceeded, tt.wantState)
+				mu.Lock()
+				defer mu.Unlock()
+				if commits != tt.want {
+					t.Errorf("%d commits, want %d", commits, tt.want)
+				}
+			})
+		})
+	}
+}
+
+// TestNotifiedAfterACrash: that notify returned is kept in memory, written
+// by Close (a clean restart does not call it again: TestRestart) or with
+// the execution's next write; after a crash, Resume calls it again with the
+// same token, as a retried Lambda invocation would.
+func TestNotifiedAfterACrash(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakes{}
+		v := newEnv(t, f)
+		id := v.start(t, workflow.Confirm, "cf_crash", 600)
+		synctest.Wait()
+		token := f.token(t)
+		// The crash: the file as it is now, before Close writes anything.
+		crashed := filepath.Join(t.TempDir(), "crashed.db")
+		if err := v.db.View(func(tx *bbolt.Tx) error { return tx.CopyFile(crashed, 0o600) }); err != nil {
+			t.Fatal(err)
+		}
+		v.close(t)
+
+		db := openDB(t, crashed)
+		defer db.Close()
+		e := newEngine(t, db, f, realDefinitions(t))
+		defer e.Close()
+		if err := e.Resume(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		calls := f.calls(&f.notify)
+		if len(calls) != 2 || calls[1].payload["task_token"] != token {
+			t.Fatalf("notify calls after the crash = %v, want a second call with the same token", calls)
+		}
+		if err := e.SendTaskSuccess(context.Background(), token, []byte(`{"approved":true}`)); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		info, err := e.Execution(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantState(t, info, StatusSucceeded, "Approved")
+	})
+}
+
+// TestAnsweredBeforeNotifyReturns: an approver who answers before the
+// notify function has returned (the link went out first) leaves nothing
+// behind in memory.
+func TestAnsweredBeforeNotifyReturns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakes{}
+		v := newEnv(t, f)
+		defer v.close(t)
+		f.notifyErr = func(ctx context.Context, n int) error {
+			return v.e.SendTaskSuccess(ctx, f.token(t), []byte(`{"approved":true}`))
+		}
+		id := v.start(t, workflow.Confirm, "cf_quick", 600)
+		synctest.Wait()
+		wantState(t, v.info(t, id), StatusSucceeded, "Approved")
+		v.e.mu.Lock()
+		defer v.e.mu.Unlock()
+		if len(v.e.notified) != 0 {
+			t.Errorf("notified marks left: %v", v.e.notified)
+		}
+	})
+}

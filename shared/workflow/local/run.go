@@ -16,7 +16,8 @@ import (
 )
 
 // update applies fn to the execution's record in one bbolt transaction and,
-// when fn asks to write, persists it (Seq+1) and then acts on the change:
+// when fn asks to write, settles it (see settle), persists it (Seq+1) and
+// then acts on the change:
 // timers are stopped or armed and a driver is kicked. fn returning false
 // makes update return errStale without writing.
 func (e *Engine) update(id string, fn func(r *record) (bool, error)) error {
@@ -36,6 +37,10 @@ func (e *Engine) update(id string, fn func(r *record) (bool, error)) error {
 		}
 		if !ok {
 			return errStale
+		}
+		e.settle(r, time.Now().UTC())
+		if r.Token != "" && e.isNotified(r.Token) {
+			r.Notified = true // written along, as it is written anyway
 		}
 		r.Seq++
 		cur = *r
@@ -64,6 +69,7 @@ func (e *Engine) commit(id string, seq uint64, fn func(r *record)) error {
 func (e *Engine) acted(prev, cur *record) {
 	if prev.Token != "" && prev.Token != cur.Token {
 		e.stopTokenTimer(prev.Token)
+		e.forgetNotified(prev.Token)
 	}
 	if cur.Status == StatusRunning && cur.Token != "" && cur.Token != prev.Token && !cur.TokenDeadline.IsZero() {
 		e.armTokenTimer(cur.Token, cur.TokenDeadline)
@@ -79,9 +85,88 @@ func (e *Engine) acted(prev, cur *record) {
 	if cur.State != prev.State {
 		e.log.Debug("workflow: entered state", "execution", cur.ID, "state", cur.State)
 	}
-	if cur.needsDriver() {
+	if e.needsDriver(cur) {
 		e.kick(cur.ID)
 	}
+}
+
+// needsDriver reports whether the execution has work for a driver: it
+// runs, and does not wait on a token its function was handed and returned.
+func (e *Engine) needsDriver(r *record) bool {
+	return r.needsDriver() && !(r.Token != "" && e.isNotified(r.Token))
+}
+
+// markNotified notes that the waitForTaskToken function handed token
+// returned, so the task now only waits. This is not written: the
+// lifecycle does not need it (the confirmation record holds the token,
+// and the notify task is idempotent), and a commit of its own would cost
+// every confirmation a disk sync. It is written with the execution's next
+// write (the answer, a timeout) and by Close, and after a crash Resume
+// calls the function again: the approvers may get their links twice, as
+// when a Lambda invocation is retried.
+func (e *Engine) markNotified(id, token string) {
+	e.mu.Lock()
+	e.notified[token] = true
+	e.mu.Unlock()
+	// The task may have been answered before the function returned (the
+	// approver was quick): then nothing will forget the token, so do it.
+	var current string
+	_ = e.db.View(func(tx *bbolt.Tx) error {
+		if r, err := getRecord(tx, id); err == nil && r != nil && r.Status == StatusRunning {
+			current = r.Token
+		}
+		return nil
+	})
+	if current != token {
+		e.forgetNotified(token)
+	}
+}
+
+func (e *Engine) isNotified(token string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.notified[token]
+}
+
+func (e *Engine) forgetNotified(token string) {
+	e.mu.Lock()
+	delete(e.notified, token)
+	e.mu.Unlock()
+}
+
+// persistNotified writes the notified marks still in memory (Close).
+func (e *Engine) persistNotified() error {
+	e.mu.Lock()
+	tokens := make([]string, 0, len(e.notified))
+	for t := range e.notified {
+		tokens = append(tokens, t)
+	}
+	e.mu.Unlock()
+	if len(tokens) == 0 {
+		return nil
+	}
+	return e.write(func(tx *bbolt.Tx) error {
+		for _, token := range tokens {
+			id := tx.Bucket(bucketTokens).Get([]byte(token))
+			if id == nil {
+				continue
+			}
+			r, err := getRecord(tx, string(id))
+			if err != nil {
+				return err
+			}
+			if r == nil || r.Status != StatusRunning || r.Token != token || r.Notified {
+				continue
+			}
+			prev := r.clone()
+			r.Notified = true
+			r.Seq++
+			if err := putRecord(tx, &prev, r); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // complete answers the task waiting on token with a result or an error.
@@ -155,7 +240,7 @@ func (e *Engine) drive(id string) {
 			e.log.Error("workflow: load execution", "execution", id, "err", err)
 			return
 		}
-		if !r.needsDriver() {
+		if !e.needsDriver(r) {
 			return
 		}
 		if !r.RetryAt.IsZero() {
@@ -209,37 +294,19 @@ func (e *Engine) runState(r *record) error {
 	fail := func(cause string) error {
 		return e.commit(r.ID, r.Seq, func(r *record) { finish(r, StatusFailed, nil, errRuntime, cause, now) })
 	}
-	raw, err := decodeJSON(r.StateInput)
-	if err != nil {
-		return fail("state input: " + err.Error())
-	}
-	in, err := st.inputPath.apply(raw)
-	if err != nil {
-		return fail("InputPath: " + err.Error())
-	}
-	timeout := st.timeout
-	if st.timeoutPath != nil {
-		v, ok := st.timeoutPath.get(in)
-		n, err := positiveInt(v)
-		if !ok || err != nil {
-			return fail(fmt.Sprintf("TimeoutSecondsPath %q: must select a positive integer", st.timeoutPath.raw))
-		}
-		timeout = time.Duration(n) * time.Second
+	in, timeout, cause := taskInput(r, st)
+	if cause != "" {
+		return fail(cause)
 	}
 
 	if st.wait && r.Token == "" {
-		// Persist the waiting task before handing its token out.
+		// Persist the waiting task before handing its token out (after a
+		// retry; settle hands the first token out with the transition).
 		token, err := newToken()
 		if err != nil {
 			return fmt.Errorf("task token: %w", err)
 		}
-		return e.commit(r.ID, r.Seq, func(r *record) {
-			r.Token, r.Notified, r.RetryAt = token, false, time.Time{}
-			r.TokenDeadline = time.Time{}
-			if timeout > 0 {
-				r.TokenDeadline = now.Add(timeout)
-			}
-		})
+		return e.commit(r.ID, r.Seq, func(r *record) { giveToken(r, token, timeout, now) })
 	}
 
 	c := newContext(r, st)
@@ -283,13 +350,8 @@ func (e *Engine) runState(r *record) error {
 			return err
 		}
 		// The function's output is ignored: the task waits for its token.
-		return e.update(r.ID, func(r *record) (bool, error) {
-			if r.Status != StatusRunning || r.Token != token || r.Notified {
-				return false, nil
-			}
-			r.Notified = true
-			return true, nil
-		})
+		e.markNotified(r.ID, token)
+		return nil
 	}
 
 	if terr == nil && deadlineHit {
@@ -304,6 +366,82 @@ func (e *Engine) runState(r *record) error {
 		result = map[string]any{"ExecutedVersion": "$LATEST", "Payload": pv, "StatusCode": json.Number("200")}
 	}
 	return e.commit(r.ID, r.Seq, func(r *record) { afterTask(r, st, result, terr, time.Now().UTC()) })
+}
+
+// taskInput is the input of the Task st (InputPath applied) and its
+// timeout (TimeoutSeconds or TimeoutSecondsPath); cause says why the
+// execution fails instead.
+func taskInput(r *record, st *state) (in any, timeout time.Duration, cause string) {
+	raw, err := decodeJSON(r.StateInput)
+	if err != nil {
+		return nil, 0, "state input: " + err.Error()
+	}
+	if in, err = st.inputPath.apply(raw); err != nil {
+		return nil, 0, "InputPath: " + err.Error()
+	}
+	timeout = st.timeout
+	if st.timeoutPath != nil {
+		v, ok := st.timeoutPath.get(in)
+		n, err := positiveInt(v)
+		if !ok || err != nil {
+			return nil, 0, fmt.Sprintf("TimeoutSecondsPath %q: must select a positive integer", st.timeoutPath.raw)
+		}
+		timeout = time.Duration(n) * time.Second
+	}
+	return in, timeout, ""
+}
+
+// giveToken makes r wait on token, for timeout (0: no deadline).
+func giveToken(r *record, token string, timeout time.Duration, now time.Time) {
+	r.Token, r.Notified, r.RetryAt = token, false, time.Time{}
+	r.TokenDeadline = time.Time{}
+	if timeout > 0 {
+		r.TokenDeadline = now.Add(timeout)
+	}
+}
+
+// maxSettled bounds the states one commit runs, so a loop of Choice and
+// Pass states cannot hold a write transaction: after that many the driver
+// commits and goes on.
+const maxSettled = 32
+
+// settle runs on r, in memory, what needs no function call: Pass, Choice,
+// Succeed and Fail states, and handing a waiting Task its token. The
+// caller persists the result in the same commit as the change that led to
+// it, so transitions that are not waits take no commit of their own: Start
+// persists the execution already waiting in its first Task with its token,
+// and the answer to a task persists every state after it up to the next
+// Task or the end (for the confirm machine, the decision, Route and
+// Approved in one commit). It stops at a Task that calls a function, at a
+// retry delay, and at the end of the execution.
+func (e *Engine) settle(r *record, now time.Time) {
+	for range maxSettled {
+		if r.Status != StatusRunning || !r.RetryAt.IsZero() {
+			return
+		}
+		st := e.lookup(r)
+		switch {
+		case st == nil:
+			finish(r, StatusFailed, nil, errRuntime, fmt.Sprintf("no state %q in machine %q", r.State, r.Machine), now)
+			return
+		case st.typ != typeTask:
+			runLocal(r, st, now)
+		case st.wait && r.Token == "":
+			_, timeout, cause := taskInput(r, st)
+			if cause != "" {
+				finish(r, StatusFailed, nil, errRuntime, cause, now)
+				return
+			}
+			token, err := newToken()
+			if err != nil {
+				return // the driver tries again and reports it
+			}
+			giveToken(r, token, timeout, now)
+			return
+		default:
+			return
+		}
+	}
 }
 
 // newContext builds the context object for st.
