@@ -425,7 +425,8 @@ func (s *Service) resume(ctx context.Context, cred *store.Credential, r Request)
 
 // Outcome is a script batch's script as its owner reads it.
 type Outcome struct {
-	// Value is the result of the run after approval (once it completed).
+	// Value is the result of the run after approval, set once it
+	// completed (null for undefined).
 	Value json.RawMessage
 	// Error is why the run after approval failed.
 	Error *store.ScriptError
@@ -461,6 +462,11 @@ func (s *Service) outcome(ctx context.Context, run *store.ScriptRun) (*Outcome, 
 	if run.Status == store.ScriptCompleted {
 		if out.Value, err = s.resultOf(ctx, run); err != nil {
 			return nil, fault.Wrap(err, "the script's result could not be read")
+		}
+		if len(out.Value) == 0 {
+			// A completed script always has a value (undefined is null),
+			// whatever a store made of a stored null.
+			out.Value = json.RawMessage("null")
 		}
 	}
 	return out, nil
