@@ -1,9 +1,11 @@
 package stack
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -260,6 +262,54 @@ func TestMCPRunScriptElicitation(t *testing.T) {
 		wantCounts(t, h, map[string]int{"GET /contacts/1": 1, "DELETE /contacts/3": 1, "DELETE /contacts/4": 1})
 		assertNoSecrets(t, h, sn.all(), id)
 	})
+}
+
+// TestMCPRunScriptConcurrentAnswers: the same answer sent many times at
+// once decides the batch once and runs the script's approved calls once;
+// every other use is refused.
+func TestMCPRunScriptConcurrentAnswers(t *testing.T) {
+	h := newHarness(t, harnessOptions{})
+	s := h.mcpSession("cs_test_ask", clientKind{name: "Claude Code", elicit: accept(true), manual: true}, nil)
+	first := runScript(t, s, mcpBatchScript, "", nil)
+	if !first.NeedsInput() {
+		t.Fatalf("first call: %+v, want an input request", first)
+	}
+	const n = 6
+	texts := make(chan string, n)
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			// The SDK writes to the params it sends: one each.
+			p := &mcp.CallToolParams{Name: mcpapi.ToolRunScript, Arguments: map[string]any{"script": mcpBatchScript}, RequestState: first.RequestState,
+				InputResponses: mcp.InputResponseMap{"confirm": &mcp.ElicitResult{Action: "accept", Content: map[string]any{"op0": true, "op1": true}}}}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			r, err := s.CallTool(ctx, p)
+			if err != nil {
+				texts <- "call: " + err.Error()
+				return
+			}
+			texts <- text(r)
+		})
+	}
+	wg.Wait()
+	close(texts)
+	ran, refused := 0, 0
+	for tx := range texts {
+		switch {
+		case strings.HasPrefix(tx, `{"name":"Ada Lovelace"`):
+			ran++
+		case strings.HasPrefix(tx, "Refused (confirmation_used): "):
+			refused++
+		default:
+			t.Errorf("answer %q", tx)
+		}
+	}
+	if ran != 1 || refused != n-1 {
+		t.Errorf("%d answers ran the script and %d were refused, want 1 and %d", ran, refused, n-1)
+	}
+	time.Sleep(200 * time.Millisecond)
+	wantCounts(t, h, map[string]int{"GET /contacts/1": 1, "DELETE /contacts/3": 1, "DELETE /contacts/4": 1})
 }
 
 // TestMCPRunScriptCard: a client that renders MCP Apps gets the paused
