@@ -358,6 +358,22 @@ func TestMCPRunScriptCard(t *testing.T) {
 	time.Sleep(200 * time.Millisecond)
 	wantCounts(t, h, map[string]int{"GET /contacts/1": 1, "DELETE /contacts/3": 0, "DELETE /contacts/4": 1})
 	assertNoSecrets(t, h, sn.all(), id, token)
+
+	// Reject all: the script is not run again, nothing it collected runs.
+	h.upstream.Reset()
+	r = runScript(t, s, mcpBatchScript, "", &sn)
+	id, _ = structured(t, r)["confirmation_id"].(string)
+	token = cardToken(t, callTool(t, s, "review_pending", map[string]any{"confirmation_id": id}, &sn))
+	d = callTool(t, s, "card_decide", map[string]any{"confirmation_id": id, "token": token, "decision": "reject"}, nil)
+	if structured(t, d)["status"] != "rejected" || !strings.Contains(text(d), "Rejected; nothing ran") {
+		t.Errorf("reject: %q", text(d))
+	}
+	if res := runScript(t, s, mcpBatchScript, id, &sn); !strings.HasPrefix(text(res), "Denied (confirmation_rejected): ") {
+		t.Errorf("run_script with the id after a rejection: %q", text(res))
+	}
+	time.Sleep(200 * time.Millisecond)
+	wantCounts(t, h, map[string]int{"GET /contacts/1": 1, "DELETE /contacts/3": 0, "DELETE /contacts/4": 0})
+	assertNoSecrets(t, h, sn.all(), id, token)
 }
 
 // TestMCPRunScriptRefusal: a client that can ask nobody has the calls
