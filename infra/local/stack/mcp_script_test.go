@@ -45,6 +45,24 @@ func wantCounts(tb testing.TB, h *harness, want map[string]int) {
 	}
 }
 
+// batchRequested waits for the first confirmation.requested event and
+// returns its confirmation id (an input request does not name its batch).
+func batchRequested(tb testing.TB, h *harness) string {
+	tb.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		h.webhook.mu.Lock()
+		for _, ev := range h.webhook.events {
+			if ev.Type == notify.TypeRequested {
+				h.webhook.mu.Unlock()
+				return ev.Confirmation.ID
+			}
+		}
+		h.webhook.mu.Unlock()
+	}
+	tb.Fatal("no confirmation.requested event")
+	return ""
+}
+
 // resultOf decodes a run_script result's structured "result".
 func resultOf(tb testing.TB, r *mcp.CallToolResult) any {
 	tb.Helper()
@@ -262,6 +280,41 @@ func TestMCPRunScriptElicitation(t *testing.T) {
 		wantCounts(t, h, map[string]int{"GET /contacts/1": 1, "DELETE /contacts/3": 1, "DELETE /contacts/4": 1})
 		assertNoSecrets(t, h, sn.all(), id)
 	})
+}
+
+// TestMCPRunScriptAskAgain: run_script with the confirmation id of a
+// pending batch asks again the way the client can; the batch is still
+// decided once.
+func TestMCPRunScriptAskAgain(t *testing.T) {
+	h := newHarness(t, harnessOptions{})
+	s := h.mcpSession("cs_test_ask", clientKind{name: "Claude Code", elicit: accept(true), manual: true}, nil)
+	first := runScript(t, s, mcpBatchScript, "", nil)
+	id := batchRequested(t, h)
+	if !first.NeedsInput() || id == "" {
+		t.Fatalf("first call: %+v (batch %q)", first, id)
+	}
+	card := runScript(t, h.mcpSession("cs_test_ask", clientKind{apps: true}, nil), mcpBatchScript, id, nil)
+	if !strings.Contains(text(card), "review_pending") || structured(t, card)["confirmation_id"] != id {
+		t.Errorf("asked again with a card: %q", text(card))
+	}
+	again := runScript(t, s, mcpBatchScript, id, nil)
+	if !again.NeedsInput() {
+		t.Fatalf("asked again: %+v", again)
+	}
+	answers := mcp.InputResponseMap{"confirm": &mcp.ElicitResult{Action: "accept", Content: map[string]any{"op0": false, "op1": true}}}
+	r := callToolParams(t, s, &mcp.CallToolParams{Name: mcpapi.ToolRunScript, Arguments: map[string]any{"script": mcpBatchScript, "confirmation_id": id},
+		RequestState: again.RequestState, InputResponses: answers}, nil)
+	if got := resultOf(t, r); r.IsError || !cmp.Equal(got, map[string]any{"name": "Ada Lovelace", "d3": map[string]any{"rejected": true},
+		"d4": map[string]any{"status": 204.0, "body": nil}}) {
+		t.Fatalf("answered: %q", text(r))
+	}
+	old := callToolParams(t, s, &mcp.CallToolParams{Name: mcpapi.ToolRunScript, Arguments: map[string]any{"script": mcpBatchScript},
+		RequestState: first.RequestState, InputResponses: answers}, nil)
+	if !strings.HasPrefix(text(old), "Refused (confirmation_used): ") {
+		t.Errorf("the first question's state: %q", text(old))
+	}
+	time.Sleep(200 * time.Millisecond)
+	wantCounts(t, h, map[string]int{"GET /contacts/1": 1, "DELETE /contacts/3": 0, "DELETE /contacts/4": 1})
 }
 
 // TestMCPRunScriptConcurrentAnswers: the same answer sent many times at
