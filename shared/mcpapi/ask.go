@@ -59,6 +59,13 @@ func (h *Handler) ask(cred *store.Credential, op operation, kind store.Kind, ops
 		wait = t.Script()
 	}
 	st := requestState{ID: confirm.NewID(), Cred: cred.ID, Tool: op.name, Kind: kind}
+	return h.question(st, op, ops, reason, h.now().Add(wait))
+}
+
+// question is the input_required result asking about ops under st (its
+// bindings are filled from ops), valid until exp.
+func (h *Handler) question(st requestState, op operation, ops []store.Operation, reason string, exp time.Time) *mcp.CallToolResult {
+	st.Binds = st.Binds[:0]
 	for _, o := range ops {
 		st.Binds = append(st.Binds, o.Binding)
 	}
@@ -66,7 +73,6 @@ func (h *Handler) ask(cred *store.Credential, op operation, kind store.Kind, ops
 	if err != nil {
 		return faultResult(fault.Internal, "the question could not be prepared")
 	}
-	exp := h.now().Add(wait)
 	sealed := h.o.Signer.Seal(statePurpose, payload, exp)
 	return &mcp.CallToolResult{
 		InputRequests: mcp.InputRequestMap{inputKey: h.elicitation(op, ops, reason, exp)},

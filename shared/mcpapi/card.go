@@ -77,8 +77,8 @@ func (h *Handler) addConfirmationTools(s *mcp.Server, cred *store.Credential) {
 		"properties": map[string]any{"confirmation_id": map[string]any{"type": "string", "description": "the confirmation id of the paused call (cf_...)"}}}
 	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true}
 	s.AddTool(&mcp.Tool{Name: ToolReviewPending, Annotations: readOnly, InputSchema: idSchema,
-		Description: "Show the person the confirmation card of a paused call, titled \"Approve this operation?\", in the conversation. " +
-			"The person approves or rejects it in the card; countersign then runs what was approved and the card reports the outcome. Call it again to read the outcome.",
+		Description: "Show the person the confirmation card of a paused call or script, titled \"Approve this operation?\" (or \"Approve N operations?\"), in the conversation. " +
+			"The person approves or rejects it in the card; countersign then runs what was approved (a script runs again) and the card reports the outcome. Call it again to read the outcome.",
 		Meta: mcp.Meta{"ui": map[string]any{"resourceUri": CardURI, "visibility": []string{"model", "app"}}}},
 		h.reviewPending(cred))
 	s.AddTool(&mcp.Tool{Name: ToolCardDecide, Description: "The confirmation card's buttons (for the card only).",
@@ -98,7 +98,7 @@ func (h *Handler) addConfirmationTools(s *mcp.Server, cred *store.Credential) {
 			"wait_seconds":    map[string]any{"type": "integer", "minimum": 0, "maximum": 25, "description": "wait up to this long for a decision"},
 		}}
 	s.AddTool(&mcp.Tool{Name: ToolConfirmationStatus, Annotations: readOnly, InputSchema: waitSchema,
-		Description: "Read a paused call's confirmation: pending, rejected, expired, or executed with the upstream's answer. wait_seconds (at most 25) waits for a decision."},
+		Description: "Read a paused call's or script's confirmation: pending, rejected, expired, or executed with the upstream's answer (and a script's result). wait_seconds (at most 25) waits for a decision."},
 		h.confirmationStatus(cred))
 }
 
@@ -143,6 +143,10 @@ type cardView struct {
 	SecondsLeft    int       `json:"seconds_left"`
 	TimeLeft       string    `json:"time_left"`
 	Operations     []cardOp  `json:"operations"`
+	// Result is a script batch's result once its run after approval
+	// completed; ScriptError why that run failed.
+	Result      json.RawMessage `json:"result,omitempty"`
+	ScriptError string          `json:"script_error,omitempty"`
 }
 
 // expiredText is what the card says once its time is up.
@@ -246,6 +250,12 @@ func cardText(v cardView) string {
 			b.WriteString(": not run")
 		}
 	}
+	switch {
+	case v.ScriptError != "":
+		fmt.Fprintf(&b, "\nThe script failed when it ran again: %s", v.ScriptError)
+	case len(v.Result) > 0:
+		fmt.Fprintf(&b, "\nThe script's result: %s", v.Result)
+	}
 	return b.String()
 }
 
@@ -270,6 +280,7 @@ func (h *Handler) reviewPending(cred *store.Credential) mcp.ToolHandler {
 			return faultResult(fault.InvalidRequest, a.ConfirmationID+" is not decided in a card: the agent redeems it"), nil
 		}
 		v := h.cardOf(st.Confirmation, st.Effective)
+		h.withScript(ctx, &v, st.Confirmation)
 		res := textResult(cardText(v), v)
 		if v.State == "pending" {
 			tok, _ := json.Marshal(cardToken{ID: st.ID, Cred: cred.ID})
@@ -318,7 +329,12 @@ func (h *Handler) cardDecide(cred *store.Credential) mcp.ToolHandler {
 			return errorResult(err), nil
 		}
 		h.logger().InfoContext(ctx, "card decided", "confirmation", c.ID, "credential", cred.ID, "decision", a.Decision)
-		if d.Approve {
+		switch {
+		case d.Approve && c.Kind == store.KindScript:
+			// A script batch's operations run only inside its script,
+			// when it runs again (calls.Service.Execute refuses them).
+			c = h.rerunScript(ctx, c)
+		case d.Approve:
 			done, err := h.o.Calls.Execute(ctx, c.ID)
 			if err != nil {
 				// The workflow's execute task runs it too; show what is stored.
@@ -330,6 +346,7 @@ func (h *Handler) cardDecide(cred *store.Credential) mcp.ToolHandler {
 			c = h.settled(ctx, cred, c)
 		}
 		v := h.cardOf(c, confirm.Effective(c, h.now()))
+		h.withScript(ctx, &v, c)
 		return textResult(cardText(v), v), nil
 	}
 }
@@ -389,6 +406,7 @@ func (h *Handler) confirmationStatus(cred *store.Credential) mcp.ToolHandler {
 			return errorResult(err), nil
 		}
 		v := h.cardOf(st.Confirmation, st.Effective)
+		h.withScript(ctx, &v, st.Confirmation)
 		if v.State == "out_of_band" {
 			v.State = "pending"
 			switch {

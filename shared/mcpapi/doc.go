@@ -31,6 +31,19 @@
 // A connection with approval.out_of_band_only pauses for its approvers
 // whatever the client, and confirmation_status tells the model the outcome.
 //
+// run_script is code mode (API.md section 6) over Options.Scripts, which
+// gatewayapp attaches so that only the functions that run scripts link the
+// JavaScript engine. A script's calls that need a person are collected into
+// one batch confirmation, and the batch takes the same three paths: the
+// client's dialog lists every operation with one boolean each (the request
+// state carries the batch's id and bindings, and the retried call decides
+// the batch once through the lifecycle, then runs the script again and
+// returns its result); the card decides it and runs the script again
+// (never calls.Service.Execute, which refuses script batches); and a client
+// that can do neither has those calls denied inside the script, so no
+// batch is left that nobody could answer. Batches touching an
+// out_of_band_only connection wait for the approvers.
+//
 // Handler serves the surface on API Gateway v2 events (the gateway Lambda
 // and, through httpapi.ServeHTTP, the local stack): it rebuilds the
 // *http.Request, runs the SDK's handler against a recorder and returns the

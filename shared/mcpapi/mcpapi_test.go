@@ -58,7 +58,7 @@ func newTestHandler(tb testing.TB, workspace string, now *time.Time) *Handler {
 }
 
 func TestBuiltInToolNamesAreReserved(t *testing.T) {
-	for _, n := range []string{ToolReviewPending, ToolCardDecide, ToolConfirmationStatus} {
+	for _, n := range []string{ToolReviewPending, ToolCardDecide, ToolConfirmationStatus, ToolRunScript} {
 		if !slices.Contains(policy.ReservedToolNames, n) {
 			t.Errorf("%s is not in policy.ReservedToolNames", n)
 		}

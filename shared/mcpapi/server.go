@@ -21,11 +21,11 @@ import (
 const Path = "/mcp"
 
 // ExtraTool is a tool another part of countersign adds to every
-// credential's server: the seam for code mode's run_script, which is wired
-// where both land (see gatewayapp). It is listed and called like the
-// built-in tools; Handle gets the authenticated credential and the client,
-// and should take the same confirmation paths (Handler.Ask,
-// Handler.Answer, the card) as an operation tool.
+// credential's server. It is listed and called like the built-in tools;
+// Handle gets the authenticated credential and the client, and should take
+// the same confirmation paths (Handler.Ask, Handler.Answer, the card) as an
+// operation tool. (Code mode's run_script is not one: the card and
+// confirmation_status need code mode too, so it comes in Options.Scripts.)
 type ExtraTool struct {
 	Tool *mcp.Tool
 	// Visible decides whether a credential sees the tool; nil shows it to all.
@@ -41,7 +41,11 @@ type Options struct {
 	Calls *calls.Service
 	// Signer seals the request states and the card tokens with the link key.
 	Signer *links.Signer
-	// Extra are tools added to every server (code mode's run_script).
+	// Scripts is code mode: with it every credential gets run_script,
+	// and the card and confirmation_status run and show script batches.
+	// gatewayapp attaches it; nil leaves code mode out.
+	Scripts Scripts
+	// Extra are tools added to every server.
 	Extra []ExtraTool
 	// ReadyWait bounds how long the card's decision waits for a new
 	// confirmation to be ready (its workflow started and its approvers
@@ -161,6 +165,7 @@ func (h *Handler) serverFor(r *http.Request) *mcp.Server {
 		})
 	h.addOperationTools(s, cred)
 	h.addConfirmationTools(s, cred)
+	h.addScriptTool(s, cred)
 	for _, x := range h.o.Extra {
 		if x.Visible != nil && !x.Visible(cred) {
 			continue

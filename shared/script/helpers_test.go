@@ -178,6 +178,11 @@ func newEnv(tb testing.TB, limits script.Limits) *env {
     {"method": "GET",    "path": "/big"}
   ]
 }`, srv.URL))
+	write("connections/vault/policy.json", fmt.Sprintf(`{
+  "base_url": %q,
+  "endpoints": [{"method": "DELETE", "path": "/items/{id}", "confirm": true}],
+  "approval": {"out_of_band_only": true}
+}`, srv.URL))
 	cfg, err := policy.Load(dir, nil)
 	if err != nil {
 		tb.Fatal(err)

@@ -202,3 +202,49 @@ func TestListingIsBounded(t *testing.T) {
 		t.Errorf("listing of %d bytes, first %.40s, last %s", total, res.Calls[0].Response, last)
 	}
 }
+
+// TestCannotAsk: a surface that can ask nobody (an MCP client with neither
+// a dialog nor a card) has the calls that need confirmation denied to the
+// script, and nothing is left pending; a call whose connection takes
+// approvals only from its approvers is still collected for them.
+func TestCannotAsk(t *testing.T) {
+	e := newEnv(t, quick)
+	const why = "Plain Client can show neither a confirmation dialog nor a card"
+	src := `
+const a = call('crm', 'GET', '/contacts/1');
+const d = call('crm', 'DELETE', '/contacts/1');
+({read: a.status, d})`
+	res, err := e.svc.Run(e.ctx, e.creds["chat-user"], script.Request{Source: src, CannotAsk: why})
+	if err != nil || res.Status != script.Completed || res.Confirmation != nil || res.Unasked != 1 {
+		t.Fatalf("run: %+v, %v", res, err)
+	}
+	want := map[string]any{"read": 200.0, "d": map[string]any{"denied": true, "code": "requires_confirmation",
+		"reason": "DELETE /contacts/{id} requires confirmation, and " + why}}
+	if diff := cmp.Diff(want, value(t, res.Value)); diff != "" {
+		t.Errorf("value (-want +got):\n%s", diff)
+	}
+	if e.up.count("DELETE /contacts/1") != 0 || e.up.count("GET /contacts/1") != 1 {
+		t.Errorf("upstream saw %v", e.up.seen)
+	}
+
+	// Other credentials' choices are theirs: run_without_asking runs it.
+	res, err = e.svc.Run(e.ctx, e.creds["runner"], script.Request{Source: src, CannotAsk: why})
+	if err != nil || res.Unasked != 0 || e.up.count("DELETE /contacts/1") != 1 {
+		t.Fatalf("run_without_asking: %+v, %v", res, err)
+	}
+
+	// Out of band only: collected, whatever the surface.
+	res, err = e.svc.Run(e.ctx, e.creds["chat-user"], script.Request{Source: `
+const d = call('crm', 'DELETE', '/contacts/2');
+const v = call('vault', 'DELETE', '/items/9');
+({d, v})`, CannotAsk: why})
+	if err != nil || res.Status != script.ConfirmationRequired || res.Unasked != 1 {
+		t.Fatalf("out of band: %+v, %v", res, err)
+	}
+	if ops := res.Confirmation.Operations; len(ops) != 1 || ops[0].Connection != "vault" {
+		t.Errorf("batch %+v, want only the vault call", ops)
+	}
+	if diff := cmp.Diff([]string{"denied", "pending"}, states(res.Calls)); diff != "" {
+		t.Errorf("states (-want +got):\n%s", diff)
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/notify"
 	"github.com/countersign/countersign/shared/store"
+	"github.com/countersign/countersign/shared/tier"
 )
 
 // Store keeps scripts' journals (store/embedded and store/dynamostore).
@@ -60,6 +61,14 @@ var programs programCache
 type Request struct {
 	Source         string
 	ConfirmationID string
+	// CannotAsk, when set, says why the surface can ask nobody about a
+	// call (an MCP client that shows neither a confirmation dialog nor a
+	// card): a call that needs confirmation is then denied to the script
+	// (requires_confirmation, with this reason) instead of collected, so
+	// nothing is left pending. A call on a connection whose approvals come
+	// only from its approvers (approval.out_of_band_only) is still
+	// collected: its approvers are asked whatever the surface.
+	CannotAsk string
 }
 
 // Status is how a run ended.
@@ -119,6 +128,9 @@ type Result struct {
 	// batch of a resubmission); Effective its status by the clock.
 	Confirmation *store.Confirmation
 	Effective    store.Status
+	// Unasked counts the calls denied to the script because the surface
+	// could ask nobody (Request.CannotAsk).
+	Unasked int
 }
 
 // Error is a script that failed: why (a fault code and a reason that
@@ -185,20 +197,21 @@ func (s *Service) Run(ctx context.Context, cred *store.Credential, r Request) (*
 	if r.ConfirmationID != "" {
 		return s.resume(ctx, cred, r)
 	}
-	return s.first(ctx, cred, r.Source, limits)
+	return s.first(ctx, cred, r, limits)
 }
 
 // first is a script's first run: calls are decided; those that need
 // confirmation are collected into one batch.
-func (s *Service) first(ctx context.Context, cred *store.Credential, src string, limits Limits) (*Result, error) {
+func (s *Service) first(ctx context.Context, cred *store.Credential, r Request, limits Limits) (*Result, error) {
+	src := r.Source
 	prg, f := programs.compile(src)
 	if f != nil {
 		return nil, s.failed(ctx, cred.ID, "", f, nil, nil)
 	}
 	seed, start := rand.Uint64(), s.now()
-	var batch []*collected
+	fr := &firstRun{cannotAsk: r.CannotAsk}
 	x, err := s.execution(ctx, limits, seed, start, func(c *calls.Call, pos int) (*entry, *failure) {
-		return s.decide(ctx, cred, c, pos, &batch)
+		return s.decide(ctx, cred, c, pos, fr)
 	})
 	if err != nil {
 		return nil, fault.Wrap(err, "the script could not be started")
@@ -209,9 +222,10 @@ func (s *Service) first(ctx context.Context, cred *store.Credential, src string,
 	if f != nil {
 		return nil, s.failed(ctx, cred.ID, "", f, entries, logs)
 	}
+	batch := fr.batch
 	if len(batch) == 0 {
-		s.logger().InfoContext(ctx, "script", "credential", cred.ID, "outcome", "completed", "calls", len(entries))
-		return &Result{Status: Completed, Value: value, Calls: shown(entries), Logs: logs}, nil
+		s.logger().InfoContext(ctx, "script", "credential", cred.ID, "outcome", "completed", "calls", len(entries), "unasked", fr.unasked)
+		return &Result{Status: Completed, Value: value, Calls: shown(entries), Logs: logs, Unasked: fr.unasked}, nil
 	}
 	conf, err := s.pause(ctx, cred, src, seed, start, entries, batch, logs)
 	if err != nil {
@@ -223,7 +237,7 @@ func (s *Service) first(ctx context.Context, cred *store.Credential, src string,
 	}
 	s.logger().InfoContext(ctx, "script", "credential", cred.ID, "outcome", "confirmation_required", "calls", len(entries),
 		"collected", len(batch), "confirmation", conf.ID)
-	return &Result{Status: ConfirmationRequired, Calls: shown(entries), Logs: logs, Confirmation: conf, Effective: conf.Status}, nil
+	return &Result{Status: ConfirmationRequired, Calls: shown(entries), Logs: logs, Confirmation: conf, Effective: conf.Status, Unasked: fr.unasked}, nil
 }
 
 // execution prepares a run: a sandbox with the run's seed and clock.
@@ -257,14 +271,29 @@ type collected struct {
 	reason string
 }
 
+// firstRun is what a first run gathers beside its journal.
+type firstRun struct {
+	// cannotAsk is Request.CannotAsk.
+	cannotAsk string
+	// batch are the collected calls.
+	batch []*collected
+	// unasked counts the calls denied because nobody could be asked.
+	unasked int
+}
+
 // decide is call() in a first run: the pipeline decides, and a call that
-// needs confirmation is collected instead of paused.
-func (s *Service) decide(ctx context.Context, cred *store.Credential, c *calls.Call, pos int, batch *[]*collected) (*entry, *failure) {
+// needs confirmation is collected instead of paused (or denied, when the
+// surface can ask nobody about it).
+func (s *Service) decide(ctx context.Context, cred *store.Credential, c *calls.Call, pos int, fr *firstRun) (*entry, *failure) {
 	// The binding is computed only if the journal is stored (pause): a
 	// script that collects nothing hashes nothing.
 	e := &entry{index: pos, call: Call{Connection: c.Connection, Method: c.Method, Path: c.Path}, req: c}
+	o := calls.Options{Pause: calls.PauseCollect}
+	if fr.cannotAsk != "" && !s.outOfBandOnly(c.Connection) {
+		o = calls.Options{Pause: calls.PauseRefuse, RefuseReason: fr.cannotAsk}
+	}
 	// A call on its way upstream finishes even if the run is stopped.
-	res, err := s.Calls.Do(context.WithoutCancel(ctx), cred, c, calls.Options{Pause: calls.PauseCollect})
+	res, err := s.Calls.Do(context.WithoutCancel(ctx), cred, c, o)
 	if err != nil {
 		if fault.CodeOf(err) == fault.Internal {
 			return nil, internalFailure(err, "a call could not be made: the gateway could not read or write its records")
@@ -277,15 +306,25 @@ func (s *Service) decide(ctx context.Context, cred *store.Credential, c *calls.C
 		e.set(store.ScriptCallRan, StateRan, ranValue(outcomeOf(res.Response), res.Notice, res.Decision.Reason))
 	case calls.Collected:
 		e.binding = res.Operation.Binding
-		k := len(*batch)
-		*batch = append(*batch, &collected{index: k, op: res.Operation, reason: res.Decision.Reason})
-		e.op = (*batch)[k]
+		k := len(fr.batch)
+		fr.batch = append(fr.batch, &collected{index: k, op: res.Operation, reason: res.Decision.Reason})
+		e.op = fr.batch[k]
 		e.call.Operation = &k
 		e.set(store.ScriptCallPending, StatePending, pendingValue)
 	default:
+		if o.Pause == calls.PauseRefuse && res.Decision.Outcome == tier.Pause {
+			fr.unasked++
+		}
 		e.set(store.ScriptCallDenied, StateDenied, deniedValue(res.Code, res.Reason))
 	}
 	return e, nil
+}
+
+// outOfBandOnly reports a connection whose approvals come only from its
+// approvers.
+func (s *Service) outOfBandOnly(connection string) bool {
+	tc := s.Calls.Config.Policy.Connection(connection)
+	return tc != nil && tc.OutOfBandOnly
 }
 
 // pause stores the journal and creates the batch confirmation; the
@@ -386,7 +425,8 @@ func (s *Service) resume(ctx context.Context, cred *store.Credential, r Request)
 
 // Outcome is a script batch's script as its owner reads it.
 type Outcome struct {
-	// Value is the result of the run after approval (once it completed).
+	// Value is the result of the run after approval, set once it
+	// completed (null for undefined).
 	Value json.RawMessage
 	// Error is why the run after approval failed.
 	Error *store.ScriptError
@@ -422,6 +462,11 @@ func (s *Service) outcome(ctx context.Context, run *store.ScriptRun) (*Outcome, 
 	if run.Status == store.ScriptCompleted {
 		if out.Value, err = s.resultOf(ctx, run); err != nil {
 			return nil, fault.Wrap(err, "the script's result could not be read")
+		}
+		if len(out.Value) == 0 {
+			// A completed script always has a value (undefined is null),
+			// whatever a store made of a stored null.
+			out.Value = json.RawMessage("null")
 		}
 	}
 	return out, nil

@@ -12,9 +12,11 @@ import (
 	"testing"
 
 	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/countersign/countersign/shared/app/gatewayapp"
 	"github.com/countersign/countersign/shared/httpapi"
+	"github.com/countersign/countersign/shared/mcpapi"
 )
 
 // lambdaTransport carries the MCP client's requests to the gateway
@@ -109,6 +111,19 @@ func TestMCPOnTheGatewayLambda(t *testing.T) {
 			t.Errorf("approve: %q", text(d))
 		}
 		if n := h.upstream.Count("DELETE", "/contacts/15"); n != 1 {
+			t.Errorf("DELETE ran %d times", n)
+		}
+	})
+
+	t.Run("run_script accepted runs the batch once", func(t *testing.T) {
+		s := h.mcpSession("cs_test_ask", clientKind{elicit: func(*mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, nil
+		}}, lt)
+		r := callTool(t, s, mcpapi.ToolRunScript, map[string]any{"script": "call('crm', 'DELETE', '/contacts/17').status"}, nil)
+		if r.IsError || r.Content[0].(*mcp.TextContent).Text != "204" {
+			t.Errorf("result %q", text(r))
+		}
+		if n := h.upstream.Count("DELETE", "/contacts/17"); n != 1 {
 			t.Errorf("DELETE ran %d times", n)
 		}
 	})

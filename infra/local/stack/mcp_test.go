@@ -51,7 +51,7 @@ func TestMCPToolsPerCredential(t *testing.T) {
 	autoWrites := []string{"crm__patch_contacts_by_id", "crm__post_accounts_by_id_close", "crm__post_contacts"}
 	confirmWrites := []string{"crm__archive_contact", "crm__deleteContact", "crm__post_payments", "hooked__delete_contacts_by_id"}
 	sorted := func(groups ...[]string) []string {
-		out := slices.Concat(groups...)
+		out := slices.Concat(append(groups, []string{"run_script"})...)
 		slices.Sort(out)
 		return out
 	}
@@ -68,7 +68,7 @@ func TestMCPToolsPerCredential(t *testing.T) {
 		{"refuse hides confirm-tier operations", "cs_test_refuse", clientKind{}, sorted(reads, autoWrites)},
 		{"ask_agent sees them", "cs_test_agent", clientKind{}, sorted(reads, autoWrites, confirmWrites)},
 		{"read-only sees no write", "cs_test_ro", clientKind{}, sorted(reads)},
-		{"one connection: names are not prefixed", "cs_test_billing", clientKind{}, []string{"get_payments"}},
+		{"one connection: names are not prefixed", "cs_test_billing", clientKind{}, sorted([]string{"get_payments"})},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"errors"
 
 	"github.com/countersign/countersign/shared/app"
+	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/httpapi"
 	"github.com/countersign/countersign/shared/mcpapi"
 	"github.com/countersign/countersign/shared/script"
@@ -28,10 +29,10 @@ func Gateway(a *app.App) *httpapi.Gateway {
 	return g
 }
 
-// MCP is the MCP surface. Code mode's run_script joins it as an
-// mcpapi.ExtraTool in Options.Extra.
+// MCP is the MCP surface with code mode: run_script, and script batches
+// decided in the card or the client's dialog.
 func MCP(a *app.App) *mcpapi.Handler {
-	return mcpapi.New(mcpapi.Options{Calls: a.Calls, Signer: a.Signer, Now: a.Calls.Now, Logger: a.Logger})
+	return mcpapi.New(mcpapi.Options{Calls: a.Calls, Signer: a.Signer, Scripts: mcpScripts{Scripts(a)}, Now: a.Calls.Now, Logger: a.Logger})
 }
 
 // ExecuteTask is the execute task with everything it may have to run:
@@ -71,4 +72,47 @@ func (h httpScripts) DescribeScript(ctx context.Context, c *store.Confirmation) 
 		return nil, err
 	}
 	return &httpapi.ScriptAnswer{Result: out.Value, Calls: out.Calls, Logs: out.Logs, Error: out.Error}, nil
+}
+
+// mcpScripts adapts code mode to the MCP surface's interface.
+type mcpScripts struct{ s *script.Service }
+
+func (m mcpScripts) RunScript(ctx context.Context, cred *store.Credential, r mcpapi.ScriptRequest) (*mcpapi.ScriptRun, error) {
+	res, err := m.s.Run(ctx, cred, script.Request{Source: r.Source, ConfirmationID: r.ConfirmationID, CannotAsk: r.CannotAsk})
+	var se *script.Error
+	if errors.As(err, &se) {
+		return nil, &mcpapi.ScriptFailure{Code: se.Code, Reason: se.Reason, Line: se.Line, Column: se.Column, Calls: mcpCalls(se.Calls), Logs: se.Logs}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &mcpapi.ScriptRun{Completed: res.Status == script.Completed, Result: res.Value, Calls: mcpCalls(res.Calls), Logs: res.Logs,
+		Confirmation: res.Confirmation, Effective: res.Effective, Unasked: res.Unasked}, nil
+}
+
+func (m mcpScripts) DescribeScript(ctx context.Context, c *store.Confirmation) (*mcpapi.ScriptRun, error) {
+	out, err := m.s.Describe(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	run := &mcpapi.ScriptRun{Completed: out.Value != nil && out.Error == nil, Result: out.Value, Calls: mcpCalls(out.Calls), Logs: out.Logs, Confirmation: c}
+	if e := out.Error; e != nil {
+		run.Failure = &mcpapi.ScriptFailure{Code: fault.Code(e.Code), Reason: e.Reason, Line: e.Line, Column: e.Column, Calls: run.Calls, Logs: out.Logs}
+	}
+	return run, nil
+}
+
+func (m mcpScripts) RerunScript(ctx context.Context, id string) (*store.Confirmation, error) {
+	return m.s.Rerun(ctx, id)
+}
+
+func mcpCalls(cs []script.Call) []mcpapi.ScriptCall {
+	if cs == nil {
+		return nil
+	}
+	out := make([]mcpapi.ScriptCall, len(cs))
+	for i, c := range cs {
+		out[i] = mcpapi.ScriptCall{Connection: c.Connection, Method: c.Method, Path: c.Path, State: string(c.State), Operation: c.Operation, Response: c.Response}
+	}
+	return out
 }

@@ -1,0 +1,454 @@
+package mcpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/countersign/countersign/shared/calls"
+	"github.com/countersign/countersign/shared/confirm"
+	"github.com/countersign/countersign/shared/fault"
+	"github.com/countersign/countersign/shared/store"
+)
+
+// ToolRunScript is code mode's tool (API.md sections 6 and 7).
+const ToolRunScript = "run_script"
+
+// Scripts is code mode (shared/script) as the MCP surface uses it.
+// gatewayapp attaches it, so that only the functions that run scripts link
+// the JavaScript engine.
+type Scripts interface {
+	// RunScript runs a script for cred or, with a confirmation id, returns
+	// what became of that script's batch and runs nothing. A script that
+	// failed is a *ScriptFailure; other errors carry a fault code.
+	RunScript(ctx context.Context, cred *store.Credential, r ScriptRequest) (*ScriptRun, error)
+	// DescribeScript returns a script batch's script: the calls of its
+	// last run and, once its run after approval ended, its result or
+	// failure.
+	DescribeScript(ctx context.Context, c *store.Confirmation) (*ScriptRun, error)
+	// RerunScript runs an approved script batch's script again and
+	// records its end: journaled calls replay, approved calls run once,
+	// cleared calls return {rejected: true}. A concurrent or later call
+	// (the workflow's Execute task runs it too) waits for the first or
+	// replays it, and runs nothing twice.
+	RerunScript(ctx context.Context, id string) (*store.Confirmation, error)
+}
+
+// ScriptRequest is a run_script call.
+type ScriptRequest struct {
+	Source         string
+	ConfirmationID string
+	// CannotAsk, when set, is why nobody can be asked through this client:
+	// calls that need confirmation are denied to the script instead of
+	// collected (except on out_of_band_only connections, whose approvers
+	// are asked).
+	CannotAsk string
+}
+
+// ScriptCall is one call() of a run, as API.md section 6 lists it.
+type ScriptCall struct {
+	Connection string          `json:"connection"`
+	Method     string          `json:"method"`
+	Path       string          `json:"path"`
+	State      string          `json:"state"`
+	Operation  *int            `json:"operation,omitempty"`
+	Response   json.RawMessage `json:"response"`
+}
+
+// ScriptRun is a script run as the surface renders it.
+type ScriptRun struct {
+	// Completed: the script ended (with nothing to confirm, or its run
+	// after approval); otherwise its batch waits for a person.
+	Completed bool
+	// Result is the script's value as JSON (Completed).
+	Result json.RawMessage
+	Calls  []ScriptCall
+	Logs   []string
+	// Confirmation is the batch, with its status by the clock.
+	Confirmation *store.Confirmation
+	Effective    store.Status
+	// Unasked counts the calls denied because nobody could be asked
+	// (ScriptRequest.CannotAsk).
+	Unasked int
+	// Failure is why the run after approval failed (DescribeScript).
+	Failure *ScriptFailure
+}
+
+// ScriptFailure is a script that failed: the code (script_error,
+// script_limit_exceeded, script_diverged, outcome_unknown), the reason
+// with the line and column, and what it did first.
+type ScriptFailure struct {
+	Code         fault.Code
+	Reason       string
+	Line, Column int
+	Calls        []ScriptCall
+	Logs         []string
+}
+
+func (e *ScriptFailure) Error() string { return string(e.Code) + ": " + e.Reason }
+
+// scriptArgs are run_script's arguments.
+type scriptArgs struct {
+	Script         string `json:"script"`
+	ConfirmationID string `json:"confirmation_id"`
+}
+
+// scriptView is the structured content of a run_script result.
+type scriptView struct {
+	// Status: completed, confirmation_required, approved (the script is
+	// still running again), denied or error.
+	Status         string          `json:"status"`
+	Code           string          `json:"code,omitempty"`
+	Reason         string          `json:"reason,omitempty"`
+	Line           int             `json:"line,omitempty"`
+	Column         int             `json:"column,omitempty"`
+	Result         json.RawMessage `json:"result,omitempty"`
+	ConfirmationID string          `json:"confirmation_id,omitempty"`
+	ExpiresAt      *time.Time      `json:"expires_at,omitempty"`
+	Next           string          `json:"next,omitempty"`
+	Calls          []ScriptCall    `json:"calls"`
+	Logs           []string        `json:"logs"`
+}
+
+// addScriptTool adds run_script when code mode is attached.
+func (h *Handler) addScriptTool(s *mcp.Server, cred *store.Credential) {
+	if h.o.Scripts == nil {
+		return
+	}
+	s.AddTool(h.scriptTool(cred), func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return h.runScript(ctx, cred, clientOf(req), req.Params), nil
+	})
+}
+
+// scriptTool describes run_script with the connections the credential may
+// use and the limits of settings.json.
+func (h *Handler) scriptTool(cred *store.Credential) *mcp.Tool {
+	settings := h.o.Calls.Config.Settings
+	l := settings.Scripts
+	desc := fmt.Sprintf("Run a JavaScript program (code mode) against %s's APIs. "+
+		"call(connection, method, path, {query, body}) makes one call through countersign, decided like a tool call: "+
+		"a call that needs no confirmation runs at once and returns {status, body}; "+
+		"one that requires confirmation is not run but collected and returns {pending: true}; "+
+		"a denied call returns {denied: true, code, reason}. "+
+		"When the script ends, the person is asked once about every collected call with its arguments and may clear some; "+
+		"after approval countersign runs the script again: calls that ran return their stored results, approved calls run once, cleared ones return {rejected: true}. "+
+		"The script's last expression is its result; console.log lines come back as logs. "+
+		"Connections: %s. Plain JavaScript only: no timers, network, file system, require or eval. "+
+		"Limits per run: %d ms, %d calls, scripts up to %d bytes, results up to %d bytes, %d MiB of memory. "+
+		"With confirmation_id (cf_...) and the same script it returns what became of that script's batch and runs nothing.",
+		settings.Workspace.Name, strings.Join(h.o.Calls.Connections(cred), ", "),
+		l.TimeLimitMS, l.MaxCalls, l.MaxScriptBytes, l.MaxResultBytes, l.MemoryMiB)
+	return &mcp.Tool{Name: ToolRunScript, Description: desc,
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: boolPtr(true)},
+		InputSchema: map[string]any{"type": "object", "required": []string{"script"}, "additionalProperties": false,
+			"properties": map[string]any{
+				"script":          map[string]any{"type": "string", "description": "the JavaScript program"},
+				"confirmation_id": map[string]any{"type": "string", "description": "the confirmation id of this script's batch, to read what became of it"},
+			}}}
+}
+
+// runScript is a run_script call: a first run, a resubmission with the
+// batch's confirmation id, or the retried call carrying the person's answer.
+func (h *Handler) runScript(ctx context.Context, cred *store.Credential, client Client, p *mcp.CallToolParamsRaw) *mcp.CallToolResult {
+	var a scriptArgs
+	if err := decode(p.Arguments, &a); err != nil {
+		return errorResult(err)
+	}
+	if p.RequestState != "" {
+		return h.scriptAnswered(ctx, cred, client, a, p)
+	}
+	r := ScriptRequest{Source: a.Script, ConfirmationID: a.ConfirmationID}
+	if !client.CanAsk() {
+		// The path is chosen before the script runs: a client that can
+		// show neither a dialog nor a card is refused what needs a person
+		// (API.md section 7), call by call inside the script, and no
+		// batch is made that nobody could answer, so nothing is left
+		// pending. Out-of-band-only connections still pause for their
+		// approvers, as their operation tools do.
+		r.CannotAsk = client.label() + " can show neither a confirmation dialog nor a card"
+	}
+	run, err := h.o.Scripts.RunScript(ctx, cred, r)
+	if err != nil {
+		return scriptErrorResult(err, "")
+	}
+	if run.Completed {
+		return scriptCompleted(run, r.CannotAsk)
+	}
+	return h.scriptPaused(cred, client, run, r.CannotAsk)
+}
+
+// scriptErrorResult renders a failed script (its code, reason, line and
+// column, and what it did first) or any other error.
+func scriptErrorResult(err error, confirmationID string) *mcp.CallToolResult {
+	var sf *ScriptFailure
+	if !errors.As(err, &sf) {
+		return errorResult(err)
+	}
+	out := faultResult(sf.Code, sf.Reason)
+	out.StructuredContent = scriptView{Status: "error", Code: string(sf.Code), Reason: sf.Reason, Line: sf.Line, Column: sf.Column,
+		ConfirmationID: confirmationID, Calls: orNoCalls(sf.Calls), Logs: orNoLogs(sf.Logs)}
+	return out
+}
+
+// scriptCompleted returns the script's result as text and the whole run
+// as structured content. Calls denied because nobody could be asked make
+// it a denial the model can relay, with the result after it.
+func scriptCompleted(run *ScriptRun, cannotAsk string) *mcp.CallToolResult {
+	result := run.Result
+	if len(result) == 0 {
+		result = json.RawMessage("null")
+	}
+	v := scriptView{Status: "completed", Result: result, Calls: orNoCalls(run.Calls), Logs: orNoLogs(run.Logs)}
+	if run.Confirmation != nil {
+		v.ConfirmationID = run.Confirmation.ID
+	}
+	out := &mcp.CallToolResult{StructuredContent: v}
+	text := string(result)
+	if run.Unasked > 0 {
+		v.Code, v.Reason = string(fault.RequiresConfirmation), cannotAsk
+		out.StructuredContent, out.IsError = v, true
+		text = fmt.Sprintf("%s\nThe script ran to its end without its %s: they were denied to it and did not run, and nothing is left pending; "+
+			"calls that need no confirmation ran. Its result:\n%s", faultText(fault.RequiresConfirmation, cannotAsk),
+			count(run.Unasked, "call that requires confirmation", "calls that require confirmation"), result)
+	}
+	out.Content = []mcp.Content{&mcp.TextContent{Text: text}}
+	if len(run.Logs) > 0 {
+		out.Content = append(out.Content, &mcp.TextContent{Text: "Logs:\n" + strings.Join(run.Logs, "\n")})
+	}
+	return out
+}
+
+// scriptPaused answers a script whose batch waits for a person, the way
+// this client can ask (DESIGN.md section 2): the client's dialog, the card,
+// or the approvers out of band.
+func (h *Handler) scriptPaused(cred *store.Credential, client Client, run *ScriptRun, cannotAsk string) *mcp.CallToolResult {
+	conf := run.Confirmation
+	switch {
+	case h.outOfBand(conf) || !client.CanAsk():
+		return scriptWaiting(run, h.outOfBand(conf), cannotAsk)
+	case client.Elicit:
+		// One question for the whole batch, bound to it: the request
+		// state carries the batch's id, so the answer decides that batch
+		// (once) and nothing else.
+		st := requestState{ID: conf.ID, Cred: cred.ID, Tool: ToolRunScript, Kind: store.KindScript}
+		return h.question(st, operation{name: ToolRunScript}, conf.Operations, conf.Reason, conf.ExpiresAt)
+	}
+	id := conf.ID
+	next := fmt.Sprintf(`call review_pending with {"confirmation_id": %q} to show the person the confirmation card`, id)
+	return textResult(fmt.Sprintf("Paused (confirmation_required): the script ran to its end, and its %s did not run:\n%s\n"+
+		"Now %s; when the person approves, countersign runs the script again (what ran is not repeated; approved calls run once) and the card and review_pending report its result.",
+		count(len(conf.Operations), "call that requires confirmation", "calls that require confirmation"), listOps(conf.Operations), next),
+		pausedScriptView(run, next))
+}
+
+// scriptWaiting tells the model the approvers were asked and how to read
+// the script's result.
+func scriptWaiting(run *ScriptRun, outOfBand bool, cannotAsk string) *mcp.CallToolResult {
+	id := run.Confirmation.ID
+	next := fmt.Sprintf(`call run_script with the same script and {"confirmation_id": %q} (or confirmation_status with {"confirmation_id": %q, "wait_seconds": 25}) to read the script's result once it is approved and run`, id, id)
+	why := "The approvers were sent a link"
+	if outOfBand {
+		why = "These connections take approvals only from their approvers, who were sent a link"
+	}
+	text := fmt.Sprintf("Paused (confirmation_required): the script ran to its end, and its %s did not run:\n%s\n%s; nothing of it ran yet. Tell the person, then %s.",
+		count(len(run.Confirmation.Operations), "call that requires confirmation", "calls that require confirmation"), listOps(run.Confirmation.Operations), why, next)
+	if run.Unasked > 0 {
+		text += fmt.Sprintf("\n%s: %s denied to the script.", faultText(fault.RequiresConfirmation, cannotAsk),
+			count(run.Unasked, "other call was", "other calls were"))
+	}
+	return textResult(text, pausedScriptView(run, next))
+}
+
+func pausedScriptView(run *ScriptRun, next string) scriptView {
+	exp := run.Confirmation.ExpiresAt
+	return scriptView{Status: "confirmation_required", ConfirmationID: run.Confirmation.ID, ExpiresAt: &exp, Reason: run.Confirmation.Reason,
+		Next: next, Calls: orNoCalls(run.Calls), Logs: orNoLogs(run.Logs)}
+}
+
+// scriptAnswered is the retried run_script call carrying the person's
+// answer about the script's batch. The answer decides the batch through
+// the lifecycle (calls.Service.Decide: the first decision wins, whoever
+// makes it), so a second use of the same state decides nothing and runs
+// nothing: it is refused (confirmation_used), and points to the stored
+// result. After an approval the script runs again here (and in the
+// workflow's Execute task; only one of them runs it) and its result is
+// returned.
+func (h *Handler) scriptAnswered(ctx context.Context, cred *store.Credential, client Client, a scriptArgs, p *mcp.CallToolParamsRaw) *mcp.CallToolResult {
+	ans, err := h.Answer(cred, client, ToolRunScript, p)
+	if err != nil {
+		return errorResult(err)
+	}
+	if ans.Kind != store.KindScript || a.ConfirmationID != "" && a.ConfirmationID != ans.ID {
+		return faultResult(fault.ConfirmationMismatch, "the requestState is not for this script's batch; nothing ran")
+	}
+	st, err := h.o.Calls.Confirmation(ctx, cred, ans.ID, calls.WaitOptions{})
+	if err != nil {
+		return errorResult(err)
+	}
+	conf := st.Confirmation
+	if conf.Kind != store.KindScript || !sameBindings(conf.Operations, ans.Bindings) {
+		return faultResult(fault.ConfirmationMismatch, "the answer was given for another batch; nothing ran")
+	}
+	if h.outOfBand(conf) {
+		return faultResult(fault.Forbidden, conf.ID+" is decided by its approvers only; nothing ran")
+	}
+	if st.Effective != store.StatusPending {
+		return spentAnswer(conf, st.Effective, ans)
+	}
+	// The retried call must be the same script: the answer is about the
+	// batch that script made.
+	if _, err := h.o.Scripts.RunScript(ctx, cred, ScriptRequest{Source: a.Script, ConfirmationID: conf.ID}); err != nil {
+		return scriptErrorResult(err, conf.ID)
+	}
+	d := confirm.Decision{Approve: !ans.Declined, Approver: ans.By}
+	if ans.Declined {
+		d.Reason = "declined in " + client.label()
+	} else {
+		for i, ok := range ans.Approved {
+			if ok {
+				d.Keep = append(d.Keep, i)
+			}
+		}
+	}
+	c, err := h.decide(ctx, conf.ID, d)
+	if fault.CodeOf(err) == fault.ConfirmationDecided || fault.CodeOf(err) == fault.ConfirmationExpired {
+		if now, gerr := h.o.Calls.Confirmation(ctx, cred, conf.ID, calls.WaitOptions{}); gerr == nil {
+			return spentAnswer(now.Confirmation, now.Effective, ans)
+		}
+	}
+	if err != nil {
+		return errorResult(err)
+	}
+	h.logger().InfoContext(ctx, "script batch answered in the client", "confirmation", c.ID, "credential", cred.ID,
+		"approved", d.Approve, "kept", len(d.Keep), "operations", len(c.Operations))
+	if !d.Approve {
+		out := faultResult(fault.ConfirmationRejected, fmt.Sprintf("the person declined the script's %s:\n%s\nNone of them ran and the script was not run again; calls that need no confirmation ran in its first run.",
+			count(len(c.Operations), "call that requires confirmation", "calls that require confirmation"), listOps(c.Operations)))
+		v := scriptView{Status: "denied", Code: string(fault.ConfirmationRejected), Reason: "the person declined", ConfirmationID: c.ID}
+		if run, err := h.o.Scripts.DescribeScript(ctx, c); err == nil {
+			v.Calls, v.Logs = run.Calls, run.Logs
+		}
+		v.Calls, v.Logs = orNoCalls(v.Calls), orNoLogs(v.Logs)
+		out.StructuredContent = v
+		return out
+	}
+	c = h.rerunScript(ctx, c)
+	run, err := h.o.Scripts.DescribeScript(ctx, c)
+	if err != nil {
+		return errorResult(err)
+	}
+	return scriptOutcome(c, run)
+}
+
+// spentAnswer refuses an answer whose batch is no longer pending: decided
+// by this answer before (a replayed state), by someone else, or expired.
+func spentAnswer(c *store.Confirmation, effective store.Status, ans *Answer) *mcp.CallToolResult {
+	next := fmt.Sprintf(`call run_script with the same script and {"confirmation_id": %q} to read what became of it`, c.ID)
+	switch {
+	case effective == store.StatusExpired && c.DecidedAt == nil:
+		return faultResult(fault.ConfirmationExpired, fmt.Sprintf("the script's batch %s expired before it was decided; nothing ran. Run the script again to ask again", c.ID))
+	case c.DecidedBy == ans.By:
+		return faultResult(fault.ConfirmationUsed, fmt.Sprintf("the answer to %s was already used; nothing was decided or run again: %s", c.ID, next))
+	}
+	return faultResult(fault.ConfirmationDecided, fmt.Sprintf("%s was already decided (%s); this answer decided nothing and nothing ran again: %s", c.ID, effective, next))
+}
+
+// sameBindings reports whether a batch's operations are the ones a
+// question was about, in order.
+func sameBindings(ops []store.Operation, binds []string) bool {
+	if len(ops) != len(binds) {
+		return false
+	}
+	for i, op := range ops {
+		if op.Binding != binds[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// rerunScript runs an approved script batch's script again and returns
+// the batch as it then stands. The workflow's Execute task runs it too;
+// the script's journal lets one of them run it and the other wait for it
+// and replay, so nothing runs twice. Running it here answers without
+// waiting for the workflow. The wait is bounded (calls.MaxWait) and the
+// run is not tied to the request: a run still going when the wait ends
+// finishes on its own (or, if this process stops, in the Execute task).
+func (h *Handler) rerunScript(ctx context.Context, c *store.Confirmation) *store.Confirmation {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), calls.MaxWait)
+	defer cancel()
+	done, err := h.o.Scripts.RerunScript(ctx, c.ID)
+	if err != nil {
+		h.logger().WarnContext(ctx, "script batch not run again here", "confirmation", c.ID, "error", err)
+	}
+	if done != nil {
+		return done
+	}
+	if fresh, err := h.o.Calls.Lookup(ctx, c.ID); err == nil {
+		return fresh
+	}
+	return c
+}
+
+// scriptOutcome is what became of an approved script batch: the script's
+// result, its failure, or that it is still running.
+func scriptOutcome(c *store.Confirmation, run *ScriptRun) *mcp.CallToolResult {
+	switch {
+	case run.Failure != nil:
+		return scriptErrorResult(run.Failure, c.ID)
+	case run.Completed:
+		run.Confirmation = c
+		return scriptCompleted(run, "")
+	}
+	next := fmt.Sprintf(`call run_script with the same script and {"confirmation_id": %q} to read its result`, c.ID)
+	return textResult(fmt.Sprintf("Approved (%s): countersign is running the script again; %s.", c.ID, next),
+		scriptView{Status: "approved", ConfirmationID: c.ID, Next: next, Calls: orNoCalls(run.Calls), Logs: orNoLogs(run.Logs)})
+}
+
+// withScript adds a script batch's result (or failure) to its card.
+func (h *Handler) withScript(ctx context.Context, v *cardView, c *store.Confirmation) {
+	if c.Kind != store.KindScript || h.o.Scripts == nil {
+		return
+	}
+	run, err := h.o.Scripts.DescribeScript(ctx, c)
+	if err != nil {
+		h.logger().WarnContext(ctx, "script batch not described", "confirmation", c.ID, "error", err)
+		return
+	}
+	switch {
+	case run.Failure != nil:
+		v.ScriptError = faultText(run.Failure.Code, run.Failure.Reason)
+	case run.Completed:
+		v.Result = run.Result
+		if len(v.Result) == 0 {
+			v.Result = json.RawMessage("null")
+		}
+	}
+}
+
+// count is "1 call" or "3 calls".
+func count(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+func orNoCalls(c []ScriptCall) []ScriptCall {
+	if c == nil {
+		return []ScriptCall{}
+	}
+	return c
+}
+
+func orNoLogs(l []string) []string {
+	if l == nil {
+		return []string{}
+	}
+	return l
+}

@@ -1,0 +1,65 @@
+package mcpapi
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/countersign/countersign/shared/fault"
+	"github.com/countersign/countersign/shared/policy"
+	"github.com/countersign/countersign/shared/store"
+)
+
+func TestScriptToolDescribesTheLimits(t *testing.T) {
+	now := t0
+	h := newTestHandler(t, `"Acme"`, &now)
+	h.o.Calls.Config.Settings.Scripts = policy.Scripts{TimeLimitMS: 2000, MaxCalls: 7, MaxScriptBytes: 4096, MaxResultBytes: 8192, MemoryMiB: 16}
+	tool := h.scriptTool(&store.Credential{ID: "chat-user"})
+	for _, want := range []string{"against Acme's APIs", "Connections: crm.", "2000 ms, 7 calls, scripts up to 4096 bytes, results up to 8192 bytes, 16 MiB"} {
+		if !strings.Contains(tool.Description, want) {
+			t.Errorf("description lacks %q: %s", want, tool.Description)
+		}
+	}
+	if tool.Name != ToolRunScript || tool.Annotations == nil || tool.Annotations.DestructiveHint == nil || !*tool.Annotations.DestructiveHint {
+		t.Errorf("tool %+v", tool)
+	}
+}
+
+// TestSpentAnswer: an answer whose batch is no longer pending decides and
+// runs nothing, and says why.
+func TestSpentAnswer(t *testing.T) {
+	decided := t0
+	ans := &Answer{ID: "cf_1", By: "client:Claude Code"}
+	tests := []struct {
+		name      string
+		c         store.Confirmation
+		effective store.Status
+		want      fault.Code
+	}{
+		{"decided by this answer before", store.Confirmation{ID: "cf_1", DecidedAt: &decided, DecidedBy: "client:Claude Code"}, store.StatusExecuted, fault.ConfirmationUsed},
+		{"decided by an approver first", store.Confirmation{ID: "cf_1", DecidedAt: &decided, DecidedBy: "ops"}, store.StatusRejected, fault.ConfirmationDecided},
+		{"decided in the card first", store.Confirmation{ID: "cf_1", DecidedAt: &decided, DecidedBy: "card"}, store.StatusApproved, fault.ConfirmationDecided},
+		{"expired undecided", store.Confirmation{ID: "cf_1", ExpiresAt: t0.Add(-time.Minute)}, store.StatusExpired, fault.ConfirmationExpired},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := spentAnswer(&tt.c, tt.effective, ans)
+			v, _ := r.StructuredContent.(faultView)
+			if !r.IsError || v.Code != string(tt.want) || !strings.Contains(v.Reason, "cf_1") {
+				t.Errorf("result %+v, want %s", v, tt.want)
+			}
+		})
+	}
+}
+
+func TestSameBindings(t *testing.T) {
+	ops := []store.Operation{{Binding: "a"}, {Binding: "b"}}
+	for _, c := range []struct {
+		binds []string
+		want  bool
+	}{{[]string{"a", "b"}, true}, {[]string{"b", "a"}, false}, {[]string{"a"}, false}, {[]string{"a", "b", "c"}, false}} {
+		if got := sameBindings(ops, c.binds); got != c.want {
+			t.Errorf("sameBindings(%v) = %v, want %v", c.binds, got, c.want)
+		}
+	}
+}
