@@ -21,6 +21,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/countersign/countersign/shared/callbody"
 	"github.com/countersign/countersign/shared/fault"
 )
 
@@ -138,7 +139,7 @@ func EventFromHTTP(r *http.Request) (Request, error) {
 	var b []byte
 	if r.Body != nil && r.Body != http.NoBody {
 		var err error
-		b, err = readBody(r.Body, r.ContentLength)
+		b, err = callbody.ReadLimited(r.Body, r.ContentLength, MaxBody)
 		if err != nil {
 			return Request{}, fmt.Errorf("read body: %w", err)
 		}
@@ -211,31 +212,6 @@ func WriteHTTP(w http.ResponseWriter, resp Response) {
 		return
 	}
 	_, _ = io.WriteString(w, resp.Body)
-}
-
-// readBody reads at most MaxBody+1 bytes of body (one more than allowed,
-// so an oversized body is seen as such), into a buffer the size the
-// request declared when it declared one.
-func readBody(body io.Reader, declared int64) ([]byte, error) {
-	size := int64(512)
-	if declared >= 0 {
-		size = min(declared, MaxBody) + 1 // +1: EOF is seen without growing
-	}
-	b := make([]byte, 0, size)
-	r := io.LimitReader(body, MaxBody+1)
-	for {
-		n, err := r.Read(b[len(b):cap(b)])
-		b = b[:len(b)+n]
-		if err == io.EOF {
-			return b, nil
-		}
-		if err != nil {
-			return b, err
-		}
-		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)]
-		}
-	}
 }
 
 // requestIDs are 16 hex digits: 8 chosen at random when the process starts

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/countersign/countersign/shared/callbody"
 )
 
 // Defaults used when the corresponding Client field is zero.
@@ -140,7 +142,7 @@ func (c *Client) Do(ctx context.Context, r Request) (*Response, error) {
 	if resp.ContentLength > max {
 		return nil, fmt.Errorf("%w: %s: %d bytes, limit %d", ErrResponseTooLarge, target(), resp.ContentLength, max)
 	}
-	body, err := readBody(resp.Body, resp.ContentLength, max)
+	body, err := callbody.ReadLimited(resp.Body, resp.ContentLength, max)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: reading body: %w", ErrUnreachable, target(), err)
 	}
@@ -148,31 +150,6 @@ func (c *Client) Do(ctx context.Context, r Request) (*Response, error) {
 		return nil, fmt.Errorf("%w: %s: over %d bytes", ErrResponseTooLarge, target(), max)
 	}
 	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: body}, nil
-}
-
-// readBody reads at most max+1 bytes of body (one more than allowed, so a
-// larger body is seen as such), into a buffer the size the response
-// declared when it declared one.
-func readBody(body io.Reader, declared, max int64) ([]byte, error) {
-	size := int64(512)
-	if declared >= 0 {
-		size = min(declared, max) + 1 // +1: EOF is seen without growing
-	}
-	b := make([]byte, 0, size)
-	r := io.LimitReader(body, max+1)
-	for {
-		n, err := r.Read(b[len(b):cap(b)])
-		b = b[:len(b)+n]
-		if err == io.EOF {
-			return b, nil
-		}
-		if err != nil {
-			return b, err
-		}
-		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)]
-		}
-	}
 }
 
 // JSONBody returns the body parsed as JSON when the Content-Type is JSON (application/json
