@@ -239,7 +239,7 @@ func TestKeysWhileTheStoreIsHeld(t *testing.T) {
 // with 401.
 func TestKeysRevokeLocalStack(t *testing.T) {
 	if testing.Short() {
-		t.Skip("starts the local stack")
+		t.Skip("skipped under -short (testing.Short): it starts the local stack")
 	}
 	dir := t.TempDir()
 	key := createKey(t, "--id", "ci-bot", "--choice", "run_without_asking", "--data", dir)

@@ -11,7 +11,7 @@ import (
 // make load keeps working; make load runs it at full size.
 func TestLoadSmall(t *testing.T) {
 	if testing.Short() {
-		t.Skip("-short: the load test builds and runs the local stack as a subprocess")
+		t.Skip("skipped under -short (testing.Short): the load test builds and runs the local stack as a subprocess")
 	}
 	var out bytes.Buffer
 	err := Run(context.Background(), Options{Agents: 5, Calls: 100}, &out)
