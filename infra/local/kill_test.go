@@ -58,7 +58,7 @@ import (
 // varies). -short skips it.
 func TestSIGKILL(t *testing.T) {
 	if testing.Short() {
-		t.Skip("-short: the SIGKILL test builds and runs the local stack as a subprocess")
+		t.Skip("skipped under -short (testing.Short): the SIGKILL test builds and runs the local stack as a subprocess")
 	}
 	seed := time.Now().UnixNano()
 	if s := os.Getenv("COUNTERSIGN_KILL_SEED"); s != "" {

@@ -12,11 +12,11 @@ import (
 // approve, notify and finalize functions or the packages they build from.
 func TestLinkedOnlyWhereScriptsRun(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs go list")
+		t.Skip("skipped under -short (testing.Short): it runs go list")
 	}
 	goTool, err := exec.LookPath("go")
 	if err != nil {
-		t.Skip("the go command is not on PATH")
+		t.Skip("the go command is not installed on PATH")
 	}
 	root := filepath.Join("..", "..")
 	for pkg, want := range map[string]bool{

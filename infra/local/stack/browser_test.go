@@ -73,7 +73,7 @@ func artifacts(t *testing.T) string {
 // the pages show and presses their buttons, and screenshots each page.
 func TestBrowser(t *testing.T) {
 	if testing.Short() {
-		t.Skip("starts a browser")
+		t.Skip("skipped under -short (testing.Short): it starts chromium")
 	}
 	bin := chromium(t)
 	shots := artifacts(t)
