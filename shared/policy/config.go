@@ -46,6 +46,8 @@ type Settings struct {
 	Limits         Limits    `json:"limits"`
 	Audit          Audit     `json:"audit"`
 	Scripts        Scripts   `json:"scripts"`
+	// MCP is what /mcp accepts (mcp.go).
+	MCP MCP `json:"mcp"`
 }
 
 // Audit configures the audit trail.
@@ -394,9 +396,12 @@ func (l *loader) settings() Settings {
 	if raw == nil {
 		return st
 	}
-	m, ok := s.object("", raw, "workspace", "public_url", "approvers", "timeouts", "limits", "audit", "scripts")
+	m, ok := s.object("", raw, "workspace", "public_url", "approvers", "timeouts", "limits", "audit", "scripts", "mcp")
 	if !ok {
 		return st
+	}
+	if v, ok := m["mcp"]; ok {
+		st.MCP = mcpSettings(s, v)
 	}
 	if v, ok := m["workspace"]; ok {
 		if w, ok := s.object("workspace", v, "name", "accent_color"); ok {
