@@ -75,6 +75,8 @@ func (h *Handler) question(st requestState, op operation, ops []store.Operation,
 	}
 	sealed := h.o.Signer.Seal(statePurpose, payload, exp)
 	return &mcp.CallToolResult{
+		// content is an array even here (clients' result schemas need one).
+		Content:       []mcp.Content{},
 		InputRequests: mcp.InputRequestMap{inputKey: h.elicitation(op, ops, reason, exp)},
 		RequestState:  sealed,
 	}
@@ -167,9 +169,11 @@ func (h *Handler) Answer(cred *store.Credential, client Client, tool string, p *
 		if len(st.Binds) > 1 {
 			key = fmt.Sprintf("op%d", i)
 		}
-		v, present := r.Content[key]
-		b, isBool := v.(bool)
-		a.Approved[i] = !present || isBool && b
+		// Only an explicit true approves: a missing, false or
+		// non-boolean value (a client that sent no content, or "yes")
+		// leaves the operation out.
+		b, isBool := r.Content[key].(bool)
+		a.Approved[i] = isBool && b
 	}
 	a.Declined = !anyTrue(a.Approved)
 	return a, nil

@@ -24,7 +24,7 @@ func (h *Handler) addOperationTools(s *mcp.Server, cred *store.Credential) {
 	for _, op := range visibleOperations(cfg, cred) {
 		op := op
 		s.AddTool(toolOf(op, cfg), func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return h.callOperation(ctx, cred, clientOf(req), op, req.Params), nil
+			return h.callOperation(ctx, cred, h.clientOf(cred, req), op, req.Params), nil
 		})
 	}
 }
@@ -82,7 +82,9 @@ func (h *Handler) first(ctx context.Context, cred *store.Credential, client Clie
 		o.Pause = calls.PauseGatewayRuns
 	case client.Elicit:
 		o.Pause = calls.PauseCollect
-	case client.Apps:
+	case client.Apps, client.OutOfBand:
+		// The card decides it, or the approvers' links do; the gateway
+		// runs it once either way.
 		o.Pause = calls.PauseGatewayRuns
 	default:
 		o.Pause = calls.PauseRefuse
@@ -97,14 +99,17 @@ func (h *Handler) first(ctx context.Context, cred *store.Credential, client Clie
 	case calls.Collected:
 		return h.ask(cred, op, store.KindCall, []store.Operation{res.Operation}, res.Decision.Reason)
 	case calls.Paused:
-		if op.conn.OutOfBandOnly {
+		switch {
+		case op.conn.OutOfBandOnly:
 			return outOfBandNotice(res)
+		case client.Apps:
+			return cardNotice(res)
 		}
-		return cardNotice(res)
+		return approversNotice(res, client)
 	}
 	if o.Pause == calls.PauseRefuse && res.Decision.Outcome == tier.Pause {
 		// The call needs a person and this client cannot ask one.
-		return deniedResult(res, client.label()+" can show neither a confirmation dialog nor a card")
+		return deniedResult(res, client.cannotAsk())
 	}
 	return deniedResult(res, res.Reason)
 }
@@ -196,6 +201,18 @@ func outOfBandNotice(res *calls.Result) *mcp.CallToolResult {
 	next := fmt.Sprintf(`call confirmation_status with {"confirmation_id": %q} to wait for the outcome`, id)
 	return textResult(fmt.Sprintf("Paused (confirmation_required): %s. This connection takes approvals only from its approvers, who were sent a link; nothing ran yet. Tell the person, then %s: once it is approved countersign runs the operation, and confirmation_status returns its answer.",
 		res.Decision.Reason, next),
+		pausedView{Status: "confirmation_required", ConfirmationID: id, ExpiresAt: res.Confirmation.ExpiresAt, Reason: res.Decision.Reason, Next: next})
+}
+
+// approversNotice tells the model that the approvers were sent a link,
+// because this client can be asked only with a server request its
+// revision sends on a stream a stateless server cannot wait on, and how
+// to get the outcome.
+func approversNotice(res *calls.Result, client Client) *mcp.CallToolResult {
+	id := res.Confirmation.ID
+	next := fmt.Sprintf(`call confirmation_status with {"confirmation_id": %q, "wait_seconds": 25} to wait for the outcome`, id)
+	return textResult(fmt.Sprintf("Paused (confirmation_required): %s. %s on MCP %s cannot show this server's confirmation dialog, so the approvers were sent a link to approve or reject it; nothing ran yet. Tell the person, then %s: once it is approved countersign runs the operation, once, and confirmation_status returns its answer.",
+		res.Decision.Reason, client.label(), client.Protocol, next),
 		pausedView{Status: "confirmation_required", ConfirmationID: id, ExpiresAt: res.Confirmation.ExpiresAt, Reason: res.Decision.Reason, Next: next})
 }
 

@@ -1,9 +1,12 @@
 package mcpapi
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/countersign/countersign/shared/store"
 )
 
 // ProtocolMRTR is the first protocol revision with multi round-trip
@@ -25,16 +28,22 @@ type Client struct {
 	// Elicit is set when countersign can ask the person through the client's
 	// own dialog: a form elicitation in an input_required result, which
 	// needs protocol 2026-07-28 and a declared form elicitation capability.
-	// (On older revisions a stateless server cannot send the client a
-	// request, so a declared elicitation capability cannot be used.)
 	Elicit bool
 	// Apps is set when the client declared MCP Apps with HTML views, so it
 	// renders the confirmation card.
 	Apps bool
+	// OutOfBand is set when the client declared form elicitation on an
+	// older revision (2025-11-25, 2025-06-18). There a server asks with an
+	// elicitation/create request whose answer comes back in another POST,
+	// which a stateless handler answering one JSON response per POST (and
+	// a Lambda) cannot wait for; so the person is asked out of band: the
+	// approvers get their links, the model is told to call
+	// confirmation_status, and the gateway runs the approved call once.
+	OutOfBand bool
 }
 
 // CanAsk reports whether the person can be asked through this client.
-func (c Client) CanAsk() bool { return c.Elicit || c.Apps }
+func (c Client) CanAsk() bool { return c.Elicit || c.Apps || c.OutOfBand }
 
 // label names the client in messages.
 func (c Client) label() string {
@@ -42,6 +51,16 @@ func (c Client) label() string {
 		return "This client"
 	}
 	return c.Name
+}
+
+// cannotAsk is the refusal's reason for a client that can be asked
+// nothing: it names the client and its protocol revision.
+func (c Client) cannotAsk() string {
+	proto := c.Protocol
+	if proto == "" {
+		proto = "an unknown revision"
+	}
+	return fmt.Sprintf("%s (MCP %s) can show neither a confirmation dialog nor a card (it declared neither form elicitation nor MCP Apps)", c.label(), proto)
 }
 
 // clientRequest is what every server request tells of its client: read
@@ -53,7 +72,35 @@ type clientRequest interface {
 	ClientCapabilities() *mcp.ClientCapabilities
 }
 
-// clientOf reads the client of a request.
+// clientOf reads the client of a request. On an older revision a
+// stateless request carries neither the client's name nor its
+// capabilities (they came with initialize, in another POST): they are
+// read from the session id this handler gave the client at initialize
+// (session.go).
+func (h *Handler) clientOf(cred *store.Credential, req mcp.Request) Client {
+	c := clientOf(req)
+	if c.Protocol >= ProtocolMRTR {
+		return c
+	}
+	if _, isInit := req.(*mcp.InitializeRequest); isInit {
+		return c
+	}
+	extra := req.GetExtra()
+	if extra == nil || extra.Header == nil {
+		return c
+	}
+	sess, err := h.openSession(cred, extra.Header.Get(sessionHeader))
+	if err != nil || sess == nil {
+		return c
+	}
+	proto := c.Protocol
+	if extra.Header.Get(protocolHeader) == "" {
+		proto = sess.Protocol
+	}
+	return sess.client(proto)
+}
+
+// clientOf reads the client of a request from the request alone.
 func clientOf(req mcp.Request) Client {
 	var (
 		proto string
@@ -76,14 +123,23 @@ func clientOf(req mcp.Request) Client {
 	if caps == nil {
 		return c
 	}
-	if e := caps.Elicitation; e != nil && proto >= ProtocolMRTR {
-		// {} is form elicitation, for clients older than form and url.
-		c.Elicit = e.Form != nil || e.URL == nil
+	if declaresForm(caps) {
+		if proto >= ProtocolMRTR {
+			c.Elicit = true
+		} else {
+			c.OutOfBand = true
+		}
 	}
 	c.Apps = declaresApps(caps)
 	return c
 }
 
+// declaresForm reports a form elicitation capability ({} is form, for
+// clients older than form and url).
+func declaresForm(caps *mcp.ClientCapabilities) bool {
+	e := caps.Elicitation
+	return e != nil && (e.Form != nil || e.URL == nil)
+}
 // declaresApps reports an MCP Apps extension that lists HTML views.
 func declaresApps(caps *mcp.ClientCapabilities) bool {
 	ext, ok := caps.Extensions[AppsExtension].(map[string]any)

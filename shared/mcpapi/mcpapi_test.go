@@ -80,8 +80,8 @@ func TestClientOf(t *testing.T) {
 			Client{Protocol: "2026-07-28", Elicit: true}},
 		{"url elicitation only", &mcp.InitializeParams{ProtocolVersion: "2026-07-28", Capabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{URL: &mcp.URLElicitationCapabilities{}}}},
 			Client{Protocol: "2026-07-28"}},
-		{"elicitation before 2026-07-28 cannot be used", &mcp.InitializeParams{ProtocolVersion: "2025-11-25", Capabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{}}},
-			Client{Protocol: "2025-11-25"}},
+		{"elicitation before 2026-07-28 asks out of band", &mcp.InitializeParams{ProtocolVersion: "2025-11-25", Capabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{}}},
+			Client{Protocol: "2025-11-25", OutOfBand: true}},
 		{"MCP Apps", &mcp.InitializeParams{ProtocolVersion: "2025-06-18", Capabilities: apps}, Client{Protocol: "2025-06-18", Apps: true}},
 		{"MCP Apps without HTML views", &mcp.InitializeParams{ProtocolVersion: "2026-07-28",
 			Capabilities: &mcp.ClientCapabilities{Extensions: map[string]any{AppsExtension: map[string]any{"mimeTypes": []any{"text/uri-list"}}}}},
@@ -197,6 +197,16 @@ func TestAnswer(t *testing.T) {
 	}
 	if a, _ := h.Answer(cred, Client{}, "run_script", params(state, &mcp.ElicitResult{Action: "accept", Content: map[string]any{"op0": false, "op1": false}})); !a.Declined {
 		t.Errorf("nothing selected is declined: %+v", a)
+	}
+	// Only an explicit true approves (issue 15 finding 12): an accept
+	// without content, or with a value that is not a boolean, runs nothing.
+	for _, content := range []map[string]any{nil, {}, {"op0": "true", "op1": "yes"}, {"op0": 1, "op1": nil}} {
+		if a, _ := h.Answer(cred, Client{}, "run_script", params(state, &mcp.ElicitResult{Action: "accept", Content: content})); !a.Declined || anyTrue(a.Approved) {
+			t.Errorf("accept with %v: %+v, want declined", content, a)
+		}
+	}
+	if a, _ := h.Answer(cred, Client{}, "run_script", params(state, &mcp.ElicitResult{Action: "accept", Content: map[string]any{"op1": true}})); a.Declined || !slices.Equal(a.Approved, []bool{false, true}) {
+		t.Errorf("a missing op0 is left out: %+v", a)
 	}
 
 	cardTok := h.o.Signer.Seal(cardPurpose, []byte(`{"id":"x","cred":"chat-user"}`), t0.Add(time.Hour))

@@ -121,7 +121,7 @@ func (h *Handler) addScriptTool(s *mcp.Server, cred *store.Credential) {
 		return
 	}
 	s.AddTool(h.scriptTool(cred), func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return h.runScript(ctx, cred, clientOf(req), req.Params), nil
+		return h.runScript(ctx, cred, h.clientOf(cred, req), req.Params), nil
 	})
 }
 
@@ -170,7 +170,7 @@ func (h *Handler) runScript(ctx context.Context, cred *store.Credential, client 
 		// batch is made that nobody could answer, so nothing is left
 		// pending. Out-of-band-only connections still pause for their
 		// approvers, as their operation tools do.
-		r.CannotAsk = client.label() + " can show neither a confirmation dialog nor a card"
+		r.CannotAsk = client.cannotAsk()
 	}
 	run, err := h.o.Scripts.RunScript(ctx, cred, r)
 	if err != nil {
@@ -229,7 +229,9 @@ func scriptCompleted(run *ScriptRun, cannotAsk string) *mcp.CallToolResult {
 func (h *Handler) scriptPaused(cred *store.Credential, client Client, run *ScriptRun, cannotAsk string) *mcp.CallToolResult {
 	conf := run.Confirmation
 	switch {
-	case h.outOfBand(conf) || !client.CanAsk():
+	case h.outOfBand(conf) || !client.CanAsk() || client.OutOfBand && !client.Elicit && !client.Apps:
+		// The approvers decide: the connection wants them, or the client
+		// can be asked only out of band (Client.OutOfBand).
 		return scriptWaiting(run, h.outOfBand(conf), cannotAsk)
 	case client.Elicit:
 		// One question for the whole batch, bound to it: the request

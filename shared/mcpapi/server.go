@@ -2,17 +2,14 @@ package mcpapi
 
 import (
 	"context"
-	"encoding/json"
 	"log/slog"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/countersign/countersign/shared/calls"
-	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/links"
 	"github.com/countersign/countersign/shared/store"
 )
@@ -104,47 +101,15 @@ func (h *Handler) logger() *slog.Logger {
 
 type credKey struct{}
 
+// serverKey holds, in a request's context, the server made for it: the
+// SDK asks for it twice per request (for the protocol versions, then to
+// serve), and one is enough.
+type serverKey struct{}
+
 // credentialOf returns the credential ServeHTTP authenticated.
 func credentialOf(ctx context.Context) *store.Credential {
 	c, _ := ctx.Value(credKey{}).(*store.Credential)
 	return c
-}
-
-// ServeHTTP authenticates the Bearer key, then lets the SDK serve the
-// request with a server made for the credential.
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	cred, err := h.o.Calls.Authenticate(r.Context(), bearerKey(r.Header.Get("Authorization")))
-	if err != nil {
-		status := http.StatusUnauthorized
-		if fault.CodeOf(err) != fault.Unauthenticated {
-			status = http.StatusInternalServerError
-			h.logger().ErrorContext(r.Context(), "mcp: credential not looked up", "error", err)
-		}
-		w.Header().Set("WWW-Authenticate", `Bearer realm="countersign"`)
-		writeRPCError(w, status, &jsonrpc.Error{Code: codeUnauthenticated, Message: faultText(fault.CodeOf(err), fault.ReasonOf(err))})
-		return
-	}
-	h.sdk.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), credKey{}, cred)))
-}
-
-// codeUnauthenticated is the JSON-RPC error code of a refused key (the
-// implementation-defined server error range).
-const codeUnauthenticated = -32001
-
-func writeRPCError(w http.ResponseWriter, status int, e *jsonrpc.Error) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": nil, "error": e})
-}
-
-// bearerKey is the key of an Authorization: Bearer header, or "".
-func bearerKey(h string) string {
-	scheme, key, ok := strings.Cut(h, " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return ""
-	}
-	return strings.TrimSpace(key)
 }
 
 // serverFor builds the server of one request: the credential's tools, the
@@ -155,13 +120,41 @@ func (h *Handler) serverFor(r *http.Request) *mcp.Server {
 	if cred == nil {
 		return nil
 	}
+	memo, _ := r.Context().Value(serverKey{}).(**mcp.Server)
+	if memo != nil && *memo != nil {
+		return *memo
+	}
+	s := h.newServer(cred)
+	if memo != nil {
+		*memo = s
+	}
+	return s
+}
+
+// newServer builds a credential's server. It declares what it answers and
+// nothing else: tools and resources without list-changed notifications
+// (a stateless server has no stream to send them on, so
+// subscriptions/listen is acknowledged with nothing subscribed and ends at
+// once), no prompts, no logging, no completions (transport.go answers
+// those methods "method not found"). Every list is private to the
+// credential (cacheScope "private"): tools differ per credential and per
+// client, and a shared cache must not hand one key's list to another.
+func (h *Handler) newServer(cred *store.Credential) *mcp.Server {
 	settings := h.o.Calls.Current().Settings
 	s := mcp.NewServer(&mcp.Implementation{Name: "countersign", Title: settings.Workspace.Name + " (countersign)", Version: "1"},
 		&mcp.ServerOptions{
 			Instructions: "Each tool calls one operation of " + settings.Workspace.Name + "'s APIs through countersign. " +
 				"An operation that requires confirmation waits for a person; a denied call says why, as \"Denied (<code>): <reason>\".",
-			Logger:       h.o.Logger,
-			Capabilities: &mcp.ServerCapabilities{Extensions: map[string]any{AppsExtension: map[string]any{}}},
+			Logger: h.o.Logger,
+			Capabilities: &mcp.ServerCapabilities{
+				Tools:      &mcp.ToolCapabilities{},
+				Resources:  &mcp.ResourceCapabilities{},
+				Extensions: map[string]any{AppsExtension: map[string]any{}},
+			},
+			SupportedProtocolVersions: Protocols,
+			SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) {
+				c.CacheScope = "private"
+			},
 		})
 	h.addOperationTools(s, cred)
 	h.addConfirmationTools(s, cred)
@@ -172,7 +165,7 @@ func (h *Handler) serverFor(r *http.Request) *mcp.Server {
 		}
 		handle := x.Handle
 		s.AddTool(x.Tool, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return handle(ctx, cred, clientOf(req), req)
+			return handle(ctx, cred, h.clientOf(cred, req), req)
 		})
 	}
 	s.AddResource(cardResource(), h.readCard)
@@ -185,7 +178,7 @@ func (h *Handler) serverFor(r *http.Request) *mcp.Server {
 func (h *Handler) middleware(cred *store.Credential) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			client := clientOf(req)
+			client := h.clientOf(cred, req)
 			if client.Name != "" {
 				h.o.Calls.RecordClient(ctx, cred, calls.Client{Name: client.Name, Version: client.Version, CanAsk: client.CanAsk()})
 			}

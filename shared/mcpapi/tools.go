@@ -103,7 +103,9 @@ func toolOf(op operation, cfg *policy.Config) *mcp.Tool {
 			"description": "query parameters"}
 	}
 	if _, clash := props["body"]; !clash && takesBody(ep.Method) {
-		props["body"] = map[string]any{"description": "the JSON request body"}
+		// Typed, as strict schema validators require; an object, as JSON
+		// APIs take (the value is sent as given).
+		props["body"] = map[string]any{"type": "object", "description": "the JSON request body"}
 	}
 	schema := map[string]any{"type": "object", "properties": props, "required": required, "additionalProperties": false}
 

@@ -51,6 +51,8 @@ type harnessOptions struct {
 	files map[string]string
 	// scripts, when set, is settings.json's scripts block.
 	scripts string
+	// mcp, when set, is settings.json's mcp block.
+	mcp string
 	// gate, when set, sees each upstream request before the CRM does (it
 	// may hold it).
 	gate func(r *http.Request)
@@ -206,7 +208,7 @@ func newHarness(t testing.TB, o harnessOptions) *harness {
   "public_url": "http://127.0.0.1:1",
   "approvers": {"console": true, "webhooks": [{"name": "ops", "url": %q, "format": "json", "secret": %q}]},
   "timeouts": {"call_seconds": %d, "script_seconds": 1800, "redeem_seconds": %d}%s
-}`, wh.URL, webhookSecret, o.callSeconds, o.redeemSeconds, limitsJSON(o.limits)+scriptsBlock(o.scripts)))
+}`, wh.URL, webhookSecret, o.callSeconds, o.redeemSeconds, limitsJSON(o.limits)+scriptsBlock(o.scripts)+mcpBlock(o.mcp)))
 	write("credentials.json", testCredentials)
 	write("connections/crm/policy.json", fmt.Sprintf(`{
   "base_url": %q,

@@ -131,7 +131,7 @@ func TestMCPOnTheGatewayLambda(t *testing.T) {
 	t.Run("refusal", func(t *testing.T) {
 		s := h.mcpSession("cs_test_ask", clientKind{name: "Plain Client"}, lt)
 		r := callTool(t, s, "crm__deleteContact", map[string]any{"id": "16"}, nil)
-		if text(r) != "Denied (requires_confirmation): Plain Client can show neither a confirmation dialog nor a card" {
+		if text(r) != "Denied (requires_confirmation): Plain Client (MCP 2026-07-28) can show neither a confirmation dialog nor a card (it declared neither form elicitation nor MCP Apps)" {
 			t.Errorf("result %q", text(r))
 		}
 	})

@@ -445,13 +445,13 @@ func TestMCPRunScriptRefusal(t *testing.T) {
 		var sn seen
 		s := h.mcpSession("cs_test_ask", clientKind{name: "Plain Client"}, nil)
 		r := runScript(t, s, mcpBatchScript, "", &sn)
-		const denial = "Denied (requires_confirmation): Plain Client can show neither a confirmation dialog nor a card\n"
+		const denial = "Denied (requires_confirmation): Plain Client (MCP 2026-07-28) can show neither a confirmation dialog nor a card (it declared neither form elicitation nor MCP Apps)\n"
 		sc := structured(t, r)
 		if !r.IsError || !strings.HasPrefix(text(r), denial) || sc["code"] != "requires_confirmation" || sc["confirmation_id"] != nil {
 			t.Errorf("result %q %v", text(r), sc)
 		}
 		d3, _ := resultOf(t, r).(map[string]any)["d3"].(map[string]any)
-		if d3["denied"] != true || d3["reason"] != "DELETE /contacts/{id} requires confirmation, and Plain Client can show neither a confirmation dialog nor a card" {
+		if d3["denied"] != true || d3["reason"] != "DELETE /contacts/{id} requires confirmation, and Plain Client (MCP 2026-07-28) can show neither a confirmation dialog nor a card (it declared neither form elicitation nor MCP Apps)" {
 			t.Errorf("d3 %v", d3)
 		}
 		wantCounts(t, h, map[string]int{"GET /contacts/1": 1, "DELETE /contacts/3": 0, "DELETE /contacts/4": 0})

@@ -496,8 +496,8 @@ func TestMCPCard(t *testing.T) {
 }
 
 // TestMCPRefusal: a client that can show neither a dialog nor a card is
-// refused, nothing runs and nothing is left pending; a client on an older
-// revision still runs what needs no confirmation.
+// refused, with its name and protocol revision; nothing runs and nothing
+// is left pending; it still runs what needs no confirmation.
 func TestMCPRefusal(t *testing.T) {
 	h := newHarness(t, harnessOptions{})
 	for _, c := range []struct {
@@ -505,16 +505,14 @@ func TestMCPRefusal(t *testing.T) {
 		client clientKind
 		want   string
 	}{
-		{"neither", clientKind{name: "Plain Client"}, "Plain Client"},
-		// A stateless server cannot send an older client a request, so
-		// its elicitation capability cannot be used.
-		{"2025-11-25 with elicitation", clientKind{name: "Old Client", protocol: "2025-11-25", elicit: accept(true)}, "This client"},
-		{"2025-06-18", clientKind{name: "Older Client", protocol: "2025-06-18"}, "This client"},
+		{"neither", clientKind{name: "Plain Client"}, "Plain Client (MCP 2026-07-28)"},
+		{"2025-11-25", clientKind{name: "Old Client", protocol: "2025-11-25"}, "Old Client (MCP 2025-11-25)"},
+		{"2025-06-18", clientKind{name: "Older Client", protocol: "2025-06-18"}, "Older Client (MCP 2025-06-18)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := h.mcpSession("cs_test_ask", c.client, nil)
 			r := callTool(t, s, "crm__deleteContact", map[string]any{"id": "12"}, nil)
-			want := "Denied (requires_confirmation): " + c.want + " can show neither a confirmation dialog nor a card"
+			want := "Denied (requires_confirmation): " + c.want + " can show neither a confirmation dialog nor a card (it declared neither form elicitation nor MCP Apps)"
 			if !r.IsError || text(r) != want {
 				t.Errorf("result %q, want %q", text(r), want)
 			}
@@ -609,7 +607,7 @@ func TestMCPHooks(t *testing.T) {
 	if r := callTool(t, s, "hooked__delete_contacts_by_id", map[string]any{"id": "3"}, nil); text(r) != "Denied (hook_denied): no deletes today" {
 		t.Errorf("deny: %q", text(r))
 	}
-	if r := callTool(t, s, "hooked__get_contacts_by_id", map[string]any{"id": "3"}, nil); !strings.HasPrefix(text(r), "Denied (requires_confirmation): Plain Client can show neither") {
+	if r := callTool(t, s, "hooked__get_contacts_by_id", map[string]any{"id": "3"}, nil); !strings.HasPrefix(text(r), "Denied (requires_confirmation): Plain Client (MCP 2026-07-28) can show neither") {
 		t.Errorf("ask: %q", text(r))
 	}
 	if r := callTool(t, h.mcpSession("cs_test_run", clientKind{}, nil), "hooked__get_contacts_by_id", map[string]any{"id": "3"}, nil); r.IsError {
