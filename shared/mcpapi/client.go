@@ -140,6 +140,7 @@ func declaresForm(caps *mcp.ClientCapabilities) bool {
 	e := caps.Elicitation
 	return e != nil && (e.Form != nil || e.URL == nil)
 }
+
 // declaresApps reports an MCP Apps extension that lists HTML views.
 func declaresApps(caps *mcp.ClientCapabilities) bool {
 	ext, ok := caps.Extensions[AppsExtension].(map[string]any)

@@ -288,5 +288,3 @@ func (w *rpcWriter) finish() {
 	w.held = false
 	writeRPCError(w.ResponseWriter, w.status, w.id, &jsonrpc.Error{Code: code, Message: msg})
 }
-
-
