@@ -25,8 +25,18 @@
 //     _meta, which hosts give the card and not the model; the card calls
 //     the app-only card_decide tool with it, and the gateway runs the
 //     approved operations itself, once.
+//   - A client that declared form elicitation on 2025-11-25 or 2025-06-18 is
+//     asked out of band (Client.OutOfBand): the call pauses for the
+//     approvers' links, the model is told to call confirmation_status, and
+//     the gateway runs the approved call once. (There a server asks with
+//     elicitation/create, whose answer comes in another POST that a
+//     one-response-per-POST handler cannot wait for.)
 //   - Any other client is refused: "Denied (requires_confirmation): <client>
-//     can show neither a confirmation dialog nor a card".
+//     (MCP <revision>) can show neither a confirmation dialog nor a card".
+//
+// On 2025-11-25 and 2025-06-18 a client's name and capabilities come only
+// with initialize; the answer gives it an Mcp-Session-Id that seals them
+// (session.go), and later requests read them from it. Nothing is stored.
 //
 // A connection with approval.out_of_band_only pauses for its approvers
 // whatever the client, and confirmation_status tells the model the outcome.
@@ -34,7 +44,7 @@
 // run_script is code mode (API.md section 6) over Options.Scripts, which
 // gatewayapp attaches so that only the functions that run scripts link the
 // JavaScript engine. A script's calls that need a person are collected into
-// one batch confirmation, and the batch takes the same three paths: the
+// one batch confirmation, and the batch takes the same paths: the
 // client's dialog lists every operation with one boolean each (the request
 // state carries the batch's id and bindings, and the retried call decides
 // the batch once through the lifecycle, then runs the script again and
@@ -43,6 +53,12 @@
 // that can do neither has those calls denied inside the script, so no
 // batch is left that nobody could answer. Batches touching an
 // out_of_band_only connection wait for the approvers.
+//
+// ServeHTTP (transport.go) refuses foreign origins and, on a loopback
+// listener, hosts that do not name the machine; answers batches, methods
+// not served and unknown session ids itself; and turns every error into a
+// JSON-RPC body. The server declares tools and resources without
+// list-changed notifications, so subscriptions/listen ends at once.
 //
 // Handler serves the surface on API Gateway v2 events (the gateway Lambda
 // and, through httpapi.ServeHTTP, the local stack): it rebuilds the
