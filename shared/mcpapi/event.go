@@ -11,6 +11,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
 	"github.com/countersign/countersign/shared/httpapi"
 	"github.com/countersign/countersign/shared/reqlog"
 )
@@ -23,12 +25,12 @@ var _ httpapi.Handler = (*Handler)(nil)
 // notification): the handler is stateless and never streams.
 func (h *Handler) Handle(ctx context.Context, ev httpapi.Request) (httpapi.Response, error) {
 	ctx = reqlog.With(ctx, ev.RequestContext.RequestID)
+	rec := httptest.NewRecorder()
 	r, err := requestOf(ctx, &ev)
 	if err != nil {
-		return httpapi.Response{StatusCode: http.StatusBadRequest, Headers: map[string]string{"Content-Type": "text/plain; charset=utf-8"},
-			Body: err.Error() + "\n"}, nil
+		writeRPCError(rec, http.StatusBadRequest, nil, &jsonrpc.Error{Code: jsonrpc.CodeParseError, Message: err.Error()})
+		return responseOf(rec), nil
 	}
-	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, r)
 	return responseOf(rec), nil
 }

@@ -62,7 +62,8 @@ type Handler struct {
 }
 
 // New builds the surface: a stateless Streamable HTTP handler of the SDK
-// that answers every POST with one JSON response and holds no session.
+// that answers every POST with one response and holds no session (the
+// session ids of older revisions are sealed, not stored: session.go).
 func New(o Options) *Handler {
 	if o.ReadyWait <= 0 {
 		o.ReadyWait = 10 * time.Second
@@ -72,9 +73,9 @@ func New(o Options) *Handler {
 		Stateless:    true,
 		JSONResponse: true,
 		Logger:       o.Logger,
-		// Every request must carry a Bearer key, which a page rebinding a
-		// loopback name cannot; the event adapter also carries no local
-		// address for the SDK's check to look at.
+		// ServeHTTP checks Origin and, on a loopback listener, Host
+		// itself (transport.go), before the key: with settings.json's
+		// allowed origins, and on events too.
 		DisableLocalhostProtection:   true,
 		MaxRequestBodyBytes:          maxBody,
 		PropagateRequestCancellation: true,

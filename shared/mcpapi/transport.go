@@ -80,7 +80,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			rw.Header().Set("WWW-Authenticate", challenge(r))
 		}
 		writeRPCError(rw, status, nil, &jsonrpc.Error{Code: codeUnauthenticated, Message: faultText(fault.CodeOf(err), fault.ReasonOf(err)) +
-			". This server takes an API key (no OAuth): send Authorization: Bearer <key>"})
+			"; this server takes an API key as Authorization: Bearer <key>, not OAuth"})
 		return
 	}
 	if r.Method == http.MethodPost {
@@ -223,7 +223,6 @@ func writeRPCError(w http.ResponseWriter, status int, id json.RawMessage, e *jso
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Del("X-Content-Type-Options")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(struct {
 		JSONRPC string          `json:"jsonrpc"`

@@ -13,9 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/countersign/countersign/shared/app/gatewayapp"
 	"github.com/countersign/countersign/shared/mcpapi"
 )
 
@@ -562,5 +564,50 @@ func TestMCPDocsToolTable(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestMCPLambdaClients: on the gateway Lambda's handler (API Gateway v2
+// events, no listener address), a 2025-11-25 client's session id carries
+// its capabilities across invocations, listen ends in its invocation, and
+// a foreign Origin is refused with 403 and runs nothing.
+func TestMCPLambdaClients(t *testing.T) {
+	h := newHarness(t, harnessOptions{})
+	lt := lambdaTransport{h: lambda.NewHandler(gatewayapp.Gateway(h.stack.app).Handle)}
+
+	s := h.mcpSession("cs_test_ask", clientKind{name: "Legacy Client", protocol: "2025-11-25", elicit: accept(true)}, lt)
+	r := callTool(t, s, "crm__deleteContact", map[string]any{"id": "15"}, nil)
+	if r.IsError || !strings.Contains(text(r), "Legacy Client on MCP 2025-11-25") || !strings.Contains(text(r), "confirmation_status") {
+		t.Errorf("legacy elicitation on the Lambda: %q", text(r))
+	}
+
+	post := func(body string, headers map[string]string) (*http.Response, string, time.Duration) {
+		req, _ := http.NewRequest(http.MethodPost, "https://gateway.example/mcp", strings.NewReader(body))
+		for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream", "Authorization": "Bearer cs_test_run"} {
+			req.Header.Set(k, v)
+		}
+		for k, v := range headers {
+			req.Header.Set(k, v)
+		}
+		start := time.Now()
+		resp, err := lt.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		return resp, string(b), time.Since(start)
+	}
+	resp, body, _ := post(`{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "crm__deleteContact", "arguments": {"id": "16"}}}`,
+		map[string]string{"MCP-Protocol-Version": "2025-06-18", "Origin": "https://evil.example"})
+	if resp.StatusCode != http.StatusForbidden || !strings.Contains(body, `"code":-32003`) {
+		t.Errorf("foreign origin on the Lambda: %d %s", resp.StatusCode, body)
+	}
+	if n := h.upstream.Count("DELETE", "/contacts/16"); n != 0 {
+		t.Errorf("the DELETE ran %d times", n)
+	}
+	resp, body, took := post(`{"jsonrpc": "2.0", "id": 2, "method": "subscriptions/listen", "params": {"notifications": {"toolsListChanged": true}, `+meta2026+`}}`,
+		map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "subscriptions/listen"})
+	if resp.StatusCode != http.StatusOK || took > 2*time.Second || !strings.Contains(body, "notifications/subscriptions/acknowledged") || !strings.Contains(body, `"id":2`) {
+		t.Errorf("listen on the Lambda: %d after %s: %s", resp.StatusCode, took, body)
 	}
 }
