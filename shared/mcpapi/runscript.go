@@ -229,9 +229,10 @@ func scriptCompleted(run *ScriptRun, cannotAsk string) *mcp.CallToolResult {
 func (h *Handler) scriptPaused(cred *store.Credential, client Client, run *ScriptRun, cannotAsk string) *mcp.CallToolResult {
 	conf := run.Confirmation
 	switch {
-	case h.outOfBand(conf) || !client.CanAsk() || client.OutOfBand && !client.Elicit && !client.Apps:
+	case h.outOfBand(conf) || !client.Elicit && !client.Apps:
 		// The approvers decide: the connection wants them, or the client
-		// can be asked only out of band (Client.OutOfBand).
+		// can be asked only out of band (Client.OutOfBand), or not at all
+		// (the batch then holds only out_of_band_only calls).
 		return scriptWaiting(run, h.outOfBand(conf), cannotAsk)
 	case client.Elicit:
 		// One question for the whole batch, bound to it: the request
