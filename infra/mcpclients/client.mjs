@@ -10,7 +10,8 @@
 //   "listChanged": true (v2 only: register a tools list-changed handler),
 //   "elicit": "accept"|"decline" (declare form elicitation and answer so; absent: declare none),
 //   "call": {"name": "deleteContact", "arguments": {"id": "12"}} (optional),
-//   "waitSeconds": 25 (how long to follow a paused call through confirmation_status)}
+//   "waitSeconds": 25 (how long to follow a paused call through confirmation_status),
+//   "headers": {"Origin": "..."} (more request headers)}
 //
 // It prints one JSON object a line on standard output, as things happen:
 //   {"event":"connected","ms":..,"protocol":"2025-11-25"}
@@ -63,7 +64,7 @@ async function connectV1() {
   const client = new Client({ name: "countersign-test-sdk-v1", version: "1.32.2" }, { capabilities });
   if (plan.elicit) client.setRequestHandler(ElicitRequestSchema, async (req) => answer(req.params));
   const transport = new StreamableHTTPClientTransport(new URL(plan.url), {
-    requestInit: { headers: { Authorization: `Bearer ${plan.key}` } },
+    requestInit: { headers: { ...(plan.headers ?? {}), Authorization: `Bearer ${plan.key}` } },
   });
   await client.connect(transport);
   return { client, protocol: () => transport.protocolVersion };
@@ -78,7 +79,7 @@ async function connectV2() {
   const client = new Client({ name: "countersign-test-sdk-v2", version: "2.4.0" }, options);
   if (plan.elicit) client.setRequestHandler("elicitation/create", async (req) => answer(req.params));
   const transport = new StreamableHTTPClientTransport(new URL(plan.url), {
-    requestInit: { headers: { Authorization: `Bearer ${plan.key}` } },
+    requestInit: { headers: { ...(plan.headers ?? {}), Authorization: `Bearer ${plan.key}` } },
   });
   await client.connect(transport);
   return {
