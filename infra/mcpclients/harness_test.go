@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"log"
@@ -42,14 +43,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	flagShort := false
-	for _, a := range os.Args[1:] {
-		if a == "-test.short" || a == "-test.short=true" {
-			flagShort = true
-		}
-	}
+	flag.Parse()
 	switch {
-	case flagShort:
+	case testing.Short():
 		skipReason = "skipped under -short (testing.Short): these tests install the pinned MCP clients with npm and drive them against the local stack; they need a run without -short"
 	default:
 		var err error
