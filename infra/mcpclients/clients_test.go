@@ -215,7 +215,7 @@ func TestClaudeCode(t *testing.T) {
 var connectedRe = regexp.MustCompile(`(?m)^\s*Status: \S+ Connected\s*$`)
 
 // refusedURL is an MCP URL on a loopback port nothing listens on.
-func refusedURL(t *testing.T) string {
+func refusedURL(t testing.TB) string {
 	t.Helper()
 	dead := httptest.NewServer(http.NotFoundHandler())
 	u := dead.URL + "/mcp"

@@ -212,7 +212,7 @@ func TestConformance(t *testing.T) {
 
 // readResults reads every scenario's checks.json under dir (the suite
 // saves server-<scenario>-<timestamp>/checks.json).
-func readResults(t *testing.T, dir string) map[string][]check {
+func readResults(t testing.TB, dir string) map[string][]check {
 	t.Helper()
 	stamp := regexp.MustCompile(`^server-(.+)-\d{4}-\d\d-\d\dT[\d-]+Z$`)
 	entries, err := os.ReadDir(dir)
@@ -241,7 +241,7 @@ func readResults(t *testing.T, dir string) map[string][]check {
 }
 
 // judge applies a table to a suite's results.
-func judge(t *testing.T, table map[string]scenario, results map[string][]check) {
+func judge(t testing.TB, table map[string]scenario, results map[string][]check) {
 	t.Helper()
 	var names []string
 	for n := range results {

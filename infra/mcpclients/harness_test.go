@@ -78,7 +78,7 @@ func install() error {
 }
 
 // need skips or fails the test according to what TestMain found.
-func need(t *testing.T) {
+func need(t testing.TB) {
 	t.Helper()
 	if skipReason != "" {
 		t.Skip(skipReason)
@@ -91,13 +91,13 @@ func need(t *testing.T) {
 // env is the local stack with the demo configuration (infra/config), its
 // demo CRM as the recording upstream, and the console approver's output.
 type env struct {
-	t       *testing.T
+	t       testing.TB
 	stack   *stack.Stack
 	console *syncBuffer
 	mcpURL  string
 }
 
-func startStack(t *testing.T) *env {
+func startStack(t testing.TB) *env {
 	t.Helper()
 	console := &syncBuffer{}
 	s, err := stack.Start(context.Background(), stack.Options{ConfigDir: "../config", Addr: "127.0.0.1:0", DataDir: t.TempDir(),
@@ -164,20 +164,29 @@ func (e *env) decide(link, decision string) {
 	}
 }
 
-// withKey is a reverse proxy in front of the stack that adds the demo key's
-// Authorization header to each request that has none, and passes everything
-// else through as sent (Host and Origin included): the conformance suite
-// has no option for request headers.
+// withKey is a reverse proxy in front of the stack that adds the key's
+// Authorization header to each request that has none: the conformance
+// suite has no option for request headers. Otherwise it is transparent: a
+// Host or Origin naming the proxy itself becomes the stack's address (as if
+// the suite had called the stack), and any other Host or Origin (the DNS
+// rebinding scenario's evil.example.com) passes through as sent.
 func (e *env) withKey(key string) string {
 	e.t.Helper()
 	target, err := url.Parse(e.stack.URL)
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	var self string // the proxy's host:port, known once it listens
 	p := &httputil.ReverseProxy{
 		Rewrite: func(r *httputil.ProxyRequest) {
 			r.SetURL(target)
 			r.Out.Host = r.In.Host
+			if r.In.Host == self {
+				r.Out.Host = target.Host
+			}
+			if o := r.In.Header.Get("Origin"); o == "http://"+self {
+				r.Out.Header.Set("Origin", "http://"+target.Host)
+			}
 			if r.Out.Header.Get("Authorization") == "" {
 				r.Out.Header.Set("Authorization", "Bearer "+key)
 			}
@@ -186,7 +195,9 @@ func (e *env) withKey(key string) string {
 		// A client that hangs up mid-request is the suite's business.
 		ErrorLog: log.New(io.Discard, "", 0),
 	}
-	srv := httptest.NewServer(p)
+	srv := httptest.NewUnstartedServer(p)
+	self = srv.Listener.Addr().String()
+	srv.Start()
 	e.t.Cleanup(srv.Close)
 	return srv.URL
 }
@@ -215,7 +226,7 @@ type run struct {
 
 // startClient runs client.mjs with plan on the system node, bounded by
 // timeout; events arrive on r.events while it runs.
-func startClient(t *testing.T, plan map[string]any, timeout time.Duration) *run {
+func startClient(t testing.TB, plan map[string]any, timeout time.Duration) *run {
 	t.Helper()
 	b, err := json.Marshal(plan)
 	if err != nil {
@@ -266,7 +277,7 @@ func startClient(t *testing.T, plan map[string]any, timeout time.Duration) *run 
 }
 
 // wait waits for the run's end and returns every event.
-func (r *run) wait(t *testing.T) []event {
+func (r *run) wait(t testing.TB) []event {
 	t.Helper()
 	for range r.events {
 	}
