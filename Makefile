@@ -3,7 +3,8 @@
 #   make run        the local stack with the demo configuration (same as `go run ./infra/local`)
 #   make test       the whole test suite: vet, unit and end-to-end tests with the race
 #                   detector, the DynamoDB adapter against dynalite, the Lambda builds,
-#                   and every fuzz target for TEST_FUZZTIME (2s) each
+#                   real MCP clients against the local stack (infra/mcpclients), and every
+#                   fuzz target for TEST_FUZZTIME (2s) each
 #   make bench      every benchmark, one report (bench/RESULTS.md): the in-process
 #                   benchmarks (code mode's too), the hop next to a bare reverse proxy, the
 #                   confirmed path's handshakes, bench-compare, and the gateway's cold start
@@ -31,7 +32,7 @@ FUNCTIONS := gateway approve notify execute finalize operator
 LAMBDA_ENV := GOOS=linux GOARCH=arm64 CGO_ENABLED=0
 LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags="-s -w"
 
-.PHONY: run test unit vet lambdas check-asl bench bench-compare awstest fuzz load dynalite-install clean config-push
+.PHONY: run test unit vet lambdas check-asl bench bench-compare awstest fuzz load dynalite-install mcpclients-install clean config-push
 
 run:
 	$(GO) run ./infra/local
@@ -42,7 +43,7 @@ run:
 # 16 targets took 54 to 84 s at 2s, 45 s at 1s (TEST_FUZZTIME=1s), on 2 shared cores.
 TEST_FUZZTIME ?= 2s
 
-test: vet lambdas check-asl
+test: vet lambdas check-asl mcpclients-install
 	./scripts/test-with-dynalite.sh sh -c '$(GO) test -race -count=1 $$($(GO) list ./... | grep -v /infra/awstest) && \
 	  $(GO) test -count=1 -v -timeout 7m ./infra/awstest/'
 	FUZZTIME=$(TEST_FUZZTIME) ./scripts/fuzz.sh $(GO)
@@ -118,6 +119,11 @@ config-push:
 
 dynalite-install:
 	cd infra/dynalite && npm ci --no-audit --no-fund
+
+# The pinned MCP clients infra/mcpclients' tests drive (npm ci once; its TestMain
+# calls the same script, so go test ./infra/mcpclients works alone too).
+mcpclients-install:
+	./infra/mcpclients/install.sh
 
 clean:
 	rm -rf bin .aws-sam
