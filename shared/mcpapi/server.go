@@ -136,8 +136,9 @@ func (h *Handler) serverFor(r *http.Request) *mcp.Server {
 // nothing else: tools and resources without list-changed notifications
 // (a stateless server has no stream to send them on, so
 // subscriptions/listen is acknowledged with nothing subscribed and ends at
-// once), no prompts, no logging, no completions (transport.go answers
-// those methods "method not found"). Every list is private to the
+// once), prompts (an empty list) and logging (a level is accepted; no
+// log messages are sent), no completions (transport.go answers those
+// methods "method not found"). Every list is private to the
 // credential (cacheScope "private"): tools differ per credential and per
 // client, and a shared cache must not hand one key's list to another.
 func (h *Handler) newServer(cred *store.Credential) *mcp.Server {
@@ -150,6 +151,8 @@ func (h *Handler) newServer(cred *store.Credential) *mcp.Server {
 			Capabilities: &mcp.ServerCapabilities{
 				Tools:      &mcp.ToolCapabilities{},
 				Resources:  &mcp.ResourceCapabilities{},
+				Prompts:    &mcp.PromptCapabilities{},
+				Logging:    &mcp.LoggingCapabilities{},
 				Extensions: map[string]any{AppsExtension: map[string]any{}},
 			},
 			SupportedProtocolVersions: Protocols,

@@ -36,7 +36,7 @@ const (
 )
 
 // legacyProtocols are the revisions negotiated by initialize, newest first.
-var legacyProtocols = []string{"2025-11-25", "2025-06-18"}
+var legacyProtocols = []string{"2025-11-25", "2025-06-18", "2025-03-26"}
 
 // Protocols are the protocol revisions /mcp negotiates, newest first.
 var Protocols = append([]string{ProtocolMRTR}, legacyProtocols...)

@@ -28,11 +28,14 @@ const (
 	codeForbidden = -32003
 )
 
-// served are the methods /mcp answers. Everything else is answered as
-// JSON-RPC "method not found" (-32601), including what the SDK could
-// answer but the server does not declare: prompts, logging, completions
-// and resource subscriptions (no prompts exist, the log goes to the
-// gateway's own logs, and nothing changes during a request).
+// served are the methods /mcp answers, each declared in the server's
+// capabilities. Everything else is answered as JSON-RPC "method not
+// found" (-32601), including what the SDK could answer but the server
+// does not declare: completions and resource subscriptions (nothing
+// changes during a request). Prompts and logging are declared and
+// answered (no prompts exist, so prompts/list is empty; logging/setLevel
+// is accepted, and the server sends no log messages: the log goes to the
+// gateway's own logs), since clients and the conformance suite ask for them.
 var served = map[string]bool{
 	"initialize":                       true,
 	"ping":                             true,
@@ -42,6 +45,8 @@ var served = map[string]bool{
 	"resources/list":                   true,
 	"resources/templates/list":         true,
 	"resources/read":                   true,
+	"prompts/list":                     true,
+	"logging/setLevel":                 true,
 	"subscriptions/listen":             true,
 	"notifications/initialized":        true,
 	"notifications/cancelled":          true,

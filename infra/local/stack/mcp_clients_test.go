@@ -127,12 +127,15 @@ func TestMCPListen(t *testing.T) {
 	if d.status != http.StatusOK || caps == nil {
 		t.Fatalf("discover: %d %s", d.status, d.body)
 	}
-	for _, k := range []string{"tools", "resources"} {
+	for _, k := range []string{"tools", "resources", "prompts"} {
 		if c, ok := caps[k].(map[string]any); !ok || c["listChanged"] == true {
 			t.Errorf("discover %s: %v, want declared without listChanged", k, caps[k])
 		}
 	}
-	for _, k := range []string{"prompts", "logging", "completions"} {
+	if _, ok := caps["logging"]; !ok {
+		t.Errorf("discover does not declare logging, which is served: %s", d.body)
+	}
+	for _, k := range []string{"completions"} {
 		if _, ok := caps[k]; ok {
 			t.Errorf("discover declares %s, which is not served: %s", k, d.body)
 		}
@@ -378,15 +381,15 @@ func TestMCPProtocolHygiene(t *testing.T) {
 		rpcError(t, r, http.StatusBadRequest, -32600)
 	})
 	t.Run("unknown and undeclared methods", func(t *testing.T) {
-		for _, m := range []string{"foo/bar", "prompts/list", "logging/setLevel", "completion/complete"} {
+		for _, m := range []string{"foo/bar", "completion/complete", "resources/subscribe"} {
 			r := h.raw(rawMCP{key: "cs_test_ask", protocol: "2025-06-18", body: `{"jsonrpc": "2.0", "id": 7, "method": "` + m + `", "params": {}}`})
 			rpcError(t, r, http.StatusOK, -32601)
 			if r.json(t)["id"] != float64(7) {
 				t.Errorf("%s: id not echoed: %s", m, r.body)
 			}
 		}
-		r := h.raw(rawMCP{key: "cs_test_ask", protocol: "2026-07-28", method: "prompts/list",
-			body: `{"jsonrpc": "2.0", "id": 8, "method": "prompts/list", "params": {` + meta2026 + `}}`})
+		r := h.raw(rawMCP{key: "cs_test_ask", protocol: "2026-07-28", method: "completion/complete",
+			body: `{"jsonrpc": "2.0", "id": 8, "method": "completion/complete", "params": {` + meta2026 + `}}`})
 		rpcError(t, r, http.StatusNotFound, -32601)
 		if r := h.raw(rawMCP{key: "cs_test_ask", protocol: "2025-06-18", body: `{"jsonrpc": "2.0", "method": "notifications/whatever"}`}); r.status != http.StatusAccepted {
 			t.Errorf("unknown notification: %d %s", r.status, r.body)
@@ -398,11 +401,29 @@ func TestMCPProtocolHygiene(t *testing.T) {
 		if res["protocolVersion"] != "2025-11-25" {
 			t.Errorf("2024-11-05 negotiated %v, want 2025-11-25: %s", res["protocolVersion"], r.body)
 		}
-		for _, v := range []string{"2024-11-05", "2025-03-26"} {
+		for _, v := range []string{"2024-11-05"} {
 			rpcError(t, h.raw(rawMCP{key: "cs_test_ask", protocol: v, body: `{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}`}), http.StatusBadRequest, -32600)
 		}
-		if !slices.Equal(mcpapi.Protocols, []string{"2026-07-28", "2025-11-25", "2025-06-18"}) {
+		if !slices.Equal(mcpapi.Protocols, []string{"2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26"}) {
 			t.Errorf("protocols %v", mcpapi.Protocols)
+		}
+	})
+	t.Run("prompts and logging are declared and answered", func(t *testing.T) {
+		r := h.raw(rawMCP{key: "cs_test_ask", body: `{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "x", "version": "1"}}}`})
+		res, _ := r.json(t)["result"].(map[string]any)
+		caps, _ := res["capabilities"].(map[string]any)
+		if caps["prompts"] == nil || caps["logging"] == nil {
+			t.Errorf("capabilities %v, want prompts and logging declared", caps)
+		}
+		sid := r.header.Get("Mcp-Session-Id")
+		r = h.raw(rawMCP{key: "cs_test_ask", protocol: "2025-06-18", session: sid, body: `{"jsonrpc": "2.0", "id": 2, "method": "prompts/list", "params": {}}`})
+		res, _ = r.json(t)["result"].(map[string]any)
+		if p, ok := res["prompts"].([]any); r.status != http.StatusOK || !ok || len(p) != 0 {
+			t.Errorf("prompts/list: %d %s, want an empty list", r.status, r.body)
+		}
+		r = h.raw(rawMCP{key: "cs_test_ask", protocol: "2025-06-18", session: sid, body: `{"jsonrpc": "2.0", "id": 3, "method": "logging/setLevel", "params": {"level": "info"}}`})
+		if m := r.json(t); r.status != http.StatusOK || m["error"] != nil {
+			t.Errorf("logging/setLevel: %d %s", r.status, r.body)
 		}
 	})
 	t.Run("GET is a JSON-RPC error", func(t *testing.T) {
