@@ -169,28 +169,26 @@ func canonicalSegment(b *strings.Builder, seg string) (slash bool, err error) {
 	}
 	// A dot segment, or one between encoded slashes that an upstream
 	// decoding the path would resolve.
-	for part := range bytesSplitSeq(decoded) {
-		if len(part) == 1 && part[0] == '.' || len(part) == 2 && part[0] == '.' && part[1] == '.' {
-			return refuse("is or holds a dot segment (. or ..): upstreams resolve it to another path")
-		}
+	if dotPart(decoded) {
+		return refuse("is or holds a dot segment (. or ..): upstreams resolve it to another path")
 	}
 	return slash, nil
 }
 
-// bytesSplitSeq yields the parts of b between slashes.
-func bytesSplitSeq(b []byte) func(yield func([]byte) bool) {
-	return func(yield func([]byte) bool) {
-		for {
-			i := 0
-			for i < len(b) && b[i] != '/' {
-				i++
-			}
-			if !yield(b[:i]) || i == len(b) {
-				return
-			}
-			b = b[i+1:]
+// dotPart reports a decoded segment that is, or between decoded slashes
+// holds, "." or "..".
+func dotPart(b []byte) bool {
+	start := 0
+	for i := 0; i <= len(b); i++ {
+		if i < len(b) && b[i] != '/' {
+			continue
 		}
+		if part := b[start:i]; len(part) == 1 && part[0] == '.' || len(part) == 2 && part[0] == '.' && part[1] == '.' {
+			return true
+		}
+		start = i + 1
 	}
+	return false
 }
 
 // segmentFold reports whether two canonical segments name the same thing
@@ -199,6 +197,9 @@ func bytesSplitSeq(b []byte) func(yield func([]byte) bool) {
 // compares rune by rune with Unicode simple case folding, as
 // strings.EqualFold does, and does not allocate.
 func segmentFold(a, b string) bool {
+	if a == b {
+		return true
+	}
 	i, j := 0, 0
 	for i < len(a) && j < len(b) {
 		var ra, rb rune

@@ -206,14 +206,18 @@ func (n *node) twin(seg, rest string, more bool, ep *Endpoint, vals *[maxParams]
 			continue
 		}
 		c := n.lits[lit]
-		var tv [maxParams]string
-		copy(tv[:k], vals[:k])
+		// The literal route writes its parameters over vals; a copy by
+		// value (no pointer to it, so it stays on the stack) puts the
+		// current route's back when the literal is not stricter.
+		saved := *vals
 		te := c.ep
 		if more {
-			te = c.lookup(rest, &tv, k)
+			te = c.lookup(rest, vals, k)
 		}
 		if te != nil && strictness(te) > strictness(ep) {
-			ep, *vals = te, tv
+			ep = te
+		} else {
+			*vals = saved
 		}
 	}
 	return ep
