@@ -178,20 +178,16 @@ func newWSGIHarness(t *testing.T) (*harness, *wsgiUpstream) {
 	return h, w
 }
 
-// restCall sends a REST call with a raw path and query as written (no
-// client-side normalisation: http.NewRequest keeps the escapes).
-func (h *harness) restRaw(method, rawPath, key string, body string, contentType string) result {
+// restRaw sends a REST call with its path and query as written:
+// http.NewRequest keeps the escapes, so the stack gets these bytes.
+func (h *harness) restRaw(method, rawPath, key, body, contentType string) result {
 	h.t.Helper()
 	var headers map[string]string
 	if contentType != "" {
 		headers = map[string]string{"Content-Type": contentType}
 	}
-	var r *strings.Reader
-	if body != "" {
-		r = strings.NewReader(body)
-	}
-	if r == nil {
+	if body == "" {
 		return h.do(method, rawPath, key, nil, headers)
 	}
-	return h.do(method, rawPath, key, r, headers)
+	return h.do(method, rawPath, key, strings.NewReader(body), headers)
 }
