@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -42,9 +43,15 @@ type Call struct {
 	IdempotencyKey string
 }
 
-// Validate refuses what no surface may send: a path with a query,
-// fragment, dot segments or empty segments (such a path could match one
-// endpoint here and reach another upstream, which may normalise it).
+// Validate refuses what no surface may send and puts the path in its one
+// canonical form (tier.CanonicalPath), which the call is then routed,
+// bound, shown and sent upstream with: a path with a query, fragment, dot
+// segments or empty segments (such a path could match one endpoint here and
+// reach another upstream, which may normalise it), a segment holding a
+// backslash, a ;, a control character or invalid UTF-8, and a query name
+// that upstreams read differently (callbody.CheckPair) are invalid_request.
+// An encoded slash is checked against the endpoint when the call is
+// prepared. Validate may be called again: a canonical path stays as it is.
 func (c *Call) Validate() error {
 	switch {
 	case c.Connection == "":
@@ -59,6 +66,50 @@ func (c *Call) Validate() error {
 		return fault.New(fault.InvalidRequest, "path must not contain . or .. segments")
 	case strings.Contains(c.Path, "//"):
 		return fault.New(fault.InvalidRequest, "path must not contain empty segments (//)")
+	}
+	canon, _, err := tier.CanonicalPath(c.Path)
+	if err != nil {
+		return fault.Errorf(fault.InvalidRequest, "%v", err)
+	}
+	c.Path = canon
+	for k, vs := range c.Query {
+		for _, v := range vs {
+			if err := callbody.CheckPair(k, v); err != nil {
+				return fault.Errorf(fault.InvalidRequest, "query: %v", err)
+			}
+		}
+		if len(vs) == 0 {
+			if err := callbody.CheckPair(k, ""); err != nil {
+				return fault.Errorf(fault.InvalidRequest, "query: %v", err)
+			}
+		}
+	}
+	return nil
+}
+
+// checkSlashes refuses an encoded slash (%2F, the canonical spelling) in a
+// segment unless it is the value of a parameter the endpoint lets hold one
+// (policy.json encoded_slash_params): an upstream that decodes the path
+// before routing would run another endpoint than the one decided.
+func checkSlashes(c *Call, pol *tier.Policy) error {
+	if !strings.Contains(c.Path, "%2F") {
+		return nil
+	}
+	m, ok := pol.Resolve(c.Connection, c.Method, c.Path)
+	if ok && m.Endpoint != nil {
+		for i := range m.Params.Len() {
+			name, v := m.Params.At(i)
+			if strings.Contains(v, "%2F") && !slices.Contains(m.Endpoint.SlashParams, name) {
+				return fault.Errorf(fault.InvalidRequest, "path segment %q holds an encoded slash (%%2F), which upstreams that decode the path read as a separator; "+
+					"{%s} of %s %s does not list it in encoded_slash_params", v, name, m.Endpoint.Method, m.Endpoint.Path)
+			}
+		}
+		return nil
+	}
+	for seg := range strings.SplitSeq(c.Path[1:], "/") {
+		if strings.Contains(seg, "%2F") {
+			return fault.Errorf(fault.InvalidRequest, "path segment %q holds an encoded slash (%%2F), which upstreams that decode the path read as a separator", seg)
+		}
 	}
 	return nil
 }
@@ -102,6 +153,9 @@ type prepared struct {
 // form (an upstream that honours _method would run another operation than
 // the one decided).
 func prepare(c *Call, cfg *policy.Config) (*prepared, error) {
+	if err := checkSlashes(c, cfg.Policy); err != nil {
+		return nil, err
+	}
 	p := &prepared{Call: c, cfg: cfg}
 	p.tier = tier.Call{Connection: c.Connection, Method: c.Method, Path: c.Path, Query: c.Query, Intent: c.Intent, Delegated: c.Delegated}
 	b := callbody.Read(c.ContentType, c.Body, nil)

@@ -3,9 +3,9 @@ package httpapi
 import (
 	"context"
 	"net/http"
-	"net/url"
 	"strings"
 
+	"github.com/countersign/countersign/shared/callbody"
 	"github.com/countersign/countersign/shared/calls"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/store"
@@ -45,14 +45,20 @@ func (g *Gateway) rest(ctx context.Context, req *Request, cred *store.Credential
 	if id := header(req, "Countersign-Confirmation"); id != "" {
 		c.Intent, c.ConfirmationID = tier.IntentConfirmedWrite, id
 	}
-	if c.Query, err = url.ParseQuery(req.RawQueryString); err != nil {
-		return codeError(fault.InvalidRequest, "malformed query string")
+	// The query is read by the form rules: a name PHP would trim or cut
+	// (" amount", "amount%00") is refused, not passed by a threshold.
+	if c.Query, err = callbody.ParseQuery(req.RawQueryString); err != nil {
+		return codeError(fault.InvalidRequest, "query: "+err.Error())
 	}
 	c.ContentType = header(req, "Content-Type")
 	if len(b) > 0 {
 		c.Body = b
 	}
 	c.IdempotencyKey = header(req, "Idempotency-Key")
+	// The canonical path from here on, also for the idempotency record.
+	if err := c.Validate(); err != nil {
+		return errorOf(err)
+	}
 	o := calls.Options{Pause: calls.PauseRefuse, RefuseReason: restRefusal}
 	if preferAsync(header(req, "Prefer")) {
 		o.Pause = calls.PauseAsk

@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/countersign/countersign/shared/callbody"
+	"github.com/countersign/countersign/shared/tier"
 )
 
 // Defaults used when the corresponding Client field is zero.
@@ -373,7 +374,9 @@ func parseBase(base string) (*url.URL, error) {
 }
 
 // joinURL appends the escaped path p to base, keeping base's path prefix and p's
-// percent-escapes.
+// percent-escapes. p must be canonical (tier.CanonicalPath): the bytes that were
+// routed, bound and shown are the bytes the upstream receives, and a path that
+// is not (an operation stored before paths were canonical) is refused.
 func joinURL(base, p string) (*url.URL, error) {
 	parsed, err := parseBase(base)
 	if err != nil {
@@ -382,6 +385,11 @@ func joinURL(base, p string) (*url.URL, error) {
 	u := *parsed // a copy: the cached one is shared (its *Userinfo cannot change)
 	if !strings.HasPrefix(p, "/") {
 		return nil, fmt.Errorf("path %q: must start with /", p)
+	}
+	if canon, _, err := tier.CanonicalPath(p); err != nil {
+		return nil, fmt.Errorf("path %q: %w", p, err)
+	} else if canon != p {
+		return nil, fmt.Errorf("path %q is not canonical (%q): it is not sent", p, canon)
 	}
 	for seg := range strings.SplitSeq(p[1:], "/") {
 		s, err := url.PathUnescape(seg)
