@@ -31,8 +31,9 @@ var negotiationKeys = func() (keys [len(upstream.DefaultForward)]string) {
 // or any other character matches no listed name. A header sent on several
 // lines arrives joined with commas (API Gateway and the local stack join
 // them), which is the one value bound, shown and sent on one line, so every
-// upstream reads the same value. An empty value is not forwarded. A value
-// with control characters, or past the limits, is refused with 400.
+// upstream reads the same value. An empty value is not forwarded, nor
+// respond-async in a listed Prefer (countersign's own). A value with
+// control characters, or past the limits, is refused with 400.
 func (p *prepared) readHeaders() error {
 	if len(p.Forward) == 0 {
 		return nil
@@ -44,6 +45,9 @@ func (p *prepared) readHeaders() error {
 	total := 0
 	take := func(name, key string, into *map[string]string) error {
 		v := p.Forward[key]
+		if key == "prefer" {
+			v = withoutRespondAsync(v)
+		}
 		if v == "" {
 			return nil
 		}
@@ -73,6 +77,25 @@ func (p *prepared) readHeaders() error {
 		}
 	}
 	return nil
+}
+
+// withoutRespondAsync is a Prefer value without respond-async, which asks
+// countersign to wait for a person (REST) and is not the upstream's to read.
+func withoutRespondAsync(v string) string {
+	if !strings.Contains(strings.ToLower(v), "respond-async") {
+		return v
+	}
+	var kept []string
+	for pref := range strings.SplitSeq(v, ",") {
+		token, _, _ := strings.Cut(pref, ";")
+		if strings.EqualFold(strings.TrimSpace(token), "respond-async") {
+			continue
+		}
+		if pref = strings.TrimSpace(pref); pref != "" {
+			kept = append(kept, pref)
+		}
+	}
+	return strings.Join(kept, ", ")
 }
 
 // validValue reports a header value without control characters other than

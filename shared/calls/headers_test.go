@@ -91,7 +91,7 @@ func newHeaderEnv(tb testing.TB) *headerEnv {
 		"credentials.json": testCredentials,
 		"connections/crm/policy.json": fmt.Sprintf(`{
   "base_url": %q,
-  "forward_headers": ["X-Tenant-Id", "x-dry-run", "X-Cascade"],
+  "forward_headers": ["X-Tenant-Id", "x-dry-run", "X-Cascade", "Prefer"],
   "endpoints": [
     {"method": "GET",    "path": "/contacts/{id}"},
     {"method": "DELETE", "path": "/contacts/{id}", "confirm": true}
@@ -285,5 +285,26 @@ func TestForwardedHeaderValuesAreChecked(t *testing.T) {
 	}
 	if n := e.up.count(); n != 0 {
 		t.Errorf("the upstream received %d requests", n)
+	}
+}
+
+// TestForwardedPreferLeavesRespondAsyncOut: respond-async asks countersign to wait for a
+// person; a listed Prefer carries the rest of the agent's preferences, bound as sent.
+func TestForwardedPreferLeavesRespondAsyncOut(t *testing.T) {
+	e := newHeaderEnv(t)
+	for prefer, want := range map[string]string{
+		"respond-async, return=minimal":         "return=minimal",
+		"return=minimal;x=1, Respond-Async;w=5": "return=minimal;x=1",
+		"respond-async":                         "",
+		"handling=strict":                       "handling=strict",
+	} {
+		op, err := e.svc.Bind(e.creds["chat-user"], &calls.Call{Connection: "crm", Method: "DELETE", Path: "/contacts/12", Intent: tier.IntentWrite,
+			Forward: map[string]string{"prefer": prefer}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := op.Args.Headers["Prefer"]; got != want {
+			t.Errorf("Prefer %q binds as %q, want %q", prefer, got, want)
+		}
 	}
 }
