@@ -315,3 +315,22 @@ func TestHeadersPolicyLoadErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestHeadersIdempotencyKeyCoversForwardedHeaders: the same Idempotency-Key with another
+// tenant is another call (422), not the first tenant's answer replayed; with the same
+// tenant it is the replay.
+func TestHeadersIdempotencyKeyCoversForwardedHeaders(t *testing.T) {
+	h, _ := newHeadersHarness(t)
+	del := func(tenant string) result {
+		return h.doLines(http.MethodDelete, "/v1/rest/tenanted/contacts/14", "cs_test_run",
+			[][2]string{{"Idempotency-Key", "k-14"}, {"X-Tenant-Id", tenant}})
+	}
+	expect(t, del("sandbox"), http.StatusNoContent, "")
+	expect(t, del("production"), http.StatusUnprocessableEntity, "idempotency_key_reused")
+	if r := del("sandbox"); r.status != http.StatusNoContent || r.header.Get("Idempotent-Replayed") != "true" {
+		t.Errorf("the same call again: %d, Idempotent-Replayed %q; want the replayed 204", r.status, r.header.Get("Idempotent-Replayed"))
+	}
+	if n := h.upstream.Count(http.MethodDelete, "/contacts/14"); n != 1 {
+		t.Errorf("DELETE /contacts/14 reached the CRM %d times, want once", n)
+	}
+}
