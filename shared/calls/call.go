@@ -153,9 +153,9 @@ func bodyArg(b []byte, isJSON bool) json.RawMessage {
 // replaying it needs: the body's bytes when they are not its JSON form,
 // the content type, a raw query sent as it was, and the forwarded headers
 // (those of forward_headers bound in its arguments, content negotiation
-// beside them). A call that resolved
-// to no endpoint (unknown, hidden) binds its concrete path in the
-// endpoint's place, so that its binding still tells two calls apart.
+// beside them). A call that resolved to no endpoint (unknown, hidden)
+// binds its concrete path in the endpoint's place, so that its binding
+// still tells two calls apart.
 func (p *prepared) operation(cred *store.Credential, m *tier.Match) (store.Operation, error) {
 	return p.operationWith(cred, m, p.headers)
 }

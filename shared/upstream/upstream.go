@@ -99,10 +99,10 @@ type Request struct {
 	// Forward holds the agent's headers the connection forwards, one line each: the
 	// content negotiation headers (DefaultForward) and the connection's forward_headers,
 	// chosen by the caller from the agent's request, name → value. Every name must pass
-	// CheckForwardName: a name with "_" or any other character outside the dash spelling,
-	// a hop-by-hop header, a credential, Host, a method, URL or client address override,
-	// X-Forwarded-* or Countersign-* fails the request with ErrInvalidRequest and nothing is
-	// sent. Configured headers of the same name win.
+	// CheckForwardName: a name with "_" or any character other than letters, digits and
+	// "-", a hop-by-hop header, a credential, Host, a method, URL or client address
+	// override, X-Forwarded-* or Countersign-* fails the request with ErrInvalidRequest and
+	// nothing is sent. Configured headers of the same name win.
 	Forward map[string]string
 }
 
