@@ -3,7 +3,6 @@ package calls
 import (
 	"encoding/base64"
 	"encoding/json"
-	"net/http"
 	"net/url"
 	"slices"
 	"strings"
@@ -31,9 +30,10 @@ type Call struct {
 	Body []byte
 	// ContentType is the body's media type.
 	ContentType string
-	// Forward are the agent's headers passed upstream (REST); the upstream
-	// client drops credentials, hop-by-hop and Countersign-* headers.
-	Forward   http.Header
+	// Forward are the agent's request headers (REST) by lower-case name,
+	// as events carry them. Only those the connection forwards are read:
+	// content negotiation and its forward_headers (readHeaders).
+	Forward   map[string]string
 	Intent    tier.Intent
 	Delegated bool
 	// ConfirmationID names the approval this call redeems.
@@ -142,6 +142,9 @@ type prepared struct {
 	isJSON bool
 	// hook is the hooks' answer, when they were asked (for the audit).
 	hook *tier.HookAnswer
+	// headers are the forwarded headers that bind, negotiation those that
+	// do not (readHeaders).
+	headers, negotiation map[string]string
 }
 
 // prepare reads the call's body once, by the one rule of package callbody:
@@ -168,6 +171,9 @@ func prepare(c *Call, cfg *policy.Config) (*prepared, error) {
 	b.ApplyTo(&p.tier)
 	p.isJSON = b.Kind == callbody.JSON
 	p.arg = bodyArg(c.Body, p.isJSON)
+	if err := p.readHeaders(); err != nil {
+		return nil, err
+	}
 	return p, nil
 }
 
@@ -199,15 +205,24 @@ func bodyArg(b []byte, isJSON bool) json.RawMessage {
 
 // operation builds the bound operation of a resolved call, keeping what
 // replaying it needs: the body's bytes when they are not its JSON form,
-// the content type, and a raw query sent as it was. A call that resolved
-// to no endpoint (unknown, hidden) binds its concrete path in the
-// endpoint's place, so that its binding still tells two calls apart.
+// the content type, a raw query sent as it was, and the forwarded headers
+// (those of forward_headers bound in its arguments, content negotiation
+// beside them). A call that resolved to no endpoint (unknown, hidden)
+// binds its concrete path in the endpoint's place, so that its binding
+// still tells two calls apart.
 func (p *prepared) operation(cred *store.Credential, m *tier.Match) (store.Operation, error) {
+	return p.operationWith(cred, m, p.headers)
+}
+
+// operationWith is operation with the given forwarded headers in the
+// binding in place of the call's own: a redemption binds with the approved
+// request's headers, which it replays.
+func (p *prepared) operationWith(cred *store.Credential, m *tier.Match, headers map[string]string) (store.Operation, error) {
 	endpoint, params := p.Path, map[string]string{}
 	if m.Endpoint != nil {
 		endpoint, params = m.Endpoint.Path, m.Params.Map()
 	}
-	args := store.Args{Path: params, Query: confirm.QueryArgs(p.Query), Body: p.arg}
+	args := store.Args{Path: params, Query: confirm.QueryArgs(p.Query), Body: p.arg, Headers: headers}
 	op, err := confirm.NewOperation(cred.ID, p.Connection, p.Method, p.Path, endpoint, args)
 	if err != nil {
 		return op, fault.Wrap(err, "the call could not be bound to an approval")
@@ -220,7 +235,7 @@ func (p *prepared) operation(cred *store.Credential, m *tier.Match) (store.Opera
 			op.Payload = p.Body
 		}
 	}
-	op.RawQuery = p.RawQuery
+	op.RawQuery, op.Negotiation = p.RawQuery, p.negotiation
 	return op, nil
 }
 

@@ -397,9 +397,12 @@ func reviewRow(r calls.Status) operatorpage.Review {
 }
 
 // readableArgs shows a call's arguments as bounded pretty JSON, leaving out
-// empty path, query and body.
+// empty path, query, body and headers.
 func readableArgs(a store.Args) string {
 	m := map[string]any{}
+	if len(a.Headers) > 0 {
+		m["headers"] = a.Headers
+	}
 	if len(a.Path) > 0 {
 		m["path"] = a.Path
 	}

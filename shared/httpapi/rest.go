@@ -38,7 +38,7 @@ func (g *Gateway) rest(ctx context.Context, req *Request, cred *store.Credential
 		return codeError(fault.InvalidRequest, err.Error())
 	}
 	m := method(req)
-	c := &calls.Call{Connection: connName, Method: m, Path: "/" + p, RawQuery: req.RawQueryString, Forward: forwardHeaders(req), Intent: tier.IntentRead}
+	c := &calls.Call{Connection: connName, Method: m, Path: "/" + p, RawQuery: req.RawQueryString, Forward: agentHeaders(req), Intent: tier.IntentRead}
 	if tier.IsMutating(m) {
 		c.Intent = tier.IntentWrite
 	}
@@ -97,18 +97,27 @@ func preferAsync(prefer string) bool {
 	return false
 }
 
-// forwardHeaders are the agent's headers passed upstream; the upstream
-// client drops credentials, hop-by-hop and Countersign-* headers.
-func forwardHeaders(req *Request) http.Header {
-	h := make(http.Header, len(req.Headers))
-	for k, v := range req.Headers {
-		lk := strings.ToLower(k) // API Gateway's names are lower case already: no copy
-		if hopHeaders[lk] || lk == "authorization" || lk == "prefer" || lk == "idempotency-key" || strings.HasPrefix(lk, "countersign-") || strings.HasPrefix(lk, "x-forwarded-") || strings.HasPrefix(lk, "x-amzn-") {
+// agentHeaders are the request's headers by lower-case name, as API Gateway
+// and the local stack give them (a hand-built event's other spellings are
+// lower-cased, repeated names joined with commas as API Gateway joins
+// them). The pipeline reads of them only what the connection forwards:
+// content negotiation and its forward_headers.
+func agentHeaders(req *Request) map[string]string {
+	for k := range req.Headers {
+		if lowerName(k) == k {
 			continue
 		}
-		h[canonicalName(lk)] = []string{v}
+		h := make(map[string]string, len(req.Headers))
+		for k, v := range req.Headers {
+			lk := lowerName(k)
+			if was, ok := h[lk]; ok {
+				v = was + "," + v
+			}
+			h[lk] = v
+		}
+		return h
 	}
-	return h
+	return req.Headers
 }
 
 // passThrough answers with the upstream's status, headers and body.

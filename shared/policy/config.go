@@ -235,6 +235,12 @@ type Connection struct {
 	// Headers are sent upstream on every call; ${env:NAME} is expanded at load.
 	Headers map[string]string
 	Hooks   []Hook
+	// ForwardHeaders are forward_headers: the agent's request headers the
+	// connection forwards besides content negotiation (upstream.DefaultForward),
+	// in canonical form (X-Tenant-Id). Each is bound into an approval, shown
+	// to the person and replayed from the approved request; no other header
+	// of the agent's reaches the upstream.
+	ForwardHeaders []string
 	// OutOfBandOnly is approval.out_of_band_only: approval only through the
 	// approver channels, never through the client.
 	OutOfBandOnly bool

@@ -84,7 +84,7 @@ func (l *loader) connection(name string) (loadedConn, bool) {
 	if raw == nil {
 		return loadedConn{}, false
 	}
-	m, ok := s.object("", raw, "base_url", "headers", "endpoints", "delegations", "hooks", "approval")
+	m, ok := s.object("", raw, "base_url", "headers", "forward_headers", "endpoints", "delegations", "hooks", "approval")
 	if !ok {
 		return loadedConn{}, false
 	}
@@ -120,6 +120,9 @@ func (l *loader) connection(name string) (loadedConn, bool) {
 				}
 			}
 		}
+	}
+	if v, ok := m["forward_headers"]; ok {
+		conn.ForwardHeaders = s.forwardHeaders("forward_headers", v)
 	}
 	if v, ok := m["endpoints"]; ok {
 		if items, ok := s.array("endpoints", v); ok {

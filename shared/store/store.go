@@ -65,7 +65,7 @@ type Store interface {
 	// everything but what is fixed at creation: ID, Kind, Credential,
 	// Reason, CreatedAt, ExpiresAt, GatewayRuns, TTL and each operation's
 	// call (Connection, Method, Path, Endpoint, Args, Binding, ContentType,
-	// Payload, RawQuery) keep their stored values whatever c holds (on
+	// Payload, RawQuery, Negotiation) keep their stored values whatever c holds (on
 	// DynamoDB they are not even written again), and an update with another
 	// number of operations fails.
 	UpdateConfirmation(ctx context.Context, c *Confirmation) error
@@ -242,6 +242,11 @@ type Args struct {
 	Path  map[string]string `json:"path"`
 	Query map[string]any    `json:"query"`
 	Body  json.RawMessage   `json:"body"`
+	// Headers are the request headers the call forwards that bind: the
+	// connection's forward_headers the agent sent, by canonical name
+	// (X-Tenant-Id). Replayed as they are; left out when there are none, so
+	// a call without them binds as before.
+	Headers map[string]string `json:"headers,omitempty"`
 }
 
 // OpState tracks the execution of one operation.
@@ -272,10 +277,13 @@ type Operation struct {
 	// Payload when set, else Args.Body.
 	Payload []byte `json:"payload,omitempty"`
 	// RawQuery is the query as the agent sent it (REST), replayed as it is.
-	RawQuery string   `json:"raw_query,omitempty"`
-	Selected bool     `json:"selected"`
-	State    OpState  `json:"state,omitempty"`
-	Outcome  *Outcome `json:"outcome,omitempty"`
+	RawQuery string `json:"raw_query,omitempty"`
+	// Negotiation are the content negotiation headers the agent sent
+	// (Accept, Accept-Language): replayed with the operation, not bound.
+	Negotiation map[string]string `json:"negotiation,omitempty"`
+	Selected    bool              `json:"selected"`
+	State       OpState           `json:"state,omitempty"`
+	Outcome     *Outcome          `json:"outcome,omitempty"`
 }
 
 // Body returns the bytes to send upstream when the operation is replayed:
