@@ -3,8 +3,8 @@ package jsonview
 import (
 	"bytes"
 	"encoding/json"
-	"strings"
 	"reflect"
+	"strings"
 	"testing"
 	"unicode/utf8"
 
