@@ -137,34 +137,36 @@ const AgentLimit = 64
 
 // Agent returns what an agent chose to say about itself (its client name
 // and version) ready to be shown as the agent's words: spaces trimmed,
-// hidden runes escaped as Text does, and at most limit runes of the
-// escaped text (AgentLimit when limit is 0 or less), the rest replaced by
-// "…". Callers label it ("the agent says it is …"): it is never a fact.
-func Agent(s string, limit int) string {
+// cut as Clip cuts it, hidden runes escaped as Text does. Callers label
+// it ("the agent says it is …"): it is never a fact. A page that marks
+// escapes writes Clip's result through HTML instead.
+func Agent(s string, limit int) string { return Text(Clip(s, limit)) }
+
+// Clip trims the spaces around s and cuts it so that, escaped as Text
+// escapes it, it is at most limit runes (AgentLimit when limit is 0 or
+// less), then "…"; an escape is cut whole, never in half. The hidden runes
+// it keeps are left as they are, for Text or HTML to escape.
+func Clip(s string, limit int) string {
 	if limit <= 0 {
 		limit = AgentLimit
 	}
 	s = strings.TrimSpace(s)
-	b := make([]byte, 0, min(len(s), 4*limit)+8)
 	n := 0
+	var esc []byte
 	for i := 0; i < len(s); {
 		r, size := utf8.DecodeRuneInString(s[i:])
-		var piece []byte
+		w := 1
 		switch {
 		case r == utf8.RuneError && size <= 1:
-			piece = appendByte(nil, s[i])
+			w = 4 // \xFF
 		case Hidden(r):
-			piece = AppendEscape(nil, r)
-		default:
-			piece = []byte(s[i : i+size])
+			w = len(AppendEscape(esc[:0], r))
 		}
-		w := utf8.RuneCount(piece) // an escape is cut whole, never in half
 		if n+w > limit {
-			return string(b) + "…"
+			return s[:i] + "…"
 		}
-		b = append(b, piece...)
 		n += w
 		i += size
 	}
-	return string(b)
+	return s
 }
