@@ -467,8 +467,8 @@ func TestAgentWordsAreLabelled(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := string(body)
-	want := "<dt>The agent says it is</dt>\n<dd class=\"agent\"><bdi>" + html.EscapeString(display.Clip(agentLure, display.AgentLimit)) +
-		"</bdi> <span class=\"said\">(its own words, not checked; cannot ask)</span></dd>"
+	want := "<dt>The agent says it is</dt>\n<dd class=\"agent\">“<bdi>" + html.EscapeString(display.Clip(agentLure, display.AgentLimit)) +
+		"</bdi>” <span class=\"said\">(its own words, not checked; cannot ask)</span></dd>"
 	if !strings.Contains(s, want) {
 		t.Errorf("page lacks the labelled agent words %q", want)
 	}

@@ -42,6 +42,7 @@ legend { font-weight: 600; padding: 0; margin: 0 0 .5rem; }
 .ask dd { margin: 0 0 .25rem; overflow-wrap: anywhere; }
 .prompt { font-weight: 600; margin: .25rem 0; }
 .said { color: #4b5563; font-size: .875rem; }
+.agent bdi { font-style: italic; }
 .reason label { display: block; font-size: .875rem; color: #374151; margin: .75rem 0 .25rem; }
 .reason input { font: inherit; width: 100%; max-width: 30rem; padding: .45rem .6rem; border: 1px solid #9ca3af; border-radius: .375rem; }
 pre { margin: .25rem 0 0; padding: .75rem; background: #f3f4f6; border-radius: .375rem; overflow-x: auto; white-space: pre-wrap; overflow-wrap: anywhere; font: .875rem/1.45 ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; }
@@ -138,9 +139,9 @@ func (v *view) ask(b *strings.Builder) {
 		value(b, v.Requester)
 		b.WriteString("</code></dd>")
 		if v.Client != "" {
-			b.WriteString("\n<dt>The agent says it is</dt>\n<dd class=\"agent\">")
+			b.WriteString("\n<dt>The agent says it is</dt>\n<dd class=\"agent\">“")
 			value(b, v.Client)
-			b.WriteString(" <span class=\"said\">(its own words, not checked")
+			b.WriteString("” <span class=\"said\">(its own words, not checked")
 			if v.ClientAsks != "" {
 				b.WriteString("; ")
 				text(b, v.ClientAsks)

@@ -33,7 +33,7 @@ func TestValuesForPeople(t *testing.T) {
 		`<pre><bdi>needs review<span class="esc">\u202E</span></bdi></pre>`,
 		`<bdi>no<span class="esc">\u2066</span>pe</bdi>`,
 		`Asked with the credential <code><bdi>chat-user</bdi></code>`,
-		`<span class="said">the agent says it is</span> <bdi>` + display.Clip(lure+" 2.1", display.AgentLimit) + `</bdi> <span class="said">(its own words, not checked)</span>`,
+		`<span class="said">the agent says it is</span> “<i><bdi>` + display.Clip(lure+" 2.1", display.AgentLimit) + `</bdi></i>” <span class="said">(its own words, not checked)</span>`,
 		".esc {",
 	} {
 		if !strings.Contains(s, want) {

@@ -78,7 +78,7 @@ func TestDisplayInBrowser(t *testing.T) {
 		into(&args, chromedp.Evaluate[string](`document.querySelector("ol.ops pre").innerText`)),
 		into(&seen, chromedp.Evaluate[string](visualLines+`("ol.ops pre")`)),
 		into(&asked, chromedp.Evaluate[string](`document.querySelector(".ask").innerText`)),
-		into(&shot, chromedp.FullScreenshot(90)))
+		into(&shot, chromedp.FullScreenshot(100))) // 100: PNG
 	if err != nil {
 		t.Fatal(err)
 	}

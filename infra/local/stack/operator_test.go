@@ -490,7 +490,7 @@ func TestApprovalPageShowsWhoAsksAndTakesAReason(t *testing.T) {
 	expect(t, page, http.StatusOK, "")
 	body := string(page.body)
 	for _, want := range []string{"Archive this contact?", "<code><bdi>chat-user</bdi></code>", `The agent says it is</dt>
-<dd class="agent"><bdi>Claude Code 2.1</bdi> <span class="said">(its own words, not checked; can ask)`, "Why it needs you",
+<dd class="agent">“<bdi>Claude Code 2.1</bdi>” <span class="said">(its own words, not checked; can ask)`, "Why it needs you",
 		`name="reason"`, "&lt;script&gt;alert(1)&lt;/script&gt;"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("approval page lacks %q", want)
