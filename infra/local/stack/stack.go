@@ -50,6 +50,9 @@ type Options struct {
 	// Webhook overrides the HTTP client and backoff of webhook channels (tests).
 	WebhookClient  *http.Client
 	WebhookBackoff []time.Duration
+	// BodyTimeout bounds the wait for a request's body once its headers
+	// are in (default httpapi.BodyTimeout; tests shorten it).
+	BodyTimeout time.Duration
 }
 
 // Stack is a running local stack.
@@ -78,6 +81,13 @@ type Stack struct {
 	closeErr  error
 	sweeping  sync.WaitGroup
 }
+
+// headerTimeout bounds the wait for a request's headers, idleTimeout a
+// keep-alive connection's wait for its next request.
+const (
+	headerTimeout = 10 * time.Second
+	idleTimeout   = 2 * time.Minute
+)
 
 // sweepEvery is how often the local stack deletes expired records, as
 // DynamoDB's TTL does in a deployment.
@@ -205,19 +215,26 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	// Routed by prefix, not with http.ServeMux: the mux cleans paths and
 	// redirects /v1/rest/crm/a/../b with a 307, where the gateway must see
 	// the path as sent and refuse it (as API Gateway passes it through).
+	serve := func(h httpapi.Handler) httpapi.Server { return httpapi.Server{Handler: h, BodyTimeout: o.BodyTimeout} }
+	gatewayServer, approverServer, operatorServer := serve(gateway), serve(approver), serve(operator)
 	route := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := r.URL.EscapedPath()
 		switch {
 		case strings.HasPrefix(p, "/approve/"):
-			httpapi.ServeHTTP(approver, w, r)
+			approverServer.ServeHTTP(w, r)
 			return
 		case p == "/operator" || strings.HasPrefix(p, "/operator/") || strings.HasPrefix(p, "/v1/operator/"):
-			httpapi.ServeHTTP(operator, w, r)
+			operatorServer.ServeHTTP(w, r)
 			return
 		}
-		httpapi.ServeHTTP(gateway, w, r)
+		gatewayServer.ServeHTTP(w, r)
 	})
-	s.server = &http.Server{Handler: route, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
+	// Headers must arrive within headerTimeout, a body within BodyTimeout
+	// (httpapi.Server sets that deadline per request, and lifts it once the
+	// body is in: a whole-request ReadTimeout would also cut long polls and
+	// streams); an idle keep-alive connection is closed after idleTimeout.
+	s.server = &http.Server{Handler: route, ReadHeaderTimeout: headerTimeout, IdleTimeout: idleTimeout,
+		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
 
 	s.sweeping.Add(1)
 	go s.sweep(logger)
