@@ -4,9 +4,11 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/countersign/countersign/shared/audit"
 	"github.com/countersign/countersign/shared/fault"
+	"github.com/countersign/countersign/shared/policy"
 	"github.com/countersign/countersign/shared/store"
 	"github.com/countersign/countersign/shared/tier"
 )
@@ -23,7 +25,9 @@ func (s *Service) record(ctx context.Context, r store.AuditRecord) {
 }
 
 // auditCall records a decided call: every denial, pause and execution,
-// and every redemption. An auto-tier execution is recorded only when
+// and every redemption. Denials and auto-tier calls go to the
+// credential's expiring chain (audit.CallsChainOf), the rest to its
+// chain that stays. An auto-tier execution is recorded only when
 // settings.json turns audit.auto_calls on, so the auto path writes
 // nothing by default; code mode's collected calls are recorded with the
 // batch they join.
@@ -49,6 +53,9 @@ func (s *Service) auditCall(ctx context.Context, cred *store.Credential, p *prep
 			return // not a decision: invalid input, a store outage, a limit
 		}
 		r.Outcome, r.Reason = string(code), fault.ReasonOf(err)
+		if r.Action == audit.ActionDenied {
+			s.expiring(&r)
+		}
 		s.record(ctx, r)
 		return
 	}
@@ -57,15 +64,20 @@ func (s *Service) auditCall(ctx context.Context, cred *store.Credential, p *prep
 	}
 	switch res.Outcome {
 	case Denied:
-		r.Action, r.Outcome, r.Reason = "call.denied", string(res.Code), res.Reason
+		r.Action, r.Outcome, r.Reason = audit.ActionDenied, string(res.Code), res.Reason
 		if res.ReviewID != "" {
 			r.Action, r.Subject = "review.queued", res.ReviewID
+		} else {
+			s.expiring(&r)
 		}
 	case Paused:
 		r.Action, r.Outcome, r.Subject = "call.paused", "confirmation_required", res.Confirmation.ID
 	case Executed:
-		if d.Tier == tier.Auto && p.ConfirmationID == "" && !s.Current().Settings.Audit.AutoCalls {
-			return
+		if d.Tier == tier.Auto && p.ConfirmationID == "" {
+			if !s.Current().Settings.Audit.AutoCalls {
+				return
+			}
+			s.expiring(&r)
 		}
 		r.Action = "call.executed"
 		if res.Response != nil {
@@ -85,6 +97,21 @@ func (s *Service) auditCall(ctx context.Context, cred *store.Credential, p *prep
 		return
 	}
 	s.record(ctx, r)
+}
+
+// expiring moves r to its credential's expiring chain, with a TTL of
+// settings.json audit.retention_days from now: denials and auto-tier calls
+// are kept that long, everything a confirmation involves for good.
+func (s *Service) expiring(r *store.AuditRecord) {
+	days := s.Current().Settings.Audit.RetentionDays
+	if days <= 0 {
+		days = policy.DefaultAuditRetentionDays
+	}
+	if r.At.IsZero() {
+		r.At = s.now()
+	}
+	r.Chain = audit.CallsChainOf(r.Credential)
+	r.TTL = r.At.Add(time.Duration(days) * 24 * time.Hour).Unix()
 }
 
 // auditConfirmation records what an approver, an operator or a timer did

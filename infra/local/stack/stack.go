@@ -236,8 +236,9 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	s.server = &http.Server{Handler: route, ReadHeaderTimeout: headerTimeout, IdleTimeout: idleTimeout,
 		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
 
-	s.sweeping.Add(1)
+	s.sweeping.Add(2)
 	go s.sweep(logger)
+	go s.flushAudit()
 	go func() { s.served <- s.server.Serve(ln) }()
 	return s, nil
 }
@@ -304,6 +305,26 @@ func (s *Stack) sweep(logger *slog.Logger) {
 		case <-s.stopping:
 			return
 		case <-t.C:
+		}
+	}
+}
+
+// auditFlushEvery is how often the summaries of repeated denials whose
+// window ended are written, when no other record writes them first.
+const auditFlushEvery = 10 * time.Second
+
+// flushAudit writes due summaries of repeated denials until the stack
+// stops (Close writes the rest).
+func (s *Stack) flushAudit() {
+	defer s.sweeping.Done()
+	t := time.NewTicker(auditFlushEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stopping:
+			return
+		case now := <-t.C:
+			s.app.Audit.FlushDue(context.Background(), now)
 		}
 	}
 }
@@ -376,6 +397,8 @@ func (s *Stack) closeAll(ctx context.Context) error {
 		}
 	}
 	if s.app != nil {
+		s.sweeping.Wait()
+		s.app.Audit.Flush(ctx) // the counts of open windows of repeated denials
 		if err := s.app.Close(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("notifications: %w", err))
 		}
