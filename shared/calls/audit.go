@@ -137,3 +137,29 @@ func (s *Service) auditConfirmation(ctx context.Context, actor, action string, c
 func (s *Service) AuditExpired(ctx context.Context, c *store.Confirmation) {
 	s.auditConfirmation(ctx, "system", "confirmation."+string(c.Status), c, "")
 }
+
+// AuditScript records what happened to a code-mode batch as a whole, on
+// its credential's chain like a single call's confirmation: its creation
+// ("script.paused", by the credential) and its end ("script.finished",
+// with the batch's status and, for a failure, why). The decision is
+// recorded by the approval itself (confirmation.approved or .rejected).
+func (s *Service) AuditScript(ctx context.Context, actor, action string, c *store.Confirmation, reason string) {
+	s.auditConfirmation(ctx, actor, action, c, reason)
+}
+
+// AuditScriptOperation records that operation index of batch id ran after
+// approval (once: a replay of an operation that already ran is not
+// recorded again), with its outcome: the upstream status, or why the
+// upstream could not be reached.
+func (s *Service) AuditScriptOperation(ctx context.Context, credential, id string, index int, op store.Operation, out store.Outcome) {
+	if s.Audit == nil {
+		return
+	}
+	r := store.AuditRecord{Chain: audit.ChainOf(credential), Actor: "system", Action: "script.operation", Subject: id + "#" + strconv.Itoa(index),
+		Credential: credential, Connection: op.Connection, Method: op.Method, Path: op.Path, Binding: op.Binding,
+		Outcome: strconv.Itoa(out.Status) + " " + http.StatusText(out.Status)}
+	if out.Error != "" {
+		r.Outcome, r.Reason = string(fault.UpstreamUnreachable), out.Error
+	}
+	s.record(ctx, r)
+}
