@@ -181,3 +181,24 @@ func TestBodyLargeLegitimateBodyStillWorks(t *testing.T) {
 		t.Fatalf("a body declared over 1 MiB: status %d, %v; want 413 before it is sent", status, err)
 	}
 }
+
+// What the headers decide is answered before any body byte: an unknown
+// key on /mcp (in MCP's own words), a wrong method, an unknown route.
+func TestBodyAnsweredFromTheHeaders(t *testing.T) {
+	h := newHarness(t, harnessOptions{bodyTimeout: 30 * time.Second})
+	for _, tc := range []struct {
+		method, path, key string
+		status            int
+	}{
+		{"POST", "/mcp", "", http.StatusUnauthorized},
+		{"POST", "/mcp", "cs_unknown_key", http.StatusUnauthorized},
+		{"PUT", "/v1/calls", "", http.StatusMethodNotAllowed},
+		{"POST", "/v1/nowhere", "", http.StatusNotFound},
+		{"POST", "/v1/rest/crm/contacts", "", http.StatusUnauthorized},
+	} {
+		c := rawRequest(t, h, tc.method, tc.path, tc.key, 1<<20, "")
+		if status, err := answer(c, 5*time.Second); err != nil || status != tc.status {
+			t.Errorf("%s %s with a declared 1 MiB body and no bytes: status %d, %v; want %d at once", tc.method, tc.path, status, err, tc.status)
+		}
+	}
+}
