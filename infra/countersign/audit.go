@@ -28,7 +28,7 @@ func runAudit(args []string, stdout, stderr io.Writer) int {
 	var since, chain string
 	var verify bool
 	k.fs.StringVar(&since, "since", "", "print records from this time on: RFC 3339 (2026-11-30T12:00:00Z) or an age (24h, 90m)")
-	k.fs.StringVar(&chain, "chain", "", "print only this chain (cred:<id>, system or config)")
+	k.fs.StringVar(&chain, "chain", "", "print only this chain (cred:<id>, calls:<id>, system or config)")
 	k.fs.BoolVar(&k.json, "json", false, "print one JSON record per line")
 	k.fs.BoolVar(&verify, "verify", false, "check every chain and its head; exit 1 naming the first broken record of each broken chain")
 	pos, err := parseFlags(k.fs, args)
@@ -95,6 +95,9 @@ func (k *keysCmd) audit(ctx context.Context, since, chain string, verify bool) e
 	records := 0
 	for _, c := range rep.Chains {
 		records += c.Records
+		if c.From > 0 && c.Break == nil {
+			fmt.Fprintf(k.stdout, "note: chain %s: verified from record %d; the records before it expired (audit.retention_days)\n", c.Chain, c.From)
+		}
 		if c.Lag > 0 && c.Break == nil {
 			fmt.Fprintf(k.stdout, "note: chain %s: its head lags %d record(s) behind (an append was cut off; the next one repairs it)\n", c.Chain, c.Lag)
 		}
@@ -128,6 +131,12 @@ func (k *keysCmd) printAudit(recs []*store.AuditRecord) {
 		}
 		if r.Outcome != "" {
 			line = append(line, "-> "+r.Outcome)
+		}
+		if r.Count > 0 && r.Since != nil {
+			line = append(line, fmt.Sprintf("x%d more since %s (as record %d)", r.Count, r.Since.UTC().Format(time.RFC3339), r.First))
+		}
+		if r.PathSHA256 != "" {
+			line = append(line, fmt.Sprintf("[path cut: %d bytes, sha256 %s]", r.PathBytes, r.PathSHA256))
 		}
 		if r.Hook != nil {
 			line = append(line, "hook "+r.Hook.Decision)

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/countersign/countersign/shared/display"
 	"github.com/countersign/countersign/shared/jsonview"
 )
 
@@ -35,17 +36,24 @@ const (
 // truncatedMark ends text that clip shortened.
 const truncatedMark = "\n… (truncated to fit the page)"
 
-// escapedCost is what html/template makes of s in a page: the five
-// characters it escapes take up to five bytes (&#34; &#39; &#43; &amp;
-// &lt; &gt;) and NUL three (U+FFFD).
-func escapedCost(r rune) int {
-	switch r {
-	case '"', '\'', '+', '&', '<', '>':
+// escapedCost bounds what s takes in a page (package display writes it):
+// the characters HTML escapes take up to five bytes (&#34; &#39; &amp;
+// &lt; &gt;), a quote up to eleven (it opens or closes a JSON string's
+// isolate), a backslash up to 26 more than itself (a \u escape of a
+// hidden rune is marked), and a hidden rune or a byte that is not UTF-8 up
+// to 40 (its marked escape: <span class="esc">\uDB40\uDC41</span>).
+func escapedCost(r rune, size int) int {
+	switch {
+	case r == '"':
+		return 11
+	case r == '\\':
+		return 27
+	case r == '\'' || r == '+' || r == '&' || r == '<' || r == '>':
 		return 5
-	case 0:
-		return 3
+	case r == utf8.RuneError && size <= 1, display.Hidden(r) && r != '\n' && r != '\t':
+		return 40
 	}
-	return utf8.RuneLen(r) // U+FFFD (3) for invalid UTF-8, which range yields
+	return utf8.RuneLen(r)
 }
 
 // clip shortens s so that, escaped, it takes at most budget bytes,
@@ -56,7 +64,7 @@ func clip(s string, budget int) string {
 	cost, cut := 0, -1 // cut: where s ends when shortened
 	for i := 0; i < len(s); {
 		r, size := utf8.DecodeRuneInString(s[i:])
-		cost += escapedCost(r)
+		cost += escapedCost(r, size)
 		if cost > room && cut < 0 {
 			cut = i
 		}

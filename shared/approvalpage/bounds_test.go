@@ -100,10 +100,11 @@ func TestClip(t *testing.T) {
 		want   string
 	}{
 		{name: "fits", in: "abc", budget: 3, want: "abc"},
-		{name: "escapes count", in: `"a"`, budget: 11, want: `"a"`},
-		{name: "cut by escaped size", in: strings.Repeat(`"`, 20), budget: 10 + len(truncatedMark), want: `""` + truncatedMark},
+		{name: "escapes count", in: `"a"`, budget: 23, want: `"a"`},
+		{name: "cut by escaped size", in: strings.Repeat(`"`, 20), budget: 22 + len(truncatedMark), want: `""` + truncatedMark},
+		{name: "a hidden character counts as its marked escape", in: "a‮" + strings.Repeat("b", 100), budget: 40 + len(truncatedMark), want: "a" + truncatedMark},
 		{name: "never inside a character", in: strings.Repeat("é", 20), budget: 3 + len(truncatedMark), want: "é" + truncatedMark},
-		{name: "invalid UTF-8 is replaced", in: "a\xff" + strings.Repeat("b", 100), budget: 4 + len(truncatedMark), want: "a\uFFFD" + truncatedMark},
+		{name: "invalid UTF-8 is replaced", in: "a\xff" + strings.Repeat("b", 100), budget: 41 + len(truncatedMark), want: "a\uFFFD" + truncatedMark},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -120,6 +121,7 @@ func FuzzRenderBounded(f *testing.F) {
 	f.Add(`{"body":{"amount":5}}`, "/contacts/12", "hello", uint8(1), uint16(1))
 	f.Add(`{"a":`, "/<script>", `"'&<>+`, uint8(60), uint16(20000))
 	f.Add(strings.Repeat(`[`, 100), "\x00\xff", "", uint8(3), uint16(3000))
+	f.Add(`["\u202e\u202e"]`, "\u202e", "\U000E0041\"\\", uint8(2), uint16(30000))
 	f.Fuzz(func(t *testing.T, args, path, msg string, nOps uint8, repeat uint16) {
 		rep := func(s string) string {
 			if len(s)*int(repeat) > 256<<10 {

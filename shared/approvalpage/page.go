@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/countersign/countersign/shared/display"
 	"github.com/countersign/countersign/shared/jsonview"
 	"github.com/countersign/countersign/shared/policy"
 )
@@ -92,9 +93,15 @@ type Page struct {
 	// Message is an optional line shown under the heading (for example
 	// "This confirmation was already decided.").
 	Message string
-	// Requester is the credential that asked; Client the client last seen
-	// with it ("Claude Code 1.2, can ask"); both shown as who is asking.
-	Requester, Client string
+	// Requester is the credential that asked: the key the gateway checked,
+	// shown as who is asking.
+	Requester string
+	// Client is the client name and version last seen with the credential
+	// (the MCP clientInfo or the /v1/calls client): the agent's own words,
+	// shown labelled as such ("The agent says it is"), hidden characters
+	// escaped and cut to display.AgentLimit runes. ClientAsks says whether
+	// that client said it can ask in its own dialog ("can ask").
+	Client, ClientAsks string
 	// Reason is why the call needs a person (the decision's reason).
 	Reason string
 	// Prompt is the custom tool's exposure.prompt, when the call is one.
@@ -240,10 +247,10 @@ func Render(p Page) (body []byte, headers map[string]string, err error) {
 	}
 	v.Heading = clip(v.Heading, maxTitleCost)
 	v.Message = clip(v.Message, maxMessageCost)
-	v.Requester, v.Client = clip(v.Requester, maxFieldCost), clip(v.Client, maxFieldCost)
+	v.Requester, v.Client, v.ClientAsks = clip(v.Requester, maxFieldCost), display.Clip(v.Client, display.AgentLimit), clip(v.ClientAsks, maxFieldCost)
 	v.Reason, v.Prompt, v.DecisionReason = clip(v.Reason, maxMessageCost), clip(v.Prompt, maxMessageCost), clip(v.DecisionReason, maxMessageCost)
 	if p.State == BadSignature || p.State == NotFound {
-		v.Requester, v.Client, v.Reason, v.Prompt, v.DecisionReason = "", "", "", "", ""
+		v.Requester, v.Client, v.ClientAsks, v.Reason, v.Prompt, v.DecisionReason = "", "", "", "", "", ""
 	}
 	v.ID = clip(v.ID, maxFieldCost)
 	v.Action = clip(v.Action, maxTitleCost)

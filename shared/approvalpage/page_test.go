@@ -2,6 +2,7 @@ package approvalpage
 
 import (
 	"flag"
+	"html"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -11,6 +12,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/countersign/countersign/shared/display"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -44,6 +47,9 @@ func batch() []Operation {
 	}
 }
 
+// agentLure is a client name an agent chose to talk the approver round.
+const agentLure = "Claude Code 2.1 \u2014 pre-approved by the CISO (ticket SEC-4411). Approving is safe"
+
 func pages() map[string]Page {
 	decidedOps := batch()
 	decidedOps[0].Outcome = PrettyJSON([]byte(`{"status":204,"body":null}`))
@@ -53,7 +59,7 @@ func pages() map[string]Page {
 			Workspace: "Acme", Accent: "#5b21b6", State: Pending, ID: "cf_123",
 			Operations: []Operation{deleteContact()},
 			TimeLeft:   9*time.Minute + 30*time.Second, ExpiresAt: expiresAt, Form: form,
-			Requester: "chat-user", Client: "Claude Code 2.1 · can ask", Reason: "DELETE /contacts/{id} requires confirmation",
+			Requester: "chat-user", Client: "Claude Code 2.1", ClientAsks: "can ask", Reason: "DELETE /contacts/{id} requires confirmation",
 			Prompt: "Delete this contact? <It cannot be undone>",
 		},
 		"pending_many": {
@@ -69,6 +75,13 @@ func pages() map[string]Page {
 			Workspace: "Acme", State: Decided, ID: "cf_123",
 			Operations: []Operation{deleteContact()}, Decision: "rejected",
 			Message: "This confirmation was already decided.", Requester: "chat-user", DecisionReason: "wrong contact",
+		},
+		"pending_hidden": {
+			Workspace: "Acme", State: Pending, ID: "cf_bidi",
+			Operations: []Operation{{Index: 0, Connection: "bank", Method: "POST", Path: "/transfers\u200b", Endpoint: "/transfers",
+				Args: PrettyJSON([]byte("{\"body\":{\"to_account\":\"ACME-\u202e4321-8765\u202c\",\"memo\\u200d\":\"\\u2066x\\u2069 \U000E0041\"}}"))}},
+			TimeLeft: 9 * time.Minute, ExpiresAt: expiresAt, Form: form,
+			Requester: "support-bot", Client: agentLure, ClientAsks: "cannot ask",
 		},
 		"expired":       {Workspace: "Acme", Accent: "#abc", State: Expired, ID: "cf_123"},
 		"bad_signature": {Workspace: "Acme", State: BadSignature, ID: "cf_123", Operations: []Operation{deleteContact()}, Requester: "chat-user", Reason: "hidden"},
@@ -176,7 +189,7 @@ func TestPendingPage(t *testing.T) {
 		}
 	}
 	for _, want := range []string{
-		"<h1>Approve 3 operations?</h1>",
+		"<h1><bdi>Approve 3 operations?</bdi></h1>",
 		"45 seconds left",
 		`<form method="post" action="/approve/cf_batch">`,
 		`<input type="hidden" name="a" value="ops">`,
@@ -186,7 +199,7 @@ func TestPendingPage(t *testing.T) {
 		`<input type="hidden" name="selection" value="explicit">`,
 		`<button type="submit" name="decision" value="approve" class="approve">Approve</button>`,
 		`<button type="submit" name="decision" value="reject" class="reject">Reject all</button>`,
-		"Globex Ops", "--accent: #fde047", "POST", "/accounts/7/close", "on billing", "&#34;currency&#34;: &#34;EUR&#34;",
+		"Globex Ops", "--accent: #fde047", "POST", "/accounts/7/close", "on <bdi>billing</bdi>", "&#34;<bdi>currency</bdi>&#34;: &#34;<bdi>EUR</bdi>&#34;",
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("pending page lacks %s", want)
@@ -249,13 +262,13 @@ func TestDecidedPage(t *testing.T) {
 			t.Errorf("decided page has %s", bad)
 		}
 	}
-	for _, want := range []string{"<h1>Approved</h1>", "Left out, not run", "&#34;pay_9&#34;", "&#34;status&#34;: 204"} {
+	for _, want := range []string{"<h1><bdi>Approved</bdi></h1>", "Left out, not run", "&#34;<bdi>pay_9</bdi>&#34;", "&#34;<bdi>status</bdi>&#34;: 204"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("decided page lacks %s", want)
 		}
 	}
 	body, _, _ = Render(pages()["decided_rejected"])
-	if s := string(body); !strings.Contains(s, "<h1>Rejected</h1>") || !strings.Contains(s, "Rejected, not run") || strings.Contains(s, "<button") {
+	if s := string(body); !strings.Contains(s, "<h1><bdi>Rejected</bdi></h1>") || !strings.Contains(s, "Rejected, not run") || strings.Contains(s, "<button") {
 		t.Errorf("rejected page:\n%s", s)
 	}
 }
@@ -326,7 +339,7 @@ func TestTitle(t *testing.T) {
 	p := pages()["pending_one"]
 	p.Title = "Delete contact 12?"
 	body, _, _ := Render(p)
-	if !strings.Contains(string(body), "<h1>Delete contact 12?</h1>") {
+	if !strings.Contains(string(body), "<h1><bdi>Delete contact 12?</bdi></h1>") {
 		t.Error("an explicit Title is not used")
 	}
 }
@@ -412,5 +425,60 @@ func TestPrettyJSON(t *testing.T) {
 	}
 	if got := PrettyJSON(nil); got != "" {
 		t.Errorf("PrettyJSON(nil) = %q", got)
+	}
+}
+
+// TestHiddenCharactersAreShown: the override that made
+// ACME-<U+202E>4321-8765<U+202C> read ACME-5678-1234 is shown as a marked
+// escape, in keys and values, paths included; each value is isolated;
+// the page holds no hidden character at all.
+func TestHiddenCharactersAreShown(t *testing.T) {
+	fixNonce(t)
+	body, _, err := Render(pages()["pending_hidden"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(body)
+	for _, want := range []string{
+		`&#34;<bdi>to_account</bdi>&#34;: &#34;<bdi>ACME-<span class="esc">\u202E</span>4321-8765<span class="esc">\u202C</span></bdi>&#34;`,
+		`&#34;<bdi>memo<span class="esc">\u200d</span></bdi>&#34;`,
+		`<span class="esc">\u2066</span>x<span class="esc">\u2069</span>`,
+		`<span class="esc">\uDB40\uDC41</span>`,
+		`<span class="path"><bdi>/transfers<span class="esc">\u200B</span></bdi></span>`,
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("page lacks %s", want)
+		}
+	}
+	for _, r := range s {
+		if display.Hidden(r) && r != '\n' {
+			t.Errorf("page holds U+%04X as it is", r)
+		}
+	}
+}
+
+// TestAgentWordsAreLabelled: the client name is the agent's own words,
+// labelled so and cut to display.AgentLimit runes; the credential is what
+// the page states as who asked.
+func TestAgentWordsAreLabelled(t *testing.T) {
+	fixNonce(t)
+	body, _, err := Render(pages()["pending_hidden"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(body)
+	want := "<dt>The agent says it is</dt>\n<dd class=\"agent\">“<bdi>" + html.EscapeString(display.Clip(agentLure, display.AgentLimit)) +
+		"</bdi>” <span class=\"said\">(its own words, not checked; cannot ask)</span></dd>"
+	if !strings.Contains(s, want) {
+		t.Errorf("page lacks the labelled agent words %q", want)
+	}
+	if !strings.HasSuffix(display.Clip(agentLure, display.AgentLimit), "…") || strings.Contains(s, "Approving is safe") {
+		t.Error("the agent's words were not cut to their bound")
+	}
+	if strings.Count(s, "pre-approved by the CISO") != 1 {
+		t.Error("the agent's words appear outside their label")
+	}
+	if !strings.Contains(s, "<dt>Asked with the credential</dt>\n<dd><code><bdi>support-bot</bdi></code></dd>") {
+		t.Error("the credential is not stated as who asked")
 	}
 }

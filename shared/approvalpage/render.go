@@ -3,6 +3,8 @@ package approvalpage
 import (
 	"strconv"
 	"strings"
+
+	"github.com/countersign/countersign/shared/display"
 )
 
 // The page is written by hand rather than with html/template: text/template
@@ -39,6 +41,8 @@ legend { font-weight: 600; padding: 0; margin: 0 0 .5rem; }
 .ask dt { font-size: .875rem; color: #4b5563; margin: .25rem 0 0; }
 .ask dd { margin: 0 0 .25rem; overflow-wrap: anywhere; }
 .prompt { font-weight: 600; margin: .25rem 0; }
+.said { color: #4b5563; font-size: .875rem; }
+.agent bdi { font-style: italic; }
 .reason label { display: block; font-size: .875rem; color: #374151; margin: .75rem 0 .25rem; }
 .reason input { font: inherit; width: 100%; max-width: 30rem; padding: .45rem .6rem; border: 1px solid #9ca3af; border-radius: .375rem; }
 pre { margin: .25rem 0 0; padding: .75rem; background: #f3f4f6; border-radius: .375rem; overflow-x: auto; white-space: pre-wrap; overflow-wrap: anywhere; font: .875rem/1.45 ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; }
@@ -58,18 +62,19 @@ func (v *view) html() []byte {
 	b.WriteString("<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n" +
 		"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n" +
 		"<meta name=\"referrer\" content=\"no-referrer\">\n<meta name=\"robots\" content=\"noindex, nofollow\">\n<title>")
-	text(&b, v.Heading)
+	text(&b, display.Text(v.Heading))
 	b.WriteString(" · ")
-	text(&b, v.Workspace)
+	text(&b, display.Text(v.Workspace))
 	b.WriteString("</title>\n<style nonce=\"")
 	text(&b, v.Nonce)
 	// Accent and OnAccent are validated colours (render), written as they are.
 	b.WriteString("\">\n:root { --accent: " + v.Accent + "; --on-accent: " + v.OnAccent + "; }\n")
 	b.WriteString(pageStyle)
+	b.WriteString(display.CSS)
 	b.WriteString("</style>\n</head>\n<body>\n<header class=\"bar\"><p>")
-	text(&b, v.Workspace)
+	value(&b, v.Workspace)
 	b.WriteString("</p></header>\n<main>\n<h1>")
-	text(&b, v.Heading)
+	value(&b, v.Heading)
 	b.WriteString("</h1>")
 	if v.Lead != "" {
 		b.WriteString("\n<p class=\"hint\">")
@@ -78,7 +83,7 @@ func (v *view) html() []byte {
 	}
 	if v.Message != "" {
 		b.WriteString("\n<p class=\"message\" role=\"status\">")
-		text(&b, v.Message)
+		value(&b, v.Message)
 		b.WriteString("</p>")
 	}
 	v.ask(&b)
@@ -99,7 +104,7 @@ func (v *view) html() []byte {
 			}
 			if op.Outcome != "" {
 				b.WriteString("\n<p class=\"caption\">Outcome</p>\n<pre>")
-				text(&b, op.Outcome)
+				display.WriteJSONHTML(&b, op.Outcome)
 				b.WriteString("</pre>")
 			}
 			b.WriteString("\n</li>")
@@ -109,7 +114,7 @@ func (v *view) html() []byte {
 	}
 	if v.ID != "" {
 		b.WriteString("\n<p class=\"id\">Confirmation ")
-		text(&b, v.ID)
+		value(&b, v.ID)
 		b.WriteString("</p>")
 	}
 	b.WriteString("\n</main>\n</body>\n</html>\n")
@@ -125,28 +130,33 @@ func (v *view) ask(b *strings.Builder) {
 	b.WriteString("\n<div class=\"ask\">")
 	if v.Prompt != "" {
 		b.WriteString("\n<p class=\"prompt\">")
-		text(b, v.Prompt)
+		value(b, v.Prompt)
 		b.WriteString("</p>")
 	}
 	b.WriteString("\n<dl>")
 	if v.Requester != "" {
-		b.WriteString("\n<dt>Asked by</dt>\n<dd><code>")
-		text(b, v.Requester)
-		b.WriteString("</code>")
+		b.WriteString("\n<dt>Asked with the credential</dt>\n<dd><code>")
+		value(b, v.Requester)
+		b.WriteString("</code></dd>")
 		if v.Client != "" {
-			b.WriteString(" · ")
-			text(b, v.Client)
+			b.WriteString("\n<dt>The agent says it is</dt>\n<dd class=\"agent\">“")
+			value(b, v.Client)
+			b.WriteString("” <span class=\"said\">(its own words, not checked")
+			if v.ClientAsks != "" {
+				b.WriteString("; ")
+				text(b, v.ClientAsks)
+			}
+			b.WriteString(")</span></dd>")
 		}
-		b.WriteString("</dd>")
 	}
 	if v.Reason != "" {
 		b.WriteString("\n<dt>Why it needs you</dt>\n<dd>")
-		text(b, v.Reason)
+		value(b, v.Reason)
 		b.WriteString("</dd>")
 	}
 	if v.DecisionReason != "" {
 		b.WriteString("\n<dt>Reason given</dt>\n<dd>")
-		text(b, v.DecisionReason)
+		value(b, v.DecisionReason)
 		b.WriteString("</dd>")
 	}
 	b.WriteString("\n</dl>\n</div>")
@@ -188,7 +198,7 @@ func (v *view) form(b *strings.Builder) {
 		op.head(b)
 		b.WriteString("</label>\n</div>\n<p class=\"caption\">Arguments</p>\n<pre>")
 		if op.Args != "" {
-			text(b, op.Args)
+			display.WriteJSONHTML(b, op.Args)
 		} else {
 			b.WriteString("(none)")
 		}
@@ -205,15 +215,15 @@ func (v *view) form(b *strings.Builder) {
 // head writes an operation's method, path, connection and endpoint.
 func (op *opView) head(b *strings.Builder) {
 	b.WriteString("<span class=\"method\">")
-	text(b, op.Method)
+	value(b, op.Method)
 	b.WriteString("</span> <span class=\"path\">")
-	text(b, op.Path)
+	value(b, op.Path)
 	b.WriteString("</span> <span class=\"conn\">on ")
-	text(b, op.Connection)
+	value(b, op.Connection)
 	b.WriteString("</span>")
 	if op.Shown {
 		b.WriteString(" <span class=\"endpoint\">(")
-		text(b, op.Endpoint)
+		value(b, op.Endpoint)
 		b.WriteString(")</span>")
 	}
 }
@@ -226,6 +236,10 @@ func (v *view) hidden(b *strings.Builder) {
 		b.WriteString("</p>")
 	}
 }
+
+// value writes a value a person reads: escaped for HTML, hidden characters
+// shown as marked escapes, in an isolate of its own (display.WriteHTML).
+func value(b *strings.Builder, s string) { display.WriteHTML(b, s) }
 
 // text writes s escaped for HTML text and quoted attribute values, as
 // html/template's escaper does: & < > " ' + become entities, NUL becomes

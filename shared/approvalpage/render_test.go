@@ -10,11 +10,18 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/countersign/countersign/shared/display"
 )
 
 // refTemplate is the page as an html/template: the reference the
 // hand-written renderer must match byte for byte.
-var refTemplate = template.Must(template.ParseFiles("testdata/page.tmpl"))
+// Values a person reads go through package display, as in the page.
+var refTemplate = template.Must(template.New("page.tmpl").Funcs(template.FuncMap{
+	"value": func(s string) template.HTML { return template.HTML(display.HTML(s)) },
+	"json":  func(s string) template.HTML { return template.HTML(display.JSONHTML(s)) },
+	"plain": display.Text,
+}).ParseFiles("testdata/page.tmpl"))
 
 // refView is view as the template sees it: the colours typed as CSS, as
 // render validated them.

@@ -13,8 +13,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/countersign/countersign/shared/store"
 )
@@ -36,8 +38,38 @@ const (
 	Config = "config"
 )
 
-// ChainOf is the chain of a credential's calls.
+// ChainOf is the chain of what was decided about a credential's calls
+// that stays: pauses, confirmations and their redemptions, review items,
+// calls run without asking at a confirm tier.
 func ChainOf(credential string) string { return "cred:" + credential }
+
+// CallsChainOf is the expiring chain of a credential's denials and
+// auto-tier calls: its records carry a TTL (settings.json
+// audit.retention_days) and are deleted when it passes.
+func CallsChainOf(credential string) string { return expiringPrefix + credential }
+
+const expiringPrefix = "calls:"
+
+// Expiring reports whether chain is an expiring chain (CallsChainOf):
+// only its records have a TTL.
+func Expiring(chain string) bool { return strings.HasPrefix(chain, expiringPrefix) }
+
+// Bounds of a record's text: a longer path or reason is cut (at a UTF-8
+// boundary) and the record keeps the whole one's length and SHA-256;
+// other text fields are cut to maxField.
+const (
+	MaxPath   = 512
+	MaxReason = 1024
+	maxField  = 512
+)
+
+// DefaultWindow is how long identical denials are counted into one
+// summary record (Trail.Window).
+const DefaultWindow = time.Minute
+
+// maxWindows bounds the denials a trail counts at once; a denial that
+// finds them all taken is recorded on its own.
+const maxWindows = 1024
 
 // maxAttempts bounds the appends lost to other writers of the same chain;
 // between attempts a writer backs off a random while up to maxBackoff.
@@ -64,8 +96,24 @@ type Trail struct {
 	// ConfigDir is shown in the config.loaded record.
 	ConfigDir string
 
+	// Window is how long identical denials (Action "call.denied") are
+	// counted instead of recorded; 0 means DefaultWindow. The first of a
+	// window is recorded at once; the others, if any, by one summary
+	// record (Count, First, Since) when the window ends: appended by the
+	// next record after that, by FlushDue, or by Flush.
+	Window time.Duration
+
 	mu         sync.Mutex
 	configDone bool
+	windows    map[string]*window
+}
+
+// window counts the repeats of one denial.
+type window struct {
+	first   store.AuditRecord // as recorded (Seq set once appended)
+	ends    time.Time
+	repeats int64
+	lastAt  time.Time
 }
 
 func (t *Trail) now() time.Time {
@@ -115,16 +163,42 @@ func (t *Trail) append(ctx context.Context, r store.AuditRecord) (*store.AuditRe
 		r.At = t.now()
 	}
 	r.At = r.At.UTC()
+	if Expiring(r.Chain) != (r.TTL > 0) {
+		return nil, fmt.Errorf("audit %s: a record has a TTL if and only if its chain expires", r.Chain)
+	}
+	bound(&r)
+	if r.Since != nil {
+		since := r.Since.UTC()
+		r.Since = &since
+	}
+	ttl := r.TTL
 	backoff := minBackoff
 	for range maxAttempts {
 		last, err := t.Store.LastAudit(ctx, r.Chain)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
-			r.Seq, r.Prev = 1, ""
+			// Every record may have expired: the head still names the
+			// last, and the chain goes on from it.
+			head, herr := t.Store.AuditHead(ctx, r.Chain)
+			switch {
+			case errors.Is(herr, store.ErrNotFound):
+				r.Seq, r.Prev, r.PrevTTL = 1, "", 0
+			case herr != nil:
+				return nil, fmt.Errorf("audit %s: read the head of the chain: %w", r.Chain, herr)
+			default:
+				r.Seq, r.Prev, r.PrevTTL = head.Seq+1, head.Hash, head.Expires
+			}
 		case err != nil:
 			return nil, fmt.Errorf("audit %s: read the end of the chain: %w", r.Chain, err)
 		default:
-			r.Seq, r.Prev = last.Seq+1, last.Hash
+			r.Seq, r.Prev, r.PrevTTL = last.Seq+1, last.Hash, last.TTL
+		}
+		// Along a chain the TTL never decreases (a shorter retention
+		// applies from the records that reach it), so records expire
+		// oldest first and a gap always ends at the oldest survivor.
+		r.TTL = ttl
+		if r.TTL > 0 {
+			r.TTL = max(r.TTL, r.PrevTTL)
 		}
 		r.Hash = Hash(&r)
 		err = t.Store.AppendAudit(ctx, &r)
@@ -149,12 +223,120 @@ func (t *Trail) append(ctx context.Context, r store.AuditRecord) (*store.AuditRe
 
 // Record appends r and logs a failure instead of returning it: the event
 // it records has happened and stands. A nil trail records nothing.
+//
+// A denial (Action "call.denied") identical to one recorded less than
+// Window ago is counted instead: the window's summary record says how many
+// more there were. Identical means every field but the time and the TTL.
 func (t *Trail) Record(ctx context.Context, r store.AuditRecord) {
 	if t == nil || t.Store == nil {
 		return
 	}
-	if _, err := t.Append(context.WithoutCancel(ctx), r); err != nil {
+	ctx = context.WithoutCancel(ctx)
+	if r.At.IsZero() {
+		r.At = t.now()
+	}
+	t.FlushDue(ctx, r.At)
+	var w *window
+	if r.Action == ActionDenied {
+		if w = t.counted(&r); w == nil {
+			return
+		}
+	}
+	stored := t.store(ctx, r)
+	if w != nil && stored != nil {
+		t.mu.Lock()
+		w.first.Seq = stored.Seq
+		t.mu.Unlock()
+	}
+}
+
+// ActionDenied is the action of a denied call, the one Record counts.
+const ActionDenied = "call.denied"
+
+func (t *Trail) store(ctx context.Context, r store.AuditRecord) *store.AuditRecord {
+	stored, err := t.Append(ctx, r)
+	if err != nil {
 		t.logger().ErrorContext(ctx, "audit record not stored", "chain", r.Chain, "action", r.Action, "error", err)
+	}
+	return stored
+}
+
+// counted counts r if it repeats the first denial of an open window, and
+// returns nil. Otherwise the caller records r: counted opens a window for
+// it (unless every window is taken) and returns it, or a window of its own
+// that nothing counts into.
+func (t *Trail) counted(r *store.AuditRecord) *window {
+	bound(r)
+	key := windowKey(r)
+	length := t.Window
+	if length <= 0 {
+		length = DefaultWindow
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if w, ok := t.windows[key]; ok && r.At.Before(w.ends) {
+		w.repeats++
+		w.lastAt = r.At
+		return nil
+	}
+	w := &window{first: *r, ends: r.At.Add(length)}
+	if t.windows == nil {
+		t.windows = map[string]*window{}
+	}
+	if len(t.windows) < maxWindows {
+		t.windows[key] = w
+	}
+	return w
+}
+
+// windowKey is what makes two denials identical: every field but the
+// time, the TTL and what the chain sets.
+func windowKey(r *store.AuditRecord) string {
+	c := *r
+	c.At, c.TTL, c.Seq, c.Prev, c.PrevTTL, c.Hash = time.Time{}, 0, 0, "", 0, ""
+	b, _ := json.Marshal(c)
+	return string(b)
+}
+
+// FlushDue appends the summary of every window that ended by now (with
+// repeats; one without is forgotten). Record calls it; a long-running
+// process also calls it now and then, so a summary does not wait for the
+// next record.
+func (t *Trail) FlushDue(ctx context.Context, now time.Time) {
+	t.flush(ctx, func(w *window) bool { return !now.Before(w.ends) })
+}
+
+// Flush appends the summary of every open window, ended or not: a process
+// calls it before it stops.
+func (t *Trail) Flush(ctx context.Context) {
+	t.flush(ctx, func(*window) bool { return true })
+}
+
+func (t *Trail) flush(ctx context.Context, due func(*window) bool) {
+	if t == nil || t.Store == nil {
+		return
+	}
+	t.mu.Lock()
+	var summaries []store.AuditRecord
+	for key, w := range t.windows {
+		if !due(w) {
+			continue
+		}
+		delete(t.windows, key)
+		if w.repeats == 0 {
+			continue
+		}
+		s := w.first
+		since := s.At
+		s.Count, s.First, s.Since, s.At = w.repeats, s.Seq, &since, w.lastAt
+		if s.TTL > 0 {
+			s.TTL += int64(w.lastAt.Sub(since) / time.Second)
+		}
+		summaries = append(summaries, s)
+	}
+	t.mu.Unlock()
+	for _, s := range summaries {
+		t.store(ctx, s)
 	}
 }
 
@@ -222,4 +404,44 @@ func DirDigest(dir string) (string, error) {
 		h.Write(b)
 	}
 	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// bound cuts r's text fields to their bounds: Path and Reason keep the
+// whole one's length and SHA-256 (PathBytes, PathSHA256, ReasonBytes,
+// ReasonSHA256); the others are cut. A record already bound is unchanged.
+func bound(r *store.AuditRecord) {
+	if len(r.Path) > MaxPath && r.PathSHA256 == "" {
+		r.PathBytes, r.PathSHA256 = len(r.Path), sha256Hex(r.Path)
+		r.Path = cut(r.Path, MaxPath)
+	}
+	if len(r.Reason) > MaxReason && r.ReasonSHA256 == "" {
+		r.ReasonBytes, r.ReasonSHA256 = len(r.Reason), sha256Hex(r.Reason)
+		r.Reason = cut(r.Reason, MaxReason)
+	}
+	for _, f := range []*string{&r.Actor, &r.Action, &r.Subject, &r.Credential, &r.Connection, &r.Method, &r.Tier, &r.Rule, &r.Binding, &r.Outcome} {
+		*f = cut(*f, maxField)
+	}
+	if r.Hook != nil && len(r.Hook.Reason) > maxField {
+		h := *r.Hook
+		h.Reason = cut(h.Reason, maxField)
+		r.Hook = &h
+	}
+}
+
+// cut returns at most n bytes of s, ending on a UTF-8 boundary, marked
+// with "…" when cut.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	n -= len("…")
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+func sha256Hex(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/countersign/countersign/shared/store"
 )
@@ -31,6 +32,9 @@ type ChainReport struct {
 	// Lag is how many records lie past the head: an append cut off
 	// between its record and its head (the next append repairs it).
 	Lag int64
+	// From is the record the chain was verified from, when the records
+	// before it expired (0: from the first).
+	From int64
 	// Break is the first broken record, if any.
 	Break *Break
 }
@@ -54,11 +58,22 @@ func (r *Report) Breaks() []Break {
 	return out
 }
 
-// Verify checks every chain of st: records numbered 1, 2, ... without a
-// gap, each one's Prev the Hash of the one before, each one's Hash its own,
-// and the head naming the newest record. The error is for a store that
-// cannot be read; what is broken is in the report.
+// Verify checks every chain of st as of now (see VerifyAt).
 func Verify(ctx context.Context, st Store) (*Report, error) {
+	return VerifyAt(ctx, st, time.Now())
+}
+
+// VerifyAt checks every chain of st: each record's Hash its own, each
+// one's Prev the Hash of the one before, records numbered without a gap,
+// and the head naming the newest record. A chain whose oldest records
+// expired (an expiring chain: denials and auto-tier calls) is verified
+// from its oldest surviving record: a gap is allowed only where the record
+// after it shows (PrevTTL) that the record before it had expired by now;
+// TTLs never decrease along a chain, so every record in the gap had too.
+// Deleting a record that has not expired, or editing any record, breaks
+// the chain. The error is for a store that cannot be read; what is broken
+// is in the report.
+func VerifyAt(ctx context.Context, st Store, now time.Time) (*Report, error) {
 	chains, err := st.AuditChains(ctx)
 	if err != nil {
 		return nil, err
@@ -66,7 +81,7 @@ func Verify(ctx context.Context, st Store) (*Report, error) {
 	slices.Sort(chains)
 	rep := &Report{}
 	for _, chain := range chains {
-		cr, err := verifyChain(ctx, st, chain)
+		cr, err := verifyChain(ctx, st, chain, now.Unix())
 		if err != nil {
 			return nil, err
 		}
@@ -75,7 +90,7 @@ func Verify(ctx context.Context, st Store) (*Report, error) {
 	return rep, nil
 }
 
-func verifyChain(ctx context.Context, st Store, chain string) (ChainReport, error) {
+func verifyChain(ctx context.Context, st Store, chain string, now int64) (ChainReport, error) {
 	cr := ChainReport{Chain: chain}
 	head, err := st.AuditHead(ctx, chain)
 	switch {
@@ -94,34 +109,53 @@ func verifyChain(ctx context.Context, st Store, chain string) (ChainReport, erro
 		cr.Break = &Break{Chain: chain, Seq: seq, Problem: fmt.Sprintf(format, args...)}
 		return cr
 	}
-	prev := ""
+	expired := func(ttl int64) bool { return ttl > 0 && ttl <= now }
+	var before *store.AuditRecord
 	var byHead *store.AuditRecord
-	for i, r := range records {
-		want := int64(i) + 1
+	for _, r := range records {
+		want := int64(1)
+		if before != nil {
+			want = before.Seq + 1
+		}
 		switch {
-		case r.Seq != want:
-			return brk(want, "missing: the chain goes from record %d to record %d", want-1, r.Seq), nil
 		case r.Chain != chain:
 			return brk(r.Seq, "edited: it names chain %q", r.Chain), nil
-		case r.Prev != prev:
-			return brk(r.Seq, "does not follow record %d: its prev is %.12s…, record %d hashes to %.12s…", want-1, r.Prev, want-1, prev), nil
 		case Hash(r) != r.Hash:
 			return brk(r.Seq, "edited: its content hashes to %.12s…, not to the hash it carries (%.12s…)", Hash(r), r.Hash), nil
+		case r.TTL < r.PrevTTL || (r.TTL > 0) != Expiring(chain):
+			return brk(r.Seq, "edited: its TTL (%d) breaks the chain's order of expiry", r.TTL), nil
+		case r.Seq < want:
+			return brk(r.Seq, "out of order: it follows record %d", want-1), nil
+		case r.Seq > want && (!expired(r.PrevTTL) || before != nil && before.TTL > r.PrevTTL):
+			return brk(want, "missing: the chain goes from record %d to record %d, and record %d had not expired", want-1, r.Seq, r.Seq-1), nil
+		case r.Seq > want:
+			cr.From = r.Seq // the records before it expired
+		case before != nil && (r.Prev != before.Hash || r.PrevTTL != before.TTL):
+			return brk(r.Seq, "does not follow record %d: its prev is %.12s…, record %d hashes to %.12s…", before.Seq, r.Prev, before.Seq, before.Hash), nil
+		case before == nil && r.Prev != "":
+			return brk(r.Seq, "does not follow anything: its prev is %.12s…", r.Prev), nil
 		}
-		prev = r.Hash
+		before = r
 		if r.Seq == head.Seq {
 			byHead = r
 		}
 	}
-	last := int64(len(records))
+	last := int64(0)
+	if before != nil {
+		last = before.Seq
+	}
 	switch {
 	case head.Seq == 0 && last > 0:
 		return brk(last, "the chain has no head: its head was deleted"), nil
-	case head.Seq > last:
+	case head.Seq > last && !expired(head.Expires):
 		return brk(last+1, "missing: the head names record %d (%.12s…) but the chain ends at record %d", head.Seq, head.Hash, last), nil
-	case byHead != nil && byHead.Hash != head.Hash:
+	case head.Seq > last:
+		cr.From = head.Seq + 1 // every record expired
+	case byHead != nil && (byHead.Hash != head.Hash || byHead.TTL != head.Expires):
 		return brk(head.Seq, "edited or replaced: the head says it hashes to %.12s…, it hashes to %.12s…", head.Hash, byHead.Hash), nil
 	}
-	cr.Lag = last - head.Seq
+	if head.Seq <= last {
+		cr.Lag = last - head.Seq
+	}
 	return cr, nil
 }

@@ -32,6 +32,9 @@ var (
 	ErrType = errors.New("wrong type")
 	// ErrForm: a form-encoded body that ParseForm refuses.
 	ErrForm = errors.New("malformed form body")
+	// ErrQuery: a query string, or a decoded query parameter, that
+	// ParseQuery or CheckPair refuses (the rules of ParseForm).
+	ErrQuery = errors.New("malformed query")
 )
 
 // Error is a refusal of the strict reader: what is wrong, where in the JSON

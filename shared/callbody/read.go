@@ -144,17 +144,23 @@ func quoteHeader(s string) string {
 	return strconv.Quote(s)
 }
 
-// ParseForm parses an application/x-www-form-urlencoded body (or a query
-// string) strictly: pairs are separated by & only (a ; is refused, as Go's
-// url.ParseQuery does), every percent-escape must be valid, and the decoded
-// keys and values must be valid UTF-8. It also refuses what upstreams read
-// differently: an empty key, a key with leading or trailing white space (PHP
-// trims it), and control characters (except tab, CR and LF in values). Empty
-// pairs (a=1&&b=2) are skipped. Errors are *Error wrapping ErrForm, with the
-// byte offset of the pair.
+// ParseForm parses an application/x-www-form-urlencoded body strictly:
+// pairs are separated by & only (a ; is refused, as Go's url.ParseQuery
+// does), every percent-escape must be valid, and each decoded pair must
+// pass CheckPair. Empty pairs (a=1&&b=2) are skipped. Errors are *Error
+// wrapping ErrForm, with the byte offset of the pair.
 func ParseForm(data []byte) (url.Values, error) {
+	return parsePairs(string(data), ErrForm)
+}
+
+// ParseQuery reads a raw query string by the rules of ParseForm, so a
+// query name is read as a form name is: errors wrap ErrQuery.
+func ParseQuery(raw string) (url.Values, error) {
+	return parsePairs(raw, ErrQuery)
+}
+
+func parsePairs(s string, kind error) (url.Values, error) {
 	v := url.Values{}
-	s := string(data)
 	off := 0
 	for off <= len(s) {
 		pair := s[off:]
@@ -163,7 +169,7 @@ func ParseForm(data []byte) (url.Values, error) {
 			pair, next = pair[:j], off+j+1
 		}
 		if pair != "" {
-			if err := addPair(v, pair, off); err != nil {
+			if err := addPair(v, pair, off, kind); err != nil {
 				return nil, err
 			}
 		}
@@ -172,9 +178,9 @@ func ParseForm(data []byte) (url.Values, error) {
 	return v, nil
 }
 
-func addPair(v url.Values, pair string, off int) error {
+func addPair(v url.Values, pair string, off int, kind error) error {
 	fail := func(format string, args ...any) error {
-		return &Error{Kind: ErrForm, Offset: off, Detail: fmt.Sprintf(format, args...)}
+		return &Error{Kind: kind, Offset: off, Detail: fmt.Sprintf(format, args...)}
 	}
 	if strings.IndexByte(pair, ';') >= 0 {
 		return fail("a ; separates pairs (only & does)")
@@ -188,26 +194,52 @@ func addPair(v url.Values, pair string, off int) error {
 	if err != nil {
 		return fail("value of %s: invalid percent-encoding", quoteKey(key))
 	}
+	if detail := pairProblem(key, value); detail != "" {
+		return fail("%s", detail)
+	}
+	v[key] = append(v[key], value)
+	return nil
+}
+
+// CheckPair applies the name and value rules of ParseForm to a decoded
+// pair, for parameters that arrive decoded (the query object of a
+// /v1/calls body, an MCP tool's or a script's query): it refuses what
+// upstreams read differently from the gateway. A name must be non-empty,
+// valid UTF-8, without leading or trailing white space (PHP trims it, so
+// " amount" is amount there), without a + (form decoders read it as a
+// space) and without control characters (PHP cuts a name at NUL); a value
+// must be valid UTF-8 without control characters other than tab, CR and
+// LF. The error wraps ErrQuery.
+func CheckPair(key, value string) error {
+	if detail := pairProblem(key, value); detail != "" {
+		return &Error{Kind: ErrQuery, Offset: -1, Detail: detail}
+	}
+	return nil
+}
+
+// pairProblem says what is wrong with a decoded pair, or "".
+func pairProblem(key, value string) string {
 	switch {
 	case key == "":
-		return fail("a pair has no key")
+		return "a pair has no key"
 	case !utf8.ValidString(key):
-		return fail("key %s is not valid UTF-8", quoteKey(key))
+		return "key " + quoteKey(key) + " is not valid UTF-8"
 	case !utf8.ValidString(value):
-		return fail("value of %s is not valid UTF-8", quoteKey(key))
+		return "value of " + quoteKey(key) + " is not valid UTF-8"
 	case strings.TrimSpace(key) != key:
-		return fail("key %s has leading or trailing white space", quoteKey(key))
+		return "key " + quoteKey(key) + " has leading or trailing white space"
+	case strings.IndexByte(key, '+') >= 0:
+		return "key " + quoteKey(key) + " holds a + (form decoders read it as a space)"
 	}
 	for _, r := range key {
 		if r < 0x20 || r == 0x7f {
-			return fail("key %s holds a control character", quoteKey(key))
+			return "key " + quoteKey(key) + " holds a control character"
 		}
 	}
 	for _, r := range value {
 		if (r < 0x20 && r != '\t' && r != '\n' && r != '\r') || r == 0x7f {
-			return fail("value of %s holds a control character", quoteKey(key))
+			return "value of " + quoteKey(key) + " holds a control character"
 		}
 	}
-	v[key] = append(v[key], value)
-	return nil
+	return ""
 }

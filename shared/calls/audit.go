@@ -4,9 +4,11 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/countersign/countersign/shared/audit"
 	"github.com/countersign/countersign/shared/fault"
+	"github.com/countersign/countersign/shared/policy"
 	"github.com/countersign/countersign/shared/store"
 	"github.com/countersign/countersign/shared/tier"
 )
@@ -23,7 +25,9 @@ func (s *Service) record(ctx context.Context, r store.AuditRecord) {
 }
 
 // auditCall records a decided call: every denial, pause and execution,
-// and every redemption. An auto-tier execution is recorded only when
+// and every redemption. Denials and auto-tier calls go to the
+// credential's expiring chain (audit.CallsChainOf), the rest to its
+// chain that stays. An auto-tier execution is recorded only when
 // settings.json turns audit.auto_calls on, so the auto path writes
 // nothing by default; code mode's collected calls are recorded with the
 // batch they join.
@@ -49,6 +53,9 @@ func (s *Service) auditCall(ctx context.Context, cred *store.Credential, p *prep
 			return // not a decision: invalid input, a store outage, a limit
 		}
 		r.Outcome, r.Reason = string(code), fault.ReasonOf(err)
+		if r.Action == audit.ActionDenied {
+			s.expiring(&r)
+		}
 		s.record(ctx, r)
 		return
 	}
@@ -57,15 +64,20 @@ func (s *Service) auditCall(ctx context.Context, cred *store.Credential, p *prep
 	}
 	switch res.Outcome {
 	case Denied:
-		r.Action, r.Outcome, r.Reason = "call.denied", string(res.Code), res.Reason
+		r.Action, r.Outcome, r.Reason = audit.ActionDenied, string(res.Code), res.Reason
 		if res.ReviewID != "" {
 			r.Action, r.Subject = "review.queued", res.ReviewID
+		} else {
+			s.expiring(&r)
 		}
 	case Paused:
 		r.Action, r.Outcome, r.Subject = "call.paused", "confirmation_required", res.Confirmation.ID
 	case Executed:
-		if d.Tier == tier.Auto && p.ConfirmationID == "" && !s.Current().Settings.Audit.AutoCalls {
-			return
+		if d.Tier == tier.Auto && p.ConfirmationID == "" {
+			if !s.Current().Settings.Audit.AutoCalls {
+				return
+			}
+			s.expiring(&r)
 		}
 		r.Action = "call.executed"
 		if res.Response != nil {
@@ -85,6 +97,21 @@ func (s *Service) auditCall(ctx context.Context, cred *store.Credential, p *prep
 		return
 	}
 	s.record(ctx, r)
+}
+
+// expiring moves r to its credential's expiring chain, with a TTL of
+// settings.json audit.retention_days from now: denials and auto-tier calls
+// are kept that long, everything a confirmation involves for good.
+func (s *Service) expiring(r *store.AuditRecord) {
+	days := s.Current().Settings.Audit.RetentionDays
+	if days <= 0 {
+		days = policy.DefaultAuditRetentionDays
+	}
+	if r.At.IsZero() {
+		r.At = s.now()
+	}
+	r.Chain = audit.CallsChainOf(r.Credential)
+	r.TTL = r.At.Add(time.Duration(days) * 24 * time.Hour).Unix()
 }
 
 // auditConfirmation records what an approver, an operator or a timer did
@@ -109,4 +136,30 @@ func (s *Service) auditConfirmation(ctx context.Context, actor, action string, c
 // workflow's timer): the finalize task calls it.
 func (s *Service) AuditExpired(ctx context.Context, c *store.Confirmation) {
 	s.auditConfirmation(ctx, "system", "confirmation."+string(c.Status), c, "")
+}
+
+// AuditScript records what happened to a code-mode batch as a whole, on
+// its credential's chain like a single call's confirmation: its creation
+// ("script.paused", by the credential) and its end ("script.finished",
+// with the batch's status and, for a failure, why). The decision is
+// recorded by the approval itself (confirmation.approved or .rejected).
+func (s *Service) AuditScript(ctx context.Context, actor, action string, c *store.Confirmation, reason string) {
+	s.auditConfirmation(ctx, actor, action, c, reason)
+}
+
+// AuditScriptOperation records that operation index of batch id ran after
+// approval (once: a replay of an operation that already ran is not
+// recorded again), with its outcome: the upstream status, or why the
+// upstream could not be reached.
+func (s *Service) AuditScriptOperation(ctx context.Context, credential, id string, index int, op store.Operation, out store.Outcome) {
+	if s.Audit == nil {
+		return
+	}
+	r := store.AuditRecord{Chain: audit.ChainOf(credential), Actor: "system", Action: "script.operation", Subject: id + "#" + strconv.Itoa(index),
+		Credential: credential, Connection: op.Connection, Method: op.Method, Path: op.Path, Binding: op.Binding,
+		Outcome: strconv.Itoa(out.Status) + " " + http.StatusText(out.Status)}
+	if out.Error != "" {
+		r.Outcome, r.Reason = string(fault.UpstreamUnreachable), out.Error
+	}
+	s.record(ctx, r)
 }

@@ -3,8 +3,8 @@ package calls
 import (
 	"encoding/base64"
 	"encoding/json"
-	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -30,9 +30,10 @@ type Call struct {
 	Body []byte
 	// ContentType is the body's media type.
 	ContentType string
-	// Forward are the agent's headers passed upstream (REST); the upstream
-	// client drops credentials, hop-by-hop and Countersign-* headers.
-	Forward   http.Header
+	// Forward are the agent's request headers (REST) by lower-case name,
+	// as events carry them. Only those the connection forwards are read:
+	// content negotiation and its forward_headers (readHeaders).
+	Forward   map[string]string
 	Intent    tier.Intent
 	Delegated bool
 	// ConfirmationID names the approval this call redeems.
@@ -42,9 +43,15 @@ type Call struct {
 	IdempotencyKey string
 }
 
-// Validate refuses what no surface may send: a path with a query,
-// fragment, dot segments or empty segments (such a path could match one
-// endpoint here and reach another upstream, which may normalise it).
+// Validate refuses what no surface may send and puts the path in its one
+// canonical form (tier.CanonicalPath), which the call is then routed,
+// bound, shown and sent upstream with: a path with a query, fragment, dot
+// segments or empty segments (such a path could match one endpoint here and
+// reach another upstream, which may normalise it), a segment holding a
+// backslash, a ;, a control character or invalid UTF-8, and a query name
+// that upstreams read differently (callbody.CheckPair) are invalid_request.
+// An encoded slash is checked against the endpoint when the call is
+// prepared. Validate may be called again: a canonical path stays as it is.
 func (c *Call) Validate() error {
 	switch {
 	case c.Connection == "":
@@ -59,6 +66,50 @@ func (c *Call) Validate() error {
 		return fault.New(fault.InvalidRequest, "path must not contain . or .. segments")
 	case strings.Contains(c.Path, "//"):
 		return fault.New(fault.InvalidRequest, "path must not contain empty segments (//)")
+	}
+	canon, _, err := tier.CanonicalPath(c.Path)
+	if err != nil {
+		return fault.Errorf(fault.InvalidRequest, "%v", err)
+	}
+	c.Path = canon
+	for k, vs := range c.Query {
+		for _, v := range vs {
+			if err := callbody.CheckPair(k, v); err != nil {
+				return fault.Errorf(fault.InvalidRequest, "query: %v", err)
+			}
+		}
+		if len(vs) == 0 {
+			if err := callbody.CheckPair(k, ""); err != nil {
+				return fault.Errorf(fault.InvalidRequest, "query: %v", err)
+			}
+		}
+	}
+	return nil
+}
+
+// checkSlashes refuses an encoded slash (%2F, the canonical spelling) in a
+// segment unless it is the value of a parameter the endpoint lets hold one
+// (policy.json encoded_slash_params): an upstream that decodes the path
+// before routing would run another endpoint than the one decided.
+func checkSlashes(c *Call, pol *tier.Policy) error {
+	if !strings.Contains(c.Path, "%2F") {
+		return nil
+	}
+	m, ok := pol.Resolve(c.Connection, c.Method, c.Path)
+	if ok && m.Endpoint != nil {
+		for i := range m.Params.Len() {
+			name, v := m.Params.At(i)
+			if strings.Contains(v, "%2F") && !slices.Contains(m.Endpoint.SlashParams, name) {
+				return fault.Errorf(fault.InvalidRequest, "path segment %q holds an encoded slash (%%2F), which upstreams that decode the path read as a separator; "+
+					"{%s} of %s %s does not list it in encoded_slash_params", v, name, m.Endpoint.Method, m.Endpoint.Path)
+			}
+		}
+		return nil
+	}
+	for seg := range strings.SplitSeq(c.Path[1:], "/") {
+		if strings.Contains(seg, "%2F") {
+			return fault.Errorf(fault.InvalidRequest, "path segment %q holds an encoded slash (%%2F), which upstreams that decode the path read as a separator", seg)
+		}
 	}
 	return nil
 }
@@ -91,6 +142,9 @@ type prepared struct {
 	isJSON bool
 	// hook is the hooks' answer, when they were asked (for the audit).
 	hook *tier.HookAnswer
+	// headers are the forwarded headers that bind, negotiation those that
+	// do not (readHeaders).
+	headers, negotiation map[string]string
 }
 
 // prepare reads the call's body once, by the one rule of package callbody:
@@ -102,6 +156,9 @@ type prepared struct {
 // form (an upstream that honours _method would run another operation than
 // the one decided).
 func prepare(c *Call, cfg *policy.Config) (*prepared, error) {
+	if err := checkSlashes(c, cfg.Policy); err != nil {
+		return nil, err
+	}
 	p := &prepared{Call: c, cfg: cfg}
 	p.tier = tier.Call{Connection: c.Connection, Method: c.Method, Path: c.Path, Query: c.Query, Intent: c.Intent, Delegated: c.Delegated}
 	b := callbody.Read(c.ContentType, c.Body, nil)
@@ -114,6 +171,9 @@ func prepare(c *Call, cfg *policy.Config) (*prepared, error) {
 	b.ApplyTo(&p.tier)
 	p.isJSON = b.Kind == callbody.JSON
 	p.arg = bodyArg(c.Body, p.isJSON)
+	if err := p.readHeaders(); err != nil {
+		return nil, err
+	}
 	return p, nil
 }
 
@@ -145,15 +205,24 @@ func bodyArg(b []byte, isJSON bool) json.RawMessage {
 
 // operation builds the bound operation of a resolved call, keeping what
 // replaying it needs: the body's bytes when they are not its JSON form,
-// the content type, and a raw query sent as it was. A call that resolved
-// to no endpoint (unknown, hidden) binds its concrete path in the
-// endpoint's place, so that its binding still tells two calls apart.
+// the content type, a raw query sent as it was, and the forwarded headers
+// (those of forward_headers bound in its arguments, content negotiation
+// beside them). A call that resolved to no endpoint (unknown, hidden)
+// binds its concrete path in the endpoint's place, so that its binding
+// still tells two calls apart.
 func (p *prepared) operation(cred *store.Credential, m *tier.Match) (store.Operation, error) {
+	return p.operationWith(cred, m, p.headers)
+}
+
+// operationWith is operation with the given forwarded headers in the
+// binding in place of the call's own: a redemption binds with the approved
+// request's headers, which it replays.
+func (p *prepared) operationWith(cred *store.Credential, m *tier.Match, headers map[string]string) (store.Operation, error) {
 	endpoint, params := p.Path, map[string]string{}
 	if m.Endpoint != nil {
 		endpoint, params = m.Endpoint.Path, m.Params.Map()
 	}
-	args := store.Args{Path: params, Query: confirm.QueryArgs(p.Query), Body: p.arg}
+	args := store.Args{Path: params, Query: confirm.QueryArgs(p.Query), Body: p.arg, Headers: headers}
 	op, err := confirm.NewOperation(cred.ID, p.Connection, p.Method, p.Path, endpoint, args)
 	if err != nil {
 		return op, fault.Wrap(err, "the call could not be bound to an approval")
@@ -166,7 +235,7 @@ func (p *prepared) operation(cred *store.Credential, m *tier.Match) (store.Opera
 			op.Payload = p.Body
 		}
 	}
-	op.RawQuery = p.RawQuery
+	op.RawQuery, op.Negotiation = p.RawQuery, p.negotiation
 	return op, nil
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net/http"
 
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/fault"
@@ -21,15 +20,16 @@ func (s *Service) send(ctx context.Context, p *prepared, idemKey string) (*Respo
 		Method: p.Method, Path: p.Path,
 		Query: p.Query, RawQuery: p.RawQuery,
 		Body: p.Body, ContentType: p.ContentType,
-		IdempotencyKey: idemKey, Forward: p.Forward,
+		IdempotencyKey: idemKey, Forward: forwarded(p.headers, p.negotiation),
 	}
 	resp, err := s.upstream().Do(ctx, r)
 	return resp, upstreamError(err)
 }
 
 // sendStored replays a stored operation: its original body bytes with
-// their content type, its query as it was sent, and the key given.
-func (s *Service) sendStored(ctx context.Context, op store.Operation, idemKey string, forward http.Header) (*Response, error) {
+// their content type, its query as it was sent, its forwarded headers as
+// they were approved, and the key given.
+func (s *Service) sendStored(ctx context.Context, op store.Operation, idemKey string) (*Response, error) {
 	conn := s.Current().Connections[op.Connection]
 	if conn == nil {
 		return nil, fault.Errorf(fault.UpstreamUnreachable, "connection %q is no longer configured", op.Connection)
@@ -39,7 +39,7 @@ func (s *Service) sendStored(ctx context.Context, op store.Operation, idemKey st
 		Method: op.Method, Path: op.Path,
 		Query: confirm.QueryValues(op.Args.Query), RawQuery: op.RawQuery,
 		Body: op.Body(), ContentType: op.ContentType,
-		IdempotencyKey: idemKey, Forward: forward,
+		IdempotencyKey: idemKey, Forward: forwarded(op.Args.Headers, op.Negotiation),
 	}
 	resp, err := s.upstream().Do(ctx, r)
 	return resp, upstreamError(err)
@@ -58,12 +58,12 @@ func upstreamError(err error) error {
 
 // runner is the one way a stored operation is executed: redemption, batch
 // execution and the card all run it, after the lifecycle claimed the
-// operation with a conditional write. forward adds the live request's
-// headers to a redemption over REST. The outcome kept on the confirmation
+// operation with a conditional write. Each runs the operation as it was
+// approved (sendStored). The outcome kept on the confirmation
 // is bounded (confirm.Complete); the caller gets the whole answer.
-func (s *Service) runner(forward http.Header, last **Response, lastErr *error) confirm.Runner {
+func (s *Service) runner(last **Response, lastErr *error) confirm.Runner {
 	return func(ctx context.Context, op store.Operation, key string) store.Outcome {
-		resp, err := s.sendStored(ctx, op, key, forward)
+		resp, err := s.sendStored(ctx, op, key)
 		if last != nil {
 			*last, *lastErr = resp, err
 		}
@@ -80,10 +80,10 @@ const MaxStoredBody = 64 << 10
 // runClaimed runs a claimed operation once and stores its outcome. The
 // outcome is stored even when the call could not be made: the approval is
 // spent either way, and nothing runs it again.
-func (s *Service) runClaimed(ctx context.Context, conf *store.Confirmation, index int, forward http.Header) (*store.Confirmation, *Response, error) {
+func (s *Service) runClaimed(ctx context.Context, conf *store.Confirmation, index int) (*store.Confirmation, *Response, error) {
 	var resp *Response
 	var callErr error
-	done, err := s.Confirm.RunClaimed(ctx, conf, index, s.runner(forward, &resp, &callErr))
+	done, err := s.Confirm.RunClaimed(ctx, conf, index, s.runner(&resp, &callErr))
 	if err != nil {
 		s.logger().ErrorContext(ctx, "outcome not stored", "confirmation", conf.ID, "error", err)
 	} else {
@@ -110,7 +110,7 @@ func (s *Service) Execute(ctx context.Context, id string) (*store.Confirmation, 
 		// its order, when it runs again (code mode).
 		return before, fault.Errorf(fault.ConfirmationMismatch, "confirmation %s is a script batch: its operations run when the script runs again", id)
 	}
-	c, err := s.Confirm.ExecuteApproved(ctx, id, s.runner(nil, nil, nil))
+	c, err := s.Confirm.ExecuteApproved(ctx, id, s.runner(nil, nil))
 	if err != nil {
 		return c, err
 	}
@@ -146,7 +146,7 @@ func (s *Service) ExecuteOne(ctx context.Context, id string, index int) (out sto
 	}
 	var whole store.Outcome
 	_, err = s.Confirm.RunClaimed(ctx, c, index, func(ctx context.Context, op store.Operation, key string) store.Outcome {
-		resp, err := s.sendStored(ctx, op, key, nil)
+		resp, err := s.sendStored(ctx, op, key)
 		whole = OutcomeOf(resp, err)
 		return whole
 	})

@@ -51,7 +51,7 @@ func (s *Service) granted(ctx context.Context, cred *store.Credential, p *prepar
 		res.Reason = "the person declined " + p.Method + " " + p.Path + "; nothing was sent"
 		return res, nil
 	}
-	conf, resp, err := s.runClaimed(ctx, conf, 0, p.Forward)
+	conf, resp, err := s.runClaimed(ctx, conf, 0)
 	if err != nil {
 		return nil, err
 	}

@@ -58,15 +58,33 @@ func (a Answer) bounded() Answer {
 }
 
 // RequestHash identifies a call on a surface, so the same key with another
-// call is refused.
-func RequestHash(surface string, c *Call) string {
+// call is refused. A call that forwards headers (REST) is identified by
+// Service.RequestHash.
+func RequestHash(surface string, c *Call) string { return requestHash(surface, c, nil) }
+
+// RequestHash is the package's RequestHash with the headers the call's
+// connection binds (forward_headers): the same key with another tenant is
+// another call, idempotency_key_reused, not the first tenant's answer.
+func (s *Service) RequestHash(surface string, c *Call) string {
+	p := &prepared{Call: c, cfg: s.Current()}
+	if p.readHeaders() != nil {
+		return RequestHash(surface, c) // the call is refused with 400 anyway
+	}
+	return requestHash(surface, c, p.headers)
+}
+
+func requestHash(surface string, c *Call, headers map[string]string) string {
 	body := sha256.Sum256(c.Body)
-	b, err := canon.Marshal(map[string]any{
+	m := map[string]any{
 		"surface": surface, "connection": c.Connection, "method": c.Method, "path": c.Path,
 		"query": confirm.QueryArgs(c.Query), "raw_query": c.RawQuery, "body_sha256": hex.EncodeToString(body[:]),
 		"content_type": c.ContentType, "intent": c.Intent.String(),
 		"confirmation_id": c.ConfirmationID, "delegated": c.Delegated,
-	})
+	}
+	if len(headers) > 0 {
+		m["headers"] = headers // only then: other calls hash as before
+	}
+	b, err := canon.Marshal(m)
 	if err != nil {
 		// Only strings and a map go in: this cannot fail, but never share a hash.
 		b = []byte(err.Error() + c.Path)

@@ -117,7 +117,7 @@ func (s *Service) RunReview(ctx context.Context, op *store.Credential, id string
 	if err != nil {
 		return Status{}, nil, lifecycleError(ctx, s, err)
 	}
-	c, resp, callErr := s.runClaimed(ctx, c, index, nil)
+	c, resp, callErr := s.runClaimed(ctx, c, index)
 	s.auditConfirmation(ctx, operatorActor(op), "review.run", c, "")
 	st := Status{Confirmation: c, Effective: confirm.Effective(c, s.now())}
 	return st, resp, callErr

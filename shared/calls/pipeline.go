@@ -247,16 +247,19 @@ func (s *Service) pause(ctx context.Context, cred *store.Credential, p *prepared
 }
 
 // redeem consumes the approval the call names and runs its operation once.
+// The approved operation runs as it was approved, forwarded headers
+// included: the redeeming request's own headers neither bind nor go
+// upstream.
 func (s *Service) redeem(ctx context.Context, cred *store.Credential, p *prepared, res *Result) (*Result, error) {
-	op, err := p.operation(cred, &res.Decision.Match)
-	if err != nil {
-		return nil, err
-	}
-	conf, index, err := s.Confirm.Redeem(ctx, p.ConfirmationID, cred.ID, op.Binding)
+	m := &res.Decision.Match
+	conf, index, err := s.Confirm.RedeemAs(ctx, p.ConfirmationID, cred.ID, func(approved *store.Operation) (string, error) {
+		op, err := p.operationWith(cred, m, approved.Args.Headers)
+		return op.Binding, err
+	})
 	if err != nil {
 		return nil, lifecycleError(ctx, s, err)
 	}
-	conf, resp, err := s.runClaimed(ctx, conf, index, p.Forward)
+	conf, resp, err := s.runClaimed(ctx, conf, index)
 	if err != nil {
 		return nil, err
 	}

@@ -49,6 +49,12 @@ func ParseRequest(b []byte) (*Call, *Client, error) {
 		return nil, nil, fault.New(fault.InvalidRequest, "method is required")
 	}
 	c := &Call{Connection: r.Connection, Method: r.Method, Path: r.Path, Delegated: r.Delegated, ConfirmationID: r.ConfirmationID}
+	if len(r.Query) > 0 {
+		c.Query = make(url.Values, len(r.Query))
+		for k, v := range r.Query {
+			c.Query.Set(k, v)
+		}
+	}
 	if err := c.Validate(); err != nil {
 		return nil, nil, err
 	}
@@ -61,12 +67,6 @@ func ParseRequest(b []byte) (*Call, *Client, error) {
 		return nil, nil, fault.New(fault.InvalidRequest, "confirmation_id goes only with intent confirmed_write")
 	}
 	c.Intent = *r.Intent
-	if len(r.Query) > 0 {
-		c.Query = make(url.Values, len(r.Query))
-		for k, v := range r.Query {
-			c.Query.Set(k, v)
-		}
-	}
 	if len(r.Body) > 0 && string(r.Body) != "null" {
 		c.Body, c.ContentType = r.Body, "application/json"
 	}

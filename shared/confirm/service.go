@@ -489,10 +489,23 @@ func (s *Service) Finalize(ctx context.Context, id string, to store.Status) (*st
 // (state claimed, record redeemed) in the same conditional write, so of any
 // number of concurrent redemptions exactly one may call the upstream.
 func (s *Service) Redeem(ctx context.Context, id, credential, binding string) (*store.Confirmation, int, error) {
+	return s.RedeemAs(ctx, id, credential, func(*store.Operation) (string, error) { return binding, nil })
+}
+
+// RedeemAs is Redeem for a call whose binding depends on the approved
+// operation: bind returns the redeeming call's binding given the approved
+// operation, e.g. with the approved request's forwarded headers in place of
+// the redeeming request's (which are ignored: the approved ones are
+// replayed).
+func (s *Service) RedeemAs(ctx context.Context, id, credential string, bind func(approved *store.Operation) (string, error)) (*store.Confirmation, int, error) {
 	index := -1
 	c, err := s.update(ctx, id, func(c *store.Confirmation, now time.Time) error {
 		if c.Kind != store.KindCall || len(c.Operations) != 1 {
 			return fault.Errorf(fault.ConfirmationMismatch, "confirmation %s is not a single call", c.ID)
+		}
+		binding, err := bind(&c.Operations[0])
+		if err != nil {
+			return err
 		}
 		if c.Credential != credential || c.Operations[0].Binding != binding {
 			return fault.Errorf(fault.ConfirmationMismatch, "confirmation %s was approved for another call: the credential, method, path, query and body must be the same", c.ID)

@@ -140,11 +140,10 @@ func (a *Approver) describeAsker(ctx context.Context, c *store.Confirmation, p *
 	p.Requester, p.Reason, p.DecisionReason = c.Credential, c.Reason, c.DecisionReason
 	if cred, err := a.Calls.Store.GetCredential(ctx, c.Credential); err == nil && cred.LastClient != nil {
 		lc := cred.LastClient
-		p.Client = strings.TrimSpace(lc.Name + " " + lc.Version)
+		// The agent's own words: the page labels and bounds them.
+		p.Client, p.ClientAsks = strings.TrimSpace(lc.Name+" "+lc.Version), "cannot ask"
 		if lc.CanAsk {
-			p.Client += " · can ask"
-		} else {
-			p.Client += " · cannot ask"
+			p.ClientAsks = "can ask"
 		}
 	}
 	for _, op := range c.Operations {

@@ -136,7 +136,7 @@ func (g *Gateway) idempotent(ctx context.Context, cred *store.Credential, surfac
 		return resp
 	}
 	var first Response
-	a, replayed, err := g.Calls.Idempotent(ctx, cred, c.IdempotencyKey, calls.RequestHash(surface, c), func() calls.Answer {
+	a, replayed, err := g.Calls.Idempotent(ctx, cred, c.IdempotencyKey, g.Calls.RequestHash(surface, c), func() calls.Answer {
 		var retryable bool
 		first, retryable = fn()
 		a := answerOf(first)

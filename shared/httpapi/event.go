@@ -13,6 +13,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -110,24 +111,87 @@ func jsonResponse(status int, v any) Response {
 	return Response{StatusCode: status, Headers: map[string]string{"Content-Type": "application/json", "Cache-Control": "no-store"}, Body: buf.String()}
 }
 
-// ServeHTTP adapts an event Handler to net/http for the local stack: it
+// BodyTimeout is how long ServeHTTP waits, by default, for a request's
+// body once its headers are read: a body that has not arrived by then is
+// answered 408 and its connection closed.
+const BodyTimeout = 30 * time.Second
+
+// Preauthenticator is a Handler that answers or authenticates a request
+// from its method, path and headers alone, before its body is read (the
+// gateway: a missing or unknown Bearer key is 401 whatever the body).
+// Preauthenticate gets the event without its body; it returns a response
+// to send without reading the body, or the context to handle the request
+// in (carrying what it learnt, e.g. the credential).
+type Preauthenticator interface {
+	Preauthenticate(ctx context.Context, req *Request) (context.Context, *Response)
+}
+
+// Server adapts an event Handler to net/http for the local stack: it
 // translates the request into the API Gateway v2 event that API Gateway
-// would send and writes the handler's response back.
+// would send and writes the handler's response back. The body is read
+// after the handler's Preauthenticate (when it has one), within
+// BodyTimeout, into a buffer that grows as bytes arrive.
+type Server struct {
+	Handler Handler
+	// BodyTimeout bounds the wait for the body (0: BodyTimeout).
+	BodyTimeout time.Duration
+}
+
+// ServeHTTP serves r with the default body timeout.
 func ServeHTTP(h Handler, w http.ResponseWriter, r *http.Request) {
-	req, err := EventFromHTTP(r)
-	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			WriteHTTP(w, codeError(fault.PayloadTooLarge, "the request body is over 1 MiB"))
+	Server{Handler: h}.ServeHTTP(w, r)
+}
+
+// ServeHTTP serves one request.
+func (s Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	timeout := s.BodyTimeout
+	if timeout <= 0 {
+		timeout = BodyTimeout
+	}
+	// The deadline covers the body only (the server's ReadHeaderTimeout
+	// covers the headers); it is lifted once the body is in, so a long
+	// poll or a stream is not cut. A writer that cannot set it (a test's
+	// recorder) has no connection to hold.
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(timeout))
+	req := eventHead(r)
+	ctx := r.Context()
+	if p, ok := s.Handler.(Preauthenticator); ok {
+		var early *Response
+		if ctx, early = p.Preauthenticate(ctx, &req); early != nil {
+			writeUnread(w, r, *early)
 			return
 		}
-		WriteHTTP(w, codeError(fault.InvalidRequest, err.Error()))
+	}
+	if r.ContentLength > MaxBody {
+		writeUnread(w, r, codeError(fault.PayloadTooLarge, "the request body is over 1 MiB"))
 		return
 	}
-	resp, err := h.Handle(r.Context(), req)
+	b, err := readBody(r)
+	switch {
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		writeUnread(w, r, jsonResponse(http.StatusRequestTimeout, errorBody{Status: "error", Code: string(fault.InvalidRequest),
+			Reason: fmt.Sprintf("the request body did not arrive within %s", timeout)}))
+		return
+	case err != nil:
+		writeUnread(w, r, codeError(fault.InvalidRequest, err.Error()))
+		return
+	}
+	_ = rc.SetReadDeadline(time.Time{})
+	setBody(&req, b)
+	resp, err := s.Handler.Handle(ctx, req)
 	if err != nil {
 		WriteHTTP(w, codeError(fault.Internal, "internal error"))
 		return
+	}
+	WriteHTTP(w, resp)
+}
+
+// writeUnread answers a request whose body was not (wholly) read, and
+// closes its connection: the rest of the body is never waited for.
+func writeUnread(w http.ResponseWriter, r *http.Request, resp Response) {
+	if r.ContentLength != 0 {
+		w.Header().Set("Connection", "close")
 	}
 	WriteHTTP(w, resp)
 }
@@ -136,14 +200,39 @@ func ServeHTTP(h Handler, w http.ResponseWriter, r *http.Request) {
 // body is limited to MaxBody (plus one byte, so an oversized body is seen as
 // such by the handler).
 func EventFromHTTP(r *http.Request) (Request, error) {
-	var b []byte
-	if r.Body != nil && r.Body != http.NoBody {
-		var err error
-		b, err = callbody.ReadLimited(r.Body, r.ContentLength, MaxBody)
-		if err != nil {
-			return Request{}, fmt.Errorf("read body: %w", err)
-		}
+	b, err := readBody(r)
+	if err != nil {
+		return Request{}, err
 	}
+	req := eventHead(r)
+	setBody(&req, b)
+	return req, nil
+}
+
+// readBody reads at most MaxBody+1 bytes of r's body.
+func readBody(r *http.Request) ([]byte, error) {
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil, nil
+	}
+	b, err := callbody.ReadLimited(r.Body, r.ContentLength, MaxBody)
+	if err != nil {
+		return nil, fmt.Errorf("read body: %w", err)
+	}
+	return b, nil
+}
+
+// setBody puts b in req as API Gateway does: text as it is, anything else
+// in base64.
+func setBody(req *Request, b []byte) {
+	if utf8.Valid(b) {
+		req.Body, req.IsBase64Encoded = string(b), false
+	} else {
+		req.Body, req.IsBase64Encoded = base64.StdEncoding.EncodeToString(b), true
+	}
+}
+
+// eventHead is the event of r without its body.
+func eventHead(r *http.Request) Request {
 	headers := make(map[string]string, len(r.Header)+1)
 	for k, vs := range r.Header {
 		headers[lowerName(k)] = strings.Join(vs, ",")
@@ -153,7 +242,7 @@ func EventFromHTTP(r *http.Request) (Request, error) {
 	}
 	ip, _, _ := net.SplitHostPort(r.RemoteAddr)
 	now := time.Now()
-	req := Request{
+	return Request{
 		Version:        "2.0",
 		RouteKey:       "$default",
 		RawPath:        r.URL.EscapedPath(),
@@ -173,12 +262,6 @@ func EventFromHTTP(r *http.Request) (Request, error) {
 			},
 		},
 	}
-	if utf8.Valid(b) {
-		req.Body = string(b)
-	} else {
-		req.Body, req.IsBase64Encoded = base64.StdEncoding.EncodeToString(b), true
-	}
-	return req, nil
 }
 
 // WriteHTTP writes an API Gateway v2 response to a net/http response.

@@ -37,62 +37,115 @@ var _ Handler = (*Gateway)(nil)
 // Handle routes one request.
 func (g *Gateway) Handle(ctx context.Context, req Request) (Response, error) {
 	ctx = reqlog.With(ctx, req.RequestContext.RequestID)
-	path := req.RawPath
-	if path == "" {
-		path = req.RequestContext.HTTP.Path
-	}
-	m := method(&req)
+	next, answer := g.route(&req)
 	switch {
-	case path == "/healthz":
-		if m != http.MethodGet && m != http.MethodHead {
-			return codeError(fault.MethodNotAllowed, "use GET /healthz"), nil
-		}
-		return jsonResponse(http.StatusOK, map[string]string{"status": "ok"}), nil
-	case path == "/v1/calls":
-		if m != http.MethodPost {
-			return codeError(fault.MethodNotAllowed, "use POST /v1/calls"), nil
-		}
-		return g.withCredential(ctx, &req, g.calls), nil
-	case path == "/v1/scripts" && g.Scripts != nil:
-		if m != http.MethodPost {
-			return codeError(fault.MethodNotAllowed, "use POST /v1/scripts"), nil
-		}
-		return g.withCredential(ctx, &req, g.scripts), nil
-	case strings.HasPrefix(path, "/v1/rest/"):
-		return g.withCredential(ctx, &req, func(ctx context.Context, req *Request, cred *store.Credential) Response {
-			return g.rest(ctx, req, cred, strings.TrimPrefix(path, "/v1/rest/"))
-		}), nil
-	case strings.HasPrefix(path, "/v1/confirmations/"):
-		if m != http.MethodGet {
-			return codeError(fault.MethodNotAllowed, "use GET /v1/confirmations/<id>"), nil
-		}
-		id := strings.TrimPrefix(path, "/v1/confirmations/")
-		return g.withCredential(ctx, &req, func(ctx context.Context, req *Request, cred *store.Credential) Response {
-			return g.status(ctx, req, cred, id)
-		}), nil
-	case path == "/mcp" && g.MCP != nil:
+	case answer != nil:
+		return *answer, nil
+	case next == nil: // /mcp
 		if bodyLen(&req) > MaxBody {
 			return codeError(fault.PayloadTooLarge, "the request body is over 1 MiB"), nil
 		}
 		return g.MCP.Handle(ctx, req)
-	case path == "/v1/credentials/me":
-		if m != http.MethodGet {
-			return codeError(fault.MethodNotAllowed, "use GET /v1/credentials/me"), nil
-		}
-		return g.withCredential(ctx, &req, g.me), nil
 	}
-	return codeError(fault.NotFound, "no route "+m+" "+path), nil
+	return g.withCredential(ctx, &req, next), nil
 }
 
-// withCredential authenticates the request and refuses oversized bodies
-// before anything else reads them.
+// route finds what serves req from its method and path alone: an answer
+// that needs no credential (a 404, a 405, /healthz), or the handler of a
+// route that needs one; neither for /mcp, which authenticates itself.
+func (g *Gateway) route(req *Request) (next func(context.Context, *Request, *store.Credential) Response, answer *Response) {
+	path := req.RawPath
+	if path == "" {
+		path = req.RequestContext.HTTP.Path
+	}
+	m := method(req)
+	refuse := func(code fault.Code, reason string) *Response {
+		r := codeError(code, reason)
+		return &r
+	}
+	switch {
+	case path == "/healthz":
+		if m != http.MethodGet && m != http.MethodHead {
+			return nil, refuse(fault.MethodNotAllowed, "use GET /healthz")
+		}
+		r := jsonResponse(http.StatusOK, map[string]string{"status": "ok"})
+		return nil, &r
+	case path == "/v1/calls":
+		if m != http.MethodPost {
+			return nil, refuse(fault.MethodNotAllowed, "use POST /v1/calls")
+		}
+		return g.calls, nil
+	case path == "/v1/scripts" && g.Scripts != nil:
+		if m != http.MethodPost {
+			return nil, refuse(fault.MethodNotAllowed, "use POST /v1/scripts")
+		}
+		return g.scripts, nil
+	case strings.HasPrefix(path, "/v1/rest/"):
+		return func(ctx context.Context, req *Request, cred *store.Credential) Response {
+			return g.rest(ctx, req, cred, strings.TrimPrefix(path, "/v1/rest/"))
+		}, nil
+	case strings.HasPrefix(path, "/v1/confirmations/"):
+		if m != http.MethodGet {
+			return nil, refuse(fault.MethodNotAllowed, "use GET /v1/confirmations/<id>")
+		}
+		id := strings.TrimPrefix(path, "/v1/confirmations/")
+		return func(ctx context.Context, req *Request, cred *store.Credential) Response {
+			return g.status(ctx, req, cred, id)
+		}, nil
+	case path == "/mcp" && g.MCP != nil:
+		return nil, nil
+	case path == "/v1/credentials/me":
+		if m != http.MethodGet {
+			return nil, refuse(fault.MethodNotAllowed, "use GET /v1/credentials/me")
+		}
+		return g.me, nil
+	}
+	return nil, refuse(fault.NotFound, "no route "+m+" "+path)
+}
+
+// preauthenticated carries the credential Preauthenticate found to the
+// Handle of the same request (the local stack), so the key is looked up once.
+type preauthenticated struct{}
+
+// Preauthenticate answers, from the method, path and headers alone, what
+// needs no body: a 404, a 405, and a missing or unknown key (401), so an
+// unauthenticated request never has its body read or buffered. A request
+// it lets through carries its credential to Handle.
+func (g *Gateway) Preauthenticate(ctx context.Context, req *Request) (context.Context, *Response) {
+	next, answer := g.route(req)
+	if answer != nil {
+		return ctx, answer
+	}
+	cred, err := g.Calls.Authenticate(ctx, bearerKey(req))
+	if err != nil {
+		if next == nil { // /mcp answers a refused key in its own words, without reading a body
+			resp, herr := g.MCP.Handle(ctx, *req)
+			if herr != nil {
+				resp = codeError(fault.Internal, "internal error")
+			}
+			return ctx, &resp
+		}
+		resp := errorOf(err)
+		return ctx, &resp
+	}
+	if next == nil {
+		return ctx, nil // /mcp authenticates again, from the same headers
+	}
+	return context.WithValue(ctx, preauthenticated{}, cred), nil
+}
+
+// withCredential authenticates the request (unless Preauthenticate did)
+// and refuses oversized bodies before anything else reads them.
 func (g *Gateway) withCredential(ctx context.Context, req *Request, next func(context.Context, *Request, *store.Credential) Response) Response {
 	if bodyLen(req) > MaxBody {
 		return codeError(fault.PayloadTooLarge, "the request body is over 1 MiB")
 	}
-	cred, err := g.Calls.Authenticate(ctx, bearerKey(req))
-	if err != nil {
-		return errorOf(err)
+	cred, ok := ctx.Value(preauthenticated{}).(*store.Credential)
+	if !ok {
+		var err error
+		if cred, err = g.Calls.Authenticate(ctx, bearerKey(req)); err != nil {
+			return errorOf(err)
+		}
 	}
 	return next(ctx, req, cred)
 }

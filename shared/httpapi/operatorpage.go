@@ -6,15 +6,12 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"math"
 	"net/http"
 	"net/url"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/countersign/countersign/shared/approvalpage"
@@ -27,9 +24,9 @@ import (
 
 // The operator page signs an operator in with a key typed into a form
 // (never in a URL) and keeps a session in a cookie: a token sealed with
-// the link signer (purpose operator-session) that names the credential, a
-// fingerprint of its key hash and a random session id, with an expiry. The
-// key itself is never in the cookie. Every POST carries a CSRF token sealed
+// the link signer (purpose operator-session) that names the credential and
+// a random session id, whose record the store keeps (see signin.go).
+// Nothing derived from the key is in the cookie. Every POST carries a CSRF token sealed
 // for that session id (or, on the sign-in form, for a pre-session cookie),
 // and is refused when the browser says it came from another site.
 const (
@@ -42,15 +39,6 @@ const (
 	loginTTL       = 15 * time.Minute
 	defaultSession = 8 * time.Hour
 )
-
-type sessionClaims struct {
-	Credential string `json:"c"`
-	// Key is the first 16 hex digits of the key's hash: a changed or
-	// rotated key ends the session.
-	Key string `json:"k"`
-	// ID ties the CSRF tokens to this session.
-	ID string `json:"n"`
-}
 
 func randomID() string {
 	var b [16]byte
@@ -87,34 +75,6 @@ func cookieValue(req *Request, name string) string {
 		}
 	}
 	return ""
-}
-
-// session returns the signed-in operator, or nil. A session whose
-// credential is gone, lost its role or changed its key is no session.
-func (o *Operator) session(ctx context.Context, req *Request) (*store.Credential, *sessionClaims, error) {
-	tok := cookieValue(req, sessionCookie)
-	if tok == "" {
-		return nil, nil, nil
-	}
-	b, err := o.Signer.Open(purposeSession, tok, o.now())
-	if err != nil {
-		return nil, nil, nil
-	}
-	var cl sessionClaims
-	if json.Unmarshal(b, &cl) != nil || cl.Credential == "" || cl.ID == "" {
-		return nil, nil, nil
-	}
-	c, err := o.Calls.Store.GetCredential(ctx, cl.Credential)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, nil, nil
-	}
-	if err != nil {
-		return nil, nil, fault.Wrap(err, "the session could not be checked; try again")
-	}
-	if len(c.KeyHash) < 16 || subtle.ConstantTimeCompare([]byte(c.KeyHash[:16]), []byte(cl.Key)) != 1 {
-		return nil, nil, nil
-	}
-	return &c, &cl, nil
 }
 
 // page serves GET /operator and the page's POST forms.
@@ -161,6 +121,9 @@ func (o *Operator) page(ctx context.Context, req *Request, sub string) Response 
 	}
 	switch {
 	case sub == "/logout":
+		if err := o.endSession(ctx, cl); err != nil {
+			return o.dashboard(ctx, req, cred, cl, http.StatusInternalServerError, fault.ReasonOf(err), true)
+		}
 		return o.loginPage(req, http.StatusOK, "Signed out.", false, o.cookie(req, sessionCookie, "", 0))
 	case strings.HasPrefix(sub, "/reviews/"):
 		return o.reviewForm(ctx, req, cred, cl, strings.TrimPrefix(sub, "/reviews/"), form)
@@ -224,13 +187,23 @@ func (o *Operator) loginPage(req *Request, status int, msg string, isErr bool, c
 }
 
 // login checks the key typed into the form; only an operator key gets a
-// session. Failed attempts are throttled per client address.
+// session. Failed attempts are throttled per client address, and slowed
+// (never refused) past a budget for all addresses (loginThrottle).
 func (o *Operator) login(ctx context.Context, req *Request) Response {
 	ip := req.RequestContext.HTTP.SourceIP
 	if wait := o.throttle.wait(ip, o.now()); wait > 0 {
-		resp := o.loginPage(req, http.StatusTooManyRequests, fmt.Sprintf("Too many failed sign-ins: wait %d seconds.", wait), true)
+		resp := o.loginPage(req, http.StatusTooManyRequests, fmt.Sprintf("Too many failed sign-ins from this address: wait %d seconds.", wait), true)
 		resp.Headers["Retry-After"] = strconv.Itoa(wait)
 		return resp
+	}
+	if d := o.throttle.slow(o.now()); d > 0 {
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return o.loginPage(req, http.StatusServiceUnavailable, "The sign-in was cancelled; try again.", true)
+		case <-t.C:
+		}
 	}
 	form, ok := o.form(req)
 	if !ok {
@@ -253,11 +226,14 @@ func (o *Operator) login(ctx context.Context, req *Request) Response {
 		o.logger().WarnContext(ctx, "operator sign-in refused: not an operator", "credential", cred.ID)
 		return o.loginPage(req, http.StatusForbidden, "This key may not use the operator page: it needs role operator.", true)
 	}
-	cl := sessionClaims{Credential: cred.ID, Key: cred.KeyHash[:16], ID: randomID()}
+	cl, err := o.startSession(ctx, cred)
+	if err != nil {
+		return o.loginPage(req, http.StatusInternalServerError, fault.ReasonOf(err), true)
+	}
 	b, _ := json.Marshal(cl)
 	tok := o.Signer.Seal(purposeSession, b, o.now().Add(o.sessionTTL()))
 	o.logger().InfoContext(ctx, "operator signed in", "credential", cred.ID)
-	return o.dashboard(ctx, req, cred, &cl, http.StatusOK, "Signed in as "+cred.ID+".", false,
+	return o.dashboard(ctx, req, cred, cl, http.StatusOK, "Signed in as "+cred.ID+".", false,
 		o.cookie(req, sessionCookie, tok, o.sessionTTL()), o.cookie(req, loginCookie, "", 0))
 }
 
@@ -397,9 +373,12 @@ func reviewRow(r calls.Status) operatorpage.Review {
 }
 
 // readableArgs shows a call's arguments as bounded pretty JSON, leaving out
-// empty path, query and body.
+// empty path, query, body and headers.
 func readableArgs(a store.Args) string {
 	m := map[string]any{}
+	if len(a.Headers) > 0 {
+		m["headers"] = a.Headers
+	}
 	if len(a.Path) > 0 {
 		m["path"] = a.Path
 	}
@@ -427,73 +406,4 @@ func (o *Operator) render(status int, p operatorpage.Page, cookies []string) Res
 		return Response{StatusCode: http.StatusInternalServerError, Headers: map[string]string{"Content-Type": "text/plain; charset=utf-8"}, Body: "internal error\n"}
 	}
 	return Response{StatusCode: status, Headers: headers, Body: string(b), Cookies: cookies}
-}
-
-// loginThrottle slows down key guessing: after maxFailures failed sign-ins
-// from one address within failureWindow, that address waits out the
-// window; past globalFailures from all addresses together, everyone does.
-// It is kept in the process (per Lambda instance on AWS).
-type loginThrottle struct {
-	mu     sync.Mutex
-	byIP   map[string][]time.Time
-	global []time.Time
-}
-
-const (
-	maxFailures    = 5
-	globalFailures = 50
-	failureWindow  = time.Minute
-)
-
-func recent(ts []time.Time, now time.Time) []time.Time {
-	out := ts[:0]
-	for _, t := range ts {
-		if now.Sub(t) < failureWindow {
-			out = append(out, t)
-		}
-	}
-	return out
-}
-
-// wait says how many seconds ip must wait, 0 if none.
-func (l *loginThrottle) wait(ip string, now time.Time) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.byIP == nil {
-		l.byIP = map[string][]time.Time{}
-	}
-	l.global = recent(l.global, now)
-	ts := recent(l.byIP[ip], now)
-	if len(ts) == 0 {
-		delete(l.byIP, ip)
-	} else {
-		l.byIP[ip] = ts
-	}
-	var oldest time.Time
-	switch {
-	case len(ts) >= maxFailures:
-		oldest = ts[len(ts)-maxFailures]
-	case len(l.global) >= globalFailures:
-		oldest = l.global[len(l.global)-globalFailures]
-	default:
-		return 0
-	}
-	return max(1, int(math.Ceil(failureWindow.Seconds()-now.Sub(oldest).Seconds())))
-}
-
-func (l *loginThrottle) fail(ip string, now time.Time) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.byIP == nil {
-		l.byIP = map[string][]time.Time{}
-	}
-	l.byIP[ip] = append(l.byIP[ip], now)
-	l.global = append(l.global, now)
-	if len(l.byIP) > 10000 { // bound the map under a spray of addresses
-		for k, ts := range l.byIP {
-			if len(recent(ts, now)) == 0 {
-				delete(l.byIP, k)
-			}
-		}
-	}
 }

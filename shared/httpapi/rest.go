@@ -3,9 +3,9 @@ package httpapi
 import (
 	"context"
 	"net/http"
-	"net/url"
 	"strings"
 
+	"github.com/countersign/countersign/shared/callbody"
 	"github.com/countersign/countersign/shared/calls"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/store"
@@ -38,21 +38,27 @@ func (g *Gateway) rest(ctx context.Context, req *Request, cred *store.Credential
 		return codeError(fault.InvalidRequest, err.Error())
 	}
 	m := method(req)
-	c := &calls.Call{Connection: connName, Method: m, Path: "/" + p, RawQuery: req.RawQueryString, Forward: forwardHeaders(req), Intent: tier.IntentRead}
+	c := &calls.Call{Connection: connName, Method: m, Path: "/" + p, RawQuery: req.RawQueryString, Forward: agentHeaders(req), Intent: tier.IntentRead}
 	if tier.IsMutating(m) {
 		c.Intent = tier.IntentWrite
 	}
 	if id := header(req, "Countersign-Confirmation"); id != "" {
 		c.Intent, c.ConfirmationID = tier.IntentConfirmedWrite, id
 	}
-	if c.Query, err = url.ParseQuery(req.RawQueryString); err != nil {
-		return codeError(fault.InvalidRequest, "malformed query string")
+	// The query is read by the form rules: a name PHP would trim or cut
+	// (" amount", "amount%00") is refused, not passed by a threshold.
+	if c.Query, err = callbody.ParseQuery(req.RawQueryString); err != nil {
+		return codeError(fault.InvalidRequest, "query: "+err.Error())
 	}
 	c.ContentType = header(req, "Content-Type")
 	if len(b) > 0 {
 		c.Body = b
 	}
 	c.IdempotencyKey = header(req, "Idempotency-Key")
+	// The canonical path from here on, also for the idempotency record.
+	if err := c.Validate(); err != nil {
+		return errorOf(err)
+	}
 	o := calls.Options{Pause: calls.PauseRefuse, RefuseReason: restRefusal}
 	if preferAsync(header(req, "Prefer")) {
 		o.Pause = calls.PauseAsk
@@ -91,18 +97,27 @@ func preferAsync(prefer string) bool {
 	return false
 }
 
-// forwardHeaders are the agent's headers passed upstream; the upstream
-// client drops credentials, hop-by-hop and Countersign-* headers.
-func forwardHeaders(req *Request) http.Header {
-	h := make(http.Header, len(req.Headers))
-	for k, v := range req.Headers {
-		lk := strings.ToLower(k) // API Gateway's names are lower case already: no copy
-		if hopHeaders[lk] || lk == "authorization" || lk == "prefer" || lk == "idempotency-key" || strings.HasPrefix(lk, "countersign-") || strings.HasPrefix(lk, "x-forwarded-") || strings.HasPrefix(lk, "x-amzn-") {
+// agentHeaders are the request's headers by lower-case name, as API Gateway
+// and the local stack give them (a hand-built event's other spellings are
+// lower-cased, repeated names joined with commas as API Gateway joins
+// them). The pipeline reads of them only what the connection forwards:
+// content negotiation and its forward_headers.
+func agentHeaders(req *Request) map[string]string {
+	for k := range req.Headers {
+		if lowerName(k) == k {
 			continue
 		}
-		h[canonicalName(lk)] = []string{v}
+		h := make(map[string]string, len(req.Headers))
+		for k, v := range req.Headers {
+			lk := lowerName(k)
+			if was, ok := h[lk]; ok {
+				v = was + "," + v
+			}
+			h[lk] = v
+		}
+		return h
 	}
-	return h
+	return req.Headers
 }
 
 // passThrough answers with the upstream's status, headers and body.

@@ -19,6 +19,12 @@
 //   - when the output is full, the innermost open container gets
 //     "… (truncated: the rest is not shown)" and every container is closed.
 //
+// Pretty is for people: every character package display calls hidden (bidi
+// controls, zero-width and other format characters, ...) is written as its
+// JSON escape, in keys as in values, so "ACME-\u202E4321-8765\u202C" cannot
+// read "ACME-5678-1234". The value is the same; only its spelling changes.
+// Compact does so only with Limits.Visible: its output is data by default.
+//
 // Markers are JSON strings, so the output of valid JSON is valid JSON
 // (Compact's is what a webhook can carry in place of the arguments). Input
 // that is not JSON is shown as text, cut the same way. The output is never

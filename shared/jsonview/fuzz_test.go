@@ -3,21 +3,38 @@ package jsonview
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/countersign/countersign/shared/display"
 )
+
+// hasHidden reports whether raw holds a rune display.Hidden reports, JSON
+// white space aside.
+func hasHidden(raw []byte) bool {
+	for _, r := range string(raw) {
+		if display.Hidden(r) && !strings.ContainsRune(" \t\r\n", r) {
+			return true
+		}
+	}
+	return false
+}
 
 // FuzzRender: for any input and any limits, Pretty and Compact never panic
 // and never write more than MaxBytes; the output of valid JSON is valid JSON
 // and says "truncated" exactly when something was left out; what was not
-// truncated is the input, re-indented (Pretty) or compacted (Compact).
+// truncated is the input, re-indented (Pretty) or compacted (Compact);
+// Pretty leaves no hidden character (display.Hidden) unescaped, and means
+// what the input means.
 func FuzzRender(f *testing.F) {
 	f.Add([]byte(`{"path":{"id":"12"},"query":{},"body":{"amount":5}}`), uint16(0), uint8(0), uint16(0), uint16(0))
 	f.Add([]byte(strings.Repeat(`{"a":`, 200)+"1"+strings.Repeat("}", 200)), uint16(0), uint8(0), uint16(0), uint16(0))
 	f.Add([]byte(`["`+strings.Repeat(`\u00e9`, 50)+`"]`), uint16(1024), uint8(2), uint16(1), uint16(16))
 	f.Add([]byte(`[1,2,3,{"a":[4,5]}]`), uint16(0), uint8(1), uint16(2), uint16(0))
 	f.Add([]byte("not json \xff"), uint16(0), uint8(0), uint16(0), uint16(0))
+	f.Add([]byte("{\"to_account\": \"ACME-\u202e4321-8765\u202c\", \"k\U000E0041\": 1}"), uint16(0), uint8(0), uint16(0), uint16(20))
 	f.Fuzz(func(t *testing.T, raw []byte, maxBytes uint16, maxDepth uint8, maxItems, maxString uint16) {
 		l := &Limits{MaxBytes: int(maxBytes), MaxDepth: int(maxDepth), MaxItems: int(maxItems), MaxString: int(maxString)}
 		bound := l.resolve().maxBytes
@@ -39,16 +56,26 @@ func FuzzRender(f *testing.F) {
 			// Input json.Valid accepts but Pretty shows as text (an
 			// unusual escape, a nesting encoding/json allows): fine when
 			// it is the input itself.
-			if !pcut && p != strings.ToValidUTF8(string(raw), "\uFFFD") {
+			if !pcut && p != display.Block(string(raw)) {
 				t.Fatalf("Pretty output %q is neither JSON nor the input", p)
 			}
 			return
 		}
+		for _, r := range p {
+			if display.Hidden(r) && r != '\n' {
+				t.Fatalf("Pretty left U+%04X in %q", r, p)
+			}
+		}
 		if !pcut {
 			var want bytes.Buffer
 			json.Indent(&want, raw, "", "  ")
-			if p != strings.TrimRight(want.String(), " \t\r\n") {
+			if !hasHidden(raw) && p != strings.TrimRight(want.String(), " \t\r\n") {
 				t.Fatalf("Pretty = %q, json.Indent = %q", p, want.String())
+			}
+			// Escaping changes the spelling only: the value is the input's.
+			var a, b any
+			if json.Unmarshal([]byte(p), &a) != nil || json.Unmarshal(raw, &b) != nil || !reflect.DeepEqual(a, b) {
+				t.Fatalf("Pretty %q does not mean what %q means", p, raw)
 			}
 		}
 		if !ccut {

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/countersign/countersign/shared/display"
 )
 
 // Defaults used when the corresponding Limits field is zero.
@@ -40,14 +42,21 @@ type Limits struct {
 	// MaxString is how many bytes of one string (as written in the JSON,
 	// escapes included) are shown (DefaultMaxString; at least 16).
 	MaxString int
+	// Visible makes Compact write what display.Hidden reports (bidi
+	// controls, zero-width and other format characters, ...) as JSON
+	// escapes, as Pretty always does: the JSON means the same, only its
+	// spelling changes, so a person reading it sees every character. Leave
+	// it unset where the output is data for a program.
+	Visible bool
 }
 
 type limits struct {
 	maxBytes, maxDepth, maxItems, maxString int
+	visible                                 bool
 }
 
 func (l *Limits) resolve() limits {
-	r := limits{DefaultMaxBytes, DefaultMaxDepth, DefaultMaxItems, DefaultMaxString}
+	r := limits{maxBytes: DefaultMaxBytes, maxDepth: DefaultMaxDepth, maxItems: DefaultMaxItems, maxString: DefaultMaxString}
 	if l != nil {
 		if l.MaxBytes > 0 {
 			r.maxBytes = max(l.MaxBytes, minMaxBytes)
@@ -61,21 +70,26 @@ func (l *Limits) resolve() limits {
 		if l.MaxString > 0 {
 			r.maxString = max(l.MaxString, minMaxStr)
 		}
+		r.visible = l.Visible
 	}
 	return r
 }
 
-// Pretty renders raw indented by two spaces, as json.Indent does, within l.
-// truncated reports whether anything was left out. Raw that is not JSON is
-// returned as text (invalid UTF-8 replaced), cut to l.MaxBytes; empty raw
-// gives "".
+// Pretty renders raw for a person, indented by two spaces as json.Indent
+// does, within l; every character display.Hidden reports is written as its
+// JSON escape (see Limits.Visible). truncated reports whether anything was
+// left out. Raw that is not JSON is returned as text (invalid UTF-8
+// replaced, hidden characters escaped as display.Block does), cut to
+// l.MaxBytes; empty raw gives "".
 func Pretty(raw []byte, l *Limits) (text string, truncated bool) {
 	if len(raw) == 0 {
 		return "", false
 	}
-	out, cut, ok := render(raw, l.resolve(), true)
+	lim := l.resolve()
+	lim.visible = true
+	out, cut, ok := render(raw, lim, true)
 	if !ok {
-		return asText(raw, l.resolve().maxBytes)
+		return asText(raw, lim.maxBytes, true)
 	}
 	return string(out), cut
 }
@@ -92,7 +106,7 @@ func Compact(raw []byte, l *Limits) (out json.RawMessage, truncated bool) {
 	b, cut, ok := render(raw, lim, false)
 	if !ok {
 		// Every byte may become a six-byte escape.
-		text, cut := asText(raw, (lim.maxBytes-64)/6)
+		text, cut := asText(raw, (lim.maxBytes-64)/6, lim.visible)
 		q, _ := json.Marshal(text)
 		return q, cut
 	}
@@ -100,20 +114,26 @@ func Compact(raw []byte, l *Limits) (out json.RawMessage, truncated bool) {
 }
 
 // asText returns raw as valid UTF-8 text (invalid bytes become U+FFFD) of
-// at most max bytes, marked when cut.
-func asText(raw []byte, max int) (string, bool) {
+// at most max bytes, marked when cut; visible writes hidden characters as
+// display.Block does (line feeds and tabs kept).
+func asText(raw []byte, max int, visible bool) (string, bool) {
 	const mark = "… (truncated)"
 	var b strings.Builder
+	var esc []byte
 	for i := 0; i < len(raw); {
 		r, size := utf8.DecodeRune(raw[i:])
 		if r == utf8.RuneError && size <= 1 {
 			r = utf8.RuneError
 		}
-		if b.Len()+utf8.RuneLen(r) > max-len(mark) {
+		esc = utf8.AppendRune(esc[:0], r)
+		if visible && display.Hidden(r) && r != '\n' && r != '\t' {
+			esc = display.AppendEscape(esc[:0], r)
+		}
+		if b.Len()+len(esc) > max-len(mark) {
 			b.WriteString(mark)
 			return b.String(), true
 		}
-		b.WriteRune(r)
+		b.Write(esc)
 		i += size
 	}
 	return b.String(), false
@@ -122,7 +142,7 @@ func asText(raw []byte, max int) (string, bool) {
 // render walks raw once. ok is false when raw is not JSON (as far as it was
 // read: once the output is full the rest is not looked at).
 func render(raw []byte, lim limits, pretty bool) (out []byte, cut, ok bool) {
-	p := printer{in: raw, lim: lim, pretty: pretty}
+	p := printer{in: raw, lim: lim, pretty: pretty, visible: lim.visible}
 	// Room kept for the closing brackets, indentation and markers of
 	// every open level, and one element's punctuation.
 	reserve := (lim.maxDepth+1)*(2*lim.maxDepth+2) + (lim.maxDepth+1)*8 + 256
@@ -149,9 +169,11 @@ type printer struct {
 	lim    limits
 	budget int
 	pretty bool
-	cut    bool // something was left out
-	full   bool // the budget is spent: nothing more is written but closers
-	bad    bool // the input is not JSON
+	// visible writes hidden characters as JSON escapes (Limits.Visible).
+	visible bool
+	cut     bool // something was left out
+	full    bool // the budget is spent: nothing more is written but closers
+	bad     bool // the input is not JSON
 }
 
 func (p *printer) room() int { return p.budget - len(p.out) }
@@ -308,11 +330,16 @@ func (p *printer) member(key, note string) {
 }
 
 // str copies the string at p.i, cut to limit bytes of its content (and to
-// the room left), never inside an escape or a UTF-8 sequence.
+// the room left), never inside an escape or a UTF-8 sequence. With visible
+// set, every rune display.Hidden reports is written as its JSON escape
+// (\u202E; a surrogate pair above the basic plane), counted as the bytes
+// it is written as.
 func (p *printer) str(limit int) {
 	limit = min(limit, max(p.room(), minMaxStr))
 	start := p.i + 1
-	i, cutAt := start, -1
+	i, cutAt, shown := start, -1, 0
+	p.out = append(p.out, '"')
+	var esc [12]byte
 	for {
 		if i >= len(p.in) {
 			p.bad = true
@@ -326,20 +353,18 @@ func (p *printer) str(limit int) {
 			}
 		}
 		unit := i // where this character or escape begins
+		var written []byte
 		c := p.in[i]
 		switch {
 		case c == '"':
 			p.i = i + 1
-			if cutAt < 0 {
-				p.out = append(p.out, p.in[start-1:i+1]...)
-				return
+			if cutAt >= 0 {
+				p.cut = true
+				p.out = append(p.out, "… (truncated: "...)
+				p.out = strconv.AppendInt(p.out, int64(i-start), 10)
+				p.out = append(p.out, " bytes)"...)
 			}
-			p.cut = true
 			p.out = append(p.out, '"')
-			p.out = append(p.out, p.in[start:cutAt]...)
-			p.out = append(p.out, "… (truncated: "...)
-			p.out = strconv.AppendInt(p.out, int64(i-start), 10)
-			p.out = append(p.out, " bytes)\""...)
 			return
 		case c == '\\':
 			if i+1 >= len(p.in) {
@@ -359,11 +384,16 @@ func (p *printer) str(limit int) {
 				p.bad = true
 				return
 			}
+			written = p.in[unit:i]
 		case c < 0x20:
 			p.bad = true
 			return
 		case c < utf8.RuneSelf:
 			i++
+			written = p.in[unit:i]
+			if p.visible && c == 0x7f {
+				written = display.AppendJSONEscape(esc[:0], rune(c))
+			}
 		default:
 			r, size := utf8.DecodeRune(p.in[i:])
 			if r == utf8.RuneError && size <= 1 {
@@ -371,10 +401,20 @@ func (p *printer) str(limit int) {
 				return
 			}
 			i += size
+			written = p.in[unit:i]
+			if p.visible && display.Hidden(r) {
+				written = display.AppendJSONEscape(esc[:0], r)
+			}
 		}
-		if cutAt < 0 && i-start > limit {
+		if cutAt >= 0 {
+			continue
+		}
+		if shown+len(written) > limit {
 			cutAt = unit // the last boundary that fits
+			continue
 		}
+		p.out = append(p.out, written...)
+		shown += len(written)
 	}
 }
 

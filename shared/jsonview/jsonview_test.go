@@ -194,3 +194,32 @@ func BenchmarkPrettyDeep(b *testing.B) {
 		Pretty(in, nil)
 	}
 }
+
+// TestPrettyShowsHiddenCharacters: the bytes ACME-<U+202E>4321-8765<U+202C>
+// read ACME-5678-1234 when shown as they are; Pretty writes the override,
+// in keys as in values, as escapes a person sees, while Compact (data for
+// programs) keeps the bytes unless Visible is set.
+func TestPrettyShowsHiddenCharacters(t *testing.T) {
+	raw := []byte("{\"to_account\": \"ACME-\u202e4321-8765\u202c\", \"note\u200b\": \"x\U000E0041\u00ad\x7f\"}")
+	got, cut := Pretty(raw, nil)
+	want := "{\n  \"to_account\": \"ACME-\\u202E4321-8765\\u202C\",\n  \"note\\u200B\": \"x\\uDB40\\uDC41\\u00AD\\u007F\"\n}"
+	if got != want || cut {
+		t.Errorf("Pretty = %s (cut %v), want %s", got, cut, want)
+	}
+	c, _ := Compact(raw, nil)
+	if !strings.Contains(string(c), "ACME-\u202e4321-8765\u202c") {
+		t.Errorf("Compact changed the data: %s", c)
+	}
+	c, _ = Compact(raw, &Limits{Visible: true})
+	if !strings.Contains(string(c), `ACME-\u202E4321-8765\u202C`) {
+		t.Errorf("Compact with Visible = %s", c)
+	}
+	if text, _ := Pretty([]byte("not json \u202e\n\tend"), nil); text != "not json \\u202E\n\tend" {
+		t.Errorf("Pretty of text = %q", text)
+	}
+	// An escape counts as the bytes it is written as: the bound holds.
+	long := []byte(`"` + strings.Repeat("\u202e", 4000) + `"`)
+	if text, cut := Pretty(long, &Limits{MaxBytes: 1024}); len(text) > 1024 || !cut {
+		t.Errorf("Pretty wrote %d bytes (cut %v) with MaxBytes 1024", len(text), cut)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/countersign/countersign/shared/calls"
 	"github.com/countersign/countersign/shared/canon"
 	"github.com/countersign/countersign/shared/confirm"
+	"github.com/countersign/countersign/shared/display"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/links"
 	"github.com/countersign/countersign/shared/store"
@@ -92,7 +93,8 @@ func (h *Handler) elicitation(op operation, ops []store.Operation, reason string
 	if op.ep != nil && op.ep.Prompt != "" && len(ops) == 1 {
 		title = op.ep.Prompt
 	}
-	fmt.Fprintf(&b, "%s (%s)\n", title, h.o.Calls.Current().Settings.Workspace.Name)
+	// The person reads this text: hidden characters are shown as escapes.
+	fmt.Fprintf(&b, "%s (%s)\n", display.Text(title), display.Text(h.o.Calls.Current().Settings.Workspace.Name))
 	props := map[string]any{}
 	required := []string{}
 	for i, o := range ops {
@@ -100,16 +102,16 @@ func (h *Handler) elicitation(op operation, ops []store.Operation, reason string
 		if err != nil {
 			args, _ = json.Marshal(o.Args)
 		}
-		fmt.Fprintf(&b, "\n%d. %s\n   arguments: %s", i+1, opLine(o), args)
+		fmt.Fprintf(&b, "\n%d. %s\n   arguments: %s", i+1, display.Text(opLine(o)), display.Text(string(args)))
 		key := "approve"
 		if len(ops) > 1 {
 			key = fmt.Sprintf("op%d", i)
 		}
-		props[key] = map[string]any{"type": "boolean", "title": "Run " + o.Method + " " + o.Path, "default": true}
+		props[key] = map[string]any{"type": "boolean", "title": "Run " + display.Text(o.Method+" "+o.Path), "default": true}
 		required = append(required, key)
 	}
 	if reason != "" {
-		fmt.Fprintf(&b, "\n\n%s.", reason)
+		fmt.Fprintf(&b, "\n\n%s.", display.Text(reason))
 	}
 	fmt.Fprintf(&b, "\nAccept runs what is selected, once; decline runs nothing. The question expires at %s.", exp.Format(time.RFC3339))
 	return &mcp.ElicitParams{Mode: "form", Message: b.String(),

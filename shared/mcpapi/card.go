@@ -20,6 +20,7 @@ import (
 	"github.com/countersign/countersign/shared/calls"
 	"github.com/countersign/countersign/shared/canon"
 	"github.com/countersign/countersign/shared/confirm"
+	"github.com/countersign/countersign/shared/display"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/links"
 	"github.com/countersign/countersign/shared/policy"
@@ -156,17 +157,19 @@ func (h *Handler) cardOf(c *store.Confirmation, effective store.Status) cardView
 	ws := h.o.Calls.Current().Settings.Workspace
 	left := c.ExpiresAt.Sub(h.now())
 	v := cardView{ConfirmationID: c.ID, Kind: string(c.Kind), Status: string(effective), Title: approvalpage.Title(len(c.Operations)),
-		Workspace: ws.Name, Accent: ws.AccentColor, ExpiresAt: c.ExpiresAt, SecondsLeft: max(0, int(math.Ceil(left.Seconds()))),
+		Workspace: display.Text(ws.Name), Accent: ws.AccentColor, ExpiresAt: c.ExpiresAt, SecondsLeft: max(0, int(math.Ceil(left.Seconds()))),
 		TimeLeft: approvalpage.TimeLeft(left)}
 	for i, op := range c.Operations {
 		args, err := canon.Marshal(op.Args)
 		if err != nil {
 			args, _ = json.Marshal(op.Args)
 		}
-		co := cardOp{Index: i, Connection: op.Connection, Method: op.Method, Path: op.Path, Endpoint: op.Endpoint,
-			Args: approvalpage.PrettyJSON(args), Selected: op.Selected}
+		// Shown to a person: hidden characters as escapes (display.Text;
+		// PrettyJSON does it for the arguments).
+		co := cardOp{Index: i, Connection: display.Text(op.Connection), Method: display.Text(op.Method), Path: display.Text(op.Path),
+			Endpoint: display.Text(op.Endpoint), Args: approvalpage.PrettyJSON(args), Selected: op.Selected}
 		if op.Outcome != nil {
-			co.Outcome = outcomeText(op.Outcome)
+			co.Outcome = display.Block(outcomeText(op.Outcome))
 		}
 		v.Operations = append(v.Operations, co)
 	}
@@ -477,7 +480,7 @@ func renderCard(ws policy.Workspace) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := strings.NewReplacer("__WORKSPACE__", html.EscapeString(name), "__ACCENT__", accent, "__ON_ACCENT__", policy.TextOn(accent),
+	r := strings.NewReplacer("__WORKSPACE__", html.EscapeString(display.Text(name)), "__ACCENT__", accent, "__ON_ACCENT__", policy.TextOn(accent),
 		"__TOOL__", tool, "__EXPIRED__", expired)
 	return []byte(r.Replace(cardHTML)), nil
 }

@@ -119,7 +119,8 @@ func TestCallOf(t *testing.T) {
 		delegated        bool
 		err              string
 	}{
-		{name: "path parameter escaped", tool: "get_contacts_by_id", args: `{"id": "a b/c"}`, path: "/contacts/a%20b%2Fc"},
+		{name: "path parameter escaped", tool: "get_contacts_by_id", args: `{"id": "a b:c"}`, path: "/contacts/a%20b:c"},
+		{name: "a slash in a path parameter", tool: "get_contacts_by_id", args: `{"id": "12/owner"}`, err: `argument "id" must not contain /`},
 		{name: "number as id", tool: "get_contacts_by_id", args: `{"id": 12, "query": {"limit": 5, "q": "x"}}`, path: "/contacts/12", query: "limit=5&q=x"},
 		{name: "delegated and idempotency key", tool: "delete_contacts_by_id", args: `{"id": "3"}`, meta: mcp.Meta{MetaDelegated: true, MetaIdempotencyKey: "k"},
 			path: "/contacts/3", delegated: true},

@@ -169,6 +169,12 @@ func callOf(op operation, raw json.RawMessage, meta mcp.Meta) (*calls.Call, erro
 		if err != nil || s == "" {
 			return nil, fault.Errorf(fault.InvalidRequest, "argument %q must be a non-empty string", name)
 		}
+		// A value is one segment: a / in it would be sent as %2F, which an
+		// upstream that decodes the path reads as a separator, reaching an
+		// endpoint the policy does not list (unless the parameter opts in).
+		if strings.Contains(s, "/") && !slices.Contains(op.ep.SlashParams, name) {
+			return nil, fault.Errorf(fault.InvalidRequest, "argument %q must not contain /: it is one path segment of %s %s", name, op.ep.Method, op.ep.Path)
+		}
 		path.WriteString(url.PathEscape(s))
 	}
 	c := &calls.Call{Connection: op.conn.Name, Method: op.ep.Method, Path: path.String(), Intent: tier.IntentRead}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/countersign/countersign/shared/display"
 )
 
 // Channel delivers events to one approver.
@@ -124,12 +126,7 @@ func orDefault(s, def string) string {
 	return s
 }
 
-// clean replaces control characters (terminal escapes, newlines) with '?'.
-func clean(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
-			return '?'
-		}
-		return r
-	}, s)
-}
+// clean shows a value on one line as its bytes read: control characters
+// (terminal escapes, newlines), bidi and other format characters become
+// visible escapes (display.Text).
+func clean(s string) string { return display.Text(s) }

@@ -28,8 +28,10 @@ type Email struct {
 // names the operation (or how many) and the workspace; the body lists the
 // operations with their arguments, the reason, the signed link and when
 // it expires. Only ev's links addressed to approver are shown. now dates
-// "in 10 minutes". Values that came from agents are stripped of control
-// characters and clipped, so they cannot forge lines or grow the mail.
+// "in 10 minutes". Values that came from agents are clipped and show
+// hidden characters (controls, line breaks, bidi and other format
+// characters) as escapes (display.Text), so they read as their bytes do,
+// cannot forge lines and cannot grow the mail.
 func EmailFor(ev Event, approver, workspace string, now time.Time) Email {
 	ev = ownLinks(ev, approver)
 	conf := ev.Confirmation
@@ -55,7 +57,7 @@ func EmailFor(ev Event, approver, workspace string, now time.Time) Email {
 		}
 		fmt.Fprintf(&b, "  %s %s on %s\n", clean(clipJSON(op.Method, 64)), clean(clipJSON(op.Path, 512)), clean(clipJSON(op.Connection, 128)))
 		if op.Args != nil {
-			args, _ := jsonview.Compact(op.Args, &jsonview.Limits{MaxBytes: maxEmailArgs})
+			args, _ := jsonview.Compact(op.Args, &jsonview.Limits{MaxBytes: maxEmailArgs, Visible: true})
 			fmt.Fprintf(&b, "    arguments: %s\n", clean(string(args)))
 		}
 		b.WriteString("\n")

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/countersign/countersign/shared/display"
 )
 
 // slackMessage is a Slack-compatible message (incoming webhooks and
@@ -106,18 +108,11 @@ func slackMessageFor(ev Event) slackMessage {
 }
 
 // slackEscape escapes the three characters Slack's mrkdwn treats as markup
-// (links, mentions) and drops control characters other than newline.
+// (links, mentions) and shows hidden characters (controls, line breaks,
+// bidi and other format characters) as escapes (display.Text), so a value
+// reads as its bytes do and stays on its line.
 func slackEscape(s string) string {
-	s = strings.Map(func(r rune) rune {
-		if r == '\n' {
-			return r
-		}
-		if r < 0x20 || r == 0x7f {
-			return '?'
-		}
-		return r
-	}, s)
-	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(display.Text(s))
 }
 
 // slackCode escapes s for an inline code span: a backtick would close it.

@@ -10,6 +10,8 @@ import (
 	"regexp"
 	"time"
 	"unicode/utf8"
+
+	"github.com/countersign/countersign/shared/display"
 )
 
 //go:embed page.tmpl
@@ -23,6 +25,13 @@ var tmpl = template.Must(template.New("operator").Funcs(template.FuncMap{
 		return t.UTC().Format("2 Jan 15:04:05 UTC")
 	},
 	"iso": func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+	// Values a person reads go through package display: hidden characters
+	// shown as marked escapes, each value in an isolate of its own.
+	"value": func(s string) template.HTML { return template.HTML(display.HTML(s)) },
+	"lines": func(s string) template.HTML { return template.HTML(display.BlockHTML(s)) },
+	"json":  func(s string) template.HTML { return template.HTML(display.JSONHTML(s)) },
+	"plain": display.Text,
+	"css":   func() template.CSS { return template.CSS(display.CSS) },
 }).Parse(source))
 
 // Page is what Render shows. With Operator empty it is the login form.
@@ -66,9 +75,11 @@ type Confirmation struct {
 
 // Credential is one credential and the client last seen with it.
 type Credential struct {
-	ID, Choice   string
-	ReadOnly     bool
-	Operator     bool
+	ID, Choice string
+	ReadOnly   bool
+	Operator   bool
+	// Client is the client name and version the agent sent: its own words,
+	// shown labelled as such and cut to display.AgentLimit runes.
 	Client       string
 	ClientCanAsk bool
 	ClientSeen   time.Time
@@ -172,7 +183,7 @@ func bound(p Page) Page {
 	p.Audit = au
 	cr := make([]Credential, len(p.Credentials))
 	for i, c := range p.Credentials {
-		c.Client = clip(c.Client, maxField)
+		c.Client = display.Clip(c.Client, display.AgentLimit)
 		cr[i] = c
 	}
 	p.Credentials = cr

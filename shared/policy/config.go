@@ -55,7 +55,14 @@ type Audit struct {
 	// AutoCalls records auto-tier calls too (off by default: the auto
 	// path then writes nothing to the store).
 	AutoCalls bool `json:"auto_calls"`
+	// RetentionDays is how long denials and auto-tier calls stay on the
+	// trail (its expiring chains); confirmations and key changes stay for
+	// good.
+	RetentionDays int `json:"retention_days"`
 }
+
+// Retention returns RetentionDays as a duration.
+func (a Audit) Retention() time.Duration { return time.Duration(a.RetentionDays) * 24 * time.Hour }
 
 // TextOn returns the text colour (near-black #111827 or white) with the
 // better WCAG contrast on an accent colour (#rgb or #rrggbb, as
@@ -214,6 +221,11 @@ const (
 	DefaultScriptSeconds = 1800
 	DefaultRedeemSeconds = 600
 
+	// DefaultAuditRetentionDays keeps denials and auto-tier calls 90
+	// days; MaxAuditRetentionDays is ten years.
+	DefaultAuditRetentionDays = 90
+	MaxAuditRetentionDays     = 3650
+
 	DefaultScriptTimeLimitMS    = 5000
 	DefaultScriptMaxCalls       = 100
 	DefaultScriptMaxScriptBytes = 64 << 10
@@ -235,6 +247,12 @@ type Connection struct {
 	// Headers are sent upstream on every call; ${env:NAME} is expanded at load.
 	Headers map[string]string
 	Hooks   []Hook
+	// ForwardHeaders are forward_headers: the agent's request headers the
+	// connection forwards besides content negotiation (upstream.DefaultForward),
+	// in canonical form (X-Tenant-Id). Each is bound into an approval, shown
+	// to the person and replayed from the approved request; no other header
+	// of the agent's reaches the upstream.
+	ForwardHeaders []string
 	// OutOfBandOnly is approval.out_of_band_only: approval only through the
 	// approver channels, never through the client.
 	OutOfBandOnly bool
@@ -387,6 +405,7 @@ func (l *loader) settings() Settings {
 		Timeouts:  Timeouts{DefaultCallSeconds, DefaultScriptSeconds, DefaultRedeemSeconds},
 		Limits:    DefaultLimits,
 		Scripts:   DefaultScripts,
+		Audit:     Audit{RetentionDays: DefaultAuditRetentionDays},
 	}
 	s, raw, missing := l.read("settings.json")
 	if missing {
@@ -460,9 +479,18 @@ func (l *loader) settings() Settings {
 		}
 	}
 	if v, ok := m["audit"]; ok {
-		if a, ok := s.object("audit", v, "auto_calls"); ok {
+		if a, ok := s.object("audit", v, "auto_calls", "retention_days"); ok {
 			if v, ok := a["auto_calls"]; ok {
 				st.Audit.AutoCalls, _ = s.boolean("audit.auto_calls", v)
+			}
+			if v, ok := a["retention_days"]; ok {
+				if n, ok := s.integer("audit.retention_days", v); ok {
+					if n < 1 || n > MaxAuditRetentionDays {
+						s.errf("audit.retention_days", "%d is out of range: use a whole number of days from 1 to %d (omit it for %d)", n, MaxAuditRetentionDays, DefaultAuditRetentionDays)
+					} else {
+						st.Audit.RetentionDays = n
+					}
+				}
 			}
 		}
 	}

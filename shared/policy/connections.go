@@ -84,7 +84,7 @@ func (l *loader) connection(name string) (loadedConn, bool) {
 	if raw == nil {
 		return loadedConn{}, false
 	}
-	m, ok := s.object("", raw, "base_url", "headers", "endpoints", "delegations", "hooks", "approval")
+	m, ok := s.object("", raw, "base_url", "headers", "forward_headers", "endpoints", "delegations", "hooks", "approval")
 	if !ok {
 		return loadedConn{}, false
 	}
@@ -120,6 +120,9 @@ func (l *loader) connection(name string) (loadedConn, bool) {
 				}
 			}
 		}
+	}
+	if v, ok := m["forward_headers"]; ok {
+		conn.ForwardHeaders = s.forwardHeaders("forward_headers", v)
 	}
 	if v, ok := m["endpoints"]; ok {
 		if items, ok := s.array("endpoints", v); ok {
@@ -275,7 +278,7 @@ func (cl *connLoad) claim(s *src, p string, o shapeOwner, shape string) bool {
 }
 
 func (cl *connLoad) endpoint(s *src, rel, p string, raw json.RawMessage) *tier.Endpoint {
-	m, ok := s.object(p, raw, "method", "path", "confirm", "operation_id", "escalate")
+	m, ok := s.object(p, raw, "method", "path", "confirm", "operation_id", "escalate", "encoded_slash_params")
 	if !ok {
 		return nil
 	}
@@ -331,6 +334,26 @@ func (cl *connLoad) endpoint(s *src, rel, p string, raw json.RawMessage) *tier.E
 			for i, item := range items {
 				if th, ok := s.threshold(index(field(p, "escalate"), i), item, params, tmplOK); ok {
 					ep.Escalate = append(ep.Escalate, th)
+				}
+			}
+		}
+	}
+	if v, ok := m["encoded_slash_params"]; ok {
+		// Parameters whose value may hold an encoded slash (%2F): off by
+		// default, since an upstream that decodes the path reads it as a
+		// separator and may route to an endpoint this policy does not list.
+		if items, ok := s.array(field(p, "encoded_slash_params"), v); ok {
+			for i, item := range items {
+				ip := index(field(p, "encoded_slash_params"), i)
+				name, ok := s.str(ip, item)
+				switch {
+				case !ok:
+				case tmplOK && !slices.Contains(params, name):
+					s.errf(ip, "%q names no parameter of the endpoint's path", name)
+				case slices.Contains(ep.SlashParams, name):
+					s.errf(ip, "%q is listed twice", name)
+				default:
+					ep.SlashParams = append(ep.SlashParams, name)
 				}
 			}
 		}

@@ -239,6 +239,7 @@ func TestLoadDefaults(t *testing.T) {
 		PublicURL: "http://127.0.0.1:8080",
 		Timeouts:  Timeouts{CallSeconds: 600, ScriptSeconds: 1800, RedeemSeconds: 600},
 		Limits:    Limits{CallsPerMinute: 600, PendingConfirmations: 20, PendingReviews: 100, StoredBodyBytes: 131072, ReviewRetentionDays: 7},
+		Audit:     Audit{RetentionDays: 90},
 		Scripts:   Scripts{TimeLimitMS: 5000, MaxCalls: 100, MaxScriptBytes: 65536, MaxResultBytes: 1 << 20, MemoryMiB: 64},
 	}
 	if fmt.Sprint(cfg.Settings) != fmt.Sprint(want) {
@@ -308,7 +309,7 @@ func TestLoadErrors(t *testing.T) {
 		{name: "unknown field in timeouts", edits: []edit{sub(settingsFile, `"call_seconds": 600`, `"call_seconds": 600, "idle_seconds": 5`)},
 			file: settingsFile, path: "timeouts.idle_seconds", msg: `unknown field "idle_seconds"`},
 		{name: "unknown field in policy", edits: []edit{sub(crmFile, `"base_url"`, `"timeout": 5, "base_url"`)},
-			file: crmFile, path: "timeout", msg: `unknown field "timeout" (allowed: base_url, headers, endpoints, delegations, hooks, approval)`},
+			file: crmFile, path: "timeout", msg: `unknown field "timeout" (allowed: base_url, headers, forward_headers, endpoints, delegations, hooks, approval)`},
 		{name: "unknown field in an endpoint", edits: []edit{sub(crmFile, `"path": "/contacts/{id}"}`, `"path": "/contacts/{id}", "description": "x"}`)},
 			file: crmFile, path: "endpoints[0].description", msg: `unknown field "description"`},
 		{name: "unknown field in an escalate rule", edits: []edit{sub(crmFile, `"above": 10000,`, `"above": 10000, "currency": "EUR",`)},
@@ -422,7 +423,13 @@ func TestLoadErrors(t *testing.T) {
 		{name: "limit as a string", edits: []edit{sub(settingsFile, `"call_seconds": 600`, `"call_seconds": 600}, "limits": {"pending_reviews": "10"`)},
 			file: settingsFile, path: "limits.pending_reviews", msg: "want"},
 		{name: "unknown audit field", edits: []edit{sub(settingsFile, `"call_seconds": 600`, `"call_seconds": 600}, "audit": {"auto_reads": true`)},
-			file: settingsFile, path: "audit.auto_reads", msg: `unknown field "auto_reads" (allowed: auto_calls)`},
+			file: settingsFile, path: "audit.auto_reads", msg: `unknown field "auto_reads" (allowed: auto_calls, retention_days)`},
+		{name: "audit retention of zero days", edits: []edit{sub(settingsFile, `"call_seconds": 600`, `"call_seconds": 600}, "audit": {"retention_days": 0`)},
+			file: settingsFile, path: "audit.retention_days", msg: "0 is out of range: use a whole number of days from 1 to 3650"},
+		{name: "audit retention above its range", edits: []edit{sub(settingsFile, `"call_seconds": 600`, `"call_seconds": 600}, "audit": {"retention_days": 4000`)},
+			file: settingsFile, path: "audit.retention_days", msg: "4000 is out of range"},
+		{name: "audit retention as a string", edits: []edit{sub(settingsFile, `"call_seconds": 600`, `"call_seconds": 600}, "audit": {"retention_days": "30"`)},
+			file: settingsFile, path: "audit.retention_days", msg: "want"},
 		{name: "audit flag as a string", edits: []edit{sub(settingsFile, `"call_seconds": 600`, `"call_seconds": 600}, "audit": {"auto_calls": "yes"`)},
 			file: settingsFile, path: "audit.auto_calls", msg: "want"},
 		{name: "script time limit above its range", edits: []edit{sub(settingsFile, `"time_limit_ms": 2500`, `"time_limit_ms": 60000`)},
@@ -537,5 +544,18 @@ func TestLoadUsesOSEnvByDefault(t *testing.T) {
 	}
 	if _, err := url.Parse(cfg.Settings.PublicURL); err != nil {
 		t.Error(err)
+	}
+}
+
+// audit.retention_days sets how long denials and auto-tier calls stay on
+// the trail.
+func TestLoadAuditRetention(t *testing.T) {
+	dir := writeConfig(t, map[string]string{"settings.json": `{"audit": {"auto_calls": true, "retention_days": 30}}`})
+	cfg, err := Load(dir, nil)
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	if a := cfg.Settings.Audit; !a.AutoCalls || a.RetentionDays != 30 || a.Retention().Hours() != 30*24 {
+		t.Fatalf("audit settings %+v", a)
 	}
 }

@@ -217,7 +217,7 @@ const r = call('crm', 'GET', '/contacts/3');
 	})
 	t.Run("unicode in paths", func(t *testing.T) {
 		res := e.mustRun(t, "chat-user", `[call('crm', 'GET', '/contacts/%C3%BCn%C3%AF').body.path, call('crm', 'GET', '/contacts/ünï').status, call('crm', 'DELETE', '/contacts/ünï✓').pending]`)
-		if res.Status != script.ConfirmationRequired || res.Confirmation.Operations[0].Args.Path["id"] != "ünï✓" {
+		if res.Status != script.ConfirmationRequired || res.Confirmation.Operations[0].Args.Path["id"] != "%C3%BCn%C3%AF%E2%9C%93" {
 			t.Fatalf("%s %+v", res.Status, res.Confirmation)
 		}
 		e.decide(t, res.Confirmation.ID, true, nil)

@@ -379,6 +379,7 @@ func (s *Service) pause(ctx context.Context, cred *store.Credential, src string,
 	if err != nil {
 		return nil, fault.Wrap(err, "the confirmation could not be created")
 	}
+	s.Calls.AuditScript(ctx, cred.ID, "script.paused", conf, reason)
 	return conf, nil
 }
 
@@ -655,6 +656,11 @@ func (s *Service) finish(ctx context.Context, run *store.ScriptRun) (*store.Conf
 		return c, err
 	}
 	if c.Status != before.Status {
+		reason := ""
+		if run.Error != nil {
+			reason = run.Error.Code + ": " + run.Error.Reason
+		}
+		s.Calls.AuditScript(ctx, "system", "script.finished", c, reason)
 		s.Calls.Emit(ctx, notify.Event{Type: notify.TypeExecuted, Confirmation: notify.ConfirmationOf(c), Status: string(c.Status)})
 	}
 	return c, nil
@@ -698,9 +704,13 @@ func (r *replay) act(c *calls.Call, pos int) (*entry, *failure) {
 			"call %d (%s %s) was started by an earlier run that stopped before it recorded the outcome; it is not run again", pos+1, c.Method, c.Path)}
 	}
 	// Collected: the approver decided.
-	out, _, err := s.Calls.ExecuteOne(ctx, run.ID, rec.Operation)
+	out, replayed, err := s.Calls.ExecuteOne(ctx, run.ID, rec.Operation)
 	switch code := fault.CodeOf(err); {
 	case err == nil:
+		if !replayed {
+			s.Calls.AuditScriptOperation(ctx, cred.ID, run.ID, rec.Operation,
+				store.Operation{Connection: rec.Connection, Method: rec.Method, Path: rec.Path, Binding: rec.Binding}, out)
+		}
 		e.set(store.ScriptCallRan, StateRan, ranValue(out, false, ""))
 		e.rerun = true
 	case code == fault.ConfirmationRejected:

@@ -65,7 +65,7 @@ type Store interface {
 	// everything but what is fixed at creation: ID, Kind, Credential,
 	// Reason, CreatedAt, ExpiresAt, GatewayRuns, TTL and each operation's
 	// call (Connection, Method, Path, Endpoint, Args, Binding, ContentType,
-	// Payload, RawQuery) keep their stored values whatever c holds (on
+	// Payload, RawQuery, Negotiation) keep their stored values whatever c holds (on
 	// DynamoDB they are not even written again), and an update with another
 	// number of operations fails.
 	UpdateConfirmation(ctx context.Context, c *Confirmation) error
@@ -101,8 +101,10 @@ type Store interface {
 
 	// AppendAudit stores r at (r.Chain, r.Seq) unless a record is there
 	// (ErrConflict: another writer appended first; read the last record and
-	// try again), then moves the chain's head to it unless the head is
-	// already at a higher Seq. Audit records have no TTL: nothing removes them.
+	// try again), then moves the chain's head to it (Seq, Hash, and TTL as
+	// Expires) unless the head is already at a higher Seq. A record with a
+	// TTL is deleted once it passes (DynamoDB's TTL, the embedded store's
+	// Sweep); a head never is.
 	AppendAudit(ctx context.Context, r *AuditRecord) error
 	// LastAudit returns the chain's record with the highest Seq, or ErrNotFound.
 	LastAudit(ctx context.Context, chain string) (*AuditRecord, error)
@@ -242,6 +244,11 @@ type Args struct {
 	Path  map[string]string `json:"path"`
 	Query map[string]any    `json:"query"`
 	Body  json.RawMessage   `json:"body"`
+	// Headers are the request headers the call forwards that bind: the
+	// connection's forward_headers the agent sent, by canonical name
+	// (X-Tenant-Id). Replayed as they are; left out when there are none, so
+	// a call without them binds as before.
+	Headers map[string]string `json:"headers,omitempty"`
 }
 
 // OpState tracks the execution of one operation.
@@ -272,10 +279,13 @@ type Operation struct {
 	// Payload when set, else Args.Body.
 	Payload []byte `json:"payload,omitempty"`
 	// RawQuery is the query as the agent sent it (REST), replayed as it is.
-	RawQuery string   `json:"raw_query,omitempty"`
-	Selected bool     `json:"selected"`
-	State    OpState  `json:"state,omitempty"`
-	Outcome  *Outcome `json:"outcome,omitempty"`
+	RawQuery string `json:"raw_query,omitempty"`
+	// Negotiation are the content negotiation headers the agent sent
+	// (Accept, Accept-Language): replayed with the operation, not bound.
+	Negotiation map[string]string `json:"negotiation,omitempty"`
+	Selected    bool              `json:"selected"`
+	State       OpState           `json:"state,omitempty"`
+	Outcome     *Outcome          `json:"outcome,omitempty"`
 }
 
 // Body returns the bytes to send upstream when the operation is replayed:
@@ -388,6 +398,26 @@ type AuditRecord struct {
 	Reason  string `json:"reason,omitempty"`
 	// Hook is the connection hooks' answer, when they were asked.
 	Hook *AuditHook `json:"hook,omitempty"`
+	// PathBytes and PathSHA256 are set when Path was cut to its bound
+	// (package audit): the whole path's length and hex SHA-256.
+	PathBytes  int    `json:"path_bytes,omitempty"`
+	PathSHA256 string `json:"path_sha256,omitempty"`
+	// ReasonBytes and ReasonSHA256 are the same for a cut Reason.
+	ReasonBytes  int    `json:"reason_bytes,omitempty"`
+	ReasonSHA256 string `json:"reason_sha256,omitempty"`
+	// Count is how many identical events a summary record stands for
+	// (absent: one). A summary repeats record First, made at Since, and
+	// is made at the end of its window (At: the last repeat).
+	Count int64      `json:"count,omitempty"`
+	First int64      `json:"first,omitempty"`
+	Since *time.Time `json:"since,omitempty"`
+	// TTL is when the store may delete the record (unix seconds; absent:
+	// never). Only the records of an expiring chain have one, and along
+	// such a chain it never decreases, so records expire oldest first.
+	TTL int64 `json:"ttl,omitempty"`
+	// PrevTTL is the TTL of the previous record of the chain: a record
+	// whose predecessor is gone shows that it was allowed to expire.
+	PrevTTL int64 `json:"prev_ttl,omitempty"`
 	// Prev is the Hash of the previous record of the chain ("" for Seq 1).
 	Prev string `json:"prev"`
 	// Hash is the hex SHA-256 of this record with Hash empty.
@@ -406,6 +436,10 @@ type AuditHead struct {
 	Chain string `json:"chain"`
 	Seq   int64  `json:"seq"`
 	Hash  string `json:"hash"`
+	// Expires is that record's TTL (0: never). The head itself never
+	// expires: when every record of an expiring chain is gone it still
+	// names the last one, and the chain goes on from it.
+	Expires int64 `json:"expires,omitempty"`
 }
 
 // AuditQuery selects records of one chain for ListAudit.

@@ -284,7 +284,8 @@ const (
 // so "?n=1&n=99999" cannot slip under a limit. Query and form names are
 // compared segment by segment, "." and brackets separating segments as
 // PHP, Rails and qs read them: "amount[]" is "amount", and "lines[0][amount]"
-// is body.lines.0.amount.
+// is body.lines.0.amount. A body field is also read in the query (many
+// frameworks merge the two), so "?amount=99999" with no body escalates.
 func fieldValue(t *Threshold, m *Match, c *Call) (f float64, s string, st fieldState) {
 	switch t.Source {
 	case SourceQuery:
@@ -305,8 +306,13 @@ func fieldValue(t *Threshold, m *Match, c *Call) (f float64, s string, st fieldS
 		if c.BodyUnreadable != "" {
 			return 0, "", fieldUnreadable
 		}
-		if c.BodyForm != nil {
-			f, s, st = formValue(c.BodyForm, t.Path)
+		// Flask's request.values, Rails' params, Laravel's input() and
+		// PHP's $_REQUEST merge the query with the body: a body field is
+		// read in the query too, and the worst reading counts.
+		f, s, st = formValue(c.Query, t.Path)
+		if c.BodyForm != nil && st != fieldInvalid {
+			ff, fs, fst := formValue(c.BodyForm, t.Path)
+			f, s, st = worse(f, s, st, ff, fs, fst)
 		}
 		if c.Body != nil && st != fieldInvalid {
 			jf, js, jst := jsonValue(c.Body, t.Path)

@@ -51,6 +51,10 @@ type Endpoint struct {
 	// Prompt is the tool's confirmation prompt, if any.
 	Prompt   string
 	Escalate []Threshold
+	// SlashParams names the template's parameters whose value may hold an
+	// encoded slash (%2F); a %2F anywhere else is refused before the
+	// call is decided (policy.json encoded_slash_params).
+	SlashParams []string
 	// Rule names where the configured tier comes from, for explanations,
 	// e.g. `connections/crm/policy.json endpoints[1] DELETE /contacts/{id} confirm: true`.
 	Rule string

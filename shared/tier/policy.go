@@ -81,6 +81,12 @@ func (c *Connection) compile() error {
 			continue
 		}
 		bad := false
+		for _, name := range ep.SlashParams {
+			if !slices.Contains(params, name) {
+				fail(i, ep, "encoded_slash_params: %q is not a parameter of the template", name)
+				bad = true
+			}
+		}
 		for j := range ep.Escalate {
 			if err := checkThreshold(&ep.Escalate[j], params); err != nil {
 				fail(i, ep, "escalate[%d]: %v", j, err)

@@ -62,6 +62,17 @@ func ParseTemplate(template string) (params []string, shape string, err error) {
 			continue
 		}
 		if !strings.ContainsAny(s, "{}") {
+			// A literal is compared with canonical paths: it must be
+			// canonical itself, or no call could ever match it.
+			c, slash, err := CanonicalPath("/" + s)
+			switch {
+			case err != nil:
+				return nil, "", fmt.Errorf("literal segment %q: %v", s, err.(*PathError).Reason)
+			case slash:
+				return nil, "", fmt.Errorf("literal segment %q holds an encoded slash (%%2F)", s)
+			case c[1:] != s:
+				return nil, "", fmt.Errorf("literal segment %q is not written canonically: write %q", s, c[1:])
+			}
 			b.WriteString(s)
 			continue
 		}
@@ -114,6 +125,10 @@ type node struct {
 	lits  map[string]*node
 	param *node
 	ep    *Endpoint
+	// keys are the literal children's segments in insertion order: a
+	// parameter value that names one of them in another case or spelling is
+	// decided at the stricter of the two routes (see twin).
+	keys []string
 }
 
 func (r *router) insert(method string, template string, ep *Endpoint) *Endpoint {
@@ -137,6 +152,7 @@ func (r *router) insert(method string, template string, ep *Endpoint) *Endpoint 
 			}
 			c = &node{}
 			n.lits[s] = c
+			n.keys = append(n.keys, s)
 		}
 		n = c
 	}
@@ -165,12 +181,59 @@ func (n *node) lookup(path string, vals *[maxParams]string, k int) *Endpoint {
 	}
 	if c := n.param; c != nil && seg != "" && k < maxParams {
 		vals[k] = seg
+		var ep *Endpoint
 		if !more {
-			return c.ep
+			ep = c.ep
+		} else {
+			ep = c.lookup(rest, vals, k+1)
 		}
-		return c.lookup(rest, vals, k+1)
+		if ep != nil && len(n.keys) > 0 {
+			ep = n.twin(seg, rest, more, ep, vals, k)
+		}
+		return ep
 	}
 	return nil
+}
+
+// twin decides between the parameter route a segment took (ep) and a
+// literal sibling the segment names in another case: /contacts/ALL takes
+// /contacts/{id}, but a router that ignores case runs /contacts/all. The
+// stricter endpoint wins (its parameter values replace vals); on a tie the
+// parameter route stays. It runs only where a node has both kinds of child.
+func (n *node) twin(seg, rest string, more bool, ep *Endpoint, vals *[maxParams]string, k int) *Endpoint {
+	for _, lit := range n.keys {
+		if lit == seg || !segmentFold(lit, seg) {
+			continue
+		}
+		c := n.lits[lit]
+		// The literal route writes its parameters over vals; a copy by
+		// value (no pointer to it, so it stays on the stack) puts the
+		// current route's back when the literal is not stricter.
+		saved := *vals
+		te := c.ep
+		if more {
+			te = c.lookup(rest, vals, k)
+		}
+		if te != nil && strictness(te) > strictness(ep) {
+			ep = te
+		} else {
+			*vals = saved
+		}
+	}
+	return ep
+}
+
+// strictness orders endpoints for twin: by the tier an agent's call starts
+// from (an operator-gated tool is never), and a hidden tool, which no
+// agent may call at all, above every tier.
+func strictness(ep *Endpoint) int {
+	switch {
+	case ep.Hidden:
+		return int(Never) + 1
+	case ep.OperatorOnly:
+		return int(Never)
+	}
+	return int(ep.Tier)
 }
 
 func (r *router) match(method, path string, m *Match) bool {

@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/countersign/countersign/shared/callbody"
+	"github.com/countersign/countersign/shared/tier"
 )
 
 // Defaults used when the corresponding Client field is zero.
@@ -96,14 +97,14 @@ type Request struct {
 	// sent once: the transport never re-sends it by itself (see sendOnce).
 	IdempotencyKey string
 
-	// Forward holds extra request headers to pass through (REST pass-through). Names are
-	// matched case-insensitively. Never forwarded: hop-by-hop headers (and any named in
-	// Connection), Authorization, Host, Content-Length, Accept-Encoding, method and URL
-	// overrides (X-HTTP-Method-Override, X-HTTP-Method, X-Method-Override,
-	// X-Original-URL, X-Rewrite-URL and their kin), client address claims (Forwarded,
-	// X-Forwarded-*, X-Real-IP, True-Client-IP, ...), X-Envoy-*, X-Amzn-* and
-	// Countersign-*: the full list, with the reason for each, is strippedHeaders.
-	Forward http.Header
+	// Forward holds the agent's headers the connection forwards, one line each: the
+	// content negotiation headers (DefaultForward) and the connection's forward_headers,
+	// chosen by the caller from the agent's request, name → value. Every name must pass
+	// CheckForwardName: a name with "_" or any character other than letters, digits and
+	// "-", a hop-by-hop header, a credential, Host, a method, URL or client address
+	// override, X-Forwarded-* or Countersign-* fails the request with ErrInvalidRequest and
+	// nothing is sent. Configured headers of the same name win.
+	Forward map[string]string
 }
 
 // Response is the upstream's answer.
@@ -273,16 +274,14 @@ func (c *Client) newRequest(ctx context.Context, r Request) (*http.Request, erro
 	}
 
 	// Lowest precedence first: forwarded, then what this call sets, then configured.
-	for name, values := range r.Forward {
-		if !forwardable(name, r.Forward) {
-			continue
+	for name, v := range r.Forward {
+		if err := CheckForwardName(name); err != nil {
+			return nil, invalid("forwarded header %q: %v", name, err)
 		}
-		for _, v := range values {
-			if !validHeader(name, v) {
-				return nil, invalid("forwarded header %q: invalid name or value", name)
-			}
-			req.Header.Add(name, v)
+		if !validHeader(name, v) {
+			return nil, invalid("forwarded header %q: invalid value", name)
 		}
+		req.Header.Set(name, v)
 	}
 	if r.Body != nil {
 		ct := r.ContentType
@@ -373,7 +372,9 @@ func parseBase(base string) (*url.URL, error) {
 }
 
 // joinURL appends the escaped path p to base, keeping base's path prefix and p's
-// percent-escapes.
+// percent-escapes. p must be canonical (tier.CanonicalPath): the bytes that were
+// routed, bound and shown are the bytes the upstream receives, and a path that
+// is not (an operation stored before paths were canonical) is refused.
 func joinURL(base, p string) (*url.URL, error) {
 	parsed, err := parseBase(base)
 	if err != nil {
@@ -382,6 +383,11 @@ func joinURL(base, p string) (*url.URL, error) {
 	u := *parsed // a copy: the cached one is shared (its *Userinfo cannot change)
 	if !strings.HasPrefix(p, "/") {
 		return nil, fmt.Errorf("path %q: must start with /", p)
+	}
+	if canon, _, err := tier.CanonicalPath(p); err != nil {
+		return nil, fmt.Errorf("path %q: %w", p, err)
+	} else if canon != p {
+		return nil, fmt.Errorf("path %q is not canonical (%q): it is not sent", p, canon)
 	}
 	for seg := range strings.SplitSeq(p[1:], "/") {
 		s, err := url.PathUnescape(seg)
@@ -407,11 +413,19 @@ func joinURL(base, p string) (*url.URL, error) {
 	return &u, nil
 }
 
-// strippedHeaders are the request headers an agent may never pass to the upstream
-// (canonical names), and why. countersign decided on one method, one URL and one
-// caller; an upstream (or a proxy in front of it) that honours any of these would run
-// or attribute something else.
-var strippedHeaders = map[string]string{
+// DefaultForward are the request headers every connection forwards: content negotiation,
+// which says how the agent wants the answer. They are sent and replayed with the approved
+// call but not bound or shown. Accept-Encoding is not one of them: the transport asks for
+// gzip itself and decodes the answer, which the gateway reads (JSON outcomes, previews); an
+// agent's Accept-Encoding would turn that off and hand the gateway bytes it cannot read.
+// Content-Type is sent as the body's media type (Request.ContentType), only with a body.
+var DefaultForward = [...]string{"Accept", "Accept-Language"}
+
+// neverForward are the request headers no connection may forward (canonical names), and
+// why. countersign decided on one method, one URL, one caller and one body; an upstream
+// (or a proxy in front of it) that honours any of these would run or attribute something
+// else.
+var neverForward = map[string]string{
 	// Hop-by-hop: they describe the agent's connection, not the call (RFC 9110
 	// section 7.6.1; Proxy-Connection and Keep-Alive are the pre-standard forms).
 	"Connection":          "hop-by-hop",
@@ -424,13 +438,20 @@ var strippedHeaders = map[string]string{
 	"Proxy-Authenticate":  "hop-by-hop",
 	"Proxy-Authorization": "hop-by-hop credential",
 
+	// Credentials: the agent's are countersign's; the connection's headers carry the upstream's.
+	"Authorization": "a credential: the agent's countersign key; the connection's headers carry the upstream's",
+	"Cookie":        "a credential: the agent's cookies are countersign's, never the upstream's",
+
 	// Set by countersign or its transport, never by the agent.
-	"Authorization":   "the agent's countersign key; the connection's headers carry the upstream's",
-	"Host":            "the connection's base_url decides the host",
-	"Content-Length":  "framing is the transport's",
-	"Accept-Encoding": "the transport negotiates compression itself",
-	"Max-Forwards":    "proxy hop control (RFC 9110 section 7.6.2)",
-	"Via":             "proxy hop information (RFC 9110 section 7.6.3)",
+	"Host":              "the connection's base_url decides the host",
+	"Content-Length":    "framing is the transport's",
+	"Content-Type":      "sent by countersign as the body's media type, only with a body",
+	"Accept-Encoding":   "the transport negotiates compression and decodes the answer itself",
+	"Expect":            "the transport's (100-continue)",
+	"Idempotency-Key":   "always sent by countersign, as <credential>:<key> so two agents' keys never collide",
+	"X-Idempotency-Key": "idempotency keys are countersign's: send Idempotency-Key, which goes upstream scoped to the credential",
+	"Max-Forwards":      "proxy hop control (RFC 9110 section 7.6.2)",
+	"Via":               "proxy hop information (RFC 9110 section 7.6.3)",
 
 	// Method overrides: the upstream would run another method than the one decided.
 	"X-Http-Method-Override": "method override (Rack::MethodOverride, Express method-override, Symfony, ASP.NET)",
@@ -464,40 +485,49 @@ var strippedHeaders = map[string]string{
 	"X-Azure-Socketip":         "client address (Azure Front Door)",
 }
 
-// strippedPrefixes are header name prefixes stripped for the same reasons.
-var strippedPrefixes = []string{
-	"X-Forwarded-", // For, Host, Proto, Port, Prefix, Path, Uri, Method, Server, Ssl: all proxy claims
-	"X-Envoy-",     // Envoy trusts these from internal callers: retries, timeouts, original path
-	"X-Amzn-",      // API Gateway and ALB's own (trace id, remapped headers)
-	"Countersign-", // countersign's own protocol headers
+// neverForwardPrefixes are header name prefixes never forwarded, for the same reasons.
+var neverForwardPrefixes = [...]struct{ prefix, why string }{
+	{"X-Forwarded-", "proxy claims (For, Host, Proto, Port, Prefix, Path, Uri, Method, ...)"},
+	{"X-Envoy-", "Envoy trusts these from internal callers: retries, timeouts, original path"},
+	{"X-Amzn-", "API Gateway's and ALB's own (trace id, remapped headers)"},
+	{"Countersign-", "countersign's own protocol headers"},
 }
 
-// forwardable reports whether a header the agent sent may be passed to the upstream:
-// not one of strippedHeaders or strippedPrefixes, and not named in a Connection header
-// (those are hop-by-hop too, RFC 9110 section 7.6.1).
-func forwardable(name string, h http.Header) bool {
-	name = textproto.CanonicalMIMEHeaderKey(name)
-	if _, ok := strippedHeaders[name]; ok {
-		return false
+// CheckForwardName returns why a request header named name may never be forwarded to an
+// upstream, or nil if a connection may forward it. Names are compared case-insensitively.
+// A name must be written with letters, digits and "-" only. A CGI-style server (WSGI,
+// Rack, PHP, CGI) reads a header as HTTP_<NAME> with "-" turned into "_", so
+// X_HTTP_METHOD_OVERRIDE and X-Http_Method-Override reach it as X-HTTP-Method-Override;
+// Apache's CGI environment turns every other character ("." or "~" too) into "_" as well.
+// No name outside letters, digits and "-" is therefore one name to every upstream.
+func CheckForwardName(name string) error {
+	if name == "" {
+		return errors.New("a header needs a name")
 	}
-	for _, p := range strippedPrefixes {
-		if strings.HasPrefix(name, p) {
-			return false
+	for i := 0; i < len(name); i++ {
+		b := name[i]
+		switch {
+		case b == '_':
+			return errors.New(`has "_": CGI-style servers (WSGI, Rack, PHP) read it as "-", so it would reach them as another header; write the name with "-"`)
+		case !isNameChar(b):
+			return fmt.Errorf("has %q: write a forwarded header's name with letters, digits and \"-\" only", name[i:i+1])
 		}
 	}
-	for k, vs := range h {
-		if !strings.EqualFold(k, "Connection") {
-			continue
-		}
-		for _, v := range vs {
-			for f := range strings.SplitSeq(v, ",") {
-				if textproto.CanonicalMIMEHeaderKey(strings.TrimSpace(f)) == name {
-					return false
-				}
-			}
+	canonical := textproto.CanonicalMIMEHeaderKey(name)
+	if why, ok := neverForward[canonical]; ok {
+		return fmt.Errorf("is never forwarded: %s", why)
+	}
+	for _, p := range neverForwardPrefixes {
+		if strings.HasPrefix(canonical, p.prefix) {
+			return fmt.Errorf("is never forwarded: %s*: %s", p.prefix, p.why)
 		}
 	}
-	return true
+	return nil
+}
+
+// isNameChar reports a byte allowed in a forwarded header's name.
+func isNameChar(b byte) bool {
+	return 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || '0' <= b && b <= '9' || b == '-'
 }
 
 // validHeader reports whether name is a token and value holds no control characters other

@@ -23,7 +23,6 @@ func TestThroughUpstreamClient(t *testing.T) {
 		Method:         "DELETE",
 		Path:           "/contacts/12",
 		IdempotencyKey: "cf_1",
-		Forward:        http.Header{"Authorization": {"Bearer cs_demo_ask"}},
 	}
 	for range 2 {
 		resp, err := c.Do(context.Background(), call)

@@ -56,6 +56,8 @@ type harnessOptions struct {
 	// gate, when set, sees each upstream request before the CRM does (it
 	// may hold it).
 	gate func(r *http.Request)
+	// bodyTimeout, when set, bounds the wait for a request's body.
+	bodyTimeout time.Duration
 }
 
 // harness is a running local stack with a recording upstream and a webhook
@@ -271,6 +273,7 @@ func (h *harness) start() {
 	s, err := Start(context.Background(), Options{
 		ConfigDir: h.configDir, Addr: "127.0.0.1:0", DataDir: h.dataDir, Stdout: h.console,
 		WebhookBackoff: []time.Duration{10 * time.Millisecond, 20 * time.Millisecond},
+		BodyTimeout:    h.opts.bodyTimeout,
 	})
 	if err != nil {
 		h.t.Fatalf("start stack: %v", err)

@@ -388,19 +388,21 @@ func TestOperatorPage(t *testing.T) {
 		t.Fatal(err)
 	}
 	signer, _ := links.NewSigner(key)
-	seal := func(cred, keyHash string, exp time.Time) string {
-		b, _ := json.Marshal(map[string]string{"c": cred, "k": keyHash[:16], "n": "abc"})
+	seal := func(cred string, exp time.Time) string {
+		b, _ := json.Marshal(map[string]string{"c": cred, "n": "0123456789abcdef0123456789abcdef"})
 		return signer.Seal("operator-session", b, exp)
 	}
 	expired := newBrowser(t, h)
-	expired.client.Jar.SetCookies(u, []*http.Cookie{{Name: "cs_operator", Value: seal("root", hashOf(operatorKey), time.Now().Add(-time.Second)), Path: "/operator"}})
+	expired.client.Jar.SetCookies(u, []*http.Cookie{{Name: "cs_operator", Value: seal("root", time.Now().Add(-time.Second)), Path: "/operator"}})
 	if r := expired.get("/operator"); !strings.Contains(string(r.body), "Operator sign-in") {
 		t.Fatal("an expired session got the dashboard")
 	}
-	agent := newBrowser(t, h)
-	agent.client.Jar.SetCookies(u, []*http.Cookie{{Name: "cs_operator", Value: seal("chat-user", hashOf("cs_test_ask"), time.Now().Add(time.Hour)), Path: "/operator"}})
-	if r := agent.get("/operator"); r.status != http.StatusForbidden || strings.Contains(string(r.body), "Review queue") {
-		t.Fatalf("a non-operator session: %d\n%s", r.status, r.body)
+	// A correctly sealed cookie whose session the store does not hold is no
+	// session: the cookie names a session, it does not carry one.
+	unknown := newBrowser(t, h)
+	unknown.client.Jar.SetCookies(u, []*http.Cookie{{Name: "cs_operator", Value: seal("root", time.Now().Add(time.Hour)), Path: "/operator"}})
+	if r := unknown.get("/operator"); !strings.Contains(string(r.body), "Operator sign-in") || strings.Contains(string(r.body), "Review queue") {
+		t.Fatalf("a session the store does not hold: %d\n%s", r.status, r.body)
 	}
 
 	// Sign out ends the session.
@@ -487,7 +489,8 @@ func TestApprovalPageShowsWhoAsksAndTakesAReason(t *testing.T) {
 	page := h.do(http.MethodGet, link, "", nil, nil)
 	expect(t, page, http.StatusOK, "")
 	body := string(page.body)
-	for _, want := range []string{"Archive this contact?", "<code>chat-user</code> · Claude Code 2.1 · can ask", "Why it needs you",
+	for _, want := range []string{"Archive this contact?", "<code><bdi>chat-user</bdi></code>", `The agent says it is</dt>
+<dd class="agent">“<bdi>Claude Code 2.1</bdi>” <span class="said">(its own words, not checked; can ask)`, "Why it needs you",
 		`name="reason"`, "&lt;script&gt;alert(1)&lt;/script&gt;"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("approval page lacks %q", want)

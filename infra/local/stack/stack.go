@@ -50,6 +50,9 @@ type Options struct {
 	// Webhook overrides the HTTP client and backoff of webhook channels (tests).
 	WebhookClient  *http.Client
 	WebhookBackoff []time.Duration
+	// BodyTimeout bounds the wait for a request's body once its headers
+	// are in (default httpapi.BodyTimeout; tests shorten it).
+	BodyTimeout time.Duration
 }
 
 // Stack is a running local stack.
@@ -78,6 +81,13 @@ type Stack struct {
 	closeErr  error
 	sweeping  sync.WaitGroup
 }
+
+// headerTimeout bounds the wait for a request's headers, idleTimeout a
+// keep-alive connection's wait for its next request.
+const (
+	headerTimeout = 10 * time.Second
+	idleTimeout   = 2 * time.Minute
+)
 
 // sweepEvery is how often the local stack deletes expired records, as
 // DynamoDB's TTL does in a deployment.
@@ -205,22 +215,30 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	// Routed by prefix, not with http.ServeMux: the mux cleans paths and
 	// redirects /v1/rest/crm/a/../b with a 307, where the gateway must see
 	// the path as sent and refuse it (as API Gateway passes it through).
+	serve := func(h httpapi.Handler) httpapi.Server { return httpapi.Server{Handler: h, BodyTimeout: o.BodyTimeout} }
+	gatewayServer, approverServer, operatorServer := serve(gateway), serve(approver), serve(operator)
 	route := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := r.URL.EscapedPath()
 		switch {
 		case strings.HasPrefix(p, "/approve/"):
-			httpapi.ServeHTTP(approver, w, r)
+			approverServer.ServeHTTP(w, r)
 			return
 		case p == "/operator" || strings.HasPrefix(p, "/operator/") || strings.HasPrefix(p, "/v1/operator/"):
-			httpapi.ServeHTTP(operator, w, r)
+			operatorServer.ServeHTTP(w, r)
 			return
 		}
-		httpapi.ServeHTTP(gateway, w, r)
+		gatewayServer.ServeHTTP(w, r)
 	})
-	s.server = &http.Server{Handler: route, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
+	// Headers must arrive within headerTimeout, a body within BodyTimeout
+	// (httpapi.Server sets that deadline per request, and lifts it once the
+	// body is in: a whole-request ReadTimeout would also cut long polls and
+	// streams); an idle keep-alive connection is closed after idleTimeout.
+	s.server = &http.Server{Handler: route, ReadHeaderTimeout: headerTimeout, IdleTimeout: idleTimeout,
+		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
 
-	s.sweeping.Add(1)
+	s.sweeping.Add(2)
 	go s.sweep(logger)
+	go s.flushAudit()
 	go func() { s.served <- s.server.Serve(ln) }()
 	return s, nil
 }
@@ -287,6 +305,26 @@ func (s *Stack) sweep(logger *slog.Logger) {
 		case <-s.stopping:
 			return
 		case <-t.C:
+		}
+	}
+}
+
+// auditFlushEvery is how often the summaries of repeated denials whose
+// window ended are written, when no other record writes them first.
+const auditFlushEvery = 10 * time.Second
+
+// flushAudit writes due summaries of repeated denials until the stack
+// stops (Close writes the rest).
+func (s *Stack) flushAudit() {
+	defer s.sweeping.Done()
+	t := time.NewTicker(auditFlushEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stopping:
+			return
+		case now := <-t.C:
+			s.app.Audit.FlushDue(context.Background(), now)
 		}
 	}
 }
@@ -359,6 +397,8 @@ func (s *Stack) closeAll(ctx context.Context) error {
 		}
 	}
 	if s.app != nil {
+		s.sweeping.Wait()
+		s.app.Audit.Flush(ctx) // the counts of open windows of repeated denials
 		if err := s.app.Close(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("notifications: %w", err))
 		}

@@ -16,12 +16,15 @@ import (
 )
 
 // Audit items: pk AUDIT#<chain>; each record under sk = its Seq in 20
-// digits, the head under sk HEAD (attributes seq and hash). Neither has a
-// ttl attribute, so TTL never deletes them.
+// digits, the head under sk HEAD (attributes seq, hash and expires). A
+// record of an expiring chain has a ttl attribute, so the table's TTL
+// deletes it; the head has none (its record's TTL is in expires), so TTL
+// never deletes it.
 const (
-	attrSeq    = "seq"
-	attrHash   = "hash"
-	auditMaxSK = "99999999999999999999"
+	attrSeq     = "seq"
+	attrHash    = "hash"
+	attrExpires = "expires"
+	auditMaxSK  = "99999999999999999999"
 )
 
 func auditSK(seq int64) string { return fmt.Sprintf("%020d", seq) }
@@ -38,11 +41,14 @@ func (s *Store) AppendAudit(ctx context.Context, r *store.AuditRecord) error {
 	rec := *r
 	rec.At = rec.At.UTC()
 	item, err := newItem(prefixAudit+r.Chain, auditSK(r.Seq), rec)
+	if err == nil && r.TTL > 0 {
+		item[attrTTL] = num(r.TTL)
+	}
 	if err == nil {
 		err = s.putIf(ctx, item, "attribute_not_exists(#pk)", map[string]string{"#pk": attrPK}, nil)
 	}
 	if err == nil {
-		err = s.moveHead(ctx, r.Chain, r.Seq, r.Hash)
+		err = s.moveHead(ctx, r.Chain, r.Seq, r.Hash, r.TTL)
 	}
 	if err != nil {
 		return fmt.Errorf("append audit %s/%d: %w", r.Chain, r.Seq, err)
@@ -51,14 +57,14 @@ func (s *Store) AppendAudit(ctx context.Context, r *store.AuditRecord) error {
 }
 
 // moveHead sets the chain's head to (seq, hash) unless it is at seq or beyond.
-func (s *Store) moveHead(ctx context.Context, chain string, seq int64, hash string) error {
+func (s *Store) moveHead(ctx context.Context, chain string, seq int64, hash string, expires int64) error {
 	_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.table),
 		Key:                       itemKey(prefixAudit+chain, skAuditHead),
-		UpdateExpression:          aws.String("SET #seq = :seq, #hash = :hash"),
+		UpdateExpression:          aws.String("SET #seq = :seq, #hash = :hash, #expires = :expires"),
 		ConditionExpression:       aws.String("attribute_not_exists(#seq) OR #seq < :seq"),
-		ExpressionAttributeNames:  map[string]string{"#seq": attrSeq, "#hash": attrHash},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":seq": num(seq), ":hash": str(hash)},
+		ExpressionAttributeNames:  map[string]string{"#seq": attrSeq, "#hash": attrHash, "#expires": attrExpires},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":seq": num(seq), ":hash": str(hash), ":expires": num(expires)},
 	})
 	if isConditionFailed(err) {
 		return nil // a later record moved it already
@@ -95,7 +101,13 @@ func (s *Store) AuditHead(ctx context.Context, chain string) (store.AuditHead, e
 	if err != nil {
 		return store.AuditHead{}, fmt.Errorf("audit head of %s: seq %q: %w", chain, n.Value, err)
 	}
-	return store.AuditHead{Chain: chain, Seq: seq, Hash: stringAttr(item, attrHash)}, nil
+	h := store.AuditHead{Chain: chain, Seq: seq, Hash: stringAttr(item, attrHash)}
+	if n, ok := item[attrExpires].(*types.AttributeValueMemberN); ok {
+		if h.Expires, err = strconv.ParseInt(n.Value, 10, 64); err != nil {
+			return store.AuditHead{}, fmt.Errorf("audit head of %s: expires %q: %w", chain, n.Value, err)
+		}
+	}
+	return h, nil
 }
 
 // ListAudit queries the chain's records consistently, between After and

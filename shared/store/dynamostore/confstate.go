@@ -52,7 +52,7 @@ var (
 	}
 	fixedOpKeys = map[string]bool{
 		"connection": true, "method": true, "path": true, "endpoint": true, "args": true,
-		"binding": true, "content_type": true, "payload": true, "raw_query": true,
+		"binding": true, "content_type": true, "payload": true, "raw_query": true, "negotiation": true,
 	}
 )
 

@@ -60,7 +60,11 @@ func TestItemAttributes(t *testing.T) {
 	run := &store.ScriptRun{ID: "c1", Status: store.ScriptPending, CreatedAt: now, TTL: now.Add(48 * time.Hour).Unix()}
 	call := &store.ScriptCall{RunID: "c1", Index: 7, State: store.ScriptCallPending, TTL: run.TTL}
 	part := &store.ScriptPart{RunID: "c1", Key: "call/00000007/0000", Data: []byte{0, 0xff}, TTL: run.TTL}
+	denial := &store.AuditRecord{Chain: "calls:agent", Seq: 1, At: now, Actor: "agent", Action: "call.denied", Hash: "h1", TTL: now.Add(90 * 24 * time.Hour).Unix()}
+	kept := &store.AuditRecord{Chain: "cred:agent", Seq: 1, At: now, Actor: "agent", Action: "call.paused", Hash: "h2"}
 	for _, err := range []error{
+		st.AppendAudit(ctx, denial),
+		st.AppendAudit(ctx, kept),
 		st.CreateConfirmation(ctx, conf),
 		st.UpdateConfirmation(ctx, conf),
 		st.CreateIdempotency(ctx, idem),
@@ -91,6 +95,9 @@ func TestItemAttributes(t *testing.T) {
 		{"review", "CONF#r1", "CONF", map[string]string{"ttl": strconv.FormatInt(review.TTL, 10)}},
 		{"script run", "SCRIPT#c1", "RUN", map[string]string{"version": "1", "ttl": strconv.FormatInt(run.TTL, 10)}},
 		{"script call", "SCRIPT#c1", "CALL#00000007", map[string]string{"version": "2", "ttl": strconv.FormatInt(run.TTL, 10)}},
+		// A denial expires with the table's TTL; its chain's head does not
+		// (it keeps the record's TTL as expires, not ttl).
+		{"expiring audit record", "AUDIT#calls:agent", "00000000000000000001", map[string]string{"ttl": strconv.FormatInt(denial.TTL, 10)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			item := rawItem(t, client, table, tc.pk, tc.sk)
@@ -105,6 +112,18 @@ func TestItemAttributes(t *testing.T) {
 			}
 		})
 	}
+	t.Run("audit heads and kept records have no ttl", func(t *testing.T) {
+		for _, key := range [][2]string{{"AUDIT#calls:agent", "HEAD"}, {"AUDIT#cred:agent", "HEAD"}, {"AUDIT#cred:agent", "00000000000000000001"}} {
+			item := rawItem(t, client, table, key[0], key[1])
+			if _, ok := item["ttl"]; ok {
+				t.Errorf("%s %s has a ttl attribute %#v: the table's TTL would delete it", key[0], key[1], item["ttl"])
+			}
+		}
+		head := rawItem(t, client, table, "AUDIT#calls:agent", "HEAD")
+		if n, ok := head["expires"].(*types.AttributeValueMemberN); !ok || n.Value != strconv.FormatInt(denial.TTL, 10) {
+			t.Errorf("head attribute expires = %#v, want %d", head["expires"], denial.TTL)
+		}
+	})
 	t.Run("script part", func(t *testing.T) {
 		item := rawItem(t, client, table, "SCRIPT#c1", "PART#call/00000007/0000")
 		if b, ok := item["bin"].(*types.AttributeValueMemberB); !ok || string(b.Value) != "\x00\xff" {

@@ -44,7 +44,7 @@ func (s *Store) AppendAudit(_ context.Context, r *store.AuditRecord) error {
 		case head.Seq >= r.Seq:
 			return nil
 		}
-		return put(tx, bucketAuditHeads, []byte(r.Chain), store.AuditHead{Chain: r.Chain, Seq: r.Seq, Hash: r.Hash})
+		return put(tx, bucketAuditHeads, []byte(r.Chain), store.AuditHead{Chain: r.Chain, Seq: r.Seq, Hash: r.Hash, Expires: r.TTL})
 	})
 	if err != nil {
 		return fmt.Errorf("append audit %s/%d: %w", r.Chain, r.Seq, err)

@@ -79,6 +79,7 @@ func keepFixed(rec, stored *store.Confirmation) {
 		was := stored.Operations[i]
 		op.Connection, op.Method, op.Path, op.Endpoint = was.Connection, was.Method, was.Path, was.Endpoint
 		op.Args, op.Binding, op.ContentType, op.Payload, op.RawQuery = was.Args, was.Binding, was.ContentType, was.Payload, was.RawQuery
+		op.Negotiation = was.Negotiation
 		ops[i] = op
 	}
 	if rec.Operations != nil {

@@ -21,7 +21,7 @@ var (
 	bucketConfirmations = []byte("store_confirmations")  // confirmation ID → JSON
 	bucketIdempotency   = []byte("store_idempotency")    // idempotencyKey(credential, key) → JSON
 	bucketQuotas        = []byte("store_quotas")         // quota key → JSON
-	bucketAudit         = []byte("store_audit")          // auditKey(chain, seq) → JSON, never swept
+	bucketAudit         = []byte("store_audit")          // auditKey(chain, seq) → JSON, swept when its ttl passed
 	bucketAuditHeads    = []byte("store_audit_heads")    // chain → head JSON
 	bucketScriptRuns    = []byte("store_script_runs")    // run ID → JSON
 	bucketScriptCalls   = []byte("store_script_calls")   // run ID/index (8 digits) → JSON

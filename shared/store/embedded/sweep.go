@@ -1,6 +1,7 @@
 package embedded
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -10,7 +11,8 @@ import (
 
 // Sweep deletes what DynamoDB's TTL deletes in a deployment: confirmations
 // (review items among them), their task tokens, script journals (headers,
-// calls, parts) and quota records whose ttl has passed, and idempotency
+// calls, parts), quota records and audit records whose ttl has passed
+// (heads stay; see sweepAudit), and idempotency
 // records past their expiry. Readers never depend on it (effective status
 // comes from the clock),
 // it only keeps the file from growing. It returns how many records it deleted.
@@ -57,8 +59,12 @@ func (s *Store) Sweep(now time.Time) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("sweep: %w", err)
 	}
+	audits, err := s.sweepAudit(now)
+	if err != nil {
+		return audits, err
+	}
 	if found == 0 {
-		return 0, nil
+		return audits, nil
 	}
 	deleted := 0
 	err = s.writer.Update(func(tx *bbolt.Tx) error {
@@ -78,7 +84,66 @@ func (s *Store) Sweep(now time.Time) (int, error) {
 		return nil
 	})
 	if err != nil {
-		return 0, fmt.Errorf("sweep: %w", err)
+		return audits, fmt.Errorf("sweep: %w", err)
+	}
+	return audits + deleted, nil
+}
+
+// sweepAuditBatch bounds the audit records one write transaction deletes,
+// so a sweep after a long pause never holds the writer for long.
+const sweepAuditBatch = 5000
+
+// sweepAudit deletes the audit records whose ttl has passed, in batches of
+// at most sweepAuditBatch per write. Along a chain the ttl never decreases
+// (package audit), so the scan of each chain stops at its first record
+// that has not expired: a chain of permanent records costs one read, and
+// a sweep reads what it deletes plus one record per chain. Heads stay.
+func (s *Store) sweepAudit(now time.Time) (int, error) {
+	expired := ttlPassed(now)
+	deleted := 0
+	for range 1 << 20 { // bounded: each round deletes a batch or ends the sweep
+		var keys [][]byte
+		err := s.db.View(func(tx *bbolt.Tx) error {
+			c := tx.Bucket(bucketAudit).Cursor()
+			for k, v := c.First(); k != nil && len(keys) < sweepAuditBatch; {
+				if expired(v) {
+					keys = append(keys, append([]byte(nil), k...))
+					k, v = c.Next()
+					continue
+				}
+				i := bytes.IndexByte(k, 0)
+				if i < 0 {
+					k, v = c.Next()
+					continue
+				}
+				k, v = c.Seek(append(append([]byte(nil), k[:i]...), 1)) // the next chain
+			}
+			return nil
+		})
+		if err != nil || len(keys) == 0 {
+			if err != nil {
+				err = fmt.Errorf("sweep audit records: %w", err)
+			}
+			return deleted, err
+		}
+		err = s.writer.Update(func(tx *bbolt.Tx) error {
+			b := tx.Bucket(bucketAudit)
+			for _, k := range keys {
+				if v := b.Get(k); v != nil && expired(v) {
+					if err := b.Delete(k); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return deleted, fmt.Errorf("sweep audit records: %w", err)
+		}
+		deleted += len(keys)
+		if len(keys) < sweepAuditBatch {
+			return deleted, nil
+		}
 	}
 	return deleted, nil
 }

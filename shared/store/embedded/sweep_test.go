@@ -103,3 +103,45 @@ func TestSweepScripts(t *testing.T) {
 		t.Errorf("live run's calls = %v", calls)
 	}
 }
+
+// Audit records whose ttl passed are swept, more than a batch of them in
+// one sweep; records without a ttl, the unexpired ones and every head stay.
+func TestSweepAudit(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	s := openStore(t, filepath.Join(t.TempDir(), "db"), nil)
+	const expired, live = 6000, 3 // more than one batch of 5000
+	for seq := int64(1); seq <= expired+live; seq++ {
+		ttl := now.Add(-time.Hour).Unix()
+		if seq > expired {
+			ttl = now.Add(time.Hour).Unix()
+		}
+		if err := s.AppendAudit(ctx, &store.AuditRecord{Chain: "calls:a", Seq: seq, At: now, Actor: "a", Action: "call.denied", Hash: "h", TTL: ttl}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, chain := range []string{"cred:a", "calls:b"} {
+		if err := s.AppendAudit(ctx, &store.AuditRecord{Chain: chain, Seq: 1, At: now, Actor: "a", Action: "call.paused", Hash: "h"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, err := s.Sweep(now)
+	if err != nil || n != expired {
+		t.Fatalf("Sweep = %d, %v; want the %d expired audit records", n, err, expired)
+	}
+	rs, _ := s.ListAudit(ctx, store.AuditQuery{Chain: "calls:a"})
+	if len(rs) != live || rs[0].Seq != expired+1 {
+		t.Fatalf("calls:a keeps %d records from %d, want %d from %d", len(rs), rs[0].Seq, live, expired+1)
+	}
+	for _, chain := range []string{"cred:a", "calls:b"} {
+		if rs, _ := s.ListAudit(ctx, store.AuditQuery{Chain: chain}); len(rs) != 1 {
+			t.Fatalf("%s keeps %d records, want its one record without a ttl", chain, len(rs))
+		}
+	}
+	if h, err := s.AuditHead(ctx, "calls:a"); err != nil || h.Seq != expired+live {
+		t.Fatalf("head of calls:a = %+v, %v", h, err)
+	}
+	if n, err := s.Sweep(now); err != nil || n != 0 {
+		t.Fatalf("second Sweep = %d, %v; want nothing left", n, err)
+	}
+}

@@ -10,13 +10,17 @@ import (
 )
 
 func fullAudit(chain string, seq int64, at time.Time) *store.AuditRecord {
+	since := at.Add(-time.Minute).UTC()
 	return &store.AuditRecord{
 		Chain: chain, Seq: seq, At: at.In(zone).Add(987654321 * time.Nanosecond),
 		Actor: "approver:ops", Action: "confirmation.approved", Subject: "cf_" + chain,
 		Credential: "chat-user", Connection: "crm", Method: "DELETE", Path: "/contacts/12",
 		Tier: "confirm", Rule: "connections/crm/policy.json endpoints[4] DELETE /contacts/{id} confirm: true",
 		Binding: keyHash("binding"), Outcome: "approved", Reason: "ünïcode ✓ <b>",
-		Hook: &store.AuditHook{Decision: "ask", Reason: "after hours"},
+		Hook:      &store.AuditHook{Decision: "ask", Reason: "after hours"},
+		PathBytes: 100_000, PathSHA256: keyHash("path"), ReasonBytes: 5000, ReasonSHA256: keyHash("reason"),
+		Count: 99, First: seq, Since: &since,
+		TTL: at.Add(90 * 24 * time.Hour).Unix(), PrevTTL: at.Add(89 * 24 * time.Hour).Unix(),
 		Prev: keyHash(fmt.Sprint("prev", seq)), Hash: keyHash(fmt.Sprint("hash", seq)),
 	}
 }
@@ -42,7 +46,23 @@ func (s *suite) audit(t *testing.T) {
 		if err != nil {
 			t.Fatalf("AuditHead: %v", err)
 		}
-		assertEqual(t, "head", head, store.AuditHead{Chain: chain, Seq: 1, Hash: r.Hash})
+		assertEqual(t, "head", head, store.AuditHead{Chain: chain, Seq: 1, Hash: r.Hash, Expires: r.TTL})
+	})
+
+	t.Run("HeadKeepsItsRecordsTTL", func(t *testing.T) {
+		// A record with a TTL goes when the store expires it; the head,
+		// which the chain goes on from, stays and keeps the TTL.
+		st := s.newStore(t)
+		chain := "calls:" + uid(t)
+		r := fullAudit(chain, 1, s.now())
+		r.TTL, r.PrevTTL = s.now().Add(-time.Hour).Unix(), 0 // expired already
+		if err := st.AppendAudit(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		head, err := st.AuditHead(ctx, chain)
+		if err != nil || head.Seq != 1 || head.Expires != r.TTL {
+			t.Fatalf("head = %+v, %v; want seq 1 expiring at %d", head, err, r.TTL)
+		}
 	})
 
 	t.Run("TakenSlotConflictsAndKeepsTheFirst", func(t *testing.T) {

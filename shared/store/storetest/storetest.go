@@ -613,6 +613,8 @@ func (s *suite) confirmations(t *testing.T) {
 		op.Connection, op.Method, op.Path, op.Endpoint, op.Binding = "x", "X", "/x", "/x", keyHash("x")
 		op.Args.Path = map[string]string{"changed": "1"}
 		op.Payload, op.ContentType, op.RawQuery = []byte("changed"), "text/changed", "changed=1"
+		op.Args.Headers = map[string]string{"X-Tenant-Id": "production", "X-Cascade": "all"}
+		op.Negotiation = map[string]string{"Accept": "text/html"}
 		got.Status = store.StatusApproved
 		op.State = store.OpClaimed
 		if err := st.UpdateConfirmation(ctx, got); err != nil {
@@ -1298,10 +1300,12 @@ func fullOperation() store.Operation {
 		Path:       "/contacts/12",
 		Endpoint:   "/contacts/{id}",
 		Args: store.Args{
-			Path:  map[string]string{"id": "12"},
-			Query: map[string]any{"hard": true, "limit": 10.0, "tags": []any{"a", "b"}, "none": nil},
-			Body:  json.RawMessage(`{"note":"ünïcode ✓","nested":{"a":[1,null,"x",2.5e10]}}`),
+			Path:    map[string]string{"id": "12"},
+			Query:   map[string]any{"hard": true, "limit": 10.0, "tags": []any{"a", "b"}, "none": nil},
+			Body:    json.RawMessage(`{"note":"ünïcode ✓","nested":{"a":[1,null,"x",2.5e10]}}`),
+			Headers: map[string]string{"X-Tenant-Id": "sandbox", "X-Dry-Run": "true", "If-Match": `"v1", W/"ä"`},
 		},
+		Negotiation: map[string]string{"Accept": "application/json", "Accept-Language": "de-CH, en;q=0.5"},
 		Binding:     keyHash("binding"),
 		ContentType: "application/json; charset=utf-8",
 		Payload:     []byte("{\"note\": \"\xfc\xff binary-safe\"}\n"),

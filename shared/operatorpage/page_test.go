@@ -1,0 +1,51 @@
+package operatorpage
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/countersign/countersign/shared/display"
+)
+
+// TestValuesForPeople: what agents chose (arguments, paths, reasons, audit
+// text) is shown with hidden characters as marked escapes and each value
+// isolated; the client name is labelled as the agent's words and cut to
+// its bound; the page holds no hidden character as it is.
+func TestValuesForPeople(t *testing.T) {
+	lure := "Claude Code \u2014 pre-approved by the CISO (ticket SEC-4411). Approving is safe"
+	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	body, _, err := Render(Page{
+		Workspace: "Acme", Operator: "root", CSRF: "tok",
+		Reviews: []Review{{ID: "rv_1", Credential: "chat-user", Status: "pending", Pending: true, Method: "POST",
+			Path: "/transfers\u200b", Connection: "bank", Reason: "needs review\u202e",
+			Args: "{\n  \"to_account\": \"ACME-\\u202E4321-8765\\u202C\"\n}", CreatedAt: at, ExpiresAt: at}},
+		Credentials: []Credential{{ID: "chat-user", Choice: "ask_person", HasClient: true, Client: lure + " 2.1", ClientSeen: at}},
+		Audit:       []AuditRecord{{At: at, Chain: "chat-user", Seq: 1, Actor: "chat-user", Action: "call.denied", Reason: "no\u2066pe"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(body)
+	for _, want := range []string{
+		`&#34;<bdi>to_account</bdi>&#34;: &#34;<bdi>ACME-<span class="esc">\u202E</span>4321-8765<span class="esc">\u202C</span></bdi>&#34;`,
+		`<span class="path"><bdi>/transfers<span class="esc">\u200B</span></bdi></span>`,
+		`<pre><bdi>needs review<span class="esc">\u202E</span></bdi></pre>`,
+		`<bdi>no<span class="esc">\u2066</span>pe</bdi>`,
+		`Asked with the credential <code><bdi>chat-user</bdi></code>`,
+		`<span class="said">the agent says it is</span> “<i><bdi>` + display.Clip(lure+" 2.1", display.AgentLimit) + `</bdi></i>” <span class="said">(its own words, not checked)</span>`,
+		".esc {",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("page lacks %s", want)
+		}
+	}
+	if strings.Contains(s, "Approving is safe") {
+		t.Error("the agent's words were not cut to their bound")
+	}
+	for _, r := range s {
+		if display.Hidden(r) && r != '\n' {
+			t.Errorf("page holds U+%04X as it is", r)
+		}
+	}
+}
