@@ -306,6 +306,12 @@ func (h *Handler) scriptAnswered(ctx context.Context, cred *store.Credential, cl
 	// The retried call must be the same script: the answer is about the
 	// batch that script made.
 	if _, err := h.o.Scripts.RunScript(ctx, cred, ScriptRequest{Source: a.Script, ConfirmationID: conf.ID}); err != nil {
+		// Another use of the same answer may have decided the batch since
+		// it was read (the gateway is then running it again): this use is
+		// spent, whatever the resubmission says of the batch's state.
+		if now, gerr := h.o.Calls.Confirmation(ctx, cred, conf.ID, calls.WaitOptions{}); gerr == nil && now.Effective != store.StatusPending {
+			return spentAnswer(now.Confirmation, now.Effective, ans)
+		}
 		return scriptErrorResult(err, conf.ID)
 	}
 	d := confirm.Decision{Approve: !ans.Declined, Approver: ans.By}
