@@ -66,6 +66,7 @@ type Stack struct {
 	Config *policy.Config
 
 	store      *embedded.Store
+	signer     *links.Signer
 	engine     *local.Engine
 	app        *app.App
 	server     *http.Server
@@ -139,6 +140,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	if err != nil {
 		return nil, err
 	}
+	s.signer = signer
 
 	ln, err = net.Listen("tcp", o.Addr)
 	if err != nil {
@@ -152,6 +154,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 			return nil, fmt.Errorf("demo upstream on %s: %w", o.DemoUpstream, err)
 		}
 		s.Demo = democrm.New()
+		s.Demo.SetLog(o.Stdout) // what the gateway sent it, for the person watching
 		s.DemoURL = "http://" + dl.Addr().String()
 		s.demoServer = &http.Server{Handler: s.Demo, ReadHeaderTimeout: 10 * time.Second}
 		go func() { _ = s.demoServer.Serve(dl) }()
@@ -208,6 +211,9 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	route := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := r.URL.EscapedPath()
 		switch {
+		case p == "/":
+			s.serveHome(w, r, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { httpapi.ServeHTTP(gateway, w, r) }))
+			return
 		case strings.HasPrefix(p, "/approve/"):
 			httpapi.ServeHTTP(approver, w, r)
 			return
