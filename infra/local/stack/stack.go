@@ -31,7 +31,7 @@ import (
 	"github.com/countersign/countersign/statemachines"
 )
 
-// Options configure the local stack; zero values are the defaults of API.md section 9.
+// Options configure the local stack; zero values are the defaults docs/configuration.md gives.
 type Options struct {
 	// ConfigDir is the configuration directory (default infra/config).
 	ConfigDir string
