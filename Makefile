@@ -1,10 +1,17 @@
 # countersign: build, test and package.
 #
 #   make run        the local stack with the demo configuration (same as `go run ./infra/local`)
-#   make test       the whole test suite: vet, unit and end-to-end tests with the race
-#                   detector, the DynamoDB adapter against dynalite, the Lambda builds,
-#                   real MCP clients against the local stack (infra/mcpclients), and every
-#                   fuzz target for TEST_FUZZTIME (2s) each
+#   make test       the whole test suite, in stages it names and times (scripts/stages.sh):
+#                   vet, the Lambda builds, the ASL check, unit and end-to-end tests with the
+#                   race detector and the DynamoDB adapter against dynalite, the AWS path
+#                   (make awstest), real MCP clients against the local stack
+#                   (infra/mcpclients), and every fuzz target for TEST_FUZZTIME (2s) each;
+#                   docs/testing.md says what each installs and how long it takes
+#   make quick      the unit tests in about a minute when the build cache is warm: go test
+#                   -short, no race detector, without the end-to-end packages (infra/awstest,
+#                   infra/load, infra/local, infra/local/stack) and without fuzzing
+#   make cli        install the command-line tool (countersign) into $(go env GOBIN) or
+#                   $(go env GOPATH)/bin, as go install ./infra/countersign does
 #   make bench      every benchmark, one report (bench/RESULTS.md): the in-process
 #                   benchmarks (code mode's too), the hop next to a bare reverse proxy, the
 #                   confirmed path's handshakes, bench-compare, and the gateway's cold start
@@ -32,21 +39,35 @@ FUNCTIONS := gateway approve notify execute finalize operator
 LAMBDA_ENV := GOOS=linux GOARCH=arm64 CGO_ENABLED=0
 LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags="-s -w"
 
-.PHONY: run test unit vet lambdas check-asl bench bench-compare awstest fuzz load dynalite-install mcpclients-install clean config-push
+.PHONY: run test quick cli unit vet lambdas check-asl bench bench-compare awstest fuzz load dynalite-install mcpclients-install clean config-push
 
 run:
 	$(GO) run ./infra/local
 
+# scripts/stages.sh runs the stages one after the other and prints, for each,
+# what it runs and may install, then how long it took; a table at the end.
 # The AWS path test runs after the rest, verbose, so its log shows each flow.
 # Then every fuzz target fuzzes for TEST_FUZZTIME (its seeds already ran in
 # go test). Most of the time goes to building and starting each target: the
 # 16 targets took 54 to 84 s at 2s, 45 s at 1s (TEST_FUZZTIME=1s), on 2 shared cores.
+# STAGES="vet race" make test runs only those stages.
 TEST_FUZZTIME ?= 2s
 
-test: vet lambdas check-asl mcpclients-install
-	./scripts/test-with-dynalite.sh sh -c '$(GO) test -race -count=1 $$($(GO) list ./... | grep -v /infra/awstest) && \
-	  $(GO) test -count=1 -v -timeout 7m ./infra/awstest/'
-	FUZZTIME=$(TEST_FUZZTIME) ./scripts/fuzz.sh $(GO)
+test:
+	TEST_FUZZTIME=$(TEST_FUZZTIME) ./scripts/stages.sh $(GO)
+
+# The end-to-end packages: the AWS path, the load test, the SIGKILL test
+# and the local stack's HTTP tests (make test runs them).
+E2E := /infra/awstest$$|/infra/load$$|/infra/local$$|/infra/local/stack$$
+
+quick:
+	$(GO) test -short -count=1 $$($(GO) list ./... | grep -Ev '$(E2E)')
+
+cli:
+	$(GO) install ./infra/countersign
+	@bin=$$($(GO) env GOBIN); bin=$${bin:-$$($(GO) env GOPATH)/bin}; \
+	  echo "installed $$bin/countersign"; \
+	  case ":$$PATH:" in *":$$bin:"*) ;; *) echo "add $$bin to PATH to run it as countersign";; esac
 
 # Tests without dynalite (the DynamoDB tests skip and say how to start it).
 unit:

@@ -1,4 +1,4 @@
-# countersign's decision (shared/tier Decide, DESIGN.md section 1) in Rego,
+# countersign's decision (shared/tier Decide; docs/design.md, The model) in Rego,
 # for the calls the router has resolved to an endpoint.
 #
 # data.countersign.policy (generated from the configuration by RegoData)

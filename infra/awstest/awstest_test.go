@@ -278,7 +278,7 @@ func approveThenRedeem(f *flow) {
 	f.expect("POST approve again", f.decide(link, "approve"), http.StatusConflict, "confirmation_decided")
 }
 
-// restAsync is the handshake over the REST pass-through (API.md section 3).
+// restAsync is the handshake over the REST pass-through (docs/api.md, REST pass-through).
 func restAsync(f *flow) {
 	auth := http.Header{"Authorization": {"Bearer " + askKey}}
 	f.expect("DELETE /v1/rest/crm/contacts/15", f.do(http.MethodDelete, "/v1/rest/crm/contacts/15", auth, ""), http.StatusForbidden, "requires_confirmation")

@@ -136,7 +136,7 @@ func emulatedColdStart(tb testing.TB, bootstrap string, env []string, payload st
 // iteration, alternating, so a burst of load falls on both. The AWS
 // services are awsfake in this process, answering in microseconds, so the
 // numbers are the code's, not a network's. It reports the medians
-// (DESIGN.md section 6) and says whether the gateway's is within 1.5 times
+// (docs/design.md, Targets) and says whether the gateway's is within 1.5 times
 // the empty handler's.
 //
 //	go test -run '^$' -bench BenchmarkInit -benchtime 20x ./infra/awstest/
@@ -194,7 +194,7 @@ func BenchmarkInit(b *testing.B) {
 	if b.N == 1 {
 		return // the testing package's first, single-iteration run
 	}
-	b.Logf("%d cold starts each: gateway init median %s (p90 %s), empty handler %s (p90 %s): %.2fx, %s DESIGN.md's 1.5x",
+	b.Logf("%d cold starts each: gateway init median %s (p90 %s), empty handler %s (p90 %s): %.2fx, %s the 1.5x target of docs/design.md",
 		b.N, mg.Round(10*time.Microsecond), p90(gateway).Round(10*time.Microsecond), me.Round(10*time.Microsecond),
 		p90(empty).Round(10*time.Microsecond), ms(mg)/ms(me), verdict)
 }

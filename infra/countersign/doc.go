@@ -1,5 +1,5 @@
 // Command countersign is the operator's command-line tool for a countersign
-// deployment (DESIGN.md section 4, issue 9 item 4):
+// deployment (docs/design.md, Layout):
 //
 //	countersign validate DIR
 //	countersign propose OPENAPI.{json,yaml} [--connection NAME] [--base-url URL] [--against policy.json] [--write PATH]
@@ -11,7 +11,7 @@
 // local stack does at start and prints the same messages when it is wrong.
 //
 // propose reads an OpenAPI 3.0, 3.1 (or 3.2) document and proposes a
-// policy.json (API.md section 1): every operation as an endpoint, confirm:
+// policy.json (docs/configuration.md): every operation as an endpoint, confirm:
 // true for DELETE and for writes whose operation id or summary says delete,
 // remove, cancel, close, transfer, pay, refund, revoke, purge or destroy. The
 // document is read with github.com/pb33f/libopenapi: it was built for 3.1

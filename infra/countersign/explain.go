@@ -28,7 +28,7 @@ func runExplain(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("explain", explainSynopsis, stderr)
 	configDir := fs.String("config", "", "configuration directory (required)")
 	credID := fs.String("credential", "", "id of a credential in the configuration's credentials.json (required)")
-	asJSON := fs.Bool("json", false, "print one JSON object (fields named as in API.md)")
+	asJSON := fs.Bool("json", false, "print one JSON object (fields named as in docs/api.md)")
 	whyNot := fs.Bool("why-not", false, "also list the rules that did not decide, and why")
 	pos, err := parseFlags(fs, args)
 	switch {
@@ -121,7 +121,7 @@ func readCallArg(arg string) ([]byte, error) {
 }
 
 // explanation is what explain prints. The first six fields are named as in
-// API.md: tier, outcome (the pipeline's outcome: executed,
+// docs/api.md: tier, outcome (the pipeline's outcome: executed,
 // confirmation_required or denied), code, reason, rule and escalated.
 type explanation struct {
 	Tier      string `json:"tier"`
@@ -144,7 +144,7 @@ type explanation struct {
 	Redeems string `json:"redeems,omitempty"`
 	// Hooks is "not consulted" when the connection has hooks.
 	Hooks string `json:"hooks,omitempty"`
-	// WhyNot lists the rules that did not decide, in the order of DESIGN.md section 1.
+	// WhyNot lists the rules that did not decide, in the order of docs/design.md (The model).
 	WhyNot []whyNot `json:"why_not,omitempty"`
 }
 

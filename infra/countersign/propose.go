@@ -436,7 +436,7 @@ type policyEndpoint struct {
 	Escalate    json.RawMessage `json:"escalate,omitempty"`
 }
 
-// The fields of policy.json in API.md's order.
+// The fields of policy.json in docs/configuration.md's order.
 var policyFields = []string{"base_url", "headers", "endpoints", "delegations", "hooks", "approval"}
 
 // readPolicyFile reads an existing policy.json after checking that it

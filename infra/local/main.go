@@ -1,9 +1,14 @@
 // Command local runs the whole of countersign on one machine: the gateway,
 // the approval page, the embedded store, the local interpreter of the state
 // machines and, with the default configuration, a demo upstream (a small
-// CRM). See API.md section 9.
+// CRM). See docs/api.md, "The local stack".
 //
 //	go run ./infra/local [--config DIR] [--addr HOST:PORT] [--data DIR] [--demo-upstream HOST:PORT]
+//	go run ./infra/local links [--config DIR] [--addr HOST:PORT] [--data DIR]
+//
+// links prints the confirmations still waiting for a person, with the
+// console approver's links, again: from the running stack at --addr when
+// one runs there, else from the store under --data.
 package main
 
 import (
@@ -31,6 +36,9 @@ func main() {
 }
 
 func run(args []string) error {
+	if len(args) > 0 && args[0] == "links" {
+		return runLinks(args[1:], os.Stdout)
+	}
 	fs := flag.NewFlagSet("countersign-local", flag.ContinueOnError)
 	configDir := fs.String("config", defaultConfig, "configuration directory")
 	addr := fs.String("addr", "127.0.0.1:8080", "address the gateway listens on")
@@ -66,6 +74,13 @@ func run(args []string) error {
 		return err
 	}
 	fmt.Print(s.Banner())
+	// After a restart the links printed before it are still good: print them again.
+	if pending, err := s.PendingLinks(ctx); err != nil {
+		logger.Warn("listing the pending confirmations failed", "error", err)
+	} else if len(pending) > 0 {
+		stack.WritePending(os.Stdout, pending)
+	}
+	fmt.Printf("pending confirmations and their links: %s/ (or go run ./infra/local links)\n", s.URL)
 	select {
 	case <-ctx.Done():
 	case err := <-s.Done():

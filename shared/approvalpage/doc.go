@@ -1,5 +1,5 @@
-// Package approvalpage renders the page behind an approval link (API.md
-// section 5): the operations waiting for a person, with one checkbox each
+// Package approvalpage renders the page behind an approval link (docs/api.md,
+// The approval page): the operations waiting for a person, with one checkbox each
 // and the Approve and Reject all buttons; or what became of them (decided,
 // expired); or a refusal (bad signature, not found).
 //

@@ -47,7 +47,7 @@ func (s State) String() string {
 	return "state(" + strconv.Itoa(int(s)) + ")"
 }
 
-// Status returns the HTTP status the page is served with (API.md section 5):
+// Status returns the HTTP status the page is served with (docs/api.md, The approval page):
 // 200 pending and decided, 410 expired, 403 bad signature, 404 not found.
 func (s State) Status() int {
 	switch s {
@@ -139,7 +139,7 @@ type Form struct {
 
 // SelectionField is a hidden field the pending form always posts, with the
 // value SelectionExplicit. Browsers send no op field when every box is
-// cleared, which API.md reads as "approve all" when op is absent; a POST
+// cleared, which docs/api.md reads as "approve all" when op is absent; a POST
 // carrying selection=explicit and no op means nothing was selected.
 const (
 	SelectionField    = "selection"

@@ -11,7 +11,7 @@ import (
 	"github.com/countersign/countersign/shared/tier"
 )
 
-// envelope has the shape of the /v1/calls request (API.md section 2).
+// envelope has the shape of the /v1/calls request (docs/api.md, Agent calls).
 type envelope struct {
 	Connection     string            `json:"connection"`
 	Method         string            `json:"method"`

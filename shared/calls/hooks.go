@@ -14,7 +14,7 @@ import (
 	"github.com/countersign/countersign/shared/tier"
 )
 
-// hookRequest is what a hook receives (API.md section 1).
+// hookRequest is what a hook receives (docs/configuration.md).
 type hookRequest struct {
 	Connection string     `json:"connection"`
 	Method     string     `json:"method"`

@@ -15,7 +15,7 @@ import (
 )
 
 const (
-	// idempotencyTTL is how long an answer is replayed (API.md: 24 hours).
+	// idempotencyTTL is how long an answer is replayed (docs/api.md: 24 hours).
 	idempotencyTTL = 24 * time.Hour
 	// maxAnswer bounds the body kept for a replay; a larger one is kept
 	// truncated, with a Countersign-Truncated header saying so.

@@ -38,7 +38,7 @@ func (s *Service) limits() policy.Limits {
 
 // rateLimiter is a token bucket per credential: CallsPerMinute tokens,
 // refilled evenly over a minute. It lives in the process: exact on the local
-// stack, per instance on Lambda (see the README's limits).
+// stack, per instance on Lambda (docs/configuration.md, settings.json).
 type rateLimiter struct {
 	mu      sync.Mutex
 	buckets map[string]*bucket

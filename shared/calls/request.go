@@ -10,7 +10,7 @@ import (
 	"github.com/countersign/countersign/shared/tier"
 )
 
-// Request is the body of POST /v1/calls (API.md section 2), the request
+// Request is the body of POST /v1/calls (docs/api.md, Agent calls), the request
 // tool's vocabulary. The HTTP surface and the command-line tool's explain
 // both read it with ParseRequest, so they cannot drift.
 type Request struct {

@@ -406,7 +406,7 @@ func TestExecuteApprovedCrash(t *testing.T) {
 		t.Errorf("the interrupted operation: %+v; want still claimed, no outcome", got.Operations[1])
 	}
 	// Nothing approved runs twice: the record stays "redeemed" for good
-	// (README, Limits).
+	// (docs/design.md, Limits).
 	if got.Status != store.StatusRedeemed {
 		t.Errorf("status %s after an interrupted execution", got.Status)
 	}

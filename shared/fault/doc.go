@@ -1,5 +1,5 @@
 // Package fault holds the one code type of countersign's errors and
-// denials: every code of API.md section 2 and the extensions the README
+// denials: every code of docs/api.md and the extensions docs/ lists
 // lists. Transports render a code through their own table (HTTP status in
 // httpapi, the tool result text in mcp); a test in each fails when a code
 // has no entry there.

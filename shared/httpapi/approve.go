@@ -22,7 +22,7 @@ import (
 )
 
 // Approver is the approvers' surface: GET and HEAD /approve/<id> render the
-// page and change nothing; only POST /approve/<id> decides (API.md section 5).
+// page and change nothing; only POST /approve/<id> decides (docs/api.md, The approval page).
 type Approver struct {
 	// Calls reads and decides confirmations (and announces decisions).
 	Calls    *calls.Service
@@ -229,7 +229,7 @@ func (a *Approver) decide(ctx context.Context, req *Request, id string) Response
 // keptOperations reads the op fields. The page always sends
 // selection=explicit with its checkboxes, so from the page an empty selection
 // is an error rather than "all"; a client that sends no op and no selection
-// field approves every operation (API.md section 5).
+// field approves every operation (docs/api.md, The approval page).
 func keptOperations(form url.Values) ([]int, error) {
 	ops := form["op"]
 	if len(ops) == 0 {

@@ -84,7 +84,7 @@ func (g *Gateway) callsOutcome(ctx context.Context, cred *store.Credential, c *c
 	return jsonResponse(http.StatusOK, out), false
 }
 
-// pendingBody is the 202 answer (API.md section 2).
+// pendingBody is the 202 answer (docs/api.md, Agent calls).
 type pendingBody struct {
 	Status       string           `json:"status"`
 	Tier         string           `json:"tier"`

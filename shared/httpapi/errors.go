@@ -8,7 +8,7 @@ import (
 	"github.com/countersign/countersign/shared/fault"
 )
 
-// statusOf is the one table from codes to HTTP statuses (API.md section 2);
+// statusOf is the one table from codes to HTTP statuses (docs/api.md, Agent calls);
 // a test fails when a code of package fault has no entry.
 var statusOf = map[fault.Code]int{
 	fault.InvalidRequest:        http.StatusBadRequest,

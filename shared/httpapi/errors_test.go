@@ -32,7 +32,7 @@ func TestEveryCodeHasAStatus(t *testing.T) {
 	}
 }
 
-// TestAPIStatuses pins the statuses API.md section 2 gives.
+// TestAPIStatuses pins the statuses docs/api.md gives (Agent calls).
 func TestAPIStatuses(t *testing.T) {
 	want := map[fault.Code]int{
 		fault.InvalidRequest: 400, fault.Unauthenticated: 401, fault.RequiresConfirmation: 403, fault.ConfirmationMismatch: 403,

@@ -39,7 +39,7 @@ type Handler interface {
 	Handle(ctx context.Context, req Request) (Response, error)
 }
 
-// MaxBody is the largest request body accepted (API.md: 1 MiB).
+// MaxBody is the largest request body accepted (docs/api.md: 1 MiB).
 const MaxBody = 1 << 20
 
 // header returns a request header (API Gateway lower-cases header names).

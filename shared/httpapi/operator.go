@@ -23,7 +23,7 @@ type AuditReader interface {
 	ListAudit(ctx context.Context, q store.AuditQuery) ([]*store.AuditRecord, error)
 }
 
-// Operator is the operator surface (API.md section 8): the JSON routes
+// Operator is the operator surface (docs/operators.md): the JSON routes
 // under /v1/operator/ for operator keys (Bearer), and the page under
 // /operator for a signed-in operator (a session cookie). Every route and
 // page checks role operator; everything it does goes through the pipeline

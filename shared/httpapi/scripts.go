@@ -31,7 +31,7 @@ type ScriptAnswer struct {
 	Completed bool
 	// Result is the script's value as JSON.
 	Result json.RawMessage
-	// Calls are the calls as API.md section 6 lists them (JSON-ready).
+	// Calls are the calls as docs/scripts.md lists them (JSON-ready).
 	Calls any
 	Logs  []string
 	// Confirmation is the batch, with its status by the clock.
@@ -53,7 +53,7 @@ type ScriptFailure struct {
 
 func (e *ScriptFailure) Error() string { return string(e.Code) + ": " + e.Reason }
 
-// scriptRequest is the body of POST /v1/scripts (API.md section 6).
+// scriptRequest is the body of POST /v1/scripts (docs/scripts.md).
 type scriptRequest struct {
 	Script         *string `json:"script"`
 	ConfirmationID *string `json:"confirmation_id"`

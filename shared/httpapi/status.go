@@ -13,7 +13,7 @@ import (
 	"github.com/countersign/countersign/shared/store"
 )
 
-// confirmationView is the JSON of a confirmation (API.md section 4).
+// confirmationView is the JSON of a confirmation (docs/api.md, Confirmation status).
 type confirmationView struct {
 	ID        string       `json:"id"`
 	Status    store.Status `json:"status"`
@@ -22,7 +22,7 @@ type confirmationView struct {
 	ExpiresAt time.Time    `json:"expires_at"`
 	DecidedAt *time.Time   `json:"decided_at"`
 	// DecisionReason is why an approver rejected it or an operator
-	// dismissed it, when they said (an extension of API.md section 4).
+	// dismissed it, when they said (an extension of docs/api.md, Confirmation status).
 	DecisionReason string          `json:"decision_reason,omitempty"`
 	RedeemBy       *time.Time      `json:"redeem_by,omitempty"`
 	Operations     []operationView `json:"operations"`

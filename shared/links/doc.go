@@ -1,5 +1,5 @@
 // Package links signs and verifies the approval links countersign sends to
-// approvers (API.md section 5):
+// approvers (docs/api.md, The approval page):
 //
 //	<public_url>/approve/<id>?a=<approver>&exp=<unix>&kid=<key id>&sig=<base64url HMAC-SHA256>
 //

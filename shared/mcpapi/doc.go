@@ -1,4 +1,4 @@
-// Package mcpapi is the MCP surface (API.md section 7): POST /mcp, a
+// Package mcpapi is the MCP surface (docs/mcp.md): POST /mcp, a
 // stateless Streamable HTTP endpoint with JSON responses, built on the
 // official Go SDK (github.com/modelcontextprotocol/go-sdk). Like the HTTP
 // surface it only translates: every operation tool call goes through the
@@ -8,7 +8,7 @@
 // credential (policy.ToolName names them); what a credential may not call
 // is not listed, and calling it answers as for an unknown tool.
 //
-// How a person is asked depends on the client (DESIGN.md section 2):
+// How a person is asked depends on the client (docs/design.md, The pause):
 //
 //   - A client on protocol 2026-07-28 that declared form elicitation gets an
 //     input_required result (a multi round-trip request): one form
@@ -41,7 +41,7 @@
 // A connection with approval.out_of_band_only pauses for its approvers
 // whatever the client, and confirmation_status tells the model the outcome.
 //
-// run_script is code mode (API.md section 6) over Options.Scripts, which
+// run_script is code mode (docs/scripts.md) over Options.Scripts, which
 // gatewayapp attaches so that only the functions that run scripts link the
 // JavaScript engine. A script's calls that need a person are collected into
 // one batch confirmation, and the batch takes the same paths: the

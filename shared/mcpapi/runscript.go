@@ -16,7 +16,7 @@ import (
 	"github.com/countersign/countersign/shared/store"
 )
 
-// ToolRunScript is code mode's tool (API.md sections 6 and 7).
+// ToolRunScript is code mode's tool (docs/scripts.md and docs/mcp.md).
 const ToolRunScript = "run_script"
 
 // Scripts is code mode (shared/script) as the MCP surface uses it.
@@ -50,7 +50,7 @@ type ScriptRequest struct {
 	CannotAsk string
 }
 
-// ScriptCall is one call() of a run, as API.md section 6 lists it.
+// ScriptCall is one call() of a run, as docs/scripts.md lists it.
 type ScriptCall struct {
 	Connection string          `json:"connection"`
 	Method     string          `json:"method"`
@@ -166,7 +166,7 @@ func (h *Handler) runScript(ctx context.Context, cred *store.Credential, client 
 	if !client.CanAsk() {
 		// The path is chosen before the script runs: a client that can
 		// show neither a dialog nor a card is refused what needs a person
-		// (API.md section 7), call by call inside the script, and no
+		// (docs/mcp.md), call by call inside the script, and no
 		// batch is made that nobody could answer, so nothing is left
 		// pending. Out-of-band-only connections still pause for their
 		// approvers, as their operation tools do.
@@ -224,7 +224,7 @@ func scriptCompleted(run *ScriptRun, cannotAsk string) *mcp.CallToolResult {
 }
 
 // scriptPaused answers a script whose batch waits for a person, the way
-// this client can ask (DESIGN.md section 2): the client's dialog, the card,
+// this client can ask (docs/design.md, The pause): the client's dialog, the card,
 // or the approvers out of band.
 func (h *Handler) scriptPaused(cred *store.Credential, client Client, run *ScriptRun, cannotAsk string) *mcp.CallToolResult {
 	conf := run.Confirmation

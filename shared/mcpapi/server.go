@@ -83,7 +83,7 @@ func New(o Options) *Handler {
 	return h
 }
 
-// maxBody is the largest request accepted (API.md: 1 MiB).
+// maxBody is the largest request accepted (docs/api.md: 1 MiB).
 const maxBody = 1 << 20
 
 func (h *Handler) now() time.Time {

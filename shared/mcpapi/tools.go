@@ -17,7 +17,7 @@ import (
 	"github.com/countersign/countersign/shared/tier"
 )
 
-// The _meta keys a tools/call may carry (API.md section 7 extension).
+// The _meta keys a tools/call may carry (an extension of docs/mcp.md).
 const (
 	// MetaDelegated marks a delegated call (a sub-agent acting for the
 	// agent), as "delegated" does on /v1/calls.
@@ -34,7 +34,7 @@ type operation struct {
 }
 
 // visibleOperations lists the operations a credential may see, named as
-// API.md section 7 says. Hidden: confirm-tier operations for refuse
+// docs/mcp.md says. Hidden: confirm-tier operations for refuse
 // credentials, llm_callable: false and operator-gated tools, never-tier
 // endpoints, every write for a read-only credential, and connections
 // outside the credential's list.

@@ -1,5 +1,5 @@
 // Package notify tells approvers that a confirmation needs them, and what
-// became of it (API.md section 5).
+// became of it (docs/api.md, Webhooks).
 //
 // An Event is one of confirmation.requested (with the approver's signed
 // link), confirmation.decided, confirmation.expired and

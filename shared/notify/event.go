@@ -7,7 +7,7 @@ import (
 	"github.com/countersign/countersign/shared/store"
 )
 
-// Event types (API.md section 5).
+// Event types (docs/api.md, Webhooks).
 const (
 	TypeRequested = "confirmation.requested"
 	TypeDecided   = "confirmation.decided"

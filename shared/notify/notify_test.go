@@ -101,7 +101,7 @@ func TestWebhookJSON(t *testing.T) {
 	if !strings.HasPrefix(sig, "t=1796040000,v1=") {
 		t.Errorf("signature header %q, want t=<unix of Now>,v1=...", sig)
 	}
-	// The shape of API.md section 5, with only this webhook's link.
+	// The shape of docs/api.md, Webhooks, with only this webhook's link.
 	want := `{"type": "confirmation.requested",
 	 "confirmation": {"id": "cf_123", "kind": "call", "expires_at": "2026-11-30T12:10:00Z", "credential": "chat-user",
 	                  "reason": "DELETE /contacts/{id} requires confirmation",

@@ -1,4 +1,4 @@
-// Package policy loads the configuration directory (API.md section 1):
+// Package policy loads the configuration directory (docs/configuration.md):
 // settings.json, credentials.json and, for each connection,
 // connections/<name>/policy.json and its optional tools/*.json. It validates
 // every file strictly (unknown fields, wrong types and invalid values are

@@ -13,7 +13,7 @@ import (
 	"github.com/countersign/countersign/shared/tier"
 )
 
-// The examples of API.md section 1 (key_sha256 completed: sha256("test")).
+// The examples of docs/configuration.md (key_sha256 completed: sha256("test")).
 const (
 	settingsJSON = `{
   "workspace": {"name": "Acme", "accent_color": "#5b21b6"},

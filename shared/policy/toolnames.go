@@ -7,11 +7,11 @@ import (
 	"github.com/countersign/countersign/shared/tier"
 )
 
-// MaxToolName is the longest MCP tool name (API.md section 7).
+// MaxToolName is the longest MCP tool name (docs/mcp.md).
 const MaxToolName = 64
 
 // ToolName is an operation's MCP tool name within its connection
-// (API.md section 7): the custom tool's name; else the endpoint's
+// (docs/mcp.md): the custom tool's name; else the endpoint's
 // operation_id; else the method in lower case and the path's segments
 // joined by "_", a {param} segment written by_param
 // (GET /contacts/{id} → get_contacts_by_id). Characters outside

@@ -2,7 +2,7 @@
 // an S3 prefix, so that a configuration change needs no rebuild and no
 // redeploy.
 //
-// The configuration directory of API.md section 1 is mirrored as objects
+// The configuration directory of docs/configuration.md is mirrored as objects
 // under the prefix (s3://<bucket>/<prefix>settings.json,
 // <prefix>connections/crm/policy.json, ...), as `countersign config push`
 // uploads it. A Source loads it at start, validated by the caller's Load

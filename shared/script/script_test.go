@@ -40,7 +40,7 @@ console.log('read', a.status, a.body.name);
 	}
 }
 
-// TestBatch is DESIGN.md section 3 end to end at the package level: two
+// TestBatch is code mode as docs/design.md describes it, end to end at the package level: two
 // reads run, two deletes are collected, the escalated payment is denied;
 // after the approver keeps one delete, the run after approval replays the
 // reads, runs the kept delete once and returns {rejected: true} for the

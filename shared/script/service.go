@@ -86,7 +86,7 @@ const (
 // CallState is what became of a call() in a run.
 type CallState string
 
-// Call states (API.md section 6, and denied).
+// Call states (docs/scripts.md, and denied).
 const (
 	// StateRan: the call ran in this run (or an approved one ran after approval).
 	StateRan CallState = "ran"

@@ -178,7 +178,7 @@ type Client struct {
 // depends on the clock (see confirm.Effective).
 type Status string
 
-// Confirmation statuses (API.md section 4).
+// Confirmation statuses (docs/api.md, Confirmation status).
 const (
 	StatusPending           Status = "pending"
 	StatusApproved          Status = "approved"

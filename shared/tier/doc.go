@@ -3,7 +3,7 @@
 // pauses for a person, or is denied, and why.
 //
 // A call is evaluated in a fixed order and the first rule that decides,
-// decides (DESIGN.md section 1): resolve the operation (unknown → deny
+// decides (docs/design.md, The model): resolve the operation (unknown → deny
 // unknown_operation), take the configured tier of the endpoint or tool,
 // apply escalation rules (thresholds and delegation only ever raise the tier,
 // and an escalated call is denied, never paused), apply the connection

@@ -207,7 +207,7 @@ func (o Outcome) String() string {
 // MarshalJSON encodes the outcome as its name.
 func (o Outcome) MarshalJSON() ([]byte, error) { return json.Marshal(o.String()) }
 
-// Code is the machine-readable reason of a denial (API.md section 2).
+// Code is the machine-readable reason of a denial (docs/api.md, Agent calls).
 type Code string
 
 // Denial codes produced by the decision.

@@ -23,7 +23,7 @@ import (
 	"github.com/countersign/countersign/shared/notify"
 )
 
-// The targets of DESIGN.md section 6 for the confirmed path.
+// The targets of docs/design.md for the confirmed path.
 const (
 	minHandshakes     = 250 // per second at c=20
 	maxApproveToCall  = 10 * time.Millisecond
@@ -477,9 +477,9 @@ func (r *hsResult) write(w io.Writer) bool {
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "CPU / handshake is this process's: the stack and the harness's agents, receiver and upstream. The stack opened %d connections to the upstream and the receiver in all.\n\n", r.conns)
 	if ok {
-		fmt.Fprintf(w, "Targets (DESIGN.md §6): ≥ %d handshakes/s at c=%d, approve POST → upstream call < %s p50: **met**.\n\n", minHandshakes, hsConcurrency, ms(maxApproveToCall))
+		fmt.Fprintf(w, "Targets (docs/design.md): ≥ %d handshakes/s at c=%d, approve POST → upstream call < %s p50: **met**.\n\n", minHandshakes, hsConcurrency, ms(maxApproveToCall))
 	} else {
-		fmt.Fprintf(w, "Targets (DESIGN.md §6): **missed**: %s.\n\n", strings.Join(misses, "; "))
+		fmt.Fprintf(w, "Targets (docs/design.md): **missed**: %s.\n\n", strings.Join(misses, "; "))
 	}
 	return ok
 }

@@ -15,7 +15,7 @@ import (
 	"time"
 )
 
-// The targets of DESIGN.md section 6 for the hop.
+// The targets of docs/design.md for the hop.
 const (
 	maxAddedRatio  = 1.2 // gateway's p50 added latency / the proxy's
 	minThroughput  = 0.9 // gateway's throughput at c=20 / the proxy's
@@ -389,9 +389,9 @@ func (r *hopResult) write(w io.Writer) bool {
 	fmt.Fprintln(w, "Every figure pools all rounds but those in parentheses, which take each round alone. CPU / req is the CPU time of the process the route goes through (the upstream for direct, the proxy, the gateway) per request.")
 	fmt.Fprintln(w)
 	if ok {
-		fmt.Fprintf(w, "Targets (DESIGN.md §6): gateway p50 added latency ≤ %.1f× the proxy's at c=1 and c=20 on both routes, throughput at c=20 ≥ %.0f%% of the proxy's: **met**.\n\n", maxAddedRatio, 100*minThroughput)
+		fmt.Fprintf(w, "Targets (docs/design.md): gateway p50 added latency ≤ %.1f× the proxy's at c=1 and c=20 on both routes, throughput at c=20 ≥ %.0f%% of the proxy's: **met**.\n\n", maxAddedRatio, 100*minThroughput)
 	} else {
-		fmt.Fprintf(w, "Targets (DESIGN.md §6): **missed** on %s.\n\n", strings.Join(verdicts, "; "))
+		fmt.Fprintf(w, "Targets (docs/design.md): **missed** on %s.\n\n", strings.Join(verdicts, "; "))
 	}
 	return ok
 }

@@ -1,7 +1,7 @@
 // Command hop measures what countersign adds to a call on loopback, next to
 // a bare reverse proxy, and how many confirmed calls (full handshakes) the
 // local stack completes per second. It prints markdown tables and the
-// targets of DESIGN.md section 6 with whether this run met them.
+// targets of docs/design.md with whether this run met them.
 //
 //	hop -local PATH [-rounds 6 -block 1s] [-hs-rounds 4 -hs-block 2s] [-only hop|handshake]
 //

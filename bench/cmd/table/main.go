@@ -8,7 +8,7 @@
 // markdown table: per case of the mix, the median
 // ns/op and allocs/op of countersign, OPA and Cedar, and the ratios
 // OPA/countersign and Cedar/countersign, followed by the targets of
-// DESIGN.md section 6 and whether this run met them.
+// docs/design.md and whether this run met them.
 //
 // Cases named unknown_... are refused by countersign's router before OPA or
 // Cedar is asked: their OPA and Cedar columns time the router alone, and
@@ -30,7 +30,7 @@ import (
 	"strings"
 )
 
-// The targets of DESIGN.md section 6.
+// The targets of docs/design.md.
 const (
 	minOPARatio   = 100
 	minCedarRatio = 20
@@ -236,7 +236,7 @@ func (r *results) write(w io.Writer) error {
 			duration(cedarNS), allocs(median(cedar.allocs)), co)
 	}
 	b.WriteString("\nRows named unknown_... are refused by countersign's router before OPA or Cedar is asked; their OPA and Cedar columns time the router alone.\n\n")
-	b.WriteString("Targets (DESIGN.md section 6):\n\n")
+	b.WriteString("Targets (docs/design.md):\n\n")
 	verdict(b, fmt.Sprintf("countersign ≥ %d× faster than OPA on every case", minOPARatio), opaMiss, "lowest", minOPA, "%.0f×")
 	verdict(b, fmt.Sprintf("countersign ≥ %d× faster than Cedar on every case that reaches Cedar", minCedarRatio), cedarMiss, "lowest", minCedar, "%.0f×")
 	verdict(b, fmt.Sprintf("≤ %d allocation per countersign decision", maxAllocs), allocMiss, "most", maxAlloc, "%.0f")

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 )
 
 // maxBody caps request bodies.
@@ -64,8 +65,15 @@ type Server struct {
 	nextPayment int
 	idem        map[string]*captured
 	recorded    []Recorded
-	unrecorded  bool // SetRecording(false)
+	unrecorded  bool      // SetRecording(false)
+	log         io.Writer // SetLog; nil logs nothing
 }
+
+// ReceivedPath is the route that lists what the server received
+// (GET only). It is the demo's own: it is not recorded, never logged, and
+// no endpoint of the shipped configuration lists it, so the gateway
+// refuses to forward to it (unknown_operation).
+const ReceivedPath = "/_received"
 
 var _ http.Handler = (*Server)(nil)
 
@@ -133,6 +141,16 @@ func (s *Server) SetRecording(on bool) {
 	s.unrecorded = !on
 }
 
+// SetLog makes the server write one line to w for every request it
+// receives, before it answers: "demo CRM received DELETE /contacts/12
+// (Idempotency-Key: cf_...:0)", with "replayed" when the answer came from
+// the idempotency cache. nil turns it off (the default).
+func (s *Server) SetLog(w io.Writer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.log = w
+}
+
 // Requests returns a copy of every request received so far, oldest first.
 func (s *Server) Requests() []Recorded {
 	s.mu.Lock()
@@ -182,6 +200,10 @@ func (s *Server) Payments() []Payment {
 // otherwise routes the request, all under one lock so concurrent requests with the same key
 // do the work once.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == ReceivedPath {
+		s.serveReceived(w, r)
+		return
+	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
 	if err != nil {
 		writeJSON(w, http.StatusBadRequest, errorBody("reading body: "+err.Error()))
@@ -222,11 +244,72 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c.writeTo(w)
 }
 
-// record keeps rec unless recording is off; the caller holds mu.
+// record keeps rec unless recording is off, and logs it; the caller holds mu.
 func (s *Server) record(rec Recorded) {
 	if !s.unrecorded {
 		s.recorded = append(s.recorded, rec)
 	}
+	if s.log != nil {
+		fmt.Fprintln(s.log, logLine(rec))
+	}
+}
+
+// logLine describes rec on one line. The path and key are quoted only when
+// they hold something a terminal would interpret (they come from the
+// network).
+func logLine(rec Recorded) string {
+	line := "demo CRM received " + printable(rec.Method) + " " + printable(rec.Path)
+	if rec.RawQuery != "" {
+		line += "?" + printable(rec.RawQuery)
+	}
+	if rec.IdempotencyKey != "" {
+		line += " (Idempotency-Key: " + printable(rec.IdempotencyKey) + ")"
+	}
+	if rec.Replayed {
+		line += ", replayed from the idempotency cache: nothing done again"
+	}
+	return line
+}
+
+func printable(s string) string {
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f || r == utf8.RuneError {
+			return strconv.Quote(s)
+		}
+	}
+	return s
+}
+
+// Received is one request in the answer of GET /_received.
+type Received struct {
+	Method         string `json:"method"`
+	Path           string `json:"path"`
+	Query          string `json:"query,omitempty"`
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
+	Replayed       bool   `json:"replayed"`
+}
+
+// serveReceived answers GET /_received with every request received so far,
+// oldest first, and how many times each write (any method but GET and
+// HEAD) reached the CRM's handlers: {"requests": [...], "writes":
+// {"DELETE /contacts/12": 1}}. A write answered from the idempotency cache
+// is listed but not counted: nothing was done again.
+func (s *Server) serveReceived(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		writeJSON(w, http.StatusMethodNotAllowed, errorBody("GET "+ReceivedPath+" lists what the demo received"))
+		return
+	}
+	reqs := s.Requests()
+	out := make([]Received, len(reqs))
+	writes := map[string]int{}
+	for i, rec := range reqs {
+		out[i] = Received{Method: rec.Method, Path: rec.Path, Query: rec.RawQuery, IdempotencyKey: rec.IdempotencyKey, Replayed: rec.Replayed}
+		if rec.Method != http.MethodGet && rec.Method != http.MethodHead && !rec.Replayed {
+			writes[rec.Method+" "+rec.Path]++
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"requests": out, "writes": writes})
 }
 
 // route serves r from the mux; unmatched requests get a JSON 404 or 405.

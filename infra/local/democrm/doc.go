@@ -20,5 +20,12 @@
 // A write (any method but GET and HEAD) carrying an Idempotency-Key that the server has
 // already answered gets the first response again, with Idempotent-Replayed: true, and the
 // work is not done twice. Every request is recorded, replays included, for Requests and
-// Count.
+// Count, and for a person:
+//
+//	GET    /_received                 {"requests": [{"method", "path", "query", "idempotency_key", "replayed"}],
+//	                                   "writes": {"DELETE /contacts/12": 1}}: what arrived, oldest first, and
+//	                                   how many times each write did its work (replays not counted)
+//
+// With SetLog the server also prints one line per request received, so that a person
+// running the local stack sees each call the gateway sent, and sees it once.
 package democrm

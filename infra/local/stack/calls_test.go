@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// TestCallsTable drives every row of API.md section 2 that a single call can
+// TestCallsTable drives every row of docs/api.md's table of /v1/calls that a single call can
 // reach, through the real HTTP server, against a recording upstream: the
 // upstream is called exactly when the call executes, and never otherwise.
 func TestCallsTable(t *testing.T) {

@@ -31,7 +31,7 @@ import (
 	"github.com/countersign/countersign/statemachines"
 )
 
-// Options configure the local stack; zero values are the defaults of API.md section 9.
+// Options configure the local stack; zero values are the defaults docs/configuration.md gives.
 type Options struct {
 	// ConfigDir is the configuration directory (default infra/config).
 	ConfigDir string
@@ -69,6 +69,7 @@ type Stack struct {
 	Config *policy.Config
 
 	store      *embedded.Store
+	signer     *links.Signer
 	engine     *local.Engine
 	app        *app.App
 	server     *http.Server
@@ -149,6 +150,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	if err != nil {
 		return nil, err
 	}
+	s.signer = signer
 
 	ln, err = net.Listen("tcp", o.Addr)
 	if err != nil {
@@ -162,6 +164,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 			return nil, fmt.Errorf("demo upstream on %s: %w", o.DemoUpstream, err)
 		}
 		s.Demo = democrm.New()
+		s.Demo.SetLog(o.Stdout) // what the gateway sent it, for the person watching
 		s.DemoURL = "http://" + dl.Addr().String()
 		s.demoServer = &http.Server{Handler: s.Demo, ReadHeaderTimeout: 10 * time.Second}
 		go func() { _ = s.demoServer.Serve(dl) }()
@@ -220,6 +223,9 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	route := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := r.URL.EscapedPath()
 		switch {
+		case p == "/":
+			s.serveHome(w, r, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { httpapi.ServeHTTP(gateway, w, r) }))
+			return
 		case strings.HasPrefix(p, "/approve/"):
 			approverServer.ServeHTTP(w, r)
 			return

@@ -30,7 +30,7 @@ import (
 	"github.com/countersign/countersign/shared/workflow"
 )
 
-// maxWriteUnits is DESIGN.md section 6's target for one confirmed call.
+// maxWriteUnits is the target of docs/design.md (Targets) for one confirmed call.
 const maxWriteUnits = 6
 
 // meter asks DynamoDB for the capacity each request consumes
@@ -140,7 +140,7 @@ func (recordingWorkflow) SendTaskFailure(context.Context, string, string, string
 // TestWriteUnitsOfAConfirmedCall counts, against DynamoDB (dynalite in CI),
 // the write units of one confirmed call from the pause to the outcome,
 // with a task token of a realistic 1 KB, and holds the total to
-// DESIGN.md's 6. The per-credential quota record the pause writes
+// the 6 of docs/design.md (Targets). The per-credential quota record the pause writes
 // (pending_confirmations, shared/calls/limits.go) is counted.
 //
 // A second call holds a 2 KB body and gets a chatty answer (ten headers,
