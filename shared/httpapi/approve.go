@@ -25,13 +25,9 @@ import (
 // page and change nothing; only POST /approve/<id> decides (API.md section 5).
 type Approver struct {
 	// Calls reads and decides confirmations (and announces decisions).
-	Calls    *calls.Service
-	Signer   *links.Signer
-	Settings policy.Settings
-	// Live, when set, returns the settings in force, read for each
-	// request (a deployment re-reads its configuration); nil means
-	// Settings.
-	Live func() policy.Settings
+	// Calls holds the configuration in force, read for each request.
+	Calls  *calls.Service
+	Signer *links.Signer
 	// Now returns the current time; nil means time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -47,12 +43,7 @@ func (a *Approver) now() time.Time {
 }
 
 // workspace is the look of the page, from the settings in force.
-func (a *Approver) workspace() policy.Workspace {
-	if a.Live != nil {
-		return a.Live().Workspace
-	}
-	return a.Settings.Workspace
-}
+func (a *Approver) workspace() policy.Workspace { return a.Calls.Current().Settings.Workspace }
 
 func (a *Approver) logger() *slog.Logger {
 	if a.Logger != nil {
