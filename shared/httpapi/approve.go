@@ -24,8 +24,8 @@ import (
 // Approver is the approvers' surface: GET and HEAD /approve/<id> render the
 // page and change nothing; only POST /approve/<id> decides (API.md section 5).
 type Approver struct {
-	// Calls reads and decides confirmations (and announces decisions).
-	// Calls holds the configuration in force, read for each request.
+	// Calls reads and decides confirmations (and announces decisions);
+	// it holds the configuration in force, read for each request.
 	Calls  *calls.Service
 	Signer *links.Signer
 	// Now returns the current time; nil means time.Now.
