@@ -134,9 +134,6 @@ type usage struct {
 	at    time.Time
 	lanes [laneCount]int64
 	deep  int64
-	// blind: the heap profile is off (runtime.MemProfileRate 0), so
-	// nothing can be attributed.
-	blind bool
 }
 
 // of is what counts against a run in lane i.
@@ -173,7 +170,7 @@ func measure() usage {
 		meter.frames = map[uintptr]int{}
 	}
 	rate := int64(runtime.MemProfileRate)
-	u := usage{blind: rate <= 0}
+	var u usage
 	// The profile is as of the last collection (without one it would
 	// still count what was dropped since, and miss what came since).
 	runtime.GC()

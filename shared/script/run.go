@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"reflect"
+	"runtime"
 	"runtime/metrics"
 	"strings"
 	"sync"
@@ -188,6 +189,10 @@ func (x *execution) execute(prg *goja.Program) (json.RawMessage, *failure) {
 
 	heap := heapSample()
 	base, began := heap[0].Value.Uint64(), heap[1].Value.Uint64() // objects, live
+	start := base
+	// With the heap profile off nothing can be attributed: the process
+	// heap's growth counts, as a whole.
+	blind := runtime.MemProfileRate <= 0
 	limit := time.NewTimer(x.limits.Time)
 	defer limit.Stop()
 	poll := time.NewTicker(memoryPoll)
@@ -237,13 +242,17 @@ func (x *execution) execute(prg *goja.Program) (json.RawMessage, *failure) {
 			case grown > processFactor*x.limits.Memory:
 				stop(&failure{code: fault.ScriptLimit, reason: fmt.Sprintf("the gateway's memory grew by more than %d MiB while the script ran (%d times scripts.memory_mib); the script was stopped to protect it",
 					processFactor*x.limits.Memory>>20, processFactor)})
+			case blind:
+				if sub(now, start) > x.limits.Memory {
+					stop(overMemory)
+				}
 			case measuring == nil && sub(now, base) > x.limits.Memory/2:
 				measuring = startMeasure()
 			}
 		case u := <-measuring:
 			measuring, held = nil, u.of(lane)
 			switch {
-			case u.blind || held > x.limits.Memory:
+			case held > x.limits.Memory:
 				stop(overMemory)
 			default:
 				// The rest of the growth is someone else's.
