@@ -83,7 +83,7 @@ func explainCall(configDir, credID, callArg string) (explanation, error) {
 	}
 	// The pipeline's own decision, without I/O: explain and the server
 	// cannot drift.
-	in, d, err := (&calls.Service{Config: cfg}).Explain(cred, c)
+	in, d, err := (&calls.Service{}).WithConfig(cfg).Explain(cred, c)
 	if err != nil {
 		return explanation{}, fmt.Errorf("explain: the gateway answers %s: %s", fault.CodeOf(err), fault.ReasonOf(err))
 	}

@@ -87,10 +87,11 @@ type Options struct {
 }
 
 // App is the assembled graph.
+//
+// The configuration is held in one place, the pipeline (Calls.Current):
+// Apply puts another in force there, Live returns it, and nothing else in
+// the graph keeps a copy, so what a request obeys is what is in force.
 type App struct {
-	// Config is the configuration New built the graph with; Apply puts
-	// another in force, and Live returns the one in force.
-	Config     *policy.Config
 	Store      Store
 	Dispatcher *notify.Dispatcher
 	Confirm    *confirm.Service
@@ -153,7 +154,7 @@ func (a *App) LinkBase() string {
 func New(cfg *policy.Config, ad Adapters, o Options) *App {
 	logger := reqlog.Logger(ad.Logger)
 	t := cfg.Settings.Timeouts
-	a := &App{Config: cfg, Store: ad.Store, Signer: ad.Signer, Logger: logger, now: ad.Now, options: o}
+	a := &App{Store: ad.Store, Signer: ad.Signer, Logger: logger, now: ad.Now, options: o}
 	a.PublicURL = o.PublicURL
 	if a.PublicURL == "" {
 		a.PublicURL = cfg.Settings.PublicURL
@@ -170,10 +171,10 @@ func New(cfg *policy.Config, ad Adapters, o Options) *App {
 	} else {
 		logger.Warn("configuration digest not computed; configuration loads are not recorded", "error", err)
 	}
-	a.Calls = &calls.Service{
-		Config: cfg, Store: ad.Store, Confirm: a.Confirm, Upstream: ad.Upstream, Hooks: ad.Hooks,
+	a.Calls = (&calls.Service{
+		Store: ad.Store, Confirm: a.Confirm, Upstream: ad.Upstream, Hooks: ad.Hooks,
 		Events: a.Dispatcher, SyncEvents: o.SyncEvents, Now: ad.Now, Logger: logger, Audit: a.Audit,
-	}
+	}).WithConfig(cfg)
 	return a
 }
 
@@ -200,13 +201,12 @@ func (a *App) Gateway() *httpapi.Gateway {
 
 // Approver is the approvers' surface (the approval page).
 func (a *App) Approver() *httpapi.Approver {
-	return &httpapi.Approver{Calls: a.Calls, Signer: a.Signer, Settings: a.Config.Settings,
-		Live: func() policy.Settings { return a.Live().Settings }, Now: a.now, Logger: a.Logger}
+	return &httpapi.Approver{Calls: a.Calls, Signer: a.Signer, Now: a.now, Logger: a.Logger}
 }
 
 // Operator is the operator surface: /v1/operator/... and the /operator page.
 func (a *App) Operator() *httpapi.Operator {
-	return &httpapi.Operator{Calls: a.Calls, Signer: a.Signer, Settings: a.Config.Settings, Audit: a.Store, Now: a.now, Logger: a.Logger}
+	return &httpapi.Operator{Calls: a.Calls, Signer: a.Signer, Audit: a.Store, Now: a.now, Logger: a.Logger}
 }
 
 // NotifyTask stores the workflow's task token and sends the approver links.

@@ -197,7 +197,7 @@ func TestStoredOperationOfAGoneConnection(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.approve(t, res.Confirmation.ID)
-	delete(e.svc.Config.Connections, "crm")
+	delete(e.svc.Current().Connections, "crm")
 	c, err := e.svc.Execute(e.ctx, res.Confirmation.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -214,10 +214,10 @@ func TestStoredOperationOfAGoneConnection(t *testing.T) {
 // and hold nothing; a body too large to hold is payload_too_large.
 func TestLimits(t *testing.T) {
 	e := newEnv(t)
-	e.svc.Config.Settings.Limits.PendingConfirmations = 2
-	e.svc.Config.Settings.Limits.PendingReviews = 1
-	e.svc.Config.Settings.Limits.StoredBodyBytes = 16
-	e.svc.Config.Settings.Limits.CallsPerMinute = 1000
+	e.svc.Current().Settings.Limits.PendingConfirmations = 2
+	e.svc.Current().Settings.Limits.PendingReviews = 1
+	e.svc.Current().Settings.Limits.StoredBodyBytes = 16
+	e.svc.Current().Settings.Limits.CallsPerMinute = 1000
 	cred := e.creds["chat-user"]
 	del := func(id string) *calls.Call {
 		return &calls.Call{Connection: "crm", Method: "DELETE", Path: "/contacts/" + id, Intent: tier.IntentWrite}
@@ -260,7 +260,7 @@ func TestLimits(t *testing.T) {
 		t.Errorf("a big body that runs at once was refused: %+v %v", res, err)
 	}
 
-	e.svc.Config.Settings.Limits.CallsPerMinute = 2
+	e.svc.Current().Settings.Limits.CallsPerMinute = 2
 	read := &calls.Call{Connection: "crm", Method: "GET", Path: "/contacts/1", Intent: tier.IntentRead}
 	var last error
 	for range 5 {

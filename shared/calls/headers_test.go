@@ -125,7 +125,7 @@ func newHeaderEnv(tb testing.TB) *headerEnv {
 		e.creds[c.ID] = &c
 	}
 	conf := &confirm.Service{Store: st, Workflow: nopWorkflow{}, Now: clock.Now}
-	e.svc = &calls.Service{Config: cfg, Store: st, Confirm: conf, Now: clock.Now}
+	e.svc = (&calls.Service{Store: st, Confirm: conf, Now: clock.Now}).WithConfig(cfg)
 	return e
 }
 

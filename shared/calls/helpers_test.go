@@ -154,7 +154,7 @@ func newEnvWith(tb testing.TB, open func(now func() time.Time) testStore) *env {
 		e.creds[c.ID] = &c
 	}
 	conf := &confirm.Service{Store: st, Workflow: nopWorkflow{}, Now: clock.Now}
-	e.svc = &calls.Service{Config: cfg, Store: st, Confirm: conf, Now: clock.Now}
+	e.svc = (&calls.Service{Store: st, Confirm: conf, Now: clock.Now}).WithConfig(cfg)
 	return e
 }
 

@@ -54,7 +54,7 @@ func TestSetConfigDecidesTheNextCall(t *testing.T) {
 	if res := read(); res.Outcome != calls.Executed {
 		t.Fatalf("before: %s, want executed", res.Outcome)
 	}
-	base := e.svc.Config.Connections["crm"].BaseURL
+	base := e.svc.Current().Connections["crm"].BaseURL
 	next := loadPolicy(t, fmt.Sprintf(`{"base_url": %q, "endpoints": [{"method": "GET", "path": "/contacts/{id}", "confirm": "never"}]}`, base))
 	e.svc.SetConfig(next)
 	if e.svc.Current() != next {
@@ -88,7 +88,7 @@ func TestCallKeepsItsConfiguration(t *testing.T) {
 	defer otherSrv.Close()
 
 	old := loadPolicy(t, fmt.Sprintf(`{"base_url": %q, "hooks": [{"url": %q}], "endpoints": [{"method": "GET", "path": "/contacts/{id}"}]}`,
-		e.svc.Config.Connections["crm"].BaseURL, hook.URL))
+		e.svc.Current().Connections["crm"].BaseURL, hook.URL))
 	next := loadPolicy(t, fmt.Sprintf(`{"base_url": %q, "endpoints": [{"method": "GET", "path": "/contacts/{id}"}]}`, otherSrv.URL))
 	e.svc.SetConfig(old)
 
@@ -121,7 +121,7 @@ func TestCallKeepsItsConfiguration(t *testing.T) {
 func TestSetConfigWhileCalling(t *testing.T) {
 	e := newEnv(t)
 	cred := e.creds["runner"]
-	base := e.svc.Config.Connections["crm"].BaseURL
+	base := e.svc.Current().Connections["crm"].BaseURL
 	cfgs := []*policy.Config{
 		loadPolicy(t, fmt.Sprintf(`{"base_url": %q, "endpoints": [{"method": "GET", "path": "/contacts/{id}"}]}`, base)),
 		loadPolicy(t, fmt.Sprintf(`{"base_url": %q, "endpoints": [{"method": "GET", "path": "/contacts/{id}", "confirm": "never"}]}`, base)),

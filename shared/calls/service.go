@@ -69,13 +69,15 @@ type Auditor interface {
 // Response is an upstream's answer.
 type Response = upstream.Response
 
-// Service is the call pipeline. Its zero value is not usable: Config,
-// Store and Confirm are required.
+// Service is the call pipeline. Its zero value is not usable: Store and
+// Confirm are required, and a configuration put in force with SetConfig.
+//
+// The Service holds the one configuration in force: everything that
+// depends on the configuration (this pipeline, code mode's limits and
+// controls, the surfaces) reads Current when it needs it, and keeps no
+// copy of its own, so that a configuration a deployment re-reads applies
+// to the next request without a restart.
 type Service struct {
-	// Config is the configuration the service starts with. A deployment
-	// that re-reads its configuration replaces it with SetConfig; read it
-	// through Current.
-	Config  *policy.Config
 	Store   Store
 	Confirm *confirm.Service
 	// Upstream sends calls; nil means a shared upstream.Client.
@@ -102,14 +104,9 @@ type Service struct {
 }
 
 // Current returns the configuration in force: the last one SetConfig put
-// in force, else Config. A call reads it once, when it starts, and keeps
-// that one to its end.
-func (s *Service) Current() *policy.Config {
-	if c := s.live.Load(); c != nil {
-		return c
-	}
-	return s.Config
-}
+// in force (nil before the first). A call reads it once, when it starts,
+// and keeps that one to its end.
+func (s *Service) Current() *policy.Config { return s.live.Load() }
 
 // SetConfig puts cfg in force for every call that starts after it returns;
 // calls already running finish with the configuration they started with.
@@ -118,6 +115,13 @@ func (s *Service) SetConfig(cfg *policy.Config) {
 	if cfg != nil {
 		s.live.Store(cfg)
 	}
+}
+
+// WithConfig puts cfg in force (SetConfig) and returns s, to build a
+// Service in one expression.
+func (s *Service) WithConfig(cfg *policy.Config) *Service {
+	s.SetConfig(cfg)
+	return s
 }
 
 var defaultUpstream = &upstream.Client{}

@@ -24,14 +24,10 @@ import (
 // Approver is the approvers' surface: GET and HEAD /approve/<id> render the
 // page and change nothing; only POST /approve/<id> decides (docs/api.md, The approval page).
 type Approver struct {
-	// Calls reads and decides confirmations (and announces decisions).
-	Calls    *calls.Service
-	Signer   *links.Signer
-	Settings policy.Settings
-	// Live, when set, returns the settings in force, read for each
-	// request (a deployment re-reads its configuration); nil means
-	// Settings.
-	Live func() policy.Settings
+	// Calls reads and decides confirmations (and announces decisions);
+	// it holds the configuration in force, read for each request.
+	Calls  *calls.Service
+	Signer *links.Signer
 	// Now returns the current time; nil means time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -47,12 +43,7 @@ func (a *Approver) now() time.Time {
 }
 
 // workspace is the look of the page, from the settings in force.
-func (a *Approver) workspace() policy.Workspace {
-	if a.Live != nil {
-		return a.Live().Workspace
-	}
-	return a.Settings.Workspace
-}
+func (a *Approver) workspace() policy.Workspace { return a.Calls.Current().Settings.Workspace }
 
 func (a *Approver) logger() *slog.Logger {
 	if a.Logger != nil {

@@ -185,11 +185,11 @@ func newEnv(tb testing.TB) *env {
 		n++
 		return fmt.Sprintf("cf_test%d", n)
 	}}
-	pipeline := &calls.Service{Config: cfg, Store: st, Confirm: svc, Upstream: &upstream.Client{}, Now: clock.Now}
+	pipeline := (&calls.Service{Store: st, Confirm: svc, Upstream: &upstream.Client{}, Now: clock.Now}).WithConfig(cfg)
 	return &env{
 		ctx: context.Background(), clock: clock, st: st, wf: wf, svc: svc, cfg: cfg, up: up, upURL: srv.URL, signer: signer,
 		gateway:  &httpapi.Gateway{Calls: pipeline, PollInterval: time.Millisecond},
-		approver: &httpapi.Approver{Calls: pipeline, Signer: signer, Settings: cfg.Settings, Now: clock.Now},
+		approver: &httpapi.Approver{Calls: pipeline, Signer: signer, Now: clock.Now},
 	}
 }
 

@@ -12,7 +12,6 @@ import (
 	"github.com/countersign/countersign/shared/calls"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/links"
-	"github.com/countersign/countersign/shared/policy"
 	"github.com/countersign/countersign/shared/reqlog"
 	"github.com/countersign/countersign/shared/store"
 )
@@ -31,8 +30,7 @@ type AuditReader interface {
 type Operator struct {
 	Calls *calls.Service
 	// Signer seals the session cookie and the CSRF tokens.
-	Signer   *links.Signer
-	Settings policy.Settings
+	Signer *links.Signer
 	// Audit lists recent audit records on the page; nil shows none.
 	Audit AuditReader
 	// SessionTTL is how long a sign-in lasts; 0 means 8 hours.

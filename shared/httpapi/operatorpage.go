@@ -49,7 +49,7 @@ func randomID() string {
 // secure reports whether the page is served over https (API Gateway sets
 // X-Forwarded-Proto; the local stack is plain http).
 func (o *Operator) secure(req *Request) bool {
-	return strings.EqualFold(header(req, "X-Forwarded-Proto"), "https") || strings.HasPrefix(o.Settings.PublicURL, "https://")
+	return strings.EqualFold(header(req, "X-Forwarded-Proto"), "https") || strings.HasPrefix(o.Calls.Current().Settings.PublicURL, "https://")
 }
 
 func (o *Operator) cookie(req *Request, name, value string, maxAge time.Duration) string {
@@ -399,7 +399,8 @@ func readableArgs(a store.Args) string {
 }
 
 func (o *Operator) render(status int, p operatorpage.Page, cookies []string) Response {
-	p.Workspace, p.Accent = o.Settings.Workspace.Name, o.Settings.Workspace.AccentColor
+	ws := o.Calls.Current().Settings.Workspace
+	p.Workspace, p.Accent = ws.Name, ws.AccentColor
 	b, headers, err := operatorpage.Render(p)
 	if err != nil {
 		o.logger().Error("operator page not rendered", "error", err)

@@ -54,7 +54,7 @@ func newTestHandler(tb testing.TB, workspace string, now *time.Time) *Handler {
 		tb.Fatal(err)
 	}
 	clock := func() time.Time { return *now }
-	return New(Options{Calls: &calls.Service{Config: cfg, Now: clock}, Signer: signer, Now: clock})
+	return New(Options{Calls: (&calls.Service{Now: clock}).WithConfig(cfg), Signer: signer, Now: clock})
 }
 
 func TestBuiltInToolNamesAreReserved(t *testing.T) {
@@ -107,7 +107,7 @@ func TestCallOf(t *testing.T) {
 	now := t0
 	h := newTestHandler(t, `"Acme"`, &now)
 	ops := map[string]operation{}
-	for _, op := range visibleOperations(h.o.Calls.Config, &store.Credential{ID: "c", Choice: tier.AskPerson}) {
+	for _, op := range visibleOperations(h.o.Calls.Current(), &store.Credential{ID: "c", Choice: tier.AskPerson}) {
 		ops[op.name] = op
 	}
 	tests := []struct {

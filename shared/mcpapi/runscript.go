@@ -128,7 +128,7 @@ func (h *Handler) addScriptTool(s *mcp.Server, cred *store.Credential) {
 // scriptTool describes run_script with the connections the credential may
 // use and the limits of settings.json.
 func (h *Handler) scriptTool(cred *store.Credential) *mcp.Tool {
-	settings := h.o.Calls.Config.Settings
+	settings := h.o.Calls.Current().Settings
 	l := settings.Scripts
 	desc := fmt.Sprintf("Run a JavaScript program (code mode) against %s's APIs. "+
 		"call(connection, method, path, {query, body}) makes one call through countersign, decided like a tool call: "+

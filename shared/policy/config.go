@@ -202,8 +202,8 @@ type Scripts struct {
 	MaxScriptBytes int `json:"max_script_bytes"`
 	// MaxResultBytes is the largest result, as JSON, in bytes (1048576; 1 to 4194304).
 	MaxResultBytes int `json:"max_result_bytes"`
-	// MemoryMiB is how much the process heap may grow while a run is going,
-	// in MiB (64; 8 to 1024); it also sizes the longest string (MemoryMiB/8
+	// MemoryMiB is how much a run may hold, in MiB (64; 8 to 1024); it
+	// also sizes the longest string (MemoryMiB/8
 	// Mi characters) and array (MemoryMiB/256 Mi elements) one built-in may
 	// build or walk.
 	MemoryMiB int `json:"memory_mib"`

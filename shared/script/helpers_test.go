@@ -203,8 +203,11 @@ func newEnv(tb testing.TB, limits script.Limits) *env {
 		e.creds[c.ID] = &c
 	}
 	conf := &confirm.Service{Store: st, Workflow: nopWorkflow{}}
-	e.calls = &calls.Service{Config: cfg, Store: st, Confirm: conf, Events: e.events, SyncEvents: true}
-	e.svc = &script.Service{Calls: e.calls, Store: st, Limits: limits}
+	e.calls = (&calls.Service{Store: st, Confirm: conf, Events: e.events, SyncEvents: true}).WithConfig(cfg)
+	// The limits are the configuration's, as a deployment's are.
+	cfg.Settings.Scripts = policy.Scripts{TimeLimitMS: int(limits.Time / time.Millisecond), MaxCalls: limits.Calls,
+		MaxScriptBytes: limits.ScriptBytes, MaxResultBytes: limits.ResultBytes, MemoryMiB: int(limits.Memory >> 20)}
+	e.svc = &script.Service{Calls: e.calls, Store: st}
 	return e
 }
 

@@ -18,8 +18,8 @@ type Limits struct {
 	ScriptBytes int
 	// ResultBytes is the largest result, as JSON.
 	ResultBytes int
-	// Memory is how much the process heap may grow while the run goes on;
-	// it also sizes the longest string (Memory/8 characters) and array
+	// Memory is how much the run may hold (see memory.go: measured from
+	// the heap profile, not the process heap); it also sizes the longest string (Memory/8 characters) and array
 	// (Memory/256 elements) that one built-in may build or walk.
 	Memory int64
 }

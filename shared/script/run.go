@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"reflect"
+	"runtime"
 	"runtime/metrics"
 	"strings"
 	"sync"
@@ -32,7 +33,7 @@ const (
 	maxLogLines = 100
 	maxLogBytes = 16 << 10
 	maxLogLine  = 1 << 10
-	// memoryPoll is how often the watchdog reads the heap.
+	// memoryPoll is how often the watchdog reads the process heap.
 	memoryPoll = 2 * time.Millisecond
 	// stopGrace is how long a stopped script may take to reach its next
 	// JavaScript step (it may be inside a built-in) before the run is
@@ -169,7 +170,9 @@ type outcome struct {
 // stopGrace is answered without waiting for it (it can no longer call).
 func (x *execution) execute(prg *goja.Program) (json.RawMessage, *failure) {
 	done := make(chan outcome, 1)
-	go func() {
+	lane := takeLane()
+	go laneFuncs[lane](func() {
+		defer putLane(lane)
 		defer func() {
 			if r := recover(); r != nil {
 				done <- outcome{fail: internalFailure(recovered(r), "the script's runtime failed")}
@@ -182,16 +185,24 @@ func (x *execution) execute(prg *goja.Program) (json.RawMessage, *failure) {
 		}
 		b, f := x.result(v)
 		done <- outcome{value: b, fail: f}
-	}()
+	})
 
-	heap := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	metrics.Read(heap)
-	base := heap[0].Value.Uint64()
+	heap := heapSample()
+	base, began := heap[0].Value.Uint64(), heap[1].Value.Uint64() // objects, live
+	start := base
+	// With the heap profile off nothing can be attributed: the process
+	// heap's growth counts, as a whole.
+	blind := runtime.MemProfileRate <= 0
 	limit := time.NewTimer(x.limits.Time)
 	defer limit.Stop()
 	poll := time.NewTicker(memoryPoll)
 	defer poll.Stop()
 	var grace <-chan time.Time
+	// measuring delivers a measurement under way; held is what the last
+	// one found the run holding.
+	var measuring chan usage
+	var held int64
+	overMemory := &failure{code: fault.ScriptLimit, reason: fmt.Sprintf("the script used more than %d MiB of memory (scripts.memory_mib)", x.limits.Memory>>20)}
 	ctxDone := x.ctx.Done()
 	stop := func(f *failure) {
 		x.stop(f)
@@ -214,9 +225,39 @@ func (x *execution) execute(prg *goja.Program) (json.RawMessage, *failure) {
 			ctxDone = nil
 			stop(&failure{code: fault.Internal, reason: "the run was cancelled", cancelled: true, err: x.ctx.Err()})
 		case <-poll.C:
+			// See memory.go: the process heap is only the trigger; the
+			// measurement runs beside, so that the guard of the process
+			// keeps its eye on the heap while it runs.
 			metrics.Read(heap)
-			if used := heap[0].Value.Uint64(); used > base && int64(used-base) > x.limits.Memory {
-				stop(&failure{code: fault.ScriptLimit, reason: fmt.Sprintf("the script used more than %d MiB of memory (scripts.memory_mib)", x.limits.Memory>>20)})
+			// grown: the live heap's growth, or how far the heap runs ahead
+			// of the collector's goal (a run doubling a string outruns
+			// the collections the live heap is counted at).
+			now := heap[0].Value.Uint64()
+			grown := max(sub(heap[1].Value.Uint64(), began), sub(now, heap[2].Value.Uint64()))
+			switch {
+			case grace != nil:
+			case grown > processFactor*x.limits.Memory && held > x.limits.Memory:
+				// Growing fast, and already over by a measurement not yet confirmed.
+				stop(overMemory)
+			case grown > processFactor*x.limits.Memory:
+				stop(&failure{code: fault.ScriptLimit, reason: fmt.Sprintf("the gateway's memory grew by more than %d MiB while the script ran (%d times scripts.memory_mib); the script was stopped to protect it",
+					processFactor*x.limits.Memory>>20, processFactor)})
+			case blind:
+				if sub(now, start) > x.limits.Memory {
+					stop(overMemory)
+				}
+			case measuring == nil && sub(now, base) > x.limits.Memory/2:
+				measuring = startMeasure()
+			}
+		case u := <-measuring:
+			measuring, held = nil, u.of(lane)
+			switch {
+			case held > x.limits.Memory:
+				stop(overMemory)
+			default:
+				// The rest of the growth is someone else's.
+				metrics.Read(heap)
+				base = heap[0].Value.Uint64() - uint64(min(held, int64(heap[0].Value.Uint64())))
 			}
 		case <-grace:
 			x.halt()

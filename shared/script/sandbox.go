@@ -303,6 +303,11 @@ func (sb *sandbox) bound() error {
 		}),
 		wrap(strProto, "split", func(c goja.FunctionCall) {
 			n, sep := strLen(c.This), c.Argument(0)
+			if o, ok := sep.(*goja.Object); ok {
+				if _, ok := goja.AssertFunction(o.GetSymbol(goja.SymSplit)); ok {
+					return // a RegExp's split bounds its pieces itself (see split); another's is JavaScript
+				}
+			}
 			if s, ok := sep.(goja.String); ok && s.Length() > 0 {
 				n /= int64(s.Length())
 			}
@@ -337,6 +342,7 @@ func (sb *sandbox) bound() error {
 			}
 		}))
 	}
+	errs = append(errs, sb.boundRegExp())
 	errs = append(errs, sb.method(arrProto, "join", func(c goja.FunctionCall) goja.Value {
 		return sb.join(c, maxStr, maxArr)
 	}))

@@ -33,12 +33,13 @@ type Store interface {
 
 // Service runs scripts. Calls and Store are required.
 type Service struct {
-	// Calls is the call pipeline every call() goes through.
+	// Calls is the call pipeline every call() goes through. It also holds
+	// the configuration in force: each run takes its limits
+	// (settings.json scripts) from it when it starts, and each call reads
+	// its connection's controls (approval.out_of_band_only) from it.
 	Calls *calls.Service
 	// Store keeps the journals.
 	Store Store
-	// Limits bound each run; zero fields mean DefaultLimits.
-	Limits Limits
 	// Lease is how long a run after approval holds a journal before
 	// another run may take it over (the first one died); 0 means the time
 	// limit plus a minute.
@@ -172,7 +173,8 @@ func (s *Service) logger() *slog.Logger {
 	return slog.New(slog.DiscardHandler)
 }
 
-func (s *Service) limits() Limits { return s.Limits.orDefault() }
+// limits are the limits in force (zero fields: DefaultLimits).
+func (s *Service) limits() Limits { return LimitsOf(s.Calls.Current().Settings.Scripts).orDefault() }
 
 func (s *Service) lease() time.Duration {
 	if s.Lease > 0 {
@@ -323,7 +325,7 @@ func (s *Service) decide(ctx context.Context, cred *store.Credential, c *calls.C
 // outOfBandOnly reports a connection whose approvals come only from its
 // approvers.
 func (s *Service) outOfBandOnly(connection string) bool {
-	tc := s.Calls.Config.Policy.Connection(connection)
+	tc := s.Calls.Current().Policy.Connection(connection)
 	return tc != nil && tc.OutOfBandOnly
 }
 
@@ -545,13 +547,14 @@ func (s *Service) Rerun(ctx context.Context, id string) (*store.Confirmation, er
 		return conf, fmt.Errorf("rerun %s: %w", id, err)
 	}
 	rr := &replay{svc: s, ctx: ctx, run: run, journal: recs}
-	x, err := s.execution(ctx, s.limits(), uint64(run.Seed), run.StartedAt, rr.act)
+	limits := s.limits()
+	x, err := s.execution(ctx, limits, uint64(run.Seed), run.StartedAt, rr.act)
 	if err != nil {
 		s.release(ctx, run)
 		return conf, fmt.Errorf("rerun %s: %w", id, err)
 	}
 	value, f := x.execute(prg)
-	s.sandboxes.refill(s.limits())
+	s.sandboxes.refill(limits)
 	entries, logs := x.calls(), x.lines()
 	if f != nil && (f.cancelled || f.code == fault.Internal) {
 		// Nothing is decided: the run is made again (after a restart, by

@@ -99,7 +99,7 @@ func newEnv(tb testing.TB) *env {
 
 // calls is the pipeline the execute task runs operations through.
 func (e *env) calls(cfg *policy.Config) *calls.Service {
-	return &calls.Service{Config: cfg, Store: e.st, Confirm: e.svc, Events: e.disp, SyncEvents: true, Now: e.clock.Now}
+	return (&calls.Service{Store: e.st, Confirm: e.svc, Events: e.disp, SyncEvents: true, Now: e.clock.Now}).WithConfig(cfg)
 }
 
 func (e *env) notifyTask() *tasks.Notify {

@@ -43,11 +43,11 @@ func ExecuteTask(a *app.App) *tasks.Execute {
 	return t
 }
 
-// Scripts is code mode over a's pipeline and store, with the limits of
-// settings.json: the entry point for every surface (HTTP here, MCP's
-// run_script).
+// Scripts is code mode over a's pipeline and store; each run takes the
+// limits of the settings.json in force (a.Calls.Current): the entry point
+// for every surface (HTTP here, MCP's run_script).
 func Scripts(a *app.App) *script.Service {
-	return &script.Service{Calls: a.Calls, Store: a.Store, Limits: script.LimitsOf(a.Config.Settings.Scripts), Logger: a.Logger}
+	return &script.Service{Calls: a.Calls, Store: a.Store, Logger: a.Logger}
 }
 
 // httpScripts adapts code mode to the HTTP surface's interface.

@@ -223,7 +223,7 @@ func confirmedCall(t *testing.T, method, path string, body []byte) *meter {
 		t.Fatal(err)
 	}
 	conf := &confirm.Service{Store: st, Workflow: recordingWorkflow{}}
-	svc := &calls.Service{Config: cfg, Store: st, Confirm: conf}
+	svc := (&calls.Service{Store: st, Confirm: conf}).WithConfig(cfg)
 	cred := &store.Credential{ID: "chat-user", Choice: tier.AskPerson}
 	token := realisticToken(t)
 	call := func(intent tier.Intent, id string) *calls.Result {

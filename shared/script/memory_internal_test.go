@@ -1,0 +1,52 @@
+package script
+
+import (
+	"runtime"
+	"testing"
+)
+
+// TestMeasureAttributesByLane: what a goroutine running in a lane holds is
+// that lane's, within the sample's precision; what another goroutine holds
+// is nobody's.
+func TestMeasureAttributesByLane(t *testing.T) {
+	if runtime.MemProfileRate <= 0 {
+		t.Fatal("the heap profile is off (runtime.MemProfileRate 0): nothing can be attributed")
+	}
+	const mine, theirs = 32 << 20, 96 << 20
+	hold := func(n int) [][]byte {
+		var b [][]byte
+		for range n >> 16 {
+			b = append(b, make([]byte, 1<<16))
+		}
+		return b
+	}
+	lane := takeLane()
+	defer putLane(lane)
+	held, ready, release := make(chan [][]byte, 2), make(chan struct{}), make(chan struct{})
+	go laneFuncs[lane](func() {
+		held <- hold(mine)
+		ready <- struct{}{}
+		<-release
+	})
+	go func() { held <- hold(theirs) }()
+	<-ready
+	a, b := <-held, <-held
+	meter.mu.Lock()
+	meter.last = usage{} // a fresh measurement
+	meter.mu.Unlock()
+	u := measure()
+	close(release)
+	runtime.KeepAlive(a)
+	runtime.KeepAlive(b)
+	if got := u.lanes[lane]; got < mine*7/10 || got > mine*13/10 {
+		t.Errorf("lane %d holds %d MiB, want about %d", lane, got>>20, mine>>20)
+	}
+	for i, n := range u.lanes {
+		if i != lane && n > 8<<20 {
+			t.Errorf("lane %d holds %d MiB, want none of it", i, n>>20)
+		}
+	}
+	if u.deep > 8<<20 {
+		t.Errorf("%d MiB counted as deep goja stacks", u.deep>>20)
+	}
+}
