@@ -32,20 +32,24 @@ import (
 // against every run going on), and a process heap grown by more than
 // processFactor times the limit while the run goes on (the process is
 // protected first; the live heap, or the heap past the collector's goal,
-// without garbage in either).
+// without garbage in either). With the heap profile off
+// (runtime.MemProfileRate 0) the process heap's growth counts, as a whole.
 //
 // The measure is a sample (one in 512 KiB): about a tenth either way of
 // a 64 MiB limit. A script that doubles a string outruns a measurement by a
 // doubling or two (64 MiB: stopped at a peak of about 280 MB of process
-// memory, where counting the process heap stopped it at about 150 MB).
+// memory, 1 GB when a collection was slow on a busy machine, where
+// counting the process heap stopped it at about 150 MB).
 
 // laneCount is how many lanes there are; runs beyond it share lanes (and
 // their samples).
 const laneCount = 16
 
 // processFactor bounds the process heap's growth during a run, in
-// multiples of its limit, whoever holds it.
-const processFactor = 4
+// multiples of its limit, whoever holds it: the process's guard, for a
+// run that outruns its measurements by far (a measurement usually stops a
+// run long before).
+const processFactor = 16
 
 // measureEvery is how old a measurement may be when another run asks
 // for one (one collection serves every run that needs one then).
@@ -102,23 +106,28 @@ func lane15(f func()) { f() }
 var laneFuncs = [laneCount]func(func()){lane0, lane1, lane2, lane3, lane4, lane5, lane6, lane7,
 	lane8, lane9, lane10, lane11, lane12, lane13, lane14, lane15}
 
-// lanes hands out lanes: the least used one.
+// lanes hands out lanes: the least used one, in turn after the last one
+// handed out, so that a lane comes back to a run only after the others
+// (the profile of the last collection may still show what an earlier run
+// in it held, if another collection began before it was published).
 var lanes struct {
 	mu   sync.Mutex
 	used [laneCount]int
+	last int
 }
 
 // takeLane returns a lane for a run; putLane gives it back.
 func takeLane() int {
 	lanes.mu.Lock()
 	defer lanes.mu.Unlock()
-	best := 0
-	for i, n := range lanes.used {
-		if n < lanes.used[best] {
+	best := -1
+	for k := 1; k <= laneCount; k++ {
+		if i := (lanes.last + k) % laneCount; best < 0 || lanes.used[i] < lanes.used[best] {
 			best = i
 		}
 	}
 	lanes.used[best]++
+	lanes.last = best
 	return best
 }
 
@@ -154,12 +163,14 @@ type heapMeter struct {
 var meter heapMeter
 
 // measure collects the heap and attributes the heap profile's sampled
-// allocations to lanes. A measurement younger than measureEvery is
-// returned as it is.
-func measure() usage {
+// allocations to lanes, for a run that began at since. A measurement
+// younger than measureEvery is returned as it is, if it was taken after
+// since (an older one may count what an earlier run in the same lane
+// held).
+func measure(since time.Time) usage {
 	meter.mu.Lock()
 	defer meter.mu.Unlock()
-	if time.Since(meter.last.at) < measureEvery {
+	if time.Since(meter.last.at) < measureEvery && meter.last.at.After(since) {
 		return meter.last
 	}
 	if meter.entries == nil {
@@ -215,10 +226,11 @@ func measure() usage {
 	return u
 }
 
-// startMeasure measures beside the caller: the result comes on the channel.
-func startMeasure() chan usage {
+// startMeasure measures beside the caller for a run that began at since:
+// the result comes on the channel.
+func startMeasure(since time.Time) chan usage {
 	c := make(chan usage, 1)
-	go func() { c <- measure() }()
+	go func() { c <- measure(since) }()
 	return c
 }
 

@@ -3,6 +3,7 @@ package script
 import (
 	"runtime"
 	"testing"
+	"time"
 )
 
 // TestMeasureAttributesByLane: what a goroutine running in a lane holds is
@@ -31,10 +32,7 @@ func TestMeasureAttributesByLane(t *testing.T) {
 	go func() { held <- hold(theirs) }()
 	<-ready
 	a, b := <-held, <-held
-	meter.mu.Lock()
-	meter.last = usage{} // a fresh measurement
-	meter.mu.Unlock()
-	u := measure()
+	u := measure(time.Now())
 	close(release)
 	runtime.KeepAlive(a)
 	runtime.KeepAlive(b)

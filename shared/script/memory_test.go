@@ -64,7 +64,7 @@ keep.length`)
 			// Measured, or, when the script grows faster than a measurement
 			// (a busy machine), stopped by the process's guard.
 			if !strings.Contains(se.Reason, "the script used more than 16 MiB of memory (scripts.memory_mib)") &&
-				!strings.Contains(se.Reason, "the gateway's memory grew by more than 64 MiB while the script ran") {
+				!strings.Contains(se.Reason, "the gateway's memory grew by more than 256 MiB while the script ran") {
 				t.Fatalf("reason %q", se.Reason)
 			}
 		})

@@ -189,7 +189,10 @@ func (x *execution) execute(prg *goja.Program) (json.RawMessage, *failure) {
 
 	heap := heapSample()
 	base, began := heap[0].Value.Uint64(), heap[1].Value.Uint64() // objects, live
-	start := base
+	start, runStart := base, time.Now()
+	// ahead is how far the heap runs past the collector's goal (0 below it).
+	ahead := func() int64 { return sub(heap[0].Value.Uint64(), heap[2].Value.Uint64()) }
+	aheadAtStart := ahead()
 	// With the heap profile off nothing can be attributed: the process
 	// heap's growth counts, as a whole.
 	blind := runtime.MemProfileRate <= 0
@@ -198,10 +201,8 @@ func (x *execution) execute(prg *goja.Program) (json.RawMessage, *failure) {
 	poll := time.NewTicker(memoryPoll)
 	defer poll.Stop()
 	var grace <-chan time.Time
-	// measuring delivers a measurement under way; held is what the last
-	// one found the run holding.
+	// measuring delivers a measurement under way.
 	var measuring chan usage
-	var held int64
 	overMemory := &failure{code: fault.ScriptLimit, reason: fmt.Sprintf("the script used more than %d MiB of memory (scripts.memory_mib)", x.limits.Memory>>20)}
 	ctxDone := x.ctx.Done()
 	stop := func(f *failure) {
@@ -229,16 +230,14 @@ func (x *execution) execute(prg *goja.Program) (json.RawMessage, *failure) {
 			// measurement runs beside, so that the guard of the process
 			// keeps its eye on the heap while it runs.
 			metrics.Read(heap)
-			// grown: the live heap's growth, or how far the heap runs ahead
-			// of the collector's goal (a run doubling a string outruns
-			// the collections the live heap is counted at).
+			// grown: the live heap's growth, or how much further the heap
+			// runs ahead of the collector's goal than when the run began
+			// (a run doubling a string outruns the collections the live
+			// heap is counted at).
 			now := heap[0].Value.Uint64()
-			grown := max(sub(heap[1].Value.Uint64(), began), sub(now, heap[2].Value.Uint64()))
+			grown := max(sub(heap[1].Value.Uint64(), began), ahead()-aheadAtStart)
 			switch {
 			case grace != nil:
-			case grown > processFactor*x.limits.Memory && held > x.limits.Memory:
-				// Growing fast, and already over by a measurement not yet confirmed.
-				stop(overMemory)
 			case grown > processFactor*x.limits.Memory:
 				stop(&failure{code: fault.ScriptLimit, reason: fmt.Sprintf("the gateway's memory grew by more than %d MiB while the script ran (%d times scripts.memory_mib); the script was stopped to protect it",
 					processFactor*x.limits.Memory>>20, processFactor)})
@@ -247,11 +246,11 @@ func (x *execution) execute(prg *goja.Program) (json.RawMessage, *failure) {
 					stop(overMemory)
 				}
 			case measuring == nil && sub(now, base) > x.limits.Memory/2:
-				measuring = startMeasure()
+				measuring = startMeasure(runStart)
 			}
 		case u := <-measuring:
-			measuring, held = nil, u.of(lane)
-			switch {
+			measuring = nil
+			switch held := u.of(lane); {
 			case held > x.limits.Memory:
 				stop(overMemory)
 			default:
