@@ -167,12 +167,34 @@ func canonicalSegment(b *strings.Builder, seg string) (slash bool, err error) {
 	if !utf8.Valid(decoded) {
 		return refuse("is not valid UTF-8 once decoded")
 	}
+	// Every % in decoded came from %25: followed by two hex digits it is
+	// an escape of its own, which an upstream (or a proxy before it) that
+	// decodes twice reads as another character (%252F is / there).
+	if doubleEscape(decoded) {
+		return refuse("holds a percent-encoded escape (%25 and two hex digits): an upstream that decodes twice reads another path")
+	}
 	// A dot segment, or one between encoded slashes that an upstream
 	// decoding the path would resolve.
 	if dotPart(decoded) {
 		return refuse("is or holds a dot segment (. or ..): upstreams resolve it to another path")
 	}
 	return slash, nil
+}
+
+// doubleEscape reports a % followed by two hex digits in a decoded segment.
+func doubleEscape(b []byte) bool {
+	for i := 0; i+2 < len(b); i++ {
+		if b[i] != '%' {
+			continue
+		}
+		if _, ok := unhex(b[i+1]); !ok {
+			continue
+		}
+		if _, ok := unhex(b[i+2]); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // dotPart reports a decoded segment that is, or between decoded slashes
@@ -213,6 +235,7 @@ func segmentFold(a, b string) bool {
 		if ra == rb {
 			continue
 		}
+		ra, rb = fullWidth(ra), fullWidth(rb)
 		if ra < utf8.RuneSelf && rb < utf8.RuneSelf {
 			if 'A' <= ra && ra <= 'Z' {
 				ra += 'a' - 'A'
@@ -234,6 +257,51 @@ func segmentFold(a, b string) bool {
 		}
 	}
 	return i == len(a) && j == len(b)
+}
+
+// twinFold reports whether a parameter's canonical segment names the
+// literal lit to some router: segmentFold's case and escapes, and also
+// the spellings routers reduce to the literal: full-width forms of ASCII
+// (U+FF01 to U+FF5E, which NFKC and IIS's best-fit mapping turn into
+// ASCII: ａｌｌ), trailing dots and spaces (all., all%20, which Windows
+// and IIS trim), and a format suffix (all.json: Rails' (.:format) and
+// Spring's suffix patterns route it to all). It does not allocate.
+func twinFold(lit, seg string) bool {
+	if segmentFold(lit, seg) {
+		return true
+	}
+	v := trimDotsAndSpaces(seg)
+	if v != seg && segmentFold(lit, v) {
+		return true
+	}
+	if i := strings.IndexByte(v, '.'); i > 0 && strings.IndexByte(lit, '.') < 0 && segmentFold(lit, v[:i]) {
+		return true
+	}
+	return false
+}
+
+// trimDotsAndSpaces cuts trailing dots and (escaped) spaces off a
+// canonical segment.
+func trimDotsAndSpaces(s string) string {
+	for {
+		switch {
+		case strings.HasSuffix(s, "."):
+			s = s[:len(s)-1]
+		case strings.HasSuffix(s, "%20"):
+			s = s[:len(s)-3]
+		default:
+			return s
+		}
+	}
+}
+
+// fullWidth maps a full-width form of an ASCII character (U+FF01 to
+// U+FF5E) to that character, as NFKC does.
+func fullWidth(r rune) rune {
+	if r >= 0xFF01 && r <= 0xFF5E {
+		return r - 0xFEE0
+	}
+	return r
 }
 
 // decodeRune decodes the rune at s[i], percent-escapes decoded.

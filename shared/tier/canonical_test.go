@@ -28,6 +28,11 @@ func TestCanonicalPath(t *testing.T) {
 		{in: "/files/a%2fb", want: "/files/a%2Fb", slash: true},
 		{in: "/files/a%2F..%2Fb", err: "dot segment"},
 		{in: "/contacts/all;x", err: `"all;x" holds a ;`},
+		{in: "/contacts/%2561ll", err: "percent-encoded escape"},
+		{in: "/contacts/12%252Fowner", err: "percent-encoded escape"},
+		{in: "/contacts/12%25%32%46owner", err: "percent-encoded escape"},
+		{in: "/contacts/100%25", want: "/contacts/100%25"},
+		{in: "/contacts/100%25off", want: "/contacts/100%25off"},
 		{in: "/contacts/all%3Bx", err: "holds a ;"},
 		{in: `/contacts/a\b`, err: "backslash"},
 		{in: "/contacts/a%5cb", err: "backslash"},
@@ -166,6 +171,18 @@ func TestResolveCaseTwin(t *testing.T) {
 		{"POST", "/orgs/acme/rename", "/orgs/{org}/{action}", "action", "rename"},
 		// A hidden twin wins over any tier.
 		{"POST", "/tools/SECRET", "/tools/secret", "", ""},
+		// Spellings routers reduce to the literal: a format suffix
+		// (Rails, Spring), trailing dots and spaces (IIS, Windows),
+		// full-width forms (NFKC, IIS best fit).
+		{"DELETE", "/contacts/all.json", "/contacts/all", "", ""},
+		{"DELETE", "/contacts/ALL.xml", "/contacts/all", "", ""},
+		{"DELETE", "/contacts/all.", "/contacts/all", "", ""},
+		{"DELETE", "/contacts/all.%20.", "/contacts/all", "", ""},
+		{"DELETE", "/contacts/all%20", "/contacts/all", "", ""},
+		{"DELETE", "/contacts/%EF%BD%81%EF%BD%8C%EF%BD%8C", "/contacts/all", "", ""},
+		{"DELETE", "/contacts/%EF%BC%A1LL", "/contacts/all", "", ""},
+		{"DELETE", "/contacts/allx.json", "/contacts/{id}", "id", "allx.json"},
+		{"DELETE", "/contacts/.all", "/contacts/{id}", "id", ".all"},
 	} {
 		m, ok := p.Resolve("crm", tt.method, tt.path)
 		if !ok || m.Endpoint.Path != tt.template {
@@ -184,6 +201,9 @@ func TestResolveCaseTwin(t *testing.T) {
 		t.Errorf("DELETE /contacts/ALL: %s %s (%s), want blocked", d.Outcome, d.Code, d.Reason)
 	}
 	n := testing.AllocsPerRun(100, func() {
+		if m, _ := p.Resolve("crm", "DELETE", "/contacts/all.json"); m.Endpoint == nil || m.Endpoint.Tier != Never {
+			t.Fatal("no twin")
+		}
 		if m, _ := p.Resolve("crm", "DELETE", "/contacts/ALL"); m.Endpoint == nil || m.Endpoint.Tier != Never {
 			t.Fatal("no twin")
 		}

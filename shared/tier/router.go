@@ -196,13 +196,14 @@ func (n *node) lookup(path string, vals *[maxParams]string, k int) *Endpoint {
 }
 
 // twin decides between the parameter route a segment took (ep) and a
-// literal sibling the segment names in another case: /contacts/ALL takes
-// /contacts/{id}, but a router that ignores case runs /contacts/all. The
+// literal sibling the segment names in another spelling (twinFold):
+// /contacts/ALL or /contacts/all.json takes /contacts/{id}, but a router
+// that ignores case, or reads a format suffix, runs /contacts/all. The
 // stricter endpoint wins (its parameter values replace vals); on a tie the
 // parameter route stays. It runs only where a node has both kinds of child.
 func (n *node) twin(seg, rest string, more bool, ep *Endpoint, vals *[maxParams]string, k int) *Endpoint {
 	for _, lit := range n.keys {
-		if lit == seg || !segmentFold(lit, seg) {
+		if lit == seg || !twinFold(lit, seg) {
 			continue
 		}
 		c := n.lits[lit]

@@ -56,6 +56,26 @@ func TestCanonicalCaseTwin(t *testing.T) {
 	}
 }
 
+// TestCanonicalTwinSpellings: the spellings other routers reduce to the
+// literal /contacts/all (a format suffix for Rails and Spring, trailing
+// dots and spaces for IIS, full-width letters for NFKC) are decided at
+// the literal's tier (never), and a double-encoded escape, which a
+// second decoding turns into another character (%2561ll is all, %252F a
+// slash), is refused; the upstream gets nothing.
+func TestCanonicalTwinSpellings(t *testing.T) {
+	h, w := newWSGIHarness(t)
+	n := len(w.requests(t))
+	for _, p := range []string{"/contacts/all.json", "/contacts/ALL.xml", "/contacts/all.", "/contacts/all%20", "/contacts/%EF%BD%81%EF%BD%8C%EF%BD%8C"} {
+		expect(t, h.restRaw(http.MethodDelete, "/v1/rest/wsgi"+p, "cs_test_run", "", ""), http.StatusForbidden, "blocked")
+		expect(t, h.call("cs_test_ask", map[string]any{"connection": "wsgi", "method": "DELETE", "path": p, "intent": "write"}), http.StatusForbidden, "blocked")
+	}
+	for _, p := range []string{"/contacts/%2561ll", "/contacts/12%252Fowner"} {
+		expect(t, h.restRaw(http.MethodDelete, "/v1/rest/wsgi"+p, "cs_test_run", "", ""), http.StatusBadRequest, "invalid_request")
+		expect(t, h.call("cs_test_run", map[string]any{"connection": "wsgi", "method": "DELETE", "path": p, "intent": "write"}), http.StatusBadRequest, "invalid_request")
+	}
+	w.none(t, n, "a twin spelling of /contacts/all or a double-encoded escape")
+}
+
 // TestCanonicalSemicolon: Tomcat and Spring read /contacts/all;x as
 // /contacts/all with a path parameter, so a ; in a segment, raw or
 // encoded, is refused with 400 naming the segment.
