@@ -76,6 +76,9 @@ func (h *Handler) callOperation(ctx context.Context, cred *store.Credential, cli
 // that needs a person is asked for the way this client can ask.
 func (h *Handler) first(ctx context.Context, cred *store.Credential, client Client, op operation, c *calls.Call) *mcp.CallToolResult {
 	o := calls.Options{}
+	if client.Name != "" {
+		o.Client = &calls.Client{Name: client.Name, Version: client.Version, CanAsk: client.CanAsk()}
+	}
 	switch {
 	case op.conn.OutOfBandOnly:
 		// Only the approvers decide; the gateway runs what they approve.
