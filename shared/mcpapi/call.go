@@ -215,7 +215,7 @@ func approversNotice(res *calls.Result, client Client) *mcp.CallToolResult {
 	id := res.Confirmation.ID
 	next := fmt.Sprintf(`call confirmation_status with {"confirmation_id": %q, "wait_seconds": 25} to wait for the outcome`, id)
 	return textResult(fmt.Sprintf("Paused (confirmation_required): %s. %s on MCP %s cannot show this server's confirmation dialog, so the approvers were sent a link to approve or reject it; nothing ran yet. Tell the person, then %s: once it is approved countersign runs the operation, once, and confirmation_status returns its answer.",
-		res.Decision.Reason, client.label(), client.Protocol, next),
+		res.Decision.Reason, client.label(), client.protocol(), next),
 		pausedView{Status: "confirmation_required", ConfirmationID: id, ExpiresAt: res.Confirmation.ExpiresAt, Reason: res.Decision.Reason, Next: next})
 }
 
