@@ -239,7 +239,7 @@ func (s *Service) pause(ctx context.Context, cred *store.Credential, p *prepared
 		return nil, err
 	}
 	conf, err := s.Confirm.Create(ctx, confirm.Request{Kind: store.KindCall, Credential: cred.ID, Reason: res.Decision.Reason,
-		Operations: []store.Operation{op}, GatewayRuns: o.Pause == PauseGatewayRuns, Asker: o.Client.asker()})
+		Operations: []store.Operation{op}, GatewayRuns: o.Pause == PauseGatewayRuns, Asker: o.Client.Asker()})
 	if err != nil {
 		s.logger().ErrorContext(ctx, "confirmation not created", "credential", cred.ID, "error", err)
 		return nil, fault.Wrap(err, "the confirmation could not be created")

@@ -185,10 +185,10 @@ type Client struct {
 	CanAsk bool
 }
 
-// asker is what a confirmation records of c: its name and version cut as
+// Asker is what a confirmation records of c: its name and version cut as
 // display.Clip cuts an agent's words (the page escapes what they hide);
 // nil when c says nothing.
-func (c *Client) asker() *store.Asker {
+func (c *Client) Asker() *store.Asker {
 	if c == nil || strings.TrimSpace(c.Name) == "" {
 		return nil
 	}

@@ -35,3 +35,23 @@ func TestApprovalPageNamesTheAskingClient(t *testing.T) {
 		t.Errorf("the page of a call without a client shows an agent's words:\n%s", none)
 	}
 }
+
+// TestApprovalPageNamesTheScriptClient: a code-mode batch asked through
+// MCP records the client that ran the script, whatever client the key
+// saw last.
+func TestApprovalPageNamesTheScriptClient(t *testing.T) {
+	h := newHarness(t, harnessOptions{})
+	two := h.mcpSession("cs_test_ask", clientKind{name: "Agent Two", elicit: accept(true), manual: true}, nil)
+	if r := runScript(t, two, `call('crm', 'GET', '/contacts/1').status`, "", nil); r.IsError {
+		t.Fatalf("Agent Two's read: %q", text(r))
+	}
+	one := h.mcpSession("cs_test_ask", clientKind{name: "Agent One", elicit: accept(true), manual: true}, nil)
+	if r := runScript(t, one, mcpBatchScript, "", nil); !r.NeedsInput() {
+		t.Fatalf("Agent One's batch: %q, want an input request", text(r))
+	}
+	page := h.do(http.MethodGet, h.approvalLink(batchRequested(t, h)), "", nil, nil)
+	expect(t, page, http.StatusOK, "")
+	if body := string(page.body); !strings.Contains(body, "<bdi>Agent One") || strings.Contains(body, "Agent Two") {
+		t.Errorf("the page of Agent One's batch does not name Agent One:\n%s", body)
+	}
+}
