@@ -177,10 +177,14 @@ func prepare(c *Call, cfg *policy.Config) (*prepared, error) {
 	return p, nil
 }
 
-// hasMethodOverride reports a _method parameter in any case.
+// hasMethodOverride reports a parameter that PHP or Rails reads as the
+// _method key, in any case: _method, and _method followed by a bracket
+// (_method[], _method[x]) or a dot (_method.x).
 func hasMethodOverride(v url.Values) bool {
+	const name = "_method"
 	for k := range v {
-		if strings.EqualFold(k, "_method") {
+		if len(k) >= len(name) && strings.EqualFold(k[:len(name)], name) &&
+			(len(k) == len(name) || k[len(name)] == '[' || k[len(name)] == '.') {
 			return true
 		}
 	}

@@ -68,6 +68,9 @@ type Options struct {
 	// once if the person approved it, and nothing runs if not; the answer
 	// is spent either way. Pause is then not used.
 	Grant *Grant
+	// Client is what the calling client said of itself, if anything: a
+	// confirmation the call creates records it (bounded) as its asker.
+	Client *Client
 	// Bind sets Result.Operation for every outcome, not only Paused and
 	// Collected: code mode journals each call with its binding. It costs a
 	// canonical hash per call, so the other surfaces leave it off.
@@ -175,7 +178,7 @@ func (s *Service) outcome(ctx context.Context, cred *store.Credential, p *prepar
 		res.Outcome = Collected
 		return res, nil
 	}
-	return s.pause(ctx, cred, p, res, o.Pause == PauseGatewayRuns)
+	return s.pause(ctx, cred, p, res, o)
 }
 
 // decide resolves the call, asks the connection's hooks, and decides.
@@ -224,7 +227,7 @@ func (s *Service) deny(ctx context.Context, cred *store.Credential, p *prepared,
 
 // pause creates a pending confirmation. Nothing is sent upstream;
 // approvers get their links from the workflow's notify task.
-func (s *Service) pause(ctx context.Context, cred *store.Credential, p *prepared, res *Result, gatewayRuns bool) (*Result, error) {
+func (s *Service) pause(ctx context.Context, cred *store.Credential, p *prepared, res *Result, o Options) (*Result, error) {
 	if err := s.holdable(p); err != nil {
 		return nil, err
 	}
@@ -236,7 +239,7 @@ func (s *Service) pause(ctx context.Context, cred *store.Credential, p *prepared
 		return nil, err
 	}
 	conf, err := s.Confirm.Create(ctx, confirm.Request{Kind: store.KindCall, Credential: cred.ID, Reason: res.Decision.Reason,
-		Operations: []store.Operation{op}, GatewayRuns: gatewayRuns})
+		Operations: []store.Operation{op}, GatewayRuns: o.Pause == PauseGatewayRuns, Asker: o.Client.Asker()})
 	if err != nil {
 		s.logger().ErrorContext(ctx, "confirmation not created", "credential", cred.ID, "error", err)
 		return nil, fault.Wrap(err, "the confirmation could not be created")

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/shared/confirm"
+	"github.com/countersign/countersign/shared/display"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/notify"
 	"github.com/countersign/countersign/shared/policy"
@@ -182,6 +183,16 @@ type Client struct {
 	Version string
 	// CanAsk is whether the client can ask a person (elicitation or MCP Apps).
 	CanAsk bool
+}
+
+// Asker is what a confirmation records of c: its name and version cut as
+// display.Clip cuts an agent's words (the page escapes what they hide);
+// nil when c says nothing.
+func (c *Client) Asker() *store.Asker {
+	if c == nil || strings.TrimSpace(c.Name) == "" {
+		return nil
+	}
+	return &store.Asker{Name: display.Clip(c.Name, display.AgentLimit), Version: display.Clip(c.Version, display.AgentLimit), CanAsk: c.CanAsk}
 }
 
 // lastClientEvery bounds how often a credential's last client is written,

@@ -175,6 +175,8 @@ type Request struct {
 	Kind       store.Kind
 	Credential string
 	Reason     string
+	// Asker is the client that made the call, as it described itself.
+	Asker      *store.Asker
 	Operations []store.Operation
 	// GatewayRuns makes the gateway run the approved operations itself
 	// (the MCP card) instead of waiting for the agent to redeem; script
@@ -213,6 +215,7 @@ func (s *Service) Create(ctx context.Context, r Request) (*store.Confirmation, e
 		Credential:  r.Credential,
 		Status:      store.StatusPending,
 		Reason:      r.Reason,
+		Asker:       r.Asker,
 		CreatedAt:   now,
 		ExpiresAt:   now.Add(wait),
 		Operations:  r.Operations,

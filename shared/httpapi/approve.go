@@ -125,15 +125,17 @@ func (a *Approver) show(ctx context.Context, req *Request, id string, head bool)
 	}
 }
 
-// describeAsker adds who is asking (the credential and the client last
-// seen with it), why, and a custom tool's prompt to the page.
+// describeAsker adds who is asking (the credential, and the client that
+// made this call as it described itself then), why, and a custom tool's
+// prompt to the page. A confirmation without a recorded client shows
+// nothing in the agent's words: the credential's last client may be
+// another agent sharing the key.
 func (a *Approver) describeAsker(ctx context.Context, c *store.Confirmation, p *approvalpage.Page) {
 	p.Requester, p.Reason, p.DecisionReason = c.Credential, c.Reason, c.DecisionReason
-	if cred, err := a.Calls.Store.GetCredential(ctx, c.Credential); err == nil && cred.LastClient != nil {
-		lc := cred.LastClient
+	if ak := c.Asker; ak != nil {
 		// The agent's own words: the page labels and bounds them.
-		p.Client, p.ClientAsks = strings.TrimSpace(lc.Name+" "+lc.Version), "cannot ask"
-		if lc.CanAsk {
+		p.Client, p.ClientAsks = strings.TrimSpace(ak.Name+" "+ak.Version), "cannot ask"
+		if ak.CanAsk {
 			p.ClientAsks = "can ask"
 		}
 	}

@@ -29,7 +29,7 @@ func (g *Gateway) calls(ctx context.Context, req *Request, cred *store.Credentia
 		g.Calls.RecordClient(ctx, cred, *client)
 	}
 	c.IdempotencyKey = header(req, "Idempotency-Key")
-	resp := g.idempotent(ctx, cred, "calls", c, func() (Response, bool) { return g.callsOutcome(ctx, cred, c) })
+	resp := g.idempotent(ctx, cred, "calls", c, func() (Response, bool) { return g.callsOutcome(ctx, cred, c, client) })
 	if strings.Contains(header(req, "Accept"), "text/event-stream") {
 		return sse(resp)
 	}
@@ -63,8 +63,8 @@ type confirmationID struct {
 
 // callsOutcome answers a call; retryable is set when nothing was sent
 // upstream and a retry with the same Idempotency-Key may run it.
-func (g *Gateway) callsOutcome(ctx context.Context, cred *store.Credential, c *calls.Call) (resp Response, retryable bool) {
-	res, err := g.Calls.Do(ctx, cred, c, calls.Options{})
+func (g *Gateway) callsOutcome(ctx context.Context, cred *store.Credential, c *calls.Call, client *calls.Client) (resp Response, retryable bool) {
+	res, err := g.Calls.Do(ctx, cred, c, calls.Options{Client: client})
 	if err != nil {
 		return errorOf(err), fault.CodeOf(err) == fault.Internal
 	}

@@ -76,6 +76,9 @@ func (h *Handler) callOperation(ctx context.Context, cred *store.Credential, cli
 // that needs a person is asked for the way this client can ask.
 func (h *Handler) first(ctx context.Context, cred *store.Credential, client Client, op operation, c *calls.Call) *mcp.CallToolResult {
 	o := calls.Options{}
+	if client.Name != "" {
+		o.Client = &calls.Client{Name: client.Name, Version: client.Version, CanAsk: client.CanAsk()}
+	}
 	switch {
 	case op.conn.OutOfBandOnly:
 		// Only the approvers decide; the gateway runs what they approve.
@@ -212,7 +215,7 @@ func approversNotice(res *calls.Result, client Client) *mcp.CallToolResult {
 	id := res.Confirmation.ID
 	next := fmt.Sprintf(`call confirmation_status with {"confirmation_id": %q, "wait_seconds": 25} to wait for the outcome`, id)
 	return textResult(fmt.Sprintf("Paused (confirmation_required): %s. %s on MCP %s cannot show this server's confirmation dialog, so the approvers were sent a link to approve or reject it; nothing ran yet. Tell the person, then %s: once it is approved countersign runs the operation, once, and confirmation_status returns its answer.",
-		res.Decision.Reason, client.label(), client.Protocol, next),
+		res.Decision.Reason, client.label(), client.protocol(), next),
 		pausedView{Status: "confirmation_required", ConfirmationID: id, ExpiresAt: res.Confirmation.ExpiresAt, Reason: res.Decision.Reason, Next: next})
 }
 

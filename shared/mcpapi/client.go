@@ -3,9 +3,11 @@ package mcpapi
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/countersign/countersign/shared/display"
 	"github.com/countersign/countersign/shared/store"
 )
 
@@ -45,22 +47,29 @@ type Client struct {
 // CanAsk reports whether the person can be asked through this client.
 func (c Client) CanAsk() bool { return c.Elicit || c.Apps || c.OutOfBand }
 
-// label names the client in messages.
+// label names the client in messages: its name in its own words, cut to
+// display.AgentLimit runes with hidden characters shown as escapes, so a
+// name cannot flood or reorder the text the model reads.
 func (c Client) label() string {
-	if c.Name == "" {
+	if strings.TrimSpace(c.Name) == "" {
 		return "This client"
 	}
-	return c.Name
+	return display.Agent(c.Name, display.AgentLimit)
+}
+
+// protocol is the client's protocol revision for messages, bounded as
+// label bounds the name.
+func (c Client) protocol() string {
+	if c.Protocol == "" {
+		return "an unknown revision"
+	}
+	return display.Agent(c.Protocol, display.AgentLimit)
 }
 
 // cannotAsk is the refusal's reason for a client that can be asked
 // nothing: it names the client and its protocol revision.
 func (c Client) cannotAsk() string {
-	proto := c.Protocol
-	if proto == "" {
-		proto = "an unknown revision"
-	}
-	return fmt.Sprintf("%s (MCP %s) can show neither a confirmation dialog nor a card (it declared neither form elicitation nor MCP Apps)", c.label(), proto)
+	return fmt.Sprintf("%s (MCP %s) can show neither a confirmation dialog nor a card (it declared neither form elicitation nor MCP Apps)", c.label(), c.protocol())
 }
 
 // clientRequest is what every server request tells of its client: read

@@ -6,7 +6,10 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/countersign/countersign/shared/calls"
 	"github.com/countersign/countersign/shared/fault"
+	"github.com/countersign/countersign/shared/store"
+	"github.com/countersign/countersign/shared/tier"
 )
 
 // TestEveryCodeIsRendered: every code of package fault has an entry, and
@@ -33,5 +36,25 @@ func TestEveryCodeIsRendered(t *testing.T) {
 	}
 	if len(labelOf) != len(fault.All()) {
 		t.Errorf("the table has %d entries for %d codes", len(labelOf), len(fault.All()))
+	}
+}
+
+// TestClientNameBoundedInText: the client's name in the text the model
+// reads (the paused notice of an older revision, the refusal of a client
+// that can ask nobody) is cut to 64 runes and shows hidden characters as
+// escapes.
+func TestClientNameBoundedInText(t *testing.T) {
+	c := Client{Name: "Evil\u202eClient " + strings.Repeat("x", 300), Protocol: "2025-11-25\u202e"}
+	paused := approversNotice(&calls.Result{Confirmation: &store.Confirmation{ID: "cf_1"}, Decision: tier.Decision{Reason: "r"}}, c)
+	for name, text := range map[string]string{"paused": paused.Content[0].(*mcp.TextContent).Text, "refusal": c.cannotAsk()} {
+		if strings.ContainsRune(text, '\u202e') || strings.Contains(text, strings.Repeat("x", 60)) {
+			t.Errorf("%s: the name is raw or unbounded: %q", name, text)
+		}
+		if want := `Evil\u202EClient ` + strings.Repeat("x", 64-len(`Evil\u202EClient `)) + "…"; !strings.Contains(text, want) {
+			t.Errorf("%s: %q lacks %q", name, text, want)
+		}
+		if !strings.Contains(text, `2025-11-25\u202E`) {
+			t.Errorf("%s: the protocol is not escaped: %q", name, text)
+		}
 	}
 }

@@ -48,6 +48,9 @@ type ScriptRequest struct {
 	// collected (except on out_of_band_only connections, whose approvers
 	// are asked).
 	CannotAsk string
+	// Client is the calling client as it described itself (nil without
+	// a name): a batch records it for the approval page.
+	Client *calls.Client
 }
 
 // ScriptCall is one call() of a run, as docs/scripts.md lists it.
@@ -163,6 +166,9 @@ func (h *Handler) runScript(ctx context.Context, cred *store.Credential, client 
 		return h.scriptAnswered(ctx, cred, client, a, p)
 	}
 	r := ScriptRequest{Source: a.Script, ConfirmationID: a.ConfirmationID}
+	if client.Name != "" {
+		r.Client = &calls.Client{Name: client.Name, Version: client.Version, CanAsk: client.CanAsk()}
+	}
 	if !client.CanAsk() {
 		// The path is chosen before the script runs: a client that can
 		// show neither a dialog nor a card is refused what needs a person

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -14,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/countersign/countersign/shared/callbody"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/policy"
 	"github.com/countersign/countersign/shared/store"
@@ -108,8 +110,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.sdk.ServeHTTP(rw, r.WithContext(ctx))
 }
 
+// maxDepth is the deepest nesting of a message screen reads.
+const maxDepth = 128
+
 // screen reads one POSTed message and answers it itself when the SDK
-// should not: a batch, a method not served, a session id this handler did
+// should not: a message the strict JSON reader refuses (a key twice at
+// any depth, nesting over maxDepth, a number or string that would not
+// read back as sent), a batch, a method not served, a session id this handler did
 // not give this credential. On initialize it gives the client its session
 // id. It reports whether it answered.
 func (h *Handler) screen(w *rpcWriter, r *http.Request, cred *store.Credential, body []byte) bool {
@@ -117,6 +124,14 @@ func (h *Handler) screen(w *rpcWriter, r *http.Request, cred *store.Credential, 
 	if len(trimmed) > 0 && trimmed[0] == '[' {
 		writeRPCError(w, http.StatusBadRequest, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
 			Message: "JSON-RPC batches are not accepted: from protocol 2025-06-18 on, each POST carries one message"})
+		return true
+	}
+	if err := callbody.Valid(trimmed, &callbody.Options{MaxDepth: maxDepth}); err != nil && !errors.Is(err, callbody.ErrSyntax) {
+		// encoding/json, which the SDK reads with, keeps the last of two
+		// equal keys ({"approve": false, "approve": true} would approve):
+		// a message the strict reader refuses never reaches it.
+		writeRPCError(w, http.StatusBadRequest, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
+			Message: "the message is refused, nothing ran: " + err.Error()})
 		return true
 	}
 	var m rpcMessage

@@ -70,6 +70,9 @@ type Request struct {
 	// only from its approvers (approval.out_of_band_only) is still
 	// collected: its approvers are asked whatever the surface.
 	CannotAsk string
+	// Client is what the calling client said of itself, if anything: a
+	// batch the run creates records it as its asker.
+	Client *calls.Client
 }
 
 // Status is how a run ended.
@@ -229,7 +232,7 @@ func (s *Service) first(ctx context.Context, cred *store.Credential, r Request, 
 		s.logger().InfoContext(ctx, "script", "credential", cred.ID, "outcome", "completed", "calls", len(entries), "unasked", fr.unasked)
 		return &Result{Status: Completed, Value: value, Calls: shown(entries), Logs: logs, Unasked: fr.unasked}, nil
 	}
-	conf, err := s.pause(ctx, cred, src, seed, start, entries, batch, logs)
+	conf, err := s.pause(ctx, cred, r.Client.Asker(), src, seed, start, entries, batch, logs)
 	if err != nil {
 		var se *Error
 		if errors.As(err, &se) {
@@ -331,7 +334,7 @@ func (s *Service) outOfBandOnly(connection string) bool {
 
 // pause stores the journal and creates the batch confirmation; the
 // workflow notifies the approvers.
-func (s *Service) pause(ctx context.Context, cred *store.Credential, src string, seed uint64, start time.Time,
+func (s *Service) pause(ctx context.Context, cred *store.Credential, asker *store.Asker, src string, seed uint64, start time.Time,
 	entries []*entry, batch []*collected, logs []string) (*store.Confirmation, error) {
 	ops := make([]store.Operation, len(batch))
 	size := 0
@@ -377,7 +380,7 @@ func (s *Service) pause(ctx context.Context, cred *store.Credential, src string,
 	if len(batch) > 1 {
 		reason = fmt.Sprintf("a script made %d calls that require confirmation", len(batch))
 	}
-	conf, err := s.Calls.Confirm.Create(ctx, confirm.Request{ID: id, Kind: store.KindScript, Credential: cred.ID, Reason: reason, Operations: ops})
+	conf, err := s.Calls.Confirm.Create(ctx, confirm.Request{ID: id, Kind: store.KindScript, Credential: cred.ID, Reason: reason, Asker: asker, Operations: ops})
 	if err != nil {
 		return nil, fault.Wrap(err, "the confirmation could not be created")
 	}

@@ -63,7 +63,7 @@ type Store interface {
 	// Version equals c.Version; on success c.Version is incremented.
 	// ErrConflict otherwise, ErrNotFound if it does not exist. The state is
 	// everything but what is fixed at creation: ID, Kind, Credential,
-	// Reason, CreatedAt, ExpiresAt, GatewayRuns, TTL and each operation's
+	// Reason, Asker, CreatedAt, ExpiresAt, GatewayRuns, TTL and each operation's
 	// call (Connection, Method, Path, Endpoint, Args, Binding, ContentType,
 	// Payload, RawQuery, Negotiation) keep their stored values whatever c holds (on
 	// DynamoDB they are not even written again), and an update with another
@@ -174,6 +174,14 @@ type Client struct {
 	SeenAt  time.Time `json:"seen_at"`
 }
 
+// Asker is the client that made a confirmation's call, in its own words
+// (bounded by the surface that recorded it).
+type Asker struct {
+	Name    string `json:"name"`
+	Version string `json:"version,omitempty"`
+	CanAsk  bool   `json:"can_ask"`
+}
+
 // Status is the stored status of a confirmation. The effective status also
 // depends on the clock (see confirm.Effective).
 type Status string
@@ -210,7 +218,12 @@ type Confirmation struct {
 	Credential string `json:"credential"`
 	Status     Status `json:"status"`
 	// Reason is why the call needs confirmation.
-	Reason    string    `json:"reason"`
+	Reason string `json:"reason"`
+	// Asker is what the client that made the call said of itself, as it
+	// made it (nil when it said nothing): the approval page shows this
+	// one, never the credential's last client, which another agent
+	// sharing the key may have set since.
+	Asker     *Asker    `json:"asker,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
 	// ExpiresAt ends the wait for a decision.
 	ExpiresAt time.Time `json:"expires_at"`

@@ -54,6 +54,10 @@ func TestAttackFindings(t *testing.T) {
 			body: `{"connection":"crm","method":"DELETE","path":"/contacts/12","intent":"read","intent":"write"}`, status: 400, code: "invalid_request", reasonContain: "intent"},
 		{name: "a method override in the query", key: "cs_test_run", method: "POST", path: "/v1/rest/crm/contacts?_method=DELETE",
 			body: `{"name":"x"}`, headers: map[string]string{"Content-Type": "application/json"}, status: 400, code: "invalid_request", reasonContain: "_method"},
+		{name: "a bracketed method override in the query", key: "cs_test_run", method: "POST", path: "/v1/rest/crm/contacts?_method%5B%5D=DELETE",
+			body: `{"name":"x"}`, headers: map[string]string{"Content-Type": "application/json"}, status: 400, code: "invalid_request", reasonContain: "_method"},
+		{name: "a dotted method override in the query", key: "cs_test_run", method: "POST", path: "/v1/rest/crm/contacts?_Method.x=DELETE",
+			body: `{"name":"x"}`, headers: map[string]string{"Content-Type": "application/json"}, status: 400, code: "invalid_request", reasonContain: "_method"},
 		{name: "a method override in a form", key: "cs_test_run", method: "POST", path: "/v1/rest/crm/contacts",
 			body: `name=x&_METHOD=DELETE`, headers: map[string]string{"Content-Type": "application/x-www-form-urlencoded"}, status: 400, code: "invalid_request"},
 	}

@@ -78,7 +78,7 @@ func (h httpScripts) DescribeScript(ctx context.Context, c *store.Confirmation) 
 type mcpScripts struct{ s *script.Service }
 
 func (m mcpScripts) RunScript(ctx context.Context, cred *store.Credential, r mcpapi.ScriptRequest) (*mcpapi.ScriptRun, error) {
-	res, err := m.s.Run(ctx, cred, script.Request{Source: r.Source, ConfirmationID: r.ConfirmationID, CannotAsk: r.CannotAsk})
+	res, err := m.s.Run(ctx, cred, script.Request{Source: r.Source, ConfirmationID: r.ConfirmationID, CannotAsk: r.CannotAsk, Client: r.Client})
 	var se *script.Error
 	if errors.As(err, &se) {
 		return nil, &mcpapi.ScriptFailure{Code: se.Code, Reason: se.Reason, Line: se.Line, Column: se.Column, Calls: mcpCalls(se.Calls), Logs: se.Logs}

@@ -47,7 +47,7 @@ const (
 // operation's.
 var (
 	fixedKeys = map[string]bool{
-		"id": true, "kind": true, "credential": true, "reason": true, "created_at": true,
+		"id": true, "kind": true, "credential": true, "reason": true, "asker": true, "created_at": true,
 		"expires_at": true, "gateway_runs": true, "ttl": true,
 	}
 	fixedOpKeys = map[string]bool{

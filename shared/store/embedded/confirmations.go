@@ -72,7 +72,7 @@ func (s *Store) UpdateConfirmation(_ context.Context, c *store.Confirmation) err
 
 // keepFixed copies into rec the fields of stored fixed at creation.
 func keepFixed(rec, stored *store.Confirmation) {
-	rec.ID, rec.Kind, rec.Credential, rec.Reason = stored.ID, stored.Kind, stored.Credential, stored.Reason
+	rec.ID, rec.Kind, rec.Credential, rec.Reason, rec.Asker = stored.ID, stored.Kind, stored.Credential, stored.Reason, stored.Asker
 	rec.CreatedAt, rec.ExpiresAt, rec.GatewayRuns, rec.TTL = stored.CreatedAt, stored.ExpiresAt, stored.GatewayRuns, stored.TTL
 	ops := make([]store.Operation, len(rec.Operations))
 	for i, op := range rec.Operations {

@@ -608,6 +608,7 @@ func (s *suite) confirmations(t *testing.T) {
 		want := roundTrip(t, *c)
 		got := mustGetConfirmation(t, st, c.ID)
 		got.Reason, got.Credential, got.Kind, got.GatewayRuns, got.TTL = "changed", "changed", store.KindCall, false, 1
+		got.Asker = &store.Asker{Name: "changed"}
 		got.CreatedAt, got.ExpiresAt = got.CreatedAt.Add(time.Hour), got.ExpiresAt.Add(time.Hour)
 		op := &got.Operations[0]
 		op.Connection, op.Method, op.Path, op.Endpoint, op.Binding = "x", "X", "/x", "/x", keyHash("x")
@@ -1340,6 +1341,7 @@ func fullConfirmation(id string, now time.Time) *store.Confirmation {
 		DecidedAt:      &decided,
 		DecidedBy:      "alice@example.com",
 		DecisionReason: "the amount looks wrong",
+		Asker:          &store.Asker{Name: "claude-code", Version: "2.1.0", CanAsk: true},
 		RedeemBy:       &redeemBy,
 		RedeemedAt:     &redeemed,
 		Operations: []store.Operation{
