@@ -94,10 +94,10 @@ bench:
 	./scripts/bench.sh $(GO)
 
 # -v so that the log lists the flows that ran (and says so if moto_server is missing).
-# Bounded: the test gives itself 5 minutes (a cold build of the bootstraps and the
-# emulator included; about one minute when they are cached), go test 7.
+# Bounded: the test gives itself 15 minutes (a cold build of the bootstraps and the
+# emulator on a busy machine included; about one minute when they are cached), go test 20.
 awstest:
-	./scripts/test-with-dynalite.sh $(GO) test -count=1 -v -timeout 7m ./infra/awstest/
+	./scripts/test-with-dynalite.sh $(GO) test -count=1 -v -timeout 20m ./infra/awstest/
 
 # Each fuzz target for a bounded time (go test -fuzz runs one target per
 # invocation): FUZZTIME=30s make fuzz for longer runs.

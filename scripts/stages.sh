@@ -49,7 +49,7 @@ run_stage() {
   asl) ./infra/asl/check.sh ;;
   mcpclients) ./infra/mcpclients/install.sh ;;
   race) ./scripts/test-with-dynalite.sh sh -c "$GO test -race -count=1 \$($GO list ./... | grep -v /infra/awstest)" ;;
-  awstest) ./scripts/test-with-dynalite.sh "$GO" test -count=1 -v -timeout 7m ./infra/awstest/ ;;
+  awstest) ./scripts/test-with-dynalite.sh "$GO" test -count=1 -v -timeout 20m ./infra/awstest/ ;;
   fuzz) FUZZTIME=$TEST_FUZZTIME ./scripts/fuzz.sh "$GO" ;;
   esac
 }

@@ -61,7 +61,10 @@ func TestAWSPath(t *testing.T) {
 			` and run: go test -count=1 -v ./infra/awstest/ (or make awstest)`)
 	}
 	begin := time.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	// Bounded, with room for a cold build of the bootstraps and the
+	// emulator on a busy 2-core machine (it once took over 5 minutes there
+	// while other builds ran); the flows themselves take about a minute.
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	s := newStack(t, ctx)
 	if problems := s.tpl.checkLogs(); len(problems) > 0 {
