@@ -1,6 +1,7 @@
 package display
 
 import (
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -212,18 +213,6 @@ func hex4(s string) (rune, bool) {
 	if len(s) < 6 || s[0] != '\\' || s[1] != 'u' {
 		return 0, false
 	}
-	var r rune
-	for _, c := range []byte(s[2:6]) {
-		switch {
-		case '0' <= c && c <= '9':
-			r = r<<4 | rune(c-'0')
-		case 'a' <= c && c <= 'f':
-			r = r<<4 | rune(c-'a'+10)
-		case 'A' <= c && c <= 'F':
-			r = r<<4 | rune(c-'A'+10)
-		default:
-			return 0, false
-		}
-	}
-	return r, true
+	n, err := strconv.ParseUint(s[2:6], 16, 32)
+	return rune(n), err == nil
 }
