@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"unicode/utf8"
@@ -20,12 +19,12 @@ import (
 var _ httpapi.Handler = (*Handler)(nil)
 
 // Handle serves one API Gateway v2 event: it rebuilds the *http.Request the
-// event describes, runs ServeHTTP against a recorder, and returns the
-// recorded response. The answer is one JSON body (or an empty 202 for a
+// event describes, runs ServeHTTP into a buffered response, and returns
+// that response. The answer is one JSON body (or an empty 202 for a
 // notification): the handler is stateless and never streams.
 func (h *Handler) Handle(ctx context.Context, ev httpapi.Request) (httpapi.Response, error) {
 	ctx = reqlog.With(ctx, ev.RequestContext.RequestID)
-	rec := httptest.NewRecorder()
+	rec := newBuffered()
 	r, err := requestOf(ctx, &ev)
 	if err != nil {
 		writeRPCError(rec, http.StatusBadRequest, nil, &jsonrpc.Error{Code: jsonrpc.CodeParseError, Message: err.Error()})
@@ -69,15 +68,49 @@ func requestOf(ctx context.Context, ev *httpapi.Request) (*http.Request, error) 
 	return r, nil
 }
 
-// responseOf is the event response of a recorded one.
-func responseOf(rec *httptest.ResponseRecorder) httpapi.Response {
-	resp := httpapi.Response{StatusCode: rec.Code, Headers: map[string]string{}}
-	for k, vs := range rec.Header() {
+// buffered is the one response the handler writes for an event: the
+// headers as they were when the status was written, the status and the
+// body, held until the handler returns (a Lambda answers once).
+type buffered struct {
+	header http.Header
+	sent   http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func newBuffered() *buffered { return &buffered{header: http.Header{}} }
+
+func (b *buffered) Header() http.Header { return b.header }
+
+func (b *buffered) WriteHeader(status int) {
+	if b.sent != nil {
+		return
+	}
+	b.status, b.sent = status, b.header.Clone()
+}
+
+func (b *buffered) Write(p []byte) (int, error) {
+	if b.sent == nil {
+		b.WriteHeader(http.StatusOK)
+	}
+	return b.body.Write(p)
+}
+
+// Flush has nothing to send early: the event's answer is the whole body.
+func (b *buffered) Flush() {}
+
+// responseOf is the event response of a buffered one.
+func responseOf(rec *buffered) httpapi.Response {
+	if rec.sent == nil {
+		rec.WriteHeader(http.StatusOK)
+	}
+	resp := httpapi.Response{StatusCode: rec.status, Headers: map[string]string{}}
+	for k, vs := range rec.sent {
 		if len(vs) > 0 {
 			resp.Headers[k] = strings.Join(vs, ", ")
 		}
 	}
-	b := rec.Body.Bytes()
+	b := rec.body.Bytes()
 	if utf8.Valid(b) {
 		resp.Body = string(b)
 	} else {
