@@ -117,7 +117,7 @@ func (s *Service) Do(ctx context.Context, cred *store.Credential, c *Call, o Opt
 	if err != nil {
 		return nil, err
 	}
-	d := s.decide(ctx, cred, p)
+	d := s.evaluate(ctx, cred, p)
 	res, err := s.outcome(ctx, cred, p, d, o)
 	s.logCall(ctx, cred, p, d, res, err)
 	s.auditCall(ctx, cred, p, d, res, err)
@@ -181,8 +181,9 @@ func (s *Service) outcome(ctx context.Context, cred *store.Credential, p *prepar
 	return s.pause(ctx, cred, p, res, o)
 }
 
-// decide resolves the call, asks the connection's hooks, and decides.
-func (s *Service) decide(ctx context.Context, cred *store.Credential, p *prepared) tier.Decision {
+// evaluate resolves the call, asks the connection's hooks, and takes the
+// policy decision (tier.Decide); Decide, apart, records an approver's answer.
+func (s *Service) evaluate(ctx context.Context, cred *store.Credential, p *prepared) tier.Decision {
 	m, ok := p.cfg.Policy.Resolve(p.Connection, p.Method, p.Path)
 	in := tier.Input{Call: &p.tier, Credential: tierCredential(cred)}
 	if ok && m.Connection.Hooked && !m.Endpoint.Hidden {

@@ -24,24 +24,25 @@ var (
 )
 
 // Decide decides a call that Resolve has matched (m, ok). The caller has
-// authenticated the credential; a nil Input.Credential is treated as a
-// credential with no limits on the Refuse choice. The first rule that
-// decides, decides:
+// authenticated the credential (rule 1 of the model, docs/design.md); a nil
+// Input.Credential is treated as a credential with no limits on the Refuse
+// choice. The rules are numbered as in the model, and as the comments in
+// the body are; the first rule that decides, decides:
 //
-//  1. unknown connection, a connection outside Credential.Connections, no
+//  2. unknown connection, a connection outside Credential.Connections, no
 //     matching endpoint, or a hidden tool: Deny unknown_operation;
-//  2. the configured tier is the endpoint's (an operator-gated tool is Never);
-//  3. escalation only raises: a threshold whose field is numeric and strictly
+//  3. the configured tier is the endpoint's (an operator-gated tool is Never);
+//  4. escalation only raises: a threshold whose field is numeric and strictly
 //     above its limit raises to its tier, and a delegated call at the confirm
 //     tier on a connection with delegations.escalateConfirm becomes review.
 //     Thresholds fail closed: a field that is present but not a number, and
 //     every body field when Call.BodyUnreadable is set, raise too. Names
 //     match case-insensitively (see fieldValue). A raised call is denied
 //     (review_required or blocked) with Escalated set; it never pauses;
-//  4. the hook: deny → Deny hook_denied; ask → at least Confirm; allow lowers nothing;
-//  5. the credential: a read-only credential refuses every write (read_only);
+//  5. the hook: deny → Deny hook_denied; ask → at least Confirm; allow lowers nothing;
+//  6. the credential: a read-only credential refuses every write (read_only);
 //     a write with intent read is refused (write_intent_required);
-//  6. the tier: Auto executes; Never denies (blocked); Review denies
+//  7. the tier: Auto executes; Never denies (blocked); Review denies
 //     (review_required); Confirm follows Credential.Choice: Refuse denies
 //     (requires_confirmation), AskPerson pauses, AskAgent executes with
 //     Notice, RunWithoutAsking executes.
