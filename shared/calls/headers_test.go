@@ -1,7 +1,6 @@
 package calls_test
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"maps"
@@ -15,12 +14,7 @@ import (
 
 	"github.com/countersign/countersign/shared/calls"
 	"github.com/countersign/countersign/shared/canon"
-	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/fault"
-	"github.com/countersign/countersign/shared/policy"
-	"github.com/countersign/countersign/shared/store"
-	"github.com/countersign/countersign/shared/store/embedded"
-	"github.com/countersign/countersign/shared/store/storetest"
 	"github.com/countersign/countersign/shared/tier"
 )
 
@@ -74,10 +68,9 @@ func cgiName(header string) string {
 // headerEnv is a pipeline whose crm connection forwards X-Tenant-Id, X-Dry-Run
 // and X-Cascade, in front of a headerRecorder.
 type headerEnv struct {
-	ctx   context.Context
-	up    *headerRecorder
-	svc   *calls.Service
-	creds map[string]*store.Credential
+	*env
+	// up shadows env's: this upstream records headers.
+	up *headerRecorder
 }
 
 func newHeaderEnv(tb testing.TB) *headerEnv {
@@ -107,36 +100,7 @@ func newHeaderEnv(tb testing.TB) *headerEnv {
 			tb.Fatal(err)
 		}
 	}
-	cfg, err := policy.Load(dir, nil)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	clock := storetest.NewClock(t0)
-	st, err := embedded.Open(filepath.Join(tb.TempDir(), "db"), &embedded.Options{Now: clock.Now})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { _ = st.Close() })
-	e := &headerEnv{ctx: context.Background(), up: up, creds: map[string]*store.Credential{}}
-	for _, c := range cfg.Credentials {
-		if err := st.PutCredential(e.ctx, c); err != nil {
-			tb.Fatal(err)
-		}
-		e.creds[c.ID] = &c
-	}
-	conf := &confirm.Service{Store: st, Workflow: nopWorkflow{}, Now: clock.Now}
-	e.svc = (&calls.Service{Store: st, Confirm: conf, Now: clock.Now}).WithConfig(cfg)
-	return e
-}
-
-func (e *headerEnv) approve(tb testing.TB, id string) {
-	tb.Helper()
-	if _, _, err := e.svc.Confirm.AttachToken(e.ctx, id, "tok-"+id); err != nil {
-		tb.Fatal(err)
-	}
-	if _, err := e.svc.Decide(e.ctx, id, confirm.Decision{Approve: true, Approver: "ops"}); err != nil {
-		tb.Fatal(err)
-	}
+	return &headerEnv{env: loadPipeline(tb, dir, nil), up: up}
 }
 
 // agentHeaders is what an agent sends, by lower-case name as events carry it:

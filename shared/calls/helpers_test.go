@@ -129,6 +129,16 @@ func newEnvWith(tb testing.TB, open func(now func() time.Time) testStore) *env {
     {"method": "POST",   "path": "/accounts/{id}/close", "confirm": "review"}
   ]
 }`, srv.URL))
+	e := loadPipeline(tb, dir, open)
+	e.up = up
+	return e
+}
+
+// loadPipeline loads the configuration directory dir and builds the
+// pipeline over the store open returns (nil: embedded), with the
+// configuration's credentials stored, a no-op workflow and a fixed clock.
+func loadPipeline(tb testing.TB, dir string, open func(now func() time.Time) testStore) *env {
+	tb.Helper()
 	cfg, err := policy.Load(dir, nil)
 	if err != nil {
 		tb.Fatal(err)
@@ -145,12 +155,11 @@ func newEnvWith(tb testing.TB, open func(now func() time.Time) testStore) *env {
 		tb.Cleanup(func() { _ = es.Close() })
 		st = es
 	}
-	e := &env{ctx: context.Background(), clock: clock, st: st, up: up, creds: map[string]*store.Credential{}}
+	e := &env{ctx: context.Background(), clock: clock, st: st, creds: map[string]*store.Credential{}}
 	for _, c := range cfg.Credentials {
 		if err := st.PutCredential(e.ctx, c); err != nil {
 			tb.Fatal(err)
 		}
-		c := c
 		e.creds[c.ID] = &c
 	}
 	conf := &confirm.Service{Store: st, Workflow: nopWorkflow{}, Now: clock.Now}
