@@ -128,10 +128,15 @@ func (g *Gateway) Preauthenticate(ctx context.Context, req *Request) (context.Co
 		resp := errorOf(err)
 		return ctx, &resp
 	}
-	if next == nil {
-		return ctx, nil // /mcp authenticates again, from the same headers
-	}
 	return context.WithValue(ctx, preauthenticated{}, cred), nil
+}
+
+// Preauthenticated returns the credential Preauthenticate found for this
+// request, so that a handler behind it (/mcp) does not look the key up
+// again.
+func Preauthenticated(ctx context.Context) (*store.Credential, bool) {
+	cred, ok := ctx.Value(preauthenticated{}).(*store.Credential)
+	return cred, ok
 }
 
 // withCredential authenticates the request (unless Preauthenticate did)
@@ -140,7 +145,7 @@ func (g *Gateway) withCredential(ctx context.Context, req *Request, next func(co
 	if bodyLen(req) > MaxBody {
 		return codeError(fault.PayloadTooLarge, "the request body is over 1 MiB")
 	}
-	cred, ok := ctx.Value(preauthenticated{}).(*store.Credential)
+	cred, ok := Preauthenticated(ctx)
 	if !ok {
 		var err error
 		if cred, err = g.Calls.Authenticate(ctx, bearerKey(req)); err != nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/countersign/countersign/shared/callbody"
 	"github.com/countersign/countersign/shared/fault"
+	"github.com/countersign/countersign/shared/httpapi"
 	"github.com/countersign/countersign/shared/policy"
 	"github.com/countersign/countersign/shared/store"
 )
@@ -77,7 +78,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeRPCError(rw, http.StatusForbidden, nil, &jsonrpc.Error{Code: codeForbidden, Message: "Forbidden: " + reason + "; nothing ran"})
 		return
 	}
-	cred, err := h.o.Calls.Authenticate(r.Context(), bearerKey(r.Header.Get("Authorization")))
+	cred, err := h.credential(r)
 	if err != nil {
 		status := http.StatusUnauthorized
 		if fault.CodeOf(err) != fault.Unauthenticated {
@@ -224,6 +225,16 @@ func challenge(r *http.Request) string {
 		return `Bearer realm="countersign", error_description="this server takes an API key, not OAuth: send Authorization: Bearer <key>"`
 	}
 	return `Bearer realm="countersign", error="invalid_token", error_description="the key is not known (revoked or mistyped)"`
+}
+
+// credential is the request's credential: the one the gateway already
+// found from the same headers (the local stack reads the key before the
+// body), or the Bearer key looked up now.
+func (h *Handler) credential(r *http.Request) (*store.Credential, error) {
+	if cred, ok := httpapi.Preauthenticated(r.Context()); ok {
+		return cred, nil
+	}
+	return h.o.Calls.Authenticate(r.Context(), bearerKey(r.Header.Get("Authorization")))
 }
 
 // bearerKey is the key of an Authorization: Bearer header, or "".
