@@ -2,7 +2,7 @@ package bench
 
 import "github.com/countersign/countersign/shared/tier"
 
-// Countersign decides with shared/tier as the gateway does: Evaluate
+// Countersign decides with shared/policy as the gateway does: Evaluate
 // resolves the path and decides in one call.
 type Countersign struct {
 	policy *tier.Policy

@@ -1,11 +1,11 @@
-// Package bench compares countersign's decision (shared/tier) with the same
+// Package bench compares countersign's decision (shared/policy) with the same
 // policy decided by OPA (a prepared Rego query) and by cedar-go.
 //
 // It is a module of its own, so the product never depends on what it is
 // compared with. Load reads one configuration directory exactly as the
-// server does (shared/policy.Load) and builds the three engines from it:
+// server does (shared/config.Load) and builds the three engines from it:
 //
-//   - Countersign: tier.Evaluate, the router and the decision in one call.
+//   - Countersign: policy.Evaluate, the router and the decision in one call.
 //   - OPA: countersign's router maps the concrete path to its endpoint
 //     template, then a prepared Rego query (policy/countersign.rego, with the
 //     endpoints as a generated data module) decides.

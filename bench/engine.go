@@ -58,7 +58,7 @@ type Bench struct {
 	Engines     []Engine
 }
 
-// Load loads the configuration directory dir with shared/policy.Load, as
+// Load loads the configuration directory dir with shared/config.Load, as
 // the server does, and builds the countersign, OPA and Cedar engines from
 // its compiled policy.
 func Load(dir string) (*Bench, error) {

@@ -2,7 +2,7 @@
 # Runs every benchmark of the repository and writes one markdown report to
 # standard output and to bench/RESULTS.md (make bench):
 #
-#   1. the in-process benchmarks (shared/tier, shared/canon,
+#   1. the in-process benchmarks (shared/policy, shared/canon,
 #      shared/store/embedded, infra/local/stack), BENCH_PASSES separate
 #      passes of -benchtime BENCH_INPROC_TIME each, medians per benchmark
 #      (bench/cmd/medians), with the gateway's cost next to a bare proxy's;
@@ -33,7 +33,7 @@ loadavg() { cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo "?"; }
 echo "building ..." >&2
 "$GO" build -o "$work/countersign-local" ./infra/local
 (cd bench && "$GO" build -o "$work/hop" ./cmd/hop && "$GO" build -o "$work/medians" ./cmd/medians)
-"$GO" test -c -o "$work/tier.test" ./shared/tier
+"$GO" test -c -o "$work/tier.test" ./shared/policy
 "$GO" test -c -o "$work/canon.test" ./shared/canon
 "$GO" test -c -o "$work/embedded.test" ./shared/store/embedded
 "$GO" test -c -o "$work/stack.test" ./infra/local/stack
@@ -56,7 +56,7 @@ run_pass() {
 }
 for i in $(seq "$BENCH_PASSES"); do
   echo "loadavg: $(cat /proc/loadavg 2>/dev/null)"
-  run_pass shared/tier tier.test .
+  run_pass shared/policy tier.test .
   run_pass shared/canon canon.test .
   run_pass shared/store/embedded embedded.test .
   run_pass infra/local/stack stack.test 'BenchmarkAutoCall|BenchmarkHandshake'

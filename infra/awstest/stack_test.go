@@ -37,8 +37,8 @@ import (
 	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 
+	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/notify"
-	"github.com/countersign/countersign/shared/policy"
 	"github.com/countersign/countersign/shared/store/dynamostore"
 )
 
@@ -524,7 +524,7 @@ func (s *stack) writeConfig(set settings) {
 	if out, err := s.push(dir); err != nil {
 		tb.Fatalf("countersign config push: %v\n%s", err, out)
 	}
-	cfg, err := policy.Load(dir, &policy.LoadOptions{KeepSecretRefs: true})
+	cfg, err := config.Load(dir, &config.LoadOptions{KeepSecretRefs: true})
 	if err != nil {
 		tb.Fatalf("test configuration: %v", err)
 	}

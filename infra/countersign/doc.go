@@ -7,7 +7,7 @@
 //	countersign keys create|list|revoke|set-choice|set-read-only [--data DIR | --table NAME [--region R] [--endpoint URL]] ...
 //	countersign config push DIR --bucket BUCKET [--prefix config/] [--with-credentials] [--dry-run]
 //
-// validate loads a configuration directory with shared/policy exactly as the
+// validate loads a configuration directory with shared/config exactly as the
 // local stack does at start and prints the same messages when it is wrong.
 //
 // propose reads an OpenAPI 3.0, 3.1 (or 3.2) document and proposes a
@@ -20,8 +20,8 @@
 // stable, resolves no file or remote references unless told to, and brings
 // five small dependencies. kin-openapi's 3.1 support is recent and partial.
 //
-// explain decides a /v1/calls request body with shared/policy and
-// shared/tier (Resolve, then Decide) for a credential of the configuration,
+// explain decides a /v1/calls request body with shared/config and
+// shared/policy (Resolve, then Decide) for a credential of the configuration,
 // without calling anything: no upstream, no store, no hooks.
 //
 // keys manages credentials in the local stack's embedded store (--data DIR,

@@ -9,10 +9,10 @@ import (
 	"strings"
 
 	"github.com/countersign/countersign/shared/calls"
+	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/policy"
 	"github.com/countersign/countersign/shared/store"
-	"github.com/countersign/countersign/shared/tier"
 )
 
 const explainSynopsis = `--config DIR --credential ID [--json] [--why-not] CALL
@@ -22,7 +22,7 @@ CALL is the JSON body of a POST /v1/calls request, inline or @file, e.g.
 Nothing is called: no upstream, no store, no hook.`
 
 // runExplain is "countersign explain": it decides CALL for a credential of
-// the configuration with tier.Decide, as the gateway does, and prints the
+// the configuration with policy.Decide, as the gateway does, and prints the
 // decision without calling anything.
 func runExplain(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("explain", explainSynopsis, stderr)
@@ -65,7 +65,7 @@ func runExplain(args []string, stdout, stderr io.Writer) int {
 // explainCall loads the configuration, finds the credential, reads the call
 // and decides it as the gateway does, without the hooks.
 func explainCall(configDir, credID, callArg string) (explanation, error) {
-	cfg, err := policy.Load(configDir, nil)
+	cfg, err := config.Load(configDir, nil)
 	if err != nil {
 		return explanation{}, err
 	}
@@ -91,7 +91,7 @@ func explainCall(configDir, credID, callArg string) (explanation, error) {
 }
 
 // configCredential returns the credential with the id from credentials.json.
-func configCredential(cfg *policy.Config, id string) (*store.Credential, error) {
+func configCredential(cfg *config.Config, id string) (*store.Credential, error) {
 	ids := make([]string, 0, len(cfg.Credentials))
 	for i := range cfg.Credentials {
 		if cfg.Credentials[i].ID == id {
@@ -178,14 +178,14 @@ const (
 )
 
 // explain turns a decision into the explanation. It takes the decision as
-// tier.Decide returned it, so that routing explain through the shared
+// policy.Decide returned it, so that routing explain through the shared
 // pipeline later changes where the decision comes from, not what is
 // printed; in is what the decision was made from, read only for the
 // why-not list and the redemption.
-func explain(d tier.Decision, in tier.Input) explanation {
+func explain(d policy.Decision, in policy.Input) explanation {
 	c := in.Call
 	if c == nil {
-		c = &tier.Call{}
+		c = &policy.Call{}
 	}
 	ex := explanation{
 		Tier:           d.Tier.String(),
@@ -200,17 +200,17 @@ func explain(d tier.Decision, in tier.Input) explanation {
 		ex.Credential = explainedCredential{ID: cred.ID, Choice: cred.Choice.String(), ReadOnly: cred.ReadOnly, Connections: cred.Connections}
 	}
 	switch d.Outcome {
-	case tier.Execute:
+	case policy.Execute:
 		ex.Outcome, ex.HTTPStatus = calls.Executed.String(), 200
-	case tier.Pause:
+	case policy.Pause:
 		ex.Outcome, ex.HTTPStatus = calls.Paused.String(), 202
 	default:
 		ex.Outcome, ex.HTTPStatus = calls.Denied.String(), 403
-		if d.Code == tier.CodeUnknownOperation {
+		if d.Code == policy.CodeUnknownOperation {
 			ex.HTTPStatus = 404
 		}
 	}
-	if d.Outcome != tier.Deny && c.Intent == tier.IntentConfirmedWrite {
+	if d.Outcome != policy.Deny && c.Intent == policy.IntentConfirmedWrite {
 		// A call that names an approval redeems it instead of pausing or
 		// running on its own (shared/calls): it runs once if a person
 		// approved this exact call, and is refused otherwise.
@@ -228,7 +228,7 @@ func explain(d tier.Decision, in tier.Input) explanation {
 	return ex
 }
 
-// The stages of the decision, in the order tier.Decide applies them.
+// The stages of the decision, in the order policy.Decide applies them.
 const (
 	stageOperation = iota // connection, credential connections, endpoint
 	stageThreshold
@@ -240,19 +240,19 @@ const (
 )
 
 // stageOf says which stage decided.
-func stageOf(d tier.Decision) int {
+func stageOf(d policy.Decision) int {
 	switch {
-	case d.Code == tier.CodeUnknownOperation:
+	case d.Code == policy.CodeUnknownOperation:
 		return stageOperation
-	case d.Rule == tier.RuleDelegation:
+	case d.Rule == policy.RuleDelegation:
 		return stageDelegation
 	case d.Escalated:
 		return stageThreshold
-	case d.Rule == tier.RuleHook:
+	case d.Rule == policy.RuleHook:
 		return stageHook
-	case d.Rule == tier.RuleReadOnly:
+	case d.Rule == policy.RuleReadOnly:
 		return stageReadOnly
-	case d.Rule == tier.RuleIntent:
+	case d.Rule == policy.RuleIntent:
 		return stageIntent
 	}
 	return stageTier
@@ -263,13 +263,13 @@ var stageNames = [...]string{"the operation", "an escalation threshold", "delega
 // whyNots lists every rule that could apply to the call and did not
 // decide it: those checked before the deciding rule say why they passed,
 // those after it say they were not reached.
-func whyNots(d tier.Decision, in tier.Input) []whyNot {
+func whyNots(d policy.Decision, in policy.Input) []whyNot {
 	c, cred := in.Call, in.Credential
 	if c == nil {
-		c = &tier.Call{}
+		c = &policy.Call{}
 	}
 	if cred == nil {
-		cred = &tier.Credential{}
+		cred = &policy.Credential{}
 	}
 	decided := stageOf(d)
 	notReached := func(int) string {
@@ -281,12 +281,12 @@ func whyNots(d tier.Decision, in tier.Input) []whyNot {
 	m := d.Match
 	if decided == stageOperation {
 		// Nothing past the operation applies to an unknown one.
-		if d.Rule != tier.RuleCredentialConnections {
-			add(tier.RuleCredentialConnections, credentialConnections(cred, c.Connection))
+		if d.Rule != policy.RuleCredentialConnections {
+			add(policy.RuleCredentialConnections, credentialConnections(cred, c.Connection))
 		}
 		return out
 	}
-	add(tier.RuleCredentialConnections, credentialConnections(cred, m.Connection.Name))
+	add(policy.RuleCredentialConnections, credentialConnections(cred, m.Connection.Name))
 
 	// Escalation thresholds.
 	ep := m.Endpoint
@@ -329,26 +329,26 @@ func whyNots(d tier.Decision, in tier.Input) []whyNot {
 			why = fmt.Sprintf("connection %s does not set delegations.escalateConfirm", m.Connection.Name)
 		case !c.Delegated:
 			why = `the call is not delegated ("delegated": false)`
-		case d.Configured != tier.Confirm:
+		case d.Configured != policy.Confirm:
 			why = fmt.Sprintf("it turns only confirm into review; the endpoint is at the %s tier", d.Configured)
 		default:
 			why = "did not apply"
 		}
-		add(tier.RuleDelegation, why)
+		add(policy.RuleDelegation, why)
 	}
 
 	// Hooks.
 	switch {
 	case !m.Connection.Hooked:
-		add(tier.RuleHook, fmt.Sprintf("connection %s has no hooks", m.Connection.Name))
+		add(policy.RuleHook, fmt.Sprintf("connection %s has no hooks", m.Connection.Name))
 	case decided < stageHook:
-		add(tier.RuleHook, notReached(stageHook))
+		add(policy.RuleHook, notReached(stageHook))
 	default:
-		add(tier.RuleHook, hooksNote)
+		add(policy.RuleHook, hooksNote)
 	}
 
 	// The credential's limits.
-	write := tier.IsMutating(ep.Method)
+	write := policy.IsMutating(ep.Method)
 	if decided != stageReadOnly {
 		var why string
 		switch {
@@ -359,7 +359,7 @@ func whyNots(d tier.Decision, in tier.Input) []whyNot {
 		default:
 			why = fmt.Sprintf("credential %s is not read-only", cred.ID)
 		}
-		add(tier.RuleReadOnly, why)
+		add(policy.RuleReadOnly, why)
 	}
 	if decided != stageIntent {
 		var why string
@@ -371,7 +371,7 @@ func whyNots(d tier.Decision, in tier.Input) []whyNot {
 		default:
 			why = fmt.Sprintf("the call declares intent %s", c.Intent)
 		}
-		add(tier.RuleIntent, why)
+		add(policy.RuleIntent, why)
 	}
 
 	// The credential's choice decides only at the confirm tier.
@@ -389,7 +389,7 @@ func whyNots(d tier.Decision, in tier.Input) []whyNot {
 	return out
 }
 
-func credentialConnections(cred *tier.Credential, conn string) string {
+func credentialConnections(cred *policy.Credential, conn string) string {
 	if len(cred.Connections) == 0 {
 		return fmt.Sprintf("credential %s may use every connection", cred.ID)
 	}
@@ -399,31 +399,31 @@ func credentialConnections(cred *tier.Credential, conn string) string {
 	return fmt.Sprintf("%s is not one of credential %s's connections (%s)", conn, cred.ID, strings.Join(cred.Connections, ", "))
 }
 
-// thresholdExceeded asks tier.Decide whether one threshold alone would
+// thresholdExceeded asks policy.Decide whether one threshold alone would
 // raise the call, so the answer cannot drift from the decision's own
 // reading of the field (numbers as text, repeated query parameters, values
 // that are not numbers).
-func thresholdExceeded(m tier.Match, th tier.Threshold, c *tier.Call) bool {
-	ep := &tier.Endpoint{Method: m.Endpoint.Method, Path: m.Endpoint.Path, Tier: tier.Auto, Escalate: []tier.Threshold{th}}
-	probe := tier.Match{Connection: &tier.Connection{Name: m.Connection.Name}, Endpoint: ep, Params: m.Params}
-	return tier.Decide(probe, true, tier.Input{Call: c, Credential: &tier.Credential{Choice: tier.RunWithoutAsking}}).Escalated
+func thresholdExceeded(m policy.Match, th policy.Threshold, c *policy.Call) bool {
+	ep := &policy.Endpoint{Method: m.Endpoint.Method, Path: m.Endpoint.Path, Tier: policy.Auto, Escalate: []policy.Threshold{th}}
+	probe := policy.Match{Connection: &policy.Connection{Name: m.Connection.Name}, Endpoint: ep, Params: m.Params}
+	return policy.Decide(probe, true, policy.Input{Call: c, Credential: &policy.Credential{Choice: policy.RunWithoutAsking}}).Escalated
 }
 
 // fieldText shows a threshold's field as the call has it, or "" when the
 // call does not have it. It is for display only; thresholdExceeded decides.
-func fieldText(th tier.Threshold, m tier.Match, c *tier.Call) string {
+func fieldText(th policy.Threshold, m policy.Match, c *policy.Call) string {
 	switch th.Source {
-	case tier.SourceQuery:
+	case policy.SourceQuery:
 		if len(th.Path) == 1 && c.Query.Has(th.Path[0]) {
 			return strings.Join(c.Query[th.Path[0]], ", ")
 		}
-	case tier.SourcePath:
+	case policy.SourcePath:
 		if len(th.Path) == 1 {
 			if v, ok := m.Params.Get(th.Path[0]); ok {
 				return v
 			}
 		}
-	case tier.SourceBody:
+	case policy.SourceBody:
 		v := c.Body
 		for _, k := range th.Path {
 			switch x := v.(type) {

@@ -10,131 +10,131 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/policy"
-	"github.com/countersign/countersign/shared/tier"
 )
 
-// tierTableDir is shared/tier's decision table fixture as a configuration.
+// tierTableDir is shared/policy's decision table fixture as a configuration.
 const tierTableDir = "testdata/tiertable"
 
-// tableRow is a row of shared/tier's TestDecide: the call as a /v1/calls
+// tableRow is a row of shared/policy's TestDecide: the call as a /v1/calls
 // body, the credential by id, and what the table wants.
 type tableRow struct {
 	name      string
 	cred      string
 	call      string
-	outcome   tier.Outcome
-	code      tier.Code
-	tier      tier.Tier
+	outcome   policy.Outcome
+	code      policy.Code
+	tier      policy.Tier
 	escalated bool
 	notice    bool
 }
 
-// tierTable holds the rows of shared/tier/decision_test.go's TestDecide,
+// tierTable holds the rows of shared/policy/decision_test.go's TestDecide,
 // in its order, but for seven: the six whose answer depends on a hook's
 // answer (explain consults no hook), and the repeated query parameter (a
 // /v1/calls query holds one value per name).
 var tierTable = []tableRow{
 	// The four tiers.
-	{"auto: the default for reads", "ops-key", `{"connection":"crm","method":"GET","path":"/contacts/12","intent":"read"}`, tier.Execute, "", tier.Auto, false, false},
-	{"confirm: pauses for ask_person", "chat-user", `{"connection":"crm","method":"DELETE","path":"/contacts/12","intent":"write"}`, tier.Pause, "", tier.Confirm, false, false},
-	{"review: denied", "automation", `{"connection":"crm","method":"POST","path":"/accounts/7/close","intent":"write"}`, tier.Deny, tier.CodeReviewRequired, tier.Review, false, false},
-	{"never: blocked", "automation", `{"connection":"crm","method":"DELETE","path":"/accounts/7","intent":"write"}`, tier.Deny, tier.CodeBlocked, tier.Never, false, false},
+	{"auto: the default for reads", "ops-key", `{"connection":"crm","method":"GET","path":"/contacts/12","intent":"read"}`, policy.Execute, "", policy.Auto, false, false},
+	{"confirm: pauses for ask_person", "chat-user", `{"connection":"crm","method":"DELETE","path":"/contacts/12","intent":"write"}`, policy.Pause, "", policy.Confirm, false, false},
+	{"review: denied", "automation", `{"connection":"crm","method":"POST","path":"/accounts/7/close","intent":"write"}`, policy.Deny, policy.CodeReviewRequired, policy.Review, false, false},
+	{"never: blocked", "automation", `{"connection":"crm","method":"DELETE","path":"/accounts/7","intent":"write"}`, policy.Deny, policy.CodeBlocked, policy.Never, false, false},
 
 	// Vocabulary 1: policy.json confirm.
-	{"confirm omitted is auto, also for a write", "ops-key", `{"connection":"crm","method":"POST","path":"/contacts","intent":"write"}`, tier.Execute, "", tier.Auto, false, false},
-	{"confirm true with refuse", "ops-key", `{"connection":"crm","method":"DELETE","path":"/contacts/12","intent":"write"}`, tier.Deny, tier.CodeRequiresConfirmation, tier.Confirm, false, false},
-	{"review regardless of intent write", "chat-user", `{"connection":"crm","method":"POST","path":"/accounts/7/close","intent":"write"}`, tier.Deny, tier.CodeReviewRequired, tier.Review, false, false},
-	{"review regardless of intent confirmed_write", "chat-user", `{"connection":"crm","method":"POST","path":"/accounts/7/close","intent":"confirmed_write","confirmation_id":"cf_x"}`, tier.Deny, tier.CodeReviewRequired, tier.Review, false, false},
-	{"never regardless of intent confirmed_write", "chat-user", `{"connection":"crm","method":"DELETE","path":"/accounts/7","intent":"confirmed_write","confirmation_id":"cf_x"}`, tier.Deny, tier.CodeBlocked, tier.Never, false, false},
-	{"an operation requiring confirmation is at least confirm", "chat-user", `{"connection":"crm","method":"PATCH","path":"/contacts/12","intent":"write"}`, tier.Pause, "", tier.Confirm, false, false},
+	{"confirm omitted is auto, also for a write", "ops-key", `{"connection":"crm","method":"POST","path":"/contacts","intent":"write"}`, policy.Execute, "", policy.Auto, false, false},
+	{"confirm true with refuse", "ops-key", `{"connection":"crm","method":"DELETE","path":"/contacts/12","intent":"write"}`, policy.Deny, policy.CodeRequiresConfirmation, policy.Confirm, false, false},
+	{"review regardless of intent write", "chat-user", `{"connection":"crm","method":"POST","path":"/accounts/7/close","intent":"write"}`, policy.Deny, policy.CodeReviewRequired, policy.Review, false, false},
+	{"review regardless of intent confirmed_write", "chat-user", `{"connection":"crm","method":"POST","path":"/accounts/7/close","intent":"confirmed_write","confirmation_id":"cf_x"}`, policy.Deny, policy.CodeReviewRequired, policy.Review, false, false},
+	{"never regardless of intent confirmed_write", "chat-user", `{"connection":"crm","method":"DELETE","path":"/accounts/7","intent":"confirmed_write","confirmation_id":"cf_x"}`, policy.Deny, policy.CodeBlocked, policy.Never, false, false},
+	{"an operation requiring confirmation is at least confirm", "chat-user", `{"connection":"crm","method":"PATCH","path":"/contacts/12","intent":"write"}`, policy.Pause, "", policy.Confirm, false, false},
 
 	// Vocabulary 2: tool exposure.kind.
-	{"exposure.kind open is auto", "ops-key", `{"connection":"crm","method":"POST","path":"/contacts/12/tag","intent":"write"}`, tier.Execute, "", tier.Auto, false, false},
-	{"requires-confirmation pauses", "chat-user", `{"connection":"crm","method":"POST","path":"/contacts/12/archive","intent":"write"}`, tier.Pause, "", tier.Confirm, false, false},
-	{"requires-confirmation with refuse", "ops-key", `{"connection":"crm","method":"POST","path":"/contacts/12/archive","intent":"write"}`, tier.Deny, tier.CodeRequiresConfirmation, tier.Confirm, false, false},
-	{"operator-gated is never for agents", "automation", `{"connection":"crm","method":"POST","path":"/admin/reindex","intent":"write"}`, tier.Deny, tier.CodeBlocked, tier.Never, false, false},
-	{"operator-gated and hidden looks unknown", "automation", `{"connection":"crm","method":"POST","path":"/admin/purge","intent":"write"}`, tier.Deny, tier.CodeUnknownOperation, tier.Never, false, false},
-	{"llm_callable false hides the tool", "automation", `{"connection":"crm","method":"GET","path":"/export","intent":"read"}`, tier.Deny, tier.CodeUnknownOperation, tier.Never, false, false},
+	{"exposure.kind open is auto", "ops-key", `{"connection":"crm","method":"POST","path":"/contacts/12/tag","intent":"write"}`, policy.Execute, "", policy.Auto, false, false},
+	{"requires-confirmation pauses", "chat-user", `{"connection":"crm","method":"POST","path":"/contacts/12/archive","intent":"write"}`, policy.Pause, "", policy.Confirm, false, false},
+	{"requires-confirmation with refuse", "ops-key", `{"connection":"crm","method":"POST","path":"/contacts/12/archive","intent":"write"}`, policy.Deny, policy.CodeRequiresConfirmation, policy.Confirm, false, false},
+	{"operator-gated is never for agents", "automation", `{"connection":"crm","method":"POST","path":"/admin/reindex","intent":"write"}`, policy.Deny, policy.CodeBlocked, policy.Never, false, false},
+	{"operator-gated and hidden looks unknown", "automation", `{"connection":"crm","method":"POST","path":"/admin/purge","intent":"write"}`, policy.Deny, policy.CodeUnknownOperation, policy.Never, false, false},
+	{"llm_callable false hides the tool", "automation", `{"connection":"crm","method":"GET","path":"/export","intent":"read"}`, policy.Deny, policy.CodeUnknownOperation, policy.Never, false, false},
 
 	// Vocabulary 3: the intent handshake.
-	{"POST with intent read", "automation", `{"connection":"crm","method":"POST","path":"/contacts","intent":"read"}`, tier.Deny, tier.CodeWriteIntentRequired, tier.Auto, false, false},
-	{"PUT with intent read", "automation", `{"connection":"crm","method":"PUT","path":"/contacts/12","intent":"read"}`, tier.Deny, tier.CodeWriteIntentRequired, tier.Confirm, false, false},
-	{"PATCH with intent read", "chat-user", `{"connection":"crm","method":"PATCH","path":"/contacts/12","intent":"read"}`, tier.Deny, tier.CodeWriteIntentRequired, tier.Confirm, false, false},
-	{"DELETE with intent read", "chat-user", `{"connection":"crm","method":"DELETE","path":"/contacts/12","intent":"read"}`, tier.Deny, tier.CodeWriteIntentRequired, tier.Confirm, false, false},
-	{"handshake step 1: intent write pauses", "chat-user", `{"connection":"crm","method":"DELETE","path":"/contacts/12","intent":"write"}`, tier.Pause, "", tier.Confirm, false, false},
-	{"a read may declare read", "ops-key", `{"connection":"crm","method":"GET","path":"/contacts/search","intent":"read"}`, tier.Execute, "", tier.Auto, false, false},
-	{"handshake step 3: confirmed_write needs the approval", "chat-user", `{"connection":"crm","method":"DELETE","path":"/contacts/12","intent":"confirmed_write","confirmation_id":"cf_x"}`, tier.Pause, "", tier.Confirm, false, false},
-	{"an auto write with confirmed_write", "chat-user", `{"connection":"crm","method":"POST","path":"/contacts","intent":"confirmed_write","confirmation_id":"cf_x"}`, tier.Execute, "", tier.Auto, false, false},
+	{"POST with intent read", "automation", `{"connection":"crm","method":"POST","path":"/contacts","intent":"read"}`, policy.Deny, policy.CodeWriteIntentRequired, policy.Auto, false, false},
+	{"PUT with intent read", "automation", `{"connection":"crm","method":"PUT","path":"/contacts/12","intent":"read"}`, policy.Deny, policy.CodeWriteIntentRequired, policy.Confirm, false, false},
+	{"PATCH with intent read", "chat-user", `{"connection":"crm","method":"PATCH","path":"/contacts/12","intent":"read"}`, policy.Deny, policy.CodeWriteIntentRequired, policy.Confirm, false, false},
+	{"DELETE with intent read", "chat-user", `{"connection":"crm","method":"DELETE","path":"/contacts/12","intent":"read"}`, policy.Deny, policy.CodeWriteIntentRequired, policy.Confirm, false, false},
+	{"handshake step 1: intent write pauses", "chat-user", `{"connection":"crm","method":"DELETE","path":"/contacts/12","intent":"write"}`, policy.Pause, "", policy.Confirm, false, false},
+	{"a read may declare read", "ops-key", `{"connection":"crm","method":"GET","path":"/contacts/search","intent":"read"}`, policy.Execute, "", policy.Auto, false, false},
+	{"handshake step 3: confirmed_write needs the approval", "chat-user", `{"connection":"crm","method":"DELETE","path":"/contacts/12","intent":"confirmed_write","confirmation_id":"cf_x"}`, policy.Pause, "", policy.Confirm, false, false},
+	{"an auto write with confirmed_write", "chat-user", `{"connection":"crm","method":"POST","path":"/contacts","intent":"confirmed_write","confirmation_id":"cf_x"}`, policy.Execute, "", policy.Auto, false, false},
 
 	// Escalation.
-	{"body.amount above 10000 escalates to review", "chat-user", `{"connection":"crm","method":"POST","path":"/payments","body":{"amount":10001},"intent":"write"}`, tier.Deny, tier.CodeReviewRequired, tier.Review, true, false},
-	{"equal to the limit does not escalate", "chat-user", `{"connection":"crm","method":"POST","path":"/payments","body":{"amount":10000},"intent":"write"}`, tier.Pause, "", tier.Confirm, false, false},
-	{"escalation to never is blocked", "chat-user", `{"connection":"crm","method":"POST","path":"/payments","body":{"amount":2000000},"intent":"write"}`, tier.Deny, tier.CodeBlocked, tier.Never, true, false},
-	{"escalation raises an auto endpoint", "automation", `{"connection":"crm","method":"POST","path":"/transfers","body":{"amount":501.5},"intent":"write"}`, tier.Deny, tier.CodeReviewRequired, tier.Review, true, false},
-	{"a body number with a fraction", "automation", `{"connection":"crm","method":"POST","path":"/transfers","body":{"amount":600.0},"intent":"write"}`, tier.Deny, tier.CodeReviewRequired, tier.Review, true, false},
-	{"a whole number body", "automation", `{"connection":"crm","method":"POST","path":"/transfers","body":{"amount":700},"intent":"write"}`, tier.Deny, tier.CodeReviewRequired, tier.Review, true, false},
-	{"array index paths", "chat-user", `{"connection":"crm","method":"POST","path":"/payments","body":{"amount":1,"lines":[{"amount":9000}]},"intent":"write"}`, tier.Deny, tier.CodeReviewRequired, tier.Review, true, false},
-	{"a missing field", "chat-user", `{"connection":"crm","method":"POST","path":"/payments","body":{"currency":"EUR"},"intent":"write"}`, tier.Pause, "", tier.Confirm, false, false},
-	{"a null field", "chat-user", `{"connection":"crm","method":"POST","path":"/payments","body":{"amount":null},"intent":"write"}`, tier.Pause, "", tier.Confirm, false, false},
-	{"a number written as a string", "chat-user", `{"connection":"crm","method":"POST","path":"/payments","body":{"amount":"10001"},"intent":"write"}`, tier.Deny, tier.CodeReviewRequired, tier.Review, true, false},
-	{"not a number fails closed", "chat-user", `{"connection":"crm","method":"POST","path":"/payments","body":{"amount":"lots"},"intent":"write"}`, tier.Deny, tier.CodeBlocked, tier.Never, true, false},
-	{"NaN fails closed", "chat-user", `{"connection":"crm","method":"POST","path":"/payments","body":{"amount":"NaN"},"intent":"write"}`, tier.Deny, tier.CodeBlocked, tier.Never, true, false},
-	{"an object fails closed", "chat-user", `{"connection":"crm","method":"POST","path":"/payments","body":{"amount":{"value":1}},"intent":"write"}`, tier.Deny, tier.CodeBlocked, tier.Never, true, false},
-	{"a query value that is not a number", "ops-key", `{"connection":"crm","method":"GET","path":"/reports","query":{"limit":"all"},"intent":"read"}`, tier.Deny, tier.CodeReviewRequired, tier.Review, true, false},
-	{"query.limit as a number", "ops-key", `{"connection":"crm","method":"GET","path":"/reports","query":{"limit":"5000"},"intent":"read"}`, tier.Deny, tier.CodeReviewRequired, tier.Review, true, false},
-	{"a huge query number", "ops-key", `{"connection":"crm","method":"GET","path":"/reports","query":{"limit":"1e400"},"intent":"read"}`, tier.Deny, tier.CodeReviewRequired, tier.Review, true, false},
-	{"a query value under the limit", "ops-key", `{"connection":"crm","method":"GET","path":"/reports","query":{"limit":"10"},"intent":"read"}`, tier.Execute, "", tier.Auto, false, false},
-	{"path.count", "automation", `{"connection":"crm","method":"DELETE","path":"/batches/500","intent":"write"}`, tier.Deny, tier.CodeBlocked, tier.Never, true, false},
-	{"escalation never lowers a never endpoint", "automation", `{"connection":"crm","method":"DELETE","path":"/accounts/7","body":{"amount":5},"intent":"write"}`, tier.Deny, tier.CodeBlocked, tier.Never, false, false},
-	{"delegation turns confirm into review", "chat-user", `{"connection":"crm","method":"DELETE","path":"/contacts/12","intent":"write","delegated":true}`, tier.Deny, tier.CodeReviewRequired, tier.Review, true, false},
-	{"delegation applies to requires-confirmation tools", "automation", `{"connection":"crm","method":"POST","path":"/contacts/1/archive","intent":"write","delegated":true}`, tier.Deny, tier.CodeReviewRequired, tier.Review, true, false},
-	{"a delegated auto call runs", "chat-user", `{"connection":"crm","method":"GET","path":"/contacts/1","intent":"read","delegated":true}`, tier.Execute, "", tier.Auto, false, false},
-	{"delegation needs escalateConfirm", "chat-user", `{"connection":"billing","method":"DELETE","path":"/invoices/1","intent":"write","delegated":true}`, tier.Pause, "", tier.Confirm, false, false},
-	{"an escalated call never pauses", "automation", `{"connection":"crm","method":"POST","path":"/payments","body":{"amount":20000},"intent":"write"}`, tier.Deny, tier.CodeReviewRequired, tier.Review, true, false},
-	{"escalation decides before the hook", "chat-user", `{"connection":"crm","method":"POST","path":"/payments","body":{"amount":20000},"intent":"write"}`, tier.Deny, tier.CodeReviewRequired, tier.Review, true, false},
+	{"body.amount above 10000 escalates to review", "chat-user", `{"connection":"crm","method":"POST","path":"/payments","body":{"amount":10001},"intent":"write"}`, policy.Deny, policy.CodeReviewRequired, policy.Review, true, false},
+	{"equal to the limit does not escalate", "chat-user", `{"connection":"crm","method":"POST","path":"/payments","body":{"amount":10000},"intent":"write"}`, policy.Pause, "", policy.Confirm, false, false},
+	{"escalation to never is blocked", "chat-user", `{"connection":"crm","method":"POST","path":"/payments","body":{"amount":2000000},"intent":"write"}`, policy.Deny, policy.CodeBlocked, policy.Never, true, false},
+	{"escalation raises an auto endpoint", "automation", `{"connection":"crm","method":"POST","path":"/transfers","body":{"amount":501.5},"intent":"write"}`, policy.Deny, policy.CodeReviewRequired, policy.Review, true, false},
+	{"a body number with a fraction", "automation", `{"connection":"crm","method":"POST","path":"/transfers","body":{"amount":600.0},"intent":"write"}`, policy.Deny, policy.CodeReviewRequired, policy.Review, true, false},
+	{"a whole number body", "automation", `{"connection":"crm","method":"POST","path":"/transfers","body":{"amount":700},"intent":"write"}`, policy.Deny, policy.CodeReviewRequired, policy.Review, true, false},
+	{"array index paths", "chat-user", `{"connection":"crm","method":"POST","path":"/payments","body":{"amount":1,"lines":[{"amount":9000}]},"intent":"write"}`, policy.Deny, policy.CodeReviewRequired, policy.Review, true, false},
+	{"a missing field", "chat-user", `{"connection":"crm","method":"POST","path":"/payments","body":{"currency":"EUR"},"intent":"write"}`, policy.Pause, "", policy.Confirm, false, false},
+	{"a null field", "chat-user", `{"connection":"crm","method":"POST","path":"/payments","body":{"amount":null},"intent":"write"}`, policy.Pause, "", policy.Confirm, false, false},
+	{"a number written as a string", "chat-user", `{"connection":"crm","method":"POST","path":"/payments","body":{"amount":"10001"},"intent":"write"}`, policy.Deny, policy.CodeReviewRequired, policy.Review, true, false},
+	{"not a number fails closed", "chat-user", `{"connection":"crm","method":"POST","path":"/payments","body":{"amount":"lots"},"intent":"write"}`, policy.Deny, policy.CodeBlocked, policy.Never, true, false},
+	{"NaN fails closed", "chat-user", `{"connection":"crm","method":"POST","path":"/payments","body":{"amount":"NaN"},"intent":"write"}`, policy.Deny, policy.CodeBlocked, policy.Never, true, false},
+	{"an object fails closed", "chat-user", `{"connection":"crm","method":"POST","path":"/payments","body":{"amount":{"value":1}},"intent":"write"}`, policy.Deny, policy.CodeBlocked, policy.Never, true, false},
+	{"a query value that is not a number", "ops-key", `{"connection":"crm","method":"GET","path":"/reports","query":{"limit":"all"},"intent":"read"}`, policy.Deny, policy.CodeReviewRequired, policy.Review, true, false},
+	{"query.limit as a number", "ops-key", `{"connection":"crm","method":"GET","path":"/reports","query":{"limit":"5000"},"intent":"read"}`, policy.Deny, policy.CodeReviewRequired, policy.Review, true, false},
+	{"a huge query number", "ops-key", `{"connection":"crm","method":"GET","path":"/reports","query":{"limit":"1e400"},"intent":"read"}`, policy.Deny, policy.CodeReviewRequired, policy.Review, true, false},
+	{"a query value under the limit", "ops-key", `{"connection":"crm","method":"GET","path":"/reports","query":{"limit":"10"},"intent":"read"}`, policy.Execute, "", policy.Auto, false, false},
+	{"path.count", "automation", `{"connection":"crm","method":"DELETE","path":"/batches/500","intent":"write"}`, policy.Deny, policy.CodeBlocked, policy.Never, true, false},
+	{"escalation never lowers a never endpoint", "automation", `{"connection":"crm","method":"DELETE","path":"/accounts/7","body":{"amount":5},"intent":"write"}`, policy.Deny, policy.CodeBlocked, policy.Never, false, false},
+	{"delegation turns confirm into review", "chat-user", `{"connection":"crm","method":"DELETE","path":"/contacts/12","intent":"write","delegated":true}`, policy.Deny, policy.CodeReviewRequired, policy.Review, true, false},
+	{"delegation applies to requires-confirmation tools", "automation", `{"connection":"crm","method":"POST","path":"/contacts/1/archive","intent":"write","delegated":true}`, policy.Deny, policy.CodeReviewRequired, policy.Review, true, false},
+	{"a delegated auto call runs", "chat-user", `{"connection":"crm","method":"GET","path":"/contacts/1","intent":"read","delegated":true}`, policy.Execute, "", policy.Auto, false, false},
+	{"delegation needs escalateConfirm", "chat-user", `{"connection":"billing","method":"DELETE","path":"/invoices/1","intent":"write","delegated":true}`, policy.Pause, "", policy.Confirm, false, false},
+	{"an escalated call never pauses", "automation", `{"connection":"crm","method":"POST","path":"/payments","body":{"amount":20000},"intent":"write"}`, policy.Deny, policy.CodeReviewRequired, policy.Review, true, false},
+	{"escalation decides before the hook", "chat-user", `{"connection":"crm","method":"POST","path":"/payments","body":{"amount":20000},"intent":"write"}`, policy.Deny, policy.CodeReviewRequired, policy.Review, true, false},
 
 	// The four credential choices.
-	{"choice refuse", "ops-key", `{"connection":"crm","method":"DELETE","path":"/contacts/12","intent":"write"}`, tier.Deny, tier.CodeRequiresConfirmation, tier.Confirm, false, false},
-	{"choice ask_person", "chat-user", `{"connection":"crm","method":"DELETE","path":"/contacts/12","intent":"write"}`, tier.Pause, "", tier.Confirm, false, false},
-	{"choice ask_agent", "agent", `{"connection":"crm","method":"DELETE","path":"/contacts/12","intent":"write"}`, tier.Execute, "", tier.Confirm, false, true},
-	{"choice run_without_asking", "automation", `{"connection":"crm","method":"DELETE","path":"/contacts/12","intent":"write"}`, tier.Execute, "", tier.Confirm, false, false},
-	{"choices only matter at the confirm tier", "ops-key", `{"connection":"crm","method":"GET","path":"/contacts/1","intent":"read"}`, tier.Execute, "", tier.Auto, false, false},
+	{"choice refuse", "ops-key", `{"connection":"crm","method":"DELETE","path":"/contacts/12","intent":"write"}`, policy.Deny, policy.CodeRequiresConfirmation, policy.Confirm, false, false},
+	{"choice ask_person", "chat-user", `{"connection":"crm","method":"DELETE","path":"/contacts/12","intent":"write"}`, policy.Pause, "", policy.Confirm, false, false},
+	{"choice ask_agent", "agent", `{"connection":"crm","method":"DELETE","path":"/contacts/12","intent":"write"}`, policy.Execute, "", policy.Confirm, false, true},
+	{"choice run_without_asking", "automation", `{"connection":"crm","method":"DELETE","path":"/contacts/12","intent":"write"}`, policy.Execute, "", policy.Confirm, false, false},
+	{"choices only matter at the confirm tier", "ops-key", `{"connection":"crm","method":"GET","path":"/contacts/1","intent":"read"}`, policy.Execute, "", policy.Auto, false, false},
 
 	// Origin defaults.
-	{"an operator's key starts on refuse", "op", `{"connection":"crm","method":"DELETE","path":"/contacts/12","intent":"write"}`, tier.Deny, tier.CodeRequiresConfirmation, tier.Confirm, false, false},
-	{"a chat user starts on ask_person", "chat", `{"connection":"crm","method":"DELETE","path":"/contacts/12","intent":"write"}`, tier.Pause, "", tier.Confirm, false, false},
+	{"an operator's key starts on refuse", "op", `{"connection":"crm","method":"DELETE","path":"/contacts/12","intent":"write"}`, policy.Deny, policy.CodeRequiresConfirmation, policy.Confirm, false, false},
+	{"a chat user starts on ask_person", "chat", `{"connection":"crm","method":"DELETE","path":"/contacts/12","intent":"write"}`, policy.Pause, "", policy.Confirm, false, false},
 
 	// Read-only.
-	{"read-only refuses a write: refuse", "reader-refuse", `{"connection":"crm","method":"DELETE","path":"/contacts/12","intent":"write"}`, tier.Deny, tier.CodeReadOnly, tier.Confirm, false, false},
-	{"read-only refuses a write: ask_person", "reader-ask-person", `{"connection":"crm","method":"DELETE","path":"/contacts/12","intent":"write"}`, tier.Deny, tier.CodeReadOnly, tier.Confirm, false, false},
-	{"read-only refuses a write: ask_agent", "reader-ask-agent", `{"connection":"crm","method":"DELETE","path":"/contacts/12","intent":"write"}`, tier.Deny, tier.CodeReadOnly, tier.Confirm, false, false},
-	{"read-only refuses a write: run_without_asking", "reader-run", `{"connection":"crm","method":"DELETE","path":"/contacts/12","intent":"write"}`, tier.Deny, tier.CodeReadOnly, tier.Confirm, false, false},
-	{"read-only refuses an auto write", "reader-run", `{"connection":"crm","method":"POST","path":"/contacts","intent":"write"}`, tier.Deny, tier.CodeReadOnly, tier.Auto, false, false},
-	{"read-only before intent", "reader-run", `{"connection":"crm","method":"POST","path":"/contacts","intent":"read"}`, tier.Deny, tier.CodeReadOnly, tier.Auto, false, false},
-	{"read-only still reads", "reader-refuse", `{"connection":"crm","method":"GET","path":"/contacts/1","intent":"read"}`, tier.Execute, "", tier.Auto, false, false},
+	{"read-only refuses a write: refuse", "reader-refuse", `{"connection":"crm","method":"DELETE","path":"/contacts/12","intent":"write"}`, policy.Deny, policy.CodeReadOnly, policy.Confirm, false, false},
+	{"read-only refuses a write: ask_person", "reader-ask-person", `{"connection":"crm","method":"DELETE","path":"/contacts/12","intent":"write"}`, policy.Deny, policy.CodeReadOnly, policy.Confirm, false, false},
+	{"read-only refuses a write: ask_agent", "reader-ask-agent", `{"connection":"crm","method":"DELETE","path":"/contacts/12","intent":"write"}`, policy.Deny, policy.CodeReadOnly, policy.Confirm, false, false},
+	{"read-only refuses a write: run_without_asking", "reader-run", `{"connection":"crm","method":"DELETE","path":"/contacts/12","intent":"write"}`, policy.Deny, policy.CodeReadOnly, policy.Confirm, false, false},
+	{"read-only refuses an auto write", "reader-run", `{"connection":"crm","method":"POST","path":"/contacts","intent":"write"}`, policy.Deny, policy.CodeReadOnly, policy.Auto, false, false},
+	{"read-only before intent", "reader-run", `{"connection":"crm","method":"POST","path":"/contacts","intent":"read"}`, policy.Deny, policy.CodeReadOnly, policy.Auto, false, false},
+	{"read-only still reads", "reader-refuse", `{"connection":"crm","method":"GET","path":"/contacts/1","intent":"read"}`, policy.Execute, "", policy.Auto, false, false},
 
 	// Unknown operations and connection limits.
-	{"an unlisted path", "automation", `{"connection":"crm","method":"GET","path":"/nowhere","intent":"read"}`, tier.Deny, tier.CodeUnknownOperation, tier.Never, false, false},
-	{"a known path with an unlisted method", "automation", `{"connection":"crm","method":"POST","path":"/contacts/12","intent":"write"}`, tier.Deny, tier.CodeUnknownOperation, tier.Never, false, false},
-	{"an unknown connection", "automation", `{"connection":"erp","method":"GET","path":"/contacts/1","intent":"read"}`, tier.Deny, tier.CodeUnknownOperation, tier.Never, false, false},
-	{"connections limits the credential", "crm-only", `{"connection":"billing","method":"GET","path":"/invoices/1","intent":"read"}`, tier.Deny, tier.CodeUnknownOperation, tier.Never, false, false},
-	{"a listed connection works", "crm-only", `{"connection":"crm","method":"GET","path":"/contacts/1","intent":"read"}`, tier.Execute, "", tier.Auto, false, false},
-	{"connections omitted means all", "chat-user", `{"connection":"billing","method":"GET","path":"/invoices/1","intent":"read"}`, tier.Execute, "", tier.Auto, false, false},
-	{"unknown operation before read-only and intent", "reader-refuse", `{"connection":"crm","method":"DELETE","path":"/nowhere","intent":"read"}`, tier.Deny, tier.CodeUnknownOperation, tier.Never, false, false},
+	{"an unlisted path", "automation", `{"connection":"crm","method":"GET","path":"/nowhere","intent":"read"}`, policy.Deny, policy.CodeUnknownOperation, policy.Never, false, false},
+	{"a known path with an unlisted method", "automation", `{"connection":"crm","method":"POST","path":"/contacts/12","intent":"write"}`, policy.Deny, policy.CodeUnknownOperation, policy.Never, false, false},
+	{"an unknown connection", "automation", `{"connection":"erp","method":"GET","path":"/contacts/1","intent":"read"}`, policy.Deny, policy.CodeUnknownOperation, policy.Never, false, false},
+	{"connections limits the credential", "crm-only", `{"connection":"billing","method":"GET","path":"/invoices/1","intent":"read"}`, policy.Deny, policy.CodeUnknownOperation, policy.Never, false, false},
+	{"a listed connection works", "crm-only", `{"connection":"crm","method":"GET","path":"/contacts/1","intent":"read"}`, policy.Execute, "", policy.Auto, false, false},
+	{"connections omitted means all", "chat-user", `{"connection":"billing","method":"GET","path":"/invoices/1","intent":"read"}`, policy.Execute, "", policy.Auto, false, false},
+	{"unknown operation before read-only and intent", "reader-refuse", `{"connection":"crm","method":"DELETE","path":"/nowhere","intent":"read"}`, policy.Deny, policy.CodeUnknownOperation, policy.Never, false, false},
 }
 
 // TestExplainAgreesWithDecide runs every row through "countersign explain
-// --json" and checks its answer against tier.Evaluate on the same
+// --json" and checks its answer against policy.Evaluate on the same
 // configuration, and against what the tier table wants.
 func TestExplainAgreesWithDecide(t *testing.T) {
-	cfg, err := policy.Load(tierTableDir, nil)
+	cfg, err := config.Load(tierTableDir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	creds := map[string]*tier.Credential{}
+	creds := map[string]*policy.Credential{}
 	for _, c := range cfg.Credentials {
-		creds[c.ID] = &tier.Credential{ID: c.ID, Choice: c.Choice, ReadOnly: c.ReadOnly, Connections: c.Connections}
+		creds[c.ID] = &policy.Credential{ID: c.ID, Choice: c.Choice, ReadOnly: c.ReadOnly, Connections: c.Connections}
 	}
 	for _, row := range tierTable {
 		t.Run(row.name, func(t *testing.T) {
@@ -148,7 +148,7 @@ func TestExplainAgreesWithDecide(t *testing.T) {
 			}
 
 			c := tableCall(t, row.call)
-			d := tier.Evaluate(cfg.Policy, tier.Input{Call: &c, Credential: creds[row.cred]})
+			d := policy.Evaluate(cfg.Policy, policy.Input{Call: &c, Credential: creds[row.cred]})
 			if d.Outcome != row.outcome || d.Code != row.code || d.Tier != row.tier || d.Escalated != row.escalated || d.Notice != row.notice {
 				t.Fatalf("the configuration does not mirror the tier table: Decide gives %s %q %s escalated=%v notice=%v",
 					d.Outcome, d.Code, d.Tier, d.Escalated, d.Notice)
@@ -173,24 +173,24 @@ func TestExplainAgreesWithDecide(t *testing.T) {
 
 // outcomeOf is the pipeline's outcome for a decision: a confirmed_write
 // that is not denied redeems its approval.
-func outcomeOf(d tier.Decision, intent tier.Intent) string {
+func outcomeOf(d policy.Decision, intent policy.Intent) string {
 	switch {
-	case d.Outcome == tier.Deny:
+	case d.Outcome == policy.Deny:
 		return "denied"
-	case intent == tier.IntentConfirmedWrite, d.Outcome == tier.Execute:
+	case intent == policy.IntentConfirmedWrite, d.Outcome == policy.Execute:
 		return "executed"
 	}
 	return "confirmation_required"
 }
 
 // tableCall decodes a row's call independently of the command.
-func tableCall(tb testing.TB, body string) tier.Call {
+func tableCall(tb testing.TB, body string) policy.Call {
 	tb.Helper()
 	var r struct {
 		Connection, Method, Path string
 		Query                    map[string]string
 		Body                     any
-		Intent                   tier.Intent
+		Intent                   policy.Intent
 		Delegated                bool
 	}
 	dec := json.NewDecoder(strings.NewReader(body))
@@ -198,7 +198,7 @@ func tableCall(tb testing.TB, body string) tier.Call {
 	if err := dec.Decode(&r); err != nil {
 		tb.Fatal(err)
 	}
-	c := tier.Call{Connection: r.Connection, Method: r.Method, Path: r.Path, Body: r.Body, Intent: r.Intent, Delegated: r.Delegated}
+	c := policy.Call{Connection: r.Connection, Method: r.Method, Path: r.Path, Body: r.Body, Intent: r.Intent, Delegated: r.Delegated}
 	if r.Query != nil {
 		c.Query = url.Values{}
 		for k, v := range r.Query {
@@ -231,7 +231,7 @@ func TestExplainWhyNot(t *testing.T) {
 			cred: "chat-user", call: `{"connection":"crm","method":"POST","path":"/payments","body":{"amount":2000000},"intent":"write"}`,
 			want: []whyNot{
 				{"connections/crm/policy.json endpoints[6].escalate[0] body.amount above 10000: review",
-					// The rule is shared/policy's text, which writes 1000000 as 1e+06.
+					// The rule is shared/config's text, which writes 1000000 as 1e+06.
 					"body.amount is 2000000, also above 10000, but connections/crm/policy.json endpoints[6].escalate[1] body.amount above 1e+06: never escalates to never"},
 				{"delegations.escalateConfirm", "not reached: an escalation threshold decided first"},
 				{"hook", "not reached: an escalation threshold decided first"},

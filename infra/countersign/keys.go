@@ -19,16 +19,16 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	bolterrors "go.etcd.io/bbolt/errors"
 
 	"github.com/countersign/countersign/shared/audit"
+	config "github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/policy"
 	"github.com/countersign/countersign/shared/store"
 	"github.com/countersign/countersign/shared/store/dynamostore"
 	"github.com/countersign/countersign/shared/store/embedded"
-	"github.com/countersign/countersign/shared/tier"
 )
 
 const keysUsage = `usage: countersign keys <subcommand> [flags]
@@ -238,11 +238,11 @@ func (k *keysCmd) openDynamo(ctx context.Context, table string) (keyStore, strin
 	if endpoint == "" {
 		endpoint = os.Getenv(envEndpoint)
 	}
-	var opts []func(*config.LoadOptions) error
+	var opts []func(*awsconfig.LoadOptions) error
 	if region != "" {
-		opts = append(opts, config.WithRegion(region))
+		opts = append(opts, awsconfig.WithRegion(region))
 	}
-	cfg, err := config.LoadDefaultConfig(ctx, opts...)
+	cfg, err := awsconfig.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
 		return nil, "", fmt.Errorf("load AWS configuration: %w", err)
 	}
@@ -280,9 +280,9 @@ func (k *keysCmd) create(ctx context.Context) error {
 	if err := c.Origin.UnmarshalText([]byte(k.origin)); err != nil {
 		return usagef("--origin %q is not an origin: use operator or chat", k.origin)
 	}
-	c.Choice = tier.DefaultChoice(c.Origin)
+	c.Choice = policy.DefaultChoice(c.Origin)
 	if k.choice != "" {
-		ch, ok := tier.ParseChoice(k.choice)
+		ch, ok := policy.ParseChoice(k.choice)
 		if !ok {
 			return usagef("--choice %q is not a choice: use refuse, ask_person, ask_agent or run_without_asking", k.choice)
 		}
@@ -300,7 +300,7 @@ func (k *keysCmd) create(ctx context.Context) error {
 		}
 	}
 	key := newKey()
-	c.KeyHash = policy.HashKey(key)
+	c.KeyHash = config.HashKey(key)
 
 	st, where, err := k.open(ctx, true)
 	if err != nil {
@@ -493,7 +493,7 @@ func (k *keysCmd) setChoice(ctx context.Context) error {
 	if k.choice == "" {
 		return usagef("--choice C is required: refuse, ask_person, ask_agent or run_without_asking")
 	}
-	ch, ok := tier.ParseChoice(k.choice)
+	ch, ok := policy.ParseChoice(k.choice)
 	if !ok {
 		return usagef("--choice %q is not a choice: use refuse, ask_person, ask_agent or run_without_asking", k.choice)
 	}

@@ -19,12 +19,12 @@ import (
 
 	"github.com/countersign/countersign/infra/local/stack"
 	"github.com/countersign/countersign/shared/calls"
+	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/policy"
 	"github.com/countersign/countersign/shared/store"
 	"github.com/countersign/countersign/shared/store/dynamostore"
 	"github.com/countersign/countersign/shared/store/embedded"
-	"github.com/countersign/countersign/shared/tier"
 )
 
 var keyFormat = regexp.MustCompile(`^cs_[a-z2-7]{40}$`)
@@ -87,10 +87,10 @@ func TestKeysLocal(t *testing.T) {
 	rootKey := createKey(t, append([]string{"--id", "root", "--operator"}, data...)...)
 	creds := storedCredentials(t, dir)
 	want := map[string]store.Credential{
-		"ops":      {ID: "ops", KeyHash: policy.HashKey(opKey), Choice: tier.Refuse, Origin: tier.OriginOperator},
-		"chat-bot": {ID: "chat-bot", KeyHash: policy.HashKey(chatKey), Choice: tier.AskPerson, Origin: tier.OriginChat, Connections: []string{"crm", "billing"}},
-		"reader":   {ID: "reader", KeyHash: policy.HashKey(roKey), Choice: tier.RunWithoutAsking, Origin: tier.OriginOperator, ReadOnly: true},
-		"root":     {ID: "root", KeyHash: policy.HashKey(rootKey), Choice: tier.Refuse, Origin: tier.OriginOperator, Operator: true},
+		"ops":      {ID: "ops", KeyHash: config.HashKey(opKey), Choice: policy.Refuse, Origin: policy.OriginOperator},
+		"chat-bot": {ID: "chat-bot", KeyHash: config.HashKey(chatKey), Choice: policy.AskPerson, Origin: policy.OriginChat, Connections: []string{"crm", "billing"}},
+		"reader":   {ID: "reader", KeyHash: config.HashKey(roKey), Choice: policy.RunWithoutAsking, Origin: policy.OriginOperator, ReadOnly: true},
+		"root":     {ID: "root", KeyHash: config.HashKey(rootKey), Choice: policy.Refuse, Origin: policy.OriginOperator, Operator: true},
 	}
 	if fmt.Sprint(creds) != fmt.Sprint(want) {
 		t.Fatalf("stored credentials:\n%+v\nwant\n%+v", creds, want)
@@ -117,16 +117,16 @@ func TestKeysLocal(t *testing.T) {
 			args: []string{"list"},
 			stdout: []string{
 				"ID        CHOICE              ORIGIN    FLAGS      CONNECTIONS  KEY SHA-256  LAST CLIENT\n",
-				"chat-bot  ask_person          chat      -          crm,billing  " + policy.HashKey(chatKey)[:8] + "…    -\n",
-				"ops       refuse              operator  -          all          " + policy.HashKey(opKey)[:8] + "…    -\n",
+				"chat-bot  ask_person          chat      -          crm,billing  " + config.HashKey(chatKey)[:8] + "…    -\n",
+				"ops       refuse              operator  -          all          " + config.HashKey(opKey)[:8] + "…    -\n",
 				"reader    run_without_asking  operator  read-only  all  ",
 				"root      refuse              operator  operator   all  ",
 			},
-			absent: []string{policy.HashKey(opKey), policy.HashKey(chatKey), opKey}},
+			absent: []string{config.HashKey(opKey), config.HashKey(chatKey), opKey}},
 		{name: "list --json names the fields",
 			args:   []string{"list", "--json"},
-			stdout: []string{`"id": "ops"`, `"key_sha256_prefix": "` + policy.HashKey(opKey)[:8] + `"`, `"connections": []`, `"last_client": null`},
-			absent: []string{policy.HashKey(opKey), `"key_sha256":`}},
+			stdout: []string{`"id": "ops"`, `"key_sha256_prefix": "` + config.HashKey(opKey)[:8] + `"`, `"connections": []`, `"last_client": null`},
+			absent: []string{config.HashKey(opKey), `"key_sha256":`}},
 		{name: "create refuses an existing id",
 			args: []string{"create", "--id", "ops"}, code: exitFail, stderr: "credential ops already exists in " + filepath.Join(dir, "countersign.db") + ": revoke it first"},
 		{name: "set-choice", args: []string{"set-choice", "--id", "ops", "--choice", "ask_agent"}, stdout: []string{"ops: choice refuse -> ask_agent\n"}},
@@ -172,7 +172,7 @@ func TestKeysLocal(t *testing.T) {
 	if _, ok := creds["chat-bot"]; ok {
 		t.Error("chat-bot is still stored after revoke")
 	}
-	if c := creds["ops"]; c.Choice != tier.AskAgent || !c.ReadOnly || c.KeyHash != policy.HashKey(opKey) {
+	if c := creds["ops"]; c.Choice != policy.AskAgent || !c.ReadOnly || c.KeyHash != config.HashKey(opKey) {
 		t.Errorf("ops after the changes: %+v", c)
 	}
 }
@@ -337,13 +337,13 @@ func TestKeysDynamoDB(t *testing.T) {
 
 	svc := &calls.Service{Store: dynamostore.New(client, table, nil)}
 	cred, err := svc.Authenticate(ctx, key)
-	if err != nil || cred.ID != "deploy-bot" || cred.Choice != tier.AskAgent {
+	if err != nil || cred.ID != "deploy-bot" || cred.Choice != policy.AskAgent {
 		t.Fatalf("Authenticate with the new key: %+v, %v", cred, err)
 	}
 
 	r := runCmd(t, "keys", "list")
 	if r.code != exitOK || !strings.Contains(r.stdout, "deploy-bot  ask_agent") || !strings.Contains(r.stdout, "other ") ||
-		strings.Contains(r.stdout, policy.HashKey(key)) {
+		strings.Contains(r.stdout, config.HashKey(key)) {
 		t.Fatalf("list: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	if r := runCmd(t, append([]string{"keys", "set-read-only", "--id", "deploy-bot"}, flags...)...); r.code != exitOK {

@@ -19,8 +19,8 @@ import (
 	"github.com/pb33f/libopenapi/datamodel"
 	v3 "github.com/pb33f/libopenapi/datamodel/high/v3"
 
+	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/policy"
-	"github.com/countersign/countersign/shared/tier"
 )
 
 const proposeSynopsis = `OPENAPI.{json,yaml} [--connection NAME] [--base-url URL] [--against policy.json] [--write PATH]
@@ -115,7 +115,7 @@ func propose(o proposeOptions, stdout, stderr io.Writer) error {
 	}
 	confirms := 0
 	for _, e := range out.Endpoints {
-		if e.tier() == tier.Confirm {
+		if e.tier() == policy.Confirm {
 			confirms++
 		}
 	}
@@ -219,11 +219,11 @@ func readOpenAPI(path string) (*proposal, error) {
 				p.warnings = append(p.warnings, fmt.Sprintf("skipped %s: %v; calls to it stay unknown_operation", where, err))
 				continue
 			}
-			if !tier.ValidMethod(method) {
-				p.warnings = append(p.warnings, fmt.Sprintf("skipped %s: countersign endpoints take %s", where, strings.Join(tier.Methods[:], ", ")))
+			if !policy.ValidMethod(method) {
+				p.warnings = append(p.warnings, fmt.Sprintf("skipped %s: countersign endpoints take %s", where, strings.Join(policy.Methods[:], ", ")))
 				continue
 			}
-			_, shape, _ := tier.ParseTemplate(tmpl)
+			_, shape, _ := policy.ParseTemplate(tmpl)
 			key := method + " " + shape
 			if prev, dup := shapes[key]; dup {
 				p.warnings = append(p.warnings, fmt.Sprintf("skipped %s: same method and path shape as %s", where, prev))
@@ -252,7 +252,7 @@ func needsConfirmation(method, operationID, summary string) bool {
 	if method == "DELETE" {
 		return true
 	}
-	if !tier.IsMutating(method) {
+	if !policy.IsMutating(method) {
 		return false
 	}
 	_, ok := destructiveWord(operationID)
@@ -360,7 +360,7 @@ func convertPath(p string) (string, error) {
 		segs[i] = "{" + name + "}"
 	}
 	out := "/" + strings.Join(segs, "/")
-	if _, _, err := tier.ParseTemplate(out); err != nil {
+	if _, _, err := policy.ParseTemplate(out); err != nil {
 		return "", fmt.Errorf("path %q: %v", p, err)
 	}
 	return out, nil
@@ -440,7 +440,7 @@ type policyEndpoint struct {
 var policyFields = []string{"base_url", "headers", "endpoints", "delegations", "hooks", "approval"}
 
 // readPolicyFile reads an existing policy.json after checking that it
-// loads with shared/policy, so a merge never starts from a broken file.
+// loads with shared/config, so a merge never starts from a broken file.
 func readPolicyFile(path string) (*policyFile, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -472,16 +472,16 @@ func readPolicyFile(path string) (*policyFile, error) {
 }
 
 // tier is the configured tier of an endpoint's confirm value.
-func (e policyEndpoint) tier() tier.Tier {
+func (e policyEndpoint) tier() policy.Tier {
 	switch strings.TrimSpace(string(e.Confirm)) {
 	case "true":
-		return tier.Confirm
+		return policy.Confirm
 	case `"review"`:
-		return tier.Review
+		return policy.Review
 	case `"never"`:
-		return tier.Never
+		return policy.Never
 	}
-	return tier.Auto
+	return policy.Auto
 }
 
 // tierLabel names a tier as the policy's rules do.
@@ -493,7 +493,7 @@ func tierLabel(e policyEndpoint) string {
 }
 
 func shapeKey(method, path string) string {
-	_, shape, err := tier.ParseTemplate(path)
+	_, shape, err := policy.ParseTemplate(path)
 	if err != nil {
 		shape = path
 	}
@@ -669,7 +669,7 @@ func inline(raw json.RawMessage) []byte {
 }
 
 // checkPolicy loads policy.json text as connection name in a scratch
-// configuration directory with shared/policy, as the server would (with
+// configuration directory with shared/config, as the server would (with
 // every ${env:NAME} set, so only the file itself is judged).
 func checkPolicy(name string, text []byte) error {
 	dir, err := os.MkdirTemp("", "countersign-propose-")
@@ -687,7 +687,7 @@ func checkPolicy(name string, text []byte) error {
 	if err := os.WriteFile(filepath.Join(conn, "policy.json"), text, 0o600); err != nil {
 		return err
 	}
-	_, err = policy.Load(dir, &policy.LoadOptions{LookupEnv: func(string) (string, bool) { return "set", true }})
+	_, err = config.Load(dir, &config.LoadOptions{LookupEnv: func(string) (string, bool) { return "set", true }})
 	if err != nil {
 		// Name the file as policy.json, not the scratch path.
 		return errors.New(strings.ReplaceAll(err.Error(), filepath.Join(conn, "policy.json"), "policy.json"))

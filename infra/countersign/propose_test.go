@@ -10,8 +10,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/policy"
-	"github.com/countersign/countersign/shared/tier"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -24,7 +24,7 @@ const (
 
 // loadAsConnection loads policy.json text as connection name of a fresh
 // configuration directory, as the server would.
-func loadAsConnection(tb testing.TB, name string, text []byte) *policy.Config {
+func loadAsConnection(tb testing.TB, name string, text []byte) *config.Config {
 	tb.Helper()
 	dir := tb.TempDir()
 	conn := filepath.Join(dir, "connections", name)
@@ -39,7 +39,7 @@ func loadAsConnection(tb testing.TB, name string, text []byte) *policy.Config {
 			tb.Fatal(err)
 		}
 	}
-	cfg, err := policy.Load(dir, &policy.LoadOptions{LookupEnv: func(string) (string, bool) { return "x", true }})
+	cfg, err := config.Load(dir, &config.LoadOptions{LookupEnv: func(string) (string, bool) { return "x", true }})
 	if err != nil {
 		tb.Fatalf("the policy does not load:\n%v\n%s", err, text)
 	}
@@ -97,21 +97,21 @@ func TestProposePetstoreGolden(t *testing.T) {
 		t.Errorf("%d DELETE endpoints, want the document's 3 (deletePet, deleteOrder, deleteUser)", deletes)
 	}
 
-	// It loads with shared/policy, and the gateway would pause the deletes.
+	// It loads with shared/config, and the gateway would pause the deletes.
 	cfg := loadAsConnection(t, "petstore", []byte(r.stdout))
 	for _, c := range []struct {
 		method, path string
-		want         tier.Tier
+		want         policy.Tier
 	}{
-		{"DELETE", "/pet/10", tier.Confirm},
-		{"DELETE", "/store/order/7", tier.Confirm},
-		{"DELETE", "/user/ada", tier.Confirm},
-		{"GET", "/pet/10", tier.Auto},
-		{"POST", "/store/order", tier.Auto},
+		{"DELETE", "/pet/10", policy.Confirm},
+		{"DELETE", "/store/order/7", policy.Confirm},
+		{"DELETE", "/user/ada", policy.Confirm},
+		{"GET", "/pet/10", policy.Auto},
+		{"POST", "/store/order", policy.Auto},
 	} {
-		call := tier.Call{Connection: "petstore", Method: c.method, Path: c.path, Intent: tier.IntentWrite}
-		d := tier.Evaluate(cfg.Policy, tier.Input{Call: &call, Credential: &tier.Credential{ID: "t", Choice: tier.AskPerson}})
-		if d.Tier != c.want || d.Code == tier.CodeUnknownOperation {
+		call := policy.Call{Connection: "petstore", Method: c.method, Path: c.path, Intent: policy.IntentWrite}
+		d := policy.Evaluate(cfg.Policy, policy.Input{Call: &call, Credential: &policy.Credential{ID: "t", Choice: policy.AskPerson}})
+		if d.Tier != c.want || d.Code == policy.CodeUnknownOperation {
 			t.Errorf("%s %s: tier %s (%s), want %s", c.method, c.path, d.Tier, d.Reason, c.want)
 		}
 	}

@@ -18,10 +18,10 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/countersign/countersign/shared/policy"
+	config "github.com/countersign/countersign/shared/config"
 )
 
 const configUsage = `usage: countersign config <subcommand> [flags]
@@ -122,7 +122,7 @@ func runPush(args []string, stdout, stderr io.Writer) int {
 func (p *pushCmd) validate() (map[string][]byte, error) {
 	// A deployed function's environment holds no variable for headers.
 	noEnv := func(string) (string, bool) { return "", false }
-	cfg, err := policy.Load(p.dir, &policy.LoadOptions{LookupEnv: noEnv, KeepSecretRefs: true})
+	cfg, err := config.Load(p.dir, &config.LoadOptions{LookupEnv: noEnv, KeepSecretRefs: true})
 	if err != nil {
 		if strings.Contains(err.Error(), "environment variable") {
 			err = fmt.Errorf("%w\n(the deployed functions read no environment variable for headers: keep the value in Secrets Manager "+
@@ -179,7 +179,7 @@ func (p *pushCmd) validate() (map[string][]byte, error) {
 			filepath.Join(p.dir, "settings.json"), cfg.Settings.PublicURL)
 	}
 	for _, w := range cfg.Settings.Approvers.Webhooks {
-		for _, ref := range []policy.SecretRef{w.URLRef, w.SecretRef} {
+		for _, ref := range []config.SecretRef{w.URLRef, w.SecretRef} {
 			if !ref.IsZero() {
 				fmt.Fprintf(p.stderr, "countersign: note: webhook %s reads %s when the functions load it\n", w.Name, ref)
 			}
@@ -205,11 +205,11 @@ func (p *pushCmd) client(ctx context.Context) (*s3.Client, error) {
 	if endpoint == "" {
 		endpoint = os.Getenv(envS3Endpoint)
 	}
-	var opts []func(*config.LoadOptions) error
+	var opts []func(*awsconfig.LoadOptions) error
 	if region != "" {
-		opts = append(opts, config.WithRegion(region))
+		opts = append(opts, awsconfig.WithRegion(region))
 	}
-	cfg, err := config.LoadDefaultConfig(ctx, opts...)
+	cfg, err := awsconfig.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("load AWS configuration: %w", err)
 	}

@@ -6,11 +6,11 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/countersign/countersign/shared/policy"
+	"github.com/countersign/countersign/shared/config"
 )
 
 // runValidate is "countersign validate DIR": it loads DIR with
-// policy.Load, as the local stack does at start (with the process's
+// config.Load, as the local stack does at start (with the process's
 // environment for ${env:NAME}), and prints the same message the stack
 // prints when it refuses to start: "countersign: " and every problem, one
 // per line, each naming the file, the JSON path and what is wrong.
@@ -23,7 +23,7 @@ func runValidate(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return finish(fs, err, stderr)
 	}
-	cfg, err := policy.Load(pos[0], nil)
+	cfg, err := config.Load(pos[0], nil)
 	if err != nil {
 		// Unwrapped, so the text is exactly the server's.
 		return finish(nil, err, stderr)
@@ -34,7 +34,7 @@ func runValidate(args []string, stdout, stderr io.Writer) int {
 
 // summary is the one line validate prints for a valid configuration, e.g.
 // "infra/config is valid: 1 connection (crm: 10 endpoints, 2 tools), 6 credentials, approvers: console".
-func summary(cfg *policy.Config) string {
+func summary(cfg *config.Config) string {
 	names := make([]string, 0, len(cfg.Connections))
 	for n := range cfg.Connections {
 		names = append(names, n)

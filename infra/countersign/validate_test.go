@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/countersign/countersign/shared/policy"
+	"github.com/countersign/countersign/shared/config"
 )
 
 // copyDir copies the directory src into a new temporary directory.
@@ -104,7 +104,7 @@ func TestValidate(t *testing.T) {
 			}
 			// Exactly what the local stack prints when it refuses to start
 			// (infra/local: fmt.Fprintln(os.Stderr, "countersign:", err)).
-			_, err := policy.Load(dir, nil)
+			_, err := config.Load(dir, nil)
 			if err == nil {
 				t.Fatal("policy.Load accepts the directory")
 			}

@@ -16,11 +16,11 @@ import (
 
 	"github.com/countersign/countersign/shared/audit"
 	"github.com/countersign/countersign/shared/calls"
+	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/httpapi"
 	"github.com/countersign/countersign/shared/links"
 	"github.com/countersign/countersign/shared/notify"
-	"github.com/countersign/countersign/shared/policy"
 	"github.com/countersign/countersign/shared/reqlog"
 	"github.com/countersign/countersign/shared/store"
 	"github.com/countersign/countersign/shared/tasks"
@@ -112,8 +112,8 @@ type App struct {
 // Live is what a deployment may change while it runs: the configuration
 // it re-read and what follows from it.
 type Live struct {
-	// Config is the new configuration (validated, as policy.Load returns it).
-	Config *policy.Config
+	// Config is the new configuration (validated, as config.Load returns it).
+	Config *config.Config
 	// Channels are the approver channels for it.
 	Channels []notify.Channel
 	// PublicURL is where approval links point; empty means
@@ -140,7 +140,7 @@ func (a *App) Apply(l Live) {
 }
 
 // Live returns the configuration in force.
-func (a *App) Live() *policy.Config { return a.Calls.Current() }
+func (a *App) Live() *config.Config { return a.Calls.Current() }
 
 // LinkBase returns where approval links point now.
 func (a *App) LinkBase() string {
@@ -151,7 +151,7 @@ func (a *App) LinkBase() string {
 }
 
 // New builds the graph.
-func New(cfg *policy.Config, ad Adapters, o Options) *App {
+func New(cfg *config.Config, ad Adapters, o Options) *App {
 	logger := reqlog.Logger(ad.Logger)
 	t := cfg.Settings.Timeouts
 	a := &App{Store: ad.Store, Signer: ad.Signer, Logger: logger, now: ad.Now, options: o}

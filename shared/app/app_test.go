@@ -11,11 +11,11 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/shared/app"
+	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/httpapi"
 	"github.com/countersign/countersign/shared/links"
 	"github.com/countersign/countersign/shared/notify"
-	"github.com/countersign/countersign/shared/policy"
 	"github.com/countersign/countersign/shared/store"
 	"github.com/countersign/countersign/shared/store/embedded"
 	"github.com/countersign/countersign/shared/tasks"
@@ -54,7 +54,7 @@ func (c *channel) got() []string {
 	return append([]string(nil), c.links...)
 }
 
-func load(tb testing.TB, settings string) *policy.Config {
+func load(tb testing.TB, settings string) *config.Config {
 	tb.Helper()
 	dir := tb.TempDir()
 	for rel, content := range map[string]string{
@@ -69,7 +69,7 @@ func load(tb testing.TB, settings string) *policy.Config {
 			tb.Fatal(err)
 		}
 	}
-	cfg, err := policy.Load(dir, nil)
+	cfg, err := config.Load(dir, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -12,9 +12,9 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/display"
 	"github.com/countersign/countersign/shared/jsonview"
-	"github.com/countersign/countersign/shared/policy"
 )
 
 // DefaultAccent is the accent colour used when Page.Accent is missing or invalid.
@@ -307,7 +307,7 @@ func render(v view) ([]byte, map[string]string, error) {
 	if hexColour.MatchString(v.Page.Accent) {
 		accent = v.Page.Accent
 	}
-	v.Accent, v.OnAccent = accent, policy.TextOn(accent)
+	v.Accent, v.OnAccent = accent, config.TextOn(accent)
 	return writePage(&v), map[string]string{
 		"Content-Type":            "text/html; charset=utf-8",
 		"Content-Security-Policy": "default-src 'none'; style-src 'nonce-" + nonce + "'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",

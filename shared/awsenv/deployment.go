@@ -12,9 +12,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/countersign/countersign/shared/app"
+	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/links"
 	"github.com/countersign/countersign/shared/notify"
-	"github.com/countersign/countersign/shared/policy"
 	"github.com/countersign/countersign/shared/s3config"
 	"github.com/countersign/countersign/shared/store/dynamostore"
 	"github.com/countersign/countersign/shared/workflow/sfnflow"
@@ -29,7 +29,7 @@ type Deployment struct {
 	Env Env
 
 	source   *s3config.Source
-	channels func(*policy.Config) []notify.Channel
+	channels func(*config.Config) []notify.Channel
 }
 
 // ErrNoApproverChannel is why a deployment refuses a configuration that
@@ -64,7 +64,7 @@ func Load(ctx context.Context, need Needs, opts ...Option) (*Deployment, error) 
 	if o.email != nil && env.ApproverTopicARN != "" {
 		email = o.email(env.ApproverTopicARN, env.SNSEndpoint, awsCfg)
 	}
-	d.channels = func(cfg *policy.Config) []notify.Channel {
+	d.channels = func(cfg *config.Config) []notify.Channel {
 		out := webhooks(cfg)
 		if email != nil {
 			out = append(out, email(cfg.Settings.Workspace.Name))
@@ -85,7 +85,7 @@ func Load(ctx context.Context, need Needs, opts ...Option) (*Deployment, error) 
 			keyc <- keyResult{k, err}
 		}()
 	}
-	check := func(cfg *policy.Config) error {
+	check := func(cfg *config.Config) error {
 		// The e-mail approver counts wherever the stack has its topic, in
 		// the functions that never send it a request too.
 		if len(webhooks(cfg)) == 0 && env.ApproverTopicARN == "" {
@@ -95,9 +95,9 @@ func Load(ctx context.Context, need Needs, opts ...Option) (*Deployment, error) 
 	}
 	// Each load resolves its references afresh (a rotated secret is read
 	// at the next change or cold start).
-	loadFS := func(ctx context.Context, fsys fs.FS, name string) (*policy.Config, error) {
+	loadFS := func(ctx context.Context, fsys fs.FS, name string) (*config.Config, error) {
 		r := newSecretResolver(ctx, sm, env.SecretsPrefix)
-		cfg, err := policy.LoadFS(fsys, name, &policy.LoadOptions{Secrets: r.resolve})
+		cfg, err := config.LoadFS(fsys, name, &config.LoadOptions{Secrets: r.resolve})
 		if err != nil {
 			return nil, err
 		}
@@ -106,7 +106,7 @@ func Load(ctx context.Context, need Needs, opts ...Option) (*Deployment, error) 
 		}
 		return cfg, nil
 	}
-	var cfg *policy.Config
+	var cfg *config.Config
 	if env.ConfigBucket != "" {
 		d.source = s3config.New(env.S3(awsCfg), s3config.Options{
 			Bucket: env.ConfigBucket, Prefix: env.ConfigPrefix, Every: env.ConfigRefresh, Load: loadFS, Logger: logger,
@@ -146,7 +146,7 @@ func Load(ctx context.Context, need Needs, opts ...Option) (*Deployment, error) 
 
 // webhooks are cfg's webhook approver channels. (The console prints to the
 // function's log, which no approver reads: a deployment has none.)
-func webhooks(cfg *policy.Config) []notify.Channel {
+func webhooks(cfg *config.Config) []notify.Channel {
 	var out []notify.Channel
 	for _, w := range cfg.Settings.Approvers.Webhooks {
 		out = append(out, &notify.Webhook{Approver: w.Name, URL: w.URL, Format: w.Format, Secret: w.Secret})
@@ -177,7 +177,7 @@ func WithEmail(f EmailApprover) Option {
 // publicURL is where approval links point for cfg: settings.public_url
 // when settings.json gives it, else the address the deployment knows itself
 // by (the API's URL, from the template).
-func (d *Deployment) publicURL(cfg *policy.Config) string {
+func (d *Deployment) publicURL(cfg *config.Config) string {
 	if cfg.Settings.PublicURLGiven {
 		return ""
 	}

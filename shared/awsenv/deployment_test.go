@@ -15,7 +15,7 @@ import (
 	"github.com/countersign/countersign/shared/awsenv/awsfake"
 	"github.com/countersign/countersign/shared/notify"
 	"github.com/countersign/countersign/shared/notify/snsmail"
-	"github.com/countersign/countersign/shared/tier"
+	"github.com/countersign/countersign/shared/policy"
 )
 
 const (
@@ -195,12 +195,12 @@ func TestRefreshAppliesAChange(t *testing.T) {
 	if d.LinkBase() != "https://approvals.example" {
 		t.Errorf("links point to %q: settings.public_url must win over COUNTERSIGN_PUBLIC_URL", d.LinkBase())
 	}
-	tierNow := func() tier.Tier {
+	tierNow := func() policy.Tier {
 		m, _ := d.Calls.Current().Policy.Resolve("crm", "DELETE", "/contacts/1")
 		return m.Endpoint.Tier
 	}
-	h := awsenv.Handler(d, func(ctx context.Context, in json.RawMessage) (tier.Tier, error) { return tierNow(), nil })
-	invoke := func() tier.Tier {
+	h := awsenv.Handler(d, func(ctx context.Context, in json.RawMessage) (policy.Tier, error) { return tierNow(), nil })
+	invoke := func() policy.Tier {
 		t.Helper()
 		got, err := h(context.Background(), nil)
 		if err != nil {
@@ -214,11 +214,11 @@ func TestRefreshAppliesAChange(t *testing.T) {
 			time.Now().Add(-time.Minute))
 	}
 	put(`"never"`)
-	if got := invoke(); got != tier.Confirm {
+	if got := invoke(); got != policy.Confirm {
 		t.Fatalf("within the interval: %s, want the tier in force (confirm)", got)
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	for invoke() != tier.Never {
+	for invoke() != policy.Never {
 		if time.Now().After(deadline) {
 			t.Fatal("the change was not put in force within 5 s of a 1 s interval")
 		}
@@ -226,7 +226,7 @@ func TestRefreshAppliesAChange(t *testing.T) {
 	}
 	put(`false`)
 	time.Sleep(1100 * time.Millisecond)
-	if got := invoke(); got != tier.Never {
+	if got := invoke(); got != policy.Never {
 		t.Fatalf("after an invalid change: %s, want the configuration in force (never)", got)
 	}
 	if len(d.Dispatcher.Channels()) != 1 {

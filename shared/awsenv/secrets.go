@@ -11,11 +11,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/smithy-go"
 
-	"github.com/countersign/countersign/shared/policy"
+	"github.com/countersign/countersign/shared/config"
 )
 
 // secretResolver resolves the configuration's secret references (see
-// policy.SecretRef) through Secrets Manager, each
+// config.SecretRef) through Secrets Manager, each
 // reference once per configuration loaded. Its errors name the reference
 // and the service's reason, never a value.
 type secretResolver struct {
@@ -24,15 +24,15 @@ type secretResolver struct {
 	prefix string
 
 	mu   sync.Mutex
-	seen map[policy.SecretRef]string
+	seen map[config.SecretRef]string
 }
 
 func newSecretResolver(ctx context.Context, sm SecretsAPI, prefix string) *secretResolver {
-	return &secretResolver{ctx: ctx, sm: sm, prefix: prefix, seen: map[policy.SecretRef]string{}}
+	return &secretResolver{ctx: ctx, sm: sm, prefix: prefix, seen: map[config.SecretRef]string{}}
 }
 
-// resolve is a policy.LoadOptions.Secrets.
-func (r *secretResolver) resolve(ref policy.SecretRef) (string, error) {
+// resolve is a config.LoadOptions.Secrets.
+func (r *secretResolver) resolve(ref config.SecretRef) (string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if v, ok := r.seen[ref]; ok {
@@ -47,7 +47,7 @@ func (r *secretResolver) resolve(ref policy.SecretRef) (string, error) {
 	}
 	var v string
 	switch ref.Store {
-	case policy.SecretsManager:
+	case config.SecretsManager:
 		out, err := r.sm.GetSecretValue(r.ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(ref.Name)})
 		if err != nil {
 			return "", reason(err)

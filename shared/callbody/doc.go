@@ -21,7 +21,7 @@
 // Every refusal is an *Error naming the problem, the JSON path ($.items[3])
 // and the byte offset. An accepted value is built from map[string]any,
 // []any, json.Number (the literal as written), string, bool and nil: the
-// form shared/tier reads thresholds from and shared/canon canonicalises.
+// form shared/policy reads thresholds from and shared/canon canonicalises.
 // Because every accepted number round-trips, the RFC 8785 form of the value
 // binds exactly what the upstream receives: two accepted bodies bind the same
 // approval only when they are equal as JSON values.
@@ -30,7 +30,7 @@
 // keys in JSON and are accepted, kept and bound as written: an upstream in
 // another language may treat them as two fields. But Go's encoding/json
 // struct decoder, and many others, match field names case-insensitively, so
-// shared/tier matches threshold paths against every case variant
+// shared/policy matches threshold paths against every case variant
 // (strings.EqualFold, the folding encoding/json uses) and fails closed: any
 // variant above the limit, or not a number, escalates.
 //

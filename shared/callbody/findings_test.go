@@ -7,16 +7,16 @@ import (
 	"testing"
 
 	"github.com/countersign/countersign/shared/callbody"
-	"github.com/countersign/countersign/shared/tier"
+	"github.com/countersign/countersign/shared/policy"
 )
 
 // payments is the demo configuration's threshold: POST /payments at the
 // confirm tier, escalated to review above 10000.
-func payments(tb testing.TB) *tier.Policy {
+func payments(tb testing.TB) *policy.Set {
 	tb.Helper()
-	p, err := tier.NewPolicy([]*tier.Connection{{Name: "crm", Endpoints: []*tier.Endpoint{
-		{Method: "POST", Path: "/payments", Tier: tier.Confirm, Escalate: []tier.Threshold{
-			{Field: "body.amount", Source: tier.SourceBody, Path: []string{"amount"}, Above: 10000, Escalate: tier.Review}}},
+	p, err := policy.NewPolicy([]*policy.Connection{{Name: "crm", Endpoints: []*policy.Endpoint{
+		{Method: "POST", Path: "/payments", Tier: policy.Confirm, Escalate: []policy.Threshold{
+			{Field: "body.amount", Source: policy.SourceBody, Path: []string{"amount"}, Above: 10000, Escalate: policy.Review}}},
 	}}})
 	if err != nil {
 		tb.Fatal(err)
@@ -29,8 +29,8 @@ func payments(tb testing.TB) *tier.Policy {
 // a 99,999 payment ran without asking; now each escalates, or is refused
 // with an error the gateway answers 400 with.
 func TestIssue11Findings(t *testing.T) {
-	policy := payments(t)
-	runner := &tier.Credential{ID: "runner", Choice: tier.RunWithoutAsking}
+	pol := payments(t)
+	runner := &policy.Credential{ID: "runner", Choice: policy.RunWithoutAsking}
 	tests := []struct {
 		name   string
 		ct     string
@@ -54,16 +54,16 @@ func TestIssue11Findings(t *testing.T) {
 			if tt.err == nil && b.Err != nil || tt.err != nil && !errors.Is(b.Err, tt.err) {
 				t.Errorf("Err = %v, want %v", b.Err, tt.err)
 			}
-			c := tier.Call{Connection: "crm", Method: "POST", Path: "/payments", Intent: tier.IntentWrite}
+			c := policy.Call{Connection: "crm", Method: "POST", Path: "/payments", Intent: policy.IntentWrite}
 			b.ApplyTo(&c)
-			d := tier.Evaluate(policy, tier.Input{Call: &c, Credential: runner})
+			d := policy.Evaluate(pol, policy.Input{Call: &c, Credential: runner})
 			if tt.reason == "" {
-				if d.Outcome != tier.Execute || d.Escalated {
+				if d.Outcome != policy.Execute || d.Escalated {
 					t.Errorf("got %s %s: %s", d.Outcome, d.Code, d.Reason)
 				}
 				return
 			}
-			if d.Outcome != tier.Deny || d.Code != tier.CodeReviewRequired || !d.Escalated || !strings.Contains(d.Reason, tt.reason) {
+			if d.Outcome != policy.Deny || d.Code != policy.CodeReviewRequired || !d.Escalated || !strings.Contains(d.Reason, tt.reason) {
 				t.Errorf("got %s %s escalated=%v: %s; want review_required saying %q", d.Outcome, d.Code, d.Escalated, d.Reason, tt.reason)
 			}
 		})
@@ -77,7 +77,7 @@ func ExampleRead() {
 		fmt.Println("400:", b.Err) // malformed under a JSON content type
 		return
 	}
-	c := tier.Call{Connection: "crm", Method: "POST", Path: "/payments", Intent: tier.IntentWrite}
+	c := policy.Call{Connection: "crm", Method: "POST", Path: "/payments", Intent: policy.IntentWrite}
 	b.ApplyTo(&c) // Body, BodyForm, BodyUnreadable
 	fmt.Println(b.Kind, c.Body)
 	// Output: json map[Amount:99999 amount:5]

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/countersign/countersign/shared/tier"
+	"github.com/countersign/countersign/shared/policy"
 )
 
 // Kind says how a call's body was read.
@@ -57,7 +57,7 @@ type Body struct {
 
 // ApplyTo puts the body where tier's thresholds read it: Value in c.Body,
 // Form in c.BodyForm and Reason in c.BodyUnreadable.
-func (b *Body) ApplyTo(c *tier.Call) {
+func (b *Body) ApplyTo(c *policy.Call) {
 	c.Body, c.BodyForm, c.BodyUnreadable = b.Value, b.Form, b.Reason
 }
 

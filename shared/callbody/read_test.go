@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/countersign/countersign/shared/tier"
+	"github.com/countersign/countersign/shared/policy"
 )
 
 func TestRead(t *testing.T) {
@@ -81,7 +81,7 @@ func TestReadReasonStaysShort(t *testing.T) {
 
 func TestApplyTo(t *testing.T) {
 	b := Read("application/x-www-form-urlencoded", []byte(`{"amount":1}`), nil)
-	var c tier.Call
+	var c policy.Call
 	b.ApplyTo(&c)
 	if c.Body == nil || c.BodyForm == nil || c.BodyUnreadable != "" {
 		t.Errorf("got %+v", c)

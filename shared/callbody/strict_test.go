@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/countersign/countersign/shared/tier"
+	"github.com/countersign/countersign/shared/policy"
 )
 
 // envelope has the shape of the /v1/calls request (docs/api.md, Agent calls).
@@ -18,7 +18,7 @@ type envelope struct {
 	Path           string            `json:"path"`
 	Query          map[string]string `json:"query"`
 	Body           json.RawMessage   `json:"body"`
-	Intent         *tier.Intent      `json:"intent"`
+	Intent         *policy.Intent    `json:"intent"`
 	ConfirmationID string            `json:"confirmation_id"`
 	Delegated      bool              `json:"delegated"`
 	Client         *struct {

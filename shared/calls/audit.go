@@ -7,10 +7,10 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/shared/audit"
+	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/policy"
 	"github.com/countersign/countersign/shared/store"
-	"github.com/countersign/countersign/shared/tier"
 )
 
 // record appends r to the audit trail, if there is one.
@@ -31,14 +31,14 @@ func (s *Service) record(ctx context.Context, r store.AuditRecord) {
 // settings.json turns audit.auto_calls on, so the auto path writes
 // nothing by default; code mode's collected calls are recorded with the
 // batch they join.
-func (s *Service) auditCall(ctx context.Context, cred *store.Credential, p *prepared, d tier.Decision, res *Result, err error) {
+func (s *Service) auditCall(ctx context.Context, cred *store.Credential, p *prepared, d policy.Decision, res *Result, err error) {
 	if s.Audit == nil {
 		return
 	}
 	r := store.AuditRecord{Chain: audit.ChainOf(cred.ID), Actor: cred.ID, Credential: cred.ID,
 		Connection: p.Connection, Method: p.Method, Path: p.Path, Tier: d.Tier.String(), Rule: d.Rule,
 		Reason: d.Reason, Subject: p.ConfirmationID}
-	if p.hook != nil && p.hook.Decision != tier.HookNone {
+	if p.hook != nil && p.hook.Decision != policy.HookNone {
 		r.Hook = &store.AuditHook{Decision: p.hook.Decision.String(), Reason: p.hook.Reason}
 	}
 	if err != nil {
@@ -73,7 +73,7 @@ func (s *Service) auditCall(ctx context.Context, cred *store.Credential, p *prep
 	case Paused:
 		r.Action, r.Outcome, r.Subject = "call.paused", "confirmation_required", res.Confirmation.ID
 	case Executed:
-		if d.Tier == tier.Auto && p.ConfirmationID == "" {
+		if d.Tier == policy.Auto && p.ConfirmationID == "" {
 			if !s.Current().Settings.Audit.AutoCalls {
 				return
 			}
@@ -105,7 +105,7 @@ func (s *Service) auditCall(ctx context.Context, cred *store.Credential, p *prep
 func (s *Service) expiring(r *store.AuditRecord) {
 	days := s.Current().Settings.Audit.RetentionDays
 	if days <= 0 {
-		days = policy.DefaultAuditRetentionDays
+		days = config.DefaultAuditRetentionDays
 	}
 	if r.At.IsZero() {
 		r.At = s.now()

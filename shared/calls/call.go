@@ -9,11 +9,11 @@ import (
 	"unicode/utf8"
 
 	"github.com/countersign/countersign/shared/callbody"
+	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/policy"
 	"github.com/countersign/countersign/shared/store"
-	"github.com/countersign/countersign/shared/tier"
 )
 
 // Call is one call from any surface, as the agent made it.
@@ -34,7 +34,7 @@ type Call struct {
 	// as events carry them. Only those the connection forwards are read:
 	// content negotiation and its forward_headers (readHeaders).
 	Forward   map[string]string
-	Intent    tier.Intent
+	Intent    policy.Intent
 	Delegated bool
 	// ConfirmationID names the approval this call redeems.
 	ConfirmationID string
@@ -44,7 +44,7 @@ type Call struct {
 }
 
 // Validate refuses what no surface may send and puts the path in its one
-// canonical form (tier.CanonicalPath), which the call is then routed,
+// canonical form (policy.CanonicalPath), which the call is then routed,
 // bound, shown and sent upstream with: a path with a query, fragment, dot
 // segments or empty segments (such a path could match one endpoint here and
 // reach another upstream, which may normalise it), a segment holding a
@@ -56,7 +56,7 @@ func (c *Call) Validate() error {
 	switch {
 	case c.Connection == "":
 		return fault.New(fault.InvalidRequest, "connection is required")
-	case !tier.ValidMethod(c.Method):
+	case !policy.ValidMethod(c.Method):
 		return fault.Errorf(fault.InvalidRequest, "method %q is not one of GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS", c.Method)
 	case c.Path == "" || c.Path[0] != '/':
 		return fault.New(fault.InvalidRequest, "path is required and must start with /")
@@ -67,7 +67,7 @@ func (c *Call) Validate() error {
 	case strings.Contains(c.Path, "//"):
 		return fault.New(fault.InvalidRequest, "path must not contain empty segments (//)")
 	}
-	canon, _, err := tier.CanonicalPath(c.Path)
+	canon, _, err := policy.CanonicalPath(c.Path)
 	if err != nil {
 		return fault.Errorf(fault.InvalidRequest, "%v", err)
 	}
@@ -91,7 +91,7 @@ func (c *Call) Validate() error {
 // segment unless it is the value of a parameter the endpoint lets hold one
 // (policy.json encoded_slash_params): an upstream that decodes the path
 // before routing would run another endpoint than the one decided.
-func checkSlashes(c *Call, pol *tier.Policy) error {
+func checkSlashes(c *Call, pol *policy.Set) error {
 	if !strings.Contains(c.Path, "%2F") {
 		return nil
 	}
@@ -133,15 +133,15 @@ type prepared struct {
 	*Call
 	// cfg is the configuration the call is decided and sent with, read
 	// once when it starts (Service.Current).
-	cfg  *policy.Config
-	tier tier.Call
+	cfg  *config.Config
+	tier policy.Call
 	// arg is the body's form in the binding: the JSON itself, a string for
 	// other text, {"base64": ...} for bytes, null for none.
 	arg json.RawMessage
 	// isJSON is set when the body was read as strict JSON.
 	isJSON bool
 	// hook is the hooks' answer, when they were asked (for the audit).
-	hook *tier.HookAnswer
+	hook *policy.HookAnswer
 	// headers are the forwarded headers that bind, negotiation those that
 	// do not (readHeaders).
 	headers, negotiation map[string]string
@@ -155,12 +155,12 @@ type prepared struct {
 // is not is refused with 400, as is a method override in the query or the
 // form (an upstream that honours _method would run another operation than
 // the one decided).
-func prepare(c *Call, cfg *policy.Config) (*prepared, error) {
+func prepare(c *Call, cfg *config.Config) (*prepared, error) {
 	if err := checkSlashes(c, cfg.Policy); err != nil {
 		return nil, err
 	}
 	p := &prepared{Call: c, cfg: cfg}
-	p.tier = tier.Call{Connection: c.Connection, Method: c.Method, Path: c.Path, Query: c.Query, Intent: c.Intent, Delegated: c.Delegated}
+	p.tier = policy.Call{Connection: c.Connection, Method: c.Method, Path: c.Path, Query: c.Query, Intent: c.Intent, Delegated: c.Delegated}
 	b := callbody.Read(c.ContentType, c.Body, nil)
 	if b.Err != nil {
 		return nil, fault.Errorf(fault.InvalidRequest, "body: %v", b.Err)
@@ -214,14 +214,14 @@ func bodyArg(b []byte, isJSON bool) json.RawMessage {
 // beside them). A call that resolved to no endpoint (unknown, hidden)
 // binds its concrete path in the endpoint's place, so that its binding
 // still tells two calls apart.
-func (p *prepared) operation(cred *store.Credential, m *tier.Match) (store.Operation, error) {
+func (p *prepared) operation(cred *store.Credential, m *policy.Match) (store.Operation, error) {
 	return p.operationWith(cred, m, p.headers)
 }
 
 // operationWith is operation with the given forwarded headers in the
 // binding in place of the call's own: a redemption binds with the approved
 // request's headers, which it replays.
-func (p *prepared) operationWith(cred *store.Credential, m *tier.Match, headers map[string]string) (store.Operation, error) {
+func (p *prepared) operationWith(cred *store.Credential, m *policy.Match, headers map[string]string) (store.Operation, error) {
 	endpoint, params := p.Path, map[string]string{}
 	if m.Endpoint != nil {
 		endpoint, params = m.Endpoint.Path, m.Params.Map()
@@ -257,7 +257,7 @@ func (s *Service) Bind(cred *store.Credential, c *Call) (store.Operation, error)
 	}
 	m, ok := p.cfg.Policy.Resolve(p.Connection, p.Method, p.Path)
 	if !ok {
-		m = tier.Match{}
+		m = policy.Match{}
 	}
 	return p.operation(cred, &m)
 }

@@ -10,8 +10,8 @@ import (
 
 	"github.com/countersign/countersign/shared/calls"
 	"github.com/countersign/countersign/shared/fault"
+	"github.com/countersign/countersign/shared/policy"
 	"github.com/countersign/countersign/shared/store"
-	"github.com/countersign/countersign/shared/tier"
 )
 
 // TestReplaySendsTheOriginalBytes pauses a write with a JSON body (with
@@ -39,7 +39,7 @@ func TestReplaySendsTheOriginalBytes(t *testing.T) {
 				e := newEnv(t)
 				cred := e.creds["chat-user"]
 				c := &calls.Call{Connection: "crm", Method: "POST", Path: "/notes", RawQuery: "b=2&a=1", Body: b.body,
-					ContentType: b.contentType, Intent: tier.IntentWrite}
+					ContentType: b.contentType, Intent: policy.IntentWrite}
 				mode := calls.PauseAsk
 				if gatewayRuns {
 					mode = calls.PauseGatewayRuns
@@ -59,7 +59,7 @@ func TestReplaySendsTheOriginalBytes(t *testing.T) {
 					}
 				} else {
 					redeem := *c
-					redeem.Intent, redeem.ConfirmationID = tier.IntentConfirmedWrite, id
+					redeem.Intent, redeem.ConfirmationID = policy.IntentConfirmedWrite, id
 					res, err := e.svc.Do(e.ctx, cred, &redeem, calls.Options{})
 					if err != nil || res.Outcome != calls.Executed {
 						t.Fatalf("redeem: %+v, %v", res, err)
@@ -83,7 +83,7 @@ func TestReplaySendsTheOriginalBytes(t *testing.T) {
 // confirmation cannot run a call under another credential's approval.
 func TestConfirmationIDAlwaysChecked(t *testing.T) {
 	e := newEnv(t)
-	del := &calls.Call{Connection: "crm", Method: "DELETE", Path: "/contacts/12", Intent: tier.IntentWrite}
+	del := &calls.Call{Connection: "crm", Method: "DELETE", Path: "/contacts/12", Intent: policy.IntentWrite}
 	res, err := e.svc.Do(e.ctx, e.creds["chat-user"], del, calls.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -93,7 +93,7 @@ func TestConfirmationIDAlwaysChecked(t *testing.T) {
 	for _, other := range []string{"runner", "agent"} {
 		t.Run(other, func(t *testing.T) {
 			c := *del
-			c.Intent, c.ConfirmationID = tier.IntentConfirmedWrite, id
+			c.Intent, c.ConfirmationID = policy.IntentConfirmedWrite, id
 			_, err := e.svc.Do(e.ctx, e.creds[other], &c, calls.Options{})
 			if fault.CodeOf(err) != fault.ConfirmationMismatch {
 				t.Errorf("err %v, want confirmation_mismatch", err)
@@ -105,7 +105,7 @@ func TestConfirmationIDAlwaysChecked(t *testing.T) {
 	}
 	// The owner can still redeem it, once.
 	c := *del
-	c.Intent, c.ConfirmationID = tier.IntentConfirmedWrite, id
+	c.Intent, c.ConfirmationID = policy.IntentConfirmedWrite, id
 	if res, err := e.svc.Do(e.ctx, e.creds["chat-user"], &c, calls.Options{}); err != nil || res.Outcome != calls.Executed {
 		t.Fatalf("owner's redemption: %+v, %v", res, err)
 	}
@@ -116,7 +116,7 @@ func TestConfirmationIDAlwaysChecked(t *testing.T) {
 func TestOutcomes(t *testing.T) {
 	e := newEnv(t)
 	del := func() *calls.Call {
-		return &calls.Call{Connection: "crm", Method: "DELETE", Path: "/contacts/7", Intent: tier.IntentWrite}
+		return &calls.Call{Connection: "crm", Method: "DELETE", Path: "/contacts/7", Intent: policy.IntentWrite}
 	}
 	t.Run("refuse", func(t *testing.T) {
 		res, err := e.svc.Do(e.ctx, e.creds["chat-user"], del(), calls.Options{Pause: calls.PauseRefuse, RefuseReason: "this surface cannot ask"})
@@ -131,7 +131,7 @@ func TestOutcomes(t *testing.T) {
 		}
 	})
 	t.Run("review queues an item", func(t *testing.T) {
-		c := &calls.Call{Connection: "crm", Method: "POST", Path: "/accounts/3/close", Intent: tier.IntentWrite}
+		c := &calls.Call{Connection: "crm", Method: "POST", Path: "/accounts/3/close", Intent: policy.IntentWrite}
 		res, err := e.svc.Do(e.ctx, e.creds["runner"], c, calls.Options{})
 		if err != nil || res.Outcome != calls.Denied || res.Code != fault.ReviewRequired || res.ReviewID == "" {
 			t.Fatalf("%+v, %v", res, err)
@@ -142,7 +142,7 @@ func TestOutcomes(t *testing.T) {
 		}
 	})
 	t.Run("invalid path", func(t *testing.T) {
-		c := &calls.Call{Connection: "crm", Method: "GET", Path: "/contacts/%2e%2e", Intent: tier.IntentRead}
+		c := &calls.Call{Connection: "crm", Method: "GET", Path: "/contacts/%2e%2e", Intent: policy.IntentRead}
 		if _, err := e.svc.Do(e.ctx, e.creds["runner"], c, calls.Options{}); fault.CodeOf(err) != fault.InvalidRequest {
 			t.Fatalf("err %v, want invalid_request", err)
 		}
@@ -191,7 +191,7 @@ func TestStoreOutageIsInternal(t *testing.T) {
 // removed from the configuration records a failure instead of calling.
 func TestStoredOperationOfAGoneConnection(t *testing.T) {
 	e := newEnv(t)
-	res, err := e.svc.Do(e.ctx, e.creds["chat-user"], &calls.Call{Connection: "crm", Method: "DELETE", Path: "/contacts/9", Intent: tier.IntentWrite},
+	res, err := e.svc.Do(e.ctx, e.creds["chat-user"], &calls.Call{Connection: "crm", Method: "DELETE", Path: "/contacts/9", Intent: policy.IntentWrite},
 		calls.Options{Pause: calls.PauseGatewayRuns})
 	if err != nil {
 		t.Fatal(err)
@@ -220,7 +220,7 @@ func TestLimits(t *testing.T) {
 	e.svc.Current().Settings.Limits.CallsPerMinute = 1000
 	cred := e.creds["chat-user"]
 	del := func(id string) *calls.Call {
-		return &calls.Call{Connection: "crm", Method: "DELETE", Path: "/contacts/" + id, Intent: tier.IntentWrite}
+		return &calls.Call{Connection: "crm", Method: "DELETE", Path: "/contacts/" + id, Intent: policy.IntentWrite}
 	}
 	for _, id := range []string{"1", "2"} {
 		if res, err := e.svc.Do(e.ctx, cred, del(id), calls.Options{}); err != nil || res.Outcome != calls.Paused {
@@ -240,7 +240,7 @@ func TestLimits(t *testing.T) {
 		t.Errorf("after the window: %+v %v", res, err)
 	}
 
-	review := &calls.Call{Connection: "crm", Method: "POST", Path: "/accounts/1/close", Intent: tier.IntentWrite}
+	review := &calls.Call{Connection: "crm", Method: "POST", Path: "/accounts/1/close", Intent: policy.IntentWrite}
 	if res, err := e.svc.Do(e.ctx, cred, review, calls.Options{}); err != nil || res.ReviewID == "" {
 		t.Fatalf("review: %+v %v", res, err)
 	}
@@ -252,7 +252,7 @@ func TestLimits(t *testing.T) {
 	}
 
 	big := &calls.Call{Connection: "crm", Method: "POST", Path: "/notes", Body: []byte(`{"text":"more than sixteen bytes"}`),
-		ContentType: "application/json", Intent: tier.IntentWrite}
+		ContentType: "application/json", Intent: policy.IntentWrite}
 	if _, err := e.svc.Do(e.ctx, cred, big, calls.Options{}); fault.CodeOf(err) != fault.PayloadTooLarge {
 		t.Errorf("a big body paused: %v, want payload_too_large", err)
 	}
@@ -261,7 +261,7 @@ func TestLimits(t *testing.T) {
 	}
 
 	e.svc.Current().Settings.Limits.CallsPerMinute = 2
-	read := &calls.Call{Connection: "crm", Method: "GET", Path: "/contacts/1", Intent: tier.IntentRead}
+	read := &calls.Call{Connection: "crm", Method: "GET", Path: "/contacts/1", Intent: policy.IntentRead}
 	var last error
 	for range 5 {
 		_, last = e.svc.Do(e.ctx, e.creds["runner"], read, calls.Options{})
@@ -284,7 +284,7 @@ func TestIdempotencyClaimOutlivesALostAnswer(t *testing.T) {
 	e := newEnv(t)
 	e.svc.Store = lostAnswers{e.st}
 	cred := e.creds["runner"]
-	del := &calls.Call{Connection: "crm", Method: "DELETE", Path: "/contacts/5", Intent: tier.IntentWrite, IdempotencyKey: "once"}
+	del := &calls.Call{Connection: "crm", Method: "DELETE", Path: "/contacts/5", Intent: policy.IntentWrite, IdempotencyKey: "once"}
 	run := func() calls.Answer {
 		if _, err := e.svc.Do(e.ctx, cred, del, calls.Options{}); err != nil {
 			t.Fatal(err)

@@ -7,7 +7,7 @@ import (
 
 	"github.com/countersign/countersign/shared/calls"
 	"github.com/countersign/countersign/shared/fault"
-	"github.com/countersign/countersign/shared/tier"
+	"github.com/countersign/countersign/shared/policy"
 )
 
 // TestValidateCanonicalises: Validate leaves the one canonical path on the
@@ -52,7 +52,7 @@ func TestValidateCanonicalises(t *testing.T) {
 // the form rules.
 func TestCanonicalPathIsWhatRuns(t *testing.T) {
 	e := newEnv(t)
-	c := &calls.Call{Connection: "crm", Method: "DELETE", Path: "/contacts/%31%32", Intent: tier.IntentWrite}
+	c := &calls.Call{Connection: "crm", Method: "DELETE", Path: "/contacts/%31%32", Intent: policy.IntentWrite}
 	res, err := e.svc.Do(e.ctx, e.creds["chat-user"], c, calls.Options{})
 	if err != nil || res.Outcome != calls.Paused {
 		t.Fatalf("%+v, %v", res, err)
@@ -62,7 +62,7 @@ func TestCanonicalPathIsWhatRuns(t *testing.T) {
 	}
 	id := res.Confirmation.ID
 	e.approve(t, id)
-	redeem := &calls.Call{Connection: "crm", Method: "DELETE", Path: "/contacts/12", Intent: tier.IntentConfirmedWrite, ConfirmationID: id}
+	redeem := &calls.Call{Connection: "crm", Method: "DELETE", Path: "/contacts/12", Intent: policy.IntentConfirmedWrite, ConfirmationID: id}
 	if res, err := e.svc.Do(e.ctx, e.creds["chat-user"], redeem, calls.Options{}); err != nil || res.Outcome != calls.Executed {
 		t.Fatalf("redeem: %+v, %v", res, err)
 	}
@@ -70,11 +70,11 @@ func TestCanonicalPathIsWhatRuns(t *testing.T) {
 		t.Fatalf("upstream saw %+v, want DELETE /contacts/12", got)
 	}
 
-	slash := &calls.Call{Connection: "crm", Method: "GET", Path: "/contacts/12%2Fowner", Intent: tier.IntentRead}
+	slash := &calls.Call{Connection: "crm", Method: "GET", Path: "/contacts/12%2Fowner", Intent: policy.IntentRead}
 	if _, err := e.svc.Do(e.ctx, e.creds["runner"], slash, calls.Options{}); fault.CodeOf(err) != fault.InvalidRequest || !strings.Contains(err.Error(), "encoded_slash_params") {
 		t.Fatalf("err %v, want invalid_request naming encoded_slash_params", err)
 	}
-	unknown := &calls.Call{Connection: "crm", Method: "GET", Path: "/nowhere/a%2Fb", Intent: tier.IntentRead}
+	unknown := &calls.Call{Connection: "crm", Method: "GET", Path: "/nowhere/a%2Fb", Intent: policy.IntentRead}
 	if _, err := e.svc.Do(e.ctx, e.creds["runner"], unknown, calls.Options{}); fault.CodeOf(err) != fault.InvalidRequest || !strings.Contains(err.Error(), `"a%2Fb"`) {
 		t.Fatalf("err %v, want invalid_request naming the segment", err)
 	}

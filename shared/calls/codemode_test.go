@@ -8,8 +8,8 @@ import (
 	"github.com/countersign/countersign/shared/calls"
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/fault"
+	"github.com/countersign/countersign/shared/policy"
 	"github.com/countersign/countersign/shared/store"
-	"github.com/countersign/countersign/shared/tier"
 )
 
 // TestBindEveryOutcome: with Options.Bind every outcome carries the
@@ -22,11 +22,11 @@ func TestBindEveryOutcome(t *testing.T) {
 		call calls.Call
 		want calls.Outcome
 	}{
-		{"executed", "runner", calls.Call{Connection: "crm", Method: "GET", Path: "/contacts/7", Intent: tier.IntentRead}, calls.Executed},
-		{"collected", "chat-user", calls.Call{Connection: "crm", Method: "DELETE", Path: "/contacts/7", Intent: tier.IntentWrite}, calls.Collected},
-		{"denied", "ops-key", calls.Call{Connection: "crm", Method: "DELETE", Path: "/contacts/7", Intent: tier.IntentWrite}, calls.Denied},
-		{"unknown endpoint", "runner", calls.Call{Connection: "crm", Method: "GET", Path: "/secrets/1", Intent: tier.IntentRead}, calls.Denied},
-		{"unknown connection", "runner", calls.Call{Connection: "erp", Method: "GET", Path: "/x", Intent: tier.IntentRead}, calls.Denied},
+		{"executed", "runner", calls.Call{Connection: "crm", Method: "GET", Path: "/contacts/7", Intent: policy.IntentRead}, calls.Executed},
+		{"collected", "chat-user", calls.Call{Connection: "crm", Method: "DELETE", Path: "/contacts/7", Intent: policy.IntentWrite}, calls.Collected},
+		{"denied", "ops-key", calls.Call{Connection: "crm", Method: "DELETE", Path: "/contacts/7", Intent: policy.IntentWrite}, calls.Denied},
+		{"unknown endpoint", "runner", calls.Call{Connection: "crm", Method: "GET", Path: "/secrets/1", Intent: policy.IntentRead}, calls.Denied},
+		{"unknown connection", "runner", calls.Call{Connection: "erp", Method: "GET", Path: "/x", Intent: policy.IntentRead}, calls.Denied},
 	}
 	seen := map[string]string{}
 	for _, tt := range tests {
@@ -69,7 +69,7 @@ func (e *env) approvedBatch(tb testing.TB, n int, keep []int) *store.Confirmatio
 	tb.Helper()
 	var ops []store.Operation
 	for i := 1; i <= n; i++ {
-		res, err := e.svc.Do(e.ctx, e.creds["chat-user"], &calls.Call{Connection: "crm", Method: "DELETE", Path: "/contacts/" + string(rune('0'+i)), Intent: tier.IntentWrite},
+		res, err := e.svc.Do(e.ctx, e.creds["chat-user"], &calls.Call{Connection: "crm", Method: "DELETE", Path: "/contacts/" + string(rune('0'+i)), Intent: policy.IntentWrite},
 			calls.Options{Pause: calls.PauseCollect})
 		if err != nil || res.Outcome != calls.Collected {
 			tb.Fatalf("collect: %+v, %v", res, err)

@@ -8,8 +8,8 @@ import (
 	"github.com/countersign/countersign/shared/calls"
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/fault"
+	"github.com/countersign/countersign/shared/policy"
 	"github.com/countersign/countersign/shared/store"
-	"github.com/countersign/countersign/shared/tier"
 )
 
 // collect asks the pipeline for the bound operation of a call, as the MCP
@@ -26,7 +26,7 @@ func collect(tb testing.TB, e *env, cred *store.Credential, c *calls.Call) store
 
 func TestGrant(t *testing.T) {
 	del := func() *calls.Call {
-		return &calls.Call{Connection: "crm", Method: "DELETE", Path: "/contacts/12", Intent: tier.IntentWrite}
+		return &calls.Call{Connection: "crm", Method: "DELETE", Path: "/contacts/12", Intent: policy.IntentWrite}
 	}
 	tests := []struct {
 		name    string
@@ -101,7 +101,7 @@ func TestGrant(t *testing.T) {
 func TestGrantConcurrentUses(t *testing.T) {
 	e := newEnv(t)
 	cred := e.creds["chat-user"]
-	c := &calls.Call{Connection: "crm", Method: "DELETE", Path: "/contacts/12", Intent: tier.IntentWrite}
+	c := &calls.Call{Connection: "crm", Method: "DELETE", Path: "/contacts/12", Intent: policy.IntentWrite}
 	op := collect(t, e, cred, c)
 	g := &calls.Grant{ID: confirm.NewID(), Binding: op.Binding, Approve: true, By: "client:test", ExpiresAt: e.clock.Now().Add(time.Minute)}
 	var wg sync.WaitGroup
@@ -136,7 +136,7 @@ func TestGrantConcurrentUses(t *testing.T) {
 func TestGrantDoesNotLiftADenial(t *testing.T) {
 	e := newEnv(t)
 	cred := e.creds["chat-user"]
-	c := &calls.Call{Connection: "crm", Method: "POST", Path: "/accounts/3/close", Intent: tier.IntentWrite}
+	c := &calls.Call{Connection: "crm", Method: "POST", Path: "/accounts/3/close", Intent: policy.IntentWrite}
 	g := &calls.Grant{ID: confirm.NewID(), Binding: "anything", Approve: true, By: "client:test", ExpiresAt: e.clock.Now().Add(time.Minute)}
 	res, err := e.svc.Do(e.ctx, cred, c, calls.Options{Grant: g})
 	if err != nil || res.Outcome != calls.Denied || res.Code != fault.ReviewRequired {

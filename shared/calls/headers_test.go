@@ -15,7 +15,7 @@ import (
 	"github.com/countersign/countersign/shared/calls"
 	"github.com/countersign/countersign/shared/canon"
 	"github.com/countersign/countersign/shared/fault"
-	"github.com/countersign/countersign/shared/tier"
+	"github.com/countersign/countersign/shared/policy"
 )
 
 // headerRecorder is an upstream that keeps the headers of every request, as a
@@ -127,7 +127,7 @@ func agentHeaders(extra map[string]string) map[string]string {
 // server reads as a method override, a client address or a header not listed.
 func TestForwardHeadersByAllowList(t *testing.T) {
 	e := newHeaderEnv(t)
-	res, err := e.svc.Do(e.ctx, e.creds["runner"], &calls.Call{Connection: "crm", Method: "GET", Path: "/contacts/2", Intent: tier.IntentRead,
+	res, err := e.svc.Do(e.ctx, e.creds["runner"], &calls.Call{Connection: "crm", Method: "GET", Path: "/contacts/2", Intent: policy.IntentRead,
 		Forward: agentHeaders(map[string]string{"x-tenant-id": "sandbox"})}, calls.Options{})
 	if err != nil || res.Outcome != calls.Executed {
 		t.Fatalf("Do = %+v, %v", res, err)
@@ -151,7 +151,7 @@ func TestForwardHeadersByAllowList(t *testing.T) {
 func TestForwardedHeadersAreBoundAndReplayed(t *testing.T) {
 	e := newHeaderEnv(t)
 	cred := e.creds["chat-user"]
-	res, err := e.svc.Do(e.ctx, cred, &calls.Call{Connection: "crm", Method: "DELETE", Path: "/contacts/12", Intent: tier.IntentWrite,
+	res, err := e.svc.Do(e.ctx, cred, &calls.Call{Connection: "crm", Method: "DELETE", Path: "/contacts/12", Intent: policy.IntentWrite,
 		Forward: agentHeaders(map[string]string{"x-tenant-id": "sandbox", "x-dry-run": "true"})}, calls.Options{})
 	if err != nil || res.Outcome != calls.Paused {
 		t.Fatalf("Do = %+v, %v", res, err)
@@ -168,7 +168,7 @@ func TestForwardedHeadersAreBoundAndReplayed(t *testing.T) {
 		t.Fatalf("stored operation headers = %v, %v", stored.Operations[0].Args.Headers, err)
 	}
 	// The same call with another tenant binds differently.
-	other, err := e.svc.Bind(cred, &calls.Call{Connection: "crm", Method: "DELETE", Path: "/contacts/12", Intent: tier.IntentWrite,
+	other, err := e.svc.Bind(cred, &calls.Call{Connection: "crm", Method: "DELETE", Path: "/contacts/12", Intent: policy.IntentWrite,
 		Forward: map[string]string{"x-tenant-id": "production", "x-dry-run": "true"}})
 	if err != nil || other.Binding == op.Binding {
 		t.Fatalf("another tenant binds %s (err %v), the approved call %s: want different", other.Binding, err, op.Binding)
@@ -176,7 +176,7 @@ func TestForwardedHeadersAreBoundAndReplayed(t *testing.T) {
 
 	e.approve(t, res.Confirmation.ID)
 	before := e.up.count()
-	red, err := e.svc.Do(e.ctx, cred, &calls.Call{Connection: "crm", Method: "DELETE", Path: "/contacts/12", Intent: tier.IntentConfirmedWrite,
+	red, err := e.svc.Do(e.ctx, cred, &calls.Call{Connection: "crm", Method: "DELETE", Path: "/contacts/12", Intent: policy.IntentConfirmedWrite,
 		ConfirmationID: res.Confirmation.ID,
 		Forward:        map[string]string{"x-tenant-id": "production", "x-cascade": "all", "accept": "text/html"}}, calls.Options{})
 	if err != nil || red.Outcome != calls.Executed {
@@ -199,7 +199,7 @@ func TestForwardedHeadersAreBoundAndReplayed(t *testing.T) {
 // card) sends the approved headers.
 func TestGatewayRunReplaysForwardedHeaders(t *testing.T) {
 	e := newHeaderEnv(t)
-	res, err := e.svc.Do(e.ctx, e.creds["chat-user"], &calls.Call{Connection: "crm", Method: "DELETE", Path: "/contacts/7", Intent: tier.IntentWrite,
+	res, err := e.svc.Do(e.ctx, e.creds["chat-user"], &calls.Call{Connection: "crm", Method: "DELETE", Path: "/contacts/7", Intent: policy.IntentWrite,
 		Forward: map[string]string{"x-tenant-id": "sandbox"}}, calls.Options{Pause: calls.PauseGatewayRuns})
 	if err != nil || res.Outcome != calls.Paused {
 		t.Fatalf("Do = %+v, %v", res, err)
@@ -218,7 +218,7 @@ func TestGatewayRunReplaysForwardedHeaders(t *testing.T) {
 // before stay redeemable.
 func TestBindingWithoutForwardedHeadersIsUnchanged(t *testing.T) {
 	e := newHeaderEnv(t)
-	op, err := e.svc.Bind(e.creds["chat-user"], &calls.Call{Connection: "crm", Method: "DELETE", Path: "/contacts/12", Intent: tier.IntentWrite,
+	op, err := e.svc.Bind(e.creds["chat-user"], &calls.Call{Connection: "crm", Method: "DELETE", Path: "/contacts/12", Intent: policy.IntentWrite,
 		Forward: map[string]string{"accept": "application/json", "x-tenant-id": ""}})
 	if err != nil {
 		t.Fatal(err)
@@ -242,7 +242,7 @@ func TestForwardedHeaderValuesAreChecked(t *testing.T) {
 		"too long":          {"x-tenant-id": strings.Repeat("a", 5000)},
 		"too much in all":   {"x-tenant-id": strings.Repeat("a", 4000), "x-dry-run": strings.Repeat("b", 4000), "x-cascade": strings.Repeat("c", 4000), "accept": strings.Repeat("d", 4000), "accept-language": strings.Repeat("e", 4000)},
 	} {
-		_, err := e.svc.Do(e.ctx, e.creds["runner"], &calls.Call{Connection: "crm", Method: "GET", Path: "/contacts/2", Intent: tier.IntentRead, Forward: h}, calls.Options{})
+		_, err := e.svc.Do(e.ctx, e.creds["runner"], &calls.Call{Connection: "crm", Method: "GET", Path: "/contacts/2", Intent: policy.IntentRead, Forward: h}, calls.Options{})
 		if fault.CodeOf(err) != fault.InvalidRequest {
 			t.Errorf("%s: err = %v, want invalid_request", name, err)
 		}
@@ -262,7 +262,7 @@ func TestForwardedPreferLeavesRespondAsyncOut(t *testing.T) {
 		"respond-async":                         "",
 		"handling=strict":                       "handling=strict",
 	} {
-		op, err := e.svc.Bind(e.creds["chat-user"], &calls.Call{Connection: "crm", Method: "DELETE", Path: "/contacts/12", Intent: tier.IntentWrite,
+		op, err := e.svc.Bind(e.creds["chat-user"], &calls.Call{Connection: "crm", Method: "DELETE", Path: "/contacts/12", Intent: policy.IntentWrite,
 			Forward: map[string]string{"prefer": prefer}})
 		if err != nil {
 			t.Fatal(err)

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/shared/calls"
+	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/confirm"
-	"github.com/countersign/countersign/shared/policy"
 	"github.com/countersign/countersign/shared/store"
 	"github.com/countersign/countersign/shared/store/embedded"
 	"github.com/countersign/countersign/shared/store/storetest"
@@ -139,7 +139,7 @@ func newEnvWith(tb testing.TB, open func(now func() time.Time) testStore) *env {
 // configuration's credentials stored, a no-op workflow and a fixed clock.
 func loadPipeline(tb testing.TB, dir string, open func(now func() time.Time) testStore) *env {
 	tb.Helper()
-	cfg, err := policy.Load(dir, nil)
+	cfg, err := config.Load(dir, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}

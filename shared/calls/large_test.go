@@ -11,9 +11,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/countersign/countersign/shared/calls"
+	"github.com/countersign/countersign/shared/policy"
 	"github.com/countersign/countersign/shared/store"
 	"github.com/countersign/countersign/shared/store/dynamostore"
-	"github.com/countersign/countersign/shared/tier"
 )
 
 // dynamoEndpoint names the DynamoDB-compatible server (make test starts dynalite).
@@ -49,14 +49,14 @@ func TestLargeAnswers(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			e := newEnvWith(t, open)
 			cred := e.creds["chat-user"]
-			del := &calls.Call{Connection: "crm", Method: "DELETE", Path: "/contacts/big", Intent: tier.IntentWrite}
+			del := &calls.Call{Connection: "crm", Method: "DELETE", Path: "/contacts/big", Intent: policy.IntentWrite}
 			res, err := e.svc.Do(e.ctx, cred, del, calls.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			e.approve(t, res.Confirmation.ID)
 			redeem := *del
-			redeem.Intent, redeem.ConfirmationID = tier.IntentConfirmedWrite, res.Confirmation.ID
+			redeem.Intent, redeem.ConfirmationID = policy.IntentConfirmedWrite, res.Confirmation.ID
 			got, err := e.svc.Do(e.ctx, cred, &redeem, calls.Options{})
 			if err != nil || len(got.Response.Body) != len(bigAnswer) {
 				t.Fatalf("redeem: %v (the agent must get the whole answer)", err)
@@ -70,7 +70,7 @@ func TestLargeAnswers(t *testing.T) {
 				t.Fatalf("stored %s outcome %+v, want executed with a truncated outcome", stored.Status, out)
 			}
 
-			read := &calls.Call{Connection: "crm", Method: "GET", Path: "/contacts/big", Intent: tier.IntentRead, IdempotencyKey: "k1"}
+			read := &calls.Call{Connection: "crm", Method: "GET", Path: "/contacts/big", Intent: policy.IntentRead, IdempotencyKey: "k1"}
 			run := func() calls.Answer {
 				res, err := e.svc.Do(e.ctx, e.creds["runner"], read, calls.Options{})
 				if err != nil {

@@ -8,16 +8,16 @@ import (
 	"sync"
 	"time"
 
+	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/fault"
-	"github.com/countersign/countersign/shared/policy"
 	"github.com/countersign/countersign/shared/store"
 )
 
 // limits are the configured limits, with the defaults for any left zero
 // (a configuration built by hand in a test).
-func (s *Service) limits() policy.Limits {
+func (s *Service) limits() config.Limits {
 	l := s.Current().Settings.Limits
-	d := policy.DefaultLimits
+	d := config.DefaultLimits
 	if l.CallsPerMinute <= 0 {
 		l.CallsPerMinute = d.CallsPerMinute
 	}

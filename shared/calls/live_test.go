@@ -10,13 +10,13 @@ import (
 	"testing"
 
 	"github.com/countersign/countersign/shared/calls"
+	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/policy"
-	"github.com/countersign/countersign/shared/tier"
 )
 
 // loadPolicy loads a configuration directory holding settings.json and the
 // crm connection's policy.json.
-func loadPolicy(tb testing.TB, policyJSON string) *policy.Config {
+func loadPolicy(tb testing.TB, policyJSON string) *config.Config {
 	tb.Helper()
 	dir := tb.TempDir()
 	for rel, content := range map[string]string{
@@ -31,7 +31,7 @@ func loadPolicy(tb testing.TB, policyJSON string) *policy.Config {
 			tb.Fatal(err)
 		}
 	}
-	cfg, err := policy.Load(dir, nil)
+	cfg, err := config.Load(dir, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func TestSetConfigDecidesTheNextCall(t *testing.T) {
 	cred := e.creds["chat-user"]
 	read := func() *calls.Result {
 		t.Helper()
-		res, err := e.svc.Do(e.ctx, cred, &calls.Call{Connection: "crm", Method: "GET", Path: "/contacts/7", Intent: tier.IntentRead}, calls.Options{})
+		res, err := e.svc.Do(e.ctx, cred, &calls.Call{Connection: "crm", Method: "GET", Path: "/contacts/7", Intent: policy.IntentRead}, calls.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -60,7 +60,7 @@ func TestSetConfigDecidesTheNextCall(t *testing.T) {
 	if e.svc.Current() != next {
 		t.Fatal("Current does not return the configuration set")
 	}
-	if res := read(); res.Outcome != calls.Denied || res.Decision.Tier != tier.Never {
+	if res := read(); res.Outcome != calls.Denied || res.Decision.Tier != policy.Never {
 		t.Fatalf("after: %s at %s, want denied at never", res.Outcome, res.Decision.Tier)
 	}
 	e.svc.SetConfig(nil) // ignored
@@ -96,7 +96,7 @@ func TestCallKeepsItsConfiguration(t *testing.T) {
 	var res *calls.Result
 	var err error
 	wg.Go(func() {
-		res, err = e.svc.Do(e.ctx, cred, &calls.Call{Connection: "crm", Method: "GET", Path: "/contacts/1", Intent: tier.IntentRead}, calls.Options{})
+		res, err = e.svc.Do(e.ctx, cred, &calls.Call{Connection: "crm", Method: "GET", Path: "/contacts/1", Intent: policy.IntentRead}, calls.Options{})
 	})
 	<-asked
 	e.svc.SetConfig(next)
@@ -108,7 +108,7 @@ func TestCallKeepsItsConfiguration(t *testing.T) {
 	if got, other := len(e.up.seen()), len(other.seen()); got != 1 || other != 0 {
 		t.Fatalf("the call under way reached the old upstream %d times and the new one %d, want 1 and 0", got, other)
 	}
-	if _, err := e.svc.Do(e.ctx, cred, &calls.Call{Connection: "crm", Method: "GET", Path: "/contacts/2", Intent: tier.IntentRead}, calls.Options{}); err != nil {
+	if _, err := e.svc.Do(e.ctx, cred, &calls.Call{Connection: "crm", Method: "GET", Path: "/contacts/2", Intent: policy.IntentRead}, calls.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(other.seen()); n != 1 {
@@ -122,7 +122,7 @@ func TestSetConfigWhileCalling(t *testing.T) {
 	e := newEnv(t)
 	cred := e.creds["runner"]
 	base := e.svc.Current().Connections["crm"].BaseURL
-	cfgs := []*policy.Config{
+	cfgs := []*config.Config{
 		loadPolicy(t, fmt.Sprintf(`{"base_url": %q, "endpoints": [{"method": "GET", "path": "/contacts/{id}"}]}`, base)),
 		loadPolicy(t, fmt.Sprintf(`{"base_url": %q, "endpoints": [{"method": "GET", "path": "/contacts/{id}", "confirm": "never"}]}`, base)),
 	}
@@ -134,7 +134,7 @@ func TestSetConfigWhileCalling(t *testing.T) {
 					e.svc.SetConfig(cfgs[j%2])
 					continue
 				}
-				res, err := e.svc.Do(e.ctx, cred, &calls.Call{Connection: "crm", Method: "GET", Path: "/contacts/3", Intent: tier.IntentRead}, calls.Options{})
+				res, err := e.svc.Do(e.ctx, cred, &calls.Call{Connection: "crm", Method: "GET", Path: "/contacts/3", Intent: policy.IntentRead}, calls.Options{})
 				if err != nil || (res.Outcome != calls.Executed && res.Outcome != calls.Denied) {
 					t.Errorf("call: %+v, %v", res, err)
 				}

@@ -10,11 +10,11 @@ import (
 	"strings"
 
 	"github.com/countersign/countersign/shared/audit"
+	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/policy"
 	"github.com/countersign/countersign/shared/store"
-	"github.com/countersign/countersign/shared/tier"
 )
 
 // The operator surface: the review queue, operator-gated tools, and what
@@ -169,20 +169,20 @@ func (s *Service) RunTool(ctx context.Context, op *store.Credential, connection,
 		return nil, err
 	}
 	conn := s.Current().Connections[connection]
-	var t *policy.Tool
+	var t *config.Tool
 	if conn != nil {
 		t = conn.Tools[tool]
 	}
-	if t == nil || t.Kind != policy.KindOperatorGated {
+	if t == nil || t.Kind != config.KindOperatorGated {
 		return nil, fault.Errorf(fault.UnknownOperation, "%s has no operator-gated tool %q", connection, tool)
 	}
 	path, err := toolPath(t.Path, args.Path)
 	if err != nil {
 		return nil, err
 	}
-	c := &Call{Connection: connection, Method: t.Method, Path: path, Intent: tier.IntentWrite}
-	if !tier.IsMutating(t.Method) {
-		c.Intent = tier.IntentRead
+	c := &Call{Connection: connection, Method: t.Method, Path: path, Intent: policy.IntentWrite}
+	if !policy.IsMutating(t.Method) {
+		c.Intent = policy.IntentRead
 	}
 	if len(args.Query) > 0 {
 		c.Query = url.Values{}
@@ -204,7 +204,7 @@ func (s *Service) RunTool(ctx context.Context, op *store.Credential, connection,
 		return nil, err
 	}
 	res, err := s.runTool(ctx, op, p, tool)
-	d := tier.Decision{Tier: tier.Never, Configured: tier.Never}
+	d := policy.Decision{Tier: policy.Never, Configured: policy.Never}
 	if res != nil {
 		d = res.Decision
 	}
@@ -218,25 +218,25 @@ func (s *Service) runTool(ctx context.Context, op *store.Credential, p *prepared
 	if !ok || m.Endpoint == nil || m.Endpoint.Tool != tool || !m.Endpoint.OperatorOnly {
 		return nil, fault.Errorf(fault.UnknownOperation, "%s %s does not resolve to the tool %s", p.Method, p.Path, tool)
 	}
-	res := &Result{At: s.now(), Decision: tier.Decision{Tier: tier.Never, Configured: tier.Never, Outcome: tier.Execute, Match: m,
+	res := &Result{At: s.now(), Decision: policy.Decision{Tier: policy.Never, Configured: policy.Never, Outcome: policy.Execute, Match: m,
 		Rule: m.Endpoint.Rule, Reason: "operator-gated tool " + tool + " run by operator " + op.ID}}
 	deny := func(code fault.Code, rule, reason string) (*Result, error) {
 		res.Outcome, res.Code, res.Reason = Denied, code, reason
-		res.Decision.Outcome, res.Decision.Code, res.Decision.Rule, res.Decision.Reason = tier.Deny, tier.Code(code), rule, reason
+		res.Decision.Outcome, res.Decision.Code, res.Decision.Rule, res.Decision.Reason = policy.Deny, policy.Code(code), rule, reason
 		return res, nil
 	}
 	if len(op.Connections) > 0 && !containsString(op.Connections, p.Connection) {
-		return deny(fault.UnknownOperation, tier.RuleCredentialConnections, "this credential may not use connection "+p.Connection)
+		return deny(fault.UnknownOperation, policy.RuleCredentialConnections, "this credential may not use connection "+p.Connection)
 	}
 	if m.Connection.Hooked {
 		h := s.askHooks(ctx, op, p, &m)
 		p.hook = &h
-		if h.Decision == tier.HookDeny {
-			return deny(fault.HookDenied, tier.RuleHook, h.Reason)
+		if h.Decision == policy.HookDeny {
+			return deny(fault.HookDenied, policy.RuleHook, h.Reason)
 		}
 	}
-	if op.ReadOnly && tier.IsMutating(p.Method) {
-		return deny(fault.ReadOnly, tier.RuleReadOnly, "this credential is read-only: it cannot run "+p.Method+" "+m.Endpoint.Path)
+	if op.ReadOnly && policy.IsMutating(p.Method) {
+		return deny(fault.ReadOnly, policy.RuleReadOnly, "this credential is read-only: it cannot run "+p.Method+" "+m.Endpoint.Path)
 	}
 	resp, err := s.send(ctx, p, "")
 	if err != nil {
@@ -249,7 +249,7 @@ func (s *Service) runTool(ctx context.Context, op *store.Credential, p *prepared
 func (s *Service) auditTool(ctx context.Context, op *store.Credential, p *prepared, tool string, res *Result, err error) {
 	r := store.AuditRecord{Chain: audit.ChainOf(op.ID), Actor: operatorActor(op), Action: "tool.run", Subject: p.Connection + "/" + tool,
 		Credential: op.ID, Connection: p.Connection, Method: p.Method, Path: p.Path, Tier: "operator"}
-	if p.hook != nil && p.hook.Decision != tier.HookNone {
+	if p.hook != nil && p.hook.Decision != policy.HookNone {
 		r.Hook = &store.AuditHook{Decision: p.hook.Decision.String(), Reason: p.hook.Reason}
 	}
 	switch {

@@ -8,8 +8,8 @@ import (
 
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/fault"
+	"github.com/countersign/countersign/shared/policy"
 	"github.com/countersign/countersign/shared/store"
-	"github.com/countersign/countersign/shared/tier"
 )
 
 // Outcome is what happened to a call.
@@ -82,7 +82,7 @@ type Options struct {
 // store outage) are returned as errors carrying a fault.Code.
 type Result struct {
 	Outcome  Outcome
-	Decision tier.Decision
+	Decision policy.Decision
 	// Code and Reason explain a denial (Denied).
 	Code   fault.Code
 	Reason string
@@ -124,7 +124,7 @@ func (s *Service) Do(ctx context.Context, cred *store.Credential, c *Call, o Opt
 	return res, err
 }
 
-func (s *Service) outcome(ctx context.Context, cred *store.Credential, p *prepared, d tier.Decision, o Options) (*Result, error) {
+func (s *Service) outcome(ctx context.Context, cred *store.Credential, p *prepared, d policy.Decision, o Options) (*Result, error) {
 	res := &Result{Decision: d, At: s.now()}
 	if o.Bind {
 		op, err := p.operation(cred, &d.Match)
@@ -133,7 +133,7 @@ func (s *Service) outcome(ctx context.Context, cred *store.Credential, p *prepar
 		}
 		res.Operation = op
 	}
-	if d.Outcome == tier.Deny {
+	if d.Outcome == policy.Deny {
 		return s.deny(ctx, cred, p, res)
 	}
 	// A call that names an approval redeems it, whatever the credential's
@@ -145,7 +145,7 @@ func (s *Service) outcome(ctx context.Context, cred *store.Credential, p *prepar
 	if o.Grant != nil {
 		return s.granted(ctx, cred, p, res, o.Grant)
 	}
-	if d.Outcome == tier.Execute {
+	if d.Outcome == policy.Execute {
 		resp, err := s.send(ctx, p, s.agentKey(cred, p))
 		if err != nil {
 			return nil, err
@@ -153,7 +153,7 @@ func (s *Service) outcome(ctx context.Context, cred *store.Credential, p *prepar
 		res.Outcome, res.Response, res.Notice = Executed, resp, d.Notice
 		return res, nil
 	}
-	if p.Intent == tier.IntentConfirmedWrite {
+	if p.Intent == policy.IntentConfirmedWrite {
 		return nil, fault.New(fault.InvalidRequest, "confirmation_id is required with intent confirmed_write")
 	}
 	switch o.Pause {
@@ -182,20 +182,20 @@ func (s *Service) outcome(ctx context.Context, cred *store.Credential, p *prepar
 }
 
 // evaluate resolves the call, asks the connection's hooks, and takes the
-// policy decision (tier.Decide); Decide, apart, records an approver's answer.
-func (s *Service) evaluate(ctx context.Context, cred *store.Credential, p *prepared) tier.Decision {
+// policy decision (policy.Decide); Decide, apart, records an approver's answer.
+func (s *Service) evaluate(ctx context.Context, cred *store.Credential, p *prepared) policy.Decision {
 	m, ok := p.cfg.Policy.Resolve(p.Connection, p.Method, p.Path)
-	in := tier.Input{Call: &p.tier, Credential: tierCredential(cred)}
+	in := policy.Input{Call: &p.tier, Credential: tierCredential(cred)}
 	if ok && m.Connection.Hooked && !m.Endpoint.Hidden {
 		in.Hook = s.askHooks(ctx, cred, p, &m)
 		p.hook = &in.Hook
 	}
-	return tier.Decide(m, ok, in)
+	return policy.Decide(m, ok, in)
 }
 
 // tierCredential is the decision's view of a stored credential.
-func tierCredential(c *store.Credential) *tier.Credential {
-	return &tier.Credential{ID: c.ID, Choice: c.Choice, ReadOnly: c.ReadOnly, Connections: c.Connections}
+func tierCredential(c *store.Credential) *policy.Credential {
+	return &policy.Credential{ID: c.ID, Choice: c.Choice, ReadOnly: c.ReadOnly, Connections: c.Connections}
 }
 
 // deny records a denial; review_required also queues a review item for the
@@ -203,7 +203,7 @@ func tierCredential(c *store.Credential) *tier.Credential {
 func (s *Service) deny(ctx context.Context, cred *store.Credential, p *prepared, res *Result) (*Result, error) {
 	d := &res.Decision
 	res.Outcome, res.Code, res.Reason = Denied, fault.Code(d.Code), d.Reason
-	if d.Code != tier.CodeReviewRequired {
+	if d.Code != policy.CodeReviewRequired {
 		return res, nil
 	}
 	if err := s.holdable(p); err != nil {
@@ -305,7 +305,7 @@ func (s *Service) upstreamURL(p *prepared) string {
 }
 
 // logCall writes the one line of a call.
-func (s *Service) logCall(ctx context.Context, cred *store.Credential, p *prepared, d tier.Decision, res *Result, err error) {
+func (s *Service) logCall(ctx context.Context, cred *store.Credential, p *prepared, d policy.Decision, res *Result, err error) {
 	outcome, code, confirmation := "error", fault.CodeOf(err), ""
 	if res != nil {
 		outcome, code = res.Outcome.String(), res.Code

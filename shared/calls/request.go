@@ -6,8 +6,8 @@ import (
 
 	"github.com/countersign/countersign/shared/callbody"
 	"github.com/countersign/countersign/shared/fault"
+	"github.com/countersign/countersign/shared/policy"
 	"github.com/countersign/countersign/shared/store"
-	"github.com/countersign/countersign/shared/tier"
 )
 
 // Request is the body of POST /v1/calls (docs/api.md, Agent calls), the request
@@ -19,7 +19,7 @@ type Request struct {
 	Path           string            `json:"path"`
 	Query          map[string]string `json:"query"`
 	Body           json.RawMessage   `json:"body"`
-	Intent         *tier.Intent      `json:"intent"`
+	Intent         *policy.Intent    `json:"intent"`
 	ConfirmationID string            `json:"confirmation_id"`
 	Delegated      bool              `json:"delegated"`
 	Client         *RequestClient    `json:"client"`
@@ -61,9 +61,9 @@ func ParseRequest(b []byte) (*Call, *Client, error) {
 	switch {
 	case r.Intent == nil:
 		return nil, nil, fault.New(fault.InvalidRequest, "intent is required: read, write or confirmed_write")
-	case *r.Intent == tier.IntentConfirmedWrite && r.ConfirmationID == "":
+	case *r.Intent == policy.IntentConfirmedWrite && r.ConfirmationID == "":
 		return nil, nil, fault.New(fault.InvalidRequest, "confirmation_id is required with intent confirmed_write")
-	case *r.Intent != tier.IntentConfirmedWrite && r.ConfirmationID != "":
+	case *r.Intent != policy.IntentConfirmedWrite && r.ConfirmationID != "":
 		return nil, nil, fault.New(fault.InvalidRequest, "confirmation_id goes only with intent confirmed_write")
 	}
 	c.Intent = *r.Intent
@@ -81,15 +81,15 @@ func ParseRequest(b []byte) (*Call, *Client, error) {
 // not asked (the answer is HookNone) and nothing is stored or sent. It
 // returns what the decision was made from and the decision, or the error
 // Do would answer before deciding (a body that is not strict JSON).
-func (s *Service) Explain(cred *store.Credential, c *Call) (tier.Input, tier.Decision, error) {
+func (s *Service) Explain(cred *store.Credential, c *Call) (policy.Input, policy.Decision, error) {
 	if err := c.Validate(); err != nil {
-		return tier.Input{}, tier.Decision{}, err
+		return policy.Input{}, policy.Decision{}, err
 	}
 	p, err := prepare(c, s.Current())
 	if err != nil {
-		return tier.Input{}, tier.Decision{}, err
+		return policy.Input{}, policy.Decision{}, err
 	}
 	m, ok := s.Current().Policy.Resolve(p.Connection, p.Method, p.Path)
-	in := tier.Input{Call: &p.tier, Credential: tierCredential(cred)}
-	return in, tier.Decide(m, ok, in), nil
+	in := policy.Input{Call: &p.tier, Credential: tierCredential(cred)}
+	return in, policy.Decide(m, ok, in), nil
 }

@@ -12,11 +12,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/display"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/notify"
-	"github.com/countersign/countersign/shared/policy"
 	"github.com/countersign/countersign/shared/store"
 	"github.com/countersign/countersign/shared/upstream"
 )
@@ -101,18 +101,18 @@ type Service struct {
 	Audit Auditor
 
 	rate rateLimiter
-	live atomic.Pointer[policy.Config]
+	live atomic.Pointer[config.Config]
 }
 
 // Current returns the configuration in force: the last one SetConfig put
 // in force (nil before the first). A call reads it once, when it starts,
 // and keeps that one to its end.
-func (s *Service) Current() *policy.Config { return s.live.Load() }
+func (s *Service) Current() *config.Config { return s.live.Load() }
 
 // SetConfig puts cfg in force for every call that starts after it returns;
 // calls already running finish with the configuration they started with.
 // It is safe to call while calls run.
-func (s *Service) SetConfig(cfg *policy.Config) {
+func (s *Service) SetConfig(cfg *config.Config) {
 	if cfg != nil {
 		s.live.Store(cfg)
 	}
@@ -120,7 +120,7 @@ func (s *Service) SetConfig(cfg *policy.Config) {
 
 // WithConfig puts cfg in force (SetConfig) and returns s, to build a
 // Service in one expression.
-func (s *Service) WithConfig(cfg *policy.Config) *Service {
+func (s *Service) WithConfig(cfg *config.Config) *Service {
 	s.SetConfig(cfg)
 	return s
 }

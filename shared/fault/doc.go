@@ -4,7 +4,7 @@
 // httpapi, the tool result text in mcp); a test in each fails when a code
 // has no entry there.
 //
-// The pure decision keeps its own small code type (tier.Code) so that
-// shared/tier imports nothing but the standard library; every tier code is
+// The pure decision keeps its own small code type (policy.Code) so that
+// shared/policy imports nothing but the standard library; every tier code is
 // also a code here (FromTier converts, and a test proves each is known).
 package fault

@@ -20,7 +20,7 @@ const (
 	// BadSignature: an approval link or a signed request state that does not verify.
 	BadSignature Code = "bad_signature"
 
-	// The decision's denials (tier.Code).
+	// The decision's denials (policy.Code).
 	RequiresConfirmation Code = "requires_confirmation"
 	ReviewRequired       Code = "review_required"
 	Blocked              Code = "blocked"

@@ -13,10 +13,10 @@ import (
 
 	"github.com/countersign/countersign/shared/approvalpage"
 	"github.com/countersign/countersign/shared/calls"
+	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/links"
-	"github.com/countersign/countersign/shared/policy"
 	"github.com/countersign/countersign/shared/reqlog"
 	"github.com/countersign/countersign/shared/store"
 )
@@ -43,7 +43,7 @@ func (a *Approver) now() time.Time {
 }
 
 // workspace is the look of the page, from the settings in force.
-func (a *Approver) workspace() policy.Workspace { return a.Calls.Current().Settings.Workspace }
+func (a *Approver) workspace() config.Workspace { return a.Calls.Current().Settings.Workspace }
 
 func (a *Approver) logger() *slog.Logger {
 	if a.Logger != nil {

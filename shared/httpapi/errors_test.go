@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/countersign/countersign/shared/fault"
-	"github.com/countersign/countersign/shared/tier"
+	"github.com/countersign/countersign/shared/policy"
 )
 
 // TestEveryCodeHasAStatus fails when a code of package fault has no HTTP
@@ -24,8 +24,8 @@ func TestEveryCodeHasAStatus(t *testing.T) {
 	if len(statusOf) != len(fault.All()) {
 		t.Errorf("the table has %d entries for %d codes", len(statusOf), len(fault.All()))
 	}
-	for _, c := range []tier.Code{tier.CodeUnknownOperation, tier.CodeRequiresConfirmation, tier.CodeReviewRequired,
-		tier.CodeBlocked, tier.CodeReadOnly, tier.CodeWriteIntentRequired, tier.CodeHookDenied} {
+	for _, c := range []policy.Code{policy.CodeUnknownOperation, policy.CodeRequiresConfirmation, policy.CodeReviewRequired,
+		policy.CodeBlocked, policy.CodeReadOnly, policy.CodeWriteIntentRequired, policy.CodeHookDenied} {
 		if !fault.Code(c).Known() {
 			t.Errorf("tier code %s is not a fault code", c)
 		}

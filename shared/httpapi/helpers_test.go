@@ -17,10 +17,10 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/countersign/countersign/shared/calls"
+	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/httpapi"
 	"github.com/countersign/countersign/shared/links"
-	"github.com/countersign/countersign/shared/policy"
 	"github.com/countersign/countersign/shared/store"
 	"github.com/countersign/countersign/shared/store/embedded"
 	"github.com/countersign/countersign/shared/store/storetest"
@@ -119,7 +119,7 @@ type env struct {
 	st       *embedded.Store
 	wf       *fakeWorkflow
 	svc      *confirm.Service
-	cfg      *policy.Config
+	cfg      *config.Config
 	up       *crm
 	upURL    string
 	signer   *links.Signer
@@ -156,7 +156,7 @@ func newEnv(tb testing.TB) *env {
     {"method": "DELETE", "path": "/contacts/{id}", "confirm": true, "operation_id": "deleteContact"}
   ]
 }`, srv.URL))
-	cfg, err := policy.Load(dir, nil)
+	cfg, err := config.Load(dir, nil)
 	if err != nil {
 		tb.Fatalf("load config: %v", err)
 	}

@@ -8,8 +8,8 @@ import (
 	"github.com/countersign/countersign/shared/callbody"
 	"github.com/countersign/countersign/shared/calls"
 	"github.com/countersign/countersign/shared/fault"
+	"github.com/countersign/countersign/shared/policy"
 	"github.com/countersign/countersign/shared/store"
-	"github.com/countersign/countersign/shared/tier"
 )
 
 // hopHeaders are never copied between the agent, the gateway and the upstream.
@@ -38,12 +38,12 @@ func (g *Gateway) rest(ctx context.Context, req *Request, cred *store.Credential
 		return codeError(fault.InvalidRequest, err.Error())
 	}
 	m := method(req)
-	c := &calls.Call{Connection: connName, Method: m, Path: "/" + p, RawQuery: req.RawQueryString, Forward: agentHeaders(req), Intent: tier.IntentRead}
-	if tier.IsMutating(m) {
-		c.Intent = tier.IntentWrite
+	c := &calls.Call{Connection: connName, Method: m, Path: "/" + p, RawQuery: req.RawQueryString, Forward: agentHeaders(req), Intent: policy.IntentRead}
+	if policy.IsMutating(m) {
+		c.Intent = policy.IntentWrite
 	}
 	if id := header(req, "Countersign-Confirmation"); id != "" {
-		c.Intent, c.ConfirmationID = tier.IntentConfirmedWrite, id
+		c.Intent, c.ConfirmationID = policy.IntentConfirmedWrite, id
 	}
 	// The query is read by the form rules: a name PHP would trim or cut
 	// (" amount", "amount%00") is refused, not passed by a threshold.

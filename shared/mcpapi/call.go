@@ -14,8 +14,8 @@ import (
 
 	"github.com/countersign/countersign/shared/calls"
 	"github.com/countersign/countersign/shared/fault"
+	"github.com/countersign/countersign/shared/policy"
 	"github.com/countersign/countersign/shared/store"
-	"github.com/countersign/countersign/shared/tier"
 )
 
 // addOperationTools adds one tool per operation the credential may see.
@@ -110,7 +110,7 @@ func (h *Handler) first(ctx context.Context, cred *store.Credential, client Clie
 		}
 		return approversNotice(res, client)
 	}
-	if o.Pause == calls.PauseRefuse && res.Decision.Outcome == tier.Pause {
+	if o.Pause == calls.PauseRefuse && res.Decision.Outcome == policy.Pause {
 		// The call needs a person and this client cannot ask one.
 		return deniedResult(res, client.cannotAsk())
 	}

@@ -19,13 +19,13 @@ import (
 	"github.com/countersign/countersign/shared/approvalpage"
 	"github.com/countersign/countersign/shared/calls"
 	"github.com/countersign/countersign/shared/canon"
+	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/display"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/links"
 	"github.com/countersign/countersign/shared/policy"
 	"github.com/countersign/countersign/shared/store"
-	"github.com/countersign/countersign/shared/tier"
 )
 
 // The confirmation tools.
@@ -71,7 +71,7 @@ type decideArgs struct {
 // addConfirmationTools adds review_pending, card_decide and
 // confirmation_status for credentials that ask a person.
 func (h *Handler) addConfirmationTools(s *mcp.Server, cred *store.Credential) {
-	if cred.Choice != tier.AskPerson {
+	if cred.Choice != policy.AskPerson {
 		return
 	}
 	idSchema := map[string]any{"type": "object", "required": []string{"confirmation_id"}, "additionalProperties": false,
@@ -463,7 +463,7 @@ func (h *Handler) readCard(ctx context.Context, req *mcp.ReadResourceRequest) (*
 // values are few and escaped for where they go: the workspace name as HTML
 // text, the accent a checked hex colour, the tool name and the expiry text
 // JSON string literals in the script.
-func renderCard(ws policy.Workspace) ([]byte, error) {
+func renderCard(ws config.Workspace) ([]byte, error) {
 	accent := approvalpage.DefaultAccent
 	if hexColour.MatchString(ws.AccentColor) {
 		accent = ws.AccentColor
@@ -480,7 +480,7 @@ func renderCard(ws policy.Workspace) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := strings.NewReplacer("__WORKSPACE__", html.EscapeString(display.Text(name)), "__ACCENT__", accent, "__ON_ACCENT__", policy.TextOn(accent),
+	r := strings.NewReplacer("__WORKSPACE__", html.EscapeString(display.Text(name)), "__ACCENT__", accent, "__ON_ACCENT__", config.TextOn(accent),
 		"__TOOL__", tool, "__EXPIRED__", expired)
 	return []byte(r.Replace(cardHTML)), nil
 }

@@ -5,7 +5,7 @@
 // call pipeline (calls.Service.Do), which decides, pauses and runs.
 //
 // Tools are generated per request from the configuration and the
-// credential (policy.ToolName names them); what a credential may not call
+// credential (config.ToolName names them); what a credential may not call
 // is not listed, and calling it answers as for an unknown tool.
 //
 // How a person is asked depends on the client (docs/design.md, The pause):

@@ -14,11 +14,11 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/countersign/countersign/shared/calls"
+	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/links"
 	"github.com/countersign/countersign/shared/policy"
 	"github.com/countersign/countersign/shared/store"
-	"github.com/countersign/countersign/shared/tier"
 )
 
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
@@ -45,7 +45,7 @@ func newTestHandler(tb testing.TB, workspace string, now *time.Time) *Handler {
 			tb.Fatal(err)
 		}
 	}
-	cfg, err := policy.Load(dir, nil)
+	cfg, err := config.Load(dir, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -59,7 +59,7 @@ func newTestHandler(tb testing.TB, workspace string, now *time.Time) *Handler {
 
 func TestBuiltInToolNamesAreReserved(t *testing.T) {
 	for _, n := range []string{ToolReviewPending, ToolCardDecide, ToolConfirmationStatus, ToolRunScript} {
-		if !slices.Contains(policy.ReservedToolNames, n) {
+		if !slices.Contains(config.ReservedToolNames, n) {
 			t.Errorf("%s is not in policy.ReservedToolNames", n)
 		}
 	}
@@ -107,7 +107,7 @@ func TestCallOf(t *testing.T) {
 	now := t0
 	h := newTestHandler(t, `"Acme"`, &now)
 	ops := map[string]operation{}
-	for _, op := range visibleOperations(h.o.Calls.Current(), &store.Credential{ID: "c", Choice: tier.AskPerson}) {
+	for _, op := range visibleOperations(h.o.Calls.Current(), &store.Credential{ID: "c", Choice: policy.AskPerson}) {
 		ops[op.name] = op
 	}
 	tests := []struct {
@@ -153,7 +153,7 @@ func TestCallOf(t *testing.T) {
 			if c.Path != tt.path || c.Query.Encode() != tt.query || string(c.Body) != tt.body || c.Delegated != tt.delegated {
 				t.Errorf("call %s ?%s body %s delegated %v", c.Path, c.Query.Encode(), c.Body, c.Delegated)
 			}
-			if tier.IsMutating(c.Method) != (c.Intent == tier.IntentWrite) {
+			if policy.IsMutating(c.Method) != (c.Intent == policy.IntentWrite) {
 				t.Errorf("intent %v for %s", c.Intent, c.Method)
 			}
 			if tt.meta[MetaIdempotencyKey] != nil && c.IdempotencyKey != "k" {
@@ -168,7 +168,7 @@ func TestCallOf(t *testing.T) {
 func TestAnswer(t *testing.T) {
 	now := t0
 	h := newTestHandler(t, `"Acme"`, &now)
-	cred := &store.Credential{ID: "chat-user", Choice: tier.AskPerson}
+	cred := &store.Credential{ID: "chat-user", Choice: policy.AskPerson}
 	ops := []store.Operation{{Connection: "crm", Method: "DELETE", Path: "/contacts/1", Binding: "b1"}, {Connection: "crm", Method: "DELETE", Path: "/contacts/2", Binding: "b2"}}
 	asked := h.Ask(cred, Client{Name: "cc"}, "run_script", store.KindScript, ops, "")
 	ep := asked.InputRequests[inputKey].(*mcp.ElicitParams)
@@ -289,7 +289,7 @@ func TestCardTitleForSeveral(t *testing.T) {
 // TestRenderCard: the workspace name is escaped, the accent is a checked
 // colour, and the card's HTML holds no token placeholder left unfilled.
 func TestRenderCard(t *testing.T) {
-	b, err := renderCard(policy.Workspace{Name: `<script>alert("x")</script> & Co`, AccentColor: "red; background: url(x)"})
+	b, err := renderCard(config.Workspace{Name: `<script>alert("x")</script> & Co`, AccentColor: "red; background: url(x)"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,15 +5,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/fault"
-	"github.com/countersign/countersign/shared/policy"
 	"github.com/countersign/countersign/shared/store"
 )
 
 func TestScriptToolDescribesTheLimits(t *testing.T) {
 	now := t0
 	h := newTestHandler(t, `"Acme"`, &now)
-	h.o.Calls.Current().Settings.Scripts = policy.Scripts{TimeLimitMS: 2000, MaxCalls: 7, MaxScriptBytes: 4096, MaxResultBytes: 8192, MemoryMiB: 16}
+	h.o.Calls.Current().Settings.Scripts = config.Scripts{TimeLimitMS: 2000, MaxCalls: 7, MaxScriptBytes: 4096, MaxResultBytes: 8192, MemoryMiB: 16}
 	tool := h.scriptTool(&store.Credential{ID: "chat-user"})
 	for _, want := range []string{"against Acme's APIs", "Connections: crm.", "2000 ms, 7 calls, scripts up to 4096 bytes, results up to 8192 bytes, 16 MiB"} {
 		if !strings.Contains(tool.Description, want) {

@@ -11,10 +11,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/countersign/countersign/shared/calls"
+	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/policy"
 	"github.com/countersign/countersign/shared/store"
-	"github.com/countersign/countersign/shared/tier"
 )
 
 // The _meta keys a tools/call may carry (an extension of docs/mcp.md).
@@ -29,8 +29,8 @@ const (
 // operation is one operation tool of a credential's server.
 type operation struct {
 	name string
-	conn *tier.Connection
-	ep   *tier.Endpoint
+	conn *policy.Connection
+	ep   *policy.Endpoint
 }
 
 // visibleOperations lists the operations a credential may see, named as
@@ -38,8 +38,8 @@ type operation struct {
 // credentials, llm_callable: false and operator-gated tools, never-tier
 // endpoints, every write for a read-only credential, and connections
 // outside the credential's list.
-func visibleOperations(cfg *policy.Config, cred *store.Credential) []operation {
-	var conns []*tier.Connection
+func visibleOperations(cfg *config.Config, cred *store.Credential) []operation {
+	var conns []*policy.Connection
 	for _, c := range cfg.Policy.Connections() {
 		if len(cred.Connections) == 0 || slices.Contains(cred.Connections, c.Name) {
 			conns = append(conns, c)
@@ -51,9 +51,9 @@ func visibleOperations(cfg *policy.Config, cred *store.Credential) []operation {
 			if !visible(ep, cred) {
 				continue
 			}
-			name := policy.ToolName(ep)
+			name := config.ToolName(ep)
 			if len(conns) > 1 {
-				name = policy.PrefixedToolName(c.Name, name)
+				name = config.PrefixedToolName(c.Name, name)
 			}
 			ops = append(ops, operation{name: name, conn: c, ep: ep})
 		}
@@ -61,13 +61,13 @@ func visibleOperations(cfg *policy.Config, cred *store.Credential) []operation {
 	return ops
 }
 
-func visible(ep *tier.Endpoint, cred *store.Credential) bool {
+func visible(ep *policy.Endpoint, cred *store.Credential) bool {
 	switch {
-	case ep.Hidden, ep.OperatorOnly, ep.Tier == tier.Never:
+	case ep.Hidden, ep.OperatorOnly, ep.Tier == policy.Never:
 		return false
-	case cred.ReadOnly && tier.IsMutating(ep.Method):
+	case cred.ReadOnly && policy.IsMutating(ep.Method):
 		return false
-	case ep.Tier == tier.Confirm && cred.Choice == tier.Refuse:
+	case ep.Tier == policy.Confirm && cred.Choice == policy.Refuse:
 		return false
 	}
 	return true
@@ -90,7 +90,7 @@ func pathParams(template string) []string {
 }
 
 // toolOf is an operation's tool: description, input schema, annotations.
-func toolOf(op operation, cfg *policy.Config) *mcp.Tool {
+func toolOf(op operation, cfg *config.Config) *mcp.Tool {
 	ep := op.ep
 	props := map[string]any{}
 	required := []string{}
@@ -116,8 +116,8 @@ func toolOf(op operation, cfg *policy.Config) *mcp.Tool {
 		}
 	}
 	ann := &mcp.ToolAnnotations{}
-	if tier.IsMutating(ep.Method) {
-		destructive := ep.Method == "DELETE" || ep.Tier == tier.Confirm
+	if policy.IsMutating(ep.Method) {
+		destructive := ep.Method == "DELETE" || ep.Tier == policy.Confirm
 		ann.DestructiveHint = &destructive
 	} else if ep.Method == "GET" || ep.Method == "HEAD" {
 		ann.ReadOnlyHint = true
@@ -125,11 +125,11 @@ func toolOf(op operation, cfg *policy.Config) *mcp.Tool {
 	return &mcp.Tool{Name: op.name, Description: desc, InputSchema: schema, Annotations: ann}
 }
 
-func tierText(ep *tier.Endpoint) string {
+func tierText(ep *policy.Endpoint) string {
 	switch ep.Tier {
-	case tier.Confirm:
+	case policy.Confirm:
 		return "confirm (a person approves each call)."
-	case tier.Review:
+	case policy.Review:
 		return "review (an operator runs it; a call is queued for review)."
 	}
 	return "auto (runs at once)."
@@ -177,9 +177,9 @@ func callOf(op operation, raw json.RawMessage, meta mcp.Meta) (*calls.Call, erro
 		}
 		path.WriteString(url.PathEscape(s))
 	}
-	c := &calls.Call{Connection: op.conn.Name, Method: op.ep.Method, Path: path.String(), Intent: tier.IntentRead}
-	if tier.IsMutating(op.ep.Method) {
-		c.Intent = tier.IntentWrite
+	c := &calls.Call{Connection: op.conn.Name, Method: op.ep.Method, Path: path.String(), Intent: policy.IntentRead}
+	if policy.IsMutating(op.ep.Method) {
+		c.Intent = policy.IntentWrite
 	}
 	if q, ok := args["query"]; ok && string(q) != "null" && !slices.Contains(params, "query") {
 		var m map[string]json.RawMessage

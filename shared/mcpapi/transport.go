@@ -16,9 +16,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/countersign/countersign/shared/callbody"
+	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/httpapi"
-	"github.com/countersign/countersign/shared/policy"
 	"github.com/countersign/countersign/shared/store"
 )
 
@@ -182,14 +182,14 @@ func (h *Handler) screen(w *rpcWriter, r *http.Request, cred *store.Credential, 
 // listener (the local stack), a Host that does not name this machine (a
 // page that rebound its name to 127.0.0.1). A request without Origin, as
 // every non-browser client sends, is not foreign.
-func foreign(r *http.Request, s policy.Settings) string {
+func foreign(r *http.Request, s config.Settings) string {
 	public, _ := url.Parse(s.PublicURL)
 	if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && la != nil && loopbackAddr(la.String()) {
 		host := r.Host
 		if h, _, err := net.SplitHostPort(host); err == nil {
 			host = h
 		}
-		if !policy.IsLoopbackHost(host) && (public == nil || !strings.EqualFold(host, public.Hostname())) {
+		if !config.IsLoopbackHost(host) && (public == nil || !strings.EqualFold(host, public.Hostname())) {
 			return fmt.Sprintf("the Host header %q does not name this machine (a page that points its own name at 127.0.0.1 is refused)", clip(r.Host))
 		}
 	}
@@ -200,8 +200,8 @@ func foreign(r *http.Request, s policy.Settings) string {
 	if len(origins) == 1 && s.MCP.OriginAllowed(origins[0]) {
 		return ""
 	}
-	if own, ok := policy.NormalizeOrigin(s.PublicURL); ok && len(origins) == 1 {
-		if o, ok := policy.NormalizeOrigin(origins[0]); ok && o == own {
+	if own, ok := config.NormalizeOrigin(s.PublicURL); ok && len(origins) == 1 {
+		if o, ok := config.NormalizeOrigin(origins[0]); ok && o == own {
 			return ""
 		}
 	}

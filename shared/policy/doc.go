@@ -1,13 +1,20 @@
-// Package policy loads the configuration directory (docs/configuration.md):
-// settings.json, credentials.json and, for each connection,
-// connections/<name>/policy.json and its optional tools/*.json. It validates
-// every file strictly (unknown fields, wrong types and invalid values are
-// errors, never defaults), expands ${env:NAME} in connection headers, hashes
-// plain credential keys, and compiles the endpoints and custom tools into a
-// tier.Policy.
+// Package tier is the pure decision at the heart of countersign: given a
+// compiled policy and one agent call, it says whether the call executes,
+// pauses for a person, or is denied, and why.
 //
-// Every problem is reported as an *Error naming the file, the JSON path
-// (endpoints[1].confirm, approvers.webhooks[0].format, [2].choice, ...) and
-// what is wrong and allowed; Load collects all problems and returns them
-// joined with errors.Join.
+// A call is evaluated in a fixed order and the first rule that decides,
+// decides (docs/design.md, The model): resolve the operation (unknown → deny
+// unknown_operation), take the configured tier of the endpoint or tool,
+// apply escalation rules (thresholds and delegation only ever raise the tier,
+// and an escalated call is denied, never paused), apply the connection
+// hook's answer, apply the credential's limits (read-only, write intent), and
+// finally map the tier to an outcome, using the credential's Choice at the
+// confirm tier.
+//
+// The package does no I/O, reads no clock and imports only the standard
+// library. A Policy is compiled once by NewPolicy (path templates into
+// per-method segment tries, explanation strings precomputed) and is then safe
+// for concurrent use; Resolve and Decide do not allocate on the common paths.
+// Every Decision carries the effective and configured tiers, the rule that
+// decided and a one-sentence reason, so every denial can explain itself.
 package policy

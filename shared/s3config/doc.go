@@ -6,7 +6,7 @@
 // under the prefix (s3://<bucket>/<prefix>settings.json,
 // <prefix>connections/crm/policy.json, ...), as `countersign config push`
 // uploads it. A Source loads it at start, validated by the caller's Load
-// (policy.LoadFS, exactly as a directory is validated, plus the
+// (config.LoadFS, exactly as a directory is validated, plus the
 // deployment's own rules), and Check re-reads it at most every
 // Options.Every: one ListObjectsV2 of the prefix, then a GetObject (with
 // If-Match on the listed ETag) of each object whose ETag changed. A

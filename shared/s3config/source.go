@@ -18,7 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
 
-	"github.com/countersign/countersign/shared/policy"
+	"github.com/countersign/countersign/shared/config"
 )
 
 // API is the subset of *s3.Client a Source uses.
@@ -49,8 +49,8 @@ type Options struct {
 	// Load validates a snapshot of the objects (its root is the prefix)
 	// and returns the configuration, or every problem found. name is
 	// s3://Bucket/Prefix, for its messages. A deployment passes
-	// policy.LoadFS with its options, followed by its own rules.
-	Load func(ctx context.Context, fsys fs.FS, name string) (*policy.Config, error)
+	// config.LoadFS with its options, followed by its own rules.
+	Load func(ctx context.Context, fsys fs.FS, name string) (*config.Config, error)
 	// Every is the least time between two checks (DefaultEvery, 30 s).
 	Every time.Duration
 	// Settle holds back a change while any object under the prefix was
@@ -84,7 +84,7 @@ type Source struct {
 	listing string            // digest of the listing in force
 	refused string            // digest of the last listing refused
 	next    time.Time         // no check before
-	current *policy.Config
+	current *config.Config
 }
 
 // New returns a Source over api; nothing is read until Load.
@@ -115,7 +115,7 @@ func (s *Source) Name() string { return "s3://" + s.o.Bucket + "/" + s.o.Prefix 
 
 // Load reads and validates the configuration (at start): any failure is
 // an error, there being nothing to fall back on.
-func (s *Source) Load(ctx context.Context) (*policy.Config, error) {
+func (s *Source) Load(ctx context.Context) (*config.Config, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.o.Now()
@@ -142,7 +142,7 @@ func (s *Source) Load(ctx context.Context) (*policy.Config, error) {
 }
 
 // Current returns the configuration in force (nil before Load).
-func (s *Source) Current() *policy.Config {
+func (s *Source) Current() *config.Config {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.current
@@ -154,7 +154,7 @@ func (s *Source) Current() *policy.Config {
 // written, or it was refused (logged) and the configuration in force
 // stays. It never fails: S3 errors are logged and the next invocation
 // tries again.
-func (s *Source) Check(ctx context.Context) (*policy.Config, bool) {
+func (s *Source) Check(ctx context.Context) (*config.Config, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.o.Now()

@@ -21,7 +21,7 @@ import (
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
 
-	"github.com/countersign/countersign/shared/policy"
+	"github.com/countersign/countersign/shared/config"
 )
 
 // fakeS3 is one bucket in memory: ListObjectsV2 (pages of two, to
@@ -138,13 +138,13 @@ func newEnv(t *testing.T) *env {
 	e.s3.put("config/folder/", ``, old)
 	e.src = New(e.s3, Options{Bucket: "cfg-bucket", Prefix: "config", Now: e.clock.Now,
 		Logger: slog.New(slog.NewJSONHandler(e.logs, nil)),
-		Load: func(_ context.Context, fsys fs.FS, name string) (*policy.Config, error) {
-			return policy.LoadFS(fsys, name, nil)
+		Load: func(_ context.Context, fsys fs.FS, name string) (*config.Config, error) {
+			return config.LoadFS(fsys, name, nil)
 		}})
 	return e
 }
 
-func tierOf(cfg *policy.Config) string {
+func tierOf(cfg *config.Config) string {
 	m, ok := cfg.Policy.Resolve("crm", "DELETE", "/contacts/1")
 	if !ok {
 		return "unresolved"

@@ -11,8 +11,8 @@ import (
 	"github.com/dop251/goja"
 
 	"github.com/countersign/countersign/shared/calls"
+	"github.com/countersign/countersign/shared/policy"
 	"github.com/countersign/countersign/shared/script"
-	"github.com/countersign/countersign/shared/tier"
 	upstreamapi "github.com/countersign/countersign/shared/upstream"
 )
 
@@ -64,7 +64,7 @@ func mustRunBench(b *testing.B, e *env, src string) {
 // directCalls makes n reads through the pipeline, as the script does.
 func directCalls(b *testing.B, e *env, n int) {
 	for i := 1; i <= n; i++ {
-		c := &calls.Call{Connection: "crm", Method: "GET", Path: "/contacts/" + strconv.Itoa(i), Intent: tier.IntentRead}
+		c := &calls.Call{Connection: "crm", Method: "GET", Path: "/contacts/" + strconv.Itoa(i), Intent: policy.IntentRead}
 		res, err := e.calls.Do(e.ctx, e.creds["runner"], c, calls.Options{})
 		if err != nil || res.Outcome != calls.Executed {
 			b.Fatalf("call: %+v, %v", res, err)

@@ -15,11 +15,11 @@ import (
 
 	"github.com/countersign/countersign/shared/app"
 	"github.com/countersign/countersign/shared/app/gatewayapp"
+	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/links"
 	"github.com/countersign/countersign/shared/notify"
-	"github.com/countersign/countersign/shared/policy"
 	"github.com/countersign/countersign/shared/script"
 	"github.com/countersign/countersign/shared/store"
 	"github.com/countersign/countersign/shared/store/embedded"
@@ -88,7 +88,7 @@ func newStack(t *testing.T) *stack {
 			t.Fatal(err)
 		}
 	}
-	cfg, err := policy.Load(dir, nil)
+	cfg, err := config.Load(dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,10 +16,10 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/shared/calls"
+	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/notify"
-	"github.com/countersign/countersign/shared/policy"
 	"github.com/countersign/countersign/shared/script"
 	"github.com/countersign/countersign/shared/store"
 	"github.com/countersign/countersign/shared/store/embedded"
@@ -183,7 +183,7 @@ func newEnv(tb testing.TB, limits script.Limits) *env {
   "endpoints": [{"method": "DELETE", "path": "/items/{id}", "confirm": true}],
   "approval": {"out_of_band_only": true}
 }`, srv.URL))
-	cfg, err := policy.Load(dir, nil)
+	cfg, err := config.Load(dir, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -205,7 +205,7 @@ func newEnv(tb testing.TB, limits script.Limits) *env {
 	conf := &confirm.Service{Store: st, Workflow: nopWorkflow{}}
 	e.calls = (&calls.Service{Store: st, Confirm: conf, Events: e.events, SyncEvents: true}).WithConfig(cfg)
 	// The limits are the configuration's, as a deployment's are.
-	cfg.Settings.Scripts = policy.Scripts{TimeLimitMS: int(limits.Time / time.Millisecond), MaxCalls: limits.Calls,
+	cfg.Settings.Scripts = config.Scripts{TimeLimitMS: int(limits.Time / time.Millisecond), MaxCalls: limits.Calls,
 		MaxScriptBytes: limits.ScriptBytes, MaxResultBytes: limits.ResultBytes, MemoryMiB: int(limits.Memory >> 20)}
 	e.svc = &script.Service{Calls: e.calls, Store: st}
 	return e

@@ -3,7 +3,7 @@ package script
 import (
 	"time"
 
-	"github.com/countersign/countersign/shared/policy"
+	"github.com/countersign/countersign/shared/config"
 )
 
 // Limits bound one run of a script (settings.json "scripts").
@@ -25,7 +25,7 @@ type Limits struct {
 }
 
 // LimitsOf returns the limits of a loaded settings.json.
-func LimitsOf(s policy.Scripts) Limits {
+func LimitsOf(s config.Scripts) Limits {
 	return Limits{
 		Time:        s.TimeLimit(),
 		Calls:       s.MaxCalls,
@@ -36,7 +36,7 @@ func LimitsOf(s policy.Scripts) Limits {
 }
 
 // DefaultLimits are the limits of a settings.json without a scripts block.
-var DefaultLimits = LimitsOf(policy.DefaultScripts)
+var DefaultLimits = LimitsOf(config.DefaultScripts)
 
 // orDefault fills the zero fields of l from DefaultLimits.
 func (l Limits) orDefault() Limits {

@@ -18,7 +18,7 @@ import (
 
 	"github.com/countersign/countersign/shared/calls"
 	"github.com/countersign/countersign/shared/fault"
-	"github.com/countersign/countersign/shared/tier"
+	"github.com/countersign/countersign/shared/policy"
 )
 
 // scriptName is the file name positions refer to.
@@ -530,9 +530,9 @@ func (x *execution) callArgs(fc goja.FunctionCall) *calls.Call {
 	c := &calls.Call{Connection: str(0, "connection", 128), Method: strings.ToUpper(str(1, "method", 16)), Path: str(2, "path", maxPath)}
 	switch c.Method {
 	case "GET", "HEAD", "OPTIONS":
-		c.Intent = tier.IntentRead
+		c.Intent = policy.IntentRead
 	default:
-		c.Intent = tier.IntentWrite
+		c.Intent = policy.IntentWrite
 	}
 	opts := fc.Argument(3)
 	if !goja.IsUndefined(opts) && !goja.IsNull(opts) {

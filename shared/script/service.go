@@ -16,8 +16,8 @@ import (
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/notify"
+	"github.com/countersign/countersign/shared/policy"
 	"github.com/countersign/countersign/shared/store"
-	"github.com/countersign/countersign/shared/tier"
 )
 
 // Store keeps scripts' journals (store/embedded and store/dynamostore).
@@ -317,7 +317,7 @@ func (s *Service) decide(ctx context.Context, cred *store.Credential, c *calls.C
 		e.call.Operation = &k
 		e.set(store.ScriptCallPending, StatePending, pendingValue)
 	default:
-		if o.Pause == calls.PauseRefuse && res.Decision.Outcome == tier.Pause {
+		if o.Pause == calls.PauseRefuse && res.Decision.Outcome == policy.Pause {
 			fr.unasked++
 		}
 		e.set(store.ScriptCallDenied, StateDenied, deniedValue(res.Code, res.Reason))

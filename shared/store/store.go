@@ -9,7 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/countersign/countersign/shared/tier"
+	"github.com/countersign/countersign/shared/policy"
 )
 
 // ErrNotFound is returned when a record does not exist.
@@ -156,14 +156,14 @@ type Store interface {
 
 // Credential is a stored credential. The key itself is never stored.
 type Credential struct {
-	ID          string      `json:"id"`
-	KeyHash     string      `json:"key_sha256"`
-	Choice      tier.Choice `json:"choice"`
-	Origin      tier.Origin `json:"origin"`
-	ReadOnly    bool        `json:"read_only"`
-	Connections []string    `json:"connections,omitempty"`
-	Operator    bool        `json:"operator,omitempty"`
-	LastClient  *Client     `json:"last_client,omitempty"`
+	ID          string        `json:"id"`
+	KeyHash     string        `json:"key_sha256"`
+	Choice      policy.Choice `json:"choice"`
+	Origin      policy.Origin `json:"origin"`
+	ReadOnly    bool          `json:"read_only"`
+	Connections []string      `json:"connections,omitempty"`
+	Operator    bool          `json:"operator,omitempty"`
+	LastClient  *Client       `json:"last_client,omitempty"`
 }
 
 // Client is a client seen with a credential.

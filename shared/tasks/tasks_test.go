@@ -19,11 +19,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/countersign/countersign/shared/calls"
+	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/links"
 	"github.com/countersign/countersign/shared/notify"
-	"github.com/countersign/countersign/shared/policy"
 	"github.com/countersign/countersign/shared/store"
 	"github.com/countersign/countersign/shared/store/embedded"
 	"github.com/countersign/countersign/shared/store/storetest"
@@ -98,7 +98,7 @@ func newEnv(tb testing.TB) *env {
 }
 
 // calls is the pipeline the execute task runs operations through.
-func (e *env) calls(cfg *policy.Config) *calls.Service {
+func (e *env) calls(cfg *config.Config) *calls.Service {
 	return (&calls.Service{Store: e.st, Confirm: e.svc, Events: e.disp, SyncEvents: true, Now: e.clock.Now}).WithConfig(cfg)
 }
 
@@ -270,7 +270,7 @@ func TestNotifyNotPending(t *testing.T) {
 func TestTaskErrors(t *testing.T) {
 	e := newEnv(t)
 	fin := &tasks.Finalize{Confirm: e.svc, Dispatcher: e.disp}
-	exe := &tasks.Execute{Calls: e.calls(&policy.Config{Connections: map[string]*policy.Connection{}})}
+	exe := &tasks.Execute{Calls: e.calls(&config.Config{Connections: map[string]*config.Connection{}})}
 	pending := e.create(t, store.KindScript, deleteOp(t))
 	rejected := e.create(t, store.KindScript, deleteOp(t))
 	if _, _, err := e.svc.AttachToken(e.ctx, rejected.ID, "tok"); err != nil {
@@ -437,7 +437,7 @@ func TestExecute(t *testing.T) {
 	up := &recordingUpstream{}
 	srv := httptest.NewServer(up)
 	t.Cleanup(srv.Close)
-	cfg := &policy.Config{Connections: map[string]*policy.Connection{
+	cfg := &config.Config{Connections: map[string]*config.Connection{
 		"crm": {Name: "crm", BaseURL: srv.URL, Headers: map[string]string{"X-Upstream-Token": "upstream-secret"}},
 	}}
 	exe := &tasks.Execute{Calls: e.calls(cfg)}
@@ -521,7 +521,7 @@ func TestExecuteScript(t *testing.T) {
 	up := &recordingUpstream{}
 	srv := httptest.NewServer(up)
 	t.Cleanup(srv.Close)
-	cfg := &policy.Config{Connections: map[string]*policy.Connection{"crm": {Name: "crm", BaseURL: srv.URL}}}
+	cfg := &config.Config{Connections: map[string]*config.Connection{"crm": {Name: "crm", BaseURL: srv.URL}}}
 	c := e.create(t, store.KindScript, deleteOp(t))
 	if _, _, err := e.svc.AttachToken(e.ctx, c.ID, "tok"); err != nil {
 		t.Fatal(err)

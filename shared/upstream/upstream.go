@@ -17,7 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/countersign/countersign/shared/callbody"
-	"github.com/countersign/countersign/shared/tier"
+	"github.com/countersign/countersign/shared/policy"
 )
 
 // Defaults used when the corresponding Client field is zero.
@@ -372,7 +372,7 @@ func parseBase(base string) (*url.URL, error) {
 }
 
 // joinURL appends the escaped path p to base, keeping base's path prefix and p's
-// percent-escapes. p must be canonical (tier.CanonicalPath): the bytes that were
+// percent-escapes. p must be canonical (policy.CanonicalPath): the bytes that were
 // routed, bound and shown are the bytes the upstream receives, and a path that
 // is not (an operation stored before paths were canonical) is refused.
 func joinURL(base, p string) (*url.URL, error) {
@@ -384,7 +384,7 @@ func joinURL(base, p string) (*url.URL, error) {
 	if !strings.HasPrefix(p, "/") {
 		return nil, fmt.Errorf("path %q: must start with /", p)
 	}
-	if canon, _, err := tier.CanonicalPath(p); err != nil {
+	if canon, _, err := policy.CanonicalPath(p); err != nil {
 		return nil, fmt.Errorf("path %q: %w", p, err)
 	} else if canon != p {
 		return nil, fmt.Errorf("path %q is not canonical (%q): it is not sent", p, canon)

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/countersign/countersign/shared/app"
+	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/mcpapi"
-	"github.com/countersign/countersign/shared/policy"
 )
 
 // reconfigure writes files into the running stack's configuration
@@ -22,7 +22,7 @@ func (h *harness) reconfigure(files map[string]string) {
 			h.t.Fatal(err)
 		}
 	}
-	cfg, err := policy.Load(h.configDir, nil)
+	cfg, err := config.Load(h.configDir, nil)
 	if err != nil {
 		h.t.Fatal(err)
 	}

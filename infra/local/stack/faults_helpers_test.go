@@ -25,6 +25,7 @@ import (
 	"github.com/countersign/countersign/shared/app"
 	"github.com/countersign/countersign/shared/app/gatewayapp"
 	"github.com/countersign/countersign/shared/calls"
+	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/httpapi"
 	"github.com/countersign/countersign/shared/links"
@@ -32,7 +33,6 @@ import (
 	"github.com/countersign/countersign/shared/policy"
 	"github.com/countersign/countersign/shared/store"
 	"github.com/countersign/countersign/shared/store/embedded"
-	"github.com/countersign/countersign/shared/tier"
 	"github.com/countersign/countersign/shared/upstream"
 	"github.com/countersign/countersign/shared/workflow"
 	"github.com/countersign/countersign/shared/workflow/local"
@@ -523,7 +523,7 @@ func newFaultStack(t *testing.T) *faultStack {
     {"method": "POST",   "path": "/accounts/{id}/close", "confirm": "review"}
   ]
 }`)
-	cfg, err := policy.Load(filepath.Join(dir, "config"), nil)
+	cfg, err := config.Load(filepath.Join(dir, "config"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -624,7 +624,7 @@ func (f *faultStack) pauseGatewayRuns(path string) (*calls.Result, error) {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	return f.app.Calls.Do(ctx, cred, &calls.Call{Connection: "crm", Method: http.MethodDelete, Path: path, Intent: tier.IntentWrite},
+	return f.app.Calls.Do(ctx, cred, &calls.Call{Connection: "crm", Method: http.MethodDelete, Path: path, Intent: policy.IntentWrite},
 		calls.Options{Pause: calls.PauseGatewayRuns})
 }
 

@@ -13,8 +13,8 @@ import (
 	"github.com/countersign/countersign/shared/calls"
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/fault"
+	"github.com/countersign/countersign/shared/policy"
 	"github.com/countersign/countersign/shared/store"
-	"github.com/countersign/countersign/shared/tier"
 )
 
 // faultCase is one injected fault: where it is injected, the flow driven
@@ -156,7 +156,7 @@ func granted(path string) func(f *faultStack) []string {
 			f.t.Fatal(err)
 		}
 		c := func() *calls.Call {
-			return &calls.Call{Connection: "crm", Method: http.MethodDelete, Path: path, Intent: tier.IntentWrite}
+			return &calls.Call{Connection: "crm", Method: http.MethodDelete, Path: path, Intent: policy.IntentWrite}
 		}
 		res, err := f.app.Calls.Do(ctx, cred, c(), calls.Options{Pause: calls.PauseCollect})
 		if err != nil {

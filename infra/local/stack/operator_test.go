@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/shared/audit"
+	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/links"
-	"github.com/countersign/countersign/shared/policy"
 	"github.com/countersign/countersign/shared/store"
 	"github.com/countersign/countersign/shared/store/embedded"
 )
@@ -475,7 +475,7 @@ func TestAuditTrailOfAConfirmedCall(t *testing.T) {
 	}
 }
 
-func hashOf(key string) string { return policy.HashKey(key) }
+func hashOf(key string) string { return config.HashKey(key) }
 
 func storeQuery(chain string) store.AuditQuery { return store.AuditQuery{Chain: chain} }
 

@@ -15,9 +15,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/links"
-	"github.com/countersign/countersign/shared/policy"
 	"github.com/countersign/countersign/shared/store"
 	"github.com/countersign/countersign/shared/store/embedded"
 )
@@ -44,7 +44,7 @@ const consoleApprover = "console"
 // has a console approver.
 func pendingLinks(ctx context.Context, st interface {
 	ListConfirmations(context.Context) ([]*store.Confirmation, error)
-}, cfg *policy.Config, signer *links.Signer, publicURL string, now time.Time) ([]Pending, error) {
+}, cfg *config.Config, signer *links.Signer, publicURL string, now time.Time) ([]Pending, error) {
 	all, err := st.ListConfirmations(ctx)
 	if err != nil {
 		return nil, err
@@ -92,7 +92,7 @@ func (s *Stack) PendingLinks(ctx context.Context) ([]Pending, error) {
 // without waiting: while a stack runs on dataDir it holds the store, and
 // the error says so (ask the running stack: GET / on its address).
 func ReadPendingLinks(ctx context.Context, configDir, dataDir, addr string) ([]Pending, error) {
-	cfg, err := policy.Load(configDir, nil)
+	cfg, err := config.Load(configDir, nil)
 	if err != nil {
 		return nil, err
 	}

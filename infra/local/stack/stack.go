@@ -22,10 +22,10 @@ import (
 	"github.com/countersign/countersign/infra/local/democrm"
 	"github.com/countersign/countersign/shared/app"
 	"github.com/countersign/countersign/shared/app/gatewayapp"
+	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/httpapi"
 	"github.com/countersign/countersign/shared/links"
 	"github.com/countersign/countersign/shared/notify"
-	"github.com/countersign/countersign/shared/policy"
 	"github.com/countersign/countersign/shared/store/embedded"
 	"github.com/countersign/countersign/shared/workflow/local"
 	"github.com/countersign/countersign/statemachines"
@@ -66,7 +66,7 @@ type Stack struct {
 	// Demo is the demo upstream, if one runs.
 	Demo *democrm.Server
 	// Config is the loaded configuration.
-	Config *policy.Config
+	Config *config.Config
 
 	store      *embedded.Store
 	signer     *links.Signer
@@ -120,7 +120,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	cfg, err := policy.Load(o.ConfigDir, nil)
+	cfg, err := config.Load(o.ConfigDir, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -256,7 +256,7 @@ const DefaultDemoUpstream = "127.0.0.1:8081"
 // pointAtDemo points the connections whose base_url is the demo's default
 // address at the demo as it actually listens (--demo-upstream elsewhere),
 // so the gateway never calls another process on the default port.
-func pointAtDemo(cfg *policy.Config, demoURL string) []string {
+func pointAtDemo(cfg *config.Config, demoURL string) []string {
 	var notes []string
 	for _, c := range cfg.Connections {
 		u, err := url.Parse(c.BaseURL)

@@ -22,11 +22,11 @@ import (
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/countersign/countersign/shared/calls"
+	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/policy"
 	"github.com/countersign/countersign/shared/store"
 	"github.com/countersign/countersign/shared/store/dynamostore"
-	"github.com/countersign/countersign/shared/tier"
 	"github.com/countersign/countersign/shared/workflow"
 )
 
@@ -218,15 +218,15 @@ func confirmedCall(t *testing.T, method, path string, body []byte) *meter {
 			t.Fatal(err)
 		}
 	}
-	cfg, err := policy.Load(dir, nil)
+	cfg, err := config.Load(dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	conf := &confirm.Service{Store: st, Workflow: recordingWorkflow{}}
 	svc := (&calls.Service{Store: st, Confirm: conf}).WithConfig(cfg)
-	cred := &store.Credential{ID: "chat-user", Choice: tier.AskPerson}
+	cred := &store.Credential{ID: "chat-user", Choice: policy.AskPerson}
 	token := realisticToken(t)
-	call := func(intent tier.Intent, id string) *calls.Result {
+	call := func(intent policy.Intent, id string) *calls.Result {
 		t.Helper()
 		c := &calls.Call{Connection: "crm", Method: method, Path: path, Intent: intent, ConfirmationID: id}
 		if body != nil {
@@ -240,7 +240,7 @@ func confirmedCall(t *testing.T, method, path string, body []byte) *meter {
 	}
 
 	m.begin("pause: quota record and confirmation (gateway)")
-	res := call(tier.IntentWrite, "")
+	res := call(policy.IntentWrite, "")
 	if res.Outcome != calls.Paused {
 		t.Fatalf("pause: %s", res.Outcome)
 	}
@@ -257,7 +257,7 @@ func confirmedCall(t *testing.T, method, path string, body []byte) *meter {
 	}
 
 	m.begin("redeem and outcome (gateway)")
-	if res := call(tier.IntentConfirmedWrite, id); res.Outcome != calls.Executed {
+	if res := call(policy.IntentConfirmedWrite, id); res.Outcome != calls.Executed {
 		t.Fatalf("redeem: %s", res.Outcome)
 	}
 

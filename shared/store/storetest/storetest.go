@@ -17,8 +17,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/countersign/countersign/shared/policy"
 	"github.com/countersign/countersign/shared/store"
-	"github.com/countersign/countersign/shared/tier"
 )
 
 // Options configures Run; nil means defaults.
@@ -286,8 +286,8 @@ func (s *suite) credentials(t *testing.T) {
 		repl := store.Credential{
 			ID:      old.ID,
 			KeyHash: keyHash(id + "-rotated"),
-			Choice:  tier.Refuse,
-			Origin:  tier.OriginOperator,
+			Choice:  policy.Refuse,
+			Origin:  policy.OriginOperator,
 		}
 		mustPutCredential(t, st, repl)
 		got, err := st.CredentialByKeyHash(ctx, repl.KeyHash)
@@ -302,7 +302,7 @@ func (s *suite) credentials(t *testing.T) {
 	t.Run("CredentialsAreIndependent", func(t *testing.T) {
 		st := s.newStore(t)
 		a, b := fullCredential(uid(t), s.now()), fullCredential(uid(t), s.now())
-		b.Choice = tier.RunWithoutAsking
+		b.Choice = policy.RunWithoutAsking
 		mustPutCredential(t, st, a)
 		mustPutCredential(t, st, b)
 		for _, c := range []store.Credential{a, b} {
@@ -368,7 +368,7 @@ func (s *suite) credentials(t *testing.T) {
 		if err := st.CreateCredential(ctx, first); err != nil {
 			t.Fatalf("CreateCredential: %v", err)
 		}
-		dup := store.Credential{ID: first.ID, KeyHash: keyHash(first.ID + "-second"), Choice: tier.RunWithoutAsking}
+		dup := store.Credential{ID: first.ID, KeyHash: keyHash(first.ID + "-second"), Choice: policy.RunWithoutAsking}
 		assertErrIs(t, "CreateCredential(duplicate)", st.CreateCredential(ctx, dup), store.ErrConflict)
 		got, err := st.GetCredential(ctx, first.ID)
 		if err != nil {
@@ -401,7 +401,7 @@ func (s *suite) credentials(t *testing.T) {
 			fullCredential(prefix+"-b", s.now()),
 		}
 		in[1].LastClient = nil
-		in[2].Choice, in[2].ReadOnly, in[2].Connections = tier.RunWithoutAsking, false, nil
+		in[2].Choice, in[2].ReadOnly, in[2].Connections = policy.RunWithoutAsking, false, nil
 		for i, c := range in {
 			if i == 0 {
 				mustPutCredential(t, st, c)
@@ -441,7 +441,7 @@ func (s *suite) credentials(t *testing.T) {
 			t.Fatalf("CredentialByKeyHash(kept): %v", err)
 		}
 		// The ID can be used again, with a new key.
-		again := store.Credential{ID: gone.ID, KeyHash: keyHash(gone.ID + "-new"), Choice: tier.AskPerson}
+		again := store.Credential{ID: gone.ID, KeyHash: keyHash(gone.ID + "-new"), Choice: policy.AskPerson}
 		if err := st.CreateCredential(ctx, again); err != nil {
 			t.Fatalf("CreateCredential(after delete): %v", err)
 		}
@@ -1282,8 +1282,8 @@ func fullCredential(id string, now time.Time) store.Credential {
 	return store.Credential{
 		ID:          id,
 		KeyHash:     keyHash("key-" + id),
-		Choice:      tier.AskPerson,
-		Origin:      tier.OriginChat,
+		Choice:      policy.AskPerson,
+		Origin:      policy.OriginChat,
 		ReadOnly:    true,
 		Connections: []string{"crm", "mail"},
 		Operator:    true,

@@ -1,11 +1,11 @@
-package tier
+package policy
 
 import (
 	"strings"
 	"testing"
 )
 
-func routerPolicy(tb testing.TB) *Policy {
+func routerPolicy(tb testing.TB) *Set {
 	tb.Helper()
 	eps := []*Endpoint{}
 	for _, e := range []struct{ m, p string }{

@@ -1,12 +1,12 @@
-package policy
+package config
 
 import (
 	"fmt"
 	"slices"
 	"strings"
 
+	"github.com/countersign/countersign/shared/policy"
 	"github.com/countersign/countersign/shared/store"
-	"github.com/countersign/countersign/shared/tier"
 )
 
 // keyHash reports 64 lowercase hex digits.
@@ -89,10 +89,10 @@ func (l *loader) credentials(connections map[string]bool) []store.Credential {
 				}
 			}
 		}
-		c.Choice = tier.DefaultChoice(c.Origin)
+		c.Choice = policy.DefaultChoice(c.Origin)
 		if v, ok := m["choice"]; ok {
 			if ch, ok := s.str(field(p, "choice"), v); ok {
-				if parsed, ok := tier.ParseChoice(ch); ok {
+				if parsed, ok := policy.ParseChoice(ch); ok {
 					c.Choice = parsed
 				} else {
 					s.errf(field(p, "choice"), "%q is not a choice: use %s", ch, choicesAllowed)

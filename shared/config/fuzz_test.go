@@ -1,11 +1,11 @@
-package policy
+package config
 
 import (
 	"errors"
 	"strings"
 	"testing"
 
-	"github.com/countersign/countersign/shared/tier"
+	"github.com/countersign/countersign/shared/policy"
 )
 
 // FuzzLoad: whatever the four kinds of file hold, Load never panics; a
@@ -17,11 +17,11 @@ func FuzzLoad(f *testing.F) {
 	f.Add(`{}`, `{"base_url":"http://x","endpoints":[{"method":"GET","path":"/a/{id}","confirm":false}]}`, `{}`, `[]`)
 	f.Add(settingsJSON, `{"base_url":"http://x","endpoints":[{"method":"POST","path":"/p","escalate":[{"field":"body.a.0.b","above":1e400,"escalate":"never"}]}]}`, gatedToolJSON, `[{"id":"a","key":"k","choice":"nope"}]`)
 	f.Add(`{"workspace":`, `[`, `"`, `{`)
-	f.Fuzz(func(t *testing.T, settings, policy, tool, credentials string) {
+	f.Fuzz(func(t *testing.T, settings, policyFile, tool, credentials string) {
 		dir := writeConfig(t, map[string]string{
 			"settings.json":                   settings,
 			"credentials.json":                credentials,
-			"connections/crm/policy.json":     policy,
+			"connections/crm/policy.json":     policyFile,
 			"connections/crm/tools/tool.json": tool,
 		})
 		cfg, err := Load(dir, testEnv)
@@ -52,9 +52,9 @@ func FuzzLoad(f *testing.F) {
 		for _, c := range cfg.Policy.Connections() {
 			for _, ep := range c.Endpoints {
 				path := strings.NewReplacer("{", "", "}", "").Replace(ep.Path)
-				call := tier.Call{Connection: c.Name, Method: ep.Method, Path: path, Intent: tier.IntentWrite,
+				call := policy.Call{Connection: c.Name, Method: ep.Method, Path: path, Intent: policy.IntentWrite,
 					BodyUnreadable: "fuzz"}
-				d := tier.Evaluate(cfg.Policy, tier.Input{Call: &call, Credential: &tier.Credential{Choice: tier.AskPerson}})
+				d := policy.Evaluate(cfg.Policy, policy.Input{Call: &call, Credential: &policy.Credential{Choice: policy.AskPerson}})
 				if d.Reason == "" || d.Rule == "" {
 					t.Fatalf("a decision without a reason or rule: %+v", d)
 				}

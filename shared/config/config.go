@@ -1,4 +1,4 @@
-package policy
+package config
 
 import (
 	"crypto/sha256"
@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/countersign/countersign/shared/policy"
 	"github.com/countersign/countersign/shared/store"
-	"github.com/countersign/countersign/shared/tier"
 )
 
 // Config is a loaded and validated configuration directory.
@@ -25,7 +25,7 @@ type Config struct {
 	// Credentials are the credentials of credentials.json, keys hashed.
 	Credentials []store.Credential
 	// Policy is the compiled decision policy of every connection.
-	Policy *tier.Policy
+	Policy *policy.Set
 	// Connections are the connections by name, with what the gateway
 	// needs besides the decision (upstream URL, headers, hooks, tools).
 	Connections map[string]*Connection
@@ -362,12 +362,12 @@ func LoadFS(fsys fs.FS, name string, opts *LoadOptions) (*Config, error) {
 	if len(l.errs) > 0 {
 		return nil, errors.Join(l.errs...)
 	}
-	var tcs []*tier.Connection
+	var tcs []*policy.Connection
 	for _, c := range conns {
 		cfg.Connections[c.conn.Name] = c.conn
 		tcs = append(tcs, c.tier)
 	}
-	p, err := tier.NewPolicy(tcs)
+	p, err := policy.NewPolicy(tcs)
 	if err != nil {
 		return nil, &Error{File: l.where("connections"), Msg: err.Error()}
 	}

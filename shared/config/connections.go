@@ -1,4 +1,4 @@
-package policy
+package config
 
 import (
 	"encoding/json"
@@ -9,12 +9,12 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/countersign/countersign/shared/tier"
+	"github.com/countersign/countersign/shared/policy"
 )
 
 type loadedConn struct {
 	conn *Connection
-	tier *tier.Connection
+	tier *policy.Connection
 	// locs says where each operation was configured (MCP tool name checks).
 	locs []epLoc
 }
@@ -90,7 +90,7 @@ func (l *loader) connection(name string) (loadedConn, bool) {
 	}
 	cl := &connLoad{l: l, name: name, shapes: map[string]shapeOwner{}, opIDs: map[string]string{}, tools: map[string]string{}}
 	conn := &Connection{Name: name, Headers: map[string]string{}, Tools: map[string]*Tool{}}
-	tc := &tier.Connection{Name: name, OutOfBandOnly: false}
+	tc := &policy.Connection{Name: name, OutOfBandOnly: false}
 	var locs []epLoc
 
 	if v, ok := m["base_url"]; !ok {
@@ -235,11 +235,11 @@ func (s *src) method(p string, raw json.RawMessage) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	if tier.ValidMethod(m) {
+	if policy.ValidMethod(m) {
 		return m, true
 	}
-	allowed := strings.Join(tier.Methods[:], ", ")
-	if tier.ValidMethod(strings.ToUpper(m)) {
+	allowed := strings.Join(policy.Methods[:], ", ")
+	if policy.ValidMethod(strings.ToUpper(m)) {
 		s.errf(p, "%q must be upper case (%q); methods are %s", m, strings.ToUpper(m), allowed)
 	} else {
 		s.errf(p, "%q is not a method: use one of %s", m, allowed)
@@ -253,9 +253,9 @@ func (s *src) template(p string, raw json.RawMessage) (tmpl string, params []str
 	if !ok {
 		return "", nil, "", false
 	}
-	params, shape, err := tier.ParseTemplate(t)
+	params, shape, err := policy.ParseTemplate(t)
 	if err != nil {
-		s.errf(p, "%q is not a path template: %v (a template starts with / and each segment is a literal or a whole {name}, at most %d parameters)", t, err, tier.MaxParams)
+		s.errf(p, "%q is not a path template: %v (a template starts with / and each segment is a literal or a whole {name}, at most %d parameters)", t, err, policy.MaxParams)
 		return "", nil, "", false
 	}
 	return t, params, shape, true
@@ -277,18 +277,18 @@ func (cl *connLoad) claim(s *src, p string, o shapeOwner, shape string) bool {
 	return true
 }
 
-func (cl *connLoad) endpoint(s *src, rel, p string, raw json.RawMessage) *tier.Endpoint {
+func (cl *connLoad) endpoint(s *src, rel, p string, raw json.RawMessage) *policy.Endpoint {
 	m, ok := s.object(p, raw, "method", "path", "confirm", "operation_id", "escalate", "encoded_slash_params")
 	if !ok {
 		return nil
 	}
 	nerr := len(cl.l.errs)
-	ep := &tier.Endpoint{}
+	ep := &policy.Endpoint{}
 	var params []string
 	var shape string
 	tmplOK := false
 	if v, ok := m["method"]; !ok {
-		s.errf(field(p, "method"), "missing: use one of %s", strings.Join(tier.Methods[:], ", "))
+		s.errf(field(p, "method"), "missing: use one of %s", strings.Join(policy.Methods[:], ", "))
 	} else {
 		ep.Method, _ = s.method(field(p, "method"), v)
 	}
@@ -301,11 +301,11 @@ func (cl *connLoad) endpoint(s *src, rel, p string, raw json.RawMessage) *tier.E
 	if v, ok := m["confirm"]; ok {
 		switch c := strings.TrimSpace(string(v)); c {
 		case "true":
-			ep.Tier, confirmText = tier.Confirm, "confirm: true"
+			ep.Tier, confirmText = policy.Confirm, "confirm: true"
 		case `"review"`:
-			ep.Tier, confirmText = tier.Review, `confirm: "review"`
+			ep.Tier, confirmText = policy.Review, `confirm: "review"`
 		case `"never"`:
-			ep.Tier, confirmText = tier.Never, `confirm: "never"`
+			ep.Tier, confirmText = policy.Never, `confirm: "never"`
 		case "false":
 			s.errf(field(p, "confirm"), "false is not allowed: %s", confirmAllowed)
 		default:
@@ -372,8 +372,8 @@ func (cl *connLoad) endpoint(s *src, rel, p string, raw json.RawMessage) *tier.E
 	return ep
 }
 
-func (s *src) threshold(p string, raw json.RawMessage, params []string, tmplOK bool) (tier.Threshold, bool) {
-	var th tier.Threshold
+func (s *src) threshold(p string, raw json.RawMessage, params []string, tmplOK bool) (policy.Threshold, bool) {
+	var th policy.Threshold
 	m, ok := s.object(p, raw, "field", "above", "escalate")
 	if !ok {
 		return th, false
@@ -388,19 +388,19 @@ func (s *src) threshold(p string, raw json.RawMessage, params []string, tmplOK b
 		src, rest, _ := strings.Cut(f, ".")
 		switch src {
 		case "body":
-			th.Source, th.Path = tier.SourceBody, strings.Split(rest, ".")
+			th.Source, th.Path = policy.SourceBody, strings.Split(rest, ".")
 			if rest == "" || slices.Contains(th.Path, "") {
 				s.errf(field(p, "field"), "%q is not a field: %s", f, fields)
 				good = false
 			}
 		case "query":
-			th.Source, th.Path = tier.SourceQuery, []string{rest}
+			th.Source, th.Path = policy.SourceQuery, []string{rest}
 			if rest == "" {
 				s.errf(field(p, "field"), "%q is not a field: %s", f, fields)
 				good = false
 			}
 		case "path":
-			th.Source, th.Path = tier.SourcePath, []string{rest}
+			th.Source, th.Path = policy.SourcePath, []string{rest}
 			if rest == "" {
 				s.errf(field(p, "field"), "%q is not a field: %s", f, fields)
 				good = false
@@ -434,9 +434,9 @@ func (s *src) threshold(p string, raw json.RawMessage, params []string, tmplOK b
 	} else if e, ok := s.str(field(p, "escalate"), v); ok {
 		switch e {
 		case "review":
-			th.Escalate = tier.Review
+			th.Escalate = policy.Review
 		case "never":
-			th.Escalate = tier.Never
+			th.Escalate = policy.Never
 		default:
 			s.errf(field(p, "escalate"), `%q is not allowed: escalation only raises, to "review" or "never"`, e)
 			good = false
@@ -449,7 +449,7 @@ func (s *src) threshold(p string, raw json.RawMessage, params []string, tmplOK b
 
 type loadedTool struct {
 	tool *Tool
-	ep   *tier.Endpoint
+	ep   *policy.Endpoint
 	file string // relative
 }
 
@@ -536,7 +536,7 @@ func (cl *connLoad) tool(rel string) (loadedTool, bool) {
 		s.errf("call", `missing: a tool needs "call": {"method": ..., "path": ...}`)
 	} else if c, ok := s.object("call", v, "method", "path"); ok {
 		if v, ok := c["method"]; !ok {
-			s.errf("call.method", "missing: use one of %s", strings.Join(tier.Methods[:], ", "))
+			s.errf("call.method", "missing: use one of %s", strings.Join(policy.Methods[:], ", "))
 		} else {
 			t.Method, _ = s.method("call.method", v)
 		}
@@ -552,14 +552,14 @@ func (cl *connLoad) tool(rel string) (loadedTool, bool) {
 	if len(cl.l.errs) != nerr {
 		return loadedTool{}, false
 	}
-	ep := &tier.Endpoint{Method: t.Method, Path: t.Path, Tool: t.Name, Prompt: t.Prompt, Hidden: !t.LLMCallable}
+	ep := &policy.Endpoint{Method: t.Method, Path: t.Path, Tool: t.Name, Prompt: t.Prompt, Hidden: !t.LLMCallable}
 	switch t.Kind {
 	case KindOpen:
-		ep.Tier, ep.Recorded = tier.Auto, tier.Auto
+		ep.Tier, ep.Recorded = policy.Auto, policy.Auto
 	case KindRequiresConfirmation:
-		ep.Tier, ep.Recorded = tier.Confirm, tier.Review
+		ep.Tier, ep.Recorded = policy.Confirm, policy.Review
 	case KindOperatorGated:
-		ep.Tier, ep.Recorded, ep.OperatorOnly = tier.Never, tier.Never, true
+		ep.Tier, ep.Recorded, ep.OperatorOnly = policy.Never, policy.Never, true
 	}
 	ep.Rule = fmt.Sprintf("%s %s %s %s exposure.kind: %s", rel, t.Name, t.Method, t.Path, t.Kind)
 	if !t.LLMCallable {

@@ -1,4 +1,4 @@
-package policy
+package config
 
 import (
 	"errors"
@@ -6,25 +6,25 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/countersign/countersign/shared/tier"
+	"github.com/countersign/countersign/shared/policy"
 )
 
 func TestToolName(t *testing.T) {
 	tests := []struct {
 		name string
-		ep   tier.Endpoint
+		ep   policy.Endpoint
 		want string
 	}{
-		{"path parameter", tier.Endpoint{Method: "GET", Path: "/contacts/{id}"}, "get_contacts_by_id"},
-		{"no parameter", tier.Endpoint{Method: "POST", Path: "/payments"}, "post_payments"},
-		{"parameter in the middle", tier.Endpoint{Method: "POST", Path: "/accounts/{id}/close"}, "post_accounts_by_id_close"},
-		{"root", tier.Endpoint{Method: "GET", Path: "/"}, "get"},
-		{"trailing slash", tier.Endpoint{Method: "GET", Path: "/contacts/"}, "get_contacts"},
-		{"characters outside the set", tier.Endpoint{Method: "GET", Path: "/files/{id}/v1.2~x"}, "get_files_by_id_v1_2_x"},
-		{"hyphen kept", tier.Endpoint{Method: "DELETE", Path: "/api-keys/{key_id}"}, "delete_api-keys_by_key_id"},
-		{"operation_id wins", tier.Endpoint{Method: "DELETE", Path: "/contacts/{id}", OperationID: "deleteContact"}, "deleteContact"},
-		{"operation_id sanitized", tier.Endpoint{Method: "DELETE", Path: "/contacts/{id}", OperationID: "contacts.delete"}, "contacts_delete"},
-		{"custom tool wins", tier.Endpoint{Method: "POST", Path: "/contacts/{id}/archive", OperationID: "x", Tool: "archive_contact"}, "archive_contact"},
+		{"path parameter", policy.Endpoint{Method: "GET", Path: "/contacts/{id}"}, "get_contacts_by_id"},
+		{"no parameter", policy.Endpoint{Method: "POST", Path: "/payments"}, "post_payments"},
+		{"parameter in the middle", policy.Endpoint{Method: "POST", Path: "/accounts/{id}/close"}, "post_accounts_by_id_close"},
+		{"root", policy.Endpoint{Method: "GET", Path: "/"}, "get"},
+		{"trailing slash", policy.Endpoint{Method: "GET", Path: "/contacts/"}, "get_contacts"},
+		{"characters outside the set", policy.Endpoint{Method: "GET", Path: "/files/{id}/v1.2~x"}, "get_files_by_id_v1_2_x"},
+		{"hyphen kept", policy.Endpoint{Method: "DELETE", Path: "/api-keys/{key_id}"}, "delete_api-keys_by_key_id"},
+		{"operation_id wins", policy.Endpoint{Method: "DELETE", Path: "/contacts/{id}", OperationID: "deleteContact"}, "deleteContact"},
+		{"operation_id sanitized", policy.Endpoint{Method: "DELETE", Path: "/contacts/{id}", OperationID: "contacts.delete"}, "contacts_delete"},
+		{"custom tool wins", policy.Endpoint{Method: "POST", Path: "/contacts/{id}/archive", OperationID: "x", Tool: "archive_contact"}, "archive_contact"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,4 +1,4 @@
-package tier
+package policy
 
 import (
 	"encoding/json"
@@ -9,7 +9,7 @@ import (
 // benchPolicy generates a 100-endpoint policy: 4 connections of 25
 // endpoints, five methods, literal and parameter templates mixed, a
 // threshold on every POST.
-func benchPolicy(tb testing.TB) *Policy {
+func benchPolicy(tb testing.TB) *Set {
 	tb.Helper()
 	var conns []*Connection
 	n := 0

@@ -1,4 +1,4 @@
-package tier
+package policy
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package tier
+package policy
 
 import (
 	"net/url"
@@ -131,7 +131,7 @@ func TestSegmentFold(t *testing.T) {
 }
 
 // twinPolicy has literal siblings of a parameter at several tiers.
-func twinPolicy(tb testing.TB) *Policy {
+func twinPolicy(tb testing.TB) *Set {
 	tb.Helper()
 	eps := []*Endpoint{
 		{Method: "DELETE", Path: "/contacts/all", Tier: Never},

@@ -1,4 +1,4 @@
-package tier
+package policy
 
 import (
 	"errors"
@@ -8,9 +8,9 @@ import (
 	"strings"
 )
 
-// Policy is a compiled set of connections. Build it with NewPolicy; it is
+// Set is a compiled set of connections. Build it with NewPolicy; it is
 // immutable afterwards and safe for concurrent use.
-type Policy struct {
+type Set struct {
 	conns  map[string]*Connection
 	sorted []*Connection
 }
@@ -25,8 +25,8 @@ type Policy struct {
 // not one of Methods, two endpoints have the same method and shape
 // (/contacts/{id} and /contacts/{cid} are the same), a tier is out of range,
 // or a threshold is malformed. All problems are returned, joined.
-func NewPolicy(conns []*Connection) (*Policy, error) {
-	p := &Policy{conns: make(map[string]*Connection, len(conns))}
+func NewPolicy(conns []*Connection) (*Set, error) {
+	p := &Set{conns: make(map[string]*Connection, len(conns))}
 	var errs []error
 	for ci, c := range conns {
 		if c == nil {
@@ -137,7 +137,7 @@ func checkThreshold(t *Threshold, params []string) error {
 }
 
 // Connection returns the named connection, or nil.
-func (p *Policy) Connection(name string) *Connection {
+func (p *Set) Connection(name string) *Connection {
 	if p == nil {
 		return nil
 	}
@@ -146,7 +146,7 @@ func (p *Policy) Connection(name string) *Connection {
 
 // Connections returns the connections sorted by name. The slice is shared;
 // do not modify it.
-func (p *Policy) Connections() []*Connection {
+func (p *Set) Connections() []*Connection {
 	if p == nil {
 		return nil
 	}
@@ -159,7 +159,7 @@ func (p *Policy) Connections() []*Connection {
 // parameter; a trailing slash is significant. When the connection exists but
 // nothing matches, the returned Match still carries the Connection. Resolve
 // does not allocate.
-func (p *Policy) Resolve(connection, method, path string) (Match, bool) {
+func (p *Set) Resolve(connection, method, path string) (Match, bool) {
 	var m Match
 	c := p.Connection(connection)
 	if c == nil {

@@ -1,10 +1,10 @@
-package policy
+package config
 
 import (
 	"slices"
 	"strings"
 
-	"github.com/countersign/countersign/shared/tier"
+	"github.com/countersign/countersign/shared/policy"
 )
 
 // MaxToolName is the longest MCP tool name (docs/mcp.md).
@@ -17,7 +17,7 @@ const MaxToolName = 64
 // (GET /contacts/{id} → get_contacts_by_id). Characters outside
 // A-Za-z0-9_- become "_". Load refuses a configuration where two
 // operations get the same name or a name is longer than MaxToolName.
-func ToolName(ep *tier.Endpoint) string {
+func ToolName(ep *policy.Endpoint) string {
 	switch {
 	case ep.Tool != "":
 		return ep.Tool
@@ -58,7 +58,7 @@ func sanitizeToolName(s string) string {
 // epLoc is where an operation was configured: the file (relative to the
 // configuration directory) and the JSON path inside it.
 type epLoc struct {
-	ep         *tier.Endpoint
+	ep         *policy.Endpoint
 	file, path string
 }
 

@@ -1,4 +1,4 @@
-package policy
+package config
 
 import (
 	"encoding/json"
@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/countersign/countersign/shared/tier"
+	"github.com/countersign/countersign/shared/policy"
 )
 
 // The examples of docs/configuration.md (key_sha256 completed: sha256("test")).
@@ -173,7 +173,7 @@ func TestLoadValid(t *testing.T) {
 	}
 	m, ok := cfg.Policy.Resolve("crm", "DELETE", "/contacts/12")
 	if !ok || m.Endpoint.Rule != "connections/crm/policy.json endpoints[1] DELETE /contacts/{id} confirm: true" ||
-		m.Endpoint.OperationID != "deleteContact" || m.Endpoint.Tier != tier.Confirm {
+		m.Endpoint.OperationID != "deleteContact" || m.Endpoint.Tier != policy.Confirm {
 		t.Errorf("DELETE /contacts/12 resolves to %+v", m.Endpoint)
 	}
 	m, _ = cfg.Policy.Resolve("crm", "GET", "/contacts/12")
@@ -181,18 +181,18 @@ func TestLoadValid(t *testing.T) {
 		t.Errorf("GET rule = %q", m.Endpoint.Rule)
 	}
 	m, _ = cfg.Policy.Resolve("crm", "POST", "/contacts/12/archive")
-	if e := m.Endpoint; e == nil || e.Tool != "archive_contact" || e.Tier != tier.Confirm || e.Recorded != tier.Review || e.Prompt != "Archive this contact?" {
+	if e := m.Endpoint; e == nil || e.Tool != "archive_contact" || e.Tier != policy.Confirm || e.Recorded != policy.Review || e.Prompt != "Archive this contact?" {
 		t.Errorf("archive endpoint = %+v", e)
 	}
 	m, _ = cfg.Policy.Resolve("crm", "POST", "/admin/purge")
-	if e := m.Endpoint; e == nil || !e.OperatorOnly || !e.Hidden || e.Tier != tier.Never {
+	if e := m.Endpoint; e == nil || !e.OperatorOnly || !e.Hidden || e.Tier != policy.Never {
 		t.Errorf("purge endpoint = %+v", e)
 	}
 
-	cred := func(id string) *tier.Credential {
+	cred := func(id string) *policy.Credential {
 		for _, c := range cfg.Credentials {
 			if c.ID == id {
-				return &tier.Credential{ID: c.ID, Choice: c.Choice, ReadOnly: c.ReadOnly, Connections: c.Connections}
+				return &policy.Credential{ID: c.ID, Choice: c.Choice, ReadOnly: c.ReadOnly, Connections: c.Connections}
 			}
 		}
 		t.Fatalf("no credential %s", id)
@@ -200,27 +200,27 @@ func TestLoadValid(t *testing.T) {
 	}
 	decisions := []struct {
 		name    string
-		call    tier.Call
+		call    policy.Call
 		cred    string
-		outcome tier.Outcome
-		code    tier.Code
-		tier    tier.Tier
+		outcome policy.Outcome
+		code    policy.Code
+		tier    policy.Tier
 	}{
-		{"read auto", tier.Call{Connection: "crm", Method: "GET", Path: "/contacts/1"}, "ops-key", tier.Execute, "", tier.Auto},
-		{"confirm pauses for ask_person", tier.Call{Connection: "crm", Method: "DELETE", Path: "/contacts/1", Intent: tier.IntentWrite}, "chat-user", tier.Pause, "", tier.Confirm},
-		{"confirm refused for an operator key", tier.Call{Connection: "crm", Method: "DELETE", Path: "/contacts/1", Intent: tier.IntentWrite}, "ops-key", tier.Deny, tier.CodeRequiresConfirmation, tier.Confirm},
-		{"threshold escalates", tier.Call{Connection: "crm", Method: "POST", Path: "/payments", Intent: tier.IntentWrite, Body: map[string]any{"amount": json.Number("10001")}}, "chat-user", tier.Deny, tier.CodeReviewRequired, tier.Review},
-		{"review", tier.Call{Connection: "crm", Method: "POST", Path: "/accounts/1/close", Intent: tier.IntentWrite}, "chat-user", tier.Deny, tier.CodeReviewRequired, tier.Review},
-		{"never", tier.Call{Connection: "crm", Method: "DELETE", Path: "/accounts/1", Intent: tier.IntentWrite}, "chat-user", tier.Deny, tier.CodeBlocked, tier.Never},
-		{"requires-confirmation tool pauses", tier.Call{Connection: "crm", Method: "POST", Path: "/contacts/1/archive", Intent: tier.IntentWrite}, "chat-user", tier.Pause, "", tier.Confirm},
-		{"hidden operator-gated tool", tier.Call{Connection: "crm", Method: "POST", Path: "/admin/purge", Intent: tier.IntentWrite}, "chat-user", tier.Deny, tier.CodeUnknownOperation, tier.Never},
-		{"read-only", tier.Call{Connection: "crm", Method: "DELETE", Path: "/contacts/1", Intent: tier.IntentWrite}, "reader", tier.Deny, tier.CodeReadOnly, tier.Confirm},
-		{"connection limit", tier.Call{Connection: "billing", Method: "GET", Path: "/invoices/1"}, "agent", tier.Deny, tier.CodeUnknownOperation, tier.Never},
+		{"read auto", policy.Call{Connection: "crm", Method: "GET", Path: "/contacts/1"}, "ops-key", policy.Execute, "", policy.Auto},
+		{"confirm pauses for ask_person", policy.Call{Connection: "crm", Method: "DELETE", Path: "/contacts/1", Intent: policy.IntentWrite}, "chat-user", policy.Pause, "", policy.Confirm},
+		{"confirm refused for an operator key", policy.Call{Connection: "crm", Method: "DELETE", Path: "/contacts/1", Intent: policy.IntentWrite}, "ops-key", policy.Deny, policy.CodeRequiresConfirmation, policy.Confirm},
+		{"threshold escalates", policy.Call{Connection: "crm", Method: "POST", Path: "/payments", Intent: policy.IntentWrite, Body: map[string]any{"amount": json.Number("10001")}}, "chat-user", policy.Deny, policy.CodeReviewRequired, policy.Review},
+		{"review", policy.Call{Connection: "crm", Method: "POST", Path: "/accounts/1/close", Intent: policy.IntentWrite}, "chat-user", policy.Deny, policy.CodeReviewRequired, policy.Review},
+		{"never", policy.Call{Connection: "crm", Method: "DELETE", Path: "/accounts/1", Intent: policy.IntentWrite}, "chat-user", policy.Deny, policy.CodeBlocked, policy.Never},
+		{"requires-confirmation tool pauses", policy.Call{Connection: "crm", Method: "POST", Path: "/contacts/1/archive", Intent: policy.IntentWrite}, "chat-user", policy.Pause, "", policy.Confirm},
+		{"hidden operator-gated tool", policy.Call{Connection: "crm", Method: "POST", Path: "/admin/purge", Intent: policy.IntentWrite}, "chat-user", policy.Deny, policy.CodeUnknownOperation, policy.Never},
+		{"read-only", policy.Call{Connection: "crm", Method: "DELETE", Path: "/contacts/1", Intent: policy.IntentWrite}, "reader", policy.Deny, policy.CodeReadOnly, policy.Confirm},
+		{"connection limit", policy.Call{Connection: "billing", Method: "GET", Path: "/invoices/1"}, "agent", policy.Deny, policy.CodeUnknownOperation, policy.Never},
 	}
 	for _, d := range decisions {
 		t.Run(d.name, func(t *testing.T) {
 			c := d.call
-			got := tier.Evaluate(cfg.Policy, tier.Input{Call: &c, Credential: cred(d.cred)})
+			got := policy.Evaluate(cfg.Policy, policy.Input{Call: &c, Credential: cred(d.cred)})
 			if got.Outcome != d.outcome || got.Code != d.code || got.Tier != d.tier {
 				t.Errorf("got %s %q %s (%s: %s), want %s %q %s", got.Outcome, got.Code, got.Tier, got.Rule, got.Reason, d.outcome, d.code, d.tier)
 			}

@@ -1,4 +1,4 @@
-package tier
+package policy
 
 import (
 	"encoding/json"
@@ -9,7 +9,7 @@ import (
 
 // testPolicy is the fixture of the decision table: one endpoint or tool per
 // vocabulary entry of the source documents.
-func testPolicy(tb testing.TB) *Policy {
+func testPolicy(tb testing.TB) *Set {
 	tb.Helper()
 	crm := &Connection{
 		Name:              "crm",

@@ -1,4 +1,4 @@
-package tier
+package policy
 
 import (
 	"encoding/json"
@@ -9,7 +9,7 @@ import (
 // Evaluate resolves the call against the policy and decides it. It is
 // Resolve followed by Decide; callers that ask a connection hook resolve
 // first, ask the hook, and call Decide with the answer in Input.Hook.
-func Evaluate(p *Policy, in Input) Decision {
+func Evaluate(p *Set, in Input) Decision {
 	var c *Call
 	if c = in.Call; c == nil {
 		c = &zeroCall
