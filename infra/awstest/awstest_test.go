@@ -17,8 +17,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/confirm"
-	"github.com/countersign/countersign/shared/store"
 )
 
 // The flows, run one at a time in this order against one emulated
@@ -388,22 +388,22 @@ func (f *flow) startBatch(method, path, contact string) string {
 
 // startGatewayRun stores a pending confirmation of kind that the gateway
 // runs itself once approved, and starts machine for it.
-func (f *flow) startGatewayRun(kind store.Kind, machine, method, path, contact string) string {
+func (f *flow) startGatewayRun(kind countersign.Kind, machine, method, path, contact string) string {
 	f.Helper()
-	op, err := confirm.NewOperation(askCredential, "crm", method, path, "/contacts/{id}", store.Args{Path: map[string]string{"id": contact}})
+	op, err := confirm.NewOperation(askCredential, "crm", method, path, "/contacts/{id}", countersign.Args{Path: map[string]string{"id": contact}})
 	if err != nil {
 		f.Fatal(err)
 	}
 	now := time.Now().UTC()
 	seconds := f.s.settings.ScriptSeconds
-	if kind == store.KindCall {
+	if kind == countersign.KindCall {
 		seconds = f.s.settings.CallSeconds
 	}
 	wait := time.Duration(seconds) * time.Second
-	c := &store.Confirmation{
-		ID: confirm.NewID(), Kind: kind, Credential: askCredential, Status: store.StatusPending,
-		Reason: "awstest " + string(kind), CreatedAt: now, ExpiresAt: now.Add(wait), Operations: []store.Operation{op},
-		GatewayRuns: kind == store.KindCall, TTL: now.Add(wait + 24*time.Hour).Unix(),
+	c := &countersign.Confirmation{
+		ID: confirm.NewID(), Kind: kind, Credential: askCredential, Status: countersign.StatusPending,
+		Reason: "awstest " + string(kind), CreatedAt: now, ExpiresAt: now.Add(wait), Operations: []countersign.Operation{op},
+		GatewayRuns: kind == countersign.KindCall, TTL: now.Add(wait + 24*time.Hour).Unix(),
 	}
 	if err := f.s.Store.CreateConfirmation(f.ctx, c); err != nil {
 		f.Fatal(err)
@@ -456,7 +456,7 @@ func cardTaskLost(f *flow) {
 	approve := f.s.emulator("approve").aws
 	approve.fail("states:SendTaskSuccess", true)
 	defer approve.fail("states:SendTaskSuccess", false)
-	id := f.startGatewayRun(store.KindCall, "ConfirmStateMachine", "DELETE", "/contacts/73", "73")
+	id := f.startGatewayRun(countersign.KindCall, "ConfirmStateMachine", "DELETE", "/contacts/73", "73")
 	link := f.link(id)
 	f.expect("POST approve (Step Functions unreachable)", f.decide(link, "approve"), http.StatusOK, "approved")
 	f.execution("ConfirmStateMachine", id, "Executed", 30*time.Second)

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/audit"
-	"github.com/countersign/countersign/shared/store"
 )
 
 const auditSynopsis = "[--data DIR | --table NAME [--region R] [--endpoint URL]] [--since WHEN] [--chain NAME] [--json] [--verify]"
@@ -69,9 +69,9 @@ func (k *keysCmd) audit(ctx context.Context, since, chain string, verify bool) e
 			return fmt.Errorf("read the audit trail in %s: %w", where, err)
 		}
 	}
-	var recs []*store.AuditRecord
+	var recs []*countersign.AuditRecord
 	for _, c := range chains {
-		rs, err := st.ListAudit(ctx, store.AuditQuery{Chain: c})
+		rs, err := st.ListAudit(ctx, countersign.AuditQuery{Chain: c})
 		if err != nil {
 			return fmt.Errorf("read the audit trail in %s: %w", where, err)
 		}
@@ -112,7 +112,7 @@ func (k *keysCmd) audit(ctx context.Context, since, chain string, verify bool) e
 	return nil
 }
 
-func (k *keysCmd) printAudit(recs []*store.AuditRecord) {
+func (k *keysCmd) printAudit(recs []*countersign.AuditRecord) {
 	if k.json {
 		enc := json.NewEncoder(k.stdout)
 		enc.SetEscapeHTML(false)

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/infra/local/stack"
-	"github.com/countersign/countersign/shared/store"
 )
 
 // lockedBuffer is the console the stack prints approval links to.
@@ -135,9 +135,9 @@ func TestAuditScriptBatchIsOnTheTrail(t *testing.T) {
 	}
 	r = runCmd(t, "audit", "--json", "--chain", "cred:chat-user", "--data", dir)
 	var actions []string
-	var operation store.AuditRecord
+	var operation countersign.AuditRecord
 	for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
-		var rec store.AuditRecord
+		var rec countersign.AuditRecord
 		if err := json.Unmarshal([]byte(line), &rec); err != nil {
 			t.Fatalf("audit --json line %q: %v", line, err)
 		}

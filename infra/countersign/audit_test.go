@@ -16,8 +16,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"go.etcd.io/bbolt"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/audit"
-	"github.com/countersign/countersign/shared/store"
 	"github.com/countersign/countersign/shared/store/dynamostore"
 	"github.com/countersign/countersign/shared/store/embedded"
 )
@@ -25,8 +25,8 @@ import (
 // tamperer changes one stored audit record behind the store's back, as
 // someone with write access to the table or the file could.
 type tamperer interface {
-	read(tb testing.TB, chain string, seq int64) store.AuditRecord
-	write(tb testing.TB, r store.AuditRecord)
+	read(tb testing.TB, chain string, seq int64) countersign.AuditRecord
+	write(tb testing.TB, r countersign.AuditRecord)
 	remove(tb testing.TB, chain string, seq int64)
 }
 
@@ -36,13 +36,13 @@ func fillTrail(tb testing.TB, st audit.Store) {
 	t := &audit.Trail{Store: st}
 	ctx := context.Background()
 	for i, action := range []string{"call.paused", "confirmation.approved", "confirmation.redeemed", "call.denied"} {
-		_, err := t.Append(ctx, store.AuditRecord{Chain: audit.ChainOf("agent"), Actor: "agent", Action: action,
+		_, err := t.Append(ctx, countersign.AuditRecord{Chain: audit.ChainOf("agent"), Actor: "agent", Action: action,
 			Method: "DELETE", Path: fmt.Sprintf("/contacts/%d", i), Connection: "crm", Outcome: "ok"})
 		if err != nil {
 			tb.Fatal(err)
 		}
 	}
-	if _, err := t.Append(ctx, store.AuditRecord{Chain: audit.System, Actor: "cli", Action: "key.created", Subject: "agent"}); err != nil {
+	if _, err := t.Append(ctx, countersign.AuditRecord{Chain: audit.System, Actor: "cli", Action: "key.created", Subject: "agent"}); err != nil {
 		tb.Fatal(err)
 	}
 }
@@ -110,13 +110,13 @@ func (b boltTamperer) update(tb testing.TB, fn func(bk *bbolt.Bucket) error) {
 
 func boltKey(chain string, seq int64) []byte { return fmt.Appendf(nil, "%s\x00%020d", chain, seq) }
 
-func (b boltTamperer) read(tb testing.TB, chain string, seq int64) store.AuditRecord {
-	var r store.AuditRecord
+func (b boltTamperer) read(tb testing.TB, chain string, seq int64) countersign.AuditRecord {
+	var r countersign.AuditRecord
 	b.update(tb, func(bk *bbolt.Bucket) error { return json.Unmarshal(bk.Get(boltKey(chain, seq)), &r) })
 	return r
 }
 
-func (b boltTamperer) write(tb testing.TB, r store.AuditRecord) {
+func (b boltTamperer) write(tb testing.TB, r countersign.AuditRecord) {
 	b.update(tb, func(bk *bbolt.Bucket) error {
 		data, _ := json.Marshal(r)
 		return bk.Put(boltKey(r.Chain, r.Seq), data)
@@ -190,19 +190,19 @@ func dynamoKey(chain string, seq int64) map[string]types.AttributeValue {
 	}
 }
 
-func (d dynamoTamperer) read(tb testing.TB, chain string, seq int64) store.AuditRecord {
+func (d dynamoTamperer) read(tb testing.TB, chain string, seq int64) countersign.AuditRecord {
 	out, err := d.client.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: aws.String(d.table), Key: dynamoKey(chain, seq)})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	var r store.AuditRecord
+	var r countersign.AuditRecord
 	if err := json.Unmarshal([]byte(out.Item["data"].(*types.AttributeValueMemberS).Value), &r); err != nil {
 		tb.Fatal(err)
 	}
 	return r
 }
 
-func (d dynamoTamperer) write(tb testing.TB, r store.AuditRecord) {
+func (d dynamoTamperer) write(tb testing.TB, r countersign.AuditRecord) {
 	data, _ := json.Marshal(r)
 	item := dynamoKey(r.Chain, r.Seq)
 	item["data"] = &types.AttributeValueMemberS{Value: string(data)}

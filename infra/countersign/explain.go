@@ -8,11 +8,11 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/calls"
 	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/policy"
-	"github.com/countersign/countersign/shared/store"
 )
 
 const explainSynopsis = `--config DIR --credential ID [--json] [--why-not] CALL
@@ -91,7 +91,7 @@ func explainCall(configDir, credID, callArg string) (explanation, error) {
 }
 
 // configCredential returns the credential with the id from credentials.json.
-func configCredential(cfg *config.Config, id string) (*store.Credential, error) {
+func configCredential(cfg *config.Config, id string) (*countersign.Credential, error) {
 	ids := make([]string, 0, len(cfg.Credentials))
 	for i := range cfg.Credentials {
 		if cfg.Credentials[i].ID == id {

@@ -23,6 +23,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	bolterrors "go.etcd.io/bbolt/errors"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/audit"
 	config "github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/policy"
@@ -70,10 +71,10 @@ var lockTimeout = 2 * time.Second
 // keyStore is what the keys commands need of a store; store/embedded and
 // store/dynamostore provide it.
 type keyStore interface {
-	CreateCredential(ctx context.Context, c store.Credential) error
-	GetCredential(ctx context.Context, id string) (store.Credential, error)
-	ListCredentials(ctx context.Context) ([]store.Credential, error)
-	PutCredential(ctx context.Context, c store.Credential) error
+	CreateCredential(ctx context.Context, c countersign.Credential) error
+	GetCredential(ctx context.Context, id string) (countersign.Credential, error)
+	ListCredentials(ctx context.Context) ([]countersign.Credential, error)
+	PutCredential(ctx context.Context, c countersign.Credential) error
 	DeleteCredential(ctx context.Context, id string) error
 	audit.Store
 	Close() error
@@ -83,7 +84,7 @@ type keyStore interface {
 // The change is made: a failure to record it is reported, not undone.
 func (k *keysCmd) recordKeyChange(ctx context.Context, st keyStore, action, id, reason string) {
 	t := &audit.Trail{Store: st}
-	if _, err := t.Append(ctx, store.AuditRecord{Chain: audit.System, Actor: "cli", Action: action, Subject: id, Credential: id, Reason: reason}); err != nil {
+	if _, err := t.Append(ctx, countersign.AuditRecord{Chain: audit.System, Actor: "cli", Action: action, Subject: id, Credential: id, Reason: reason}); err != nil {
 		fmt.Fprintf(k.stderr, "countersign: warning: the change is made but was not recorded in the audit trail: %v\n", err)
 	}
 }
@@ -276,7 +277,7 @@ func (k *keysCmd) create(ctx context.Context) error {
 	if err := k.noArgs(); err != nil {
 		return err
 	}
-	c := store.Credential{ID: k.id, ReadOnly: k.readOnly, Operator: k.operator}
+	c := countersign.Credential{ID: k.id, ReadOnly: k.readOnly, Operator: k.operator}
 	if err := c.Origin.UnmarshalText([]byte(k.origin)); err != nil {
 		return usagef("--origin %q is not an origin: use operator or chat", k.origin)
 	}
@@ -321,7 +322,7 @@ func (k *keysCmd) create(ctx context.Context) error {
 }
 
 // describe says what a credential may do, e.g. "choice refuse, origin operator, read-only".
-func describe(c store.Credential) string {
+func describe(c countersign.Credential) string {
 	parts := []string{"choice " + c.Choice.String(), "origin " + c.Origin.String()}
 	if c.ReadOnly {
 		parts = append(parts, "read-only")
@@ -338,14 +339,14 @@ func describe(c store.Credential) string {
 // listedCredential is a credential as list --json prints it: never the
 // whole key hash.
 type listedCredential struct {
-	ID          string        `json:"id"`
-	Choice      string        `json:"choice"`
-	Origin      string        `json:"origin"`
-	ReadOnly    bool          `json:"read_only"`
-	Operator    bool          `json:"operator"`
-	Connections []string      `json:"connections"`
-	KeyPrefix   string        `json:"key_sha256_prefix"`
-	LastClient  *store.Client `json:"last_client"`
+	ID          string              `json:"id"`
+	Choice      string              `json:"choice"`
+	Origin      string              `json:"origin"`
+	ReadOnly    bool                `json:"read_only"`
+	Operator    bool                `json:"operator"`
+	Connections []string            `json:"connections"`
+	KeyPrefix   string              `json:"key_sha256_prefix"`
+	LastClient  *countersign.Client `json:"last_client"`
 }
 
 // hashPrefix is enough of a key hash to tell keys apart, never all of it.
@@ -406,7 +407,7 @@ func (k *keysCmd) list(ctx context.Context) error {
 	return tw.Flush()
 }
 
-func lastClient(c *store.Client) string {
+func lastClient(c *countersign.Client) string {
 	if c == nil {
 		return "-"
 	}
@@ -455,7 +456,7 @@ func (k *keysCmd) revoke(ctx context.Context) error {
 }
 
 // change reads the credential, applies f, and writes it back.
-func (k *keysCmd) change(ctx context.Context, what string, f func(c *store.Credential) (before, after string)) error {
+func (k *keysCmd) change(ctx context.Context, what string, f func(c *countersign.Credential) (before, after string)) error {
 	st, where, err := k.open(ctx, false)
 	if err != nil {
 		return err
@@ -497,7 +498,7 @@ func (k *keysCmd) setChoice(ctx context.Context) error {
 	if !ok {
 		return usagef("--choice %q is not a choice: use refuse, ask_person, ask_agent or run_without_asking", k.choice)
 	}
-	return k.change(ctx, "choice", func(c *store.Credential) (string, string) {
+	return k.change(ctx, "choice", func(c *countersign.Credential) (string, string) {
 		before := c.Choice.String()
 		c.Choice = ch
 		return before, ch.String()
@@ -522,7 +523,7 @@ func (k *keysCmd) setReadOnly(ctx context.Context) error {
 	default:
 		return usagef("set-read-only takes one of true or false")
 	}
-	return k.change(ctx, "read_only", func(c *store.Credential) (string, string) {
+	return k.change(ctx, "read_only", func(c *countersign.Credential) (string, string) {
 		before := fmt.Sprint(c.ReadOnly)
 		c.ReadOnly = on
 		return before, fmt.Sprint(on)

@@ -17,12 +17,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/infra/local/stack"
 	"github.com/countersign/countersign/shared/calls"
 	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/policy"
-	"github.com/countersign/countersign/shared/store"
 	"github.com/countersign/countersign/shared/store/dynamostore"
 	"github.com/countersign/countersign/shared/store/embedded"
 )
@@ -58,7 +58,7 @@ func createKey(tb testing.TB, args ...string) string {
 }
 
 // storedCredentials reads the credentials of a local data directory.
-func storedCredentials(tb testing.TB, dir string) map[string]store.Credential {
+func storedCredentials(tb testing.TB, dir string) map[string]countersign.Credential {
 	tb.Helper()
 	st, err := embedded.Open(filepath.Join(dir, "countersign.db"), nil)
 	if err != nil {
@@ -69,7 +69,7 @@ func storedCredentials(tb testing.TB, dir string) map[string]store.Credential {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	out := map[string]store.Credential{}
+	out := map[string]countersign.Credential{}
 	for _, c := range list {
 		out[c.ID] = c
 	}
@@ -86,7 +86,7 @@ func TestKeysLocal(t *testing.T) {
 	roKey := createKey(t, append([]string{"--id", "reader", "--choice", "run_without_asking", "--read-only"}, data...)...)
 	rootKey := createKey(t, append([]string{"--id", "root", "--operator"}, data...)...)
 	creds := storedCredentials(t, dir)
-	want := map[string]store.Credential{
+	want := map[string]countersign.Credential{
 		"ops":      {ID: "ops", KeyHash: config.HashKey(opKey), Choice: policy.Refuse, Origin: policy.OriginOperator},
 		"chat-bot": {ID: "chat-bot", KeyHash: config.HashKey(chatKey), Choice: policy.AskPerson, Origin: policy.OriginChat, Connections: []string{"crm", "billing"}},
 		"reader":   {ID: "reader", KeyHash: config.HashKey(roKey), Choice: policy.RunWithoutAsking, Origin: policy.OriginOperator, ReadOnly: true},

@@ -27,9 +27,9 @@ import (
 
 	"go.etcd.io/bbolt"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/notify"
-	"github.com/countersign/countersign/shared/store"
 	"github.com/countersign/countersign/shared/store/embedded"
 )
 
@@ -157,7 +157,7 @@ func TestSIGKILL(t *testing.T) {
 	}
 	defer st.Close()
 	all := readConfirmations(t, st)
-	statuses := map[store.Status]int{}
+	statuses := map[countersign.Status]int{}
 	seen := map[string]bool{}
 	for _, c := range all {
 		seen[c.ID] = true
@@ -171,28 +171,28 @@ func TestSIGKILL(t *testing.T) {
 		n := received[confirm.IdempotencyKey(c.ID, 0)]
 		op := c.Operations[0]
 		switch {
-		case n > 0 && (c.DecidedAt == nil || !op.Selected || c.Status == store.StatusRejected):
+		case n > 0 && (c.DecidedAt == nil || !op.Selected || c.Status == countersign.StatusRejected):
 			t.Errorf("%s reached the upstream without an approval (status %s)", c.ID, c.Status)
-		case n > 0 && op.State == store.OpWaiting:
+		case n > 0 && op.State == countersign.OpWaiting:
 			t.Errorf("%s reached the upstream but was never claimed", c.ID)
 		}
 		switch st {
-		case store.StatusPending, store.StatusApproved:
+		case countersign.StatusPending, countersign.StatusApproved:
 			t.Errorf("%s reads %s past all its windows", c.ID, st)
-		case store.StatusExecuted:
+		case countersign.StatusExecuted:
 			if n != 1 || op.Outcome == nil || op.Outcome.Status != http.StatusNoContent {
 				t.Errorf("%s reads executed; the upstream got it %d times; outcome %+v", c.ID, n, op.Outcome)
 			}
-		case store.StatusExpired, store.StatusRejected:
+		case countersign.StatusExpired, countersign.StatusRejected:
 			if n != 0 {
 				t.Errorf("%s reads %s but the upstream got it", c.ID, st)
 			}
-		case store.StatusFailed:
+		case countersign.StatusFailed:
 			if n != 0 && (op.Outcome == nil || op.Outcome.Error == "") {
 				t.Errorf("%s reads failed, the upstream got it and no error is stored", c.ID)
 			}
-		case store.StatusRedeemed:
-			if op.State != store.OpClaimed {
+		case countersign.StatusRedeemed:
+			if op.State != countersign.OpClaimed {
 				t.Errorf("%s reads redeemed but its operation is %q", c.ID, op.State)
 			}
 		}
@@ -628,16 +628,16 @@ func (h *hookReceiver) link(ctx context.Context, id string, d time.Duration) (st
 
 // readConfirmations reads every stored confirmation straight from the
 // embedded store's bucket.
-func readConfirmations(tb testing.TB, st *embedded.Store) []*store.Confirmation {
+func readConfirmations(tb testing.TB, st *embedded.Store) []*countersign.Confirmation {
 	tb.Helper()
-	var out []*store.Confirmation
+	var out []*countersign.Confirmation
 	err := st.DB().View(func(tx *bbolt.Tx) error {
 		b := tx.Bucket([]byte("store_confirmations"))
 		if b == nil {
 			return errors.New("no store_confirmations bucket")
 		}
 		return b.ForEach(func(_, v []byte) error {
-			var c store.Confirmation
+			var c countersign.Confirmation
 			if err := json.Unmarshal(v, &c); err != nil {
 				return err
 			}

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/audit"
 	"github.com/countersign/countersign/shared/calls"
 	"github.com/countersign/countersign/shared/config"
@@ -22,7 +23,6 @@ import (
 	"github.com/countersign/countersign/shared/links"
 	"github.com/countersign/countersign/shared/notify"
 	"github.com/countersign/countersign/shared/reqlog"
-	"github.com/countersign/countersign/shared/store"
 	"github.com/countersign/countersign/shared/tasks"
 	"github.com/countersign/countersign/shared/workflow"
 )
@@ -34,16 +34,16 @@ type Store interface {
 	confirm.Store
 	calls.Store
 	audit.Store
-	PutCredential(ctx context.Context, c store.Credential) error
+	PutCredential(ctx context.Context, c countersign.Credential) error
 
 	// Scripts' journals (code mode, shared/script, attached by gatewayapp).
-	CreateScriptRun(ctx context.Context, r *store.ScriptRun) error
-	GetScriptRun(ctx context.Context, id string) (*store.ScriptRun, error)
-	UpdateScriptRun(ctx context.Context, r *store.ScriptRun) error
-	PutScriptCall(ctx context.Context, c *store.ScriptCall) error
-	ScriptCalls(ctx context.Context, runID string) ([]*store.ScriptCall, error)
-	PutScriptPart(ctx context.Context, p *store.ScriptPart) error
-	ScriptParts(ctx context.Context, runID, prefix string) ([]*store.ScriptPart, error)
+	CreateScriptRun(ctx context.Context, r *countersign.ScriptRun) error
+	GetScriptRun(ctx context.Context, id string) (*countersign.ScriptRun, error)
+	UpdateScriptRun(ctx context.Context, r *countersign.ScriptRun) error
+	PutScriptCall(ctx context.Context, c *countersign.ScriptCall) error
+	ScriptCalls(ctx context.Context, runID string) ([]*countersign.ScriptCall, error)
+	PutScriptPart(ctx context.Context, p *countersign.ScriptPart) error
+	ScriptParts(ctx context.Context, runID, prefix string) ([]*countersign.ScriptPart, error)
 }
 
 // Adapters are what a deployment plugs in. Nil fields mean the defaults

@@ -10,13 +10,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/app"
 	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/httpapi"
 	"github.com/countersign/countersign/shared/links"
 	"github.com/countersign/countersign/shared/notify"
-	"github.com/countersign/countersign/shared/store"
 	"github.com/countersign/countersign/shared/store/embedded"
 	"github.com/countersign/countersign/shared/tasks"
 	"github.com/countersign/countersign/shared/workflow"
@@ -106,11 +106,11 @@ func TestApply(t *testing.T) {
 		t.Fatalf("link base %q, want the one given", a.LinkBase())
 	}
 
-	op, err := confirm.NewOperation("chat-user", "crm", "DELETE", "/contacts/1", "/contacts/{id}", store.Args{Path: map[string]string{"id": "1"}})
+	op, err := confirm.NewOperation("chat-user", "crm", "DELETE", "/contacts/1", "/contacts/{id}", countersign.Args{Path: map[string]string{"id": "1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := a.Confirm.Create(ctx, confirm.Request{Kind: store.KindCall, Credential: "chat-user", Operations: []store.Operation{op}})
+	c, err := a.Confirm.Create(ctx, confirm.Request{Kind: countersign.KindCall, Credential: "chat-user", Operations: []countersign.Operation{op}})
 	if err != nil {
 		t.Fatal(err)
 	}

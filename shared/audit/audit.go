@@ -18,15 +18,16 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/store"
 )
 
 // Store is what the trail needs of a store (store/embedded, store/dynamostore).
 type Store interface {
-	AppendAudit(ctx context.Context, r *store.AuditRecord) error
-	LastAudit(ctx context.Context, chain string) (*store.AuditRecord, error)
-	AuditHead(ctx context.Context, chain string) (store.AuditHead, error)
-	ListAudit(ctx context.Context, q store.AuditQuery) ([]*store.AuditRecord, error)
+	AppendAudit(ctx context.Context, r *countersign.AuditRecord) error
+	LastAudit(ctx context.Context, chain string) (*countersign.AuditRecord, error)
+	AuditHead(ctx context.Context, chain string) (countersign.AuditHead, error)
+	ListAudit(ctx context.Context, q countersign.AuditQuery) ([]*countersign.AuditRecord, error)
 	AuditChains(ctx context.Context) ([]string, error)
 }
 
@@ -110,7 +111,7 @@ type Trail struct {
 
 // window counts the repeats of one denial.
 type window struct {
-	first   store.AuditRecord // as recorded (Seq set once appended)
+	first   countersign.AuditRecord // as recorded (Seq set once appended)
 	ends    time.Time
 	repeats int64
 	lastAt  time.Time
@@ -133,7 +134,7 @@ func (t *Trail) logger() *slog.Logger {
 // Hash is the hex SHA-256 of r's JSON with Hash empty. The JSON of a
 // record is deterministic (fields in declaration order, optional ones
 // omitted when empty), so a record hashes the same in every process.
-func Hash(r *store.AuditRecord) string {
+func Hash(r *countersign.AuditRecord) string {
 	c := *r
 	c.Hash = ""
 	c.At = c.At.UTC()
@@ -148,7 +149,7 @@ func Hash(r *store.AuditRecord) string {
 
 // Append adds r to the end of r.Chain (required), setting Seq, At (when
 // zero), Prev and Hash. It returns the stored record.
-func (t *Trail) Append(ctx context.Context, r store.AuditRecord) (*store.AuditRecord, error) {
+func (t *Trail) Append(ctx context.Context, r countersign.AuditRecord) (*countersign.AuditRecord, error) {
 	if r.Chain == "" || r.Action == "" {
 		return nil, errors.New("audit: a record needs a chain and an action")
 	}
@@ -158,7 +159,7 @@ func (t *Trail) Append(ctx context.Context, r store.AuditRecord) (*store.AuditRe
 	return t.append(ctx, r)
 }
 
-func (t *Trail) append(ctx context.Context, r store.AuditRecord) (*store.AuditRecord, error) {
+func (t *Trail) append(ctx context.Context, r countersign.AuditRecord) (*countersign.AuditRecord, error) {
 	if r.At.IsZero() {
 		r.At = t.now()
 	}
@@ -227,7 +228,7 @@ func (t *Trail) append(ctx context.Context, r store.AuditRecord) (*store.AuditRe
 // A denial (Action "call.denied") identical to one recorded less than
 // Window ago is counted instead: the window's summary record says how many
 // more there were. Identical means every field but the time and the TTL.
-func (t *Trail) Record(ctx context.Context, r store.AuditRecord) {
+func (t *Trail) Record(ctx context.Context, r countersign.AuditRecord) {
 	if t == nil || t.Store == nil {
 		return
 	}
@@ -253,7 +254,7 @@ func (t *Trail) Record(ctx context.Context, r store.AuditRecord) {
 // ActionDenied is the action of a denied call, the one Record counts.
 const ActionDenied = "call.denied"
 
-func (t *Trail) store(ctx context.Context, r store.AuditRecord) *store.AuditRecord {
+func (t *Trail) store(ctx context.Context, r countersign.AuditRecord) *countersign.AuditRecord {
 	stored, err := t.Append(ctx, r)
 	if err != nil {
 		t.logger().ErrorContext(ctx, "audit record not stored", "chain", r.Chain, "action", r.Action, "error", err)
@@ -265,7 +266,7 @@ func (t *Trail) store(ctx context.Context, r store.AuditRecord) *store.AuditReco
 // returns nil. Otherwise the caller records r: counted opens a window for
 // it (unless every window is taken) and returns it, or a window of its own
 // that nothing counts into.
-func (t *Trail) counted(r *store.AuditRecord) *window {
+func (t *Trail) counted(r *countersign.AuditRecord) *window {
 	bound(r)
 	key := windowKey(r)
 	length := t.Window
@@ -291,7 +292,7 @@ func (t *Trail) counted(r *store.AuditRecord) *window {
 
 // windowKey is what makes two denials identical: every field but the
 // time, the TTL and what the chain sets.
-func windowKey(r *store.AuditRecord) string {
+func windowKey(r *countersign.AuditRecord) string {
 	c := *r
 	c.At, c.TTL, c.Seq, c.Prev, c.PrevTTL, c.Hash = time.Time{}, 0, 0, "", 0, ""
 	b, _ := json.Marshal(c)
@@ -317,7 +318,7 @@ func (t *Trail) flush(ctx context.Context, due func(*window) bool) {
 		return
 	}
 	t.mu.Lock()
-	var summaries []store.AuditRecord
+	var summaries []countersign.AuditRecord
 	for key, w := range t.windows {
 		if !due(w) {
 			continue
@@ -367,7 +368,7 @@ func (t *Trail) configLoaded(ctx context.Context) {
 		t.logger().ErrorContext(ctx, "configuration load not checked", "error", err)
 		return
 	}
-	_, err = t.append(ctx, store.AuditRecord{Chain: Config, Actor: "system", Action: "config.loaded",
+	_, err = t.append(ctx, countersign.AuditRecord{Chain: Config, Actor: "system", Action: "config.loaded",
 		Subject: t.ConfigDigest, Reason: "configuration " + t.ConfigDir})
 	if err != nil {
 		t.logger().ErrorContext(ctx, "configuration load not recorded", "error", err)
@@ -409,7 +410,7 @@ func DirDigest(dir string) (string, error) {
 // bound cuts r's text fields to their bounds: Path and Reason keep the
 // whole one's length and SHA-256 (PathBytes, PathSHA256, ReasonBytes,
 // ReasonSHA256); the others are cut. A record already bound is unchanged.
-func bound(r *store.AuditRecord) {
+func bound(r *countersign.AuditRecord) {
 	if len(r.Path) > MaxPath && r.PathSHA256 == "" {
 		r.PathBytes, r.PathSHA256 = len(r.Path), sha256Hex(r.Path)
 		r.Path = cut(r.Path, MaxPath)

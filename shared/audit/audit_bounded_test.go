@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/audit"
-	"github.com/countersign/countersign/shared/store"
 	"github.com/countersign/countersign/shared/store/embedded"
 	"go.etcd.io/bbolt"
 )
@@ -33,8 +33,8 @@ func (c *clock) Add(d time.Duration) {
 const day = 24 * time.Hour
 
 // denial is a denied call of agent on its expiring chain, kept a day.
-func denial(c *clock, path string) store.AuditRecord {
-	return store.AuditRecord{Chain: audit.CallsChainOf("agent"), Actor: "agent", Credential: "agent", Action: audit.ActionDenied,
+func denial(c *clock, path string) countersign.AuditRecord {
+	return countersign.AuditRecord{Chain: audit.CallsChainOf("agent"), Actor: "agent", Credential: "agent", Action: audit.ActionDenied,
 		Connection: "crm", Method: "DELETE", Path: path, Outcome: "blocked", Reason: "never: " + path,
 		At: c.Now(), TTL: c.Now().Add(day).Unix()}
 }
@@ -60,7 +60,7 @@ func TestAuditDenialOfAHugeIDIsBounded(t *testing.T) {
 		c.Add(2 * time.Minute) // each its own window
 		tr.Record(context.Background(), denial(c, path))
 	}
-	recs, _ := st.ListAudit(context.Background(), store.AuditQuery{Chain: audit.CallsChainOf("agent")})
+	recs, _ := st.ListAudit(context.Background(), countersign.AuditQuery{Chain: audit.CallsChainOf("agent")})
 	if len(recs) != 10 {
 		t.Fatalf("%d records, want 10", len(recs))
 	}
@@ -97,13 +97,13 @@ func TestAuditRepeatedDenialsAreCounted(t *testing.T) {
 		}
 	}
 	chain := audit.CallsChainOf("agent")
-	recs, _ := st.ListAudit(ctx, store.AuditQuery{Chain: chain})
+	recs, _ := st.ListAudit(ctx, countersign.AuditQuery{Chain: chain})
 	if len(recs) != 2 {
 		t.Fatalf("%d records before the window ends, want the first of each denial", len(recs))
 	}
 	c.Add(audit.DefaultWindow)
-	tr.Record(ctx, store.AuditRecord{Chain: audit.ChainOf("agent"), Actor: "agent", Action: "call.paused"}) // any record flushes a window that ended
-	recs, _ = st.ListAudit(ctx, store.AuditQuery{Chain: chain})
+	tr.Record(ctx, countersign.AuditRecord{Chain: audit.ChainOf("agent"), Actor: "agent", Action: "call.paused"}) // any record flushes a window that ended
+	recs, _ = st.ListAudit(ctx, countersign.AuditQuery{Chain: chain})
 	if len(recs) != 3 {
 		t.Fatalf("%d records after the window, want 3", len(recs))
 	}
@@ -141,7 +141,7 @@ func TestAuditFlushWritesOpenWindows(t *testing.T) {
 		tr.Record(ctx, denial(c, "/contacts/all"))
 	}
 	tr.Flush(ctx)
-	recs, _ := st.ListAudit(ctx, store.AuditQuery{Chain: audit.CallsChainOf("agent")})
+	recs, _ := st.ListAudit(ctx, countersign.AuditQuery{Chain: audit.CallsChainOf("agent")})
 	if len(recs) != 2 || recs[1].Count != 4 {
 		t.Fatalf("records %+v, want the first and a summary of 4 more", recs)
 	}
@@ -162,7 +162,7 @@ func TestAuditExpiryKeepsTheTrailVerifiable(t *testing.T) {
 	for i := range 5 {
 		c.Add(2 * time.Minute)
 		tr.Record(ctx, denial(c, "/contacts/"+string(rune('a'+i))))
-		tr.Record(ctx, store.AuditRecord{Chain: audit.ChainOf("agent"), Actor: "agent", Action: "call.paused", At: c.Now()})
+		tr.Record(ctx, countersign.AuditRecord{Chain: audit.ChainOf("agent"), Actor: "agent", Action: "call.paused", At: c.Now()})
 	}
 	c.Add(2 * day)
 	for i := range 3 {
@@ -195,7 +195,7 @@ func TestAuditExpiryKeepsTheTrailVerifiable(t *testing.T) {
 	}
 
 	// Tampering with what survives still breaks the chain.
-	recs, _ := st.ListAudit(ctx, store.AuditQuery{Chain: chain})
+	recs, _ := st.ListAudit(ctx, countersign.AuditQuery{Chain: chain})
 	if err := rawDelete(st, chain, recs[1].Seq); err != nil { // not expired
 		t.Fatal(err)
 	}
@@ -223,7 +223,7 @@ func TestAuditExpiryKeepsTheTrailVerifiable(t *testing.T) {
 	if _, err := st.Sweep(c.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if recs, _ := st.ListAudit(ctx, store.AuditQuery{Chain: chain}); len(recs) != 0 {
+	if recs, _ := st.ListAudit(ctx, countersign.AuditQuery{Chain: chain}); len(recs) != 0 {
 		t.Fatalf("%d records left", len(recs))
 	}
 	verifyOK(t, st, c.Now())
@@ -238,7 +238,7 @@ func TestAuditExpiryKeepsTheTrailVerifiable(t *testing.T) {
 
 // rawPut and rawDelete change the store's file behind its back, as
 // someone with write access to it could.
-func rawPut(st *embedded.Store, r *store.AuditRecord) error {
+func rawPut(st *embedded.Store, r *countersign.AuditRecord) error {
 	b, err := json.Marshal(r)
 	if err != nil {
 		return err

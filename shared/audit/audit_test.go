@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/audit"
-	"github.com/countersign/countersign/shared/store"
 	"github.com/countersign/countersign/shared/store/embedded"
 )
 
@@ -35,7 +35,7 @@ func TestConcurrentAppendsMakeOneChain(t *testing.T) {
 	for w := range writers {
 		wg.Go(func() {
 			for i := range each {
-				_, err := tr.Append(context.Background(), store.AuditRecord{Chain: audit.ChainOf("agent"), Actor: "agent",
+				_, err := tr.Append(context.Background(), countersign.AuditRecord{Chain: audit.ChainOf("agent"), Actor: "agent",
 					Action: "call.denied", Reason: fmt.Sprintf("writer %d call %d", w, i)})
 				if err != nil {
 					errs <- err
@@ -61,11 +61,11 @@ func TestConfigLoadedOncePerDigest(t *testing.T) {
 	ctx := context.Background()
 	for _, digest := range []string{"sha256:a", "sha256:a", "sha256:b"} {
 		tr := &audit.Trail{Store: st, ConfigDigest: digest, Now: func() time.Time { return time.Unix(1700000000, 0) }}
-		if _, err := tr.Append(ctx, store.AuditRecord{Chain: audit.System, Actor: "cli", Action: "key.created"}); err != nil {
+		if _, err := tr.Append(ctx, countersign.AuditRecord{Chain: audit.System, Actor: "cli", Action: "key.created"}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	recs, _ := st.ListAudit(ctx, store.AuditQuery{Chain: audit.Config})
+	recs, _ := st.ListAudit(ctx, countersign.AuditQuery{Chain: audit.Config})
 	var got []string
 	for _, r := range recs {
 		got = append(got, r.Subject)
@@ -78,7 +78,7 @@ func TestConfigLoadedOncePerDigest(t *testing.T) {
 // A nil trail records nothing and does not fail.
 func TestNilTrail(t *testing.T) {
 	var tr *audit.Trail
-	tr.Record(context.Background(), store.AuditRecord{Chain: "x", Action: "y"})
+	tr.Record(context.Background(), countersign.AuditRecord{Chain: "x", Action: "y"})
 	tr.ConfigLoaded(context.Background())
 }
 

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/store"
 )
 
@@ -28,7 +29,7 @@ type ChainReport struct {
 	// Records is how many records the chain holds.
 	Records int
 	// Head is the stored head (zero when there is none).
-	Head store.AuditHead
+	Head countersign.AuditHead
 	// Lag is how many records lie past the head: an append cut off
 	// between its record and its head (the next append repairs it).
 	Lag int64
@@ -100,7 +101,7 @@ func verifyChain(ctx context.Context, st Store, chain string, now int64) (ChainR
 	default:
 		cr.Head = head
 	}
-	records, err := st.ListAudit(ctx, store.AuditQuery{Chain: chain})
+	records, err := st.ListAudit(ctx, countersign.AuditQuery{Chain: chain})
 	if err != nil {
 		return cr, fmt.Errorf("verify %s: %w", chain, err)
 	}
@@ -110,8 +111,8 @@ func verifyChain(ctx context.Context, st Store, chain string, now int64) (ChainR
 		return cr
 	}
 	expired := func(ttl int64) bool { return ttl > 0 && ttl <= now }
-	var before *store.AuditRecord
-	var byHead *store.AuditRecord
+	var before *countersign.AuditRecord
+	var byHead *countersign.AuditRecord
 	for _, r := range records {
 		want := int64(1)
 		if before != nil {

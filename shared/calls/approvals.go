@@ -3,14 +3,14 @@ package calls
 import (
 	"context"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/notify"
-	"github.com/countersign/countersign/shared/store"
 )
 
 // Lookup returns a confirmation for an approver, whose signed link is the
 // check (the approval page); unknown_confirmation when there is none.
-func (s *Service) Lookup(ctx context.Context, id string) (*store.Confirmation, error) {
+func (s *Service) Lookup(ctx context.Context, id string) (*countersign.Confirmation, error) {
 	c, err := s.Confirm.Get(ctx, id)
 	if err != nil {
 		return nil, lifecycleError(ctx, s, err)
@@ -23,13 +23,13 @@ func (s *Service) Lookup(ctx context.Context, id string) (*store.Confirmation, e
 // lifecycle's code: confirmation_decided, confirmation_expired,
 // confirmation_pending (not ready), confirmation_mismatch (a selection that
 // is not part of it), unknown_confirmation; anything else is internal.
-func (s *Service) Decide(ctx context.Context, id string, d confirm.Decision) (*store.Confirmation, error) {
+func (s *Service) Decide(ctx context.Context, id string, d confirm.Decision) (*countersign.Confirmation, error) {
 	c, err := s.Confirm.Decide(ctx, id, d)
 	if err != nil {
 		return c, lifecycleError(ctx, s, err)
 	}
 	action := "confirmation.approved"
-	if c.Status == store.StatusRejected {
+	if c.Status == countersign.StatusRejected {
 		action = "confirmation.rejected"
 	}
 	s.auditConfirmation(ctx, "approver:"+d.Approver, action, c, d.Reason)

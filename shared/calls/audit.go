@@ -6,15 +6,15 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/audit"
 	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/policy"
-	"github.com/countersign/countersign/shared/store"
 )
 
 // record appends r to the audit trail, if there is one.
-func (s *Service) record(ctx context.Context, r store.AuditRecord) {
+func (s *Service) record(ctx context.Context, r countersign.AuditRecord) {
 	if s.Audit == nil {
 		return
 	}
@@ -31,15 +31,15 @@ func (s *Service) record(ctx context.Context, r store.AuditRecord) {
 // settings.json turns audit.auto_calls on, so the auto path writes
 // nothing by default; code mode's collected calls are recorded with the
 // batch they join.
-func (s *Service) auditCall(ctx context.Context, cred *store.Credential, p *prepared, d policy.Decision, res *Result, err error) {
+func (s *Service) auditCall(ctx context.Context, cred *countersign.Credential, p *prepared, d policy.Decision, res *Result, err error) {
 	if s.Audit == nil {
 		return
 	}
-	r := store.AuditRecord{Chain: audit.ChainOf(cred.ID), Actor: cred.ID, Credential: cred.ID,
+	r := countersign.AuditRecord{Chain: audit.ChainOf(cred.ID), Actor: cred.ID, Credential: cred.ID,
 		Connection: p.Connection, Method: p.Method, Path: p.Path, Tier: d.Tier.String(), Rule: d.Rule,
 		Reason: d.Reason, Subject: p.ConfirmationID}
 	if p.hook != nil && p.hook.Decision != policy.HookNone {
-		r.Hook = &store.AuditHook{Decision: p.hook.Decision.String(), Reason: p.hook.Reason}
+		r.Hook = &countersign.AuditHook{Decision: p.hook.Decision.String(), Reason: p.hook.Reason}
 	}
 	if err != nil {
 		code := fault.CodeOf(err)
@@ -102,7 +102,7 @@ func (s *Service) auditCall(ctx context.Context, cred *store.Credential, p *prep
 // expiring moves r to its credential's expiring chain, with a TTL of
 // settings.json audit.retention_days from now: denials and auto-tier calls
 // are kept that long, everything a confirmation involves for good.
-func (s *Service) expiring(r *store.AuditRecord) {
+func (s *Service) expiring(r *countersign.AuditRecord) {
 	days := s.Current().Settings.Audit.RetentionDays
 	if days <= 0 {
 		days = config.DefaultAuditRetentionDays
@@ -116,11 +116,11 @@ func (s *Service) expiring(r *store.AuditRecord) {
 
 // auditConfirmation records what an approver, an operator or a timer did
 // to a confirmation or review item.
-func (s *Service) auditConfirmation(ctx context.Context, actor, action string, c *store.Confirmation, reason string) {
+func (s *Service) auditConfirmation(ctx context.Context, actor, action string, c *countersign.Confirmation, reason string) {
 	if s.Audit == nil || c == nil {
 		return
 	}
-	r := store.AuditRecord{Chain: audit.ChainOf(c.Credential), Actor: actor, Action: action, Subject: c.ID,
+	r := countersign.AuditRecord{Chain: audit.ChainOf(c.Credential), Actor: actor, Action: action, Subject: c.ID,
 		Credential: c.Credential, Outcome: string(c.Status), Reason: reason}
 	if len(c.Operations) == 1 {
 		op := c.Operations[0]
@@ -134,7 +134,7 @@ func (s *Service) auditConfirmation(ctx context.Context, actor, action string, c
 
 // AuditExpired records that a wait ended without a decision (the
 // workflow's timer): the finalize task calls it.
-func (s *Service) AuditExpired(ctx context.Context, c *store.Confirmation) {
+func (s *Service) AuditExpired(ctx context.Context, c *countersign.Confirmation) {
 	s.auditConfirmation(ctx, "system", "confirmation."+string(c.Status), c, "")
 }
 
@@ -143,7 +143,7 @@ func (s *Service) AuditExpired(ctx context.Context, c *store.Confirmation) {
 // ("script.paused", by the credential) and its end ("script.finished",
 // with the batch's status and, for a failure, why). The decision is
 // recorded by the approval itself (confirmation.approved or .rejected).
-func (s *Service) AuditScript(ctx context.Context, actor, action string, c *store.Confirmation, reason string) {
+func (s *Service) AuditScript(ctx context.Context, actor, action string, c *countersign.Confirmation, reason string) {
 	s.auditConfirmation(ctx, actor, action, c, reason)
 }
 
@@ -151,11 +151,11 @@ func (s *Service) AuditScript(ctx context.Context, actor, action string, c *stor
 // approval (once: a replay of an operation that already ran is not
 // recorded again), with its outcome: the upstream status, or why the
 // upstream could not be reached.
-func (s *Service) AuditScriptOperation(ctx context.Context, credential, id string, index int, op store.Operation, out store.Outcome) {
+func (s *Service) AuditScriptOperation(ctx context.Context, credential, id string, index int, op countersign.Operation, out countersign.Outcome) {
 	if s.Audit == nil {
 		return
 	}
-	r := store.AuditRecord{Chain: audit.ChainOf(credential), Actor: "system", Action: "script.operation", Subject: id + "#" + strconv.Itoa(index),
+	r := countersign.AuditRecord{Chain: audit.ChainOf(credential), Actor: "system", Action: "script.operation", Subject: id + "#" + strconv.Itoa(index),
 		Credential: credential, Connection: op.Connection, Method: op.Method, Path: op.Path, Binding: op.Binding,
 		Outcome: strconv.Itoa(out.Status) + " " + http.StatusText(out.Status)}
 	if out.Error != "" {

@@ -8,12 +8,12 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/callbody"
 	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/policy"
-	"github.com/countersign/countersign/shared/store"
 )
 
 // Call is one call from any surface, as the agent made it.
@@ -214,19 +214,19 @@ func bodyArg(b []byte, isJSON bool) json.RawMessage {
 // beside them). A call that resolved to no endpoint (unknown, hidden)
 // binds its concrete path in the endpoint's place, so that its binding
 // still tells two calls apart.
-func (p *prepared) operation(cred *store.Credential, m *policy.Match) (store.Operation, error) {
+func (p *prepared) operation(cred *countersign.Credential, m *policy.Match) (countersign.Operation, error) {
 	return p.operationWith(cred, m, p.headers)
 }
 
 // operationWith is operation with the given forwarded headers in the
 // binding in place of the call's own: a redemption binds with the approved
 // request's headers, which it replays.
-func (p *prepared) operationWith(cred *store.Credential, m *policy.Match, headers map[string]string) (store.Operation, error) {
+func (p *prepared) operationWith(cred *countersign.Credential, m *policy.Match, headers map[string]string) (countersign.Operation, error) {
 	endpoint, params := p.Path, map[string]string{}
 	if m.Endpoint != nil {
 		endpoint, params = m.Endpoint.Path, m.Params.Map()
 	}
-	args := store.Args{Path: params, Query: confirm.QueryArgs(p.Query), Body: p.arg, Headers: headers}
+	args := countersign.Args{Path: params, Query: confirm.QueryArgs(p.Query), Body: p.arg, Headers: headers}
 	op, err := confirm.NewOperation(cred.ID, p.Connection, p.Method, p.Path, endpoint, args)
 	if err != nil {
 		return op, fault.Wrap(err, "the call could not be bound to an approval")
@@ -247,13 +247,13 @@ func (p *prepared) operationWith(cred *store.Credential, m *policy.Match, header
 // it: code mode compares a replayed call with its journal by binding. It
 // resolves the call as Do does; a call that names no endpoint binds its
 // concrete path.
-func (s *Service) Bind(cred *store.Credential, c *Call) (store.Operation, error) {
+func (s *Service) Bind(cred *countersign.Credential, c *Call) (countersign.Operation, error) {
 	if err := c.Validate(); err != nil {
-		return store.Operation{}, err
+		return countersign.Operation{}, err
 	}
 	p, err := prepare(c, s.Current())
 	if err != nil {
-		return store.Operation{}, err
+		return countersign.Operation{}, err
 	}
 	m, ok := p.cfg.Policy.Resolve(p.Connection, p.Method, p.Path)
 	if !ok {

@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/calls"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/policy"
-	"github.com/countersign/countersign/shared/store"
 )
 
 // TestReplaySendsTheOriginalBytes pauses a write with a JSON body (with
@@ -137,7 +137,7 @@ func TestOutcomes(t *testing.T) {
 			t.Fatalf("%+v, %v", res, err)
 		}
 		items, err := e.st.ListReviews(e.ctx)
-		if err != nil || len(items) != 1 || items[0].ID != res.ReviewID || items[0].Operations[0].Path != "/accounts/3/close" || items[0].Kind != store.KindReview {
+		if err != nil || len(items) != 1 || items[0].ID != res.ReviewID || items[0].Operations[0].Path != "/accounts/3/close" || items[0].Kind != countersign.KindReview {
 			t.Fatalf("reviews %+v, %v", items, err)
 		}
 	})
@@ -159,11 +159,11 @@ type failingStore struct {
 
 var errOutage = errors.New("dynamodb: ProvisionedThroughputExceededException")
 
-func (failingStore) CredentialByKeyHash(context.Context, string) (store.Credential, error) {
-	return store.Credential{}, errOutage
+func (failingStore) CredentialByKeyHash(context.Context, string) (countersign.Credential, error) {
+	return countersign.Credential{}, errOutage
 }
 
-func (failingStore) GetConfirmation(context.Context, string) (*store.Confirmation, error) {
+func (failingStore) GetConfirmation(context.Context, string) (*countersign.Confirmation, error) {
 	return nil, errOutage
 }
 
@@ -202,7 +202,7 @@ func TestStoredOperationOfAGoneConnection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out := c.Operations[0].Outcome; c.Status != store.StatusFailed || out == nil || !strings.Contains(out.Error, `"crm"`) {
+	if out := c.Operations[0].Outcome; c.Status != countersign.StatusFailed || out == nil || !strings.Contains(out.Error, `"crm"`) {
 		t.Errorf("status %s outcome %+v, want failed with an error naming the connection", c.Status, out)
 	}
 	if n := len(e.up.seen()); n != 0 {
@@ -275,7 +275,9 @@ func TestLimits(t *testing.T) {
 // goes away between the call and its record would.
 type lostAnswers struct{ testStore }
 
-func (lostAnswers) UpdateIdempotency(context.Context, *store.Idempotency) error { return errOutage }
+func (lostAnswers) UpdateIdempotency(context.Context, *countersign.Idempotency) error {
+	return errOutage
+}
 
 // TestIdempotencyClaimOutlivesALostAnswer: when the answer of a call with
 // an Idempotency-Key cannot be stored, a retry with the key never runs the

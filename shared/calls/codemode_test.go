@@ -5,11 +5,11 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/calls"
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/policy"
-	"github.com/countersign/countersign/shared/store"
 )
 
 // TestBindEveryOutcome: with Options.Bind every outcome carries the
@@ -65,9 +65,9 @@ func TestBindEveryOutcome(t *testing.T) {
 
 // approvedBatch creates a script batch of DELETE /contacts/1..n for
 // chat-user and approves keep (nil: all).
-func (e *env) approvedBatch(tb testing.TB, n int, keep []int) *store.Confirmation {
+func (e *env) approvedBatch(tb testing.TB, n int, keep []int) *countersign.Confirmation {
 	tb.Helper()
-	var ops []store.Operation
+	var ops []countersign.Operation
 	for i := 1; i <= n; i++ {
 		res, err := e.svc.Do(e.ctx, e.creds["chat-user"], &calls.Call{Connection: "crm", Method: "DELETE", Path: "/contacts/" + string(rune('0'+i)), Intent: policy.IntentWrite},
 			calls.Options{Pause: calls.PauseCollect})
@@ -76,7 +76,7 @@ func (e *env) approvedBatch(tb testing.TB, n int, keep []int) *store.Confirmatio
 		}
 		ops = append(ops, res.Operation)
 	}
-	c, err := e.svc.Confirm.Create(e.ctx, confirm.Request{Kind: store.KindScript, Credential: "chat-user", Operations: ops})
+	c, err := e.svc.Confirm.Create(e.ctx, confirm.Request{Kind: countersign.KindScript, Credential: "chat-user", Operations: ops})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -137,7 +137,7 @@ func TestExecuteOne(t *testing.T) {
 		t.Fatalf("cleared operation: %v, want confirmation_rejected", err)
 	}
 	stored, _ := e.svc.Confirm.Get(e.ctx, c.ID)
-	if stored.Status != store.StatusRedeemed || stored.Operations[0].State != store.OpWaiting {
+	if stored.Status != countersign.StatusRedeemed || stored.Operations[0].State != countersign.OpWaiting {
 		t.Errorf("batch %s, op 0 %q: the script's end decides the status, and op 0 was not reached", stored.Status, stored.Operations[0].State)
 	}
 	if n := len(e.up.seen()); n != 1 {

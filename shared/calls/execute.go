@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/notify"
-	"github.com/countersign/countersign/shared/store"
 	"github.com/countersign/countersign/shared/upstream"
 )
 
@@ -29,7 +29,7 @@ func (s *Service) send(ctx context.Context, p *prepared, idemKey string) (*Respo
 // sendStored replays a stored operation: its original body bytes with
 // their content type, its query as it was sent, its forwarded headers as
 // they were approved, and the key given.
-func (s *Service) sendStored(ctx context.Context, op store.Operation, idemKey string) (*Response, error) {
+func (s *Service) sendStored(ctx context.Context, op countersign.Operation, idemKey string) (*Response, error) {
 	conn := s.Current().Connections[op.Connection]
 	if conn == nil {
 		return nil, fault.Errorf(fault.UpstreamUnreachable, "connection %q is no longer configured", op.Connection)
@@ -62,7 +62,7 @@ func upstreamError(err error) error {
 // approved (sendStored). The outcome kept on the confirmation
 // is bounded (confirm.Complete); the caller gets the whole answer.
 func (s *Service) runner(last **Response, lastErr *error) confirm.Runner {
-	return func(ctx context.Context, op store.Operation, key string) store.Outcome {
+	return func(ctx context.Context, op countersign.Operation, key string) countersign.Outcome {
 		resp, err := s.sendStored(ctx, op, key)
 		if last != nil {
 			*last, *lastErr = resp, err
@@ -80,7 +80,7 @@ const MaxStoredBody = 64 << 10
 // runClaimed runs a claimed operation once and stores its outcome. The
 // outcome is stored even when the call could not be made: the approval is
 // spent either way, and nothing runs it again.
-func (s *Service) runClaimed(ctx context.Context, conf *store.Confirmation, index int) (*store.Confirmation, *Response, error) {
+func (s *Service) runClaimed(ctx context.Context, conf *countersign.Confirmation, index int) (*countersign.Confirmation, *Response, error) {
 	var resp *Response
 	var callErr error
 	done, err := s.Confirm.RunClaimed(ctx, conf, index, s.runner(&resp, &callErr))
@@ -100,12 +100,12 @@ func (s *Service) runClaimed(ctx context.Context, conf *store.Confirmation, inde
 // itself (a script batch, the card), each exactly once, and announces the
 // outcome when this run changed it. A retry (a Lambda retry, a duplicate
 // click) replays stored outcomes and calls nothing again.
-func (s *Service) Execute(ctx context.Context, id string) (*store.Confirmation, error) {
+func (s *Service) Execute(ctx context.Context, id string) (*countersign.Confirmation, error) {
 	before, err := s.Confirm.Get(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	if before.Kind == store.KindScript {
+	if before.Kind == countersign.KindScript {
 		// A script's approved operations run only inside the script, in
 		// its order, when it runs again (code mode).
 		return before, fault.Errorf(fault.ConfirmationMismatch, "confirmation %s is a script batch: its operations run when the script runs again", id)
@@ -132,20 +132,20 @@ func (s *Service) Execute(ctx context.Context, id string) (*store.Confirmation, 
 // claimed by an attempt that stopped before storing its outcome is never
 // run again: outcome_unknown. A cleared operation is confirmation_rejected.
 // ExecuteOne announces nothing: the caller announces the batch's end.
-func (s *Service) ExecuteOne(ctx context.Context, id string, index int) (out store.Outcome, replayed bool, err error) {
+func (s *Service) ExecuteOne(ctx context.Context, id string, index int) (out countersign.Outcome, replayed bool, err error) {
 	c, claimed, err := s.Confirm.ClaimOne(ctx, id, index)
 	if err != nil {
 		return out, false, lifecycleError(ctx, s, err)
 	}
 	if !claimed {
-		if op := c.Operations[index]; op.State == store.OpDone && op.Outcome != nil {
+		if op := c.Operations[index]; op.State == countersign.OpDone && op.Outcome != nil {
 			return *op.Outcome, true, nil
 		}
 		return out, false, fault.Errorf(fault.OutcomeUnknown,
 			"operation %d of confirmation %s was started by a run that stopped before it recorded the outcome; it is not run again", index, id)
 	}
-	var whole store.Outcome
-	_, err = s.Confirm.RunClaimed(ctx, c, index, func(ctx context.Context, op store.Operation, key string) store.Outcome {
+	var whole countersign.Outcome
+	_, err = s.Confirm.RunClaimed(ctx, c, index, func(ctx context.Context, op countersign.Operation, key string) countersign.Outcome {
 		resp, err := s.sendStored(ctx, op, key)
 		whole = OutcomeOf(resp, err)
 		return whole
@@ -164,11 +164,11 @@ func (s *Service) ExecuteOne(ctx context.Context, id string, index int) (out sto
 func (s *Service) Emit(ctx context.Context, ev notify.Event) { s.emit(ctx, ev) }
 
 // OutcomeOf turns an upstream response or error into a stored outcome.
-func OutcomeOf(resp *Response, err error) store.Outcome {
+func OutcomeOf(resp *Response, err error) countersign.Outcome {
 	if err != nil {
-		return store.Outcome{Error: fault.ReasonOf(err)}
+		return countersign.Outcome{Error: fault.ReasonOf(err)}
 	}
-	out := store.Outcome{Status: resp.Status, Headers: make(map[string]string, len(resp.Header))}
+	out := countersign.Outcome{Status: resp.Status, Headers: make(map[string]string, len(resp.Header))}
 	for k, vs := range resp.Header {
 		if len(vs) > 0 {
 			out.Headers[k] = vs[0]

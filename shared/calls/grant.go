@@ -4,9 +4,9 @@ import (
 	"context"
 	"time"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/fault"
-	"github.com/countersign/countersign/shared/store"
 )
 
 // Grant is a person's answer to a question the client showed (an MCP input
@@ -31,7 +31,7 @@ type Grant struct {
 // granted runs a call the person approved in the client, once, or records
 // that the person declined it. The decision was made again first: a call
 // the policy now denies stays denied and the answer is not spent.
-func (s *Service) granted(ctx context.Context, cred *store.Credential, p *prepared, res *Result, g *Grant) (*Result, error) {
+func (s *Service) granted(ctx context.Context, cred *countersign.Credential, p *prepared, res *Result, g *Grant) (*Result, error) {
 	op, err := p.operation(cred, &res.Decision.Match)
 	if err != nil {
 		return nil, err
@@ -41,7 +41,7 @@ func (s *Service) granted(ctx context.Context, cred *store.Credential, p *prepar
 			"the answer was given for another call: the credential, method, path, query and body must be the same; nothing ran")
 	}
 	conf, err := s.Confirm.Grant(ctx, confirm.GrantRequest{ID: g.ID, Credential: cred.ID, Reason: res.Decision.Reason,
-		Operations: []store.Operation{op}, Approve: g.Approve, By: g.By, ExpiresAt: g.ExpiresAt})
+		Operations: []countersign.Operation{op}, Approve: g.Approve, By: g.By, ExpiresAt: g.ExpiresAt})
 	if err != nil {
 		return nil, lifecycleError(ctx, s, err)
 	}

@@ -5,16 +5,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/calls"
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/policy"
-	"github.com/countersign/countersign/shared/store"
 )
 
 // collect asks the pipeline for the bound operation of a call, as the MCP
 // surface does before it asks the person in the client.
-func collect(tb testing.TB, e *env, cred *store.Credential, c *calls.Call) store.Operation {
+func collect(tb testing.TB, e *env, cred *countersign.Credential, c *calls.Call) countersign.Operation {
 	tb.Helper()
 	cp := *c
 	res, err := e.svc.Do(e.ctx, cred, &cp, calls.Options{Pause: calls.PauseCollect})
@@ -75,7 +75,7 @@ func TestGrant(t *testing.T) {
 					last = res.Code
 				case res.Outcome == calls.Executed:
 					last = ""
-					if res.Confirmation == nil || res.Confirmation.ID != g.ID || res.Confirmation.Status != store.StatusExecuted {
+					if res.Confirmation == nil || res.Confirmation.ID != g.ID || res.Confirmation.Status != countersign.StatusExecuted {
 						t.Errorf("executed with confirmation %+v, want %s executed", res.Confirmation, g.ID)
 					}
 				default:

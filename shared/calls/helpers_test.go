@@ -13,10 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/calls"
 	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/confirm"
-	"github.com/countersign/countersign/shared/store"
 	"github.com/countersign/countersign/shared/store/embedded"
 	"github.com/countersign/countersign/shared/store/storetest"
 	"github.com/countersign/countersign/shared/workflow"
@@ -79,7 +79,7 @@ func (u *recorder) seen() []received {
 type testStore interface {
 	calls.Store
 	confirm.Store
-	PutCredential(ctx context.Context, c store.Credential) error
+	PutCredential(ctx context.Context, c countersign.Credential) error
 }
 
 // env is a pipeline over a real store (embedded unless given), a no-op
@@ -90,7 +90,7 @@ type env struct {
 	st    testStore
 	up    *recorder
 	svc   *calls.Service
-	creds map[string]*store.Credential
+	creds map[string]*countersign.Credential
 }
 
 const testCredentials = `[
@@ -155,7 +155,7 @@ func loadPipeline(tb testing.TB, dir string, open func(now func() time.Time) tes
 		tb.Cleanup(func() { _ = es.Close() })
 		st = es
 	}
-	e := &env{ctx: context.Background(), clock: clock, st: st, creds: map[string]*store.Credential{}}
+	e := &env{ctx: context.Background(), clock: clock, st: st, creds: map[string]*countersign.Credential{}}
 	for _, c := range cfg.Credentials {
 		if err := st.PutCredential(e.ctx, c); err != nil {
 			tb.Fatal(err)

@@ -9,20 +9,20 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/policy"
-	"github.com/countersign/countersign/shared/store"
 )
 
 // hookRequest is what a hook receives (docs/configuration.md).
 type hookRequest struct {
-	Connection string     `json:"connection"`
-	Method     string     `json:"method"`
-	Path       string     `json:"path"`
-	Endpoint   string     `json:"endpoint"`
-	Args       store.Args `json:"args"`
-	Credential string     `json:"credential"`
-	Delegated  bool       `json:"delegated"`
+	Connection string           `json:"connection"`
+	Method     string           `json:"method"`
+	Path       string           `json:"path"`
+	Endpoint   string           `json:"endpoint"`
+	Args       countersign.Args `json:"args"`
+	Credential string           `json:"credential"`
+	Delegated  bool             `json:"delegated"`
 }
 
 type hookAnswer struct {
@@ -33,10 +33,10 @@ type hookAnswer struct {
 // askHooks asks each of the connection's hooks in order: the first deny
 // decides, any ask raises the call to confirm. A hook that cannot be reached
 // or answers nonsense denies the call: when in doubt, refuse.
-func (s *Service) askHooks(ctx context.Context, cred *store.Credential, p *prepared, m *policy.Match) policy.HookAnswer {
+func (s *Service) askHooks(ctx context.Context, cred *countersign.Credential, p *prepared, m *policy.Match) policy.HookAnswer {
 	conn := p.cfg.Connections[p.Connection]
 	req := hookRequest{Connection: p.Connection, Method: p.Method, Path: p.Path, Endpoint: m.Endpoint.Path,
-		Args: store.Args{Path: m.Params.Map(), Query: confirm.QueryArgs(p.Query), Body: p.arg}, Credential: cred.ID, Delegated: p.Delegated}
+		Args: countersign.Args{Path: m.Params.Map(), Query: confirm.QueryArgs(p.Query), Body: p.arg}, Credential: cred.ID, Delegated: p.Delegated}
 	if req.Args.Query == nil {
 		req.Args.Query = map[string]any{}
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/canon"
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/fault"
@@ -102,7 +103,7 @@ func requestHash(surface string, c *Call, headers map[string]string) string {
 // written before fn runs and lasts as long as an answer is kept: if the
 // answer cannot be stored (or the process dies), the key stays in progress
 // rather than letting the call run twice. An empty key runs fn.
-func (s *Service) Idempotent(ctx context.Context, cred *store.Credential, key, hash string, fn func() Answer) (a Answer, replayed bool, err error) {
+func (s *Service) Idempotent(ctx context.Context, cred *countersign.Credential, key, hash string, fn func() Answer) (a Answer, replayed bool, err error) {
 	if key == "" {
 		return fn(), false, nil
 	}
@@ -110,7 +111,7 @@ func (s *Service) Idempotent(ctx context.Context, cred *store.Credential, key, h
 		return Answer{}, false, fault.New(fault.InvalidRequest, "Idempotency-Key is longer than 255 characters")
 	}
 	now := s.now()
-	rec := &store.Idempotency{Credential: cred.ID, Key: key, RequestHash: hash, CreatedAt: now, ExpiresAt: now.Add(idempotencyTTL)}
+	rec := &countersign.Idempotency{Credential: cred.ID, Key: key, RequestHash: hash, CreatedAt: now, ExpiresAt: now.Add(idempotencyTTL)}
 	deadline := now.Add(inProgressWait)
 	for {
 		err := s.Store.CreateIdempotency(ctx, rec)

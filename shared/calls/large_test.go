@@ -10,9 +10,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/calls"
 	"github.com/countersign/countersign/shared/policy"
-	"github.com/countersign/countersign/shared/store"
 	"github.com/countersign/countersign/shared/store/dynamostore"
 )
 
@@ -66,7 +66,7 @@ func TestLargeAnswers(t *testing.T) {
 				t.Fatal(err)
 			}
 			out := stored.Operations[0].Outcome
-			if stored.Status != store.StatusExecuted || out == nil || !out.Truncated || out.BodyBytes != len(bigAnswer) || out.BodySHA256 == "" {
+			if stored.Status != countersign.StatusExecuted || out == nil || !out.Truncated || out.BodyBytes != len(bigAnswer) || out.BodySHA256 == "" {
 				t.Fatalf("stored %s outcome %+v, want executed with a truncated outcome", stored.Status, out)
 			}
 

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/store"
@@ -88,7 +89,7 @@ func (r *rateLimiter) sweep(now time.Time, perMinute int) {
 }
 
 // rateLimit takes one call of the credential's per-minute allowance.
-func (s *Service) rateLimit(cred *store.Credential) error {
+func (s *Service) rateLimit(cred *countersign.Credential) error {
 	perMinute := s.limits().CallsPerMinute
 	if ok, retry := s.rate.allow(cred.ID, perMinute, s.now()); !ok {
 		return &fault.Error{Code: fault.RateLimited, RetryAfter: retry,
@@ -107,7 +108,7 @@ func (s *Service) takeSlot(ctx context.Context, key string, window time.Duration
 	for range maxQuotaAttempts {
 		q, err := s.Store.GetQuota(ctx, key)
 		if errors.Is(err, store.ErrNotFound) {
-			q, err = &store.Quota{Key: key}, nil
+			q, err = &countersign.Quota{Key: key}, nil
 		}
 		if err != nil {
 			s.logger().ErrorContext(ctx, "quota not read", "quota", key, "error", err)
@@ -163,7 +164,7 @@ func latest(ts []time.Time) time.Time {
 // against the credential's pending_confirmations limit (for as long as the
 // confirmation can stay pending), or refuses with rate_limited. Every path
 // that creates a confirmation calls it first.
-func (s *Service) Reserve(ctx context.Context, cred *store.Credential, kind store.Kind) error {
+func (s *Service) Reserve(ctx context.Context, cred *countersign.Credential, kind countersign.Kind) error {
 	return s.takeSlot(ctx, "confirmations:"+cred.ID, s.Confirm.Wait(kind), s.limits().PendingConfirmations,
 		"confirmations pending for "+cred.ID)
 }

@@ -9,12 +9,12 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/audit"
 	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/policy"
-	"github.com/countersign/countersign/shared/store"
 )
 
 // The operator surface: the review queue, operator-gated tools, and what
@@ -22,7 +22,7 @@ import (
 // role operator (forbidden otherwise), whatever the surface checked.
 
 // RequireOperator refuses a credential without role operator.
-func RequireOperator(cred *store.Credential) error {
+func RequireOperator(cred *countersign.Credential) error {
 	if cred == nil || !cred.Operator {
 		return fault.New(fault.Forbidden, "this credential may not use the operator surface (it needs role operator)")
 	}
@@ -30,10 +30,10 @@ func RequireOperator(cred *store.Credential) error {
 }
 
 // operatorActor names an operator in audit records and decided_by.
-func operatorActor(cred *store.Credential) string { return "operator:" + cred.ID }
+func operatorActor(cred *countersign.Credential) string { return "operator:" + cred.ID }
 
 // Reviews lists the review items, oldest first, with their effective status.
-func (s *Service) Reviews(ctx context.Context, op *store.Credential) ([]Status, error) {
+func (s *Service) Reviews(ctx context.Context, op *countersign.Credential) ([]Status, error) {
 	if err := RequireOperator(op); err != nil {
 		return nil, err
 	}
@@ -52,7 +52,7 @@ func (s *Service) Reviews(ctx context.Context, op *store.Credential) ([]Status, 
 
 // Confirmations lists the confirmations still kept (review items
 // excluded), oldest first, with their effective status.
-func (s *Service) Confirmations(ctx context.Context, op *store.Credential) ([]Status, error) {
+func (s *Service) Confirmations(ctx context.Context, op *countersign.Credential) ([]Status, error) {
 	if err := RequireOperator(op); err != nil {
 		return nil, err
 	}
@@ -64,7 +64,7 @@ func (s *Service) Confirmations(ctx context.Context, op *store.Credential) ([]St
 	now := s.now()
 	var out []Status
 	for _, c := range all {
-		if c.Kind != store.KindReview {
+		if c.Kind != countersign.KindReview {
 			out = append(out, Status{Confirmation: c, Effective: confirm.Effective(c, now)})
 		}
 	}
@@ -72,7 +72,7 @@ func (s *Service) Confirmations(ctx context.Context, op *store.Credential) ([]St
 }
 
 // Credentials lists the credentials (keys never: only their hashes are stored).
-func (s *Service) Credentials(ctx context.Context, op *store.Credential) ([]store.Credential, error) {
+func (s *Service) Credentials(ctx context.Context, op *countersign.Credential) ([]countersign.Credential, error) {
 	if err := RequireOperator(op); err != nil {
 		return nil, err
 	}
@@ -85,7 +85,7 @@ func (s *Service) Credentials(ctx context.Context, op *store.Credential) ([]stor
 }
 
 // Review returns one review item for an operator.
-func (s *Service) Review(ctx context.Context, op *store.Credential, id string) (Status, error) {
+func (s *Service) Review(ctx context.Context, op *countersign.Credential, id string) (Status, error) {
 	if err := RequireOperator(op); err != nil {
 		return Status{}, err
 	}
@@ -102,7 +102,7 @@ func (s *Service) Review(ctx context.Context, op *store.Credential, id string) (
 // others get confirmation_decided. The outcome is stored on the item,
 // where the agent reads it. A call whose connection or endpoint is no
 // longer configured is refused without claiming it (dismiss it instead).
-func (s *Service) RunReview(ctx context.Context, op *store.Credential, id string) (Status, *Response, error) {
+func (s *Service) RunReview(ctx context.Context, op *countersign.Credential, id string) (Status, *Response, error) {
 	if err := RequireOperator(op); err != nil {
 		return Status{}, nil, err
 	}
@@ -125,7 +125,7 @@ func (s *Service) RunReview(ctx context.Context, op *store.Credential, id string
 
 // stillConfigured refuses an operation whose connection or endpoint the
 // configuration no longer has.
-func (s *Service) stillConfigured(op store.Operation) error {
+func (s *Service) stillConfigured(op countersign.Operation) error {
 	if s.Current().Connections[op.Connection] == nil {
 		return fault.Errorf(fault.UnknownOperation, "connection %q is no longer configured, so the call cannot run; dismiss the item", op.Connection)
 	}
@@ -138,7 +138,7 @@ func (s *Service) stillConfigured(op store.Operation) error {
 
 // DismissReview closes a pending review item without running it; the
 // agent sees the reason in the item's status.
-func (s *Service) DismissReview(ctx context.Context, op *store.Credential, id, reason string) (Status, error) {
+func (s *Service) DismissReview(ctx context.Context, op *countersign.Credential, id, reason string) (Status, error) {
 	if err := RequireOperator(op); err != nil {
 		return Status{}, err
 	}
@@ -164,7 +164,7 @@ type ToolArgs struct {
 // (a hook that denies or fails refuses it), a read-only operator cannot
 // run a write, and it is sent once and recorded. Agents never reach it
 // (the decision makes such a tool never-tier for them).
-func (s *Service) RunTool(ctx context.Context, op *store.Credential, connection, tool string, args ToolArgs) (*Result, error) {
+func (s *Service) RunTool(ctx context.Context, op *countersign.Credential, connection, tool string, args ToolArgs) (*Result, error) {
 	if err := RequireOperator(op); err != nil {
 		return nil, err
 	}
@@ -213,7 +213,7 @@ func (s *Service) RunTool(ctx context.Context, op *store.Credential, connection,
 	return res, err
 }
 
-func (s *Service) runTool(ctx context.Context, op *store.Credential, p *prepared, tool string) (*Result, error) {
+func (s *Service) runTool(ctx context.Context, op *countersign.Credential, p *prepared, tool string) (*Result, error) {
 	m, ok := p.cfg.Policy.Resolve(p.Connection, p.Method, p.Path)
 	if !ok || m.Endpoint == nil || m.Endpoint.Tool != tool || !m.Endpoint.OperatorOnly {
 		return nil, fault.Errorf(fault.UnknownOperation, "%s %s does not resolve to the tool %s", p.Method, p.Path, tool)
@@ -246,11 +246,11 @@ func (s *Service) runTool(ctx context.Context, op *store.Credential, p *prepared
 	return res, nil
 }
 
-func (s *Service) auditTool(ctx context.Context, op *store.Credential, p *prepared, tool string, res *Result, err error) {
-	r := store.AuditRecord{Chain: audit.ChainOf(op.ID), Actor: operatorActor(op), Action: "tool.run", Subject: p.Connection + "/" + tool,
+func (s *Service) auditTool(ctx context.Context, op *countersign.Credential, p *prepared, tool string, res *Result, err error) {
+	r := countersign.AuditRecord{Chain: audit.ChainOf(op.ID), Actor: operatorActor(op), Action: "tool.run", Subject: p.Connection + "/" + tool,
 		Credential: op.ID, Connection: p.Connection, Method: p.Method, Path: p.Path, Tier: "operator"}
 	if p.hook != nil && p.hook.Decision != policy.HookNone {
-		r.Hook = &store.AuditHook{Decision: p.hook.Decision.String(), Reason: p.hook.Reason}
+		r.Hook = &countersign.AuditHook{Decision: p.hook.Decision.String(), Reason: p.hook.Reason}
 	}
 	switch {
 	case err != nil:

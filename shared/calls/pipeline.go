@@ -6,10 +6,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/policy"
-	"github.com/countersign/countersign/shared/store"
 )
 
 // Outcome is what happened to a call.
@@ -95,10 +95,10 @@ type Result struct {
 	Notice bool
 	// Confirmation is the new confirmation (Paused) or the redeemed one
 	// (Executed through a redemption).
-	Confirmation *store.Confirmation
+	Confirmation *countersign.Confirmation
 	// Operation is the bound operation (Paused, Collected; every outcome
 	// with Options.Bind).
-	Operation store.Operation
+	Operation countersign.Operation
 	// PreviewURL is the exact URL the call will reach (Paused).
 	PreviewURL string
 	// At is when the call was decided.
@@ -106,7 +106,7 @@ type Result struct {
 }
 
 // Do runs one call through the pipeline for an authenticated credential.
-func (s *Service) Do(ctx context.Context, cred *store.Credential, c *Call, o Options) (*Result, error) {
+func (s *Service) Do(ctx context.Context, cred *countersign.Credential, c *Call, o Options) (*Result, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
@@ -124,7 +124,7 @@ func (s *Service) Do(ctx context.Context, cred *store.Credential, c *Call, o Opt
 	return res, err
 }
 
-func (s *Service) outcome(ctx context.Context, cred *store.Credential, p *prepared, d policy.Decision, o Options) (*Result, error) {
+func (s *Service) outcome(ctx context.Context, cred *countersign.Credential, p *prepared, d policy.Decision, o Options) (*Result, error) {
 	res := &Result{Decision: d, At: s.now()}
 	if o.Bind {
 		op, err := p.operation(cred, &d.Match)
@@ -183,7 +183,7 @@ func (s *Service) outcome(ctx context.Context, cred *store.Credential, p *prepar
 
 // evaluate resolves the call, asks the connection's hooks, and takes the
 // policy decision (policy.Decide); Decide, apart, records an approver's answer.
-func (s *Service) evaluate(ctx context.Context, cred *store.Credential, p *prepared) policy.Decision {
+func (s *Service) evaluate(ctx context.Context, cred *countersign.Credential, p *prepared) policy.Decision {
 	m, ok := p.cfg.Policy.Resolve(p.Connection, p.Method, p.Path)
 	in := policy.Input{Call: &p.tier, Credential: tierCredential(cred)}
 	if ok && m.Connection.Hooked && !m.Endpoint.Hidden {
@@ -194,13 +194,13 @@ func (s *Service) evaluate(ctx context.Context, cred *store.Credential, p *prepa
 }
 
 // tierCredential is the decision's view of a stored credential.
-func tierCredential(c *store.Credential) *policy.Credential {
+func tierCredential(c *countersign.Credential) *policy.Credential {
 	return &policy.Credential{ID: c.ID, Choice: c.Choice, ReadOnly: c.ReadOnly, Connections: c.Connections}
 }
 
 // deny records a denial; review_required also queues a review item for the
 // operator surface.
-func (s *Service) deny(ctx context.Context, cred *store.Credential, p *prepared, res *Result) (*Result, error) {
+func (s *Service) deny(ctx context.Context, cred *countersign.Credential, p *prepared, res *Result) (*Result, error) {
 	d := &res.Decision
 	res.Outcome, res.Code, res.Reason = Denied, fault.Code(d.Code), d.Reason
 	if d.Code != policy.CodeReviewRequired {
@@ -228,7 +228,7 @@ func (s *Service) deny(ctx context.Context, cred *store.Credential, p *prepared,
 
 // pause creates a pending confirmation. Nothing is sent upstream;
 // approvers get their links from the workflow's notify task.
-func (s *Service) pause(ctx context.Context, cred *store.Credential, p *prepared, res *Result, o Options) (*Result, error) {
+func (s *Service) pause(ctx context.Context, cred *countersign.Credential, p *prepared, res *Result, o Options) (*Result, error) {
 	if err := s.holdable(p); err != nil {
 		return nil, err
 	}
@@ -236,11 +236,11 @@ func (s *Service) pause(ctx context.Context, cred *store.Credential, p *prepared
 	if err != nil {
 		return nil, err
 	}
-	if err := s.Reserve(ctx, cred, store.KindCall); err != nil {
+	if err := s.Reserve(ctx, cred, countersign.KindCall); err != nil {
 		return nil, err
 	}
-	conf, err := s.Confirm.Create(ctx, confirm.Request{Kind: store.KindCall, Credential: cred.ID, Reason: res.Decision.Reason,
-		Operations: []store.Operation{op}, GatewayRuns: o.Pause == PauseGatewayRuns, Asker: o.Client.Asker()})
+	conf, err := s.Confirm.Create(ctx, confirm.Request{Kind: countersign.KindCall, Credential: cred.ID, Reason: res.Decision.Reason,
+		Operations: []countersign.Operation{op}, GatewayRuns: o.Pause == PauseGatewayRuns, Asker: o.Client.Asker()})
 	if err != nil {
 		s.logger().ErrorContext(ctx, "confirmation not created", "credential", cred.ID, "error", err)
 		return nil, fault.Wrap(err, "the confirmation could not be created")
@@ -254,9 +254,9 @@ func (s *Service) pause(ctx context.Context, cred *store.Credential, p *prepared
 // The approved operation runs as it was approved, forwarded headers
 // included: the redeeming request's own headers neither bind nor go
 // upstream.
-func (s *Service) redeem(ctx context.Context, cred *store.Credential, p *prepared, res *Result) (*Result, error) {
+func (s *Service) redeem(ctx context.Context, cred *countersign.Credential, p *prepared, res *Result) (*Result, error) {
 	m := &res.Decision.Match
-	conf, index, err := s.Confirm.RedeemAs(ctx, p.ConfirmationID, cred.ID, func(approved *store.Operation) (string, error) {
+	conf, index, err := s.Confirm.RedeemAs(ctx, p.ConfirmationID, cred.ID, func(approved *countersign.Operation) (string, error) {
 		op, err := p.operationWith(cred, m, approved.Args.Headers)
 		return op.Binding, err
 	})
@@ -283,7 +283,7 @@ func lifecycleError(ctx context.Context, s *Service, err error) error {
 
 // agentKey is the Idempotency-Key sent upstream for an agent's own key,
 // scoped to the credential so two agents' keys never collide upstream.
-func (s *Service) agentKey(cred *store.Credential, p *prepared) string {
+func (s *Service) agentKey(cred *countersign.Credential, p *prepared) string {
 	if p.IdempotencyKey == "" {
 		return ""
 	}
@@ -305,7 +305,7 @@ func (s *Service) upstreamURL(p *prepared) string {
 }
 
 // logCall writes the one line of a call.
-func (s *Service) logCall(ctx context.Context, cred *store.Credential, p *prepared, d policy.Decision, res *Result, err error) {
+func (s *Service) logCall(ctx context.Context, cred *countersign.Credential, p *prepared, d policy.Decision, res *Result, err error) {
 	outcome, code, confirmation := "error", fault.CodeOf(err), ""
 	if res != nil {
 		outcome, code = res.Outcome.String(), res.Code

@@ -4,10 +4,10 @@ import (
 	"encoding/json"
 	"net/url"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/callbody"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/policy"
-	"github.com/countersign/countersign/shared/store"
 )
 
 // Request is the body of POST /v1/calls (docs/api.md, Agent calls), the request
@@ -81,7 +81,7 @@ func ParseRequest(b []byte) (*Call, *Client, error) {
 // not asked (the answer is HookNone) and nothing is stored or sent. It
 // returns what the decision was made from and the decision, or the error
 // Do would answer before deciding (a body that is not strict JSON).
-func (s *Service) Explain(cred *store.Credential, c *Call) (policy.Input, policy.Decision, error) {
+func (s *Service) Explain(cred *countersign.Credential, c *Call) (policy.Input, policy.Decision, error) {
 	if err := c.Validate(); err != nil {
 		return policy.Input{}, policy.Decision{}, err
 	}

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/display"
@@ -26,26 +27,26 @@ import (
 type Store interface {
 	// CredentialByKeyHash returns the credential whose key hashes to
 	// keyHash, or store.ErrNotFound.
-	CredentialByKeyHash(ctx context.Context, keyHash string) (store.Credential, error)
+	CredentialByKeyHash(ctx context.Context, keyHash string) (countersign.Credential, error)
 	// SetLastClient records the client last seen with a credential.
-	SetLastClient(ctx context.Context, credentialID string, c store.Client) error
+	SetLastClient(ctx context.Context, credentialID string, c countersign.Client) error
 	// GetConfirmation returns a confirmation or store.ErrNotFound.
-	GetConfirmation(ctx context.Context, id string) (*store.Confirmation, error)
+	GetConfirmation(ctx context.Context, id string) (*countersign.Confirmation, error)
 	// GetCredential and ListCredentials read credentials (operator surface).
-	GetCredential(ctx context.Context, id string) (store.Credential, error)
-	ListCredentials(ctx context.Context) ([]store.Credential, error)
+	GetCredential(ctx context.Context, id string) (countersign.Credential, error)
+	ListCredentials(ctx context.Context) ([]countersign.Credential, error)
 	// ListConfirmations and ListReviews list confirmations and review items
 	// (operator surface).
-	ListConfirmations(ctx context.Context) ([]*store.Confirmation, error)
-	ListReviews(ctx context.Context) ([]*store.Confirmation, error)
+	ListConfirmations(ctx context.Context) ([]*countersign.Confirmation, error)
+	ListReviews(ctx context.Context) ([]*countersign.Confirmation, error)
 	// CreateIdempotency, GetIdempotency and UpdateIdempotency keep agents'
 	// Idempotency-Key records (see store.Store).
-	CreateIdempotency(ctx context.Context, r *store.Idempotency) error
-	GetIdempotency(ctx context.Context, credentialID, key string) (*store.Idempotency, error)
-	UpdateIdempotency(ctx context.Context, r *store.Idempotency) error
-	// GetQuota and PutQuota keep per-credential limits (see store.Quota).
-	GetQuota(ctx context.Context, key string) (*store.Quota, error)
-	PutQuota(ctx context.Context, q *store.Quota) error
+	CreateIdempotency(ctx context.Context, r *countersign.Idempotency) error
+	GetIdempotency(ctx context.Context, credentialID, key string) (*countersign.Idempotency, error)
+	UpdateIdempotency(ctx context.Context, r *countersign.Idempotency) error
+	// GetQuota and PutQuota keep per-credential limits (see countersign.Quota).
+	GetQuota(ctx context.Context, key string) (*countersign.Quota, error)
+	PutQuota(ctx context.Context, q *countersign.Quota) error
 }
 
 // Sender calls a connection's upstream API (upstream.Client).
@@ -64,7 +65,7 @@ type Events interface {
 // Auditor appends records to the audit trail (audit.Trail). Record never
 // fails the caller: the event it records has happened.
 type Auditor interface {
-	Record(ctx context.Context, r store.AuditRecord)
+	Record(ctx context.Context, r countersign.AuditRecord)
 }
 
 // Response is an upstream's answer.
@@ -155,7 +156,7 @@ func (s *Service) upstream() Sender {
 // Every call reads the credential from the store, so a key revoked with
 // countersign keys is refused from the next call on (no cache to outlive
 // a revocation).
-func (s *Service) Authenticate(ctx context.Context, key string) (*store.Credential, error) {
+func (s *Service) Authenticate(ctx context.Context, key string) (*countersign.Credential, error) {
 	key = strings.TrimSpace(key)
 	if key == "" {
 		return nil, fault.New(fault.Unauthenticated, "missing Authorization: Bearer <key>")
@@ -188,11 +189,11 @@ type Client struct {
 // Asker is what a confirmation records of c: its name and version cut as
 // display.Clip cuts an agent's words (the page escapes what they hide);
 // nil when c says nothing.
-func (c *Client) Asker() *store.Asker {
+func (c *Client) Asker() *countersign.Asker {
 	if c == nil || strings.TrimSpace(c.Name) == "" {
 		return nil
 	}
-	return &store.Asker{Name: display.Clip(c.Name, display.AgentLimit), Version: display.Clip(c.Version, display.AgentLimit), CanAsk: c.CanAsk}
+	return &countersign.Asker{Name: display.Clip(c.Name, display.AgentLimit), Version: display.Clip(c.Version, display.AgentLimit), CanAsk: c.CanAsk}
 }
 
 // lastClientEvery bounds how often a credential's last client is written,
@@ -203,7 +204,7 @@ const lastClientEvery = time.Minute
 // minute per credential (a client seen within the minute after the last
 // write waits for the next one). A failure is logged, never returned: it
 // must not fail the call.
-func (s *Service) RecordClient(ctx context.Context, cred *store.Credential, c Client) {
+func (s *Service) RecordClient(ctx context.Context, cred *countersign.Credential, c Client) {
 	if c.Name == "" {
 		return
 	}
@@ -212,7 +213,7 @@ func (s *Service) RecordClient(ctx context.Context, cred *store.Credential, c Cl
 		lc.Name == c.Name && lc.Version == c.Version && lc.CanAsk == c.CanAsk && now.Sub(lc.SeenAt) < time.Hour) {
 		return
 	}
-	seen := store.Client{Name: c.Name, Version: c.Version, CanAsk: c.CanAsk, SeenAt: now}
+	seen := countersign.Client{Name: c.Name, Version: c.Version, CanAsk: c.CanAsk, SeenAt: now}
 	if err := s.Store.SetLastClient(ctx, cred.ID, seen); err != nil {
 		s.logger().WarnContext(ctx, "last client not recorded", "credential", cred.ID, "error", err)
 		return
@@ -221,7 +222,7 @@ func (s *Service) RecordClient(ctx context.Context, cred *store.Credential, c Cl
 }
 
 // Connections returns the connections cred may use, by name.
-func (s *Service) Connections(cred *store.Credential) []string {
+func (s *Service) Connections(cred *countersign.Credential) []string {
 	if len(cred.Connections) > 0 {
 		return append([]string(nil), cred.Connections...)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/store"
@@ -18,9 +19,9 @@ const maxPoll = time.Second
 
 // Status is a confirmation as its owner reads it.
 type Status struct {
-	*store.Confirmation
+	*countersign.Confirmation
 	// Effective is the status corrected by the clock (confirm.Effective).
-	Effective store.Status
+	Effective countersign.Status
 }
 
 // WaitOptions bound a status read.
@@ -36,7 +37,7 @@ type WaitOptions struct {
 
 // Confirmation returns a confirmation for the credential that created it;
 // any other credential gets unknown_confirmation, as if it did not exist.
-func (s *Service) Confirmation(ctx context.Context, cred *store.Credential, id string, o WaitOptions) (Status, error) {
+func (s *Service) Confirmation(ctx context.Context, cred *countersign.Credential, id string, o WaitOptions) (Status, error) {
 	c, err := s.Store.GetConfirmation(ctx, id)
 	if errors.Is(err, store.ErrNotFound) || err == nil && c.Credential != cred.ID {
 		return Status{}, fault.New(fault.UnknownConfirmation, "no confirmation "+id)
@@ -45,7 +46,7 @@ func (s *Service) Confirmation(ctx context.Context, cred *store.Credential, id s
 		s.logger().ErrorContext(ctx, "confirmation not read", "confirmation", id, "error", err)
 		return Status{}, fault.Wrap(err, "the confirmation could not be read; try again")
 	}
-	if wait := min(o.Wait, MaxWait); wait > 0 && confirm.Effective(c, s.now()) == store.StatusPending {
+	if wait := min(o.Wait, MaxWait); wait > 0 && confirm.Effective(c, s.now()) == countersign.StatusPending {
 		c = s.waitDecided(ctx, c, wait, o)
 	}
 	return Status{Confirmation: c, Effective: confirm.Effective(c, s.now())}, nil
@@ -53,7 +54,7 @@ func (s *Service) Confirmation(ctx context.Context, cred *store.Credential, id s
 
 // waitDecided re-reads the record until its effective status leaves
 // pending, the time passes, or the request goes away.
-func (s *Service) waitDecided(ctx context.Context, c *store.Confirmation, d time.Duration, o WaitOptions) *store.Confirmation {
+func (s *Service) waitDecided(ctx context.Context, c *countersign.Confirmation, d time.Duration, o WaitOptions) *countersign.Confirmation {
 	interval := o.Poll
 	if interval <= 0 {
 		interval = 100 * time.Millisecond
@@ -82,7 +83,7 @@ func (s *Service) waitDecided(ctx context.Context, c *store.Confirmation, d time
 		case <-tick.C:
 			if fresh, err := s.Store.GetConfirmation(ctx, c.ID); err == nil {
 				c = fresh
-				if confirm.Effective(c, s.now()) != store.StatusPending {
+				if confirm.Effective(c, s.now()) != countersign.StatusPending {
 					return c
 				}
 			}

@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/policy"
-	"github.com/countersign/countersign/shared/store"
 )
 
 // Config is a loaded and validated configuration directory.
@@ -23,7 +23,7 @@ type Config struct {
 	Dir      string
 	Settings Settings
 	// Credentials are the credentials of credentials.json, keys hashed.
-	Credentials []store.Credential
+	Credentials []countersign.Credential
 	// Policy is the compiled decision policy of every connection.
 	Policy *policy.Set
 	// Connections are the connections by name, with what the gateway

@@ -5,8 +5,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/policy"
-	"github.com/countersign/countersign/shared/store"
 )
 
 // keyHash reports 64 lowercase hex digits.
@@ -18,7 +18,7 @@ const choicesAllowed = "refuse, ask_person, ask_agent or run_without_asking"
 
 // credentials loads credentials.json (optional). connections holds the
 // connection folder names a credential may name.
-func (l *loader) credentials(connections map[string]bool) []store.Credential {
+func (l *loader) credentials(connections map[string]bool) []countersign.Credential {
 	s, raw, missing := l.read("credentials.json")
 	if missing || raw == nil {
 		return nil
@@ -27,7 +27,7 @@ func (l *loader) credentials(connections map[string]bool) []store.Credential {
 	if !ok {
 		return nil
 	}
-	var out []store.Credential
+	var out []countersign.Credential
 	ids := map[string]int{}
 	hashes := map[string]int{}
 	for i, item := range items {
@@ -37,7 +37,7 @@ func (l *loader) credentials(connections map[string]bool) []store.Credential {
 			continue
 		}
 		nerr := len(l.errs)
-		var c store.Credential
+		var c countersign.Credential
 		if v, ok := m["id"]; !ok {
 			s.errf(field(p, "id"), "missing: every credential needs an id")
 		} else if id, ok := s.str(field(p, "id"), v); ok {

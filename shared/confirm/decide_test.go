@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/store"
@@ -55,7 +56,7 @@ func TestAttachToken(t *testing.T) {
 	t.Run("not pending: ok false, nothing changes", func(t *testing.T) {
 		e := newEnv(t)
 		c := e.createCall(t)
-		if _, err := e.svc.Finalize(e.ctx, c.ID, store.StatusExpired); err != nil {
+		if _, err := e.svc.Finalize(e.ctx, c.ID, countersign.StatusExpired); err != nil {
 			t.Fatal(err)
 		}
 		before := e.get(t, c.ID)
@@ -63,7 +64,7 @@ func TestAttachToken(t *testing.T) {
 		if err != nil || ok {
 			t.Fatalf("AttachToken = ok %v, err %v; want ok false, no error", ok, err)
 		}
-		if got == nil || got.Status != store.StatusExpired {
+		if got == nil || got.Status != countersign.StatusExpired {
 			t.Errorf("returned record %+v, want the expired record", got)
 		}
 		if diff := cmp.Diff(before, e.get(t, c.ID)); diff != "" {
@@ -86,50 +87,50 @@ func TestAttachToken(t *testing.T) {
 func TestDecide(t *testing.T) {
 	tests := []struct {
 		name         string
-		kind         store.Kind
+		kind         countersign.Kind
 		ops          int
 		decision     confirm.Decision
-		wantStatus   store.Status
+		wantStatus   countersign.Status
 		wantSelected []bool
 		wantRedeemBy bool
 		wantTold     told
 	}{
 		{
-			name: "approve a call sets redeem_by", kind: store.KindCall, ops: 1,
+			name: "approve a call sets redeem_by", kind: countersign.KindCall, ops: 1,
 			decision:   confirm.Decision{Approve: true, Approver: "ops"},
-			wantStatus: store.StatusApproved, wantSelected: []bool{true}, wantRedeemBy: true,
-			wantTold: told{Success: true, Output: json.RawMessage(`{"approved":true,"execute":false}`), StoredStatus: store.StatusApproved},
+			wantStatus: countersign.StatusApproved, wantSelected: []bool{true}, wantRedeemBy: true,
+			wantTold: told{Success: true, Output: json.RawMessage(`{"approved":true,"execute":false}`), StoredStatus: countersign.StatusApproved},
 		},
 		{
-			name: "approve a script: no redeem_by, the gateway executes", kind: store.KindScript, ops: 3,
+			name: "approve a script: no redeem_by, the gateway executes", kind: countersign.KindScript, ops: 3,
 			decision:   confirm.Decision{Approve: true, Approver: "ops"},
-			wantStatus: store.StatusApproved, wantSelected: []bool{true, true, true},
-			wantTold: told{Success: true, Output: json.RawMessage(`{"approved":true,"execute":true}`), StoredStatus: store.StatusApproved},
+			wantStatus: countersign.StatusApproved, wantSelected: []bool{true, true, true},
+			wantTold: told{Success: true, Output: json.RawMessage(`{"approved":true,"execute":true}`), StoredStatus: countersign.StatusApproved},
 		},
 		{
-			name: "approve a script keeping some operations", kind: store.KindScript, ops: 3,
+			name: "approve a script keeping some operations", kind: countersign.KindScript, ops: 3,
 			decision:   confirm.Decision{Approve: true, Approver: "ops", Keep: []int{2, 0, 2}},
-			wantStatus: store.StatusApproved, wantSelected: []bool{true, false, true},
-			wantTold: told{Success: true, Output: json.RawMessage(`{"approved":true,"execute":true}`), StoredStatus: store.StatusApproved},
+			wantStatus: countersign.StatusApproved, wantSelected: []bool{true, false, true},
+			wantTold: told{Success: true, Output: json.RawMessage(`{"approved":true,"execute":true}`), StoredStatus: countersign.StatusApproved},
 		},
 		{
-			name: "reject a call", kind: store.KindCall, ops: 1,
+			name: "reject a call", kind: countersign.KindCall, ops: 1,
 			decision:   confirm.Decision{Approve: false, Approver: "ops"},
-			wantStatus: store.StatusRejected, wantSelected: []bool{false},
-			wantTold: told{Error: confirm.RejectedError, Cause: "rejected by ops", StoredStatus: store.StatusRejected},
+			wantStatus: countersign.StatusRejected, wantSelected: []bool{false},
+			wantTold: told{Error: confirm.RejectedError, Cause: "rejected by ops", StoredStatus: countersign.StatusRejected},
 		},
 		{
-			name: "reject a script ignores Keep", kind: store.KindScript, ops: 2,
+			name: "reject a script ignores Keep", kind: countersign.KindScript, ops: 2,
 			decision:   confirm.Decision{Approve: false, Approver: "pager", Keep: []int{0}},
-			wantStatus: store.StatusRejected, wantSelected: []bool{false, false},
-			wantTold: told{Error: confirm.RejectedError, Cause: "rejected by pager", StoredStatus: store.StatusRejected},
+			wantStatus: countersign.StatusRejected, wantSelected: []bool{false, false},
+			wantTold: told{Error: confirm.RejectedError, Cause: "rejected by pager", StoredStatus: countersign.StatusRejected},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t)
-			var c *store.Confirmation
-			if tt.kind == store.KindCall {
+			var c *countersign.Confirmation
+			if tt.kind == countersign.KindCall {
 				c = e.createCall(t)
 			} else {
 				c = e.createScript(t, tt.ops)
@@ -204,7 +205,7 @@ func TestDecideRefused(t *testing.T) {
 			setup: func(tb testing.TB, e *env) string {
 				c := e.createCall(tb)
 				e.ready(tb, c.ID)
-				if _, err := e.svc.Finalize(e.ctx, c.ID, store.StatusExpired); err != nil {
+				if _, err := e.svc.Finalize(e.ctx, c.ID, countersign.StatusExpired); err != nil {
 					tb.Fatal(err)
 				}
 				return c.ID
@@ -258,7 +259,7 @@ func TestDecideRefused(t *testing.T) {
 			e := newEnv(t)
 			id := tt.setup(t, e)
 			toldBefore := len(e.wf.told())
-			var before *store.Confirmation
+			var before *countersign.Confirmation
 			if tt.want != fault.UnknownConfirmation {
 				before = e.get(t, id)
 			}
@@ -287,7 +288,7 @@ func TestDecideWorkflowGone(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Decide = %v, want the decision to stand", err)
 	}
-	if got.Status != store.StatusApproved || e.get(t, c.ID).Status != store.StatusApproved {
+	if got.Status != countersign.StatusApproved || e.get(t, c.ID).Status != countersign.StatusApproved {
 		t.Errorf("status %s (stored %s), want approved", got.Status, e.get(t, c.ID).Status)
 	}
 }
@@ -325,7 +326,7 @@ func TestDecideConcurrent(t *testing.T) {
 		t.Fatalf("workflow told %d times, want 1", len(tells))
 	}
 	stored := e.get(t, c.ID)
-	if tells[0].Success != (stored.Status == store.StatusApproved) {
+	if tells[0].Success != (stored.Status == countersign.StatusApproved) {
 		t.Errorf("workflow told success=%v but the stored status is %s", tells[0].Success, stored.Status)
 	}
 }
@@ -334,13 +335,13 @@ func TestFinalize(t *testing.T) {
 	tests := []struct {
 		name  string
 		setup func(tb testing.TB, e *env) string
-		to    store.Status
-		want  store.Status
+		to    countersign.Status
+		want  countersign.Status
 	}{
-		{"pending to expired", func(tb testing.TB, e *env) string { return e.createCall(tb).ID }, store.StatusExpired, store.StatusExpired},
-		{"pending to failed", func(tb testing.TB, e *env) string { return e.createCall(tb).ID }, store.StatusFailed, store.StatusFailed},
-		{"pending to rejected", func(tb testing.TB, e *env) string { return e.createCall(tb).ID }, store.StatusRejected, store.StatusRejected},
-		{"a decision made just before the timer stays", func(tb testing.TB, e *env) string { return e.approvedCall(tb).ID }, store.StatusExpired, store.StatusApproved},
+		{"pending to expired", func(tb testing.TB, e *env) string { return e.createCall(tb).ID }, countersign.StatusExpired, countersign.StatusExpired},
+		{"pending to failed", func(tb testing.TB, e *env) string { return e.createCall(tb).ID }, countersign.StatusFailed, countersign.StatusFailed},
+		{"pending to rejected", func(tb testing.TB, e *env) string { return e.createCall(tb).ID }, countersign.StatusRejected, countersign.StatusRejected},
+		{"a decision made just before the timer stays", func(tb testing.TB, e *env) string { return e.approvedCall(tb).ID }, countersign.StatusExpired, countersign.StatusApproved},
 		{"rejected stays rejected on failed", func(tb testing.TB, e *env) string {
 			c := e.createCall(tb)
 			e.ready(tb, c.ID)
@@ -348,29 +349,29 @@ func TestFinalize(t *testing.T) {
 				tb.Fatal(err)
 			}
 			return c.ID
-		}, store.StatusFailed, store.StatusRejected},
+		}, countersign.StatusFailed, countersign.StatusRejected},
 		{"an approved batch the workflow could not run fails", func(tb testing.TB, e *env) string { return e.approvedScript(tb, 2, nil).ID },
-			store.StatusFailed, store.StatusFailed},
+			countersign.StatusFailed, countersign.StatusFailed},
 		{"an approved batch stays approved on expired", func(tb testing.TB, e *env) string { return e.approvedScript(tb, 2, nil).ID },
-			store.StatusExpired, store.StatusApproved},
+			countersign.StatusExpired, countersign.StatusApproved},
 		{"an approved call, which the agent redeems, stays approved on failed", func(tb testing.TB, e *env) string { return e.approvedCall(tb).ID },
-			store.StatusFailed, store.StatusApproved},
+			countersign.StatusFailed, countersign.StatusApproved},
 		{"a batch being run stays redeemed on failed", func(tb testing.TB, e *env) string {
 			// An executor claimed the first operation and was cut off.
 			c := e.approvedScript(tb, 2, nil)
-			c.Status, c.Operations[0].State = store.StatusRedeemed, store.OpClaimed
+			c.Status, c.Operations[0].State = countersign.StatusRedeemed, countersign.OpClaimed
 			if err := e.st.UpdateConfirmation(e.ctx, c); err != nil {
 				tb.Fatal(err)
 			}
 			return c.ID
-		}, store.StatusFailed, store.StatusRedeemed},
+		}, countersign.StatusFailed, countersign.StatusRedeemed},
 		{"redeemed stays redeemed", func(tb testing.TB, e *env) string {
 			c := e.approvedCall(tb)
 			if _, _, err := e.svc.Redeem(e.ctx, c.ID, "chat-user", c.Operations[0].Binding); err != nil {
 				tb.Fatal(err)
 			}
 			return c.ID
-		}, store.StatusExpired, store.StatusRedeemed},
+		}, countersign.StatusExpired, countersign.StatusRedeemed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -394,18 +395,18 @@ func TestFinalize(t *testing.T) {
 	t.Run("only terminal wait outcomes", func(t *testing.T) {
 		e := newEnv(t)
 		c := e.createCall(t)
-		for _, to := range []store.Status{store.StatusApproved, store.StatusExecuted, store.StatusPending, "bogus"} {
+		for _, to := range []countersign.Status{countersign.StatusApproved, countersign.StatusExecuted, countersign.StatusPending, "bogus"} {
 			if _, err := e.svc.Finalize(e.ctx, c.ID, to); err == nil {
 				t.Errorf("Finalize(%q) = nil error", to)
 			}
 		}
-		if st := e.get(t, c.ID).Status; st != store.StatusPending {
+		if st := e.get(t, c.ID).Status; st != countersign.StatusPending {
 			t.Errorf("stored %s, want pending", st)
 		}
 	})
 	t.Run("unknown confirmation", func(t *testing.T) {
 		e := newEnv(t)
-		_, err := e.svc.Finalize(e.ctx, "cf_nope", store.StatusExpired)
+		_, err := e.svc.Finalize(e.ctx, "cf_nope", countersign.StatusExpired)
 		wantCode(t, err, fault.UnknownConfirmation)
 	})
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/store"
@@ -28,7 +29,7 @@ func TestRedeem(t *testing.T) {
 	if diff := cmp.Diff(stored, got); diff != "" {
 		t.Errorf("returned record differs from the stored one:\n%s", diff)
 	}
-	if stored.Status != store.StatusRedeemed || stored.Operations[0].State != store.OpClaimed {
+	if stored.Status != countersign.StatusRedeemed || stored.Operations[0].State != countersign.OpClaimed {
 		t.Errorf("status %s, op state %q; want redeemed, claimed", stored.Status, stored.Operations[0].State)
 	}
 	if stored.RedeemedAt == nil || !stored.RedeemedAt.Equal(t0.Add(time.Minute)) {
@@ -42,50 +43,54 @@ func TestRedeem(t *testing.T) {
 }
 
 func TestRedeemRefused(t *testing.T) {
-	approved := func(tb testing.TB, e *env) *store.Confirmation { return e.approvedCall(tb) }
+	approved := func(tb testing.TB, e *env) *countersign.Confirmation { return e.approvedCall(tb) }
 	tests := []struct {
 		name       string
-		setup      func(tb testing.TB, e *env) *store.Confirmation
+		setup      func(tb testing.TB, e *env) *countersign.Confirmation
 		credential string
 		// binding returns the binding presented; nil means the record's own.
-		binding func(tb testing.TB, c *store.Confirmation) string
+		binding func(tb testing.TB, c *countersign.Confirmation) string
 		want    fault.Code
 	}{
 		{name: "another call", setup: approved, credential: "chat-user", want: fault.ConfirmationMismatch,
-			binding: func(tb testing.TB, c *store.Confirmation) string { return deleteOp(tb, "chat-user", "13").Binding }},
+			binding: func(tb testing.TB, c *countersign.Confirmation) string {
+				return deleteOp(tb, "chat-user", "13").Binding
+			}},
 		{name: "another credential with the right binding", setup: approved, credential: "other-user", want: fault.ConfirmationMismatch},
 		{name: "another credential with its own binding", setup: approved, credential: "other-user", want: fault.ConfirmationMismatch,
-			binding: func(tb testing.TB, c *store.Confirmation) string { return deleteOp(tb, "other-user", "12").Binding }},
+			binding: func(tb testing.TB, c *countersign.Confirmation) string {
+				return deleteOp(tb, "other-user", "12").Binding
+			}},
 		{name: "another credential on a pending record is a mismatch, not pending", credential: "other-user", want: fault.ConfirmationMismatch,
-			setup: func(tb testing.TB, e *env) *store.Confirmation { return e.createCall(tb) }},
+			setup: func(tb testing.TB, e *env) *countersign.Confirmation { return e.createCall(tb) }},
 		{name: "pending", credential: "chat-user", want: fault.ConfirmationPending,
-			setup: func(tb testing.TB, e *env) *store.Confirmation {
+			setup: func(tb testing.TB, e *env) *countersign.Confirmation {
 				c := e.createCall(tb)
 				e.ready(tb, c.ID)
 				return c
 			}},
 		{name: "pending past expiry", credential: "chat-user", want: fault.ConfirmationExpired,
-			setup: func(tb testing.TB, e *env) *store.Confirmation {
+			setup: func(tb testing.TB, e *env) *countersign.Confirmation {
 				c := e.createCall(tb)
 				e.clock.Advance(600 * time.Second)
 				return c
 			}},
 		{name: "finalized expired", credential: "chat-user", want: fault.ConfirmationExpired,
-			setup: func(tb testing.TB, e *env) *store.Confirmation {
+			setup: func(tb testing.TB, e *env) *countersign.Confirmation {
 				c := e.createCall(tb)
-				if _, err := e.svc.Finalize(e.ctx, c.ID, store.StatusExpired); err != nil {
+				if _, err := e.svc.Finalize(e.ctx, c.ID, countersign.StatusExpired); err != nil {
 					tb.Fatal(err)
 				}
 				return c
 			}},
 		{name: "approved exactly at redeem_by", credential: "chat-user", want: fault.ConfirmationExpired,
-			setup: func(tb testing.TB, e *env) *store.Confirmation {
+			setup: func(tb testing.TB, e *env) *countersign.Confirmation {
 				c := e.approvedCall(tb)
 				e.clock.Advance(600 * time.Second)
 				return c
 			}},
 		{name: "rejected", credential: "chat-user", want: fault.ConfirmationRejected,
-			setup: func(tb testing.TB, e *env) *store.Confirmation {
+			setup: func(tb testing.TB, e *env) *countersign.Confirmation {
 				c := e.createCall(tb)
 				e.ready(tb, c.ID)
 				if _, err := e.svc.Decide(e.ctx, c.ID, confirm.Decision{Approver: "ops"}); err != nil {
@@ -94,26 +99,26 @@ func TestRedeemRefused(t *testing.T) {
 				return c
 			}},
 		{name: "failed to start", credential: "chat-user", want: fault.ConfirmationUsed,
-			setup: func(tb testing.TB, e *env) *store.Confirmation {
+			setup: func(tb testing.TB, e *env) *countersign.Confirmation {
 				c := e.createCall(tb)
-				if _, err := e.svc.Finalize(e.ctx, c.ID, store.StatusFailed); err != nil {
+				if _, err := e.svc.Finalize(e.ctx, c.ID, countersign.StatusFailed); err != nil {
 					tb.Fatal(err)
 				}
 				return c
 			}},
 		{name: "executed", credential: "chat-user", want: fault.ConfirmationUsed,
-			setup: func(tb testing.TB, e *env) *store.Confirmation {
+			setup: func(tb testing.TB, e *env) *countersign.Confirmation {
 				c := e.approvedCall(tb)
 				if _, _, err := e.svc.Redeem(e.ctx, c.ID, "chat-user", c.Operations[0].Binding); err != nil {
 					tb.Fatal(err)
 				}
-				if _, err := e.svc.Complete(e.ctx, c.ID, 0, store.Outcome{Status: 204}); err != nil {
+				if _, err := e.svc.Complete(e.ctx, c.ID, 0, countersign.Outcome{Status: 204}); err != nil {
 					tb.Fatal(err)
 				}
 				return c
 			}},
 		{name: "a script batch is never redeemed", credential: "chat-user", want: fault.ConfirmationMismatch,
-			setup: func(tb testing.TB, e *env) *store.Confirmation {
+			setup: func(tb testing.TB, e *env) *countersign.Confirmation {
 				c := e.createScript(tb, 1)
 				e.ready(tb, c.ID)
 				if _, err := e.svc.Decide(e.ctx, c.ID, confirm.Decision{Approve: true, Approver: "ops"}); err != nil {
@@ -178,23 +183,23 @@ func TestRedeemConcurrent(t *testing.T) {
 }
 
 func TestCompleteFinalStatus(t *testing.T) {
-	ok := store.Outcome{Status: 200, Body: json.RawMessage(`{"ok":true}`)}
-	bad := store.Outcome{Error: "upstream unreachable"}
+	ok := countersign.Outcome{Status: 200, Body: json.RawMessage(`{"ok":true}`)}
+	bad := countersign.Outcome{Error: "upstream unreachable"}
 	tests := []struct {
 		name     string
 		ops      int
 		keep     []int
-		outcomes map[int]store.Outcome
+		outcomes map[int]countersign.Outcome
 		// after lists the status after each Complete, in index order.
-		want []store.Status
+		want []countersign.Status
 	}{
-		{"one op ran", 1, nil, map[int]store.Outcome{0: ok}, []store.Status{store.StatusExecuted}},
-		{"one op could not reach the upstream", 1, nil, map[int]store.Outcome{0: bad}, []store.Status{store.StatusFailed}},
-		{"an upstream 500 still ran", 1, nil, map[int]store.Outcome{0: {Status: 500}}, []store.Status{store.StatusExecuted}},
-		{"all ran", 2, nil, map[int]store.Outcome{0: ok, 1: ok}, []store.Status{store.StatusRedeemed, store.StatusExecuted}},
-		{"some failed", 3, nil, map[int]store.Outcome{0: ok, 1: bad, 2: ok}, []store.Status{store.StatusRedeemed, store.StatusRedeemed, store.StatusPartiallyExecuted}},
-		{"all failed", 2, nil, map[int]store.Outcome{0: bad, 1: bad}, []store.Status{store.StatusRedeemed, store.StatusFailed}},
-		{"unselected operations do not count", 3, []int{1}, map[int]store.Outcome{1: ok}, []store.Status{store.StatusExecuted}},
+		{"one op ran", 1, nil, map[int]countersign.Outcome{0: ok}, []countersign.Status{countersign.StatusExecuted}},
+		{"one op could not reach the upstream", 1, nil, map[int]countersign.Outcome{0: bad}, []countersign.Status{countersign.StatusFailed}},
+		{"an upstream 500 still ran", 1, nil, map[int]countersign.Outcome{0: {Status: 500}}, []countersign.Status{countersign.StatusExecuted}},
+		{"all ran", 2, nil, map[int]countersign.Outcome{0: ok, 1: ok}, []countersign.Status{countersign.StatusRedeemed, countersign.StatusExecuted}},
+		{"some failed", 3, nil, map[int]countersign.Outcome{0: ok, 1: bad, 2: ok}, []countersign.Status{countersign.StatusRedeemed, countersign.StatusRedeemed, countersign.StatusPartiallyExecuted}},
+		{"all failed", 2, nil, map[int]countersign.Outcome{0: bad, 1: bad}, []countersign.Status{countersign.StatusRedeemed, countersign.StatusFailed}},
+		{"unselected operations do not count", 3, []int{1}, map[int]countersign.Outcome{1: ok}, []countersign.Status{countersign.StatusExecuted}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -206,16 +211,16 @@ func TestCompleteFinalStatus(t *testing.T) {
 			}
 			// Claim as ExecuteApproved would, so the record is redeemed.
 			rec := e.get(t, c.ID)
-			rec.Status = store.StatusRedeemed
+			rec.Status = countersign.StatusRedeemed
 			for i := range rec.Operations {
 				if rec.Operations[i].Selected {
-					rec.Operations[i].State = store.OpClaimed
+					rec.Operations[i].State = countersign.OpClaimed
 				}
 			}
 			if err := e.st.UpdateConfirmation(e.ctx, rec); err != nil {
 				t.Fatal(err)
 			}
-			var got []store.Status
+			var got []countersign.Status
 			for i := range tt.ops {
 				out, ok := tt.outcomes[i]
 				if !ok {
@@ -246,7 +251,7 @@ func TestCompleteFinalStatus(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.Status != store.StatusExecuted || got.Operations[0].Outcome.Error != "" || e.get(t, c.ID).Version != v {
+		if got.Status != countersign.StatusExecuted || got.Operations[0].Outcome.Error != "" || e.get(t, c.ID).Version != v {
 			t.Errorf("second Complete changed the record: status %s, outcome %+v", got.Status, got.Operations[0].Outcome)
 		}
 	})
@@ -277,7 +282,7 @@ func newCountingRunner() *countingRunner {
 	return &countingRunner{calls: map[string]int{}, fail: map[string]bool{}, crash: map[string]bool{}}
 }
 
-func (r *countingRunner) run(_ context.Context, op store.Operation, key string) store.Outcome {
+func (r *countingRunner) run(_ context.Context, op countersign.Operation, key string) countersign.Outcome {
 	r.mu.Lock()
 	r.calls[op.Path]++
 	r.keys = append(r.keys, key)
@@ -287,9 +292,9 @@ func (r *countingRunner) run(_ context.Context, op store.Operation, key string) 
 		panic("crash between claim and outcome")
 	}
 	if fail {
-		return store.Outcome{Error: "unreachable"}
+		return countersign.Outcome{Error: "unreachable"}
 	}
-	return store.Outcome{Status: 200, Body: json.RawMessage(fmt.Sprintf(`{"deleted":%q}`, op.Path))}
+	return countersign.Outcome{Status: 200, Body: json.RawMessage(fmt.Sprintf(`{"deleted":%q}`, op.Path))}
 }
 
 func (r *countingRunner) snapshot() (map[string]int, []string) {
@@ -304,7 +309,7 @@ func (r *countingRunner) snapshot() (map[string]int, []string) {
 
 // approvedScript creates a batch of n operations (/contacts/1 ...) and
 // approves keep (nil: all).
-func (e *env) approvedScript(tb testing.TB, n int, keep []int) *store.Confirmation {
+func (e *env) approvedScript(tb testing.TB, n int, keep []int) *countersign.Confirmation {
 	tb.Helper()
 	c := e.createScript(tb, n)
 	e.ready(tb, c.ID)
@@ -322,7 +327,7 @@ func TestExecuteApprovedOnce(t *testing.T) {
 	if err != nil {
 		t.Fatalf("ExecuteApproved: %v", err)
 	}
-	if first.Status != store.StatusExecuted {
+	if first.Status != countersign.StatusExecuted {
 		t.Errorf("status %s, want executed", first.Status)
 	}
 	calls, keys := r.snapshot()
@@ -333,11 +338,11 @@ func TestExecuteApprovedOnce(t *testing.T) {
 	if diff := cmp.Diff([]string{c.ID + ":0", c.ID + ":2"}, keys); diff != "" {
 		t.Errorf("idempotency keys (-want +got):\n%s", diff)
 	}
-	if op := first.Operations[1]; op.State != store.OpWaiting || op.Outcome != nil {
+	if op := first.Operations[1]; op.State != countersign.OpWaiting || op.Outcome != nil {
 		t.Errorf("unselected operation was touched: %+v", op)
 	}
 	for _, i := range []int{0, 2} {
-		if op := first.Operations[i]; op.State != store.OpDone || op.Outcome == nil || op.Outcome.Status != 200 {
+		if op := first.Operations[i]; op.State != countersign.OpDone || op.Outcome == nil || op.Outcome.Status != 200 {
 			t.Errorf("operation %d: state %q, outcome %+v; want done with the stored outcome", i, op.State, op.Outcome)
 		}
 	}
@@ -364,7 +369,7 @@ func TestExecuteApprovedPartial(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Status != store.StatusPartiallyExecuted {
+	if got.Status != countersign.StatusPartiallyExecuted {
 		t.Errorf("status %s, want partially_executed", got.Status)
 	}
 	if got.Operations[1].Outcome == nil || got.Operations[1].Outcome.Error == "" {
@@ -389,7 +394,7 @@ func TestExecuteApprovedCrash(t *testing.T) {
 		_, _ = e.svc.ExecuteApproved(e.ctx, c.ID, r.run)
 	}()
 	mid := e.get(t, c.ID)
-	if mid.Operations[1].State != store.OpClaimed || mid.Operations[2].State != store.OpWaiting {
+	if mid.Operations[1].State != countersign.OpClaimed || mid.Operations[2].State != countersign.OpWaiting {
 		t.Fatalf("after the crash: states %q %q, want claimed, waiting", mid.Operations[1].State, mid.Operations[2].State)
 	}
 	r.crash = map[string]bool{}
@@ -402,12 +407,12 @@ func TestExecuteApprovedCrash(t *testing.T) {
 	if diff := cmp.Diff(want, calls); diff != "" {
 		t.Errorf("upstream calls (-want +got):\n%s", diff)
 	}
-	if got.Operations[1].State != store.OpClaimed || got.Operations[1].Outcome != nil {
+	if got.Operations[1].State != countersign.OpClaimed || got.Operations[1].Outcome != nil {
 		t.Errorf("the interrupted operation: %+v; want still claimed, no outcome", got.Operations[1])
 	}
 	// Nothing approved runs twice: the record stays "redeemed" for good
 	// (docs/design.md, Limits).
-	if got.Status != store.StatusRedeemed {
+	if got.Status != countersign.StatusRedeemed {
 		t.Errorf("status %s after an interrupted execution", got.Status)
 	}
 	if _, err := e.svc.ExecuteApproved(e.ctx, c.ID, r.run); err != nil {
@@ -452,7 +457,7 @@ func TestExecuteApprovedConcurrent(t *testing.T) {
 			if len(calls) != 4 {
 				t.Errorf("%d operations ran, want 4", len(calls))
 			}
-			if st := e.get(t, c.ID).Status; st != store.StatusExecuted {
+			if st := e.get(t, c.ID).Status; st != countersign.StatusExecuted {
 				t.Errorf("status %s, want executed", st)
 			}
 		})
@@ -488,7 +493,7 @@ func TestExecuteApprovedRefused(t *testing.T) {
 		if calls, _ := r.snapshot(); len(calls) != 0 {
 			t.Errorf("a pending batch ran: %v", calls)
 		}
-		if st := e.get(t, c.ID).Status; st != store.StatusPending {
+		if st := e.get(t, c.ID).Status; st != countersign.StatusPending {
 			t.Errorf("status %s, want pending", st)
 		}
 	})
@@ -511,7 +516,7 @@ func TestDecideEmptySelection(t *testing.T) {
 	e.ready(t, c.ID)
 	_, err := e.svc.Decide(e.ctx, c.ID, confirm.Decision{Approve: true, Approver: "ops", Keep: []int{}})
 	wantCode(t, err, fault.InvalidRequest)
-	if st := e.get(t, c.ID).Status; st != store.StatusPending {
+	if st := e.get(t, c.ID).Status; st != countersign.StatusPending {
 		t.Errorf("status %s after an empty approval, want pending", st)
 	}
 }
@@ -523,11 +528,11 @@ type raceStore struct {
 	store.Store
 	mu     sync.Mutex
 	done   bool
-	when   func(c *store.Confirmation) bool
+	when   func(c *countersign.Confirmation) bool
 	before func(ctx context.Context)
 }
 
-func (s *raceStore) UpdateConfirmation(ctx context.Context, c *store.Confirmation) error {
+func (s *raceStore) UpdateConfirmation(ctx context.Context, c *countersign.Confirmation) error {
 	s.mu.Lock()
 	fire := !s.done && s.when(c)
 	if fire {
@@ -549,14 +554,14 @@ func TestExecuteApprovedLostClaimRace(t *testing.T) {
 	e := newEnv(t)
 	c := e.approvedScript(t, 1, nil)
 	rs := &raceStore{Store: e.st,
-		when: func(rec *store.Confirmation) bool { return rec.Operations[0].State == store.OpClaimed },
+		when: func(rec *countersign.Confirmation) bool { return rec.Operations[0].State == countersign.OpClaimed },
 		before: func(ctx context.Context) {
 			other, err := e.st.GetConfirmation(ctx, c.ID)
 			if err != nil {
 				t.Error(err)
 				return
 			}
-			other.Status, other.Operations[0].State = store.StatusRedeemed, store.OpClaimed
+			other.Status, other.Operations[0].State = countersign.StatusRedeemed, countersign.OpClaimed
 			if err := e.st.UpdateConfirmation(ctx, other); err != nil {
 				t.Error(err)
 			}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/store"
@@ -37,7 +38,7 @@ type told struct {
 	Cause   string
 	// StoredStatus is read from the store inside the call: it proves the
 	// decision was written before the workflow was told.
-	StoredStatus store.Status
+	StoredStatus countersign.Status
 }
 
 // fakeWorkflow records what the lifecycle asks of the workflow and can fail.
@@ -63,7 +64,7 @@ func (f *fakeWorkflow) Start(_ context.Context, m workflow.Machine, name string,
 	return "exec:" + name, nil
 }
 
-func (f *fakeWorkflow) storedStatus(ctx context.Context, token string) store.Status {
+func (f *fakeWorkflow) storedStatus(ctx context.Context, token string) countersign.Status {
 	// Tokens in these tests are "tok:<confirmation id>".
 	id := token[len("tok:"):]
 	c, err := f.st.GetConfirmation(ctx, id)
@@ -135,9 +136,9 @@ func newEnv(tb testing.TB) *env {
 }
 
 // op builds a bound operation for credential.
-func op(tb testing.TB, credential, method, path, endpoint string, pathArgs map[string]string, body string) store.Operation {
+func op(tb testing.TB, credential, method, path, endpoint string, pathArgs map[string]string, body string) countersign.Operation {
 	tb.Helper()
-	args := store.Args{Path: pathArgs}
+	args := countersign.Args{Path: pathArgs}
 	if body != "" {
 		args.Body = json.RawMessage(body)
 	}
@@ -148,7 +149,7 @@ func op(tb testing.TB, credential, method, path, endpoint string, pathArgs map[s
 	return o
 }
 
-func deleteOp(tb testing.TB, credential, id string) store.Operation {
+func deleteOp(tb testing.TB, credential, id string) countersign.Operation {
 	tb.Helper()
 	return op(tb, credential, "DELETE", "/contacts/"+id, "/contacts/{id}", map[string]string{"id": id}, "")
 }
@@ -164,10 +165,10 @@ func (e *env) token(tb testing.TB, id string) string {
 	return tok
 }
 
-func (e *env) createCall(tb testing.TB) *store.Confirmation {
+func (e *env) createCall(tb testing.TB) *countersign.Confirmation {
 	tb.Helper()
-	c, err := e.svc.Create(e.ctx, confirm.Request{Kind: store.KindCall, Credential: "chat-user", Reason: "deleting needs a person",
-		Operations: []store.Operation{deleteOp(tb, "chat-user", "12")}})
+	c, err := e.svc.Create(e.ctx, confirm.Request{Kind: countersign.KindCall, Credential: "chat-user", Reason: "deleting needs a person",
+		Operations: []countersign.Operation{deleteOp(tb, "chat-user", "12")}})
 	if err != nil {
 		tb.Fatalf("create: %v", err)
 	}
@@ -175,13 +176,13 @@ func (e *env) createCall(tb testing.TB) *store.Confirmation {
 }
 
 // createScript creates a pending batch of n operations for chat-user.
-func (e *env) createScript(tb testing.TB, n int) *store.Confirmation {
+func (e *env) createScript(tb testing.TB, n int) *countersign.Confirmation {
 	tb.Helper()
-	ops := make([]store.Operation, n)
+	ops := make([]countersign.Operation, n)
 	for i := range ops {
 		ops[i] = deleteOp(tb, "chat-user", string(rune('1'+i)))
 	}
-	c, err := e.svc.Create(e.ctx, confirm.Request{Kind: store.KindScript, Credential: "chat-user", Reason: "script", Operations: ops})
+	c, err := e.svc.Create(e.ctx, confirm.Request{Kind: countersign.KindScript, Credential: "chat-user", Reason: "script", Operations: ops})
 	if err != nil {
 		tb.Fatalf("create script: %v", err)
 	}
@@ -191,13 +192,13 @@ func (e *env) createScript(tb testing.TB, n int) *store.Confirmation {
 // createCard creates a pending batch of n operations that the gateway runs
 // itself when approved (the MCP card): its status follows each outcome,
 // where a script batch's waits for the script's end.
-func (e *env) createCard(tb testing.TB, n int) *store.Confirmation {
+func (e *env) createCard(tb testing.TB, n int) *countersign.Confirmation {
 	tb.Helper()
-	ops := make([]store.Operation, n)
+	ops := make([]countersign.Operation, n)
 	for i := range ops {
 		ops[i] = deleteOp(tb, "chat-user", string(rune('1'+i)))
 	}
-	c, err := e.svc.Create(e.ctx, confirm.Request{Kind: store.KindCall, Credential: "chat-user", Reason: "card", Operations: ops, GatewayRuns: true})
+	c, err := e.svc.Create(e.ctx, confirm.Request{Kind: countersign.KindCall, Credential: "chat-user", Reason: "card", Operations: ops, GatewayRuns: true})
 	if err != nil {
 		tb.Fatalf("create card: %v", err)
 	}
@@ -212,7 +213,7 @@ func (e *env) ready(tb testing.TB, id string) {
 	}
 }
 
-func (e *env) get(tb testing.TB, id string) *store.Confirmation {
+func (e *env) get(tb testing.TB, id string) *countersign.Confirmation {
 	tb.Helper()
 	c, err := e.st.GetConfirmation(e.ctx, id)
 	if err != nil {
@@ -222,7 +223,7 @@ func (e *env) get(tb testing.TB, id string) *store.Confirmation {
 }
 
 // approved creates a call confirmation and approves it.
-func (e *env) approvedCall(tb testing.TB) *store.Confirmation {
+func (e *env) approvedCall(tb testing.TB) *countersign.Confirmation {
 	tb.Helper()
 	c := e.createCall(tb)
 	e.ready(tb, c.ID)

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/store"
@@ -46,11 +47,11 @@ func (s *lossyStore) lose(apply func() error) error {
 	return fmt.Errorf("answer lost: %w", lostErr)
 }
 
-func (s *lossyStore) CreateConfirmation(ctx context.Context, c *store.Confirmation) error {
+func (s *lossyStore) CreateConfirmation(ctx context.Context, c *countersign.Confirmation) error {
 	return s.lose(func() error { return s.Store.CreateConfirmation(ctx, c) })
 }
 
-func (s *lossyStore) UpdateConfirmation(ctx context.Context, c *store.Confirmation) error {
+func (s *lossyStore) UpdateConfirmation(ctx context.Context, c *countersign.Confirmation) error {
 	v := c.Version
 	err := s.lose(func() error { return s.Store.UpdateConfirmation(ctx, c) })
 	if err != nil {
@@ -59,7 +60,7 @@ func (s *lossyStore) UpdateConfirmation(ctx context.Context, c *store.Confirmati
 	return err
 }
 
-func (s *lossyStore) GetConfirmation(ctx context.Context, id string) (*store.Confirmation, error) {
+func (s *lossyStore) GetConfirmation(ctx context.Context, id string) (*countersign.Confirmation, error) {
 	s.mu.Lock()
 	blind := s.reads > 0
 	s.reads = max(0, s.reads-1)
@@ -86,7 +87,7 @@ func TestLostAnswers(t *testing.T) {
 			e.svc.Store = ls
 			ls.arm(err, false)
 			c := e.createCall(t)
-			if got := e.get(t, c.ID); got.Status != store.StatusPending || got.WriteID != c.WriteID {
+			if got := e.get(t, c.ID); got.Status != countersign.StatusPending || got.WriteID != c.WriteID {
 				t.Errorf("stored %s with tag %q, returned tag %q", got.Status, got.WriteID, c.WriteID)
 			}
 			if n := len(e.wf.started()); n != 1 {
@@ -101,7 +102,7 @@ func TestLostAnswers(t *testing.T) {
 			e.ready(t, c.ID)
 			ls.arm(err, false)
 			got, derr := e.svc.Decide(e.ctx, c.ID, confirm.Decision{Approve: true, Approver: "ops"})
-			if derr != nil || got.Status != store.StatusApproved {
+			if derr != nil || got.Status != countersign.StatusApproved {
 				t.Fatalf("Decide = %v, %v; want approved", got, derr)
 			}
 			if tells := e.wf.told(); len(tells) != 1 || !tells[0].Success {
@@ -115,7 +116,7 @@ func TestLostAnswers(t *testing.T) {
 			c := e.approvedCall(t)
 			ls.arm(err, false)
 			got, index, rerr := e.svc.Redeem(e.ctx, c.ID, "chat-user", c.Operations[0].Binding)
-			if rerr != nil || index != 0 || got.Operations[0].State != store.OpClaimed {
+			if rerr != nil || index != 0 || got.Operations[0].State != countersign.OpClaimed {
 				t.Fatalf("Redeem = index %d, %v; want the claim", index, rerr)
 			}
 			_, _, rerr = e.svc.Redeem(e.ctx, c.ID, "chat-user", c.Operations[0].Binding)
@@ -129,7 +130,7 @@ func TestLostAnswers(t *testing.T) {
 			ls.arm(err, false)
 			r := newCountingRunner()
 			got, xerr := e.svc.ExecuteApproved(e.ctx, c.ID, r.run)
-			if xerr != nil || got.Status != store.StatusExecuted {
+			if xerr != nil || got.Status != countersign.StatusExecuted {
 				t.Fatalf("ExecuteApproved = %v, %v; want executed", got, xerr)
 			}
 			calls, _ := r.snapshot()
@@ -153,7 +154,7 @@ func TestLostAnswers(t *testing.T) {
 		// says the approval was spent.
 		_, _, err := e.svc.Redeem(e.ctx, c.ID, "chat-user", c.Operations[0].Binding)
 		wantCode(t, err, fault.ConfirmationUsed)
-		if st := e.get(t, c.ID); st.Status != store.StatusRedeemed || st.Operations[0].State != store.OpClaimed {
+		if st := e.get(t, c.ID); st.Status != countersign.StatusRedeemed || st.Operations[0].State != countersign.OpClaimed {
 			t.Errorf("stored %s, op %q; want redeemed, claimed", st.Status, st.Operations[0].State)
 		}
 	})

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/fault"
-	"github.com/countersign/countersign/shared/store"
 )
 
 // A review item is a confirmation of kind review: the call the agent made
@@ -24,7 +24,7 @@ type ReviewRequest struct {
 	ID         string
 	Credential string
 	Reason     string
-	Operation  store.Operation
+	Operation  countersign.Operation
 	// Retention is how long the item waits for an operator.
 	Retention time.Duration
 }
@@ -33,7 +33,7 @@ type ReviewRequest struct {
 func NewReviewID() string { return "rv_" + NewID()[len("cf_"):] }
 
 // CreateReview stores a pending review item.
-func (s *Service) CreateReview(ctx context.Context, r ReviewRequest) (*store.Confirmation, error) {
+func (s *Service) CreateReview(ctx context.Context, r ReviewRequest) (*countersign.Confirmation, error) {
 	if r.Retention <= 0 {
 		return nil, errors.New("create review: no retention")
 	}
@@ -43,10 +43,10 @@ func (s *Service) CreateReview(ctx context.Context, r ReviewRequest) (*store.Con
 		id = NewReviewID()
 	}
 	op := r.Operation
-	op.Selected, op.State, op.Outcome = true, store.OpWaiting, nil
-	c := &store.Confirmation{
-		ID: id, Kind: store.KindReview, Credential: r.Credential, Status: store.StatusPending, Reason: r.Reason,
-		CreatedAt: now, ExpiresAt: now.Add(r.Retention), Operations: []store.Operation{op},
+	op.Selected, op.State, op.Outcome = true, countersign.OpWaiting, nil
+	c := &countersign.Confirmation{
+		ID: id, Kind: countersign.KindReview, Credential: r.Credential, Status: countersign.StatusPending, Reason: r.Reason,
+		CreatedAt: now, ExpiresAt: now.Add(r.Retention), Operations: []countersign.Operation{op},
 		TTL: now.Add(r.Retention + retention).Unix(),
 	}
 	if err := s.Store.CreateConfirmation(ctx, c); err != nil {
@@ -56,16 +56,16 @@ func (s *Service) CreateReview(ctx context.Context, r ReviewRequest) (*store.Con
 }
 
 // reviewPending refuses anything but a pending, unexpired review item.
-func reviewPending(c *store.Confirmation, now time.Time) error {
-	if c.Kind != store.KindReview {
+func reviewPending(c *countersign.Confirmation, now time.Time) error {
+	if c.Kind != countersign.KindReview {
 		return fault.Errorf(fault.UnknownConfirmation, "no review item %s", c.ID)
 	}
 	switch st := Effective(c, now); st {
-	case store.StatusPending:
+	case countersign.StatusPending:
 		return nil
-	case store.StatusExpired:
+	case countersign.StatusExpired:
 		return fault.Errorf(fault.ConfirmationExpired, "review item %s expired at %s", c.ID, c.ExpiresAt.Format(time.RFC3339))
-	case store.StatusRejected:
+	case countersign.StatusRejected:
 		return fault.Errorf(fault.ConfirmationDecided, "review item %s was dismissed by %s", c.ID, c.DecidedBy)
 	default:
 		return fault.Errorf(fault.ConfirmationDecided, "review item %s was already run by %s (%s)", c.ID, c.DecidedBy, st)
@@ -73,12 +73,12 @@ func reviewPending(c *store.Confirmation, now time.Time) error {
 }
 
 // GetReview returns a review item, or unknown_confirmation.
-func (s *Service) GetReview(ctx context.Context, id string) (*store.Confirmation, error) {
+func (s *Service) GetReview(ctx context.Context, id string) (*countersign.Confirmation, error) {
 	c, err := s.Get(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	if c.Kind != store.KindReview {
+	if c.Kind != countersign.KindReview {
 		return nil, fault.Errorf(fault.UnknownConfirmation, "no review item %s", id)
 	}
 	return c, nil
@@ -88,14 +88,14 @@ func (s *Service) GetReview(ctx context.Context, id string) (*store.Confirmation
 // claims its operation in the same conditional write: of any number of
 // operators running it at once exactly one gets the claim, and the caller
 // then runs it once (RunClaimed). The others get confirmation_decided.
-func (s *Service) ClaimReview(ctx context.Context, id, by string) (*store.Confirmation, int, error) {
-	c, err := s.update(ctx, id, func(c *store.Confirmation, now time.Time) error {
+func (s *Service) ClaimReview(ctx context.Context, id, by string) (*countersign.Confirmation, int, error) {
+	c, err := s.update(ctx, id, func(c *countersign.Confirmation, now time.Time) error {
 		if err := reviewPending(c, now); err != nil {
 			return err
 		}
 		at := now
-		c.Status, c.DecidedAt, c.DecidedBy, c.RedeemedAt = store.StatusRedeemed, &at, by, &at
-		c.Operations[0].State = store.OpClaimed
+		c.Status, c.DecidedAt, c.DecidedBy, c.RedeemedAt = countersign.StatusRedeemed, &at, by, &at
+		c.Operations[0].State = countersign.OpClaimed
 		return nil
 	})
 	if err != nil {
@@ -107,13 +107,13 @@ func (s *Service) ClaimReview(ctx context.Context, id, by string) (*store.Confir
 
 // DismissReview closes a pending review item without running it; reason
 // is shown to the agent. A dismissed item never runs.
-func (s *Service) DismissReview(ctx context.Context, id, by, reason string) (*store.Confirmation, error) {
-	c, err := s.update(ctx, id, func(c *store.Confirmation, now time.Time) error {
+func (s *Service) DismissReview(ctx context.Context, id, by, reason string) (*countersign.Confirmation, error) {
+	c, err := s.update(ctx, id, func(c *countersign.Confirmation, now time.Time) error {
 		if err := reviewPending(c, now); err != nil {
 			return err
 		}
 		at := now
-		c.Status, c.DecidedAt, c.DecidedBy, c.DecisionReason = store.StatusRejected, &at, by, reason
+		c.Status, c.DecidedAt, c.DecidedBy, c.DecisionReason = countersign.StatusRejected, &at, by, reason
 		c.Operations[0].Selected = false
 		return nil
 	})

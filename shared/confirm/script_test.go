@@ -4,26 +4,26 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/fault"
-	"github.com/countersign/countersign/shared/store"
 )
 
 func TestCreateWithID(t *testing.T) {
 	e := newEnv(t)
-	c, err := e.svc.Create(e.ctx, confirm.Request{ID: "cf_given", Kind: store.KindScript, Credential: "chat-user",
-		Operations: []store.Operation{deleteOp(t, "chat-user", "1")}})
+	c, err := e.svc.Create(e.ctx, confirm.Request{ID: "cf_given", Kind: countersign.KindScript, Credential: "chat-user",
+		Operations: []countersign.Operation{deleteOp(t, "chat-user", "1")}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.ID != "cf_given" || e.get(t, "cf_given").Kind != store.KindScript {
+	if c.ID != "cf_given" || e.get(t, "cf_given").Kind != countersign.KindScript {
 		t.Fatalf("created %s", c.ID)
 	}
 	if s := e.wf.started(); len(s) != 1 || s[0].Name != "cf_given" {
 		t.Errorf("workflow started %+v", s)
 	}
-	_, err = e.svc.Create(e.ctx, confirm.Request{ID: "cf_given", Kind: store.KindScript, Credential: "chat-user",
-		Operations: []store.Operation{deleteOp(t, "chat-user", "1")}})
+	_, err = e.svc.Create(e.ctx, confirm.Request{ID: "cf_given", Kind: countersign.KindScript, Credential: "chat-user",
+		Operations: []countersign.Operation{deleteOp(t, "chat-user", "1")}})
 	if err == nil {
 		t.Fatal("a second confirmation with the same id was created")
 	}
@@ -40,19 +40,19 @@ func TestClaimOne(t *testing.T) {
 	if err != nil || !claimed {
 		t.Fatalf("first claim of 2: claimed %v, err %v", claimed, err)
 	}
-	if got.Status != store.StatusRedeemed || got.Operations[2].State != store.OpClaimed || got.Operations[0].State != store.OpWaiting {
+	if got.Status != countersign.StatusRedeemed || got.Operations[2].State != countersign.OpClaimed || got.Operations[0].State != countersign.OpWaiting {
 		t.Fatalf("after the claim: status %s, states %q %q", got.Status, got.Operations[0].State, got.Operations[2].State)
 	}
 	// Another attempt sees it claimed, with no outcome yet.
 	got, claimed, err = e.svc.ClaimOne(e.ctx, c.ID, 2)
-	if err != nil || claimed || got.Operations[2].State != store.OpClaimed {
+	if err != nil || claimed || got.Operations[2].State != countersign.OpClaimed {
 		t.Fatalf("second claim of 2: claimed %v, state %q, err %v", claimed, got.Operations[2].State, err)
 	}
-	if _, err := e.svc.Complete(e.ctx, c.ID, 2, store.Outcome{Status: 204}); err != nil {
+	if _, err := e.svc.Complete(e.ctx, c.ID, 2, countersign.Outcome{Status: 204}); err != nil {
 		t.Fatal(err)
 	}
 	got, claimed, err = e.svc.ClaimOne(e.ctx, c.ID, 2)
-	if err != nil || claimed || got.Operations[2].State != store.OpDone || got.Operations[2].Outcome.Status != 204 {
+	if err != nil || claimed || got.Operations[2].State != countersign.OpDone || got.Operations[2].Outcome.Status != 204 {
 		t.Fatalf("claim of a done operation: claimed %v, op %+v, err %v", claimed, got.Operations[2], err)
 	}
 
@@ -107,22 +107,22 @@ func TestClaimOneRefused(t *testing.T) {
 }
 
 func TestFinishScript(t *testing.T) {
-	ok := store.Outcome{Status: 204}
-	bad := store.Outcome{Error: "unreachable"}
+	ok := countersign.Outcome{Status: 204}
+	bad := countersign.Outcome{Error: "unreachable"}
 	tests := []struct {
 		name     string
 		keep     []int
-		outcomes map[int]store.Outcome // operations that ran
+		outcomes map[int]countersign.Outcome // operations that ran
 		failed   bool
-		want     store.Status
+		want     countersign.Status
 	}{
-		{"every selected operation ran", []int{0, 2}, map[int]store.Outcome{0: ok, 2: ok}, false, store.StatusExecuted},
-		{"one selected operation was not reached", nil, map[int]store.Outcome{0: ok}, false, store.StatusPartiallyExecuted},
-		{"one failed upstream", nil, map[int]store.Outcome{0: ok, 1: bad, 2: ok}, false, store.StatusPartiallyExecuted},
-		{"none ran", nil, nil, false, store.StatusFailed},
-		{"the script failed after one ran", nil, map[int]store.Outcome{1: ok}, true, store.StatusPartiallyExecuted},
-		{"the script failed before any ran", nil, nil, true, store.StatusFailed},
-		{"the script failed after every selected one ran", []int{1}, map[int]store.Outcome{1: ok}, true, store.StatusPartiallyExecuted},
+		{"every selected operation ran", []int{0, 2}, map[int]countersign.Outcome{0: ok, 2: ok}, false, countersign.StatusExecuted},
+		{"one selected operation was not reached", nil, map[int]countersign.Outcome{0: ok}, false, countersign.StatusPartiallyExecuted},
+		{"one failed upstream", nil, map[int]countersign.Outcome{0: ok, 1: bad, 2: ok}, false, countersign.StatusPartiallyExecuted},
+		{"none ran", nil, nil, false, countersign.StatusFailed},
+		{"the script failed after one ran", nil, map[int]countersign.Outcome{1: ok}, true, countersign.StatusPartiallyExecuted},
+		{"the script failed before any ran", nil, nil, true, countersign.StatusFailed},
+		{"the script failed after every selected one ran", []int{1}, map[int]countersign.Outcome{1: ok}, true, countersign.StatusPartiallyExecuted},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/canon"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/store"
@@ -43,13 +44,13 @@ const maxCASAttempts = 64
 type Store interface {
 	// CreateConfirmation stores a new confirmation with Version 1;
 	// store.ErrConflict if the ID exists.
-	CreateConfirmation(ctx context.Context, c *store.Confirmation) error
+	CreateConfirmation(ctx context.Context, c *countersign.Confirmation) error
 	// GetConfirmation returns the confirmation or store.ErrNotFound.
-	GetConfirmation(ctx context.Context, id string) (*store.Confirmation, error)
+	GetConfirmation(ctx context.Context, id string) (*countersign.Confirmation, error)
 	// UpdateConfirmation replaces the record only if its stored Version
 	// equals c.Version, and increments c.Version; store.ErrConflict
 	// otherwise.
-	UpdateConfirmation(ctx context.Context, c *store.Confirmation) error
+	UpdateConfirmation(ctx context.Context, c *countersign.Confirmation) error
 	// PutTaskToken stores the workflow's task token of a confirmation
 	// apart from it, replacing any earlier one; TaskToken reads it back
 	// (store.ErrNotFound if there is none).
@@ -113,8 +114,8 @@ func (s *Service) timeouts() Timeouts {
 }
 
 // Wait is how long a confirmation of kind waits for a decision.
-func (s *Service) Wait(kind store.Kind) time.Duration {
-	if kind == store.KindScript {
+func (s *Service) Wait(kind countersign.Kind) time.Duration {
+	if kind == countersign.KindScript {
 		return s.timeouts().Script
 	}
 	return s.timeouts().Call
@@ -132,15 +133,15 @@ func NewID() string {
 // Effective is the status a reader must act on: the stored status corrected
 // by the clock. A pending record past its expiry is expired, and so is an
 // approved call not redeemed within its window, whether or not a timer fired.
-func Effective(c *store.Confirmation, now time.Time) store.Status {
+func Effective(c *countersign.Confirmation, now time.Time) countersign.Status {
 	switch c.Status {
-	case store.StatusPending:
+	case countersign.StatusPending:
 		if !now.Before(c.ExpiresAt) {
-			return store.StatusExpired
+			return countersign.StatusExpired
 		}
-	case store.StatusApproved:
+	case countersign.StatusApproved:
 		if c.RedeemBy != nil && !now.Before(*c.RedeemBy) {
-			return store.StatusExpired
+			return countersign.StatusExpired
 		}
 	}
 	return c.Status
@@ -148,7 +149,7 @@ func Effective(c *store.Confirmation, now time.Time) store.Status {
 
 // NewOperation builds an operation of credential's call and binds it to the
 // exact arguments.
-func NewOperation(credential, connection, method, path, endpoint string, args store.Args) (store.Operation, error) {
+func NewOperation(credential, connection, method, path, endpoint string, args countersign.Args) (countersign.Operation, error) {
 	if args.Path == nil {
 		args.Path = map[string]string{}
 	}
@@ -158,10 +159,10 @@ func NewOperation(credential, connection, method, path, endpoint string, args st
 	if len(args.Body) == 0 {
 		args.Body = json.RawMessage("null")
 	}
-	op := store.Operation{Connection: connection, Method: method, Path: path, Endpoint: endpoint, Args: args, Selected: true}
+	op := countersign.Operation{Connection: connection, Method: method, Path: path, Endpoint: endpoint, Args: args, Selected: true}
 	b, err := canon.Binding(credential, connection, method, endpoint, args)
 	if err != nil {
-		return store.Operation{}, fmt.Errorf("bind %s %s: %w", method, path, err)
+		return countersign.Operation{}, fmt.Errorf("bind %s %s: %w", method, path, err)
 	}
 	op.Binding = b
 	return op, nil
@@ -172,12 +173,12 @@ type Request struct {
 	// ID, when set, is the new confirmation's id (code mode writes the
 	// script's journal under it first); empty means Service.NewID.
 	ID         string
-	Kind       store.Kind
+	Kind       countersign.Kind
 	Credential string
 	Reason     string
 	// Asker is the client that made the call, as it described itself.
-	Asker      *store.Asker
-	Operations []store.Operation
+	Asker      *countersign.Asker
+	Operations []countersign.Operation
 	// GatewayRuns makes the gateway run the approved operations itself
 	// (the MCP card) instead of waiting for the agent to redeem; script
 	// batches always do.
@@ -192,13 +193,13 @@ type workflowInput struct {
 
 // Create stores a pending confirmation and starts its workflow, which hands
 // the task token to the notify task and waits for the decision or the timeout.
-func (s *Service) Create(ctx context.Context, r Request) (*store.Confirmation, error) {
+func (s *Service) Create(ctx context.Context, r Request) (*countersign.Confirmation, error) {
 	if len(r.Operations) == 0 {
 		return nil, errors.New("create confirmation: no operations")
 	}
 	now := s.now()
 	wait, machine := s.Wait(r.Kind), workflow.Confirm
-	if r.Kind == store.KindScript {
+	if r.Kind == countersign.KindScript {
 		machine = workflow.Batch
 	}
 	id := r.ID
@@ -209,11 +210,11 @@ func (s *Service) Create(ctx context.Context, r Request) (*store.Confirmation, e
 	default:
 		id = NewID()
 	}
-	c := &store.Confirmation{
+	c := &countersign.Confirmation{
 		ID:          id,
 		Kind:        r.Kind,
 		Credential:  r.Credential,
-		Status:      store.StatusPending,
+		Status:      countersign.StatusPending,
 		Reason:      r.Reason,
 		Asker:       r.Asker,
 		CreatedAt:   now,
@@ -231,7 +232,7 @@ func (s *Service) Create(ctx context.Context, r Request) (*store.Confirmation, e
 	}
 	if _, err := s.Workflow.Start(ctx, machine, id, input); err != nil {
 		// Nobody can be asked: make sure the record can never be approved.
-		if _, ferr := s.Finalize(context.WithoutCancel(ctx), id, store.StatusFailed); ferr != nil {
+		if _, ferr := s.Finalize(context.WithoutCancel(ctx), id, countersign.StatusFailed); ferr != nil {
 			s.logger().ErrorContext(ctx, "finalize after failed start", "confirmation", id, "error", ferr)
 		}
 		return nil, fmt.Errorf("start workflow for %s: %w", id, err)
@@ -241,7 +242,7 @@ func (s *Service) Create(ctx context.Context, r Request) (*store.Confirmation, e
 }
 
 // Get returns a confirmation, or an unknown_confirmation error.
-func (s *Service) Get(ctx context.Context, id string) (*store.Confirmation, error) {
+func (s *Service) Get(ctx context.Context, id string) (*countersign.Confirmation, error) {
 	c, err := s.Store.GetConfirmation(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, fault.Errorf(fault.UnknownConfirmation, "no confirmation %s", id)
@@ -258,7 +259,7 @@ var errUnchanged = errors.New("unchanged")
 // A write's answer can be lost after the store applied it: the caller sees
 // an error, or a conflict when the client retried the write (DynamoDB's SDK
 // does, and the retry finds the version already moved on). Every write of
-// the lifecycle carries a fresh store.Confirmation.WriteID, so the writer
+// the lifecycle carries a fresh countersign.Confirmation.WriteID, so the writer
 // can read the record back and know: its own tag there means its write
 // landed and stands. Another writer's tag, or a read that fails, means it
 // did not, or that it cannot tell, and the write counts as not made. No
@@ -270,7 +271,7 @@ func newWriteID() string { return rand.Text() }
 
 // landed reports whether the write tagged tag is the one the store holds,
 // and returns the record.
-func (s *Service) landed(ctx context.Context, id, tag string) (*store.Confirmation, bool) {
+func (s *Service) landed(ctx context.Context, id, tag string) (*countersign.Confirmation, bool) {
 	c, err := s.Store.GetConfirmation(ctx, id)
 	if err != nil || c.WriteID != tag {
 		return nil, false
@@ -280,7 +281,7 @@ func (s *Service) landed(ctx context.Context, id, tag string) (*store.Confirmati
 
 // create stores a new record; an answer lost after the record was stored
 // counts as stored.
-func (s *Service) create(ctx context.Context, c *store.Confirmation) error {
+func (s *Service) create(ctx context.Context, c *countersign.Confirmation) error {
 	c.WriteID = newWriteID()
 	err := s.Store.CreateConfirmation(ctx, c)
 	if err == nil {
@@ -299,7 +300,7 @@ func (s *Service) create(ctx context.Context, c *store.Confirmation) error {
 // again, so fn always decides on the latest state. A write whose answer was
 // lost but which was applied stands, and fn is not called again: its last
 // call is the one written.
-func (s *Service) update(ctx context.Context, id string, fn func(c *store.Confirmation, now time.Time) error) (*store.Confirmation, error) {
+func (s *Service) update(ctx context.Context, id string, fn func(c *countersign.Confirmation, now time.Time) error) (*countersign.Confirmation, error) {
 	tag := "" // the last write's, while its outcome is unknown
 	for range maxCASAttempts {
 		c, err := s.Get(ctx, id)
@@ -339,12 +340,12 @@ func (s *Service) update(ctx context.Context, id string, fn func(c *store.Confir
 // the links. A record that is no longer pending is left alone; the caller
 // should not notify, and ok is false. A later token (a retried task)
 // replaces an earlier one.
-func (s *Service) AttachToken(ctx context.Context, id, token string) (c *store.Confirmation, ok bool, err error) {
+func (s *Service) AttachToken(ctx context.Context, id, token string) (c *countersign.Confirmation, ok bool, err error) {
 	c, err = s.Get(ctx, id)
 	if err != nil {
 		return nil, false, fmt.Errorf("attach token: %w", err)
 	}
-	if c.Status != store.StatusPending {
+	if c.Status != countersign.StatusPending {
 		return c, false, nil
 	}
 	if err := s.Store.PutTaskToken(ctx, id, token, c.TTL); err != nil {
@@ -380,20 +381,20 @@ const RejectedError = "Rejected"
 // a pending, unexpired record wins; every later one fails with
 // confirmation_decided, and a decision after expiry with confirmation_expired.
 // Only after the decision is stored is the workflow told.
-func (s *Service) Decide(ctx context.Context, id string, d Decision) (*store.Confirmation, error) {
+func (s *Service) Decide(ctx context.Context, id string, d Decision) (*countersign.Confirmation, error) {
 	token, err := s.Store.TaskToken(ctx, id)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return nil, fmt.Errorf("decide %s: %w", id, err)
 	}
-	c, err := s.update(ctx, id, func(c *store.Confirmation, now time.Time) error {
+	c, err := s.update(ctx, id, func(c *countersign.Confirmation, now time.Time) error {
 		switch Effective(c, now) {
-		case store.StatusPending:
-		case store.StatusExpired:
+		case countersign.StatusPending:
+		case countersign.StatusExpired:
 			return fault.Errorf(fault.ConfirmationExpired, "confirmation %s expired at %s", c.ID, c.ExpiresAt.Format(time.RFC3339))
 		default:
 			return fault.Errorf(fault.ConfirmationDecided, "confirmation %s was already decided (%s)", c.ID, c.Status)
 		}
-		if c.Kind == store.KindReview {
+		if c.Kind == countersign.KindReview {
 			return fault.Errorf(fault.ConfirmationPending, "%s is a review item: an operator runs or dismisses it", c.ID)
 		}
 		if token == "" {
@@ -404,7 +405,7 @@ func (s *Service) Decide(ctx context.Context, id string, d Decision) (*store.Con
 		at := now
 		c.DecidedAt, c.DecidedBy, c.DecisionReason = &at, d.Approver, d.Reason
 		if !d.Approve {
-			c.Status = store.StatusRejected
+			c.Status = countersign.StatusRejected
 			for i := range c.Operations {
 				c.Operations[i].Selected = false
 			}
@@ -425,7 +426,7 @@ func (s *Service) Decide(ctx context.Context, id string, d Decision) (*store.Con
 				c.Operations[i].Selected = keep[i]
 			}
 		}
-		c.Status = store.StatusApproved
+		c.Status = countersign.StatusApproved
 		if !GatewayExecutes(c) {
 			by := now.Add(s.timeouts().Redeem)
 			c.RedeemBy = &by
@@ -452,7 +453,9 @@ func (s *Service) Decide(ctx context.Context, id string, d Decision) (*store.Con
 
 // GatewayExecutes reports whether the gateway runs the approved operations
 // itself (script batches) instead of waiting for the agent to redeem.
-func GatewayExecutes(c *store.Confirmation) bool { return c.Kind == store.KindScript || c.GatewayRuns }
+func GatewayExecutes(c *countersign.Confirmation) bool {
+	return c.Kind == countersign.KindScript || c.GatewayRuns
+}
 
 // Finalize records the end of a wait the workflow observed: expired when its
 // timer fired, rejected after a rejection, failed when the workflow broke.
@@ -462,16 +465,16 @@ func GatewayExecutes(c *store.Confirmation) bool { return c.Kind == store.KindSc
 // nobody else will run it, so it must not read approved for good (nothing
 // of it ran; the decision stays recorded). It is idempotent, as Step
 // Functions may run the task more than once.
-func (s *Service) Finalize(ctx context.Context, id string, to store.Status) (*store.Confirmation, error) {
+func (s *Service) Finalize(ctx context.Context, id string, to countersign.Status) (*countersign.Confirmation, error) {
 	switch to {
-	case store.StatusExpired, store.StatusRejected, store.StatusFailed:
+	case countersign.StatusExpired, countersign.StatusRejected, countersign.StatusFailed:
 	default:
 		return nil, fmt.Errorf("finalize %s: cannot finalize as %q", id, to)
 	}
-	c, err := s.update(ctx, id, func(c *store.Confirmation, now time.Time) error {
+	c, err := s.update(ctx, id, func(c *countersign.Confirmation, now time.Time) error {
 		switch {
-		case c.Status == store.StatusPending:
-		case c.Status == store.StatusApproved && to == store.StatusFailed && GatewayExecutes(c):
+		case c.Status == countersign.StatusPending:
+		case c.Status == countersign.StatusApproved && to == countersign.StatusFailed && GatewayExecutes(c):
 			// Approved, not claimed (claiming makes it redeemed): an
 			// executor that starts now finds it failed and runs nothing.
 		default:
@@ -491,8 +494,8 @@ func (s *Service) Finalize(ctx context.Context, id string, to store.Status) (*st
 // must be unused and within its window. On success the operation is claimed
 // (state claimed, record redeemed) in the same conditional write, so of any
 // number of concurrent redemptions exactly one may call the upstream.
-func (s *Service) Redeem(ctx context.Context, id, credential, binding string) (*store.Confirmation, int, error) {
-	return s.RedeemAs(ctx, id, credential, func(*store.Operation) (string, error) { return binding, nil })
+func (s *Service) Redeem(ctx context.Context, id, credential, binding string) (*countersign.Confirmation, int, error) {
+	return s.RedeemAs(ctx, id, credential, func(*countersign.Operation) (string, error) { return binding, nil })
 }
 
 // RedeemAs is Redeem for a call whose binding depends on the approved
@@ -500,10 +503,10 @@ func (s *Service) Redeem(ctx context.Context, id, credential, binding string) (*
 // operation, e.g. with the approved request's forwarded headers in place of
 // the redeeming request's (which are ignored: the approved ones are
 // replayed).
-func (s *Service) RedeemAs(ctx context.Context, id, credential string, bind func(approved *store.Operation) (string, error)) (*store.Confirmation, int, error) {
+func (s *Service) RedeemAs(ctx context.Context, id, credential string, bind func(approved *countersign.Operation) (string, error)) (*countersign.Confirmation, int, error) {
 	index := -1
-	c, err := s.update(ctx, id, func(c *store.Confirmation, now time.Time) error {
-		if c.Kind != store.KindCall || len(c.Operations) != 1 {
+	c, err := s.update(ctx, id, func(c *countersign.Confirmation, now time.Time) error {
+		if c.Kind != countersign.KindCall || len(c.Operations) != 1 {
 			return fault.Errorf(fault.ConfirmationMismatch, "confirmation %s is not a single call", c.ID)
 		}
 		binding, err := bind(&c.Operations[0])
@@ -514,19 +517,19 @@ func (s *Service) RedeemAs(ctx context.Context, id, credential string, bind func
 			return fault.Errorf(fault.ConfirmationMismatch, "confirmation %s was approved for another call: the credential, method, path, query and body must be the same", c.ID)
 		}
 		switch Effective(c, now) {
-		case store.StatusApproved:
-		case store.StatusPending:
+		case countersign.StatusApproved:
+		case countersign.StatusPending:
 			return fault.Errorf(fault.ConfirmationPending, "confirmation %s is waiting for a person", c.ID)
-		case store.StatusRejected:
+		case countersign.StatusRejected:
 			return fault.Errorf(fault.ConfirmationRejected, "confirmation %s was rejected", c.ID)
-		case store.StatusExpired:
+		case countersign.StatusExpired:
 			return fault.Errorf(fault.ConfirmationExpired, "confirmation %s expired", c.ID)
 		default:
 			return fault.Errorf(fault.ConfirmationUsed, "confirmation %s was already used", c.ID)
 		}
 		at := now
-		c.Status, c.RedeemedAt = store.StatusRedeemed, &at
-		c.Operations[0].State = store.OpClaimed
+		c.Status, c.RedeemedAt = countersign.StatusRedeemed, &at
+		c.Operations[0].State = countersign.OpClaimed
 		index = 0
 		return nil
 	})
@@ -547,19 +550,19 @@ const (
 // Complete stores the outcome of a claimed operation and derives the
 // record's final status once every selected operation is done; a script
 // batch's status is final only when its script ends (FinishScript). A large
-// body is kept truncated (store.Outcome.Bounded), so no write fails for size.
-func (s *Service) Complete(ctx context.Context, id string, index int, out store.Outcome) (*store.Confirmation, error) {
-	c, err := s.update(ctx, id, func(c *store.Confirmation, now time.Time) error {
+// body is kept truncated (countersign.Outcome.Bounded), so no write fails for size.
+func (s *Service) Complete(ctx context.Context, id string, index int, out countersign.Outcome) (*countersign.Confirmation, error) {
+	c, err := s.update(ctx, id, func(c *countersign.Confirmation, now time.Time) error {
 		if index < 0 || index >= len(c.Operations) {
 			return fmt.Errorf("no operation %d", index)
 		}
 		op := &c.Operations[index]
-		if op.State == store.OpDone {
+		if op.State == countersign.OpDone {
 			return errUnchanged
 		}
 		bounded := out.Bounded(max(minOutcomeBody, outcomeBudget/len(c.Operations)))
-		op.State, op.Outcome = store.OpDone, &bounded
-		if c.Kind != store.KindScript {
+		op.State, op.Outcome = countersign.OpDone, &bounded
+		if c.Kind != countersign.KindScript {
 			c.Status = finalStatus(c)
 		}
 		return nil
@@ -571,14 +574,14 @@ func (s *Service) Complete(ctx context.Context, id string, index int, out store.
 }
 
 // finalStatus is the status of a record whose operations are being executed.
-func finalStatus(c *store.Confirmation) store.Status {
+func finalStatus(c *countersign.Confirmation) countersign.Status {
 	ran, failed, waiting := 0, 0, 0
 	for _, op := range c.Operations {
 		if !op.Selected {
 			continue
 		}
 		switch {
-		case op.State != store.OpDone:
+		case op.State != countersign.OpDone:
 			waiting++
 		case op.Outcome != nil && op.Outcome.Error != "":
 			failed++
@@ -590,11 +593,11 @@ func finalStatus(c *store.Confirmation) store.Status {
 	case waiting > 0:
 		return c.Status
 	case failed == 0:
-		return store.StatusExecuted
+		return countersign.StatusExecuted
 	case ran == 0:
-		return store.StatusFailed
+		return countersign.StatusFailed
 	default:
-		return store.StatusPartiallyExecuted
+		return countersign.StatusPartiallyExecuted
 	}
 }
 
@@ -602,14 +605,14 @@ func finalStatus(c *store.Confirmation) store.Status {
 func IdempotencyKey(id string, index int) string { return fmt.Sprintf("%s:%d", id, index) }
 
 // Runner calls the upstream for one operation; the key goes in Idempotency-Key.
-type Runner func(ctx context.Context, op store.Operation, idempotencyKey string) store.Outcome
+type Runner func(ctx context.Context, op countersign.Operation, idempotencyKey string) countersign.Outcome
 
 // RunClaimed runs operation index of c, which the caller has claimed with
 // a conditional write (Redeem, ExecuteApproved), and stores its outcome.
 // The outcome is stored on a context that outlives a cancelled request:
 // the call was made, so it must be recorded.
-func (s *Service) RunClaimed(ctx context.Context, c *store.Confirmation, index int, run Runner) (*store.Confirmation, error) {
-	if index < 0 || index >= len(c.Operations) || c.Operations[index].State != store.OpClaimed {
+func (s *Service) RunClaimed(ctx context.Context, c *countersign.Confirmation, index int, run Runner) (*countersign.Confirmation, error) {
+	if index < 0 || index >= len(c.Operations) || c.Operations[index].State != countersign.OpClaimed {
 		return c, fmt.Errorf("run %s operation %d: not claimed", c.ID, index)
 	}
 	out := run(ctx, c.Operations[index], IdempotencyKey(c.ID, index))
@@ -621,36 +624,36 @@ func (s *Service) RunClaimed(ctx context.Context, c *store.Confirmation, index i
 // claimed by a conditional write before its upstream call and its outcome
 // stored after. A retry (a Lambda retry, a duplicate click) skips operations
 // that are claimed or done, so it replays stored outcomes and never calls twice.
-func (s *Service) ExecuteApproved(ctx context.Context, id string, run Runner) (*store.Confirmation, error) {
+func (s *Service) ExecuteApproved(ctx context.Context, id string, run Runner) (*countersign.Confirmation, error) {
 	c, err := s.Get(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	switch Effective(c, s.now()) {
-	case store.StatusApproved, store.StatusRedeemed, store.StatusExecuted, store.StatusPartiallyExecuted, store.StatusFailed:
-	case store.StatusRejected:
+	case countersign.StatusApproved, countersign.StatusRedeemed, countersign.StatusExecuted, countersign.StatusPartiallyExecuted, countersign.StatusFailed:
+	case countersign.StatusRejected:
 		return c, fault.Errorf(fault.ConfirmationRejected, "confirmation %s was rejected", id)
-	case store.StatusExpired:
+	case countersign.StatusExpired:
 		return c, fault.Errorf(fault.ConfirmationExpired, "confirmation %s expired", id)
 	default:
 		return c, fault.Errorf(fault.ConfirmationPending, "confirmation %s is waiting for a person", id)
 	}
 	for i := range c.Operations {
 		claimed := false
-		c, err = s.update(ctx, id, func(c *store.Confirmation, now time.Time) error {
+		c, err = s.update(ctx, id, func(c *countersign.Confirmation, now time.Time) error {
 			// A lost race calls fn again: only the attempt that is written counts.
 			claimed = false
 			switch c.Status {
-			case store.StatusApproved, store.StatusRedeemed:
+			case countersign.StatusApproved, countersign.StatusRedeemed:
 			default:
 				return errUnchanged
 			}
 			op := &c.Operations[i]
-			if !op.Selected || op.State != store.OpWaiting {
+			if !op.Selected || op.State != countersign.OpWaiting {
 				return errUnchanged
 			}
-			op.State, claimed = store.OpClaimed, true
-			c.Status = store.StatusRedeemed
+			op.State, claimed = countersign.OpClaimed, true
+			c.Status = countersign.StatusRedeemed
 			return nil
 		})
 		if err != nil {
@@ -664,8 +667,8 @@ func (s *Service) ExecuteApproved(ctx context.Context, id string, run Runner) (*
 		}
 	}
 	// Nothing selected ran: the record still needs a final status.
-	return s.update(ctx, id, func(c *store.Confirmation, now time.Time) error {
-		if c.Status != store.StatusApproved && c.Status != store.StatusRedeemed {
+	return s.update(ctx, id, func(c *countersign.Confirmation, now time.Time) error {
+		if c.Status != countersign.StatusApproved && c.Status != countersign.StatusRedeemed {
 			return errUnchanged
 		}
 		next := finalStatus(c)
@@ -684,12 +687,12 @@ type GrantRequest struct {
 	// in the signed request state, so a second use of the same state
 	// collides with the first.
 	ID         string
-	Kind       store.Kind
+	Kind       countersign.Kind
 	Credential string
 	Reason     string
 	// Operations are the bound operations the person was asked about;
 	// Selected says which the person approved.
-	Operations []store.Operation
+	Operations []countersign.Operation
 	// Approve is the answer: false rejects every operation.
 	Approve bool
 	// By names who answered, e.g. "client:Claude Code".
@@ -705,7 +708,7 @@ type GrantRequest struct {
 // RunClaimed, which runs each once; a rejection is stored rejected and
 // nothing runs. No workflow starts: nobody else is asked. A question past
 // its expiry is confirmation_expired.
-func (s *Service) Grant(ctx context.Context, r GrantRequest) (*store.Confirmation, error) {
+func (s *Service) Grant(ctx context.Context, r GrantRequest) (*countersign.Confirmation, error) {
 	now := s.now()
 	if len(r.Operations) == 0 || r.ID == "" {
 		return nil, errors.New("grant: no id or no operations")
@@ -715,33 +718,33 @@ func (s *Service) Grant(ctx context.Context, r GrantRequest) (*store.Confirmatio
 	}
 	kind := r.Kind
 	if kind == "" {
-		kind = store.KindCall
+		kind = countersign.KindCall
 	}
-	c := &store.Confirmation{
+	c := &countersign.Confirmation{
 		ID: r.ID, Kind: kind, Credential: r.Credential, Reason: r.Reason,
 		CreatedAt: now, ExpiresAt: r.ExpiresAt, DecidedAt: &now, DecidedBy: r.By,
-		Operations: append([]store.Operation(nil), r.Operations...),
+		Operations: append([]countersign.Operation(nil), r.Operations...),
 		TTL:        r.ExpiresAt.Add(s.timeouts().Redeem + retention).Unix(),
 	}
 	claimed := 0
 	for i := range c.Operations {
 		op := &c.Operations[i]
-		op.State, op.Outcome = store.OpWaiting, nil
+		op.State, op.Outcome = countersign.OpWaiting, nil
 		switch {
 		case !r.Approve:
 			op.Selected = false
 		case op.Selected:
-			op.State = store.OpClaimed
+			op.State = countersign.OpClaimed
 			claimed++
 		}
 	}
 	switch {
 	case !r.Approve:
-		c.Status = store.StatusRejected
+		c.Status = countersign.StatusRejected
 	case claimed == 0:
 		return nil, fault.Errorf(fault.InvalidRequest, "nothing was selected to approve in %s", r.ID)
 	default:
-		c.Status, c.RedeemedAt = store.StatusRedeemed, &now
+		c.Status, c.RedeemedAt = countersign.StatusRedeemed, &now
 	}
 	err := s.create(ctx, c)
 	if errors.Is(err, store.ErrConflict) {
@@ -763,8 +766,8 @@ func (s *Service) Grant(ctx context.Context, r GrantRequest) (*store.Confirmatio
 // whether its outcome is stored (done) or unknown (claimed by an attempt
 // that stopped before storing it). An operation the approver cleared is
 // confirmation_rejected; a record already finished is confirmation_used.
-func (s *Service) ClaimOne(ctx context.Context, id string, index int) (c *store.Confirmation, claimed bool, err error) {
-	c, err = s.update(ctx, id, func(c *store.Confirmation, now time.Time) error {
+func (s *Service) ClaimOne(ctx context.Context, id string, index int) (c *countersign.Confirmation, claimed bool, err error) {
+	c, err = s.update(ctx, id, func(c *countersign.Confirmation, now time.Time) error {
 		claimed = false
 		if !GatewayExecutes(c) {
 			return fault.Errorf(fault.ConfirmationMismatch, "confirmation %s is redeemed by the agent, not run by the gateway", c.ID)
@@ -774,15 +777,15 @@ func (s *Service) ClaimOne(ctx context.Context, id string, index int) (c *store.
 		}
 		op := &c.Operations[index]
 		switch Effective(c, now) {
-		case store.StatusApproved, store.StatusRedeemed:
-		case store.StatusExecuted, store.StatusPartiallyExecuted, store.StatusFailed:
-			if op.State != store.OpWaiting {
+		case countersign.StatusApproved, countersign.StatusRedeemed:
+		case countersign.StatusExecuted, countersign.StatusPartiallyExecuted, countersign.StatusFailed:
+			if op.State != countersign.OpWaiting {
 				return errUnchanged
 			}
 			return fault.Errorf(fault.ConfirmationUsed, "confirmation %s was already run to its end", c.ID)
-		case store.StatusRejected:
+		case countersign.StatusRejected:
 			return fault.Errorf(fault.ConfirmationRejected, "confirmation %s was rejected", c.ID)
-		case store.StatusExpired:
+		case countersign.StatusExpired:
 			return fault.Errorf(fault.ConfirmationExpired, "confirmation %s expired", c.ID)
 		default:
 			return fault.Errorf(fault.ConfirmationPending, "confirmation %s is waiting for a person", c.ID)
@@ -790,11 +793,11 @@ func (s *Service) ClaimOne(ctx context.Context, id string, index int) (c *store.
 		if !op.Selected {
 			return fault.Errorf(fault.ConfirmationRejected, "operation %d of confirmation %s was cleared by the approver", index, c.ID)
 		}
-		if op.State != store.OpWaiting {
+		if op.State != countersign.OpWaiting {
 			return errUnchanged
 		}
-		op.State, claimed = store.OpClaimed, true
-		c.Status = store.StatusRedeemed
+		op.State, claimed = countersign.OpClaimed, true
+		c.Status = countersign.StatusRedeemed
 		return nil
 	})
 	if err != nil {
@@ -809,14 +812,14 @@ func (s *Service) ClaimOne(ctx context.Context, id string, index int) (c *store.
 // upstream error, failed when none did, partially_executed otherwise. An
 // operation the script never reached stays waiting and never runs. It is
 // idempotent: a record already finished is returned unchanged.
-func (s *Service) FinishScript(ctx context.Context, id string, result json.RawMessage, failed bool) (*store.Confirmation, error) {
-	c, err := s.update(ctx, id, func(c *store.Confirmation, now time.Time) error {
-		if c.Kind != store.KindScript {
+func (s *Service) FinishScript(ctx context.Context, id string, result json.RawMessage, failed bool) (*countersign.Confirmation, error) {
+	c, err := s.update(ctx, id, func(c *countersign.Confirmation, now time.Time) error {
+		if c.Kind != countersign.KindScript {
 			return fault.Errorf(fault.ConfirmationMismatch, "confirmation %s is not a script batch", c.ID)
 		}
 		switch c.Status {
-		case store.StatusApproved, store.StatusRedeemed:
-		case store.StatusExecuted, store.StatusPartiallyExecuted, store.StatusFailed:
+		case countersign.StatusApproved, countersign.StatusRedeemed:
+		case countersign.StatusExecuted, countersign.StatusPartiallyExecuted, countersign.StatusFailed:
 			return errUnchanged
 		default:
 			return fault.Errorf(fault.ConfirmationPending, "confirmation %s is %s, not approved", c.ID, c.Status)
@@ -825,7 +828,7 @@ func (s *Service) FinishScript(ctx context.Context, id string, result json.RawMe
 		for _, op := range c.Operations {
 			switch {
 			case !op.Selected:
-			case op.State == store.OpDone && op.Outcome != nil && op.Outcome.Error == "":
+			case op.State == countersign.OpDone && op.Outcome != nil && op.Outcome.Error == "":
 				ran++
 			default:
 				missed++
@@ -833,11 +836,11 @@ func (s *Service) FinishScript(ctx context.Context, id string, result json.RawMe
 		}
 		switch {
 		case ran == 0 && (failed || missed > 0):
-			c.Status = store.StatusFailed
+			c.Status = countersign.StatusFailed
 		case missed == 0 && !failed:
-			c.Status = store.StatusExecuted
+			c.Status = countersign.StatusExecuted
 		default:
-			c.Status = store.StatusPartiallyExecuted
+			c.Status = countersign.StatusPartiallyExecuted
 		}
 		c.Result = result
 		return nil

@@ -8,9 +8,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/fault"
-	"github.com/countersign/countersign/shared/store"
 	"github.com/countersign/countersign/shared/workflow"
 )
 
@@ -19,22 +19,22 @@ func TestEffective(t *testing.T) {
 	redeemBy := t0.Add(20 * time.Minute)
 	tests := []struct {
 		name string
-		c    store.Confirmation
+		c    countersign.Confirmation
 		now  time.Time
-		want store.Status
+		want countersign.Status
 	}{
-		{"pending before expiry", store.Confirmation{Status: store.StatusPending, ExpiresAt: exp}, exp.Add(-time.Nanosecond), store.StatusPending},
-		{"pending exactly at expiry", store.Confirmation{Status: store.StatusPending, ExpiresAt: exp}, exp, store.StatusExpired},
-		{"pending past expiry", store.Confirmation{Status: store.StatusPending, ExpiresAt: exp}, exp.Add(time.Hour), store.StatusExpired},
-		{"approved before redeem_by", store.Confirmation{Status: store.StatusApproved, ExpiresAt: exp, RedeemBy: &redeemBy}, redeemBy.Add(-time.Nanosecond), store.StatusApproved},
-		{"approved exactly at redeem_by", store.Confirmation{Status: store.StatusApproved, ExpiresAt: exp, RedeemBy: &redeemBy}, redeemBy, store.StatusExpired},
-		{"approved past redeem_by", store.Confirmation{Status: store.StatusApproved, ExpiresAt: exp, RedeemBy: &redeemBy}, redeemBy.Add(time.Hour), store.StatusExpired},
-		{"approved past expires_at but within redeem_by", store.Confirmation{Status: store.StatusApproved, ExpiresAt: exp, RedeemBy: &redeemBy}, exp.Add(time.Minute), store.StatusApproved},
-		{"approved batch without redeem_by never expires by the clock", store.Confirmation{Status: store.StatusApproved, ExpiresAt: exp}, exp.Add(24 * time.Hour), store.StatusApproved},
-		{"rejected stays rejected", store.Confirmation{Status: store.StatusRejected, ExpiresAt: exp}, exp.Add(time.Hour), store.StatusRejected},
-		{"redeemed stays redeemed past redeem_by", store.Confirmation{Status: store.StatusRedeemed, ExpiresAt: exp, RedeemBy: &redeemBy}, redeemBy.Add(time.Hour), store.StatusRedeemed},
-		{"executed stays executed", store.Confirmation{Status: store.StatusExecuted, ExpiresAt: exp}, exp.Add(time.Hour), store.StatusExecuted},
-		{"expired stays expired", store.Confirmation{Status: store.StatusExpired, ExpiresAt: exp}, t0, store.StatusExpired},
+		{"pending before expiry", countersign.Confirmation{Status: countersign.StatusPending, ExpiresAt: exp}, exp.Add(-time.Nanosecond), countersign.StatusPending},
+		{"pending exactly at expiry", countersign.Confirmation{Status: countersign.StatusPending, ExpiresAt: exp}, exp, countersign.StatusExpired},
+		{"pending past expiry", countersign.Confirmation{Status: countersign.StatusPending, ExpiresAt: exp}, exp.Add(time.Hour), countersign.StatusExpired},
+		{"approved before redeem_by", countersign.Confirmation{Status: countersign.StatusApproved, ExpiresAt: exp, RedeemBy: &redeemBy}, redeemBy.Add(-time.Nanosecond), countersign.StatusApproved},
+		{"approved exactly at redeem_by", countersign.Confirmation{Status: countersign.StatusApproved, ExpiresAt: exp, RedeemBy: &redeemBy}, redeemBy, countersign.StatusExpired},
+		{"approved past redeem_by", countersign.Confirmation{Status: countersign.StatusApproved, ExpiresAt: exp, RedeemBy: &redeemBy}, redeemBy.Add(time.Hour), countersign.StatusExpired},
+		{"approved past expires_at but within redeem_by", countersign.Confirmation{Status: countersign.StatusApproved, ExpiresAt: exp, RedeemBy: &redeemBy}, exp.Add(time.Minute), countersign.StatusApproved},
+		{"approved batch without redeem_by never expires by the clock", countersign.Confirmation{Status: countersign.StatusApproved, ExpiresAt: exp}, exp.Add(24 * time.Hour), countersign.StatusApproved},
+		{"rejected stays rejected", countersign.Confirmation{Status: countersign.StatusRejected, ExpiresAt: exp}, exp.Add(time.Hour), countersign.StatusRejected},
+		{"redeemed stays redeemed past redeem_by", countersign.Confirmation{Status: countersign.StatusRedeemed, ExpiresAt: exp, RedeemBy: &redeemBy}, redeemBy.Add(time.Hour), countersign.StatusRedeemed},
+		{"executed stays executed", countersign.Confirmation{Status: countersign.StatusExecuted, ExpiresAt: exp}, exp.Add(time.Hour), countersign.StatusExecuted},
+		{"expired stays expired", countersign.Confirmation{Status: countersign.StatusExpired, ExpiresAt: exp}, t0, countersign.StatusExpired},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -62,18 +62,18 @@ func TestNewID(t *testing.T) {
 func TestCreate(t *testing.T) {
 	tests := []struct {
 		name        string
-		kind        store.Kind
+		kind        countersign.Kind
 		ops         int
 		wantMachine workflow.Machine
 		wantWait    time.Duration
 	}{
-		{"call", store.KindCall, 1, workflow.Confirm, 600 * time.Second},
-		{"script", store.KindScript, 3, workflow.Batch, 1800 * time.Second},
+		{"call", countersign.KindCall, 1, workflow.Confirm, 600 * time.Second},
+		{"script", countersign.KindScript, 3, workflow.Batch, 1800 * time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t)
-			ops := make([]store.Operation, tt.ops)
+			ops := make([]countersign.Operation, tt.ops)
 			for i := range ops {
 				ops[i] = deleteOp(t, "chat-user", string(rune('1'+i)))
 			}
@@ -82,8 +82,8 @@ func TestCreate(t *testing.T) {
 				t.Fatalf("Create: %v", err)
 			}
 			stored := e.get(t, c.ID)
-			want := &store.Confirmation{
-				ID: "cf_testa", Kind: tt.kind, Credential: "chat-user", Status: store.StatusPending, Reason: "why",
+			want := &countersign.Confirmation{
+				ID: "cf_testa", Kind: tt.kind, Credential: "chat-user", Status: countersign.StatusPending, Reason: "why",
 				CreatedAt: t0, ExpiresAt: t0.Add(tt.wantWait), Operations: ops, Version: 1,
 				TTL: t0.Add(tt.wantWait + 600*time.Second + 24*time.Hour).Unix(),
 			}
@@ -134,7 +134,7 @@ func TestCreateShortenedTimeouts(t *testing.T) {
 func TestCreateErrors(t *testing.T) {
 	t.Run("no operations", func(t *testing.T) {
 		e := newEnv(t)
-		if _, err := e.svc.Create(e.ctx, confirm.Request{Kind: store.KindCall, Credential: "chat-user"}); err == nil {
+		if _, err := e.svc.Create(e.ctx, confirm.Request{Kind: countersign.KindCall, Credential: "chat-user"}); err == nil {
 			t.Fatal("Create without operations: err = nil")
 		}
 		if n := len(e.wf.started()); n != 0 {
@@ -144,13 +144,13 @@ func TestCreateErrors(t *testing.T) {
 	t.Run("workflow does not start", func(t *testing.T) {
 		e := newEnv(t)
 		e.wf.startErr = errBoom
-		c, err := e.svc.Create(e.ctx, confirm.Request{Kind: store.KindCall, Credential: "chat-user",
-			Operations: []store.Operation{deleteOp(t, "chat-user", "12")}})
+		c, err := e.svc.Create(e.ctx, confirm.Request{Kind: countersign.KindCall, Credential: "chat-user",
+			Operations: []countersign.Operation{deleteOp(t, "chat-user", "12")}})
 		if err == nil || !strings.Contains(err.Error(), "boom") {
 			t.Fatalf("Create = %v, %v; want the start error", c, err)
 		}
 		stored := e.get(t, "cf_testa")
-		if stored.Status != store.StatusFailed {
+		if stored.Status != countersign.StatusFailed {
 			t.Errorf("stored status %s, want failed (nobody can be asked)", stored.Status)
 		}
 		// Nothing can approve it afterwards.

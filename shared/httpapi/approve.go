@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/approvalpage"
 	"github.com/countersign/countersign/shared/calls"
 	"github.com/countersign/countersign/shared/config"
@@ -18,7 +19,6 @@ import (
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/links"
 	"github.com/countersign/countersign/shared/reqlog"
-	"github.com/countersign/countersign/shared/store"
 )
 
 // Approver is the approvers' surface: GET and HEAD /approve/<id> render the
@@ -113,9 +113,9 @@ func (a *Approver) show(ctx context.Context, req *Request, id string, head bool)
 	p := a.pageOf(c, link)
 	a.describeAsker(ctx, c, &p)
 	switch st := confirm.Effective(c, a.now()); {
-	case st == store.StatusPending && !linkExpired:
+	case st == countersign.StatusPending && !linkExpired:
 		return a.page(http.StatusOK, p, head)
-	case st == store.StatusPending || st == store.StatusExpired && c.DecidedAt == nil:
+	case st == countersign.StatusPending || st == countersign.StatusExpired && c.DecidedAt == nil:
 		p.State = approvalpage.Expired
 		return a.page(http.StatusGone, p, head)
 	default:
@@ -130,7 +130,7 @@ func (a *Approver) show(ctx context.Context, req *Request, id string, head bool)
 // prompt to the page. A confirmation without a recorded client shows
 // nothing in the agent's words: the credential's last client may be
 // another agent sharing the key.
-func (a *Approver) describeAsker(ctx context.Context, c *store.Confirmation, p *approvalpage.Page) {
+func (a *Approver) describeAsker(ctx context.Context, c *countersign.Confirmation, p *approvalpage.Page) {
 	p.Requester, p.Reason, p.DecisionReason = c.Credential, c.Reason, c.DecisionReason
 	if ak := c.Asker; ak != nil {
 		// The agent's own words: the page labels and bounds them.
@@ -210,8 +210,8 @@ func (a *Approver) decide(ctx context.Context, req *Request, id string) Response
 	}
 	if wantJSON {
 		return jsonResponse(http.StatusOK, struct {
-			Status     store.Status    `json:"status"`
-			Operations []operationView `json:"operations"`
+			Status     countersign.Status `json:"status"`
+			Operations []operationView    `json:"operations"`
 		}{Status: c.Status, Operations: viewConfirmation(c, confirm.Effective(c, a.now())).Operations})
 	}
 	dp := a.decidedPage(c, link)
@@ -242,7 +242,7 @@ func keptOperations(form url.Values) ([]int, error) {
 	return keep, nil
 }
 
-func (a *Approver) pageOf(c *store.Confirmation, link links.Link) approvalpage.Page {
+func (a *Approver) pageOf(c *countersign.Confirmation, link links.Link) approvalpage.Page {
 	p := approvalpage.Page{
 		Workspace: a.workspace().Name, Accent: a.workspace().AccentColor,
 		State: approvalpage.Pending, ID: c.ID,
@@ -264,14 +264,14 @@ func (a *Approver) pageOf(c *store.Confirmation, link links.Link) approvalpage.P
 	return p
 }
 
-func (a *Approver) decidedPage(c *store.Confirmation, link links.Link) approvalpage.Page {
+func (a *Approver) decidedPage(c *countersign.Confirmation, link links.Link) approvalpage.Page {
 	if c == nil {
 		return approvalpage.Page{State: approvalpage.NotFound}
 	}
 	p := a.pageOf(c, link)
 	p.State = approvalpage.Decided
 	p.Decision = "approved"
-	if c.Status == store.StatusRejected {
+	if c.Status == countersign.StatusRejected {
 		p.Decision = "rejected"
 	}
 	p.Message = decisionText(c, confirm.Effective(c, a.now()))
@@ -280,28 +280,28 @@ func (a *Approver) decidedPage(c *store.Confirmation, link links.Link) approvalp
 
 // decisionText says what became of a decided confirmation, from its
 // effective status: an approval not redeemed in time reads as such.
-func decisionText(c *store.Confirmation, st store.Status) string {
+func decisionText(c *countersign.Confirmation, st countersign.Status) string {
 	by := ""
 	if c.DecidedBy != "" {
 		by = " by " + c.DecidedBy
 	}
 	switch st {
-	case store.StatusRejected:
+	case countersign.StatusRejected:
 		return "Rejected" + by + "."
-	case store.StatusApproved:
+	case countersign.StatusApproved:
 		if c.RedeemBy != nil {
 			return "Approved" + by + "; the agent can run it until " + c.RedeemBy.UTC().Format("2 Jan 2006, 15:04:05 UTC") + " (redeem by)."
 		}
 		return "Approved" + by + "; waiting for the agent to run it."
-	case store.StatusRedeemed:
+	case countersign.StatusRedeemed:
 		return "Approved" + by + "; running."
-	case store.StatusExecuted:
+	case countersign.StatusExecuted:
 		return "Approved" + by + " and executed."
-	case store.StatusPartiallyExecuted:
+	case countersign.StatusPartiallyExecuted:
 		return "Approved" + by + "; some operations failed."
-	case store.StatusFailed:
+	case countersign.StatusFailed:
 		return "Approved" + by + "; the operation failed."
-	case store.StatusExpired:
+	case countersign.StatusExpired:
 		if c.DecidedAt != nil {
 			return "Approved" + by + ", but the agent did not run it in time."
 		}
@@ -309,7 +309,7 @@ func decisionText(c *store.Confirmation, st store.Status) string {
 	return string(st)
 }
 
-func outcomeText(o *store.Outcome) string {
+func outcomeText(o *countersign.Outcome) string {
 	if o.Error != "" {
 		return "failed: " + o.Error
 	}

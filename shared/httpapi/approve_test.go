@@ -9,14 +9,14 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/links"
-	"github.com/countersign/countersign/shared/store"
 )
 
 // pendingCall creates a confirmation through the gateway, attaches the task
 // token as the notify task would, and returns it with a signed link.
-func (e *env) pendingCall(tb testing.TB) (*store.Confirmation, links.Link) {
+func (e *env) pendingCall(tb testing.TB) (*countersign.Confirmation, links.Link) {
 	tb.Helper()
 	r := invoke(tb, e.gateway, loadEvent(tb, "calls-delete-contact.json"))
 	expect(tb, r, 202, "")
@@ -177,7 +177,7 @@ func TestApproverDecideRefused(t *testing.T) {
 				} else {
 					wantPageHeaders(t, r)
 				}
-				if st := e.stored(t, c.ID); st.Status != store.StatusPending || st.DecidedAt != nil {
+				if st := e.stored(t, c.ID); st.Status != countersign.StatusPending || st.DecidedAt != nil {
 					t.Errorf("record %s decided at %v, want still pending", st.Status, st.DecidedAt)
 				}
 				if n := len(e.wf.told()); n != 0 {
@@ -201,7 +201,7 @@ func TestApproverDecide(t *testing.T) {
 			t.Errorf("JSON answer (-want +got):\n%s", diff)
 		}
 		st := e.stored(t, c.ID)
-		if st.Status != store.StatusApproved || st.DecidedBy != "ops" {
+		if st.Status != countersign.StatusApproved || st.DecidedBy != "ops" {
 			t.Errorf("stored %s by %q", st.Status, st.DecidedBy)
 		}
 		if diff := cmp.Diff([]string{"success tok:" + c.ID + ` {"approved":true,"execute":false}`}, e.wf.told()); diff != "" {
@@ -209,7 +209,7 @@ func TestApproverDecide(t *testing.T) {
 		}
 		again := invoke(t, e.approver, approveEvent("POST", c.ID, "", form(l, "decision", "reject"), h))
 		expect(t, again, 409, string(fault.ConfirmationDecided))
-		if e.stored(t, c.ID).Status != store.StatusApproved || len(e.wf.told()) != 1 {
+		if e.stored(t, c.ID).Status != countersign.StatusApproved || len(e.wf.told()) != 1 {
 			t.Error("a second decision changed something")
 		}
 		// The link still shows the decision, without buttons.
@@ -226,7 +226,7 @@ func TestApproverDecide(t *testing.T) {
 			t.Fatalf("status %d: %s", r.StatusCode, r.Body)
 		}
 		wantPageHeaders(t, r)
-		if st := e.stored(t, c.ID).Status; st != store.StatusRejected {
+		if st := e.stored(t, c.ID).Status; st != countersign.StatusRejected {
 			t.Errorf("stored %s", st)
 		}
 		if diff := cmp.Diff([]string{"failure tok:" + c.ID + " Rejected"}, e.wf.told()); diff != "" {
@@ -239,7 +239,7 @@ func TestApproverDecide(t *testing.T) {
 		h := map[string]string{"content-type": "application/x-www-form-urlencoded", "accept": "application/json"}
 		r := invoke(t, e.approver, approveEvent("POST", c.ID, "", form(l, "decision", "approve"), h))
 		expect(t, r, 200, "")
-		if st := e.stored(t, c.ID); st.Status != store.StatusApproved || !st.Operations[0].Selected {
+		if st := e.stored(t, c.ID); st.Status != countersign.StatusApproved || !st.Operations[0].Selected {
 			t.Errorf("stored %+v", st)
 		}
 	})

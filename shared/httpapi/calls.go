@@ -10,13 +10,13 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/calls"
 	"github.com/countersign/countersign/shared/fault"
-	"github.com/countersign/countersign/shared/store"
 )
 
 // calls handles POST /v1/calls.
-func (g *Gateway) calls(ctx context.Context, req *Request, cred *store.Credential) Response {
+func (g *Gateway) calls(ctx context.Context, req *Request, cred *countersign.Credential) Response {
 	b, err := body(req)
 	if err != nil {
 		return codeError(fault.InvalidRequest, err.Error())
@@ -63,7 +63,7 @@ type confirmationID struct {
 
 // callsOutcome answers a call; retryable is set when nothing was sent
 // upstream and a retry with the same Idempotency-Key may run it.
-func (g *Gateway) callsOutcome(ctx context.Context, cred *store.Credential, c *calls.Call, client *calls.Client) (resp Response, retryable bool) {
+func (g *Gateway) callsOutcome(ctx context.Context, cred *countersign.Credential, c *calls.Call, client *calls.Client) (resp Response, retryable bool) {
 	res, err := g.Calls.Do(ctx, cred, c, calls.Options{Client: client})
 	if err != nil {
 		return errorOf(err), fault.CodeOf(err) == fault.Internal
@@ -116,7 +116,7 @@ func pending(res *calls.Result, location bool) Response {
 	conf, d, op := res.Confirmation, &res.Decision, &res.Operation
 	body := pendingBody{
 		Status: "confirmation_required", Tier: d.Tier.String(), Reason: d.Reason,
-		Confirmation: viewConfirmation(conf, store.StatusPending),
+		Confirmation: viewConfirmation(conf, countersign.StatusPending),
 		Preview:      previewView{Method: op.Method, URL: res.PreviewURL, Body: op.Args.Body},
 		Event: eventView{Type: "confirmation_required", ConfirmationID: conf.ID, Endpoint: op.Endpoint, Method: op.Method,
 			Reason: d.Reason, Escalated: d.Escalated, Timestamp: res.At.Truncate(time.Second)},
@@ -130,7 +130,7 @@ func pending(res *calls.Result, location bool) Response {
 
 // idempotent answers a repeated call with the same Idempotency-Key from
 // the pipeline's record (Idempotent-Replayed: true) instead of running it.
-func (g *Gateway) idempotent(ctx context.Context, cred *store.Credential, surface string, c *calls.Call, fn func() (Response, bool)) Response {
+func (g *Gateway) idempotent(ctx context.Context, cred *countersign.Credential, surface string, c *calls.Call, fn func() (Response, bool)) Response {
 	if c.IdempotencyKey == "" {
 		resp, _ := fn()
 		return resp

@@ -6,10 +6,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/calls"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/reqlog"
-	"github.com/countersign/countersign/shared/store"
 )
 
 // Gateway is the agents' HTTP surface: POST /v1/calls, ANY /v1/rest/...,
@@ -53,7 +53,7 @@ func (g *Gateway) Handle(ctx context.Context, req Request) (Response, error) {
 // route finds what serves req from its method and path alone: an answer
 // that needs no credential (a 404, a 405, /healthz), or the handler of a
 // route that needs one; neither for /mcp, which authenticates itself.
-func (g *Gateway) route(req *Request) (next func(context.Context, *Request, *store.Credential) Response, answer *Response) {
+func (g *Gateway) route(req *Request) (next func(context.Context, *Request, *countersign.Credential) Response, answer *Response) {
 	path := req.RawPath
 	if path == "" {
 		path = req.RequestContext.HTTP.Path
@@ -81,7 +81,7 @@ func (g *Gateway) route(req *Request) (next func(context.Context, *Request, *sto
 		}
 		return g.scripts, nil
 	case strings.HasPrefix(path, "/v1/rest/"):
-		return func(ctx context.Context, req *Request, cred *store.Credential) Response {
+		return func(ctx context.Context, req *Request, cred *countersign.Credential) Response {
 			return g.rest(ctx, req, cred, strings.TrimPrefix(path, "/v1/rest/"))
 		}, nil
 	case strings.HasPrefix(path, "/v1/confirmations/"):
@@ -89,7 +89,7 @@ func (g *Gateway) route(req *Request) (next func(context.Context, *Request, *sto
 			return nil, refuse(fault.MethodNotAllowed, "use GET /v1/confirmations/<id>")
 		}
 		id := strings.TrimPrefix(path, "/v1/confirmations/")
-		return func(ctx context.Context, req *Request, cred *store.Credential) Response {
+		return func(ctx context.Context, req *Request, cred *countersign.Credential) Response {
 			return g.status(ctx, req, cred, id)
 		}, nil
 	case path == "/mcp" && g.MCP != nil:
@@ -134,14 +134,14 @@ func (g *Gateway) Preauthenticate(ctx context.Context, req *Request) (context.Co
 // Preauthenticated returns the credential Preauthenticate found for this
 // request, so that a handler behind it (/mcp) does not look the key up
 // again.
-func Preauthenticated(ctx context.Context) (*store.Credential, bool) {
-	cred, ok := ctx.Value(preauthenticated{}).(*store.Credential)
+func Preauthenticated(ctx context.Context) (*countersign.Credential, bool) {
+	cred, ok := ctx.Value(preauthenticated{}).(*countersign.Credential)
 	return cred, ok
 }
 
 // withCredential authenticates the request (unless Preauthenticate did)
 // and refuses oversized bodies before anything else reads them.
-func (g *Gateway) withCredential(ctx context.Context, req *Request, next func(context.Context, *Request, *store.Credential) Response) Response {
+func (g *Gateway) withCredential(ctx context.Context, req *Request, next func(context.Context, *Request, *countersign.Credential) Response) Response {
 	if bodyLen(req) > MaxBody {
 		return codeError(fault.PayloadTooLarge, "the request body is over 1 MiB")
 	}
@@ -166,14 +166,14 @@ func bearerKey(req *Request) string {
 
 // meBody is GET /v1/credentials/me.
 type meBody struct {
-	ID          string        `json:"id"`
-	Choice      string        `json:"choice"`
-	ReadOnly    bool          `json:"read_only"`
-	Connections []string      `json:"connections"`
-	LastClient  *store.Client `json:"last_client"`
+	ID          string              `json:"id"`
+	Choice      string              `json:"choice"`
+	ReadOnly    bool                `json:"read_only"`
+	Connections []string            `json:"connections"`
+	LastClient  *countersign.Client `json:"last_client"`
 }
 
-func (g *Gateway) me(ctx context.Context, req *Request, cred *store.Credential) Response {
+func (g *Gateway) me(ctx context.Context, req *Request, cred *countersign.Credential) Response {
 	return jsonResponse(http.StatusOK, meBody{ID: cred.ID, Choice: cred.Choice.String(), ReadOnly: cred.ReadOnly,
 		Connections: g.Calls.Connections(cred), LastClient: cred.LastClient})
 }

@@ -10,9 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign"
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/countersign/countersign/shared/store"
 )
 
 func TestHealthz(t *testing.T) {
@@ -98,7 +97,7 @@ func TestCallsDeleteContactPauses(t *testing.T) {
 				t.Errorf("event.confirmation_id %v, want %s", get(r.json, "event", "confirmation_id"), id)
 			}
 			c := e.stored(t, id)
-			if c.Status != store.StatusPending || c.Credential != "chat-user" || len(c.Operations) != 1 || c.Operations[0].Path != "/contacts/12" {
+			if c.Status != countersign.StatusPending || c.Credential != "chat-user" || len(c.Operations) != 1 || c.Operations[0].Path != "/contacts/12" {
 				t.Errorf("stored %+v", c)
 			}
 			if n := len(e.up.seen()); n != 0 {

@@ -16,12 +16,12 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/calls"
 	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/httpapi"
 	"github.com/countersign/countersign/shared/links"
-	"github.com/countersign/countersign/shared/store"
 	"github.com/countersign/countersign/shared/store/embedded"
 	"github.com/countersign/countersign/shared/store/storetest"
 	"github.com/countersign/countersign/shared/upstream"
@@ -265,7 +265,7 @@ func get(v any, path ...string) any {
 	return v
 }
 
-func (e *env) stored(tb testing.TB, id string) *store.Confirmation {
+func (e *env) stored(tb testing.TB, id string) *countersign.Confirmation {
 	tb.Helper()
 	c, err := e.st.GetConfirmation(e.ctx, id)
 	if err != nil {

@@ -8,18 +8,18 @@ import (
 	"strings"
 	"time"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/callbody"
 	"github.com/countersign/countersign/shared/calls"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/links"
 	"github.com/countersign/countersign/shared/reqlog"
-	"github.com/countersign/countersign/shared/store"
 )
 
 // AuditReader reads the audit trail for the operator page (store adapters).
 type AuditReader interface {
 	AuditChains(ctx context.Context) ([]string, error)
-	ListAudit(ctx context.Context, q store.AuditQuery) ([]*store.AuditRecord, error)
+	ListAudit(ctx context.Context, q countersign.AuditQuery) ([]*countersign.AuditRecord, error)
 }
 
 // Operator is the operator surface (docs/operators.md): the JSON routes
@@ -85,7 +85,7 @@ func (o *Operator) Handle(ctx context.Context, req Request) (Response, error) {
 }
 
 // api serves the JSON routes for an authenticated operator.
-func (o *Operator) api(ctx context.Context, req *Request, cred *store.Credential, rest string) Response {
+func (o *Operator) api(ctx context.Context, req *Request, cred *countersign.Credential, rest string) Response {
 	m := method(req)
 	switch {
 	case rest == "reviews":
@@ -141,7 +141,7 @@ type reviewDecision struct {
 // maxReason bounds a rejection or dismissal reason.
 const maxReason = 1000
 
-func (o *Operator) decideReview(ctx context.Context, req *Request, cred *store.Credential, id string) Response {
+func (o *Operator) decideReview(ctx context.Context, req *Request, cred *countersign.Credential, id string) Response {
 	b, err := body(req)
 	if err != nil {
 		return codeError(fault.InvalidRequest, err.Error())
@@ -186,11 +186,11 @@ func (o *Operator) decideReview(ctx context.Context, req *Request, cred *store.C
 // view with who asked, why, and the call's arguments.
 type reviewView struct {
 	confirmationView
-	Credential string        `json:"credential"`
-	Reason     string        `json:"reason"`
-	DecidedBy  string        `json:"decided_by,omitempty"`
-	Args       store.Args    `json:"args"`
-	Response   *upstreamView `json:"response,omitempty"`
+	Credential string           `json:"credential"`
+	Reason     string           `json:"reason"`
+	DecidedBy  string           `json:"decided_by,omitempty"`
+	Args       countersign.Args `json:"args"`
+	Response   *upstreamView    `json:"response,omitempty"`
 }
 
 func viewReview(st calls.Status) reviewView {
@@ -205,7 +205,7 @@ func viewReview(st calls.Status) reviewView {
 // toolBody is the body of POST /v1/operator/tools/<connection>/<tool>.
 type toolBody = calls.ToolArgs
 
-func (o *Operator) runTool(ctx context.Context, req *Request, cred *store.Credential, conn, tool string) Response {
+func (o *Operator) runTool(ctx context.Context, req *Request, cred *countersign.Credential, conn, tool string) Response {
 	b, err := body(req)
 	if err != nil {
 		return codeError(fault.InvalidRequest, err.Error())

@@ -14,12 +14,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/approvalpage"
 	"github.com/countersign/countersign/shared/calls"
 	"github.com/countersign/countersign/shared/canon"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/operatorpage"
-	"github.com/countersign/countersign/shared/store"
 )
 
 // The operator page signs an operator in with a key typed into a form
@@ -237,7 +237,7 @@ func (o *Operator) login(ctx context.Context, req *Request) Response {
 		o.cookie(req, sessionCookie, tok, o.sessionTTL()), o.cookie(req, loginCookie, "", 0))
 }
 
-func (o *Operator) reviewForm(ctx context.Context, req *Request, cred *store.Credential, cl *sessionClaims, id string, form url.Values) Response {
+func (o *Operator) reviewForm(ctx context.Context, req *Request, cred *countersign.Credential, cl *sessionClaims, id string, form url.Values) Response {
 	id, err := url.PathUnescape(id)
 	if err != nil || id == "" {
 		return o.dashboard(ctx, req, cred, cl, http.StatusNotFound, "No such review item.", true)
@@ -269,7 +269,7 @@ func (o *Operator) reviewForm(ctx context.Context, req *Request, cred *store.Cre
 }
 
 // dashboard renders the signed-in page.
-func (o *Operator) dashboard(ctx context.Context, req *Request, cred *store.Credential, cl *sessionClaims, status int, msg string, isErr bool, cookies ...string) Response {
+func (o *Operator) dashboard(ctx context.Context, req *Request, cred *countersign.Credential, cl *sessionClaims, status int, msg string, isErr bool, cookies ...string) Response {
 	p := operatorpage.Page{Operator: cred.ID, CSRF: o.csrfToken(cl.ID), Message: msg, Error: isErr}
 	fail := func(err error) Response {
 		return o.render(http.StatusInternalServerError, operatorpage.Page{Operator: cred.ID, CSRF: p.CSRF, Message: fault.ReasonOf(err), Error: true}, cookies)
@@ -280,7 +280,7 @@ func (o *Operator) dashboard(ctx context.Context, req *Request, cred *store.Cred
 	}
 	// Pending first, then the newest decided ones.
 	sort.SliceStable(reviews, func(i, j int) bool {
-		pi, pj := reviews[i].Effective == store.StatusPending, reviews[j].Effective == store.StatusPending
+		pi, pj := reviews[i].Effective == countersign.StatusPending, reviews[j].Effective == countersign.StatusPending
 		if pi != pj {
 			return pi
 		}
@@ -337,14 +337,14 @@ func (o *Operator) dashboard(ctx context.Context, req *Request, cred *store.Cred
 }
 
 // recentAudit returns the newest n records across every chain.
-func (o *Operator) recentAudit(ctx context.Context, n int) ([]*store.AuditRecord, error) {
+func (o *Operator) recentAudit(ctx context.Context, n int) ([]*countersign.AuditRecord, error) {
 	chains, err := o.Audit.AuditChains(ctx)
 	if err != nil {
 		return nil, err
 	}
-	var all []*store.AuditRecord
+	var all []*countersign.AuditRecord
 	for _, c := range chains {
-		rs, err := o.Audit.ListAudit(ctx, store.AuditQuery{Chain: c, Limit: n, Newest: true})
+		rs, err := o.Audit.ListAudit(ctx, countersign.AuditQuery{Chain: c, Limit: n, Newest: true})
 		if err != nil {
 			return nil, err
 		}
@@ -359,7 +359,7 @@ func (o *Operator) recentAudit(ctx context.Context, n int) ([]*store.AuditRecord
 
 func reviewRow(r calls.Status) operatorpage.Review {
 	row := operatorpage.Review{ID: r.ID, Credential: r.Credential, Status: string(r.Effective), Reason: r.Reason,
-		CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt, Pending: r.Effective == store.StatusPending,
+		CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt, Pending: r.Effective == countersign.StatusPending,
 		DecidedBy: r.DecidedBy, Note: r.DecisionReason}
 	if len(r.Operations) > 0 {
 		op := r.Operations[0]
@@ -374,7 +374,7 @@ func reviewRow(r calls.Status) operatorpage.Review {
 
 // readableArgs shows a call's arguments as bounded pretty JSON, leaving out
 // empty path, query, body and headers.
-func readableArgs(a store.Args) string {
+func readableArgs(a countersign.Args) string {
 	m := map[string]any{}
 	if len(a.Headers) > 0 {
 		m["headers"] = a.Headers

@@ -5,11 +5,11 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/callbody"
 	"github.com/countersign/countersign/shared/calls"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/policy"
-	"github.com/countersign/countersign/shared/store"
 )
 
 // hopHeaders are never copied between the agent, the gateway and the upstream.
@@ -25,7 +25,7 @@ const restRefusal = "plain REST cannot ask a person: send Prefer: respond-async 
 // it is, and the upstream's answer comes back unchanged. REST cannot ask a
 // person, so a pausing call is refused unless the client sends
 // Prefer: respond-async; it then redeems with Countersign-Confirmation.
-func (g *Gateway) rest(ctx context.Context, req *Request, cred *store.Credential, rest string) Response {
+func (g *Gateway) rest(ctx context.Context, req *Request, cred *countersign.Credential, rest string) Response {
 	connName, p, _ := strings.Cut(rest, "/")
 	if connName == "" {
 		return codeError(fault.InvalidRequest, "the path must be /v1/rest/<connection>/<path>")
@@ -67,7 +67,7 @@ func (g *Gateway) rest(ctx context.Context, req *Request, cred *store.Credential
 }
 
 // restOutcome answers a REST call; retryable as for callsOutcome.
-func (g *Gateway) restOutcome(ctx context.Context, cred *store.Credential, c *calls.Call, o calls.Options) (resp Response, retryable bool) {
+func (g *Gateway) restOutcome(ctx context.Context, cred *countersign.Credential, c *calls.Call, o calls.Options) (resp Response, retryable bool) {
 	res, err := g.Calls.Do(ctx, cred, c, o)
 	if err != nil {
 		return errorOf(err), fault.CodeOf(err) == fault.Internal

@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/callbody"
 	"github.com/countersign/countersign/shared/fault"
-	"github.com/countersign/countersign/shared/store"
 )
 
 // Scripts is code mode (shared/script). gatewayapp attaches it, so that
@@ -18,10 +18,10 @@ type Scripts interface {
 	// RunScript runs a script for cred, or, with a confirmation id,
 	// returns what became of it and runs nothing. A script that failed is
 	// a *ScriptFailure; other errors carry a fault code.
-	RunScript(ctx context.Context, cred *store.Credential, source, confirmationID string) (*ScriptAnswer, error)
+	RunScript(ctx context.Context, cred *countersign.Credential, source, confirmationID string) (*ScriptAnswer, error)
 	// DescribeScript returns the calls and outcome of a script batch's
 	// script, for its status.
-	DescribeScript(ctx context.Context, c *store.Confirmation) (*ScriptAnswer, error)
+	DescribeScript(ctx context.Context, c *countersign.Confirmation) (*ScriptAnswer, error)
 }
 
 // ScriptAnswer is a script run as the HTTP surface renders it.
@@ -35,10 +35,10 @@ type ScriptAnswer struct {
 	Calls any
 	Logs  []string
 	// Confirmation is the batch, with its status by the clock.
-	Confirmation *store.Confirmation
-	Effective    store.Status
+	Confirmation *countersign.Confirmation
+	Effective    countersign.Status
 	// Error is why the run after approval failed (DescribeScript).
-	Error *store.ScriptError
+	Error *countersign.ScriptError
 }
 
 // ScriptFailure is a script that failed: 422 with the code, the reason,
@@ -80,7 +80,7 @@ type scriptFailureBody struct {
 }
 
 // scripts handles POST /v1/scripts.
-func (g *Gateway) scripts(ctx context.Context, req *Request, cred *store.Credential) Response {
+func (g *Gateway) scripts(ctx context.Context, req *Request, cred *countersign.Credential) Response {
 	b, err := body(req)
 	if err != nil {
 		return codeError(fault.InvalidRequest, err.Error())

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/store"
 )
@@ -44,13 +45,13 @@ func sessionKey(id string) string {
 
 // sessionBinding is what the record keeps of the credential: its key hash
 // at sign-in, so a changed key ends the session. It stays in the store.
-func sessionBinding(c *store.Credential) string { return "operator-session:" + c.KeyHash }
+func sessionBinding(c *countersign.Credential) string { return "operator-session:" + c.KeyHash }
 
 // startSession stores a new session of cred and returns its claims.
-func (o *Operator) startSession(ctx context.Context, cred *store.Credential) (*sessionClaims, error) {
+func (o *Operator) startSession(ctx context.Context, cred *countersign.Credential) (*sessionClaims, error) {
 	now := o.now()
 	cl := &sessionClaims{Credential: cred.ID, ID: randomID()}
-	rec := &store.Idempotency{Credential: cred.ID, Key: sessionKey(cl.ID), RequestHash: sessionBinding(cred), Done: true,
+	rec := &countersign.Idempotency{Credential: cred.ID, Key: sessionKey(cl.ID), RequestHash: sessionBinding(cred), Done: true,
 		CreatedAt: now, ExpiresAt: now.Add(o.sessionTTL())}
 	if err := o.Calls.Store.CreateIdempotency(ctx, rec); err != nil {
 		return nil, fault.Wrap(err, "the session could not be stored; try again")
@@ -78,7 +79,7 @@ func (o *Operator) endSession(ctx context.Context, cl *sessionClaims) error {
 // expired or was ended, whose credential is gone (revoked) or changed its
 // key is no session; one whose credential lost the role is refused by the
 // caller.
-func (o *Operator) session(ctx context.Context, req *Request) (*store.Credential, *sessionClaims, error) {
+func (o *Operator) session(ctx context.Context, req *Request) (*countersign.Credential, *sessionClaims, error) {
 	tok := cookieValue(req, sessionCookie)
 	if tok == "" {
 		return nil, nil, nil

@@ -8,19 +8,19 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/calls"
 	"github.com/countersign/countersign/shared/fault"
-	"github.com/countersign/countersign/shared/store"
 )
 
 // confirmationView is the JSON of a confirmation (docs/api.md, Confirmation status).
 type confirmationView struct {
-	ID        string       `json:"id"`
-	Status    store.Status `json:"status"`
-	Kind      store.Kind   `json:"kind"`
-	CreatedAt time.Time    `json:"created_at"`
-	ExpiresAt time.Time    `json:"expires_at"`
-	DecidedAt *time.Time   `json:"decided_at"`
+	ID        string             `json:"id"`
+	Status    countersign.Status `json:"status"`
+	Kind      countersign.Kind   `json:"kind"`
+	CreatedAt time.Time          `json:"created_at"`
+	ExpiresAt time.Time          `json:"expires_at"`
+	DecidedAt *time.Time         `json:"decided_at"`
 	// DecisionReason is why an approver rejected it or an operator
 	// dismissed it, when they said (an extension of docs/api.md, Confirmation status).
 	DecisionReason string          `json:"decision_reason,omitempty"`
@@ -29,27 +29,27 @@ type confirmationView struct {
 	Result         json.RawMessage `json:"result,omitempty"`
 	// A script batch's script (code mode): its calls, its logs, and why
 	// its run after approval failed.
-	Calls any                `json:"calls,omitempty"`
-	Logs  []string           `json:"logs,omitempty"`
-	Error *store.ScriptError `json:"error,omitempty"`
+	Calls any                      `json:"calls,omitempty"`
+	Logs  []string                 `json:"logs,omitempty"`
+	Error *countersign.ScriptError `json:"error,omitempty"`
 }
 
 type operationView struct {
-	Connection string         `json:"connection"`
-	Method     string         `json:"method"`
-	Path       string         `json:"path"`
-	Endpoint   string         `json:"endpoint"`
-	Selected   bool           `json:"selected"`
-	Outcome    *store.Outcome `json:"outcome"`
+	Connection string               `json:"connection"`
+	Method     string               `json:"method"`
+	Path       string               `json:"path"`
+	Endpoint   string               `json:"endpoint"`
+	Selected   bool                 `json:"selected"`
+	Outcome    *countersign.Outcome `json:"outcome"`
 }
 
 // viewConfirmation shows a confirmation with its effective status, never
 // a stale stored one. An approval waiting to be redeemed expires at its
 // redemption deadline, so that is its expires_at (and redeem_by).
-func viewConfirmation(c *store.Confirmation, effective store.Status) confirmationView {
+func viewConfirmation(c *countersign.Confirmation, effective countersign.Status) confirmationView {
 	v := confirmationView{ID: c.ID, Status: effective, Kind: c.Kind, CreatedAt: c.CreatedAt, ExpiresAt: c.ExpiresAt,
 		DecidedAt: c.DecidedAt, DecisionReason: c.DecisionReason, RedeemBy: c.RedeemBy, Result: c.Result, Operations: make([]operationView, 0, len(c.Operations))}
-	if c.RedeemBy != nil && c.Status == store.StatusApproved {
+	if c.RedeemBy != nil && c.Status == countersign.StatusApproved {
 		v.ExpiresAt = *c.RedeemBy
 	}
 	for _, op := range c.Operations {
@@ -61,7 +61,7 @@ func viewConfirmation(c *store.Confirmation, effective store.Status) confirmatio
 
 // status handles GET /v1/confirmations/<id>[?wait=<seconds>]. Only the
 // credential that created a confirmation may read it; others get 404.
-func (g *Gateway) status(ctx context.Context, req *Request, cred *store.Credential, id string) Response {
+func (g *Gateway) status(ctx context.Context, req *Request, cred *countersign.Credential, id string) Response {
 	q, err := url.ParseQuery(req.RawQueryString)
 	if err != nil {
 		return codeError(fault.InvalidRequest, "malformed query string")
@@ -78,7 +78,7 @@ func (g *Gateway) status(ctx context.Context, req *Request, cred *store.Credenti
 		return errorOf(err)
 	}
 	v := viewConfirmation(st.Confirmation, st.Effective)
-	if st.Kind == store.KindScript && g.Scripts != nil {
+	if st.Kind == countersign.KindScript && g.Scripts != nil {
 		ans, err := g.Scripts.DescribeScript(ctx, st.Confirmation)
 		if err != nil {
 			return errorOf(err)

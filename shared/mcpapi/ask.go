@@ -10,13 +10,13 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/calls"
 	"github.com/countersign/countersign/shared/canon"
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/display"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/links"
-	"github.com/countersign/countersign/shared/store"
 )
 
 // statePurpose separates request states from every other token sealed
@@ -32,11 +32,11 @@ const inputKey = "confirm"
 // names nothing secret; the seal makes it unforgeable, and the record id
 // makes it single-use.
 type requestState struct {
-	ID    string     `json:"id"`
-	Cred  string     `json:"cred"`
-	Tool  string     `json:"tool"`
-	Kind  store.Kind `json:"kind"`
-	Binds []string   `json:"binds"`
+	ID    string           `json:"id"`
+	Cred  string           `json:"cred"`
+	Tool  string           `json:"tool"`
+	Kind  countersign.Kind `json:"kind"`
+	Binds []string         `json:"binds"`
 }
 
 // Ask is the input_required result that asks the person, in the client's
@@ -46,17 +46,17 @@ type requestState struct {
 // true) when there are several; and a sealed request state bound to the
 // credential, the tool and the operations' bindings, valid for the call
 // timeout (the script timeout for a batch).
-func (h *Handler) Ask(cred *store.Credential, client Client, tool string, kind store.Kind, ops []store.Operation, reason string) *mcp.CallToolResult {
+func (h *Handler) Ask(cred *countersign.Credential, client Client, tool string, kind countersign.Kind, ops []countersign.Operation, reason string) *mcp.CallToolResult {
 	return h.ask(cred, operation{name: tool}, kind, ops, reason)
 }
 
-func (h *Handler) ask(cred *store.Credential, op operation, kind store.Kind, ops []store.Operation, reason string) *mcp.CallToolResult {
+func (h *Handler) ask(cred *countersign.Credential, op operation, kind countersign.Kind, ops []countersign.Operation, reason string) *mcp.CallToolResult {
 	if kind == "" {
-		kind = store.KindCall
+		kind = countersign.KindCall
 	}
 	t := h.o.Calls.Current().Settings.Timeouts
 	wait := t.Call()
-	if kind == store.KindScript {
+	if kind == countersign.KindScript {
 		wait = t.Script()
 	}
 	st := requestState{ID: confirm.NewID(), Cred: cred.ID, Tool: op.name, Kind: kind}
@@ -65,7 +65,7 @@ func (h *Handler) ask(cred *store.Credential, op operation, kind store.Kind, ops
 
 // question is the input_required result asking about ops under st (its
 // bindings are filled from ops), valid until exp.
-func (h *Handler) question(st requestState, op operation, ops []store.Operation, reason string, exp time.Time) *mcp.CallToolResult {
+func (h *Handler) question(st requestState, op operation, ops []countersign.Operation, reason string, exp time.Time) *mcp.CallToolResult {
 	st.Binds = st.Binds[:0]
 	for _, o := range ops {
 		st.Binds = append(st.Binds, o.Binding)
@@ -84,7 +84,7 @@ func (h *Handler) question(st requestState, op operation, ops []store.Operation,
 }
 
 // elicitation is the form the client shows the person.
-func (h *Handler) elicitation(op operation, ops []store.Operation, reason string, exp time.Time) *mcp.ElicitParams {
+func (h *Handler) elicitation(op operation, ops []countersign.Operation, reason string, exp time.Time) *mcp.ElicitParams {
 	var b strings.Builder
 	title := "Approve this operation?"
 	if len(ops) > 1 {
@@ -122,7 +122,7 @@ func (h *Handler) elicitation(op operation, ops []store.Operation, reason string
 type Answer struct {
 	// ID names the question; the answer is recorded under it, once.
 	ID   string
-	Kind store.Kind
+	Kind countersign.Kind
 	// Bindings are the operations asked about, in order; Approved says
 	// which the person approved (all false when the person declined).
 	Bindings []string
@@ -138,7 +138,7 @@ type Answer struct {
 // this gateway sealed, unexpired, for this credential and this tool. The
 // error carries bad_signature, confirmation_expired, confirmation_mismatch
 // or invalid_request, with a reason fit for the model.
-func (h *Handler) Answer(cred *store.Credential, client Client, tool string, p *mcp.CallToolParamsRaw) (*Answer, error) {
+func (h *Handler) Answer(cred *countersign.Credential, client Client, tool string, p *mcp.CallToolParamsRaw) (*Answer, error) {
 	payload, err := h.o.Signer.Open(statePurpose, p.RequestState, h.now())
 	switch {
 	case errors.Is(err, links.ErrExpired):
@@ -207,7 +207,7 @@ func expiryOf(token string) (time.Time, bool) {
 // answered runs a retried operation tool call with the person's answer:
 // once if approved, never if declined; a spent, expired, altered or
 // foreign answer runs nothing.
-func (h *Handler) answered(ctx context.Context, cred *store.Credential, client Client, op operation, c *calls.Call, p *mcp.CallToolParamsRaw) *mcp.CallToolResult {
+func (h *Handler) answered(ctx context.Context, cred *countersign.Credential, client Client, op operation, c *calls.Call, p *mcp.CallToolParamsRaw) *mcp.CallToolResult {
 	a, err := h.Answer(cred, client, op.name, p)
 	if err != nil {
 		return errorResult(err)

@@ -12,14 +12,14 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/calls"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/policy"
-	"github.com/countersign/countersign/shared/store"
 )
 
 // addOperationTools adds one tool per operation the credential may see.
-func (h *Handler) addOperationTools(s *mcp.Server, cred *store.Credential) {
+func (h *Handler) addOperationTools(s *mcp.Server, cred *countersign.Credential) {
 	cfg := h.o.Calls.Current()
 	for _, op := range visibleOperations(cfg, cred) {
 		op := op
@@ -31,7 +31,7 @@ func (h *Handler) addOperationTools(s *mcp.Server, cred *store.Credential) {
 
 // callOperation runs one operation tool call through the pipeline, with
 // the same Idempotency-Key handling as /v1/calls.
-func (h *Handler) callOperation(ctx context.Context, cred *store.Credential, client Client, op operation, p *mcp.CallToolParamsRaw) *mcp.CallToolResult {
+func (h *Handler) callOperation(ctx context.Context, cred *countersign.Credential, client Client, op operation, p *mcp.CallToolParamsRaw) *mcp.CallToolResult {
 	c, err := callOf(op, p.Arguments, p.Meta)
 	if err != nil {
 		return errorResult(err)
@@ -74,7 +74,7 @@ func (h *Handler) callOperation(ctx context.Context, cred *store.Credential, cli
 
 // first is a call without an answer: the pipeline decides it, and a call
 // that needs a person is asked for the way this client can ask.
-func (h *Handler) first(ctx context.Context, cred *store.Credential, client Client, op operation, c *calls.Call) *mcp.CallToolResult {
+func (h *Handler) first(ctx context.Context, cred *countersign.Credential, client Client, op operation, c *calls.Call) *mcp.CallToolResult {
 	o := calls.Options{}
 	if client.Name != "" {
 		o.Client = &calls.Client{Name: client.Name, Version: client.Version, CanAsk: client.CanAsk()}
@@ -100,7 +100,7 @@ func (h *Handler) first(ctx context.Context, cred *store.Credential, client Clie
 	case calls.Executed:
 		return executedResult(res)
 	case calls.Collected:
-		return h.ask(cred, op, store.KindCall, []store.Operation{res.Operation}, res.Decision.Reason)
+		return h.ask(cred, op, countersign.KindCall, []countersign.Operation{res.Operation}, res.Decision.Reason)
 	case calls.Paused:
 		switch {
 		case op.conn.OutOfBandOnly:
@@ -220,12 +220,12 @@ func approversNotice(res *calls.Result, client Client) *mcp.CallToolResult {
 }
 
 // opLine is "METHOD /path on connection" for messages.
-func opLine(op store.Operation) string {
+func opLine(op countersign.Operation) string {
 	return fmt.Sprintf("%s %s on %s", op.Method, op.Path, op.Connection)
 }
 
 // listOps lists operations for a message, one a line.
-func listOps(ops []store.Operation) string {
+func listOps(ops []countersign.Operation) string {
 	var b strings.Builder
 	for i, op := range ops {
 		if i > 0 {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/approvalpage"
 	"github.com/countersign/countersign/shared/calls"
 	"github.com/countersign/countersign/shared/canon"
@@ -25,7 +26,6 @@ import (
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/links"
 	"github.com/countersign/countersign/shared/policy"
-	"github.com/countersign/countersign/shared/store"
 )
 
 // The confirmation tools.
@@ -70,7 +70,7 @@ type decideArgs struct {
 
 // addConfirmationTools adds review_pending, card_decide and
 // confirmation_status for credentials that ask a person.
-func (h *Handler) addConfirmationTools(s *mcp.Server, cred *store.Credential) {
+func (h *Handler) addConfirmationTools(s *mcp.Server, cred *countersign.Credential) {
 	if cred.Choice != policy.AskPerson {
 		return
 	}
@@ -153,7 +153,7 @@ type cardView struct {
 // expiredText is what the card says once its time is up.
 const expiredText = "This confirmation expired"
 
-func (h *Handler) cardOf(c *store.Confirmation, effective store.Status) cardView {
+func (h *Handler) cardOf(c *countersign.Confirmation, effective countersign.Status) cardView {
 	ws := h.o.Calls.Current().Settings.Workspace
 	left := c.ExpiresAt.Sub(h.now())
 	v := cardView{ConfirmationID: c.ID, Kind: string(c.Kind), Status: string(effective), Title: approvalpage.Title(len(c.Operations)),
@@ -176,9 +176,9 @@ func (h *Handler) cardOf(c *store.Confirmation, effective store.Status) cardView
 	switch {
 	case h.outOfBand(c):
 		v.State, v.Message = "out_of_band", "This confirmation is decided by the approvers only, out of band."
-	case effective == store.StatusPending:
+	case effective == countersign.StatusPending:
 		v.State = "pending"
-	case effective == store.StatusExpired && c.DecidedAt == nil:
+	case effective == countersign.StatusExpired && c.DecidedAt == nil:
 		v.State, v.Message, v.SecondsLeft = "expired", expiredText+"; nothing ran. Ask again to get a new one.", 0
 	default:
 		v.State, v.Message = "decided", decidedText(c, effective)
@@ -188,7 +188,7 @@ func (h *Handler) cardOf(c *store.Confirmation, effective store.Status) cardView
 
 // outOfBand reports a confirmation that touches a connection whose
 // approvals come only from its approvers: the card never decides it.
-func (h *Handler) outOfBand(c *store.Confirmation) bool {
+func (h *Handler) outOfBand(c *countersign.Confirmation) bool {
 	for _, op := range c.Operations {
 		if tc := h.o.Calls.Current().Policy.Connection(op.Connection); tc != nil && tc.OutOfBandOnly {
 			return true
@@ -197,7 +197,7 @@ func (h *Handler) outOfBand(c *store.Confirmation) bool {
 	return false
 }
 
-func outcomeText(o *store.Outcome) string {
+func outcomeText(o *countersign.Outcome) string {
 	if o.Error != "" {
 		return "failed: " + o.Error
 	}
@@ -212,19 +212,19 @@ func outcomeText(o *store.Outcome) string {
 	return text
 }
 
-func decidedText(c *store.Confirmation, st store.Status) string {
+func decidedText(c *countersign.Confirmation, st countersign.Status) string {
 	switch st {
-	case store.StatusRejected:
+	case countersign.StatusRejected:
 		return "Rejected; nothing ran."
-	case store.StatusApproved, store.StatusRedeemed:
+	case countersign.StatusApproved, countersign.StatusRedeemed:
 		return "Approved; running."
-	case store.StatusExecuted:
+	case countersign.StatusExecuted:
 		return "Approved and executed."
-	case store.StatusPartiallyExecuted:
+	case countersign.StatusPartiallyExecuted:
 		return "Approved; some operations failed."
-	case store.StatusFailed:
+	case countersign.StatusFailed:
 		return "Approved, but it failed."
-	case store.StatusExpired:
+	case countersign.StatusExpired:
 		return "Approved, but it was not run in time."
 	}
 	return string(st)
@@ -269,7 +269,7 @@ type cardToken struct {
 	Cred string `json:"cred"`
 }
 
-func (h *Handler) reviewPending(cred *store.Credential) mcp.ToolHandler {
+func (h *Handler) reviewPending(cred *countersign.Credential) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		var a idArgs
 		if err := decode(req.Params.Arguments, &a); err != nil {
@@ -293,7 +293,7 @@ func (h *Handler) reviewPending(cred *store.Credential) mcp.ToolHandler {
 	}
 }
 
-func (h *Handler) cardDecide(cred *store.Credential) mcp.ToolHandler {
+func (h *Handler) cardDecide(cred *countersign.Credential) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		var a decideArgs
 		if err := decode(req.Params.Arguments, &a); err != nil {
@@ -333,7 +333,7 @@ func (h *Handler) cardDecide(cred *store.Credential) mcp.ToolHandler {
 		}
 		h.logger().InfoContext(ctx, "card decided", "confirmation", c.ID, "credential", cred.ID, "decision", a.Decision)
 		switch {
-		case d.Approve && c.Kind == store.KindScript:
+		case d.Approve && c.Kind == countersign.KindScript:
 			// A script batch's operations run only inside its script,
 			// when it runs again (calls.Service.Execute refuses them).
 			c = h.rerunScript(ctx, c)
@@ -357,7 +357,7 @@ func (h *Handler) cardDecide(cred *store.Credential) mcp.ToolHandler {
 // decide records the card's decision. A confirmation only just created is
 // not ready until its workflow has handed over its task token (the notify
 // task); the decision waits for that, up to ReadyWait.
-func (h *Handler) decide(ctx context.Context, id string, d confirm.Decision) (*store.Confirmation, error) {
+func (h *Handler) decide(ctx context.Context, id string, d confirm.Decision) (*countersign.Confirmation, error) {
 	deadline := time.Now().Add(h.o.ReadyWait)
 	pause := 20 * time.Millisecond
 	for {
@@ -377,9 +377,9 @@ func (h *Handler) decide(ctx context.Context, id string, d confirm.Decision) (*s
 // settled waits briefly for operations another executor claimed (the
 // workflow's execute task runs the same confirmation) to finish, so the
 // card shows their outcome.
-func (h *Handler) settled(ctx context.Context, cred *store.Credential, c *store.Confirmation) *store.Confirmation {
+func (h *Handler) settled(ctx context.Context, cred *countersign.Credential, c *countersign.Confirmation) *countersign.Confirmation {
 	deadline := time.Now().Add(20 * time.Second)
-	for c.Status == store.StatusApproved || c.Status == store.StatusRedeemed {
+	for c.Status == countersign.StatusApproved || c.Status == countersign.StatusRedeemed {
 		if time.Now().After(deadline) {
 			return c
 		}
@@ -397,7 +397,7 @@ func (h *Handler) settled(ctx context.Context, cred *store.Credential, c *store.
 	return c
 }
 
-func (h *Handler) confirmationStatus(cred *store.Credential) mcp.ToolHandler {
+func (h *Handler) confirmationStatus(cred *countersign.Credential) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		var a idArgs
 		if err := decode(req.Params.Arguments, &a); err != nil {
@@ -413,9 +413,9 @@ func (h *Handler) confirmationStatus(cred *store.Credential) mcp.ToolHandler {
 		if v.State == "out_of_band" {
 			v.State = "pending"
 			switch {
-			case st.Effective == store.StatusExpired && st.DecidedAt == nil:
+			case st.Effective == countersign.StatusExpired && st.DecidedAt == nil:
 				v.State = "expired"
-			case st.Effective != store.StatusPending:
+			case st.Effective != countersign.StatusPending:
 				v.State, v.Message = "decided", decidedText(st.Confirmation, st.Effective)
 			}
 		}

@@ -7,8 +7,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/display"
-	"github.com/countersign/countersign/shared/store"
 )
 
 // ProtocolMRTR is the first protocol revision with multi round-trip
@@ -86,7 +86,7 @@ type clientRequest interface {
 // capabilities (they came with initialize, in another POST): they are
 // read from the session id this handler gave the client at initialize
 // (session.go).
-func (h *Handler) clientOf(cred *store.Credential, req mcp.Request) Client {
+func (h *Handler) clientOf(cred *countersign.Credential, req mcp.Request) Client {
 	c := clientOf(req)
 	if c.Protocol >= ProtocolMRTR {
 		return c

@@ -13,12 +13,12 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/calls"
 	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/links"
 	"github.com/countersign/countersign/shared/policy"
-	"github.com/countersign/countersign/shared/store"
 )
 
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
@@ -107,7 +107,7 @@ func TestCallOf(t *testing.T) {
 	now := t0
 	h := newTestHandler(t, `"Acme"`, &now)
 	ops := map[string]operation{}
-	for _, op := range visibleOperations(h.o.Calls.Current(), &store.Credential{ID: "c", Choice: policy.AskPerson}) {
+	for _, op := range visibleOperations(h.o.Calls.Current(), &countersign.Credential{ID: "c", Choice: policy.AskPerson}) {
 		ops[op.name] = op
 	}
 	tests := []struct {
@@ -168,9 +168,9 @@ func TestCallOf(t *testing.T) {
 func TestAnswer(t *testing.T) {
 	now := t0
 	h := newTestHandler(t, `"Acme"`, &now)
-	cred := &store.Credential{ID: "chat-user", Choice: policy.AskPerson}
-	ops := []store.Operation{{Connection: "crm", Method: "DELETE", Path: "/contacts/1", Binding: "b1"}, {Connection: "crm", Method: "DELETE", Path: "/contacts/2", Binding: "b2"}}
-	asked := h.Ask(cred, Client{Name: "cc"}, "run_script", store.KindScript, ops, "")
+	cred := &countersign.Credential{ID: "chat-user", Choice: policy.AskPerson}
+	ops := []countersign.Operation{{Connection: "crm", Method: "DELETE", Path: "/contacts/1", Binding: "b1"}, {Connection: "crm", Method: "DELETE", Path: "/contacts/2", Binding: "b2"}}
+	asked := h.Ask(cred, Client{Name: "cc"}, "run_script", countersign.KindScript, ops, "")
 	ep := asked.InputRequests[inputKey].(*mcp.ElicitParams)
 	if !strings.Contains(ep.Message, "Approve 2 operations? (Acme)") || !strings.Contains(ep.Message, "2. DELETE /contacts/2 on crm") {
 		t.Errorf("message %q", ep.Message)
@@ -189,7 +189,7 @@ func TestAnswer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.Declined || !slices.Equal(a.Approved, []bool{false, true}) || a.By != "client:cc" || a.Kind != store.KindScript ||
+	if a.Declined || !slices.Equal(a.Approved, []bool{false, true}) || a.By != "client:cc" || a.Kind != countersign.KindScript ||
 		!a.ExpiresAt.Equal(t0.Add(1800*time.Second)) || !slices.Equal(a.Bindings, []string{"b1", "b2"}) {
 		t.Errorf("answer %+v", a)
 	}
@@ -235,7 +235,7 @@ func TestAnswer(t *testing.T) {
 			if tt.resp == nil {
 				p.InputResponses = nil
 			}
-			_, err := h.Answer(&store.Credential{ID: tt.cred}, Client{}, tt.tool, p)
+			_, err := h.Answer(&countersign.Credential{ID: tt.cred}, Client{}, tt.tool, p)
 			if fault.CodeOf(err) != tt.code {
 				t.Errorf("Answer = %v, want %s", err, tt.code)
 			}
@@ -253,21 +253,21 @@ func TestCardTime(t *testing.T) {
 		h := newTestHandler(t, `"Acme"`, &now)
 		h.o.Now = func() time.Time { return time.Now().UTC() }
 		for _, c := range []struct {
-			kind store.Kind
+			kind countersign.Kind
 			wait time.Duration
-		}{{store.KindCall, 10 * time.Minute}, {store.KindScript, 30 * time.Minute}} {
-			conf := &store.Confirmation{ID: "cf_1", Kind: c.kind, Status: store.StatusPending, GatewayRuns: true, CreatedAt: start, ExpiresAt: start.Add(c.wait),
-				Operations: []store.Operation{{Connection: "crm", Method: "DELETE", Path: "/contacts/1", Selected: true}}}
-			v := h.cardOf(conf, store.StatusPending)
+		}{{countersign.KindCall, 10 * time.Minute}, {countersign.KindScript, 30 * time.Minute}} {
+			conf := &countersign.Confirmation{ID: "cf_1", Kind: c.kind, Status: countersign.StatusPending, GatewayRuns: true, CreatedAt: start, ExpiresAt: start.Add(c.wait),
+				Operations: []countersign.Operation{{Connection: "crm", Method: "DELETE", Path: "/contacts/1", Selected: true}}}
+			v := h.cardOf(conf, countersign.StatusPending)
 			if v.State != "pending" || v.Title != "Approve this operation?" || v.SecondsLeft != int(c.wait/time.Second) || v.Workspace != "Acme" || v.Accent != "#fde047" {
 				t.Errorf("%s at start: %+v", c.kind, v)
 			}
 			time.Sleep(c.wait - time.Minute)
-			if v := h.cardOf(conf, store.StatusPending); v.TimeLeft != "1 minute left" {
+			if v := h.cardOf(conf, countersign.StatusPending); v.TimeLeft != "1 minute left" {
 				t.Errorf("%s a minute before: %q", c.kind, v.TimeLeft)
 			}
 			time.Sleep(time.Minute)
-			v = h.cardOf(conf, store.StatusExpired)
+			v = h.cardOf(conf, countersign.StatusExpired)
 			if v.State != "expired" || !strings.HasPrefix(v.Message, "This confirmation expired") || !strings.HasPrefix(cardText(v), "This confirmation expired") {
 				t.Errorf("%s after %s: %+v", c.kind, c.wait, v)
 			}
@@ -279,9 +279,9 @@ func TestCardTime(t *testing.T) {
 func TestCardTitleForSeveral(t *testing.T) {
 	now := t0
 	h := newTestHandler(t, `"Acme"`, &now)
-	conf := &store.Confirmation{ID: "cf_1", Kind: store.KindScript, Status: store.StatusPending, GatewayRuns: true, ExpiresAt: t0.Add(time.Minute),
-		Operations: []store.Operation{{Method: "DELETE", Path: "/a"}, {Method: "DELETE", Path: "/b"}, {Method: "POST", Path: "/c"}}}
-	if v := h.cardOf(conf, store.StatusPending); v.Title != "Approve 3 operations?" || len(v.Operations) != 3 {
+	conf := &countersign.Confirmation{ID: "cf_1", Kind: countersign.KindScript, Status: countersign.StatusPending, GatewayRuns: true, ExpiresAt: t0.Add(time.Minute),
+		Operations: []countersign.Operation{{Method: "DELETE", Path: "/a"}, {Method: "DELETE", Path: "/b"}, {Method: "POST", Path: "/c"}}}
+	if v := h.cardOf(conf, countersign.StatusPending); v.Title != "Approve 3 operations?" || len(v.Operations) != 3 {
 		t.Errorf("card %+v", v)
 	}
 }

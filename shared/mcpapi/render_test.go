@@ -6,10 +6,10 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/calls"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/policy"
-	"github.com/countersign/countersign/shared/store"
 )
 
 // TestEveryCodeIsRendered: every code of package fault has an entry, and
@@ -45,7 +45,7 @@ func TestEveryCodeIsRendered(t *testing.T) {
 // escapes.
 func TestClientNameBoundedInText(t *testing.T) {
 	c := Client{Name: "Evil\u202eClient " + strings.Repeat("x", 300), Protocol: "2025-11-25\u202e"}
-	paused := approversNotice(&calls.Result{Confirmation: &store.Confirmation{ID: "cf_1"}, Decision: policy.Decision{Reason: "r"}}, c)
+	paused := approversNotice(&calls.Result{Confirmation: &countersign.Confirmation{ID: "cf_1"}, Decision: policy.Decision{Reason: "r"}}, c)
 	for name, text := range map[string]string{"paused": paused.Content[0].(*mcp.TextContent).Text, "refusal": c.cannotAsk()} {
 		if strings.ContainsRune(text, '\u202e') || strings.Contains(text, strings.Repeat("x", 60)) {
 			t.Errorf("%s: the name is raw or unbounded: %q", name, text)

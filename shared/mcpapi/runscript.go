@@ -10,10 +10,10 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/calls"
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/fault"
-	"github.com/countersign/countersign/shared/store"
 )
 
 // ToolRunScript is code mode's tool (docs/scripts.md and docs/mcp.md).
@@ -26,17 +26,17 @@ type Scripts interface {
 	// RunScript runs a script for cred or, with a confirmation id, returns
 	// what became of that script's batch and runs nothing. A script that
 	// failed is a *ScriptFailure; other errors carry a fault code.
-	RunScript(ctx context.Context, cred *store.Credential, r ScriptRequest) (*ScriptRun, error)
+	RunScript(ctx context.Context, cred *countersign.Credential, r ScriptRequest) (*ScriptRun, error)
 	// DescribeScript returns a script batch's script: the calls of its
 	// last run and, once its run after approval ended, its result or
 	// failure.
-	DescribeScript(ctx context.Context, c *store.Confirmation) (*ScriptRun, error)
+	DescribeScript(ctx context.Context, c *countersign.Confirmation) (*ScriptRun, error)
 	// RerunScript runs an approved script batch's script again and
 	// records its end: journaled calls replay, approved calls run once,
 	// cleared calls return {rejected: true}. A concurrent or later call
 	// (the workflow's Execute task runs it too) waits for the first or
 	// replays it, and runs nothing twice.
-	RerunScript(ctx context.Context, id string) (*store.Confirmation, error)
+	RerunScript(ctx context.Context, id string) (*countersign.Confirmation, error)
 }
 
 // ScriptRequest is a run_script call.
@@ -73,8 +73,8 @@ type ScriptRun struct {
 	Calls  []ScriptCall
 	Logs   []string
 	// Confirmation is the batch, with its status by the clock.
-	Confirmation *store.Confirmation
-	Effective    store.Status
+	Confirmation *countersign.Confirmation
+	Effective    countersign.Status
 	// Unasked counts the calls denied because nobody could be asked
 	// (ScriptRequest.CannotAsk).
 	Unasked int
@@ -119,7 +119,7 @@ type scriptView struct {
 }
 
 // addScriptTool adds run_script when code mode is attached.
-func (h *Handler) addScriptTool(s *mcp.Server, cred *store.Credential) {
+func (h *Handler) addScriptTool(s *mcp.Server, cred *countersign.Credential) {
 	if h.o.Scripts == nil {
 		return
 	}
@@ -130,7 +130,7 @@ func (h *Handler) addScriptTool(s *mcp.Server, cred *store.Credential) {
 
 // scriptTool describes run_script with the connections the credential may
 // use and the limits of settings.json.
-func (h *Handler) scriptTool(cred *store.Credential) *mcp.Tool {
+func (h *Handler) scriptTool(cred *countersign.Credential) *mcp.Tool {
 	settings := h.o.Calls.Current().Settings
 	l := settings.Scripts
 	desc := fmt.Sprintf("Run a JavaScript program (code mode) against %s's APIs. "+
@@ -157,7 +157,7 @@ func (h *Handler) scriptTool(cred *store.Credential) *mcp.Tool {
 
 // runScript is a run_script call: a first run, a resubmission with the
 // batch's confirmation id, or the retried call carrying the person's answer.
-func (h *Handler) runScript(ctx context.Context, cred *store.Credential, client Client, p *mcp.CallToolParamsRaw) *mcp.CallToolResult {
+func (h *Handler) runScript(ctx context.Context, cred *countersign.Credential, client Client, p *mcp.CallToolParamsRaw) *mcp.CallToolResult {
 	var a scriptArgs
 	if err := decode(p.Arguments, &a); err != nil {
 		return errorResult(err)
@@ -232,7 +232,7 @@ func scriptCompleted(run *ScriptRun, cannotAsk string) *mcp.CallToolResult {
 // scriptPaused answers a script whose batch waits for a person, the way
 // this client can ask (docs/design.md, The pause): the client's dialog, the card,
 // or the approvers out of band.
-func (h *Handler) scriptPaused(cred *store.Credential, client Client, run *ScriptRun, cannotAsk string) *mcp.CallToolResult {
+func (h *Handler) scriptPaused(cred *countersign.Credential, client Client, run *ScriptRun, cannotAsk string) *mcp.CallToolResult {
 	conf := run.Confirmation
 	switch {
 	case h.outOfBand(conf) || !client.Elicit && !client.Apps:
@@ -244,7 +244,7 @@ func (h *Handler) scriptPaused(cred *store.Credential, client Client, run *Scrip
 		// One question for the whole batch, bound to it: the request
 		// state carries the batch's id, so the answer decides that batch
 		// (once) and nothing else.
-		st := requestState{ID: conf.ID, Cred: cred.ID, Tool: ToolRunScript, Kind: store.KindScript}
+		st := requestState{ID: conf.ID, Cred: cred.ID, Tool: ToolRunScript, Kind: countersign.KindScript}
 		return h.question(st, operation{name: ToolRunScript}, conf.Operations, conf.Reason, conf.ExpiresAt)
 	}
 	id := conf.ID
@@ -287,12 +287,12 @@ func pausedScriptView(run *ScriptRun, next string) scriptView {
 // result. After an approval the script runs again here (and in the
 // workflow's Execute task; only one of them runs it) and its result is
 // returned.
-func (h *Handler) scriptAnswered(ctx context.Context, cred *store.Credential, client Client, a scriptArgs, p *mcp.CallToolParamsRaw) *mcp.CallToolResult {
+func (h *Handler) scriptAnswered(ctx context.Context, cred *countersign.Credential, client Client, a scriptArgs, p *mcp.CallToolParamsRaw) *mcp.CallToolResult {
 	ans, err := h.Answer(cred, client, ToolRunScript, p)
 	if err != nil {
 		return errorResult(err)
 	}
-	if ans.Kind != store.KindScript || a.ConfirmationID != "" && a.ConfirmationID != ans.ID {
+	if ans.Kind != countersign.KindScript || a.ConfirmationID != "" && a.ConfirmationID != ans.ID {
 		return faultResult(fault.ConfirmationMismatch, "the requestState is not for this script's batch; nothing ran")
 	}
 	st, err := h.o.Calls.Confirmation(ctx, cred, ans.ID, calls.WaitOptions{})
@@ -300,13 +300,13 @@ func (h *Handler) scriptAnswered(ctx context.Context, cred *store.Credential, cl
 		return errorResult(err)
 	}
 	conf := st.Confirmation
-	if conf.Kind != store.KindScript || !sameBindings(conf.Operations, ans.Bindings) {
+	if conf.Kind != countersign.KindScript || !sameBindings(conf.Operations, ans.Bindings) {
 		return faultResult(fault.ConfirmationMismatch, "the answer was given for another batch; nothing ran")
 	}
 	if h.outOfBand(conf) {
 		return faultResult(fault.Forbidden, conf.ID+" is decided by its approvers only; nothing ran")
 	}
-	if st.Effective != store.StatusPending {
+	if st.Effective != countersign.StatusPending {
 		return spentAnswer(conf, st.Effective, ans)
 	}
 	// The retried call must be the same script: the answer is about the
@@ -315,7 +315,7 @@ func (h *Handler) scriptAnswered(ctx context.Context, cred *store.Credential, cl
 		// Another use of the same answer may have decided the batch since
 		// it was read (the gateway is then running it again): this use is
 		// spent, whatever the resubmission says of the batch's state.
-		if now, gerr := h.o.Calls.Confirmation(ctx, cred, conf.ID, calls.WaitOptions{}); gerr == nil && now.Effective != store.StatusPending {
+		if now, gerr := h.o.Calls.Confirmation(ctx, cred, conf.ID, calls.WaitOptions{}); gerr == nil && now.Effective != countersign.StatusPending {
 			return spentAnswer(now.Confirmation, now.Effective, ans)
 		}
 		return scriptErrorResult(err, conf.ID)
@@ -362,10 +362,10 @@ func (h *Handler) scriptAnswered(ctx context.Context, cred *store.Credential, cl
 
 // spentAnswer refuses an answer whose batch is no longer pending: decided
 // by this answer before (a replayed state), by someone else, or expired.
-func spentAnswer(c *store.Confirmation, effective store.Status, ans *Answer) *mcp.CallToolResult {
+func spentAnswer(c *countersign.Confirmation, effective countersign.Status, ans *Answer) *mcp.CallToolResult {
 	next := fmt.Sprintf(`call run_script with the same script and {"confirmation_id": %q} to read what became of it`, c.ID)
 	switch {
-	case effective == store.StatusExpired && c.DecidedAt == nil:
+	case effective == countersign.StatusExpired && c.DecidedAt == nil:
 		return faultResult(fault.ConfirmationExpired, fmt.Sprintf("the script's batch %s expired before it was decided; nothing ran. Run the script again to ask again", c.ID))
 	case c.DecidedBy == ans.By:
 		return faultResult(fault.ConfirmationUsed, fmt.Sprintf("the answer to %s was already used; nothing was decided or run again: %s", c.ID, next))
@@ -375,7 +375,7 @@ func spentAnswer(c *store.Confirmation, effective store.Status, ans *Answer) *mc
 
 // sameBindings reports whether a batch's operations are the ones a
 // question was about, in order.
-func sameBindings(ops []store.Operation, binds []string) bool {
+func sameBindings(ops []countersign.Operation, binds []string) bool {
 	if len(ops) != len(binds) {
 		return false
 	}
@@ -394,7 +394,7 @@ func sameBindings(ops []store.Operation, binds []string) bool {
 // waiting for the workflow. The wait is bounded (calls.MaxWait) and the
 // run is not tied to the request: a run still going when the wait ends
 // finishes on its own (or, if this process stops, in the Execute task).
-func (h *Handler) rerunScript(ctx context.Context, c *store.Confirmation) *store.Confirmation {
+func (h *Handler) rerunScript(ctx context.Context, c *countersign.Confirmation) *countersign.Confirmation {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), calls.MaxWait)
 	defer cancel()
 	done, err := h.o.Scripts.RerunScript(ctx, c.ID)
@@ -412,7 +412,7 @@ func (h *Handler) rerunScript(ctx context.Context, c *store.Confirmation) *store
 
 // scriptOutcome is what became of an approved script batch: the script's
 // result, its failure, or that it is still running.
-func scriptOutcome(c *store.Confirmation, run *ScriptRun) *mcp.CallToolResult {
+func scriptOutcome(c *countersign.Confirmation, run *ScriptRun) *mcp.CallToolResult {
 	switch {
 	case run.Failure != nil:
 		return scriptErrorResult(run.Failure, c.ID)
@@ -426,8 +426,8 @@ func scriptOutcome(c *store.Confirmation, run *ScriptRun) *mcp.CallToolResult {
 }
 
 // withScript adds a script batch's result (or failure) to its card.
-func (h *Handler) withScript(ctx context.Context, v *cardView, c *store.Confirmation) {
-	if c.Kind != store.KindScript || h.o.Scripts == nil {
+func (h *Handler) withScript(ctx context.Context, v *cardView, c *countersign.Confirmation) {
+	if c.Kind != countersign.KindScript || h.o.Scripts == nil {
 		return
 	}
 	run, err := h.o.Scripts.DescribeScript(ctx, c)

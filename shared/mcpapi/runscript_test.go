@@ -5,16 +5,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/fault"
-	"github.com/countersign/countersign/shared/store"
 )
 
 func TestScriptToolDescribesTheLimits(t *testing.T) {
 	now := t0
 	h := newTestHandler(t, `"Acme"`, &now)
 	h.o.Calls.Current().Settings.Scripts = config.Scripts{TimeLimitMS: 2000, MaxCalls: 7, MaxScriptBytes: 4096, MaxResultBytes: 8192, MemoryMiB: 16}
-	tool := h.scriptTool(&store.Credential{ID: "chat-user"})
+	tool := h.scriptTool(&countersign.Credential{ID: "chat-user"})
 	for _, want := range []string{"against Acme's APIs", "Connections: crm.", "2000 ms, 7 calls, scripts up to 4096 bytes, results up to 8192 bytes, 16 MiB"} {
 		if !strings.Contains(tool.Description, want) {
 			t.Errorf("description lacks %q: %s", want, tool.Description)
@@ -32,14 +32,14 @@ func TestSpentAnswer(t *testing.T) {
 	ans := &Answer{ID: "cf_1", By: "client:Claude Code"}
 	tests := []struct {
 		name      string
-		c         store.Confirmation
-		effective store.Status
+		c         countersign.Confirmation
+		effective countersign.Status
 		want      fault.Code
 	}{
-		{"decided by this answer before", store.Confirmation{ID: "cf_1", DecidedAt: &decided, DecidedBy: "client:Claude Code"}, store.StatusExecuted, fault.ConfirmationUsed},
-		{"decided by an approver first", store.Confirmation{ID: "cf_1", DecidedAt: &decided, DecidedBy: "ops"}, store.StatusRejected, fault.ConfirmationDecided},
-		{"decided in the card first", store.Confirmation{ID: "cf_1", DecidedAt: &decided, DecidedBy: "card"}, store.StatusApproved, fault.ConfirmationDecided},
-		{"expired undecided", store.Confirmation{ID: "cf_1", ExpiresAt: t0.Add(-time.Minute)}, store.StatusExpired, fault.ConfirmationExpired},
+		{"decided by this answer before", countersign.Confirmation{ID: "cf_1", DecidedAt: &decided, DecidedBy: "client:Claude Code"}, countersign.StatusExecuted, fault.ConfirmationUsed},
+		{"decided by an approver first", countersign.Confirmation{ID: "cf_1", DecidedAt: &decided, DecidedBy: "ops"}, countersign.StatusRejected, fault.ConfirmationDecided},
+		{"decided in the card first", countersign.Confirmation{ID: "cf_1", DecidedAt: &decided, DecidedBy: "card"}, countersign.StatusApproved, fault.ConfirmationDecided},
+		{"expired undecided", countersign.Confirmation{ID: "cf_1", ExpiresAt: t0.Add(-time.Minute)}, countersign.StatusExpired, fault.ConfirmationExpired},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -53,7 +53,7 @@ func TestSpentAnswer(t *testing.T) {
 }
 
 func TestSameBindings(t *testing.T) {
-	ops := []store.Operation{{Binding: "a"}, {Binding: "b"}}
+	ops := []countersign.Operation{{Binding: "a"}, {Binding: "b"}}
 	for _, c := range []struct {
 		binds []string
 		want  bool

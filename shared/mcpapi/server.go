@@ -9,9 +9,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/calls"
 	"github.com/countersign/countersign/shared/links"
-	"github.com/countersign/countersign/shared/store"
 )
 
 // Path is where the surface is served.
@@ -26,8 +26,8 @@ const Path = "/mcp"
 type ExtraTool struct {
 	Tool *mcp.Tool
 	// Visible decides whether a credential sees the tool; nil shows it to all.
-	Visible func(cred *store.Credential) bool
-	Handle  func(ctx context.Context, cred *store.Credential, client Client, req *mcp.CallToolRequest) (*mcp.CallToolResult, error)
+	Visible func(cred *countersign.Credential) bool
+	Handle  func(ctx context.Context, cred *countersign.Credential, client Client, req *mcp.CallToolRequest) (*mcp.CallToolResult, error)
 }
 
 // Options build a Handler. Calls and Signer are required; nil fields
@@ -108,8 +108,8 @@ type credKey struct{}
 type serverKey struct{}
 
 // credentialOf returns the credential ServeHTTP authenticated.
-func credentialOf(ctx context.Context) *store.Credential {
-	c, _ := ctx.Value(credKey{}).(*store.Credential)
+func credentialOf(ctx context.Context) *countersign.Credential {
+	c, _ := ctx.Value(credKey{}).(*countersign.Credential)
 	return c
 }
 
@@ -141,7 +141,7 @@ func (h *Handler) serverFor(r *http.Request) *mcp.Server {
 // methods "method not found"). Every list is private to the
 // credential (cacheScope "private"): tools differ per credential and per
 // client, and a shared cache must not hand one key's list to another.
-func (h *Handler) newServer(cred *store.Credential) *mcp.Server {
+func (h *Handler) newServer(cred *countersign.Credential) *mcp.Server {
 	settings := h.o.Calls.Current().Settings
 	s := mcp.NewServer(&mcp.Implementation{Name: "countersign", Title: settings.Workspace.Name + " (countersign)", Version: "1"},
 		&mcp.ServerOptions{
@@ -179,7 +179,7 @@ func (h *Handler) newServer(cred *store.Credential) *mcp.Server {
 
 // middleware records the client as the credential's last client seen, and
 // drops the card's tools from tools/list for clients without MCP Apps.
-func (h *Handler) middleware(cred *store.Credential) mcp.Middleware {
+func (h *Handler) middleware(cred *countersign.Credential) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			client := h.clientOf(cred, req)

@@ -7,8 +7,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/fault"
-	"github.com/countersign/countersign/shared/store"
 )
 
 // The protocol's HTTP headers.
@@ -68,7 +68,7 @@ func negotiated(requested string) string {
 }
 
 // newSession seals the session id of an initialize.
-func (h *Handler) newSession(cred *store.Credential, p *mcp.InitializeParams) string {
+func (h *Handler) newSession(cred *countersign.Credential, p *mcp.InitializeParams) string {
 	st := sessionState{Cred: cred.ID, Protocol: negotiated(p.ProtocolVersion)}
 	if p.ClientInfo != nil {
 		st.Name, st.Version = clip(p.ClientInfo.Name), clip(p.ClientInfo.Version)
@@ -89,7 +89,7 @@ var errNoSession = fault.New(fault.NotFound, "the Mcp-Session-Id is not one this
 
 // openSession reads a session id: nil for none, errNoSession for one that
 // is changed, foreign or expired.
-func (h *Handler) openSession(cred *store.Credential, id string) (*sessionState, error) {
+func (h *Handler) openSession(cred *countersign.Credential, id string) (*sessionState, error) {
 	if id == "" {
 		return nil, nil
 	}

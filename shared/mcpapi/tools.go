@@ -10,11 +10,11 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/calls"
 	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/policy"
-	"github.com/countersign/countersign/shared/store"
 )
 
 // The _meta keys a tools/call may carry (an extension of docs/mcp.md).
@@ -38,7 +38,7 @@ type operation struct {
 // credentials, llm_callable: false and operator-gated tools, never-tier
 // endpoints, every write for a read-only credential, and connections
 // outside the credential's list.
-func visibleOperations(cfg *config.Config, cred *store.Credential) []operation {
+func visibleOperations(cfg *config.Config, cred *countersign.Credential) []operation {
 	var conns []*policy.Connection
 	for _, c := range cfg.Policy.Connections() {
 		if len(cred.Connections) == 0 || slices.Contains(cred.Connections, c.Name) {
@@ -61,7 +61,7 @@ func visibleOperations(cfg *config.Config, cred *store.Credential) []operation {
 	return ops
 }
 
-func visible(ep *policy.Endpoint, cred *store.Credential) bool {
+func visible(ep *policy.Endpoint, cred *countersign.Credential) bool {
 	switch {
 	case ep.Hidden, ep.OperatorOnly, ep.Tier == policy.Never:
 		return false

@@ -15,11 +15,11 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/callbody"
 	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/httpapi"
-	"github.com/countersign/countersign/shared/store"
 )
 
 // JSON-RPC error codes the surface answers besides the SDK's.
@@ -120,7 +120,7 @@ const maxDepth = 128
 // read back as sent), a batch, a method not served, a session id this handler did
 // not give this credential. On initialize it gives the client its session
 // id. It reports whether it answered.
-func (h *Handler) screen(w *rpcWriter, r *http.Request, cred *store.Credential, body []byte) bool {
+func (h *Handler) screen(w *rpcWriter, r *http.Request, cred *countersign.Credential, body []byte) bool {
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) > 0 && trimmed[0] == '[' {
 		writeRPCError(w, http.StatusBadRequest, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
@@ -230,7 +230,7 @@ func challenge(r *http.Request) string {
 // credential is the request's credential: the one the gateway already
 // found from the same headers (the local stack reads the key before the
 // body), or the Bearer key looked up now.
-func (h *Handler) credential(r *http.Request) (*store.Credential, error) {
+func (h *Handler) credential(r *http.Request) (*countersign.Credential, error) {
 	if cred, ok := httpapi.Preauthenticated(r.Context()); ok {
 		return cred, nil
 	}

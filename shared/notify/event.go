@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/countersign/countersign/shared/store"
+	"github.com/countersign/countersign"
 )
 
 // Event types (docs/api.md, Webhooks).
@@ -44,7 +44,7 @@ type EventConfirmation struct {
 }
 
 // ConfirmationOf is the event view of a stored confirmation.
-func ConfirmationOf(c *store.Confirmation) EventConfirmation {
+func ConfirmationOf(c *countersign.Confirmation) EventConfirmation {
 	ec := EventConfirmation{ID: c.ID, Kind: string(c.Kind), ExpiresAt: c.ExpiresAt, Credential: c.Credential, Reason: c.Reason}
 	for _, op := range c.Operations {
 		args, _ := json.Marshal(op.Args)

@@ -6,16 +6,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/countersign/countersign/shared/store"
+	"github.com/countersign/countersign"
 )
 
 // TestForwardedHeadersInThePayloads: an operation's bound headers are in the event's
 // args.headers (the webhook payload) and in the e-mail's arguments; content negotiation,
 // which is not bound, is in neither.
 func TestForwardedHeadersInThePayloads(t *testing.T) {
-	c := &store.Confirmation{ID: "cf_1", Kind: store.KindCall, Credential: "chat-user", ExpiresAt: now.Add(10 * time.Minute),
-		Operations: []store.Operation{{Connection: "crm", Method: "DELETE", Path: "/contacts/12", Endpoint: "/contacts/{id}",
-			Args: store.Args{Path: map[string]string{"id": "12"}, Query: map[string]any{}, Body: json.RawMessage("null"),
+	c := &countersign.Confirmation{ID: "cf_1", Kind: countersign.KindCall, Credential: "chat-user", ExpiresAt: now.Add(10 * time.Minute),
+		Operations: []countersign.Operation{{Connection: "crm", Method: "DELETE", Path: "/contacts/12", Endpoint: "/contacts/{id}",
+			Args: countersign.Args{Path: map[string]string{"id": "12"}, Query: map[string]any{}, Body: json.RawMessage("null"),
 				Headers: map[string]string{"X-Tenant-Id": "sandbox", "X-Dry-Run": "true"}},
 			Negotiation: map[string]string{"Accept": "application/json"}}}}
 	ec := ConfirmationOf(c)

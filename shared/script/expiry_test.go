@@ -13,6 +13,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/app"
 	"github.com/countersign/countersign/shared/app/gatewayapp"
 	"github.com/countersign/countersign/shared/config"
@@ -21,7 +22,6 @@ import (
 	"github.com/countersign/countersign/shared/links"
 	"github.com/countersign/countersign/shared/notify"
 	"github.com/countersign/countersign/shared/script"
-	"github.com/countersign/countersign/shared/store"
 	"github.com/countersign/countersign/shared/store/embedded"
 	upstreamapi "github.com/countersign/countersign/shared/upstream"
 	"github.com/countersign/countersign/shared/workflow/local"
@@ -68,7 +68,7 @@ type stack struct {
 	up     *sender
 	ch     *channel
 	svc    *script.Service
-	cred   *store.Credential
+	cred   *countersign.Credential
 }
 
 func newStack(t *testing.T) *stack {
@@ -145,7 +145,7 @@ func (s *stack) close(t *testing.T) {
 	}
 }
 
-func (s *stack) status(t *testing.T, id string) store.Status {
+func (s *stack) status(t *testing.T, id string) countersign.Status {
 	t.Helper()
 	c, err := s.st.GetConfirmation(context.Background(), id)
 	if err != nil {
@@ -178,13 +178,13 @@ func TestBatchExpires(t *testing.T) {
 		}
 		time.Sleep(30*time.Minute - time.Second)
 		synctest.Wait()
-		if st := s.status(t, id); st != store.StatusPending {
+		if st := s.status(t, id); st != countersign.StatusPending {
 			t.Fatalf("status a second before the end: %s", st)
 		}
 		time.Sleep(2 * time.Second)
 		synctest.Wait()
 		c, _ := s.st.GetConfirmation(ctx, id)
-		if c.Status != store.StatusExpired || s.ch.count(notify.TypeExpired, id) != 1 {
+		if c.Status != countersign.StatusExpired || s.ch.count(notify.TypeExpired, id) != 1 {
 			t.Fatalf("stored status %s after 30 minutes, %d expired events", c.Status, s.ch.count(notify.TypeExpired, id))
 		}
 		if _, err := s.a.Calls.Decide(ctx, id, confirm.Decision{Approve: true, Approver: "ops"}); fault.CodeOf(err) != fault.ConfirmationExpired {
@@ -220,12 +220,12 @@ func TestBatchApprovedLate(t *testing.T) {
 			t.Fatal(err)
 		}
 		synctest.Wait()
-		if st := s.status(t, id); st != store.StatusExecuted {
+		if st := s.status(t, id); st != countersign.StatusExecuted {
 			t.Fatalf("status %s after approval, want executed", st)
 		}
 		time.Sleep(time.Hour)
 		synctest.Wait()
-		if st := s.status(t, id); st != store.StatusExecuted {
+		if st := s.status(t, id); st != countersign.StatusExecuted {
 			t.Fatalf("status %s after the timer would have fired", st)
 		}
 		done, err := s.svc.Run(ctx, s.cred, script.Request{Source: expirySource, ConfirmationID: id})

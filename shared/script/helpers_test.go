@@ -15,13 +15,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/calls"
 	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/notify"
 	"github.com/countersign/countersign/shared/script"
-	"github.com/countersign/countersign/shared/store"
 	"github.com/countersign/countersign/shared/store/embedded"
 	"github.com/countersign/countersign/shared/workflow"
 )
@@ -145,7 +145,7 @@ type env struct {
 	calls  *calls.Service
 	svc    *script.Service
 	events *events
-	creds  map[string]*store.Credential
+	creds  map[string]*countersign.Credential
 }
 
 func newEnv(tb testing.TB, limits script.Limits) *env {
@@ -194,7 +194,7 @@ func newEnv(tb testing.TB, limits script.Limits) *env {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { _ = st.Close() })
-	e := &env{ctx: context.Background(), st: st, up: up, events: &events{}, creds: map[string]*store.Credential{}}
+	e := &env{ctx: context.Background(), st: st, up: up, events: &events{}, creds: map[string]*countersign.Credential{}}
 	for _, c := range cfg.Credentials {
 		if err := st.PutCredential(e.ctx, c); err != nil {
 			tb.Fatal(err)

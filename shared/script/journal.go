@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/calls"
 	"github.com/countersign/countersign/shared/fault"
-	"github.com/countersign/countersign/shared/store"
 )
 
 const (
@@ -30,7 +30,7 @@ var (
 
 // ranValue is {status, body} of a call that ran ({error, reason} when the
 // upstream could not be reached), with the notice of an ask_agent call.
-func ranValue(out store.Outcome, notice bool, reason string) json.RawMessage {
+func ranValue(out countersign.Outcome, notice bool, reason string) json.RawMessage {
 	if out.Error != "" {
 		b, _ := json.Marshal(struct {
 			Error  string `json:"error"`
@@ -63,8 +63,8 @@ func ranValue(out store.Outcome, notice bool, reason string) json.RawMessage {
 // outcomeOf is an upstream answer as call() returns it: a JSON body as
 // the upstream sent it (compacted, its keys in their order, so that a
 // replay iterates them the same way), any other text as a JSON string.
-func outcomeOf(r *calls.Response) store.Outcome {
-	out := store.Outcome{Status: r.Status}
+func outcomeOf(r *calls.Response) countersign.Outcome {
+	out := countersign.Outcome{Status: r.Status}
 	body := bytes.TrimSpace(r.Body)
 	if len(body) == 0 {
 		return out
@@ -136,13 +136,13 @@ func bounded(cs []Call) []Call {
 }
 
 // set records what became of the call.
-func (e *entry) set(state store.ScriptCallState, shownAs CallState, v json.RawMessage) {
+func (e *entry) set(state countersign.ScriptCallState, shownAs CallState, v json.RawMessage) {
 	e.state, e.value = string(state), v
 	e.call.State, e.call.Response = shownAs, listed(v)
 }
 
 // entryOf is a journaled call as a replay starts from (its value not loaded).
-func entryOf(r *store.ScriptCall) *entry {
+func entryOf(r *countersign.ScriptCall) *entry {
 	return &entry{index: r.Index, call: viewOf(r, true), binding: r.Binding, state: string(r.State), rerun: r.Rerun, version: r.Version, parts: r.ValueParts}
 }
 
@@ -153,8 +153,8 @@ const resultKey = "result/"
 // saveCall writes an entry: its value in parts first when large, then its
 // record (created, or replaced at its version).
 func (s *Service) saveCall(ctx context.Context, runID string, ttl int64, e *entry) error {
-	rec := &store.ScriptCall{RunID: runID, Index: e.index, Connection: e.call.Connection, Method: e.call.Method, Path: e.call.Path,
-		Binding: e.binding, State: store.ScriptCallState(e.state), Operation: -1, Rerun: e.rerun, Version: e.version, TTL: ttl}
+	rec := &countersign.ScriptCall{RunID: runID, Index: e.index, Connection: e.call.Connection, Method: e.call.Method, Path: e.call.Path,
+		Binding: e.binding, State: countersign.ScriptCallState(e.state), Operation: -1, Rerun: e.rerun, Version: e.version, TTL: ttl}
 	if e.call.Operation != nil {
 		rec.Operation = *e.call.Operation
 	}
@@ -178,7 +178,7 @@ func (s *Service) saveCall(ctx context.Context, runID string, ttl int64, e *entr
 func (s *Service) saveParts(ctx context.Context, runID, prefix string, ttl int64, v []byte) (int, error) {
 	n := 0
 	for off := 0; off < len(v); off += partSize {
-		p := &store.ScriptPart{RunID: runID, Key: fmt.Sprintf("%s%04d", prefix, n), Data: v[off:min(off+partSize, len(v))], TTL: ttl}
+		p := &countersign.ScriptPart{RunID: runID, Key: fmt.Sprintf("%s%04d", prefix, n), Data: v[off:min(off+partSize, len(v))], TTL: ttl}
 		if err := s.Store.PutScriptPart(ctx, p); err != nil {
 			return 0, fmt.Errorf("journal part %s: %w", p.Key, err)
 		}
@@ -207,7 +207,7 @@ func (s *Service) loadParts(ctx context.Context, runID, prefix string, n int) (j
 }
 
 // valueOf is a journaled call's value, from its record or its parts.
-func (s *Service) valueOf(ctx context.Context, r *store.ScriptCall) (json.RawMessage, error) {
+func (s *Service) valueOf(ctx context.Context, r *countersign.ScriptCall) (json.RawMessage, error) {
 	if r.ValueParts == 0 {
 		if len(r.Value) == 0 {
 			return json.RawMessage("null"), nil
@@ -218,7 +218,7 @@ func (s *Service) valueOf(ctx context.Context, r *store.ScriptCall) (json.RawMes
 }
 
 // saveResult puts the script's result on the run, in parts when large.
-func (s *Service) saveResult(ctx context.Context, run *store.ScriptRun, v json.RawMessage) error {
+func (s *Service) saveResult(ctx context.Context, run *countersign.ScriptRun, v json.RawMessage) error {
 	if len(v) <= maxInline {
 		run.Result, run.ResultParts = v, 0
 		return nil
@@ -232,7 +232,7 @@ func (s *Service) saveResult(ctx context.Context, run *store.ScriptRun, v json.R
 }
 
 // resultOf is the run's result.
-func (s *Service) resultOf(ctx context.Context, run *store.ScriptRun) (json.RawMessage, error) {
+func (s *Service) resultOf(ctx context.Context, run *countersign.ScriptRun) (json.RawMessage, error) {
 	if run.ResultParts == 0 {
 		return run.Result, nil
 	}

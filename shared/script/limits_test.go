@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/script"
-	"github.com/countersign/countersign/shared/store"
 )
 
 // TestFailures: every way a script fails is answered with a code, a reason
@@ -278,7 +278,7 @@ const r = call('crm', 'DELETE', '/contacts/' + id);
 	path := res.Calls[0].Path
 	e.decide(t, res.Confirmation.ID, true, nil)
 	c, err := e.svc.Rerun(e.ctx, res.Confirmation.ID)
-	if err != nil || c.Status != store.StatusExecuted {
+	if err != nil || c.Status != countersign.StatusExecuted {
 		t.Fatalf("rerun %v %v", c, err)
 	}
 	if n := e.up.count("DELETE " + path); n != 1 {

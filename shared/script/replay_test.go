@@ -11,9 +11,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/script"
-	"github.com/countersign/countersign/shared/store"
 )
 
 // TestDivergence: a script that makes another call (or the same call with
@@ -45,7 +45,7 @@ d`, "call 2 differs from the first run: it was GET /contacts/2 (crm), now it is 
 				t.Fatalf("rerun: %v", err)
 			}
 			// The approved delete came before the divergence: it ran, once.
-			if c.Status != store.StatusPartiallyExecuted || c.Result != nil {
+			if c.Status != countersign.StatusPartiallyExecuted || c.Result != nil {
 				t.Errorf("batch %s with result %s, want partially_executed and none", c.Status, c.Result)
 			}
 			if _, err := e.svc.Rerun(e.ctx, id); err != nil {
@@ -116,7 +116,7 @@ func TestRerunOutcomeUnknown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Status != store.StatusFailed {
+	if c.Status != countersign.StatusFailed {
 		t.Errorf("batch %s, want failed", c.Status)
 	}
 	out, err := e.svc.Describe(e.ctx, c)
@@ -139,7 +139,7 @@ func TestConcurrentReruns(t *testing.T) {
 	for range 8 {
 		wg.Go(func() {
 			c, err := e.svc.Rerun(e.ctx, id)
-			if err != nil || c.Status != store.StatusExecuted {
+			if err != nil || c.Status != countersign.StatusExecuted {
 				t.Errorf("rerun: %v, %v", c, err)
 			}
 		})
@@ -176,7 +176,7 @@ const d = call('crm', 'DELETE', '/contacts/1');
 	}
 	e.decide(t, id, true, nil)
 	c, err := e.svc.Rerun(e.ctx, id)
-	if err != nil || c.Status != store.StatusExecuted {
+	if err != nil || c.Status != countersign.StatusExecuted {
 		out, _ := e.svc.Describe(e.ctx, c)
 		t.Fatalf("rerun %v %v: %+v", c.Status, err, out.Error)
 	}
@@ -225,7 +225,7 @@ func TestRerunCancelled(t *testing.T) {
 		t.Fatal("a cancelled run reported success")
 	}
 	run, err := e.st.GetScriptRun(e.ctx, id)
-	if err != nil || run.Status != store.ScriptPending || run.Owner != "" {
+	if err != nil || run.Status != countersign.ScriptPending || run.Owner != "" {
 		t.Fatalf("journal after the cancelled run: %+v, %v", run, err)
 	}
 	if n := e.up.count("DELETE /contacts/2"); n != 0 {
@@ -235,7 +235,7 @@ func TestRerunCancelled(t *testing.T) {
 	e.up.hold = ""
 	e.up.mu.Unlock()
 	c, err := e.svc.Rerun(e.ctx, id)
-	if err != nil || c.Status != store.StatusExecuted || string(c.Result) != `"done"` {
+	if err != nil || c.Status != countersign.StatusExecuted || string(c.Result) != `"done"` {
 		t.Fatalf("rerun: %+v, %v", c, err)
 	}
 	if a, b := e.up.count("DELETE /contacts/1"), e.up.count("DELETE /contacts/2"); a != 1 || b != 1 {

@@ -7,10 +7,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/notify"
 	"github.com/countersign/countersign/shared/script"
-	"github.com/countersign/countersign/shared/store"
 )
 
 func TestCompleted(t *testing.T) {
@@ -63,7 +63,7 @@ console.log(JSON.stringify(d1));
 		t.Fatalf("first run states (-want +got):\n%s", diff)
 	}
 	conf := res.Confirmation
-	if conf.Kind != store.KindScript || len(conf.Operations) != 2 || conf.Operations[0].Path != "/contacts/1" || conf.Operations[1].Path != "/contacts/2" {
+	if conf.Kind != countersign.KindScript || len(conf.Operations) != 2 || conf.Operations[0].Path != "/contacts/1" || conf.Operations[1].Path != "/contacts/2" {
 		t.Fatalf("batch %+v", conf)
 	}
 	if *res.Calls[3].Operation != 1 || res.Calls[4].Operation != nil || !strings.Contains(string(res.Calls[4].Response), `"code":"review_required"`) {
@@ -90,7 +90,7 @@ console.log(JSON.stringify(d1));
 		if err != nil {
 			t.Fatalf("rerun: %v", err)
 		}
-		if got.Status != store.StatusExecuted {
+		if got.Status != countersign.StatusExecuted {
 			t.Errorf("batch status %s, want executed", got.Status)
 		}
 	}
@@ -119,7 +119,7 @@ console.log(JSON.stringify(d1));
 	if diff := cmp.Diff([]string{"replayed", "replayed", "ran", "rejected", "denied"}, states(done.Calls)); diff != "" {
 		t.Errorf("states after approval (-want +got):\n%s", diff)
 	}
-	if done.Effective != store.StatusExecuted || string(done.Confirmation.Result) != string(done.Value) {
+	if done.Effective != countersign.StatusExecuted || string(done.Confirmation.Result) != string(done.Value) {
 		t.Errorf("confirmation %s with result %s", done.Effective, done.Confirmation.Result)
 	}
 	out, err := e.svc.Describe(e.ctx, done.Confirmation)

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/calls"
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/fault"
@@ -22,13 +23,13 @@ import (
 
 // Store keeps scripts' journals (store/embedded and store/dynamostore).
 type Store interface {
-	CreateScriptRun(ctx context.Context, r *store.ScriptRun) error
-	GetScriptRun(ctx context.Context, id string) (*store.ScriptRun, error)
-	UpdateScriptRun(ctx context.Context, r *store.ScriptRun) error
-	PutScriptCall(ctx context.Context, c *store.ScriptCall) error
-	ScriptCalls(ctx context.Context, runID string) ([]*store.ScriptCall, error)
-	PutScriptPart(ctx context.Context, p *store.ScriptPart) error
-	ScriptParts(ctx context.Context, runID, prefix string) ([]*store.ScriptPart, error)
+	CreateScriptRun(ctx context.Context, r *countersign.ScriptRun) error
+	GetScriptRun(ctx context.Context, id string) (*countersign.ScriptRun, error)
+	UpdateScriptRun(ctx context.Context, r *countersign.ScriptRun) error
+	PutScriptCall(ctx context.Context, c *countersign.ScriptCall) error
+	ScriptCalls(ctx context.Context, runID string) ([]*countersign.ScriptCall, error)
+	PutScriptPart(ctx context.Context, p *countersign.ScriptPart) error
+	ScriptParts(ctx context.Context, runID, prefix string) ([]*countersign.ScriptPart, error)
 }
 
 // Service runs scripts. Calls and Store are required.
@@ -130,8 +131,8 @@ type Result struct {
 	Logs []string
 	// Confirmation is the batch (ConfirmationRequired, or the finished
 	// batch of a resubmission); Effective its status by the clock.
-	Confirmation *store.Confirmation
-	Effective    store.Status
+	Confirmation *countersign.Confirmation
+	Effective    countersign.Status
 	// Unasked counts the calls denied to the script because the surface
 	// could ask nobody (Request.CannotAsk).
 	Unasked int
@@ -191,7 +192,7 @@ func (s *Service) lease() time.Duration {
 // script are *Error; anything else carries a fault code (invalid_request,
 // unknown_confirmation, confirmation_mismatch, confirmation_pending,
 // confirmation_rejected, confirmation_expired, internal).
-func (s *Service) Run(ctx context.Context, cred *store.Credential, r Request) (*Result, error) {
+func (s *Service) Run(ctx context.Context, cred *countersign.Credential, r Request) (*Result, error) {
 	limits := s.limits()
 	switch {
 	case strings.TrimSpace(r.Source) == "":
@@ -207,7 +208,7 @@ func (s *Service) Run(ctx context.Context, cred *store.Credential, r Request) (*
 
 // first is a script's first run: calls are decided; those that need
 // confirmation are collected into one batch.
-func (s *Service) first(ctx context.Context, cred *store.Credential, r Request, limits Limits) (*Result, error) {
+func (s *Service) first(ctx context.Context, cred *countersign.Credential, r Request, limits Limits) (*Result, error) {
 	src := r.Source
 	prg, f := programs.compile(src)
 	if f != nil {
@@ -272,7 +273,7 @@ func (s *Service) failed(ctx context.Context, credential, confirmation string, f
 // collected is a call collected into the batch.
 type collected struct {
 	index  int
-	op     store.Operation
+	op     countersign.Operation
 	reason string
 }
 
@@ -289,7 +290,7 @@ type firstRun struct {
 // decide is call() in a first run: the pipeline decides, and a call that
 // needs confirmation is collected instead of paused (or denied, when the
 // surface can ask nobody about it).
-func (s *Service) decide(ctx context.Context, cred *store.Credential, c *calls.Call, pos int, fr *firstRun) (*entry, *failure) {
+func (s *Service) decide(ctx context.Context, cred *countersign.Credential, c *calls.Call, pos int, fr *firstRun) (*entry, *failure) {
 	// The binding is computed only if the journal is stored (pause): a
 	// script that collects nothing hashes nothing.
 	e := &entry{index: pos, call: Call{Connection: c.Connection, Method: c.Method, Path: c.Path}, req: c}
@@ -303,24 +304,24 @@ func (s *Service) decide(ctx context.Context, cred *store.Credential, c *calls.C
 		if fault.CodeOf(err) == fault.Internal {
 			return nil, internalFailure(err, "a call could not be made: the gateway could not read or write its records")
 		}
-		e.set(store.ScriptCallRan, StateRan, errorValue(err))
+		e.set(countersign.ScriptCallRan, StateRan, errorValue(err))
 		return e, nil
 	}
 	switch res.Outcome {
 	case calls.Executed:
-		e.set(store.ScriptCallRan, StateRan, ranValue(outcomeOf(res.Response), res.Notice, res.Decision.Reason))
+		e.set(countersign.ScriptCallRan, StateRan, ranValue(outcomeOf(res.Response), res.Notice, res.Decision.Reason))
 	case calls.Collected:
 		e.binding = res.Operation.Binding
 		k := len(fr.batch)
 		fr.batch = append(fr.batch, &collected{index: k, op: res.Operation, reason: res.Decision.Reason})
 		e.op = fr.batch[k]
 		e.call.Operation = &k
-		e.set(store.ScriptCallPending, StatePending, pendingValue)
+		e.set(countersign.ScriptCallPending, StatePending, pendingValue)
 	default:
 		if o.Pause == calls.PauseRefuse && res.Decision.Outcome == policy.Pause {
 			fr.unasked++
 		}
-		e.set(store.ScriptCallDenied, StateDenied, deniedValue(res.Code, res.Reason))
+		e.set(countersign.ScriptCallDenied, StateDenied, deniedValue(res.Code, res.Reason))
 	}
 	return e, nil
 }
@@ -334,9 +335,9 @@ func (s *Service) outOfBandOnly(connection string) bool {
 
 // pause stores the journal and creates the batch confirmation; the
 // workflow notifies the approvers.
-func (s *Service) pause(ctx context.Context, cred *store.Credential, asker *store.Asker, src string, seed uint64, start time.Time,
-	entries []*entry, batch []*collected, logs []string) (*store.Confirmation, error) {
-	ops := make([]store.Operation, len(batch))
+func (s *Service) pause(ctx context.Context, cred *countersign.Credential, asker *countersign.Asker, src string, seed uint64, start time.Time,
+	entries []*entry, batch []*collected, logs []string) (*countersign.Confirmation, error) {
+	ops := make([]countersign.Operation, len(batch))
 	size := 0
 	for i, b := range batch {
 		ops[i] = b.op
@@ -348,7 +349,7 @@ func (s *Service) pause(ctx context.Context, cred *store.Credential, asker *stor
 	}
 	// The batch counts against the credential's pending confirmations,
 	// as every confirmation does.
-	if err := s.Calls.Reserve(ctx, cred, store.KindScript); err != nil {
+	if err := s.Calls.Reserve(ctx, cred, countersign.KindScript); err != nil {
 		return nil, err
 	}
 	id := confirm.NewID()
@@ -371,8 +372,8 @@ func (s *Service) pause(ctx context.Context, cred *store.Credential, asker *stor
 	}
 	snapshot := *cred
 	snapshot.KeyHash, snapshot.LastClient = "", nil
-	run := &store.ScriptRun{ID: id, Credential: snapshot, Source: src, SourceHash: sourceHash(src), Seed: int64(seed), StartedAt: start,
-		Status: store.ScriptPending, Logs: logs, Reached: len(entries), CreatedAt: now, TTL: ttl}
+	run := &countersign.ScriptRun{ID: id, Credential: snapshot, Source: src, SourceHash: sourceHash(src), Seed: int64(seed), StartedAt: start,
+		Status: countersign.ScriptPending, Logs: logs, Reached: len(entries), CreatedAt: now, TTL: ttl}
 	if err := s.Store.CreateScriptRun(ctx, run); err != nil {
 		return nil, fault.Wrap(err, "the script's journal could not be stored")
 	}
@@ -380,7 +381,7 @@ func (s *Service) pause(ctx context.Context, cred *store.Credential, asker *stor
 	if len(batch) > 1 {
 		reason = fmt.Sprintf("a script made %d calls that require confirmation", len(batch))
 	}
-	conf, err := s.Calls.Confirm.Create(ctx, confirm.Request{ID: id, Kind: store.KindScript, Credential: cred.ID, Reason: reason, Asker: asker, Operations: ops})
+	conf, err := s.Calls.Confirm.Create(ctx, confirm.Request{ID: id, Kind: countersign.KindScript, Credential: cred.ID, Reason: reason, Asker: asker, Operations: ops})
 	if err != nil {
 		return nil, fault.Wrap(err, "the confirmation could not be created")
 	}
@@ -390,13 +391,13 @@ func (s *Service) pause(ctx context.Context, cred *store.Credential, asker *stor
 
 // resume answers a resubmission: the batch's state, and the outcome of its
 // run after approval once it ended. It runs nothing.
-func (s *Service) resume(ctx context.Context, cred *store.Credential, r Request) (*Result, error) {
+func (s *Service) resume(ctx context.Context, cred *countersign.Credential, r Request) (*Result, error) {
 	st, err := s.Calls.Confirmation(ctx, cred, r.ConfirmationID, calls.WaitOptions{})
 	if err != nil {
 		return nil, err
 	}
 	conf := st.Confirmation
-	if conf.Kind != store.KindScript {
+	if conf.Kind != countersign.KindScript {
 		return nil, fault.Errorf(fault.ConfirmationMismatch, "confirmation %s is not a script's", conf.ID)
 	}
 	run, err := s.Store.GetScriptRun(ctx, conf.ID)
@@ -411,18 +412,18 @@ func (s *Service) resume(ctx context.Context, cred *store.Credential, r Request)
 		return nil, err
 	}
 	switch run.Status {
-	case store.ScriptCompleted:
+	case countersign.ScriptCompleted:
 		return &Result{Status: Completed, Value: out.Value, Calls: out.Calls, Logs: out.Logs, Confirmation: conf, Effective: st.Effective}, nil
-	case store.ScriptFailed:
+	case countersign.ScriptFailed:
 		e := run.Error
 		return nil, &Error{Code: fault.Code(e.Code), Reason: e.Reason, Line: e.Line, Column: e.Column, Calls: out.Calls, Logs: out.Logs}
 	}
 	switch st.Effective {
-	case store.StatusPending:
+	case countersign.StatusPending:
 		return &Result{Status: ConfirmationRequired, Calls: out.Calls, Logs: out.Logs, Confirmation: conf, Effective: st.Effective}, nil
-	case store.StatusRejected:
+	case countersign.StatusRejected:
 		return nil, fault.Errorf(fault.ConfirmationRejected, "confirmation %s was rejected: none of its calls ran", conf.ID)
-	case store.StatusExpired:
+	case countersign.StatusExpired:
 		return nil, fault.Errorf(fault.ConfirmationExpired, "confirmation %s expired before anyone decided: submit the script again", conf.ID)
 	}
 	return nil, &fault.Error{Code: fault.ConfirmationPending, RetryAfter: 1,
@@ -435,7 +436,7 @@ type Outcome struct {
 	// completed (null for undefined).
 	Value json.RawMessage
 	// Error is why the run after approval failed.
-	Error *store.ScriptError
+	Error *countersign.ScriptError
 	// Calls are the calls of the last run that ended (the first run's
 	// until the run after approval ends).
 	Calls []Call
@@ -443,7 +444,7 @@ type Outcome struct {
 }
 
 // Describe returns the script of a script batch, for its status.
-func (s *Service) Describe(ctx context.Context, conf *store.Confirmation) (*Outcome, error) {
+func (s *Service) Describe(ctx context.Context, conf *countersign.Confirmation) (*Outcome, error) {
 	run, err := s.Store.GetScriptRun(ctx, conf.ID)
 	if err != nil {
 		return nil, fault.Wrap(err, "the script's journal could not be read")
@@ -451,13 +452,13 @@ func (s *Service) Describe(ctx context.Context, conf *store.Confirmation) (*Outc
 	return s.outcome(ctx, run)
 }
 
-func (s *Service) outcome(ctx context.Context, run *store.ScriptRun) (*Outcome, error) {
+func (s *Service) outcome(ctx context.Context, run *countersign.ScriptRun) (*Outcome, error) {
 	recs, err := s.Store.ScriptCalls(ctx, run.ID)
 	if err != nil {
 		return nil, fault.Wrap(err, "the script's journal could not be read")
 	}
 	out := &Outcome{Logs: run.Logs, Error: run.Error}
-	finished := run.Status == store.ScriptCompleted || run.Status == store.ScriptFailed
+	finished := run.Status == countersign.ScriptCompleted || run.Status == countersign.ScriptFailed
 	for _, r := range recs {
 		if r.Index >= run.Reached {
 			break
@@ -465,7 +466,7 @@ func (s *Service) outcome(ctx context.Context, run *store.ScriptRun) (*Outcome, 
 		out.Calls = append(out.Calls, viewOf(r, finished))
 	}
 	out.Calls = bounded(out.Calls)
-	if run.Status == store.ScriptCompleted {
+	if run.Status == countersign.ScriptCompleted {
 		if out.Value, err = s.resultOf(ctx, run); err != nil {
 			return nil, fault.Wrap(err, "the script's result could not be read")
 		}
@@ -480,7 +481,7 @@ func (s *Service) outcome(ctx context.Context, run *store.ScriptRun) (*Outcome, 
 
 // viewOf shows a journaled call; after the run after approval, calls of
 // the first run that ran are replayed.
-func viewOf(r *store.ScriptCall, afterApproval bool) Call {
+func viewOf(r *countersign.ScriptCall, afterApproval bool) Call {
 	c := Call{Connection: r.Connection, Method: r.Method, Path: r.Path, Response: listed(r.Value)}
 	if r.ValueParts > 0 {
 		c.Response = json.RawMessage(`{"truncated":true}`)
@@ -490,14 +491,14 @@ func viewOf(r *store.ScriptCall, afterApproval bool) Call {
 		c.Operation = &k
 	}
 	switch r.State {
-	case store.ScriptCallRan:
+	case countersign.ScriptCallRan:
 		c.State = StateRan
 		if afterApproval && !r.Rerun {
 			c.State = StateReplayed
 		}
-	case store.ScriptCallRejected:
+	case countersign.ScriptCallRejected:
 		c.State = StateRejected
-	case store.ScriptCallDenied:
+	case countersign.ScriptCallDenied:
 		c.State = StateDenied
 	default:
 		c.State = StatePending
@@ -516,19 +517,19 @@ func sourceHash(src string) string {
 // the script. It stores the script's result or failure on the journal and
 // the confirmation, and announces confirmation.executed. A retried or
 // concurrent Rerun replays what is stored and runs nothing twice.
-func (s *Service) Rerun(ctx context.Context, id string) (*store.Confirmation, error) {
+func (s *Service) Rerun(ctx context.Context, id string) (*countersign.Confirmation, error) {
 	conf, err := s.Calls.Confirm.Get(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	if conf.Kind != store.KindScript {
+	if conf.Kind != countersign.KindScript {
 		return conf, fault.Errorf(fault.ConfirmationMismatch, "confirmation %s is not a script batch", id)
 	}
 	switch confirm.Effective(conf, s.now()) {
-	case store.StatusApproved, store.StatusRedeemed, store.StatusExecuted, store.StatusPartiallyExecuted, store.StatusFailed:
-	case store.StatusRejected:
+	case countersign.StatusApproved, countersign.StatusRedeemed, countersign.StatusExecuted, countersign.StatusPartiallyExecuted, countersign.StatusFailed:
+	case countersign.StatusRejected:
 		return conf, fault.Errorf(fault.ConfirmationRejected, "confirmation %s was rejected", id)
-	case store.StatusExpired:
+	case countersign.StatusExpired:
 		return conf, fault.Errorf(fault.ConfirmationExpired, "confirmation %s expired", id)
 	default:
 		return conf, fault.Errorf(fault.ConfirmationPending, "confirmation %s is waiting for a person", id)
@@ -575,7 +576,7 @@ func (s *Service) Rerun(ctx context.Context, id string) (*store.Confirmation, er
 // acquire takes the journal for this run (owner is its new owner), waiting
 // while another live run holds it; an empty owner means the run after
 // approval already ended.
-func (s *Service) acquire(ctx context.Context, id string) (*store.ScriptRun, string, error) {
+func (s *Service) acquire(ctx context.Context, id string) (*countersign.ScriptRun, string, error) {
 	owner := "run_" + strings.TrimPrefix(confirm.NewID(), "cf_")
 	giveUp := s.now().Add(s.lease() + 10*time.Second)
 	for {
@@ -584,9 +585,9 @@ func (s *Service) acquire(ctx context.Context, id string) (*store.ScriptRun, str
 			return nil, "", fmt.Errorf("rerun %s: the script's journal: %w", id, err)
 		}
 		switch run.Status {
-		case store.ScriptCompleted, store.ScriptFailed:
+		case countersign.ScriptCompleted, countersign.ScriptFailed:
 			return run, "", nil
-		case store.ScriptRunning:
+		case countersign.ScriptRunning:
 			if run.LeaseUntil != nil && s.now().Before(*run.LeaseUntil) {
 				if s.now().After(giveUp) {
 					return nil, "", fault.Errorf(fault.ConfirmationPending, "rerun %s: another run holds the script until %s", id, run.LeaseUntil.Format(time.RFC3339))
@@ -600,7 +601,7 @@ func (s *Service) acquire(ctx context.Context, id string) (*store.ScriptRun, str
 			}
 		}
 		until := s.now().Add(s.lease())
-		run.Status, run.Owner, run.LeaseUntil = store.ScriptRunning, owner, &until
+		run.Status, run.Owner, run.LeaseUntil = countersign.ScriptRunning, owner, &until
 		run.Attempts++
 		err = s.Store.UpdateScriptRun(ctx, run)
 		if errors.Is(err, store.ErrConflict) {
@@ -614,22 +615,22 @@ func (s *Service) acquire(ctx context.Context, id string) (*store.ScriptRun, str
 }
 
 // release gives the journal back without deciding anything.
-func (s *Service) release(ctx context.Context, run *store.ScriptRun) {
-	run.Status, run.Owner, run.LeaseUntil = store.ScriptPending, "", nil
+func (s *Service) release(ctx context.Context, run *countersign.ScriptRun) {
+	run.Status, run.Owner, run.LeaseUntil = countersign.ScriptPending, "", nil
 	if err := s.Store.UpdateScriptRun(context.WithoutCancel(ctx), run); err != nil {
 		s.logger().WarnContext(ctx, "script journal not released: another run takes it over when its lease ends", "confirmation", run.ID, "error", err)
 	}
 }
 
 // record stores how the run after approval ended, then finishes the batch.
-func (s *Service) record(ctx context.Context, run *store.ScriptRun, value json.RawMessage, f *failure, entries []*entry, logs []string) (*store.Confirmation, error) {
+func (s *Service) record(ctx context.Context, run *countersign.ScriptRun, value json.RawMessage, f *failure, entries []*entry, logs []string) (*countersign.Confirmation, error) {
 	ctx = context.WithoutCancel(ctx)
 	now := s.now()
-	run.Status, run.Owner, run.LeaseUntil, run.FinishedAt = store.ScriptCompleted, "", nil, &now
+	run.Status, run.Owner, run.LeaseUntil, run.FinishedAt = countersign.ScriptCompleted, "", nil, &now
 	run.Logs, run.Reached = logs, len(entries)
 	if f != nil {
-		run.Status = store.ScriptFailed
-		run.Error = &store.ScriptError{Code: string(f.code), Reason: f.text(), Line: f.line, Column: f.column}
+		run.Status = countersign.ScriptFailed
+		run.Error = &countersign.ScriptError{Code: string(f.code), Reason: f.text(), Line: f.line, Column: f.column}
 	} else if err := s.saveResult(ctx, run, value); err != nil {
 		s.release(ctx, run)
 		return nil, fmt.Errorf("rerun %s: store the result: %w", run.ID, err)
@@ -643,13 +644,13 @@ func (s *Service) record(ctx context.Context, run *store.ScriptRun, value json.R
 
 // finish records the script's end on the confirmation (once) and
 // announces it.
-func (s *Service) finish(ctx context.Context, run *store.ScriptRun) (*store.Confirmation, error) {
+func (s *Service) finish(ctx context.Context, run *countersign.ScriptRun) (*countersign.Confirmation, error) {
 	before, err := s.Calls.Confirm.Get(ctx, run.ID)
 	if err != nil {
 		return nil, err
 	}
 	var result json.RawMessage
-	if run.Status == store.ScriptCompleted {
+	if run.Status == countersign.ScriptCompleted {
 		if result, err = s.resultOf(ctx, run); err != nil {
 			return before, fmt.Errorf("finish %s: %w", run.ID, err)
 		}
@@ -657,7 +658,7 @@ func (s *Service) finish(ctx context.Context, run *store.ScriptRun) (*store.Conf
 			result = json.RawMessage(fmt.Sprintf(`{"truncated":true,"bytes":%d}`, len(result)))
 		}
 	}
-	c, err := s.Calls.Confirm.FinishScript(ctx, run.ID, result, run.Status == store.ScriptFailed)
+	c, err := s.Calls.Confirm.FinishScript(ctx, run.ID, result, run.Status == countersign.ScriptFailed)
 	if err != nil {
 		return c, err
 	}
@@ -676,8 +677,8 @@ func (s *Service) finish(ctx context.Context, run *store.ScriptRun) (*store.Conf
 type replay struct {
 	svc     *Service
 	ctx     context.Context
-	run     *store.ScriptRun
-	journal []*store.ScriptCall
+	run     *countersign.ScriptRun
+	journal []*countersign.ScriptCall
 }
 
 func (r *replay) act(c *calls.Call, pos int) (*entry, *failure) {
@@ -698,14 +699,14 @@ func (r *replay) act(c *calls.Call, pos int) (*entry, *failure) {
 	}
 	e := entryOf(rec)
 	switch rec.State {
-	case store.ScriptCallRan, store.ScriptCallDenied, store.ScriptCallRejected:
+	case countersign.ScriptCallRan, countersign.ScriptCallDenied, countersign.ScriptCallRejected:
 		v, err := s.valueOf(ctx, rec)
 		if err != nil {
 			return nil, internalFailure(err, "the script's journal could not be read")
 		}
 		e.value = v
 		return e, nil
-	case store.ScriptCallClaimed:
+	case countersign.ScriptCallClaimed:
 		return nil, &failure{code: fault.OutcomeUnknown, reason: fmt.Sprintf(
 			"call %d (%s %s) was started by an earlier run that stopped before it recorded the outcome; it is not run again", pos+1, c.Method, c.Path)}
 	}
@@ -715,12 +716,12 @@ func (r *replay) act(c *calls.Call, pos int) (*entry, *failure) {
 	case err == nil:
 		if !replayed {
 			s.Calls.AuditScriptOperation(ctx, cred.ID, run.ID, rec.Operation,
-				store.Operation{Connection: rec.Connection, Method: rec.Method, Path: rec.Path, Binding: rec.Binding}, out)
+				countersign.Operation{Connection: rec.Connection, Method: rec.Method, Path: rec.Path, Binding: rec.Binding}, out)
 		}
-		e.set(store.ScriptCallRan, StateRan, ranValue(out, false, ""))
+		e.set(countersign.ScriptCallRan, StateRan, ranValue(out, false, ""))
 		e.rerun = true
 	case code == fault.ConfirmationRejected:
-		e.set(store.ScriptCallRejected, StateRejected, rejectedValue)
+		e.set(countersign.ScriptCallRejected, StateRejected, rejectedValue)
 	case code == fault.OutcomeUnknown:
 		return nil, &failure{code: fault.OutcomeUnknown, reason: fmt.Sprintf("call %d (%s %s): %s", pos+1, c.Method, c.Path, fault.ReasonOf(err))}
 	default:
@@ -738,7 +739,7 @@ func (r *replay) act(c *calls.Call, pos int) (*entry, *failure) {
 // first run's calls were put to the approver.
 func (r *replay) extend(ctx context.Context, c *calls.Call, pos int, binding string) (*entry, *failure) {
 	s, run := r.svc, r.run
-	e := &entry{index: pos, call: Call{Connection: c.Connection, Method: c.Method, Path: c.Path}, binding: binding, state: string(store.ScriptCallClaimed), rerun: true}
+	e := &entry{index: pos, call: Call{Connection: c.Connection, Method: c.Method, Path: c.Path}, binding: binding, state: string(countersign.ScriptCallClaimed), rerun: true}
 	e.call.Response = json.RawMessage("null")
 	if err := s.saveCall(ctx, run.ID, run.TTL, e); err != nil {
 		return nil, internalFailure(err, "the script's journal could not be written")
@@ -748,14 +749,14 @@ func (r *replay) extend(ctx context.Context, c *calls.Call, pos int, binding str
 	case err != nil && fault.CodeOf(err) == fault.Internal:
 		return nil, internalFailure(err, "a call could not be made: the gateway could not read or write its records")
 	case err != nil:
-		e.set(store.ScriptCallRan, StateRan, errorValue(err))
+		e.set(countersign.ScriptCallRan, StateRan, errorValue(err))
 	case res.Outcome == calls.Executed:
-		e.set(store.ScriptCallRan, StateRan, ranValue(outcomeOf(res.Response), res.Notice, res.Decision.Reason))
+		e.set(countersign.ScriptCallRan, StateRan, ranValue(outcomeOf(res.Response), res.Notice, res.Decision.Reason))
 	case res.Outcome == calls.Collected:
-		e.set(store.ScriptCallDenied, StateDenied, deniedValue(fault.RequiresConfirmation,
+		e.set(countersign.ScriptCallDenied, StateDenied, deniedValue(fault.RequiresConfirmation,
 			res.Decision.Reason+", and only the calls of the script's first run were put to the approver: submit the script again to confirm it"))
 	default:
-		e.set(store.ScriptCallDenied, StateDenied, deniedValue(res.Code, res.Reason))
+		e.set(countersign.ScriptCallDenied, StateDenied, deniedValue(res.Code, res.Reason))
 	}
 	if err := s.saveCall(ctx, run.ID, run.TTL, e); err != nil {
 		return nil, internalFailure(err, "the script's journal could not be written")

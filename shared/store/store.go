@@ -2,14 +2,9 @@ package store
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
-	"time"
-	"unicode/utf8"
 
-	"github.com/countersign/countersign/shared/policy"
+	"github.com/countersign/countersign"
 )
 
 // ErrNotFound is returned when a record does not exist.
@@ -34,31 +29,31 @@ var ErrConflict = errors.New("store: conflict")
 // (confirm.Store, calls.Store, app.Store), never this one.
 type Store interface {
 	// PutCredential creates or replaces a credential (keyed by ID, looked up by KeyHash).
-	PutCredential(ctx context.Context, c Credential) error
+	PutCredential(ctx context.Context, c countersign.Credential) error
 	// CredentialByKeyHash returns the credential whose key hashes to keyHash
 	// (lowercase hex SHA-256), or ErrNotFound.
-	CredentialByKeyHash(ctx context.Context, keyHash string) (Credential, error)
+	CredentialByKeyHash(ctx context.Context, keyHash string) (countersign.Credential, error)
 	// SetLastClient records the client last seen with a credential;
 	// ErrNotFound if the credential does not exist (a revoked credential is
 	// never brought back by a late write).
-	SetLastClient(ctx context.Context, credentialID string, c Client) error
+	SetLastClient(ctx context.Context, credentialID string, c countersign.Client) error
 	// CreateCredential stores a new credential; ErrConflict if one with the
 	// same ID exists, which is left as it was (creating never replaces a key).
-	CreateCredential(ctx context.Context, c Credential) error
+	CreateCredential(ctx context.Context, c countersign.Credential) error
 	// GetCredential returns the credential with the ID, or ErrNotFound.
-	GetCredential(ctx context.Context, id string) (Credential, error)
+	GetCredential(ctx context.Context, id string) (countersign.Credential, error)
 	// ListCredentials returns every credential, ordered by ID. It is for the
 	// operator's tools, not the request path: on DynamoDB it scans the table.
-	ListCredentials(ctx context.Context) ([]Credential, error)
+	ListCredentials(ctx context.Context) ([]countersign.Credential, error)
 	// DeleteCredential removes the credential and its key hash, so its key
 	// no longer authenticates from the next lookup on; ErrNotFound if it does
 	// not exist.
 	DeleteCredential(ctx context.Context, id string) error
 
 	// CreateConfirmation stores a new confirmation with Version 1; ErrConflict if the ID exists.
-	CreateConfirmation(ctx context.Context, c *Confirmation) error
+	CreateConfirmation(ctx context.Context, c *countersign.Confirmation) error
 	// GetConfirmation returns the confirmation or ErrNotFound.
-	GetConfirmation(ctx context.Context, id string) (*Confirmation, error)
+	GetConfirmation(ctx context.Context, id string) (*countersign.Confirmation, error)
 	// UpdateConfirmation replaces the record's state only if its stored
 	// Version equals c.Version; on success c.Version is incremented.
 	// ErrConflict otherwise, ErrNotFound if it does not exist. The state is
@@ -68,7 +63,7 @@ type Store interface {
 	// Payload, RawQuery, Negotiation) keep their stored values whatever c holds (on
 	// DynamoDB they are not even written again), and an update with another
 	// number of operations fails.
-	UpdateConfirmation(ctx context.Context, c *Confirmation) error
+	UpdateConfirmation(ctx context.Context, c *countersign.Confirmation) error
 
 	// PutTaskToken stores the workflow's callback token for confirmation id
 	// (the notify task), replacing any earlier one, in a record of its own:
@@ -82,22 +77,22 @@ type Store interface {
 
 	// CreateIdempotency stores a new record with Version 1; ErrConflict if
 	// (Credential, Key) exists and has not expired (an expired one is replaced).
-	CreateIdempotency(ctx context.Context, r *Idempotency) error
+	CreateIdempotency(ctx context.Context, r *countersign.Idempotency) error
 	// GetIdempotency returns the record or ErrNotFound (also when expired).
-	GetIdempotency(ctx context.Context, credentialID, key string) (*Idempotency, error)
+	GetIdempotency(ctx context.Context, credentialID, key string) (*countersign.Idempotency, error)
 	// UpdateIdempotency replaces the record only if its stored Version equals
 	// r.Version; on success r.Version is incremented.
-	UpdateIdempotency(ctx context.Context, r *Idempotency) error
+	UpdateIdempotency(ctx context.Context, r *countersign.Idempotency) error
 
 	// ListConfirmations returns every confirmation not yet deleted (review
 	// items included), oldest CreatedAt first, then by ID. It is for the
 	// operator's page, not the request path: on DynamoDB it scans the table.
-	ListConfirmations(ctx context.Context) ([]*Confirmation, error)
+	ListConfirmations(ctx context.Context) ([]*countersign.Confirmation, error)
 	// ListReviews returns the review items (confirmations of KindReview,
 	// created with CreateConfirmation) in creation order, oldest first, then
 	// by ID. On DynamoDB the list comes from an eventually consistent index:
 	// read an item with GetConfirmation before acting on it.
-	ListReviews(ctx context.Context) ([]*Confirmation, error)
+	ListReviews(ctx context.Context) ([]*countersign.Confirmation, error)
 
 	// AppendAudit stores r at (r.Chain, r.Seq) unless a record is there
 	// (ErrConflict: another writer appended first; read the last record and
@@ -105,490 +100,51 @@ type Store interface {
 	// Expires) unless the head is already at a higher Seq. A record with a
 	// TTL is deleted once it passes (DynamoDB's TTL, the embedded store's
 	// Sweep); a head never is.
-	AppendAudit(ctx context.Context, r *AuditRecord) error
+	AppendAudit(ctx context.Context, r *countersign.AuditRecord) error
 	// LastAudit returns the chain's record with the highest Seq, or ErrNotFound.
-	LastAudit(ctx context.Context, chain string) (*AuditRecord, error)
+	LastAudit(ctx context.Context, chain string) (*countersign.AuditRecord, error)
 	// AuditHead returns the chain's head, or ErrNotFound.
-	AuditHead(ctx context.Context, chain string) (AuditHead, error)
+	AuditHead(ctx context.Context, chain string) (countersign.AuditHead, error)
 	// ListAudit returns the records of q.Chain with Seq above q.After, in
 	// ascending Seq order (descending with q.Newest), at most q.Limit (0:
 	// all of them).
-	ListAudit(ctx context.Context, q AuditQuery) ([]*AuditRecord, error)
+	ListAudit(ctx context.Context, q countersign.AuditQuery) ([]*countersign.AuditRecord, error)
 	// AuditChains returns the name of every chain that has a record or a
 	// head, sorted. It is for the operator's tools: on DynamoDB it scans
 	// the table.
 	AuditChains(ctx context.Context) ([]string, error)
 
 	// GetQuota returns the quota record of key, or ErrNotFound.
-	GetQuota(ctx context.Context, key string) (*Quota, error)
+	GetQuota(ctx context.Context, key string) (*countersign.Quota, error)
 	// PutQuota creates the record when q.Version is 0 (ErrConflict if it
 	// exists), else replaces it only if its stored Version equals
 	// q.Version; on success q.Version is incremented.
-	PutQuota(ctx context.Context, q *Quota) error
+	PutQuota(ctx context.Context, q *countersign.Quota) error
 
 	// CreateScriptRun stores a new script journal header with Version 1;
 	// ErrConflict if the ID exists.
-	CreateScriptRun(ctx context.Context, r *ScriptRun) error
+	CreateScriptRun(ctx context.Context, r *countersign.ScriptRun) error
 	// GetScriptRun returns a script journal header or ErrNotFound.
-	GetScriptRun(ctx context.Context, id string) (*ScriptRun, error)
+	GetScriptRun(ctx context.Context, id string) (*countersign.ScriptRun, error)
 	// UpdateScriptRun replaces the header only if its stored Version equals
 	// r.Version; on success r.Version is incremented. ErrConflict otherwise,
 	// ErrNotFound if it does not exist.
-	UpdateScriptRun(ctx context.Context, r *ScriptRun) error
+	UpdateScriptRun(ctx context.Context, r *countersign.ScriptRun) error
 	// PutScriptCall stores one journaled call. With Version 0 it creates it
 	// (ErrConflict if the run already has a call at c.Index); otherwise it
 	// replaces it only if the stored Version equals c.Version (ErrConflict
 	// otherwise, ErrNotFound if there is none). On success c.Version is
 	// incremented.
-	PutScriptCall(ctx context.Context, c *ScriptCall) error
+	PutScriptCall(ctx context.Context, c *countersign.ScriptCall) error
 	// ScriptCalls returns a run's journaled calls in Index order; a run
 	// without calls has an empty list, not an error.
-	ScriptCalls(ctx context.Context, runID string) ([]*ScriptCall, error)
+	ScriptCalls(ctx context.Context, runID string) ([]*countersign.ScriptCall, error)
 	// PutScriptPart creates or replaces one part of a large journal value.
-	PutScriptPart(ctx context.Context, p *ScriptPart) error
+	PutScriptPart(ctx context.Context, p *countersign.ScriptPart) error
 	// ScriptParts returns the parts of a run whose Key starts with prefix,
 	// in Key order.
-	ScriptParts(ctx context.Context, runID, prefix string) ([]*ScriptPart, error)
+	ScriptParts(ctx context.Context, runID, prefix string) ([]*countersign.ScriptPart, error)
 
 	// Close flushes and releases the store.
 	Close() error
-}
-
-// Credential is a stored credential. The key itself is never stored.
-type Credential struct {
-	ID          string        `json:"id"`
-	KeyHash     string        `json:"key_sha256"`
-	Choice      policy.Choice `json:"choice"`
-	Origin      policy.Origin `json:"origin"`
-	ReadOnly    bool          `json:"read_only"`
-	Connections []string      `json:"connections,omitempty"`
-	Operator    bool          `json:"operator,omitempty"`
-	LastClient  *Client       `json:"last_client,omitempty"`
-}
-
-// Client is a client seen with a credential.
-type Client struct {
-	Name    string    `json:"name"`
-	Version string    `json:"version"`
-	CanAsk  bool      `json:"can_ask"`
-	SeenAt  time.Time `json:"seen_at"`
-}
-
-// Asker is the client that made a confirmation's call, in its own words
-// (bounded by the surface that recorded it).
-type Asker struct {
-	Name    string `json:"name"`
-	Version string `json:"version,omitempty"`
-	CanAsk  bool   `json:"can_ask"`
-}
-
-// Status is the stored status of a confirmation. The effective status also
-// depends on the clock (see confirm.Effective).
-type Status string
-
-// Confirmation statuses (docs/api.md, Confirmation status).
-const (
-	StatusPending           Status = "pending"
-	StatusApproved          Status = "approved"
-	StatusRejected          Status = "rejected"
-	StatusExpired           Status = "expired"
-	StatusRedeemed          Status = "redeemed"
-	StatusExecuted          Status = "executed"
-	StatusPartiallyExecuted Status = "partially_executed"
-	StatusFailed            Status = "failed"
-)
-
-// Kind is what a confirmation covers.
-type Kind string
-
-// Confirmation kinds.
-const (
-	KindCall   Kind = "call"
-	KindScript Kind = "script"
-	// KindReview is a call at the review tier queued for the operators:
-	// its one operation runs only when an operator runs it, exactly once,
-	// through the same claim and outcome as an approved call.
-	KindReview Kind = "review"
-)
-
-// Confirmation is one request for a person's approval.
-type Confirmation struct {
-	ID         string `json:"id"`
-	Kind       Kind   `json:"kind"`
-	Credential string `json:"credential"`
-	Status     Status `json:"status"`
-	// Reason is why the call needs confirmation.
-	Reason string `json:"reason"`
-	// Asker is what the client that made the call said of itself, as it
-	// made it (nil when it said nothing): the approval page shows this
-	// one, never the credential's last client, which another agent
-	// sharing the key may have set since.
-	Asker     *Asker    `json:"asker,omitempty"`
-	CreatedAt time.Time `json:"created_at"`
-	// ExpiresAt ends the wait for a decision.
-	ExpiresAt time.Time `json:"expires_at"`
-	// DecidedAt is when a person approved or rejected; DecidedBy names the approver.
-	DecidedAt *time.Time `json:"decided_at,omitempty"`
-	DecidedBy string     `json:"decided_by,omitempty"`
-	// DecisionReason is the reason an approver gave for a rejection, or an
-	// operator for dismissing a review item; the agent reads it.
-	DecisionReason string `json:"decision_reason,omitempty"`
-	// RedeemBy ends the window in which an approval can be redeemed.
-	RedeemBy   *time.Time  `json:"redeem_by,omitempty"`
-	RedeemedAt *time.Time  `json:"redeemed_at,omitempty"`
-	Operations []Operation `json:"operations"`
-	// GatewayRuns is set when the gateway runs the approved operations
-	// itself instead of waiting for the agent to redeem (the MCP card).
-	GatewayRuns bool `json:"gateway_runs,omitempty"`
-	// Result is a script's stored result (code mode).
-	Result json.RawMessage `json:"result,omitempty"`
-	// Version is the optimistic-concurrency counter; see UpdateConfirmation.
-	Version int64 `json:"version"`
-	// WriteID is a random tag each write of the lifecycle sets, so that a
-	// writer whose answer was lost can tell, by reading the record, whether
-	// its write was applied (confirm.Service).
-	WriteID string `json:"write_id,omitempty"`
-	// TTL is when the store may delete the record (unix seconds).
-	TTL int64 `json:"ttl"`
-}
-
-// Args are a call's arguments, the part of the binding the approver sees.
-type Args struct {
-	Path  map[string]string `json:"path"`
-	Query map[string]any    `json:"query"`
-	Body  json.RawMessage   `json:"body"`
-	// Headers are the request headers the call forwards that bind: the
-	// connection's forward_headers the agent sent, by canonical name
-	// (X-Tenant-Id). Replayed as they are; left out when there are none, so
-	// a call without them binds as before.
-	Headers map[string]string `json:"headers,omitempty"`
-}
-
-// OpState tracks the execution of one operation.
-type OpState string
-
-// Operation execution states: not yet run, claimed by an executor (the
-// upstream call may be in flight), or done with an outcome stored.
-const (
-	OpWaiting OpState = ""
-	OpClaimed OpState = "claimed"
-	OpDone    OpState = "done"
-)
-
-// Operation is one call inside a confirmation.
-type Operation struct {
-	Connection string `json:"connection"`
-	Method     string `json:"method"`
-	Path       string `json:"path"`
-	Endpoint   string `json:"endpoint"`
-	Args       Args   `json:"args"`
-	// Binding is the hex SHA-256 over credential, connection, method,
-	// endpoint and the canonical arguments (canon.Binding).
-	Binding string `json:"binding"`
-	// ContentType is the body's media type as the agent sent it.
-	ContentType string `json:"content_type,omitempty"`
-	// Payload is the body's bytes when Args.Body does not give them back
-	// exactly (text, binary, or JSON with other spacing): replay sends
-	// Payload when set, else Args.Body.
-	Payload []byte `json:"payload,omitempty"`
-	// RawQuery is the query as the agent sent it (REST), replayed as it is.
-	RawQuery string `json:"raw_query,omitempty"`
-	// Negotiation are the content negotiation headers the agent sent
-	// (Accept, Accept-Language): replayed with the operation, not bound.
-	Negotiation map[string]string `json:"negotiation,omitempty"`
-	Selected    bool              `json:"selected"`
-	State       OpState           `json:"state,omitempty"`
-	Outcome     *Outcome          `json:"outcome,omitempty"`
-}
-
-// Body returns the bytes to send upstream when the operation is replayed:
-// Payload when set, else the JSON of Args.Body, nil for no body.
-func (op *Operation) Body() []byte {
-	if op.Payload != nil {
-		return op.Payload
-	}
-	if len(op.Args.Body) == 0 || string(op.Args.Body) == "null" {
-		return nil
-	}
-	return op.Args.Body
-}
-
-// Outcome is the stored result of an upstream call.
-type Outcome struct {
-	Status  int               `json:"status"`
-	Headers map[string]string `json:"headers,omitempty"`
-	Body    json.RawMessage   `json:"body,omitempty"`
-	// Error is set when the upstream could not be reached.
-	Error string `json:"error,omitempty"`
-	// Truncated is set when Body holds only the beginning of the answer
-	// (as a JSON string), so the record fits a store item; BodyBytes and
-	// BodySHA256 then describe the whole body.
-	Truncated  bool   `json:"truncated,omitempty"`
-	BodyBytes  int    `json:"body_bytes,omitempty"`
-	BodySHA256 string `json:"body_sha256,omitempty"`
-}
-
-// Bounded returns o with a body of at most max bytes: a longer one is cut
-// (at a UTF-8 boundary), kept as a JSON string, and marked Truncated with
-// the whole body's length and SHA-256.
-func (o Outcome) Bounded(max int) Outcome {
-	if len(o.Body) <= max {
-		return o
-	}
-	sum := sha256.Sum256(o.Body)
-	o.Truncated, o.BodyBytes, o.BodySHA256 = true, len(o.Body), hex.EncodeToString(sum[:])
-	n := max
-	for {
-		cut := o.Body[:n]
-		for len(cut) > 0 && !utf8.Valid(cut) {
-			cut = cut[:len(cut)-1]
-		}
-		b, _ := json.Marshal(string(cut))
-		if len(b) <= max || n == 0 {
-			o.Body = b
-			return o
-		}
-		n = n * max / len(b) // escapes made it longer: cut more
-	}
-}
-
-// Idempotency remembers an agent's call under its Idempotency-Key.
-type Idempotency struct {
-	Credential string `json:"credential"`
-	Key        string `json:"key"`
-	// RequestHash identifies the call; the same key with another call is refused.
-	RequestHash string            `json:"request_hash"`
-	Done        bool              `json:"done"`
-	Status      int               `json:"status,omitempty"`
-	Headers     map[string]string `json:"headers,omitempty"`
-	Body        []byte            `json:"body,omitempty"`
-	CreatedAt   time.Time         `json:"created_at"`
-	ExpiresAt   time.Time         `json:"expires_at"`
-	Version     int64             `json:"version"`
-}
-
-// Quota counts the recent uses of one per-credential limit, e.g. the
-// confirmations a credential created that may still be pending. Changed
-// only by conditional writes on Version.
-type Quota struct {
-	Key string `json:"key"`
-	// Until holds, for each use still counted, when it stops counting.
-	Until   []time.Time `json:"until"`
-	Version int64       `json:"version"`
-	// TTL is when the store may delete the record (unix seconds).
-	TTL int64 `json:"ttl"`
-}
-
-// AuditRecord is one entry of the audit trail: who did what, when, under
-// which rule, to which bound operation, with what outcome. Records form
-// chains (one per credential, and "system"): each carries the SHA-256 of
-// the previous record of its chain (Prev) and of itself (Hash), computed by
-// package audit. Optional fields are omitted from the JSON when empty, so
-// adding one later does not change the hash of older records.
-type AuditRecord struct {
-	Chain string    `json:"chain"`
-	Seq   int64     `json:"seq"`
-	At    time.Time `json:"at"`
-	// Actor is who acted: a credential id, "approver:<name>",
-	// "operator:<credential id>", "cli" or "system".
-	Actor string `json:"actor"`
-	// Action is what happened, e.g. "call.denied", "confirmation.approved".
-	Action string `json:"action"`
-	// Subject names what it happened to: a confirmation or review id, a
-	// credential id, a configuration digest.
-	Subject    string `json:"subject,omitempty"`
-	Credential string `json:"credential,omitempty"`
-	Connection string `json:"connection,omitempty"`
-	Method     string `json:"method,omitempty"`
-	Path       string `json:"path,omitempty"`
-	Tier       string `json:"tier,omitempty"`
-	Rule       string `json:"rule,omitempty"`
-	// Binding is the bound operation's hash (canon.Binding).
-	Binding string `json:"binding,omitempty"`
-	// Outcome is the outcome status: a denial code, "confirmation_required",
-	// "executed", a confirmation status, an upstream status.
-	Outcome string `json:"outcome,omitempty"`
-	Reason  string `json:"reason,omitempty"`
-	// Hook is the connection hooks' answer, when they were asked.
-	Hook *AuditHook `json:"hook,omitempty"`
-	// PathBytes and PathSHA256 are set when Path was cut to its bound
-	// (package audit): the whole path's length and hex SHA-256.
-	PathBytes  int    `json:"path_bytes,omitempty"`
-	PathSHA256 string `json:"path_sha256,omitempty"`
-	// ReasonBytes and ReasonSHA256 are the same for a cut Reason.
-	ReasonBytes  int    `json:"reason_bytes,omitempty"`
-	ReasonSHA256 string `json:"reason_sha256,omitempty"`
-	// Count is how many identical events a summary record stands for
-	// (absent: one). A summary repeats record First, made at Since, and
-	// is made at the end of its window (At: the last repeat).
-	Count int64      `json:"count,omitempty"`
-	First int64      `json:"first,omitempty"`
-	Since *time.Time `json:"since,omitempty"`
-	// TTL is when the store may delete the record (unix seconds; absent:
-	// never). Only the records of an expiring chain have one, and along
-	// such a chain it never decreases, so records expire oldest first.
-	TTL int64 `json:"ttl,omitempty"`
-	// PrevTTL is the TTL of the previous record of the chain: a record
-	// whose predecessor is gone shows that it was allowed to expire.
-	PrevTTL int64 `json:"prev_ttl,omitempty"`
-	// Prev is the Hash of the previous record of the chain ("" for Seq 1).
-	Prev string `json:"prev"`
-	// Hash is the hex SHA-256 of this record with Hash empty.
-	Hash string `json:"hash"`
-}
-
-// AuditHook is a hook's answer in an audit record.
-type AuditHook struct {
-	Decision string `json:"decision"`
-	Reason   string `json:"reason,omitempty"`
-}
-
-// AuditHead is where a chain ends: the Seq and Hash of its newest record.
-// A deleted or edited newest record no longer matches it.
-type AuditHead struct {
-	Chain string `json:"chain"`
-	Seq   int64  `json:"seq"`
-	Hash  string `json:"hash"`
-	// Expires is that record's TTL (0: never). The head itself never
-	// expires: when every record of an expiring chain is gone it still
-	// names the last one, and the chain goes on from it.
-	Expires int64 `json:"expires,omitempty"`
-}
-
-// AuditQuery selects records of one chain for ListAudit.
-type AuditQuery struct {
-	Chain string
-	// After skips records with Seq at or below it.
-	After int64
-	// Limit bounds the records returned; 0 returns all.
-	Limit int
-	// Newest lists from the highest Seq down.
-	Newest bool
-}
-
-// ScriptStatus is where a script's journal stands.
-type ScriptStatus string
-
-// Script journal statuses.
-const (
-	// ScriptPending: the first run collected calls into a batch; the
-	// journal waits for the run after approval.
-	ScriptPending ScriptStatus = "pending"
-	// ScriptRunning: a run after approval holds the journal (Owner, until
-	// LeaseUntil).
-	ScriptRunning ScriptStatus = "running"
-	// ScriptCompleted: the run after approval finished; Result holds its value.
-	ScriptCompleted ScriptStatus = "completed"
-	// ScriptFailed: the run after approval failed; Error says why.
-	ScriptFailed ScriptStatus = "failed"
-)
-
-// ScriptRun is the header of a script's journal (code mode): the script,
-// who ran it, and how its run after approval ended. Its ID is the id of the
-// batch confirmation of the calls it collected; the calls are ScriptCall
-// records, large values ScriptPart records.
-type ScriptRun struct {
-	ID string `json:"id"`
-	// Credential is the credential that submitted the script, as it was
-	// then (without its key hash or last client): the run after approval
-	// decides new calls for it.
-	Credential Credential `json:"credential"`
-	Source     string     `json:"source"`
-	// SourceHash is the hex SHA-256 of Source.
-	SourceHash string `json:"source_hash"`
-	// Seed seeds Math.random, and StartedAt starts Date's clock, on every
-	// run, so that a script replays the same way.
-	Seed      int64        `json:"seed"`
-	StartedAt time.Time    `json:"started_at"`
-	Status    ScriptStatus `json:"status"`
-	// Owner and LeaseUntil name the run holding the journal (ScriptRunning).
-	Owner      string     `json:"owner,omitempty"`
-	LeaseUntil *time.Time `json:"lease_until,omitempty"`
-	// Attempts counts the runs after approval that took the journal.
-	Attempts int `json:"attempts"`
-	// Result is the script's value as JSON (ScriptCompleted); when
-	// ResultParts is set it is in that many parts under the key "result/".
-	Result      json.RawMessage `json:"result,omitempty"`
-	ResultParts int             `json:"result_parts,omitempty"`
-	// Error is why the run after approval failed (ScriptFailed).
-	Error *ScriptError `json:"error,omitempty"`
-	// Logs are the console.log lines of the last run that ended.
-	Logs []string `json:"logs,omitempty"`
-	// Reached is how many calls the last run that ended made: the
-	// journal's first Reached calls are that run's.
-	Reached    int        `json:"reached"`
-	FinishedAt *time.Time `json:"finished_at,omitempty"`
-	CreatedAt  time.Time  `json:"created_at"`
-	// Version is the optimistic-concurrency counter; see UpdateScriptRun.
-	Version int64 `json:"version"`
-	// TTL is when the store may delete the record (unix seconds).
-	TTL int64 `json:"ttl"`
-}
-
-// ScriptError is a script's failure: a fault code, the reason, and where
-// in the script (1-based; 0 when unknown).
-type ScriptError struct {
-	Code   string `json:"code"`
-	Reason string `json:"reason"`
-	Line   int    `json:"line,omitempty"`
-	Column int    `json:"column,omitempty"`
-}
-
-// ScriptCallState is the state of a journaled call.
-type ScriptCallState string
-
-// Journaled call states.
-const (
-	// ScriptCallRan: the call ran (or failed to reach the upstream); Value
-	// is what call() returned.
-	ScriptCallRan ScriptCallState = "ran"
-	// ScriptCallPending: the call needs confirmation and was collected into
-	// the batch as operation Operation.
-	ScriptCallPending ScriptCallState = "pending"
-	// ScriptCallRejected: collected, and cleared by the approver.
-	ScriptCallRejected ScriptCallState = "rejected"
-	// ScriptCallDenied: refused by policy; nothing ran.
-	ScriptCallDenied ScriptCallState = "denied"
-	// ScriptCallClaimed: a run after approval is about to run a call the
-	// first run did not make (written before the upstream call); a run that
-	// finds it claimed never runs it again.
-	ScriptCallClaimed ScriptCallState = "claimed"
-)
-
-// ScriptCall is one call() of a script, in call order.
-type ScriptCall struct {
-	RunID string `json:"run_id"`
-	// Index is the call's position in call order, from 0.
-	Index      int    `json:"index"`
-	Connection string `json:"connection"`
-	Method     string `json:"method"`
-	Path       string `json:"path"`
-	// Binding is the canonical binding of the call (canon.Binding): a
-	// replay must make the same call at the same position.
-	Binding string          `json:"binding"`
-	State   ScriptCallState `json:"state"`
-	// Operation is the index of the batch's operation (collected calls),
-	// -1 for the others.
-	Operation int `json:"operation"`
-	// Rerun is set when the call ran in a run after approval (an approved
-	// operation, or a call the first run did not make).
-	Rerun bool `json:"rerun,omitempty"`
-	// Value is what call() returned, as JSON; a large one is in ValueParts
-	// parts under the key "call/<index>/" and Value is empty.
-	Value      json.RawMessage `json:"value,omitempty"`
-	ValueParts int             `json:"value_parts,omitempty"`
-	// Version is the optimistic-concurrency counter; see PutScriptCall.
-	Version int64 `json:"version"`
-	TTL     int64 `json:"ttl"`
-}
-
-// ScriptPart is one piece of a large value of a script's journal (a
-// call's value, the result), kept in its own record so that every record
-// stays within DynamoDB's 400 KB item size.
-type ScriptPart struct {
-	RunID string `json:"run_id"`
-	// Key orders the parts of one value, e.g. "call/00000003/0001".
-	Key  string `json:"key"`
-	Data []byte `json:"data"`
-	TTL  int64  `json:"ttl"`
 }

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/notify"
-	"github.com/countersign/countersign/shared/store"
 	"github.com/countersign/countersign/shared/tasks"
 )
 
@@ -25,7 +25,7 @@ func (stuckChannel) Send(ctx context.Context, _ notify.Event) error {
 // succeeds (the confirmation keeps waiting for a person).
 func TestNotifyBudget(t *testing.T) {
 	e := newEnv(t)
-	c := e.create(t, store.KindCall, deleteOp(t))
+	c := e.create(t, countersign.KindCall, deleteOp(t))
 	h := e.notifyTask()
 	h.Dispatcher = notify.NewDispatcher([]notify.Channel{stuckChannel{}}, nil)
 	h.Budget = 100 * time.Millisecond
@@ -42,7 +42,7 @@ func TestNotifyBudget(t *testing.T) {
 	}
 
 	// The invocation's own deadline wins over a larger budget.
-	c2 := e.create(t, store.KindCall, deleteOp(t))
+	c2 := e.create(t, countersign.KindCall, deleteOp(t))
 	h.Budget = time.Minute
 	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
 	defer cancel()

@@ -9,11 +9,11 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/links"
 	"github.com/countersign/countersign/shared/notify"
 	"github.com/countersign/countersign/shared/reqlog"
-	"github.com/countersign/countersign/shared/store"
 )
 
 // NotifyInput is the notify task's payload (statemachines/*.asl.json).
@@ -115,7 +115,7 @@ type Finalize struct {
 	Dispatcher *notify.Dispatcher
 	// Audit records the expiry or failure it observed; nil records nothing.
 	Audit interface {
-		AuditExpired(ctx context.Context, c *store.Confirmation)
+		AuditExpired(ctx context.Context, c *countersign.Confirmation)
 	}
 	Logger *slog.Logger
 }
@@ -123,7 +123,7 @@ type Finalize struct {
 // Handle runs the finalize task.
 func (h *Finalize) Handle(ctx context.Context, in FinalizeInput) (FinalizeOutput, error) {
 	ctx = withRequestID(ctx)
-	to := store.Status(in.Outcome)
+	to := countersign.Status(in.Outcome)
 	before, err := h.Confirm.Get(ctx, in.ConfirmationID)
 	if err != nil {
 		return FinalizeOutput{}, taskError(fmt.Errorf("finalize: %w", err))
@@ -132,10 +132,10 @@ func (h *Finalize) Handle(ctx context.Context, in FinalizeInput) (FinalizeOutput
 	if err != nil {
 		return FinalizeOutput{}, taskError(err)
 	}
-	if before.Status == store.StatusPending && c.Status != store.StatusPending && h.Audit != nil {
+	if before.Status == countersign.StatusPending && c.Status != countersign.StatusPending && h.Audit != nil {
 		h.Audit.AuditExpired(ctx, c)
 	}
-	if before.Status == store.StatusPending && c.Status == store.StatusExpired {
+	if before.Status == countersign.StatusPending && c.Status == countersign.StatusExpired {
 		ev := notify.Event{Type: notify.TypeExpired, Confirmation: notify.ConfirmationOf(c), Status: string(c.Status)}
 		if err := h.Dispatcher.NotifyWait(ctx, ev); err != nil {
 			logger(h.Logger).WarnContext(ctx, "expired event not delivered everywhere", "confirmation", c.ID, "error", err)
@@ -158,8 +158,8 @@ type ExecuteOutput struct {
 // executes itself, each exactly once (calls.Service).
 type Executor interface {
 	// Lookup returns the confirmation.
-	Lookup(ctx context.Context, id string) (*store.Confirmation, error)
-	Execute(ctx context.Context, id string) (*store.Confirmation, error)
+	Lookup(ctx context.Context, id string) (*countersign.Confirmation, error)
+	Execute(ctx context.Context, id string) (*countersign.Confirmation, error)
 }
 
 // ScriptRunner runs a script batch's script again after approval, so that
@@ -167,7 +167,7 @@ type Executor interface {
 // exactly once (code mode, shared/script). It is attached only where goja
 // may be linked (the execute function and the local stack).
 type ScriptRunner interface {
-	Rerun(ctx context.Context, id string) (*store.Confirmation, error)
+	Rerun(ctx context.Context, id string) (*countersign.Confirmation, error)
 }
 
 // Execute is the execute task: it runs the approved operations of a
@@ -188,7 +188,7 @@ func (h *Execute) Handle(ctx context.Context, in ExecuteInput) (ExecuteOutput, e
 	if err != nil {
 		return ExecuteOutput{}, taskError(fmt.Errorf("execute: %w", err))
 	}
-	if c.Kind == store.KindScript {
+	if c.Kind == countersign.KindScript {
 		if h.Scripts == nil {
 			return ExecuteOutput{}, taskError(fmt.Errorf("execute %s: a script batch needs the script runner, which this function lacks", c.ID))
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/calls"
 	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/confirm"
@@ -106,12 +107,12 @@ func (e *env) notifyTask() *tasks.Notify {
 	return &tasks.Notify{Confirm: e.svc, Signer: e.signer, Dispatcher: e.disp, PublicURL: publicURL}
 }
 
-func (e *env) create(tb testing.TB, kind store.Kind, ops ...store.Operation) *store.Confirmation {
+func (e *env) create(tb testing.TB, kind countersign.Kind, ops ...countersign.Operation) *countersign.Confirmation {
 	tb.Helper()
 	return e.createRequest(tb, confirm.Request{Kind: kind, Credential: "chat-user", Reason: "needs a person", Operations: ops})
 }
 
-func (e *env) createRequest(tb testing.TB, r confirm.Request) *store.Confirmation {
+func (e *env) createRequest(tb testing.TB, r confirm.Request) *countersign.Confirmation {
 	tb.Helper()
 	c, err := e.svc.Create(e.ctx, r)
 	if err != nil {
@@ -130,7 +131,7 @@ func (e *env) token(tb testing.TB, id string) string {
 	return tok
 }
 
-func (e *env) get(tb testing.TB, id string) *store.Confirmation {
+func (e *env) get(tb testing.TB, id string) *countersign.Confirmation {
 	tb.Helper()
 	c, err := e.st.GetConfirmation(e.ctx, id)
 	if err != nil {
@@ -139,7 +140,7 @@ func (e *env) get(tb testing.TB, id string) *store.Confirmation {
 	return c
 }
 
-func newOp(tb testing.TB, method, path, endpoint string, args store.Args) store.Operation {
+func newOp(tb testing.TB, method, path, endpoint string, args countersign.Args) countersign.Operation {
 	tb.Helper()
 	o, err := confirm.NewOperation("chat-user", "crm", method, path, endpoint, args)
 	if err != nil {
@@ -148,8 +149,8 @@ func newOp(tb testing.TB, method, path, endpoint string, args store.Args) store.
 	return o
 }
 
-func deleteOp(tb testing.TB) store.Operation {
-	return newOp(tb, "DELETE", "/contacts/12", "/contacts/{id}", store.Args{Path: map[string]string{"id": "12"}})
+func deleteOp(tb testing.TB) countersign.Operation {
+	return newOp(tb, "DELETE", "/contacts/12", "/contacts/{id}", countersign.Args{Path: map[string]string{"id": "12"}})
 }
 
 // invoke runs a handler as the Lambda runtime does.
@@ -169,7 +170,7 @@ func errorType(err error) string {
 
 func TestNotify(t *testing.T) {
 	e := newEnv(t)
-	c := e.create(t, store.KindCall, deleteOp(t))
+	c := e.create(t, countersign.KindCall, deleteOp(t))
 	out, err := invoke(t, e.notifyTask().Handle, `{"confirmation_id":"`+c.ID+`","task_token":"tok-1","execution":"arn:exec"}`)
 	if err != nil {
 		t.Fatalf("notify: %v", err)
@@ -250,8 +251,8 @@ func TestNotify(t *testing.T) {
 
 func TestNotifyNotPending(t *testing.T) {
 	e := newEnv(t)
-	c := e.create(t, store.KindCall, deleteOp(t))
-	if _, err := e.svc.Finalize(e.ctx, c.ID, store.StatusExpired); err != nil {
+	c := e.create(t, countersign.KindCall, deleteOp(t))
+	if _, err := e.svc.Finalize(e.ctx, c.ID, countersign.StatusExpired); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := invoke(t, e.notifyTask().Handle, `{"confirmation_id":"`+c.ID+`","task_token":"tok-1"}`); err != nil {
@@ -271,8 +272,8 @@ func TestTaskErrors(t *testing.T) {
 	e := newEnv(t)
 	fin := &tasks.Finalize{Confirm: e.svc, Dispatcher: e.disp}
 	exe := &tasks.Execute{Calls: e.calls(&config.Config{Connections: map[string]*config.Connection{}})}
-	pending := e.create(t, store.KindScript, deleteOp(t))
-	rejected := e.create(t, store.KindScript, deleteOp(t))
+	pending := e.create(t, countersign.KindScript, deleteOp(t))
+	rejected := e.create(t, countersign.KindScript, deleteOp(t))
 	if _, _, err := e.svc.AttachToken(e.ctx, rejected.ID, "tok"); err != nil {
 		t.Fatal(err)
 	}
@@ -319,7 +320,7 @@ func TestFinalize(t *testing.T) {
 	t.Run("expired sends one expired event per channel", func(t *testing.T) {
 		e := newEnv(t)
 		fin := &tasks.Finalize{Confirm: e.svc, Dispatcher: e.disp}
-		c := e.create(t, store.KindCall, deleteOp(t))
+		c := e.create(t, countersign.KindCall, deleteOp(t))
 		e.clock.Advance(600 * time.Second)
 		for range 2 { // the task may run twice; the second sends nothing
 			out, err := invoke(t, fin.Handle, `{"confirmation_id":"`+c.ID+`","outcome":"expired"}`)
@@ -340,7 +341,7 @@ func TestFinalize(t *testing.T) {
 	t.Run("a decided record stays decided and sends nothing", func(t *testing.T) {
 		e := newEnv(t)
 		fin := &tasks.Finalize{Confirm: e.svc, Dispatcher: e.disp}
-		c := e.create(t, store.KindCall, deleteOp(t))
+		c := e.create(t, countersign.KindCall, deleteOp(t))
 		if _, _, err := e.svc.AttachToken(e.ctx, c.ID, "tok"); err != nil {
 			t.Fatal(err)
 		}
@@ -354,7 +355,7 @@ func TestFinalize(t *testing.T) {
 		if string(out) != `{"status":"approved"}` {
 			t.Errorf("output %s, want approved", out)
 		}
-		if st := e.get(t, c.ID).Status; st != store.StatusApproved {
+		if st := e.get(t, c.ID).Status; st != countersign.StatusApproved {
 			t.Errorf("stored %s", st)
 		}
 		for _, ch := range e.channels {
@@ -366,9 +367,9 @@ func TestFinalize(t *testing.T) {
 	t.Run("an approval the gateway runs itself says execute", func(t *testing.T) {
 		e := newEnv(t)
 		fin := &tasks.Finalize{Confirm: e.svc, Dispatcher: e.disp}
-		for _, kind := range []store.Kind{store.KindScript, store.KindCall} {
+		for _, kind := range []countersign.Kind{countersign.KindScript, countersign.KindCall} {
 			c, err := e.svc.Create(e.ctx, confirm.Request{Kind: kind, Credential: "chat-user", Reason: "needs a person",
-				Operations: []store.Operation{deleteOp(t)}, GatewayRuns: true})
+				Operations: []countersign.Operation{deleteOp(t)}, GatewayRuns: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -387,7 +388,7 @@ func TestFinalize(t *testing.T) {
 	t.Run("rejected sends nothing", func(t *testing.T) {
 		e := newEnv(t)
 		fin := &tasks.Finalize{Confirm: e.svc, Dispatcher: e.disp}
-		c := e.create(t, store.KindCall, deleteOp(t))
+		c := e.create(t, countersign.KindCall, deleteOp(t))
 		out, err := invoke(t, fin.Handle, `{"confirmation_id":"`+c.ID+`","outcome":"failed"}`)
 		if err != nil || string(out) != `{"status":"failed"}` {
 			t.Errorf("finalize failed = %s, %v", out, err)
@@ -441,12 +442,12 @@ func TestExecute(t *testing.T) {
 		"crm": {Name: "crm", BaseURL: srv.URL, Headers: map[string]string{"X-Upstream-Token": "upstream-secret"}},
 	}}
 	exe := &tasks.Execute{Calls: e.calls(cfg)}
-	post := newOp(t, "POST", "/payments", "/payments", store.Args{Query: map[string]any{"dry": "no", "tag": []any{"a", "b"}}, Body: json.RawMessage(`{"amount":12.50}`)})
-	skipped := newOp(t, "DELETE", "/contacts/13", "/contacts/{id}", store.Args{Path: map[string]string{"id": "13"}})
+	post := newOp(t, "POST", "/payments", "/payments", countersign.Args{Query: map[string]any{"dry": "no", "tag": []any{"a", "b"}}, Body: json.RawMessage(`{"amount":12.50}`)})
+	skipped := newOp(t, "DELETE", "/contacts/13", "/contacts/{id}", countersign.Args{Path: map[string]string{"id": "13"}})
 	// A batch the gateway runs itself (the card); script batches go to
 	// their script (TestExecuteScript).
-	c := e.createRequest(t, confirm.Request{Kind: store.KindCall, GatewayRuns: true, Credential: "chat-user", Reason: "card",
-		Operations: []store.Operation{deleteOp(t), skipped, post}})
+	c := e.createRequest(t, confirm.Request{Kind: countersign.KindCall, GatewayRuns: true, Credential: "chat-user", Reason: "card",
+		Operations: []countersign.Operation{deleteOp(t), skipped, post}})
 	if _, _, err := e.svc.AttachToken(e.ctx, c.ID, "tok"); err != nil {
 		t.Fatal(err)
 	}
@@ -475,7 +476,7 @@ func TestExecute(t *testing.T) {
 	if o := stored.Operations[2].Outcome; o == nil || o.Status != 201 || string(o.Body) != `{"amount":12.50,"id":"99"}` && string(o.Body) != `{"id":"99","amount":12.50}` {
 		t.Errorf("outcome 2 %+v, want 201 with the JSON body", o)
 	}
-	if stored.Operations[1].Outcome != nil || stored.Operations[1].State != store.OpWaiting {
+	if stored.Operations[1].Outcome != nil || stored.Operations[1].State != countersign.OpWaiting {
 		t.Errorf("the operation left out ran: %+v", stored.Operations[1])
 	}
 
@@ -507,11 +508,11 @@ type scriptRunner struct {
 	ids []string
 }
 
-func (r *scriptRunner) Rerun(_ context.Context, id string) (*store.Confirmation, error) {
+func (r *scriptRunner) Rerun(_ context.Context, id string) (*countersign.Confirmation, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.ids = append(r.ids, id)
-	return &store.Confirmation{ID: id, Status: store.StatusExecuted}, nil
+	return &countersign.Confirmation{ID: id, Status: countersign.StatusExecuted}, nil
 }
 
 // TestExecuteScript: a script batch runs its script again; its operations
@@ -522,7 +523,7 @@ func TestExecuteScript(t *testing.T) {
 	srv := httptest.NewServer(up)
 	t.Cleanup(srv.Close)
 	cfg := &config.Config{Connections: map[string]*config.Connection{"crm": {Name: "crm", BaseURL: srv.URL}}}
-	c := e.create(t, store.KindScript, deleteOp(t))
+	c := e.create(t, countersign.KindScript, deleteOp(t))
 	if _, _, err := e.svc.AttachToken(e.ctx, c.ID, "tok"); err != nil {
 		t.Fatal(err)
 	}

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/audit"
-	"github.com/countersign/countersign/shared/store"
 	"github.com/countersign/countersign/shared/store/embedded"
 )
 
@@ -38,12 +38,12 @@ func TestAuditDenialsAreBoundedAndCounted(t *testing.T) {
 	}
 	defer st.Close()
 	ctx := context.Background()
-	recs, err := st.ListAudit(ctx, store.AuditQuery{Chain: audit.CallsChainOf("runner")})
+	recs, err := st.ListAudit(ctx, countersign.AuditQuery{Chain: audit.CallsChainOf("runner")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	size, total := 0, int64(0)
-	var summary *store.AuditRecord
+	var summary *countersign.AuditRecord
 	for _, r := range recs {
 		if r.Count > 0 {
 			summary = r
@@ -61,7 +61,7 @@ func TestAuditDenialsAreBoundedAndCounted(t *testing.T) {
 	if size > 12*2048 {
 		t.Fatalf("110 denials of a 100 KB id take %d bytes of the trail", size)
 	}
-	if kept, _ := st.ListAudit(ctx, store.AuditQuery{Chain: audit.ChainOf("runner")}); len(kept) != 0 {
+	if kept, _ := st.ListAudit(ctx, countersign.AuditQuery{Chain: audit.ChainOf("runner")}); len(kept) != 0 {
 		t.Fatalf("denials on the chain that stays: %d records", len(kept))
 	}
 	rep, err := audit.Verify(ctx, st)

@@ -13,9 +13,9 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/links"
-	"github.com/countersign/countersign/shared/store"
 )
 
 // chromium finds Debian's chromium, installing it with apt-get when it is
@@ -133,15 +133,15 @@ func TestBrowser(t *testing.T) {
 	// 1. A two-operation confirmation the gateway runs once approved (the
 	// batch path; code mode, which makes such batches, is not merged yet,
 	// so it is created through the pipeline's lifecycle directly).
-	var ops []store.Operation
+	var ops []countersign.Operation
 	for _, id := range []string{"7", "8"} {
-		op, err := confirm.NewOperation("chat-user", "crm", "DELETE", "/contacts/"+id, "/contacts/{id}", store.Args{Path: map[string]string{"id": id}})
+		op, err := confirm.NewOperation("chat-user", "crm", "DELETE", "/contacts/"+id, "/contacts/{id}", countersign.Args{Path: map[string]string{"id": id}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		ops = append(ops, op)
 	}
-	conf, err := h.stack.app.Confirm.Create(context.Background(), confirm.Request{Kind: store.KindCall, Credential: "chat-user",
+	conf, err := h.stack.app.Confirm.Create(context.Background(), confirm.Request{Kind: countersign.KindCall, Credential: "chat-user",
 		Reason: "DELETE /contacts/{id} requires confirmation", Operations: ops, GatewayRuns: true})
 	if err != nil {
 		t.Fatal(err)

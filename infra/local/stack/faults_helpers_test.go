@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/infra/local/democrm"
 	"github.com/countersign/countersign/shared/app"
 	"github.com/countersign/countersign/shared/app/gatewayapp"
@@ -102,11 +103,11 @@ const (
 
 // classify names the step an update of a confirmation makes, from the
 // stored record and the one being written.
-func classify(old, cur *store.Confirmation) step {
+func classify(old, cur *countersign.Confirmation) step {
 	switch {
-	case old.Status == store.StatusPending && old.DecidedAt == nil && cur.DecidedAt != nil:
+	case old.Status == countersign.StatusPending && old.DecidedAt == nil && cur.DecidedAt != nil:
 		return stepDecide
-	case old.Status == store.StatusPending && cur.Status != store.StatusPending:
+	case old.Status == countersign.StatusPending && cur.Status != countersign.StatusPending:
 		return stepFinalize
 	}
 	for i := range cur.Operations {
@@ -114,9 +115,9 @@ func classify(old, cur *store.Confirmation) step {
 			break
 		}
 		switch o, c := old.Operations[i].State, cur.Operations[i].State; {
-		case o == store.OpWaiting && c == store.OpClaimed:
+		case o == countersign.OpWaiting && c == countersign.OpClaimed:
 			return stepClaim
-		case o == store.OpClaimed && c == store.OpDone:
+		case o == countersign.OpClaimed && c == countersign.OpDone:
 			return stepComplete
 		}
 	}
@@ -192,8 +193,8 @@ func write(mode faultMode, apply func() error, restore func()) error {
 	return apply()
 }
 
-func (f *faultStore) CreateConfirmation(ctx context.Context, c *store.Confirmation) error {
-	if c.Kind == store.KindReview {
+func (f *faultStore) CreateConfirmation(ctx context.Context, c *countersign.Confirmation) error {
+	if c.Kind == countersign.KindReview {
 		// A review item is a confirmation of kind review.
 		return write(f.take(stepReview, c.ID), func() error { return f.Store.CreateConfirmation(ctx, c) }, func() {})
 	}
@@ -201,7 +202,7 @@ func (f *faultStore) CreateConfirmation(ctx context.Context, c *store.Confirmati
 	return f.write(f.take(stepCreate, c.ID), func() error { return f.Store.CreateConfirmation(ctx, c) }, func() {})
 }
 
-func (f *faultStore) GetConfirmation(ctx context.Context, id string) (*store.Confirmation, error) {
+func (f *faultStore) GetConfirmation(ctx context.Context, id string) (*countersign.Confirmation, error) {
 	f.mu.Lock()
 	down := f.readsDown > 0
 	if down {
@@ -231,7 +232,7 @@ func (f *faultStore) TaskToken(ctx context.Context, id string) (string, error) {
 	return f.Store.TaskToken(ctx, id)
 }
 
-func (f *faultStore) UpdateConfirmation(ctx context.Context, c *store.Confirmation) error {
+func (f *faultStore) UpdateConfirmation(ctx context.Context, c *countersign.Confirmation) error {
 	old, err := f.Store.GetConfirmation(ctx, c.ID)
 	if err != nil {
 		return f.Store.UpdateConfirmation(ctx, c)
@@ -245,16 +246,16 @@ func (f *faultStore) PutTaskToken(ctx context.Context, id, token string, ttl int
 	return f.write(f.take(stepAttach, id), func() error { return f.Store.PutTaskToken(ctx, id, token, ttl) }, func() {})
 }
 
-func (f *faultStore) CreateIdempotency(ctx context.Context, r *store.Idempotency) error {
+func (f *faultStore) CreateIdempotency(ctx context.Context, r *countersign.Idempotency) error {
 	return write(f.take(stepIdemClaim, r.Key), func() error { return f.Store.CreateIdempotency(ctx, r) }, func() {})
 }
 
-func (f *faultStore) UpdateIdempotency(ctx context.Context, r *store.Idempotency) error {
+func (f *faultStore) UpdateIdempotency(ctx context.Context, r *countersign.Idempotency) error {
 	v := r.Version
 	return write(f.take(stepIdemAnswer, r.Key), func() error { return f.Store.UpdateIdempotency(ctx, r) }, func() { r.Version = v })
 }
 
-func (f *faultStore) PutQuota(ctx context.Context, q *store.Quota) error {
+func (f *faultStore) PutQuota(ctx context.Context, q *countersign.Quota) error {
 	v := q.Version
 	return write(f.take(stepQuota, q.Key), func() error { return f.Store.PutQuota(ctx, q) }, func() { q.Version = v })
 }
@@ -629,7 +630,7 @@ func (f *faultStack) pauseGatewayRuns(path string) (*calls.Result, error) {
 }
 
 // record reads a confirmation from the store underneath the faults.
-func (f *faultStack) record(id string) *store.Confirmation {
+func (f *faultStack) record(id string) *countersign.Confirmation {
 	f.t.Helper()
 	c, err := f.st.Store.GetConfirmation(context.Background(), id)
 	if err != nil {
@@ -647,7 +648,7 @@ func (f *faultStack) execution(id string) (local.ExecutionInfo, bool) {
 // settled is what a confirmation came to once every window passed.
 type settled struct {
 	ID     string
-	Status store.Status
+	Status countersign.Status
 	// Sent counts the requests with its Idempotency-Key that reached the
 	// upstream; Applied those the upstream acted on.
 	Sent, Applied int
@@ -699,35 +700,35 @@ func (f *faultStack) truth() []settled {
 			switch {
 			case len(got) > 1:
 				f.t.Errorf("%s op %d reached the upstream %d times: %+v", id, i, len(got), got)
-			case len(got) == 1 && (c.DecidedAt == nil || !op.Selected || c.Status == store.StatusRejected):
+			case len(got) == 1 && (c.DecidedAt == nil || !op.Selected || c.Status == countersign.StatusRejected):
 				f.t.Errorf("%s op %d reached the upstream without an approval (decided_at %v, selected %v, status %s)", id, i, c.DecidedAt, op.Selected, c.Status)
-			case len(got) == 1 && op.State == store.OpWaiting:
+			case len(got) == 1 && op.State == countersign.OpWaiting:
 				f.t.Errorf("%s op %d reached the upstream but was never claimed", id, i)
 			}
-			if op.State == store.OpDone && op.Outcome != nil && op.Outcome.Error == "" && len(got) == 0 {
+			if op.State == countersign.OpDone && op.Outcome != nil && op.Outcome.Error == "" && len(got) == 0 {
 				f.t.Errorf("%s op %d has an upstream answer stored (%d) but the upstream got nothing", id, i, op.Outcome.Status)
 			}
 		}
 		switch st {
-		case store.StatusPending, store.StatusApproved:
+		case countersign.StatusPending, countersign.StatusApproved:
 			f.t.Errorf("%s still reads %s after every window passed (gateway_runs %v)", id, st, c.GatewayRuns)
-		case store.StatusExecuted, store.StatusPartiallyExecuted:
+		case countersign.StatusExecuted, countersign.StatusPartiallyExecuted:
 			if s.Sent == 0 {
 				f.t.Errorf("%s reads %s but the upstream got nothing", id, st)
 			}
-		case store.StatusExpired, store.StatusRejected:
+		case countersign.StatusExpired, countersign.StatusRejected:
 			if s.Sent != 0 {
 				f.t.Errorf("%s reads %s but the upstream got it", id, st)
 			}
-		case store.StatusFailed:
+		case countersign.StatusFailed:
 			for i, op := range c.Operations {
 				if n := len(f.up.received(confirm.IdempotencyKey(id, i))); n > 0 && (op.Outcome == nil || op.Outcome.Error == "") {
 					f.t.Errorf("%s reads failed, the upstream got op %d, and no error is stored", id, i)
 				}
 			}
-		case store.StatusRedeemed:
+		case countersign.StatusRedeemed:
 			for i, op := range c.Operations {
-				if op.Selected && op.State != store.OpClaimed && op.State != store.OpDone {
+				if op.Selected && op.State != countersign.OpClaimed && op.State != countersign.OpDone {
 					f.t.Errorf("%s reads redeemed but op %d is %q", id, i, op.State)
 				}
 			}

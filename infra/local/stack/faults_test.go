@@ -10,11 +10,11 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/calls"
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/policy"
-	"github.com/countersign/countersign/shared/store"
 )
 
 // faultCase is one injected fault: where it is injected, the flow driven
@@ -25,7 +25,7 @@ type faultCase struct {
 	name   string
 	inject func(f *faultStack)
 	flow   func(f *faultStack) []string
-	want   []store.Status
+	want   []countersign.Status
 	// sent is how many requests carrying a confirmation's Idempotency-Key
 	// reach the upstream in all.
 	sent int
@@ -82,7 +82,7 @@ func handshake(path string) func(f *faultStack) []string {
 			return append(log, "no link sent")
 		}
 		if _, ok := attempt(&log, "approve", http.StatusOK, func() result { return f.decide(link, "approve") }); !ok {
-			if f.record(id).Status != store.StatusApproved {
+			if f.record(id).Status != countersign.StatusApproved {
 				return log
 			}
 		}
@@ -210,75 +210,75 @@ func upstreamFault(u upFault) func(f *faultStack) {
 }
 
 const (
-	executed = store.StatusExecuted
-	expired  = store.StatusExpired
-	failed   = store.StatusFailed
-	redeemed = store.StatusRedeemed
-	rejected = store.StatusRejected
+	executed = countersign.StatusExecuted
+	expired  = countersign.StatusExpired
+	failed   = countersign.StatusFailed
+	redeemed = countersign.StatusRedeemed
+	rejected = countersign.StatusRejected
 )
 
 var faultCases = []faultCase{
 	// Creating the record.
-	{name: "create fails before", inject: storeFault(stepCreate, before), flow: handshake("/contacts/1"), want: []store.Status{executed}, sent: 1},
-	{name: "create applied, error", inject: storeFault(stepCreate, after), flow: handshake("/contacts/2"), want: []store.Status{executed}, sent: 1},
-	{name: "create applied, error, read fails", inject: storeFault(stepCreate, afterDown), flow: handshake("/contacts/46"), want: []store.Status{expired, executed}, sent: 1},
-	{name: "create applied, conflict", inject: storeFault(stepCreate, afterConflict), flow: handshake("/contacts/3"), want: []store.Status{executed}, sent: 1},
-	{name: "quota fails before", inject: storeFault(stepQuota, before), flow: handshake("/contacts/4"), want: []store.Status{executed}, sent: 1},
-	{name: "quota applied, error", inject: storeFault(stepQuota, after), flow: handshake("/contacts/5"), want: []store.Status{executed}, sent: 1},
-	{name: "quota applied, conflict", inject: storeFault(stepQuota, afterConflict), flow: handshake("/contacts/6"), want: []store.Status{executed}, sent: 1},
+	{name: "create fails before", inject: storeFault(stepCreate, before), flow: handshake("/contacts/1"), want: []countersign.Status{executed}, sent: 1},
+	{name: "create applied, error", inject: storeFault(stepCreate, after), flow: handshake("/contacts/2"), want: []countersign.Status{executed}, sent: 1},
+	{name: "create applied, error, read fails", inject: storeFault(stepCreate, afterDown), flow: handshake("/contacts/46"), want: []countersign.Status{expired, executed}, sent: 1},
+	{name: "create applied, conflict", inject: storeFault(stepCreate, afterConflict), flow: handshake("/contacts/3"), want: []countersign.Status{executed}, sent: 1},
+	{name: "quota fails before", inject: storeFault(stepQuota, before), flow: handshake("/contacts/4"), want: []countersign.Status{executed}, sent: 1},
+	{name: "quota applied, error", inject: storeFault(stepQuota, after), flow: handshake("/contacts/5"), want: []countersign.Status{executed}, sent: 1},
+	{name: "quota applied, conflict", inject: storeFault(stepQuota, afterConflict), flow: handshake("/contacts/6"), want: []countersign.Status{executed}, sent: 1},
 	// Starting the workflow.
-	{name: "Start fails before", inject: workflowFault(wfStart, before), flow: handshake("/contacts/7"), want: []store.Status{failed, executed}, sent: 1},
-	{name: "Start started, error", inject: workflowFault(wfStart, after), flow: handshake("/contacts/8"), want: []store.Status{failed, executed}, sent: 1},
-	{name: "Start fails and so does finalize", flow: handshake("/contacts/9"), want: []store.Status{expired, executed}, sent: 1,
+	{name: "Start fails before", inject: workflowFault(wfStart, before), flow: handshake("/contacts/7"), want: []countersign.Status{failed, executed}, sent: 1},
+	{name: "Start started, error", inject: workflowFault(wfStart, after), flow: handshake("/contacts/8"), want: []countersign.Status{failed, executed}, sent: 1},
+	{name: "Start fails and so does finalize", flow: handshake("/contacts/9"), want: []countersign.Status{expired, executed}, sent: 1,
 		inject: func(f *faultStack) { f.wf.fail(wfStart, before, 1); f.st.fail(stepFinalize, before, 1) }},
 	// The notify task storing the token.
-	{name: "attach token fails before", inject: storeFault(stepAttach, before), flow: handshake("/contacts/10"), want: []store.Status{failed}},
-	{name: "attach token applied, error", inject: storeFault(stepAttach, after), flow: handshake("/contacts/11"), want: []store.Status{executed}, sent: 1},
-	{name: "attach token applied, error, read fails", inject: storeFault(stepAttach, afterDown), flow: handshake("/contacts/47"), want: []store.Status{failed}},
-	{name: "attach token applied, conflict", inject: storeFault(stepAttach, afterConflict), flow: handshake("/contacts/12"), want: []store.Status{executed}, sent: 1},
+	{name: "attach token fails before", inject: storeFault(stepAttach, before), flow: handshake("/contacts/10"), want: []countersign.Status{failed}},
+	{name: "attach token applied, error", inject: storeFault(stepAttach, after), flow: handshake("/contacts/11"), want: []countersign.Status{executed}, sent: 1},
+	{name: "attach token applied, error, read fails", inject: storeFault(stepAttach, afterDown), flow: handshake("/contacts/47"), want: []countersign.Status{failed}},
+	{name: "attach token applied, conflict", inject: storeFault(stepAttach, afterConflict), flow: handshake("/contacts/12"), want: []countersign.Status{executed}, sent: 1},
 	// The decision.
-	{name: "decide fails before", inject: storeFault(stepDecide, before), flow: handshake("/contacts/13"), want: []store.Status{executed}, sent: 1},
-	{name: "decide applied, error", inject: storeFault(stepDecide, after), flow: handshake("/contacts/14"), want: []store.Status{executed}, sent: 1},
-	{name: "decide applied, error, read fails", inject: storeFault(stepDecide, afterDown), flow: handshake("/contacts/48"), want: []store.Status{executed}, sent: 1},
-	{name: "decide applied, conflict", inject: storeFault(stepDecide, afterConflict), flow: handshake("/contacts/15"), want: []store.Status{executed}, sent: 1},
-	{name: "SendTaskSuccess fails before", inject: workflowFault(wfSuccess, before), flow: handshake("/contacts/16"), want: []store.Status{executed}, sent: 1},
-	{name: "SendTaskSuccess delivered, error", inject: workflowFault(wfSuccess, after), flow: handshake("/contacts/17"), want: []store.Status{executed}, sent: 1},
-	{name: "SendTaskFailure fails before", inject: workflowFault(wfFailure, before), flow: rejection("/contacts/18"), want: []store.Status{rejected}},
-	{name: "SendTaskFailure delivered, error", inject: workflowFault(wfFailure, after), flow: rejection("/contacts/19"), want: []store.Status{rejected}},
+	{name: "decide fails before", inject: storeFault(stepDecide, before), flow: handshake("/contacts/13"), want: []countersign.Status{executed}, sent: 1},
+	{name: "decide applied, error", inject: storeFault(stepDecide, after), flow: handshake("/contacts/14"), want: []countersign.Status{executed}, sent: 1},
+	{name: "decide applied, error, read fails", inject: storeFault(stepDecide, afterDown), flow: handshake("/contacts/48"), want: []countersign.Status{executed}, sent: 1},
+	{name: "decide applied, conflict", inject: storeFault(stepDecide, afterConflict), flow: handshake("/contacts/15"), want: []countersign.Status{executed}, sent: 1},
+	{name: "SendTaskSuccess fails before", inject: workflowFault(wfSuccess, before), flow: handshake("/contacts/16"), want: []countersign.Status{executed}, sent: 1},
+	{name: "SendTaskSuccess delivered, error", inject: workflowFault(wfSuccess, after), flow: handshake("/contacts/17"), want: []countersign.Status{executed}, sent: 1},
+	{name: "SendTaskFailure fails before", inject: workflowFault(wfFailure, before), flow: rejection("/contacts/18"), want: []countersign.Status{rejected}},
+	{name: "SendTaskFailure delivered, error", inject: workflowFault(wfFailure, after), flow: rejection("/contacts/19"), want: []countersign.Status{rejected}},
 	// The redemption's claim and the outcome.
-	{name: "redeem fails before", inject: storeFault(stepClaim, before), flow: handshake("/contacts/20"), want: []store.Status{executed}, sent: 1},
-	{name: "redeem applied, error", inject: storeFault(stepClaim, after), flow: handshake("/contacts/21"), want: []store.Status{executed}, sent: 1},
-	{name: "redeem applied, error, read fails", inject: storeFault(stepClaim, afterDown), flow: handshake("/contacts/49"), want: []store.Status{redeemed}},
-	{name: "redeem applied, conflict", inject: storeFault(stepClaim, afterConflict), flow: handshake("/contacts/22"), want: []store.Status{executed}, sent: 1},
-	{name: "complete fails before", inject: storeFault(stepComplete, before), flow: handshake("/contacts/23"), want: []store.Status{redeemed}, sent: 1},
-	{name: "complete applied, error", inject: storeFault(stepComplete, after), flow: handshake("/contacts/24"), want: []store.Status{executed}, sent: 1},
-	{name: "complete applied, conflict", inject: storeFault(stepComplete, afterConflict), flow: handshake("/contacts/25"), want: []store.Status{executed}, sent: 1},
+	{name: "redeem fails before", inject: storeFault(stepClaim, before), flow: handshake("/contacts/20"), want: []countersign.Status{executed}, sent: 1},
+	{name: "redeem applied, error", inject: storeFault(stepClaim, after), flow: handshake("/contacts/21"), want: []countersign.Status{executed}, sent: 1},
+	{name: "redeem applied, error, read fails", inject: storeFault(stepClaim, afterDown), flow: handshake("/contacts/49"), want: []countersign.Status{redeemed}},
+	{name: "redeem applied, conflict", inject: storeFault(stepClaim, afterConflict), flow: handshake("/contacts/22"), want: []countersign.Status{executed}, sent: 1},
+	{name: "complete fails before", inject: storeFault(stepComplete, before), flow: handshake("/contacts/23"), want: []countersign.Status{redeemed}, sent: 1},
+	{name: "complete applied, error", inject: storeFault(stepComplete, after), flow: handshake("/contacts/24"), want: []countersign.Status{executed}, sent: 1},
+	{name: "complete applied, conflict", inject: storeFault(stepComplete, afterConflict), flow: handshake("/contacts/25"), want: []countersign.Status{executed}, sent: 1},
 	// The workflow's timer.
-	{name: "finalize expired fails before", inject: storeFault(stepFinalize, before), flow: unanswered("/contacts/26"), want: []store.Status{expired}},
-	{name: "finalize expired applied, error", inject: storeFault(stepFinalize, after), flow: unanswered("/contacts/27"), want: []store.Status{expired}},
+	{name: "finalize expired fails before", inject: storeFault(stepFinalize, before), flow: unanswered("/contacts/26"), want: []countersign.Status{expired}},
+	{name: "finalize expired applied, error", inject: storeFault(stepFinalize, after), flow: unanswered("/contacts/27"), want: []countersign.Status{expired}},
 	// The upstream during a redemption.
-	{name: "upstream times out on redeem", inject: upstreamFault(upTimeout), flow: handshake("/contacts/28"), want: []store.Status{failed}, sent: 1},
-	{name: "upstream resets on redeem", inject: upstreamFault(upReset), flow: handshake("/contacts/29"), want: []store.Status{failed}, sent: 1},
-	{name: "upstream 503 on redeem", inject: upstreamFault(up5xx), flow: handshake("/contacts/30"), want: []store.Status{executed}, sent: 1},
-	{name: "upstream refuses on redeem", inject: upstreamFault(upRefused), flow: handshake("/contacts/31"), want: []store.Status{failed}},
+	{name: "upstream times out on redeem", inject: upstreamFault(upTimeout), flow: handshake("/contacts/28"), want: []countersign.Status{failed}, sent: 1},
+	{name: "upstream resets on redeem", inject: upstreamFault(upReset), flow: handshake("/contacts/29"), want: []countersign.Status{failed}, sent: 1},
+	{name: "upstream 503 on redeem", inject: upstreamFault(up5xx), flow: handshake("/contacts/30"), want: []countersign.Status{executed}, sent: 1},
+	{name: "upstream refuses on redeem", inject: upstreamFault(upRefused), flow: handshake("/contacts/31"), want: []countersign.Status{failed}},
 	// The gateway running an approved call itself (the card's mode; script batches share the Execute task).
-	{name: "gateway runs: no fault", flow: gatewayRuns("/contacts/32"), want: []store.Status{executed}, sent: 1},
-	{name: "gateway runs: SendTaskSuccess fails before", inject: workflowFault(wfSuccess, before), flow: gatewayRuns("/contacts/33"), want: []store.Status{executed}, sent: 1},
-	{name: "gateway runs: SendTaskSuccess delivered, error", inject: workflowFault(wfSuccess, after), flow: gatewayRuns("/contacts/41"), want: []store.Status{executed}, sent: 1},
-	{name: "gateway runs: claim fails before", inject: storeFault(stepClaim, before), flow: gatewayRuns("/contacts/34"), want: []store.Status{executed}, sent: 1},
-	{name: "gateway runs: claim fails for good", inject: func(f *faultStack) { f.st.fail(stepClaim, before, 1000) }, flow: gatewayRuns("/contacts/35"), want: []store.Status{failed}},
-	{name: "gateway runs: claim applied, error", inject: storeFault(stepClaim, after), flow: gatewayRuns("/contacts/36"), want: []store.Status{executed}, sent: 1},
-	{name: "gateway runs: claim applied, error, read fails", inject: storeFault(stepClaim, afterDown), flow: gatewayRuns("/contacts/50"), want: []store.Status{redeemed}},
-	{name: "gateway runs: complete fails before", inject: storeFault(stepComplete, before), flow: gatewayRuns("/contacts/37"), want: []store.Status{redeemed}, sent: 1},
-	{name: "gateway runs: upstream times out", inject: upstreamFault(upTimeout), flow: gatewayRuns("/contacts/38"), want: []store.Status{failed}, sent: 1},
-	{name: "gateway runs: upstream resets", inject: upstreamFault(upReset), flow: gatewayRuns("/contacts/39"), want: []store.Status{failed}, sent: 1},
-	{name: "gateway runs: upstream 503", inject: upstreamFault(up5xx), flow: gatewayRuns("/contacts/40"), want: []store.Status{executed}, sent: 1},
+	{name: "gateway runs: no fault", flow: gatewayRuns("/contacts/32"), want: []countersign.Status{executed}, sent: 1},
+	{name: "gateway runs: SendTaskSuccess fails before", inject: workflowFault(wfSuccess, before), flow: gatewayRuns("/contacts/33"), want: []countersign.Status{executed}, sent: 1},
+	{name: "gateway runs: SendTaskSuccess delivered, error", inject: workflowFault(wfSuccess, after), flow: gatewayRuns("/contacts/41"), want: []countersign.Status{executed}, sent: 1},
+	{name: "gateway runs: claim fails before", inject: storeFault(stepClaim, before), flow: gatewayRuns("/contacts/34"), want: []countersign.Status{executed}, sent: 1},
+	{name: "gateway runs: claim fails for good", inject: func(f *faultStack) { f.st.fail(stepClaim, before, 1000) }, flow: gatewayRuns("/contacts/35"), want: []countersign.Status{failed}},
+	{name: "gateway runs: claim applied, error", inject: storeFault(stepClaim, after), flow: gatewayRuns("/contacts/36"), want: []countersign.Status{executed}, sent: 1},
+	{name: "gateway runs: claim applied, error, read fails", inject: storeFault(stepClaim, afterDown), flow: gatewayRuns("/contacts/50"), want: []countersign.Status{redeemed}},
+	{name: "gateway runs: complete fails before", inject: storeFault(stepComplete, before), flow: gatewayRuns("/contacts/37"), want: []countersign.Status{redeemed}, sent: 1},
+	{name: "gateway runs: upstream times out", inject: upstreamFault(upTimeout), flow: gatewayRuns("/contacts/38"), want: []countersign.Status{failed}, sent: 1},
+	{name: "gateway runs: upstream resets", inject: upstreamFault(upReset), flow: gatewayRuns("/contacts/39"), want: []countersign.Status{failed}, sent: 1},
+	{name: "gateway runs: upstream 503", inject: upstreamFault(up5xx), flow: gatewayRuns("/contacts/40"), want: []countersign.Status{executed}, sent: 1},
 	// An answer given in the client (MCP input request): recorded redeemed and claimed in one create.
-	{name: "grant: create fails before", inject: storeFault(stepCreate, before), flow: granted("/contacts/42"), want: []store.Status{executed}, sent: 1},
-	{name: "grant: create applied, error", inject: storeFault(stepCreate, after), flow: granted("/contacts/43"), want: []store.Status{executed}, sent: 1},
-	{name: "grant: create applied, error, read fails", inject: storeFault(stepCreate, afterDown), flow: granted("/contacts/51"), want: []store.Status{redeemed}},
-	{name: "grant: complete fails before", inject: storeFault(stepComplete, before), flow: granted("/contacts/44"), want: []store.Status{redeemed}, sent: 1},
-	{name: "grant: upstream times out", inject: upstreamFault(upTimeout), flow: granted("/contacts/45"), want: []store.Status{failed}, sent: 1},
+	{name: "grant: create fails before", inject: storeFault(stepCreate, before), flow: granted("/contacts/42"), want: []countersign.Status{executed}, sent: 1},
+	{name: "grant: create applied, error", inject: storeFault(stepCreate, after), flow: granted("/contacts/43"), want: []countersign.Status{executed}, sent: 1},
+	{name: "grant: create applied, error, read fails", inject: storeFault(stepCreate, afterDown), flow: granted("/contacts/51"), want: []countersign.Status{redeemed}},
+	{name: "grant: complete fails before", inject: storeFault(stepComplete, before), flow: granted("/contacts/44"), want: []countersign.Status{redeemed}, sent: 1},
+	{name: "grant: upstream times out", inject: upstreamFault(upTimeout), flow: granted("/contacts/45"), want: []countersign.Status{failed}, sent: 1},
 	// A live call with the agent's Idempotency-Key, and a review item.
 	{name: "live: idempotency claim fails before", inject: storeFault(stepIdemClaim, before), flow: live},
 	{name: "live: idempotency claim applied, error", inject: storeFault(stepIdemClaim, after), flow: live},
@@ -311,7 +311,7 @@ func TestFaults(t *testing.T) {
 				time.Sleep(40 * time.Minute)
 				synctest.Wait()
 				got := f.truth()
-				var statuses []store.Status
+				var statuses []countersign.Status
 				sent := 0
 				for _, s := range got {
 					statuses = append(statuses, s.Status)

@@ -16,10 +16,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/audit"
 	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/links"
-	"github.com/countersign/countersign/shared/store"
 	"github.com/countersign/countersign/shared/store/embedded"
 )
 
@@ -477,7 +477,7 @@ func TestAuditTrailOfAConfirmedCall(t *testing.T) {
 
 func hashOf(key string) string { return config.HashKey(key) }
 
-func storeQuery(chain string) store.AuditQuery { return store.AuditQuery{Chain: chain} }
+func storeQuery(chain string) countersign.AuditQuery { return countersign.AuditQuery{Chain: chain} }
 
 func TestApprovalPageShowsWhoAsksAndTakesAReason(t *testing.T) {
 	h := newHarness(t, harnessOptions{})

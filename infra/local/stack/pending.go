@@ -15,10 +15,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/links"
-	"github.com/countersign/countersign/shared/store"
 	"github.com/countersign/countersign/shared/store/embedded"
 )
 
@@ -43,7 +43,7 @@ const consoleApprover = "console"
 // with the console approver's link signed by signer when the configuration
 // has a console approver.
 func pendingLinks(ctx context.Context, st interface {
-	ListConfirmations(context.Context) ([]*store.Confirmation, error)
+	ListConfirmations(context.Context) ([]*countersign.Confirmation, error)
 }, cfg *config.Config, signer *links.Signer, publicURL string, now time.Time) ([]Pending, error) {
 	all, err := st.ListConfirmations(ctx)
 	if err != nil {
@@ -51,7 +51,7 @@ func pendingLinks(ctx context.Context, st interface {
 	}
 	var out []Pending
 	for _, c := range all {
-		if c.Kind == store.KindReview || confirm.Effective(c, now) != store.StatusPending {
+		if c.Kind == countersign.KindReview || confirm.Effective(c, now) != countersign.StatusPending {
 			continue
 		}
 		p := Pending{ID: c.ID, Kind: string(c.Kind), Summary: summary(c.Operations), ExpiresAt: c.ExpiresAt.UTC()}
@@ -64,7 +64,7 @@ func pendingLinks(ctx context.Context, st interface {
 }
 
 // summary names up to three operations as the console approver does.
-func summary(ops []store.Operation) string {
+func summary(ops []countersign.Operation) string {
 	const max = 3
 	parts := make([]string, 0, min(len(ops), max)+1)
 	for i, op := range ops {

@@ -9,12 +9,12 @@ import (
 	"context"
 	"errors"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/app"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/httpapi"
 	"github.com/countersign/countersign/shared/mcpapi"
 	"github.com/countersign/countersign/shared/script"
-	"github.com/countersign/countersign/shared/store"
 	"github.com/countersign/countersign/shared/tasks"
 )
 
@@ -53,7 +53,7 @@ func Scripts(a *app.App) *script.Service {
 // httpScripts adapts code mode to the HTTP surface's interface.
 type httpScripts struct{ s *script.Service }
 
-func (h httpScripts) RunScript(ctx context.Context, cred *store.Credential, source, confirmationID string) (*httpapi.ScriptAnswer, error) {
+func (h httpScripts) RunScript(ctx context.Context, cred *countersign.Credential, source, confirmationID string) (*httpapi.ScriptAnswer, error) {
 	res, err := h.s.Run(ctx, cred, script.Request{Source: source, ConfirmationID: confirmationID})
 	var se *script.Error
 	if errors.As(err, &se) {
@@ -66,7 +66,7 @@ func (h httpScripts) RunScript(ctx context.Context, cred *store.Credential, sour
 		Confirmation: res.Confirmation, Effective: res.Effective}, nil
 }
 
-func (h httpScripts) DescribeScript(ctx context.Context, c *store.Confirmation) (*httpapi.ScriptAnswer, error) {
+func (h httpScripts) DescribeScript(ctx context.Context, c *countersign.Confirmation) (*httpapi.ScriptAnswer, error) {
 	out, err := h.s.Describe(ctx, c)
 	if err != nil {
 		return nil, err
@@ -77,7 +77,7 @@ func (h httpScripts) DescribeScript(ctx context.Context, c *store.Confirmation) 
 // mcpScripts adapts code mode to the MCP surface's interface.
 type mcpScripts struct{ s *script.Service }
 
-func (m mcpScripts) RunScript(ctx context.Context, cred *store.Credential, r mcpapi.ScriptRequest) (*mcpapi.ScriptRun, error) {
+func (m mcpScripts) RunScript(ctx context.Context, cred *countersign.Credential, r mcpapi.ScriptRequest) (*mcpapi.ScriptRun, error) {
 	res, err := m.s.Run(ctx, cred, script.Request{Source: r.Source, ConfirmationID: r.ConfirmationID, CannotAsk: r.CannotAsk, Client: r.Client})
 	var se *script.Error
 	if errors.As(err, &se) {
@@ -90,7 +90,7 @@ func (m mcpScripts) RunScript(ctx context.Context, cred *store.Credential, r mcp
 		Confirmation: res.Confirmation, Effective: res.Effective, Unasked: res.Unasked}, nil
 }
 
-func (m mcpScripts) DescribeScript(ctx context.Context, c *store.Confirmation) (*mcpapi.ScriptRun, error) {
+func (m mcpScripts) DescribeScript(ctx context.Context, c *countersign.Confirmation) (*mcpapi.ScriptRun, error) {
 	out, err := m.s.Describe(ctx, c)
 	if err != nil {
 		return nil, err
@@ -102,7 +102,7 @@ func (m mcpScripts) DescribeScript(ctx context.Context, c *store.Confirmation) (
 	return run, nil
 }
 
-func (m mcpScripts) RerunScript(ctx context.Context, id string) (*store.Confirmation, error) {
+func (m mcpScripts) RerunScript(ctx context.Context, id string) (*countersign.Confirmation, error) {
 	return m.s.Rerun(ctx, id)
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/store"
 )
 
@@ -34,7 +35,7 @@ func auditSK(seq int64) string { return fmt.Sprintf("%020d", seq) }
 // the head is what makes the newest record's deletion or edit visible. If
 // the process stops between them the head lags one record behind, which
 // audit verification reports and the next append repairs.
-func (s *Store) AppendAudit(ctx context.Context, r *store.AuditRecord) error {
+func (s *Store) AppendAudit(ctx context.Context, r *countersign.AuditRecord) error {
 	if r.Chain == "" || r.Seq < 1 {
 		return fmt.Errorf("append audit: bad chain %q or seq %d", r.Chain, r.Seq)
 	}
@@ -76,8 +77,8 @@ func (s *Store) moveHead(ctx context.Context, chain string, seq int64, hash stri
 }
 
 // LastAudit queries the chain backwards for one record.
-func (s *Store) LastAudit(ctx context.Context, chain string) (*store.AuditRecord, error) {
-	rs, err := s.ListAudit(ctx, store.AuditQuery{Chain: chain, Limit: 1, Newest: true})
+func (s *Store) LastAudit(ctx context.Context, chain string) (*countersign.AuditRecord, error) {
+	rs, err := s.ListAudit(ctx, countersign.AuditQuery{Chain: chain, Limit: 1, Newest: true})
 	if err != nil {
 		return nil, err
 	}
@@ -88,23 +89,23 @@ func (s *Store) LastAudit(ctx context.Context, chain string) (*store.AuditRecord
 }
 
 // AuditHead reads the chain's head consistently.
-func (s *Store) AuditHead(ctx context.Context, chain string) (store.AuditHead, error) {
+func (s *Store) AuditHead(ctx context.Context, chain string) (countersign.AuditHead, error) {
 	item, err := s.getItem(ctx, prefixAudit+chain, skAuditHead)
 	if err != nil {
-		return store.AuditHead{}, fmt.Errorf("audit head of %s: %w", chain, err)
+		return countersign.AuditHead{}, fmt.Errorf("audit head of %s: %w", chain, err)
 	}
 	n, ok := item[attrSeq].(*types.AttributeValueMemberN)
 	if !ok {
-		return store.AuditHead{}, fmt.Errorf("audit head of %s: no seq", chain)
+		return countersign.AuditHead{}, fmt.Errorf("audit head of %s: no seq", chain)
 	}
 	seq, err := strconv.ParseInt(n.Value, 10, 64)
 	if err != nil {
-		return store.AuditHead{}, fmt.Errorf("audit head of %s: seq %q: %w", chain, n.Value, err)
+		return countersign.AuditHead{}, fmt.Errorf("audit head of %s: seq %q: %w", chain, n.Value, err)
 	}
-	h := store.AuditHead{Chain: chain, Seq: seq, Hash: stringAttr(item, attrHash)}
+	h := countersign.AuditHead{Chain: chain, Seq: seq, Hash: stringAttr(item, attrHash)}
 	if n, ok := item[attrExpires].(*types.AttributeValueMemberN); ok {
 		if h.Expires, err = strconv.ParseInt(n.Value, 10, 64); err != nil {
-			return store.AuditHead{}, fmt.Errorf("audit head of %s: expires %q: %w", chain, n.Value, err)
+			return countersign.AuditHead{}, fmt.Errorf("audit head of %s: expires %q: %w", chain, n.Value, err)
 		}
 	}
 	return h, nil
@@ -112,7 +113,7 @@ func (s *Store) AuditHead(ctx context.Context, chain string) (store.AuditHead, e
 
 // ListAudit queries the chain's records consistently, between After and
 // the highest Seq, in the order asked.
-func (s *Store) ListAudit(ctx context.Context, q store.AuditQuery) ([]*store.AuditRecord, error) {
+func (s *Store) ListAudit(ctx context.Context, q countersign.AuditQuery) ([]*countersign.AuditRecord, error) {
 	in := &dynamodb.QueryInput{
 		TableName:                aws.String(s.table),
 		ConsistentRead:           aws.Bool(true),
@@ -127,14 +128,14 @@ func (s *Store) ListAudit(ctx context.Context, q store.AuditQuery) ([]*store.Aud
 		in.Limit = aws.Int32(int32(min(q.Limit, 1000)))
 	}
 	pages := dynamodb.NewQueryPaginator(s.client, in)
-	var out []*store.AuditRecord
+	var out []*countersign.AuditRecord
 	for pages.HasMorePages() && (q.Limit <= 0 || len(out) < q.Limit) {
 		page, err := pages.NextPage(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("list audit records of %s: %w", q.Chain, err)
 		}
 		for _, it := range page.Items {
-			r := new(store.AuditRecord)
+			r := new(countersign.AuditRecord)
 			if err := decode(it, r); err != nil {
 				return nil, fmt.Errorf("list audit records of %s: %w", q.Chain, err)
 			}

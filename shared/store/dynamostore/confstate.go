@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/store"
 )
 
@@ -61,7 +62,7 @@ var errOperationsFixed = errors.New("the operations of a confirmation are fixed 
 
 // confirmationState returns the JSON of c's state (c without its fixed
 // fields) and the whole record's size.
-func confirmationState(c store.Confirmation) (state []byte, whole int, err error) {
+func confirmationState(c countersign.Confirmation) (state []byte, whole int, err error) {
 	full, err := json.Marshal(c)
 	if err != nil {
 		return nil, 0, fmt.Errorf("encode: %w", err)
@@ -155,7 +156,7 @@ func mergeState(created, state []byte) ([]byte, error) {
 
 // getConfirmation reads the confirmation's CONF and STATE items with one
 // consistent Query and merges them.
-func (s *Store) getConfirmation(ctx context.Context, id string) (*store.Confirmation, error) {
+func (s *Store) getConfirmation(ctx context.Context, id string) (*countersign.Confirmation, error) {
 	out, err := s.client.Query(ctx, &dynamodb.QueryInput{
 		TableName:                aws.String(s.table),
 		ConsistentRead:           aws.Bool(true),
@@ -188,7 +189,7 @@ func (s *Store) getConfirmation(ctx context.Context, id string) (*store.Confirma
 		}
 		data = string(merged)
 	}
-	c := new(store.Confirmation)
+	c := new(countersign.Confirmation)
 	if err := json.Unmarshal([]byte(data), c); err != nil {
 		return nil, fmt.Errorf("decode item %s: %w", prefixConfirmation+id, err)
 	}
@@ -199,7 +200,7 @@ func (s *Store) getConfirmation(ctx context.Context, id string) (*store.Confirma
 // from is the one read) as the STATE item, conditionally. The first
 // transition creates STATE, tied to CONF by CONF's creation time and ttl;
 // the later ones update its data and version only.
-func (s *Store) updateConfirmation(ctx context.Context, rec store.Confirmation, from int64) error {
+func (s *Store) updateConfirmation(ctx context.Context, rec countersign.Confirmation, from int64) error {
 	state, whole, err := confirmationState(rec)
 	if err != nil {
 		return err

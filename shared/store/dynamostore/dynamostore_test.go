@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/app"
 	"github.com/countersign/countersign/shared/calls"
 	"github.com/countersign/countersign/shared/confirm"
@@ -54,14 +55,14 @@ func TestItemAttributes(t *testing.T) {
 	st := dynamostore.New(client, table, nil)
 	now := time.Date(2026, 5, 1, 12, 0, 0, 500, time.UTC)
 
-	conf := &store.Confirmation{ID: "c1", Status: store.StatusPending, CreatedAt: now, ExpiresAt: now.Add(10 * time.Minute), TTL: now.Add(48 * time.Hour).Unix()}
-	idem := &store.Idempotency{Credential: "cred", Key: "k", CreatedAt: now, ExpiresAt: time.Now().Add(time.Hour)}
-	review := &store.Confirmation{ID: "r1", Kind: store.KindReview, Status: store.StatusPending, CreatedAt: now, TTL: now.Add(72 * time.Hour).Unix()}
-	run := &store.ScriptRun{ID: "c1", Status: store.ScriptPending, CreatedAt: now, TTL: now.Add(48 * time.Hour).Unix()}
-	call := &store.ScriptCall{RunID: "c1", Index: 7, State: store.ScriptCallPending, TTL: run.TTL}
-	part := &store.ScriptPart{RunID: "c1", Key: "call/00000007/0000", Data: []byte{0, 0xff}, TTL: run.TTL}
-	denial := &store.AuditRecord{Chain: "calls:agent", Seq: 1, At: now, Actor: "agent", Action: "call.denied", Hash: "h1", TTL: now.Add(90 * 24 * time.Hour).Unix()}
-	kept := &store.AuditRecord{Chain: "cred:agent", Seq: 1, At: now, Actor: "agent", Action: "call.paused", Hash: "h2"}
+	conf := &countersign.Confirmation{ID: "c1", Status: countersign.StatusPending, CreatedAt: now, ExpiresAt: now.Add(10 * time.Minute), TTL: now.Add(48 * time.Hour).Unix()}
+	idem := &countersign.Idempotency{Credential: "cred", Key: "k", CreatedAt: now, ExpiresAt: time.Now().Add(time.Hour)}
+	review := &countersign.Confirmation{ID: "r1", Kind: countersign.KindReview, Status: countersign.StatusPending, CreatedAt: now, TTL: now.Add(72 * time.Hour).Unix()}
+	run := &countersign.ScriptRun{ID: "c1", Status: countersign.ScriptPending, CreatedAt: now, TTL: now.Add(48 * time.Hour).Unix()}
+	call := &countersign.ScriptCall{RunID: "c1", Index: 7, State: countersign.ScriptCallPending, TTL: run.TTL}
+	part := &countersign.ScriptPart{RunID: "c1", Key: "call/00000007/0000", Data: []byte{0, 0xff}, TTL: run.TTL}
+	denial := &countersign.AuditRecord{Chain: "calls:agent", Seq: 1, At: now, Actor: "agent", Action: "call.denied", Hash: "h1", TTL: now.Add(90 * 24 * time.Hour).Unix()}
+	kept := &countersign.AuditRecord{Chain: "cred:agent", Seq: 1, At: now, Actor: "agent", Action: "call.paused", Hash: "h2"}
 	for _, err := range []error{
 		st.AppendAudit(ctx, denial),
 		st.AppendAudit(ctx, kept),
@@ -170,7 +171,7 @@ func TestConditionFailureIsNotAnSDKError(t *testing.T) {
 	ctx := context.Background()
 	client, table := newTable(t)
 	st := dynamostore.New(client, table, nil)
-	c := &store.Confirmation{ID: "c1"}
+	c := &countersign.Confirmation{ID: "c1"}
 	if err := st.CreateConfirmation(ctx, c); err != nil {
 		t.Fatal(err)
 	}

@@ -5,16 +5,16 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/countersign/countersign/shared/store"
+	"github.com/countersign/countersign"
 )
 
 // GetQuota reads the quota record of key consistently.
-func (s *Store) GetQuota(ctx context.Context, key string) (*store.Quota, error) {
+func (s *Store) GetQuota(ctx context.Context, key string) (*countersign.Quota, error) {
 	item, err := s.getItem(ctx, prefixQuota+key, skQuota)
 	if err != nil {
 		return nil, fmt.Errorf("get quota %s: %w", key, err)
 	}
-	q := new(store.Quota)
+	q := new(countersign.Quota)
 	if err := decode(item, q); err != nil {
 		return nil, fmt.Errorf("get quota %s: %w", key, err)
 	}
@@ -23,7 +23,7 @@ func (s *Store) GetQuota(ctx context.Context, key string) (*store.Quota, error) 
 
 // PutQuota creates the record when q.Version is 0 (conditional on its
 // absence), else replaces it conditionally on its version.
-func (s *Store) PutQuota(ctx context.Context, q *store.Quota) error {
+func (s *Store) PutQuota(ctx context.Context, q *countersign.Quota) error {
 	rec := *q
 	rec.Version = q.Version + 1
 	rec.Until = make([]time.Time, len(q.Until))

@@ -13,11 +13,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/store"
 )
 
 // PutCredential creates or replaces the credential; gsi1 follows its key hash.
-func (s *Store) PutCredential(ctx context.Context, c store.Credential) error {
+func (s *Store) PutCredential(ctx context.Context, c countersign.Credential) error {
 	item, err := credentialItem(c)
 	if err == nil {
 		_, err = s.client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: item})
@@ -33,7 +34,7 @@ func (s *Store) PutCredential(ctx context.Context, c store.Credential) error {
 // hash against other credentials in the same write (the index is
 // eventually consistent); keys are random, and CredentialByKeyHash refuses
 // a hash that two credentials share.
-func (s *Store) CreateCredential(ctx context.Context, c store.Credential) error {
+func (s *Store) CreateCredential(ctx context.Context, c countersign.Credential) error {
 	item, err := credentialItem(c)
 	if err == nil {
 		err = s.putIf(ctx, item, "attribute_not_exists(#pk)", map[string]string{"#pk": attrPK}, nil)
@@ -47,7 +48,7 @@ func (s *Store) CreateCredential(ctx context.Context, c store.Credential) error 
 // credentialItem is the credential's item: the record without its last
 // client in "data", the last client in its own attribute (SetLastClient
 // updates it alone), and gsi1 keyed by the key hash.
-func credentialItem(c store.Credential) (map[string]types.AttributeValue, error) {
+func credentialItem(c countersign.Credential) (map[string]types.AttributeValue, error) {
 	if c.ID == "" {
 		return nil, errors.New("empty id")
 	}
@@ -74,7 +75,7 @@ func credentialItem(c store.Credential) (map[string]types.AttributeValue, error)
 }
 
 // GetCredential reads the credential consistently.
-func (s *Store) GetCredential(ctx context.Context, id string) (store.Credential, error) {
+func (s *Store) GetCredential(ctx context.Context, id string) (countersign.Credential, error) {
 	// getCredential's errors already name the credential.
 	return s.getCredential(ctx, id)
 }
@@ -84,7 +85,7 @@ func (s *Store) GetCredential(ctx context.Context, id string) (store.Credential,
 // reads the whole table, confirmations and idempotency records included:
 // it is meant for the operator's tools, never for the request path, and
 // the deployed functions need no Scan permission for it.
-func (s *Store) ListCredentials(ctx context.Context) ([]store.Credential, error) {
+func (s *Store) ListCredentials(ctx context.Context) ([]countersign.Credential, error) {
 	pages := dynamodb.NewScanPaginator(s.client, &dynamodb.ScanInput{
 		TableName:                 aws.String(s.table),
 		ConsistentRead:            aws.Bool(true),
@@ -92,7 +93,7 @@ func (s *Store) ListCredentials(ctx context.Context) ([]store.Credential, error)
 		ExpressionAttributeNames:  map[string]string{"#pk": attrPK, "#sk": attrSK},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":prefix": str(prefixCredential), ":sk": str(skCredential)},
 	})
-	var out []store.Credential
+	var out []countersign.Credential
 	for pages.HasMorePages() {
 		page, err := pages.NextPage(ctx)
 		if err != nil {
@@ -106,7 +107,7 @@ func (s *Store) ListCredentials(ctx context.Context) ([]store.Credential, error)
 			out = append(out, c)
 		}
 	}
-	slices.SortFunc(out, func(a, b store.Credential) int { return strings.Compare(a.ID, b.ID) })
+	slices.SortFunc(out, func(a, b countersign.Credential) int { return strings.Compare(a.ID, b.ID) })
 	return out, nil
 }
 
@@ -132,17 +133,17 @@ func (s *Store) DeleteCredential(ctx context.Context, id string) error {
 
 // CredentialByKeyHash finds the credential through gsi1, then re-reads it
 // consistently and checks the hash, so a stale index entry never matches.
-func (s *Store) CredentialByKeyHash(ctx context.Context, keyHash string) (store.Credential, error) {
+func (s *Store) CredentialByKeyHash(ctx context.Context, keyHash string) (countersign.Credential, error) {
 	c, err := s.credentialByKeyHash(ctx, keyHash)
 	if err != nil {
-		return store.Credential{}, fmt.Errorf("credential by key hash %.8s…: %w", keyHash, err)
+		return countersign.Credential{}, fmt.Errorf("credential by key hash %.8s…: %w", keyHash, err)
 	}
 	return c, nil
 }
 
-func (s *Store) credentialByKeyHash(ctx context.Context, keyHash string) (store.Credential, error) {
+func (s *Store) credentialByKeyHash(ctx context.Context, keyHash string) (countersign.Credential, error) {
 	if keyHash == "" {
-		return store.Credential{}, store.ErrNotFound
+		return countersign.Credential{}, store.ErrNotFound
 	}
 	pages := dynamodb.NewQueryPaginator(s.client, &dynamodb.QueryInput{
 		TableName:                 aws.String(s.table),
@@ -152,11 +153,11 @@ func (s *Store) credentialByKeyHash(ctx context.Context, keyHash string) (store.
 		ExpressionAttributeNames:  map[string]string{"#g": attrGSI1PK, "#pk": attrPK},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":g": str(prefixKeyHash + keyHash)},
 	})
-	var found []store.Credential
+	var found []countersign.Credential
 	for pages.HasMorePages() {
 		page, err := pages.NextPage(ctx)
 		if err != nil {
-			return store.Credential{}, fmt.Errorf("query %s: %w", IndexName, err)
+			return countersign.Credential{}, fmt.Errorf("query %s: %w", IndexName, err)
 		}
 		for _, it := range page.Items {
 			id := strings.TrimPrefix(stringAttr(it, attrPK), prefixCredential)
@@ -165,7 +166,7 @@ func (s *Store) credentialByKeyHash(ctx context.Context, keyHash string) (store.
 				continue
 			}
 			if err != nil {
-				return store.Credential{}, err
+				return countersign.Credential{}, err
 			}
 			if c.KeyHash == keyHash {
 				found = append(found, c)
@@ -174,36 +175,36 @@ func (s *Store) credentialByKeyHash(ctx context.Context, keyHash string) (store.
 	}
 	switch len(found) {
 	case 0:
-		return store.Credential{}, store.ErrNotFound
+		return countersign.Credential{}, store.ErrNotFound
 	case 1:
 		return found[0], nil
 	}
 	// Two credentials with one key: refuse rather than pick one.
-	return store.Credential{}, fmt.Errorf("%d credentials share the key hash (%s and %s)", len(found), found[0].ID, found[1].ID)
+	return countersign.Credential{}, fmt.Errorf("%d credentials share the key hash (%s and %s)", len(found), found[0].ID, found[1].ID)
 }
 
-func (s *Store) getCredential(ctx context.Context, id string) (store.Credential, error) {
+func (s *Store) getCredential(ctx context.Context, id string) (countersign.Credential, error) {
 	item, err := s.getItem(ctx, prefixCredential+id, skCredential)
 	if err != nil {
-		return store.Credential{}, fmt.Errorf("get credential %s: %w", id, err)
+		return countersign.Credential{}, fmt.Errorf("get credential %s: %w", id, err)
 	}
 	c, err := decodeCredential(item)
 	if err != nil {
-		return store.Credential{}, fmt.Errorf("get credential %s: %w", id, err)
+		return countersign.Credential{}, fmt.Errorf("get credential %s: %w", id, err)
 	}
 	return c, nil
 }
 
 // decodeCredential decodes a credential item, its last client included.
-func decodeCredential(item map[string]types.AttributeValue) (store.Credential, error) {
-	var c store.Credential
+func decodeCredential(item map[string]types.AttributeValue) (countersign.Credential, error) {
+	var c countersign.Credential
 	if err := decode(item, &c); err != nil {
-		return store.Credential{}, err
+		return countersign.Credential{}, err
 	}
 	if _, ok := item[attrLastClient]; ok {
-		c.LastClient = new(store.Client)
+		c.LastClient = new(countersign.Client)
 		if err := decodeAttr(item, attrLastClient, c.LastClient); err != nil {
-			return store.Credential{}, err
+			return countersign.Credential{}, err
 		}
 	}
 	return c, nil
@@ -211,7 +212,7 @@ func decodeCredential(item map[string]types.AttributeValue) (store.Credential, e
 
 // SetLastClient sets the credential's last_client attribute in one
 // conditional UpdateItem; store.ErrNotFound if the credential does not exist.
-func (s *Store) SetLastClient(ctx context.Context, credentialID string, cl store.Client) error {
+func (s *Store) SetLastClient(ctx context.Context, credentialID string, cl countersign.Client) error {
 	cl.SeenAt = cl.SeenAt.UTC()
 	b, err := json.Marshal(cl)
 	if err != nil {
@@ -235,7 +236,7 @@ func (s *Store) SetLastClient(ctx context.Context, credentialID string, cl store
 }
 
 // CreateConfirmation stores c with Version 1; store.ErrConflict if its ID exists.
-func (s *Store) CreateConfirmation(ctx context.Context, c *store.Confirmation) error {
+func (s *Store) CreateConfirmation(ctx context.Context, c *countersign.Confirmation) error {
 	if c.ID == "" {
 		return errors.New("create confirmation: empty id")
 	}
@@ -254,7 +255,7 @@ func (s *Store) CreateConfirmation(ctx context.Context, c *store.Confirmation) e
 
 // GetConfirmation reads the confirmation consistently: the record as
 // created and its state, in one Query (see confstate.go).
-func (s *Store) GetConfirmation(ctx context.Context, id string) (*store.Confirmation, error) {
+func (s *Store) GetConfirmation(ctx context.Context, id string) (*countersign.Confirmation, error) {
 	c, err := s.getConfirmation(ctx, id)
 	if err != nil {
 		return nil, fmt.Errorf("get confirmation %s: %w", id, err)
@@ -265,7 +266,7 @@ func (s *Store) GetConfirmation(ctx context.Context, id string) (*store.Confirma
 // UpdateConfirmation writes the confirmation's state if its stored version
 // equals c.Version, and then increments c.Version. The fields fixed at
 // creation are not written (see confstate.go).
-func (s *Store) UpdateConfirmation(ctx context.Context, c *store.Confirmation) error {
+func (s *Store) UpdateConfirmation(ctx context.Context, c *countersign.Confirmation) error {
 	rec := utcConfirmation(c)
 	rec.Version = c.Version + 1
 	err := s.updateConfirmation(ctx, rec, c.Version)
@@ -279,7 +280,7 @@ func (s *Store) UpdateConfirmation(ctx context.Context, c *store.Confirmation) e
 // confirmationItem is the record as created (sk CONF), with the number of
 // its operations and its creation time beside it for the STATE item's
 // conditions (confstate.go).
-func confirmationItem(c store.Confirmation) (map[string]types.AttributeValue, error) {
+func confirmationItem(c countersign.Confirmation) (map[string]types.AttributeValue, error) {
 	item, err := newItem(prefixConfirmation+c.ID, skConfirmation, c)
 	if err != nil {
 		return nil, err
@@ -290,7 +291,7 @@ func confirmationItem(c store.Confirmation) (map[string]types.AttributeValue, er
 	if c.TTL > 0 {
 		item[attrTTL] = num(c.TTL)
 	}
-	if c.Kind == store.KindReview {
+	if c.Kind == countersign.KindReview {
 		// The review queue: every write keeps the item in gsi1.
 		item[attrGSI1PK] = str(gsiReviews)
 		item[attrGSI1SK] = str(sortableTime(c.CreatedAt) + "#" + c.ID)
@@ -299,7 +300,7 @@ func confirmationItem(c store.Confirmation) (map[string]types.AttributeValue, er
 }
 
 // utcConfirmation returns a shallow copy of c with its times in UTC.
-func utcConfirmation(c *store.Confirmation) store.Confirmation {
+func utcConfirmation(c *countersign.Confirmation) countersign.Confirmation {
 	rec := *c
 	rec.CreatedAt = rec.CreatedAt.UTC()
 	rec.ExpiresAt = rec.ExpiresAt.UTC()
@@ -311,7 +312,7 @@ func utcConfirmation(c *store.Confirmation) store.Confirmation {
 
 // CreateIdempotency stores r with Version 1 unless a live record exists for
 // (r.Credential, r.Key): store.ErrConflict then.
-func (s *Store) CreateIdempotency(ctx context.Context, r *store.Idempotency) error {
+func (s *Store) CreateIdempotency(ctx context.Context, r *countersign.Idempotency) error {
 	rec := utcIdempotency(r)
 	rec.Version = 1
 	item, err := idempotencyItem(rec)
@@ -329,7 +330,7 @@ func (s *Store) CreateIdempotency(ctx context.Context, r *store.Idempotency) err
 
 // GetIdempotency reads the record consistently; store.ErrNotFound if there
 // is none or it has expired (TTL deletes expired items only eventually).
-func (s *Store) GetIdempotency(ctx context.Context, credentialID, key string) (*store.Idempotency, error) {
+func (s *Store) GetIdempotency(ctx context.Context, credentialID, key string) (*countersign.Idempotency, error) {
 	r, err := s.getIdempotency(ctx, credentialID, key)
 	if err != nil {
 		return nil, fmt.Errorf("get idempotency record %s/%s: %w", credentialID, key, err)
@@ -337,12 +338,12 @@ func (s *Store) GetIdempotency(ctx context.Context, credentialID, key string) (*
 	return r, nil
 }
 
-func (s *Store) getIdempotency(ctx context.Context, credentialID, key string) (*store.Idempotency, error) {
+func (s *Store) getIdempotency(ctx context.Context, credentialID, key string) (*countersign.Idempotency, error) {
 	item, err := s.getItem(ctx, prefixIdempotency+credentialID, prefixIdemKey+key)
 	if err != nil {
 		return nil, err
 	}
-	r := new(store.Idempotency)
+	r := new(countersign.Idempotency)
 	if err := decode(item, r); err != nil {
 		return nil, err
 	}
@@ -354,7 +355,7 @@ func (s *Store) getIdempotency(ctx context.Context, credentialID, key string) (*
 
 // UpdateIdempotency replaces the record if its stored version equals
 // r.Version, and then increments r.Version.
-func (s *Store) UpdateIdempotency(ctx context.Context, r *store.Idempotency) error {
+func (s *Store) UpdateIdempotency(ctx context.Context, r *countersign.Idempotency) error {
 	rec := utcIdempotency(r)
 	rec.Version = r.Version + 1
 	item, err := idempotencyItem(rec)
@@ -368,7 +369,7 @@ func (s *Store) UpdateIdempotency(ctx context.Context, r *store.Idempotency) err
 	return nil
 }
 
-func idempotencyItem(r store.Idempotency) (map[string]types.AttributeValue, error) {
+func idempotencyItem(r countersign.Idempotency) (map[string]types.AttributeValue, error) {
 	item, err := newItem(prefixIdempotency+r.Credential, prefixIdemKey+r.Key, r)
 	if err != nil {
 		return nil, err
@@ -382,7 +383,7 @@ func idempotencyItem(r store.Idempotency) (map[string]types.AttributeValue, erro
 }
 
 // utcIdempotency returns a shallow copy of r with its times in UTC.
-func utcIdempotency(r *store.Idempotency) store.Idempotency {
+func utcIdempotency(r *countersign.Idempotency) countersign.Idempotency {
 	rec := *r
 	rec.CreatedAt = rec.CreatedAt.UTC()
 	rec.ExpiresAt = rec.ExpiresAt.UTC()
@@ -392,7 +393,7 @@ func utcIdempotency(r *store.Idempotency) store.Idempotency {
 // ListConfirmations scans the table for confirmation items and sorts them
 // by CreatedAt, then ID. A scan reads the whole table: it is for the
 // operator's page, never the request path.
-func (s *Store) ListConfirmations(ctx context.Context) ([]*store.Confirmation, error) {
+func (s *Store) ListConfirmations(ctx context.Context) ([]*countersign.Confirmation, error) {
 	pages := dynamodb.NewScanPaginator(s.client, &dynamodb.ScanInput{
 		TableName:                 aws.String(s.table),
 		ConsistentRead:            aws.Bool(true),
@@ -400,7 +401,7 @@ func (s *Store) ListConfirmations(ctx context.Context) ([]*store.Confirmation, e
 		ExpressionAttributeNames:  map[string]string{"#pk": attrPK, "#sk": attrSK},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":prefix": str(prefixConfirmation), ":sk": str(skConfirmation)},
 	})
-	var out []*store.Confirmation
+	var out []*countersign.Confirmation
 	for pages.HasMorePages() {
 		page, err := pages.NextPage(ctx)
 		if err != nil {
@@ -419,7 +420,7 @@ func (s *Store) ListConfirmations(ctx context.Context) ([]*store.Confirmation, e
 			out = append(out, c)
 		}
 	}
-	slices.SortFunc(out, func(a, b *store.Confirmation) int {
+	slices.SortFunc(out, func(a, b *countersign.Confirmation) int {
 		if n := a.CreatedAt.Compare(b.CreatedAt); n != 0 {
 			return n
 		}
@@ -432,7 +433,7 @@ func (s *Store) ListConfirmations(ctx context.Context) ([]*store.Confirmation, e
 // review carry gsi1pk REVIEWS), oldest CreatedAt first, then by ID. The
 // index is eventually consistent: a review created a moment ago may be
 // missing from the list; each listed one is read whole, consistently.
-func (s *Store) ListReviews(ctx context.Context) ([]*store.Confirmation, error) {
+func (s *Store) ListReviews(ctx context.Context) ([]*countersign.Confirmation, error) {
 	pages := dynamodb.NewQueryPaginator(s.client, &dynamodb.QueryInput{
 		TableName:                 aws.String(s.table),
 		IndexName:                 aws.String(IndexName),
@@ -441,7 +442,7 @@ func (s *Store) ListReviews(ctx context.Context) ([]*store.Confirmation, error) 
 		ExpressionAttributeValues: map[string]types.AttributeValue{":g": str(gsiReviews)},
 		ScanIndexForward:          aws.Bool(true),
 	})
-	var out []*store.Confirmation
+	var out []*countersign.Confirmation
 	for pages.HasMorePages() {
 		page, err := pages.NextPage(ctx)
 		if err != nil {

@@ -9,12 +9,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
-	"github.com/countersign/countersign/shared/store"
+	"github.com/countersign/countersign"
 )
 
 // CreateScriptRun stores r with Version 1; store.ErrConflict if its ID exists.
-func (s *Store) CreateScriptRun(ctx context.Context, r *store.ScriptRun) error {
+func (s *Store) CreateScriptRun(ctx context.Context, r *countersign.ScriptRun) error {
 	if r.ID == "" {
 		return errors.New("create script run: empty id")
 	}
@@ -32,12 +31,12 @@ func (s *Store) CreateScriptRun(ctx context.Context, r *store.ScriptRun) error {
 }
 
 // GetScriptRun reads the header consistently.
-func (s *Store) GetScriptRun(ctx context.Context, id string) (*store.ScriptRun, error) {
+func (s *Store) GetScriptRun(ctx context.Context, id string) (*countersign.ScriptRun, error) {
 	item, err := s.getItem(ctx, prefixScript+id, skScriptRun)
 	if err != nil {
 		return nil, fmt.Errorf("get script run %s: %w", id, err)
 	}
-	r := new(store.ScriptRun)
+	r := new(countersign.ScriptRun)
 	if err := decode(item, r); err != nil {
 		return nil, fmt.Errorf("get script run %s: %w", id, err)
 	}
@@ -46,7 +45,7 @@ func (s *Store) GetScriptRun(ctx context.Context, id string) (*store.ScriptRun, 
 
 // UpdateScriptRun replaces the header if its stored version equals
 // r.Version, and then increments r.Version.
-func (s *Store) UpdateScriptRun(ctx context.Context, r *store.ScriptRun) error {
+func (s *Store) UpdateScriptRun(ctx context.Context, r *countersign.ScriptRun) error {
 	rec := utcScriptRun(r)
 	rec.Version = r.Version + 1
 	item, err := versionedItem(prefixScript+r.ID, skScriptRun, rec, rec.Version, rec.TTL)
@@ -62,7 +61,7 @@ func (s *Store) UpdateScriptRun(ctx context.Context, r *store.ScriptRun) error {
 
 // PutScriptCall creates the call (Version 0) or replaces it if its stored
 // version equals c.Version, and then increments c.Version.
-func (s *Store) PutScriptCall(ctx context.Context, c *store.ScriptCall) error {
+func (s *Store) PutScriptCall(ctx context.Context, c *countersign.ScriptCall) error {
 	if c.RunID == "" || c.Index < 0 {
 		return fmt.Errorf("put script call: run id %q, index %d", c.RunID, c.Index)
 	}
@@ -84,10 +83,10 @@ func (s *Store) PutScriptCall(ctx context.Context, c *store.ScriptCall) error {
 }
 
 // ScriptCalls queries the run's calls consistently, in index order.
-func (s *Store) ScriptCalls(ctx context.Context, runID string) ([]*store.ScriptCall, error) {
-	out := []*store.ScriptCall{}
+func (s *Store) ScriptCalls(ctx context.Context, runID string) ([]*countersign.ScriptCall, error) {
+	out := []*countersign.ScriptCall{}
 	err := s.queryPrefix(ctx, prefixScript+runID, skScriptCall, func(item map[string]types.AttributeValue) error {
-		c := new(store.ScriptCall)
+		c := new(countersign.ScriptCall)
 		if err := decode(item, c); err != nil {
 			return err
 		}
@@ -102,7 +101,7 @@ func (s *Store) ScriptCalls(ctx context.Context, runID string) ([]*store.ScriptC
 
 // PutScriptPart creates or replaces the part; its bytes are a binary
 // attribute, not JSON, so a part may use nearly all of an item's 400 KB.
-func (s *Store) PutScriptPart(ctx context.Context, p *store.ScriptPart) error {
+func (s *Store) PutScriptPart(ctx context.Context, p *countersign.ScriptPart) error {
 	if p.RunID == "" || p.Key == "" {
 		return fmt.Errorf("put script part: run id %q, key %q", p.RunID, p.Key)
 	}
@@ -119,10 +118,10 @@ func (s *Store) PutScriptPart(ctx context.Context, p *store.ScriptPart) error {
 }
 
 // ScriptParts queries the run's parts under prefix consistently, in key order.
-func (s *Store) ScriptParts(ctx context.Context, runID, prefix string) ([]*store.ScriptPart, error) {
-	out := []*store.ScriptPart{}
+func (s *Store) ScriptParts(ctx context.Context, runID, prefix string) ([]*countersign.ScriptPart, error) {
+	out := []*countersign.ScriptPart{}
 	err := s.queryPrefix(ctx, prefixScript+runID, skScriptPart+prefix, func(item map[string]types.AttributeValue) error {
-		p := &store.ScriptPart{RunID: runID, Key: strings.TrimPrefix(stringAttr(item, attrSK), skScriptPart)}
+		p := &countersign.ScriptPart{RunID: runID, Key: strings.TrimPrefix(stringAttr(item, attrSK), skScriptPart)}
 		b, ok := item[attrBin].(*types.AttributeValueMemberB)
 		if !ok {
 			return fmt.Errorf("part %s: attribute %q missing or not binary", p.Key, attrBin)
@@ -184,7 +183,7 @@ func versionedItem(pk, sk string, v any, version, ttl int64) (map[string]types.A
 func scriptCallSK(index int) string { return fmt.Sprintf("%s%08d", skScriptCall, index) }
 
 // utcScriptRun returns a shallow copy of r with its times in UTC.
-func utcScriptRun(r *store.ScriptRun) store.ScriptRun {
+func utcScriptRun(r *countersign.ScriptRun) countersign.ScriptRun {
 	rec := *r
 	rec.StartedAt = rec.StartedAt.UTC()
 	rec.CreatedAt = rec.CreatedAt.UTC()

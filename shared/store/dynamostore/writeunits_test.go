@@ -21,11 +21,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/middleware"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/calls"
 	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/policy"
-	"github.com/countersign/countersign/shared/store"
 	"github.com/countersign/countersign/shared/store/dynamostore"
 	"github.com/countersign/countersign/shared/workflow"
 )
@@ -224,7 +224,7 @@ func confirmedCall(t *testing.T, method, path string, body []byte) *meter {
 	}
 	conf := &confirm.Service{Store: st, Workflow: recordingWorkflow{}}
 	svc := (&calls.Service{Store: st, Confirm: conf}).WithConfig(cfg)
-	cred := &store.Credential{ID: "chat-user", Choice: policy.AskPerson}
+	cred := &countersign.Credential{ID: "chat-user", Choice: policy.AskPerson}
 	token := realisticToken(t)
 	call := func(intent policy.Intent, id string) *calls.Result {
 		t.Helper()

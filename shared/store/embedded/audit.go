@@ -10,6 +10,7 @@ import (
 
 	"go.etcd.io/bbolt"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/store"
 )
 
@@ -22,7 +23,7 @@ func auditKey(chain string, seq int64) []byte {
 func auditPrefix(chain string) []byte { return append([]byte(chain), 0) }
 
 // AppendAudit stores r and moves the chain's head in one transaction.
-func (s *Store) AppendAudit(_ context.Context, r *store.AuditRecord) error {
+func (s *Store) AppendAudit(_ context.Context, r *countersign.AuditRecord) error {
 	if r.Chain == "" || r.Seq < 1 || bytes.IndexByte([]byte(r.Chain), 0) >= 0 {
 		return fmt.Errorf("append audit: bad chain %q or seq %d", r.Chain, r.Seq)
 	}
@@ -36,7 +37,7 @@ func (s *Store) AppendAudit(_ context.Context, r *store.AuditRecord) error {
 		if err := put(tx, bucketAudit, key, rec); err != nil {
 			return err
 		}
-		var head store.AuditHead
+		var head countersign.AuditHead
 		switch err := get(tx, bucketAuditHeads, []byte(r.Chain), &head); {
 		case errors.Is(err, store.ErrNotFound):
 		case err != nil:
@@ -44,7 +45,7 @@ func (s *Store) AppendAudit(_ context.Context, r *store.AuditRecord) error {
 		case head.Seq >= r.Seq:
 			return nil
 		}
-		return put(tx, bucketAuditHeads, []byte(r.Chain), store.AuditHead{Chain: r.Chain, Seq: r.Seq, Hash: r.Hash, Expires: r.TTL})
+		return put(tx, bucketAuditHeads, []byte(r.Chain), countersign.AuditHead{Chain: r.Chain, Seq: r.Seq, Hash: r.Hash, Expires: r.TTL})
 	})
 	if err != nil {
 		return fmt.Errorf("append audit %s/%d: %w", r.Chain, r.Seq, err)
@@ -53,8 +54,8 @@ func (s *Store) AppendAudit(_ context.Context, r *store.AuditRecord) error {
 }
 
 // LastAudit returns the chain's record with the highest Seq.
-func (s *Store) LastAudit(ctx context.Context, chain string) (*store.AuditRecord, error) {
-	rs, err := s.ListAudit(ctx, store.AuditQuery{Chain: chain, Limit: 1, Newest: true})
+func (s *Store) LastAudit(ctx context.Context, chain string) (*countersign.AuditRecord, error) {
+	rs, err := s.ListAudit(ctx, countersign.AuditQuery{Chain: chain, Limit: 1, Newest: true})
 	if err != nil {
 		return nil, err
 	}
@@ -65,21 +66,21 @@ func (s *Store) LastAudit(ctx context.Context, chain string) (*store.AuditRecord
 }
 
 // AuditHead returns the chain's head.
-func (s *Store) AuditHead(_ context.Context, chain string) (store.AuditHead, error) {
-	var h store.AuditHead
+func (s *Store) AuditHead(_ context.Context, chain string) (countersign.AuditHead, error) {
+	var h countersign.AuditHead
 	err := s.db.View(func(tx *bbolt.Tx) error { return get(tx, bucketAuditHeads, []byte(chain), &h) })
 	if err != nil {
-		return store.AuditHead{}, fmt.Errorf("audit head of %s: %w", chain, err)
+		return countersign.AuditHead{}, fmt.Errorf("audit head of %s: %w", chain, err)
 	}
 	return h, nil
 }
 
 // ListAudit walks the chain's keys in order (backwards with q.Newest).
-func (s *Store) ListAudit(_ context.Context, q store.AuditQuery) ([]*store.AuditRecord, error) {
-	var out []*store.AuditRecord
+func (s *Store) ListAudit(_ context.Context, q countersign.AuditQuery) ([]*countersign.AuditRecord, error) {
+	var out []*countersign.AuditRecord
 	prefix := auditPrefix(q.Chain)
 	take := func(k, v []byte) (more bool, err error) {
-		r := new(store.AuditRecord)
+		r := new(countersign.AuditRecord)
 		if err := json.Unmarshal(v, r); err != nil {
 			return false, fmt.Errorf("decode audit record %q: %w", k, err)
 		}

@@ -7,11 +7,12 @@ import (
 
 	"go.etcd.io/bbolt"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/store"
 )
 
 // CreateConfirmation stores c with Version 1; store.ErrConflict if its ID exists.
-func (s *Store) CreateConfirmation(_ context.Context, c *store.Confirmation) error {
+func (s *Store) CreateConfirmation(_ context.Context, c *countersign.Confirmation) error {
 	if c.ID == "" {
 		return errors.New("create confirmation: empty id")
 	}
@@ -31,8 +32,8 @@ func (s *Store) CreateConfirmation(_ context.Context, c *store.Confirmation) err
 }
 
 // GetConfirmation returns a copy of the stored confirmation.
-func (s *Store) GetConfirmation(_ context.Context, id string) (*store.Confirmation, error) {
-	c := new(store.Confirmation)
+func (s *Store) GetConfirmation(_ context.Context, id string) (*countersign.Confirmation, error) {
+	c := new(countersign.Confirmation)
 	err := s.db.View(func(tx *bbolt.Tx) error {
 		return get(tx, bucketConfirmations, []byte(id), c)
 	})
@@ -46,11 +47,11 @@ func (s *Store) GetConfirmation(_ context.Context, id string) (*store.Confirmati
 // Version equals c.Version, and then increments c.Version. The fields fixed
 // at creation keep their stored values and the number of operations cannot
 // change, as on DynamoDB (store.Store.UpdateConfirmation).
-func (s *Store) UpdateConfirmation(_ context.Context, c *store.Confirmation) error {
+func (s *Store) UpdateConfirmation(_ context.Context, c *countersign.Confirmation) error {
 	rec := utcConfirmation(c)
 	rec.Version = c.Version + 1
 	err := s.writer.Update(func(tx *bbolt.Tx) error {
-		var stored store.Confirmation
+		var stored countersign.Confirmation
 		if err := get(tx, bucketConfirmations, []byte(c.ID), &stored); err != nil {
 			return err
 		}
@@ -71,10 +72,10 @@ func (s *Store) UpdateConfirmation(_ context.Context, c *store.Confirmation) err
 }
 
 // keepFixed copies into rec the fields of stored fixed at creation.
-func keepFixed(rec, stored *store.Confirmation) {
+func keepFixed(rec, stored *countersign.Confirmation) {
 	rec.ID, rec.Kind, rec.Credential, rec.Reason, rec.Asker = stored.ID, stored.Kind, stored.Credential, stored.Reason, stored.Asker
 	rec.CreatedAt, rec.ExpiresAt, rec.GatewayRuns, rec.TTL = stored.CreatedAt, stored.ExpiresAt, stored.GatewayRuns, stored.TTL
-	ops := make([]store.Operation, len(rec.Operations))
+	ops := make([]countersign.Operation, len(rec.Operations))
 	for i, op := range rec.Operations {
 		was := stored.Operations[i]
 		op.Connection, op.Method, op.Path, op.Endpoint = was.Connection, was.Method, was.Path, was.Endpoint
@@ -88,7 +89,7 @@ func keepFixed(rec, stored *store.Confirmation) {
 }
 
 // utcConfirmation returns a shallow copy of c with its times in UTC.
-func utcConfirmation(c *store.Confirmation) store.Confirmation {
+func utcConfirmation(c *countersign.Confirmation) countersign.Confirmation {
 	rec := *c
 	rec.CreatedAt = rec.CreatedAt.UTC()
 	rec.ExpiresAt = rec.ExpiresAt.UTC()

@@ -8,18 +8,19 @@ import (
 
 	"go.etcd.io/bbolt"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/store"
 )
 
 // PutCredential creates or replaces the credential and moves its key hash
 // index entry.
-func (s *Store) PutCredential(_ context.Context, c store.Credential) error {
+func (s *Store) PutCredential(_ context.Context, c countersign.Credential) error {
 	if c.ID == "" {
 		return errors.New("put credential: empty id")
 	}
 	c = utcCredential(c)
 	err := s.writer.Update(func(tx *bbolt.Tx) error {
-		var old store.Credential
+		var old countersign.Credential
 		switch err := get(tx, bucketCredentials, []byte(c.ID), &old); {
 		case err == nil:
 			if old.KeyHash != "" && old.KeyHash != c.KeyHash {
@@ -39,7 +40,7 @@ func (s *Store) PutCredential(_ context.Context, c store.Credential) error {
 }
 
 // putIndexed writes a credential and its key hash index entry.
-func putIndexed(tx *bbolt.Tx, c store.Credential) error {
+func putIndexed(tx *bbolt.Tx, c countersign.Credential) error {
 	if err := put(tx, bucketCredentials, []byte(c.ID), c); err != nil {
 		return err
 	}
@@ -52,8 +53,8 @@ func putIndexed(tx *bbolt.Tx, c store.Credential) error {
 }
 
 // CredentialByKeyHash looks the credential up through the key hash index.
-func (s *Store) CredentialByKeyHash(_ context.Context, keyHash string) (store.Credential, error) {
-	var c store.Credential
+func (s *Store) CredentialByKeyHash(_ context.Context, keyHash string) (countersign.Credential, error) {
+	var c countersign.Credential
 	err := s.db.View(func(tx *bbolt.Tx) error {
 		if keyHash == "" {
 			return store.ErrNotFound
@@ -66,17 +67,17 @@ func (s *Store) CredentialByKeyHash(_ context.Context, keyHash string) (store.Cr
 	})
 	if err != nil {
 		// The hash identifies a key: log-safe, but keep only a prefix in errors.
-		return store.Credential{}, fmt.Errorf("credential by key hash %.8s…: %w", keyHash, err)
+		return countersign.Credential{}, fmt.Errorf("credential by key hash %.8s…: %w", keyHash, err)
 	}
 	return c, nil
 }
 
 // SetLastClient records the client on the credential; store.ErrNotFound if
 // the credential does not exist.
-func (s *Store) SetLastClient(_ context.Context, credentialID string, cl store.Client) error {
+func (s *Store) SetLastClient(_ context.Context, credentialID string, cl countersign.Client) error {
 	cl.SeenAt = cl.SeenAt.UTC()
 	err := s.writer.Update(func(tx *bbolt.Tx) error {
-		var c store.Credential
+		var c countersign.Credential
 		if err := get(tx, bucketCredentials, []byte(credentialID), &c); err != nil {
 			return err
 		}
@@ -89,7 +90,7 @@ func (s *Store) SetLastClient(_ context.Context, credentialID string, cl store.C
 	return nil
 }
 
-func utcCredential(c store.Credential) store.Credential {
+func utcCredential(c countersign.Credential) countersign.Credential {
 	if c.LastClient != nil {
 		cl := *c.LastClient
 		cl.SeenAt = cl.SeenAt.UTC()
@@ -101,7 +102,7 @@ func utcCredential(c store.Credential) store.Credential {
 // CreateCredential stores c unless a credential with its ID exists
 // (store.ErrConflict) or its key hash already names another credential
 // (store.ErrConflict too: a key identifies one credential).
-func (s *Store) CreateCredential(_ context.Context, c store.Credential) error {
+func (s *Store) CreateCredential(_ context.Context, c countersign.Credential) error {
 	if c.ID == "" {
 		return errors.New("create credential: empty id")
 	}
@@ -124,24 +125,24 @@ func (s *Store) CreateCredential(_ context.Context, c store.Credential) error {
 }
 
 // GetCredential returns the credential with the ID.
-func (s *Store) GetCredential(_ context.Context, id string) (store.Credential, error) {
-	var c store.Credential
+func (s *Store) GetCredential(_ context.Context, id string) (countersign.Credential, error) {
+	var c countersign.Credential
 	err := s.db.View(func(tx *bbolt.Tx) error {
 		return get(tx, bucketCredentials, []byte(id), &c)
 	})
 	if err != nil {
-		return store.Credential{}, fmt.Errorf("get credential %s: %w", id, err)
+		return countersign.Credential{}, fmt.Errorf("get credential %s: %w", id, err)
 	}
 	return c, nil
 }
 
 // ListCredentials returns every credential in ID order (bbolt keeps keys
 // sorted bytewise).
-func (s *Store) ListCredentials(_ context.Context) ([]store.Credential, error) {
-	var out []store.Credential
+func (s *Store) ListCredentials(_ context.Context) ([]countersign.Credential, error) {
+	var out []countersign.Credential
 	err := s.db.View(func(tx *bbolt.Tx) error {
 		return tx.Bucket(bucketCredentials).ForEach(func(k, v []byte) error {
-			var c store.Credential
+			var c countersign.Credential
 			if err := json.Unmarshal(v, &c); err != nil {
 				return fmt.Errorf("decode credential %s: %w", k, err)
 			}
@@ -159,7 +160,7 @@ func (s *Store) ListCredentials(_ context.Context) ([]store.Credential, error) {
 // one transaction.
 func (s *Store) DeleteCredential(_ context.Context, id string) error {
 	err := s.writer.Update(func(tx *bbolt.Tx) error {
-		var c store.Credential
+		var c countersign.Credential
 		if err := get(tx, bucketCredentials, []byte(id), &c); err != nil {
 			return err
 		}

@@ -10,6 +10,7 @@ import (
 
 	"go.etcd.io/bbolt"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/app"
 	"github.com/countersign/countersign/shared/calls"
 	"github.com/countersign/countersign/shared/confirm"
@@ -53,10 +54,10 @@ func TestReopenKeepsData(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
-	cred := store.Credential{ID: "cred-1", KeyHash: strings.Repeat("ab", 32)}
-	conf := &store.Confirmation{ID: "conf-1", Kind: store.KindCall, Status: store.StatusPending, CreatedAt: now, ExpiresAt: now.Add(10 * time.Minute)}
-	idem := &store.Idempotency{Credential: "cred-1", Key: "k1", RequestHash: "h", CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
-	review := &store.Confirmation{ID: "rv_1", Kind: store.KindReview, Credential: "cred-1", Status: store.StatusPending, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
+	cred := countersign.Credential{ID: "cred-1", KeyHash: strings.Repeat("ab", 32)}
+	conf := &countersign.Confirmation{ID: "conf-1", Kind: countersign.KindCall, Status: countersign.StatusPending, CreatedAt: now, ExpiresAt: now.Add(10 * time.Minute)}
+	idem := &countersign.Idempotency{Credential: "cred-1", Key: "k1", RequestHash: "h", CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
+	review := &countersign.Confirmation{ID: "rv_1", Kind: countersign.KindReview, Credential: "cred-1", Status: countersign.StatusPending, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
 	for _, step := range []struct {
 		name string
 		err  error
@@ -70,7 +71,7 @@ func TestReopenKeepsData(t *testing.T) {
 			t.Fatalf("%s: %v", step.name, step.err)
 		}
 	}
-	conf.Status = store.StatusApproved
+	conf.Status = countersign.StatusApproved
 	if err := s.UpdateConfirmation(ctx, conf); err != nil {
 		t.Fatalf("UpdateConfirmation: %v", err)
 	}
@@ -82,7 +83,7 @@ func TestReopenKeepsData(t *testing.T) {
 	if got, err := s.CredentialByKeyHash(ctx, cred.KeyHash); err != nil || got.ID != cred.ID {
 		t.Errorf("CredentialByKeyHash after reopen = %q, %v; want %q", got.ID, err, cred.ID)
 	}
-	if got, err := s.GetConfirmation(ctx, conf.ID); err != nil || got.Status != store.StatusApproved || got.Version != 2 {
+	if got, err := s.GetConfirmation(ctx, conf.ID); err != nil || got.Status != countersign.StatusApproved || got.Version != 2 {
 		t.Errorf("GetConfirmation after reopen = %+v, %v; want approved at version 2", got, err)
 	}
 	if _, err := s.GetIdempotency(ctx, idem.Credential, idem.Key); err != nil {
@@ -92,7 +93,7 @@ func TestReopenKeepsData(t *testing.T) {
 		t.Errorf("ListReviews after reopen = %v, %v; want [%s]", got, err, review.ID)
 	}
 	// Conditional writes still see the old records.
-	if err := s.CreateConfirmation(ctx, &store.Confirmation{ID: conf.ID}); !errors.Is(err, store.ErrConflict) {
+	if err := s.CreateConfirmation(ctx, &countersign.Confirmation{ID: conf.ID}); !errors.Is(err, store.ErrConflict) {
 		t.Errorf("CreateConfirmation(existing) after reopen: %v, want ErrConflict", err)
 	}
 }

@@ -9,17 +9,18 @@ import (
 
 	"go.etcd.io/bbolt"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/store"
 )
 
 // CreateIdempotency stores r with Version 1; store.ErrConflict if a record
 // for (r.Credential, r.Key) exists and has not expired.
-func (s *Store) CreateIdempotency(_ context.Context, r *store.Idempotency) error {
+func (s *Store) CreateIdempotency(_ context.Context, r *countersign.Idempotency) error {
 	rec := utcIdempotency(r)
 	rec.Version = 1
 	key := idempotencyKey(r.Credential, r.Key)
 	err := s.writer.Update(func(tx *bbolt.Tx) error {
-		var old store.Idempotency
+		var old countersign.Idempotency
 		switch err := get(tx, bucketIdempotency, key, &old); {
 		case err == nil:
 			if old.ExpiresAt.After(s.now()) {
@@ -39,8 +40,8 @@ func (s *Store) CreateIdempotency(_ context.Context, r *store.Idempotency) error
 
 // GetIdempotency returns a copy of the record; store.ErrNotFound if there is
 // none or it has expired.
-func (s *Store) GetIdempotency(_ context.Context, credentialID, key string) (*store.Idempotency, error) {
-	r := new(store.Idempotency)
+func (s *Store) GetIdempotency(_ context.Context, credentialID, key string) (*countersign.Idempotency, error) {
+	r := new(countersign.Idempotency)
 	err := s.db.View(func(tx *bbolt.Tx) error {
 		if err := get(tx, bucketIdempotency, idempotencyKey(credentialID, key), r); err != nil {
 			return err
@@ -58,7 +59,7 @@ func (s *Store) GetIdempotency(_ context.Context, credentialID, key string) (*st
 
 // UpdateIdempotency replaces the record if its stored Version equals
 // r.Version, and then increments r.Version.
-func (s *Store) UpdateIdempotency(_ context.Context, r *store.Idempotency) error {
+func (s *Store) UpdateIdempotency(_ context.Context, r *countersign.Idempotency) error {
 	rec := utcIdempotency(r)
 	rec.Version = r.Version + 1
 	key := idempotencyKey(r.Credential, r.Key)
@@ -88,7 +89,7 @@ func idempotencyKey(credential, key string) []byte {
 }
 
 // utcIdempotency returns a shallow copy of r with its times in UTC.
-func utcIdempotency(r *store.Idempotency) store.Idempotency {
+func utcIdempotency(r *countersign.Idempotency) countersign.Idempotency {
 	rec := *r
 	rec.CreatedAt = rec.CreatedAt.UTC()
 	rec.ExpiresAt = rec.ExpiresAt.UTC()

@@ -8,12 +8,13 @@ import (
 
 	"go.etcd.io/bbolt"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/store"
 )
 
 // GetQuota returns a copy of the quota record of key.
-func (s *Store) GetQuota(_ context.Context, key string) (*store.Quota, error) {
-	q := new(store.Quota)
+func (s *Store) GetQuota(_ context.Context, key string) (*countersign.Quota, error) {
+	q := new(countersign.Quota)
 	if err := s.db.View(func(tx *bbolt.Tx) error { return get(tx, bucketQuotas, []byte(key), q) }); err != nil {
 		return nil, fmt.Errorf("get quota %s: %w", key, err)
 	}
@@ -22,7 +23,7 @@ func (s *Store) GetQuota(_ context.Context, key string) (*store.Quota, error) {
 
 // PutQuota creates the record when q.Version is 0, else replaces it if its
 // stored Version equals q.Version; q.Version is then incremented.
-func (s *Store) PutQuota(_ context.Context, q *store.Quota) error {
+func (s *Store) PutQuota(_ context.Context, q *countersign.Quota) error {
 	rec := *q
 	rec.Version = q.Version + 1
 	rec.Until = make([]time.Time, len(q.Until))

@@ -7,16 +7,15 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/countersign/countersign"
 	"go.etcd.io/bbolt"
-
-	"github.com/countersign/countersign/shared/store"
 )
 
 // ListReviews returns the confirmations of kind review, oldest CreatedAt
 // first, then by ID. The local store is small (the sweep deletes what TTL
 // would), so the confirmations are read whole and filtered.
-func (s *Store) ListReviews(_ context.Context) ([]*store.Confirmation, error) {
-	out, err := s.listConfirmations(store.KindReview)
+func (s *Store) ListReviews(_ context.Context) ([]*countersign.Confirmation, error) {
+	out, err := s.listConfirmations(countersign.KindReview)
 	if err != nil {
 		return nil, fmt.Errorf("list reviews: %w", err)
 	}
@@ -24,7 +23,7 @@ func (s *Store) ListReviews(_ context.Context) ([]*store.Confirmation, error) {
 }
 
 // ListConfirmations returns every stored confirmation, oldest first.
-func (s *Store) ListConfirmations(_ context.Context) ([]*store.Confirmation, error) {
+func (s *Store) ListConfirmations(_ context.Context) ([]*countersign.Confirmation, error) {
 	out, err := s.listConfirmations("")
 	if err != nil {
 		return nil, fmt.Errorf("list confirmations: %w", err)
@@ -33,12 +32,12 @@ func (s *Store) ListConfirmations(_ context.Context) ([]*store.Confirmation, err
 }
 
 // listConfirmations reads the confirmations of kind (all for "").
-func (s *Store) listConfirmations(kind store.Kind) ([]*store.Confirmation, error) {
-	var out []*store.Confirmation
+func (s *Store) listConfirmations(kind countersign.Kind) ([]*countersign.Confirmation, error) {
+	var out []*countersign.Confirmation
 	err := s.db.View(func(tx *bbolt.Tx) error {
 		return tx.Bucket(bucketConfirmations).ForEach(func(k, v []byte) error {
 			var head struct {
-				Kind store.Kind `json:"kind"`
+				Kind countersign.Kind `json:"kind"`
 			}
 			if err := json.Unmarshal(v, &head); err != nil {
 				return fmt.Errorf("decode confirmation %s: %w", k, err)
@@ -46,7 +45,7 @@ func (s *Store) listConfirmations(kind store.Kind) ([]*store.Confirmation, error
 			if kind != "" && head.Kind != kind {
 				return nil
 			}
-			c := new(store.Confirmation)
+			c := new(countersign.Confirmation)
 			if err := json.Unmarshal(v, c); err != nil {
 				return fmt.Errorf("decode confirmation %s: %w", k, err)
 			}
@@ -57,7 +56,7 @@ func (s *Store) listConfirmations(kind store.Kind) ([]*store.Confirmation, error
 	if err != nil {
 		return nil, err
 	}
-	slices.SortFunc(out, func(a, b *store.Confirmation) int {
+	slices.SortFunc(out, func(a, b *countersign.Confirmation) int {
 		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.ID, b.ID))
 	})
 	return out, nil

@@ -8,6 +8,7 @@ import (
 
 	"go.etcd.io/bbolt"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/store"
 )
 
@@ -17,7 +18,7 @@ import (
 // contain "/".
 
 // CreateScriptRun stores r with Version 1; store.ErrConflict if its ID exists.
-func (s *Store) CreateScriptRun(_ context.Context, r *store.ScriptRun) error {
+func (s *Store) CreateScriptRun(_ context.Context, r *countersign.ScriptRun) error {
 	if r.ID == "" {
 		return errors.New("create script run: empty id")
 	}
@@ -37,8 +38,8 @@ func (s *Store) CreateScriptRun(_ context.Context, r *store.ScriptRun) error {
 }
 
 // GetScriptRun returns a copy of the stored header.
-func (s *Store) GetScriptRun(_ context.Context, id string) (*store.ScriptRun, error) {
-	r := new(store.ScriptRun)
+func (s *Store) GetScriptRun(_ context.Context, id string) (*countersign.ScriptRun, error) {
+	r := new(countersign.ScriptRun)
 	err := s.db.View(func(tx *bbolt.Tx) error {
 		return get(tx, bucketScriptRuns, []byte(id), r)
 	})
@@ -50,7 +51,7 @@ func (s *Store) GetScriptRun(_ context.Context, id string) (*store.ScriptRun, er
 
 // UpdateScriptRun replaces the header if its stored Version equals
 // r.Version, and then increments r.Version.
-func (s *Store) UpdateScriptRun(_ context.Context, r *store.ScriptRun) error {
+func (s *Store) UpdateScriptRun(_ context.Context, r *countersign.ScriptRun) error {
 	rec := utcScriptRun(r)
 	rec.Version = r.Version + 1
 	err := s.writer.Update(func(tx *bbolt.Tx) error {
@@ -72,7 +73,7 @@ func (s *Store) UpdateScriptRun(_ context.Context, r *store.ScriptRun) error {
 
 // PutScriptCall creates the call (Version 0) or replaces it if its stored
 // Version equals c.Version, and then increments c.Version.
-func (s *Store) PutScriptCall(_ context.Context, c *store.ScriptCall) error {
+func (s *Store) PutScriptCall(_ context.Context, c *countersign.ScriptCall) error {
 	if c.RunID == "" || c.Index < 0 {
 		return fmt.Errorf("put script call: run id %q, index %d", c.RunID, c.Index)
 	}
@@ -103,11 +104,11 @@ func (s *Store) PutScriptCall(_ context.Context, c *store.ScriptCall) error {
 }
 
 // ScriptCalls returns the run's calls in Index order.
-func (s *Store) ScriptCalls(_ context.Context, runID string) ([]*store.ScriptCall, error) {
-	out := []*store.ScriptCall{}
+func (s *Store) ScriptCalls(_ context.Context, runID string) ([]*countersign.ScriptCall, error) {
+	out := []*countersign.ScriptCall{}
 	err := s.db.View(func(tx *bbolt.Tx) error {
 		return scan(tx, bucketScriptCalls, []byte(runID+"/"), func(v []byte) error {
-			c := new(store.ScriptCall)
+			c := new(countersign.ScriptCall)
 			if err := decodeRecord(bucketScriptCalls, v, c); err != nil {
 				return err
 			}
@@ -122,7 +123,7 @@ func (s *Store) ScriptCalls(_ context.Context, runID string) ([]*store.ScriptCal
 }
 
 // PutScriptPart creates or replaces the part.
-func (s *Store) PutScriptPart(_ context.Context, p *store.ScriptPart) error {
+func (s *Store) PutScriptPart(_ context.Context, p *countersign.ScriptPart) error {
 	if p.RunID == "" || p.Key == "" {
 		return fmt.Errorf("put script part: run id %q, key %q", p.RunID, p.Key)
 	}
@@ -136,11 +137,11 @@ func (s *Store) PutScriptPart(_ context.Context, p *store.ScriptPart) error {
 }
 
 // ScriptParts returns the run's parts whose key starts with prefix, in key order.
-func (s *Store) ScriptParts(_ context.Context, runID, prefix string) ([]*store.ScriptPart, error) {
-	out := []*store.ScriptPart{}
+func (s *Store) ScriptParts(_ context.Context, runID, prefix string) ([]*countersign.ScriptPart, error) {
+	out := []*countersign.ScriptPart{}
 	err := s.db.View(func(tx *bbolt.Tx) error {
 		return scan(tx, bucketScriptParts, []byte(runID+"/"+prefix), func(v []byte) error {
-			p := new(store.ScriptPart)
+			p := new(countersign.ScriptPart)
 			if err := decodeRecord(bucketScriptParts, v, p); err != nil {
 				return err
 			}
@@ -171,7 +172,7 @@ func scriptCallKey(runID string, index int) []byte {
 }
 
 // utcScriptRun returns a shallow copy of r with its times in UTC.
-func utcScriptRun(r *store.ScriptRun) store.ScriptRun {
+func utcScriptRun(r *countersign.ScriptRun) countersign.ScriptRun {
 	rec := *r
 	rec.StartedAt = rec.StartedAt.UTC()
 	rec.CreatedAt = rec.CreatedAt.UTC()

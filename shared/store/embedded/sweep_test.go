@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/store"
 )
 
@@ -16,7 +17,7 @@ func TestSweep(t *testing.T) {
 	s := openStore(t, filepath.Join(t.TempDir(), "db"), nil)
 	conf := func(id string, ttl time.Time) {
 		t.Helper()
-		c := &store.Confirmation{ID: id, Kind: store.KindCall, Status: store.StatusExecuted, CreatedAt: now, ExpiresAt: now, TTL: ttl.Unix()}
+		c := &countersign.Confirmation{ID: id, Kind: countersign.KindCall, Status: countersign.StatusExecuted, CreatedAt: now, ExpiresAt: now, TTL: ttl.Unix()}
 		if err := s.CreateConfirmation(ctx, c); err != nil {
 			t.Fatal(err)
 		}
@@ -25,12 +26,12 @@ func TestSweep(t *testing.T) {
 	conf("cf_due", now)
 	conf("cf_live", now.Add(time.Hour))
 	for id, ttl := range map[string]time.Time{"rv_old": now.Add(-time.Hour), "rv_live": now.Add(time.Hour)} {
-		if err := s.CreateConfirmation(ctx, &store.Confirmation{ID: id, Kind: store.KindReview, CreatedAt: now, TTL: ttl.Unix()}); err != nil {
+		if err := s.CreateConfirmation(ctx, &countersign.Confirmation{ID: id, Kind: countersign.KindReview, CreatedAt: now, TTL: ttl.Unix()}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for key, exp := range map[string]time.Time{"old": now.Add(-time.Minute), "live": now.Add(time.Minute)} {
-		if err := s.CreateIdempotency(ctx, &store.Idempotency{Credential: "c", Key: key, CreatedAt: now.Add(-time.Hour), ExpiresAt: exp}); err != nil {
+		if err := s.CreateIdempotency(ctx, &countersign.Idempotency{Credential: "c", Key: key, CreatedAt: now.Add(-time.Hour), ExpiresAt: exp}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -68,13 +69,13 @@ func TestSweepScripts(t *testing.T) {
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	s := openStore(t, filepath.Join(t.TempDir(), "db"), nil)
 	for id, ttl := range map[string]time.Time{"cf_old": now.Add(-time.Second), "cf_live": now.Add(time.Hour)} {
-		if err := s.CreateScriptRun(ctx, &store.ScriptRun{ID: id, Status: store.ScriptPending, TTL: ttl.Unix()}); err != nil {
+		if err := s.CreateScriptRun(ctx, &countersign.ScriptRun{ID: id, Status: countersign.ScriptPending, TTL: ttl.Unix()}); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.PutScriptCall(ctx, &store.ScriptCall{RunID: id, Index: 0, State: store.ScriptCallRan, TTL: ttl.Unix()}); err != nil {
+		if err := s.PutScriptCall(ctx, &countersign.ScriptCall{RunID: id, Index: 0, State: countersign.ScriptCallRan, TTL: ttl.Unix()}); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.PutScriptPart(ctx, &store.ScriptPart{RunID: id, Key: "result/0000", Data: []byte("x"), TTL: ttl.Unix()}); err != nil {
+		if err := s.PutScriptPart(ctx, &countersign.ScriptPart{RunID: id, Key: "result/0000", Data: []byte("x"), TTL: ttl.Unix()}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -116,12 +117,12 @@ func TestSweepAudit(t *testing.T) {
 		if seq > expired {
 			ttl = now.Add(time.Hour).Unix()
 		}
-		if err := s.AppendAudit(ctx, &store.AuditRecord{Chain: "calls:a", Seq: seq, At: now, Actor: "a", Action: "call.denied", Hash: "h", TTL: ttl}); err != nil {
+		if err := s.AppendAudit(ctx, &countersign.AuditRecord{Chain: "calls:a", Seq: seq, At: now, Actor: "a", Action: "call.denied", Hash: "h", TTL: ttl}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for _, chain := range []string{"cred:a", "calls:b"} {
-		if err := s.AppendAudit(ctx, &store.AuditRecord{Chain: chain, Seq: 1, At: now, Actor: "a", Action: "call.paused", Hash: "h"}); err != nil {
+		if err := s.AppendAudit(ctx, &countersign.AuditRecord{Chain: chain, Seq: 1, At: now, Actor: "a", Action: "call.paused", Hash: "h"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -129,12 +130,12 @@ func TestSweepAudit(t *testing.T) {
 	if err != nil || n != expired {
 		t.Fatalf("Sweep = %d, %v; want the %d expired audit records", n, err, expired)
 	}
-	rs, _ := s.ListAudit(ctx, store.AuditQuery{Chain: "calls:a"})
+	rs, _ := s.ListAudit(ctx, countersign.AuditQuery{Chain: "calls:a"})
 	if len(rs) != live || rs[0].Seq != expired+1 {
 		t.Fatalf("calls:a keeps %d records from %d, want %d from %d", len(rs), rs[0].Seq, live, expired+1)
 	}
 	for _, chain := range []string{"cred:a", "calls:b"} {
-		if rs, _ := s.ListAudit(ctx, store.AuditQuery{Chain: chain}); len(rs) != 1 {
+		if rs, _ := s.ListAudit(ctx, countersign.AuditQuery{Chain: chain}); len(rs) != 1 {
 			t.Fatalf("%s keeps %d records, want its one record without a ttl", chain, len(rs))
 		}
 	}

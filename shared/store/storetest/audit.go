@@ -6,18 +6,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/store"
 )
 
-func fullAudit(chain string, seq int64, at time.Time) *store.AuditRecord {
+func fullAudit(chain string, seq int64, at time.Time) *countersign.AuditRecord {
 	since := at.Add(-time.Minute).UTC()
-	return &store.AuditRecord{
+	return &countersign.AuditRecord{
 		Chain: chain, Seq: seq, At: at.In(zone).Add(987654321 * time.Nanosecond),
 		Actor: "approver:ops", Action: "confirmation.approved", Subject: "cf_" + chain,
 		Credential: "chat-user", Connection: "crm", Method: "DELETE", Path: "/contacts/12",
 		Tier: "confirm", Rule: "connections/crm/policy.json endpoints[4] DELETE /contacts/{id} confirm: true",
 		Binding: keyHash("binding"), Outcome: "approved", Reason: "ünïcode ✓ <b>",
-		Hook:      &store.AuditHook{Decision: "ask", Reason: "after hours"},
+		Hook:      &countersign.AuditHook{Decision: "ask", Reason: "after hours"},
 		PathBytes: 100_000, PathSHA256: keyHash("path"), ReasonBytes: 5000, ReasonSHA256: keyHash("reason"),
 		Count: 99, First: seq, Since: &since,
 		TTL: at.Add(90 * 24 * time.Hour).Unix(), PrevTTL: at.Add(89 * 24 * time.Hour).Unix(),
@@ -46,7 +47,7 @@ func (s *suite) audit(t *testing.T) {
 		if err != nil {
 			t.Fatalf("AuditHead: %v", err)
 		}
-		assertEqual(t, "head", head, store.AuditHead{Chain: chain, Seq: 1, Hash: r.Hash, Expires: r.TTL})
+		assertEqual(t, "head", head, countersign.AuditHead{Chain: chain, Seq: 1, Hash: r.Hash, Expires: r.TTL})
 	})
 
 	t.Run("HeadKeepsItsRecordsTTL", func(t *testing.T) {
@@ -107,7 +108,7 @@ func (s *suite) audit(t *testing.T) {
 		if err := st.AppendAudit(ctx, fullAudit(other, 1, s.now())); err != nil {
 			t.Fatal(err)
 		}
-		seqs := func(q store.AuditQuery) []int64 {
+		seqs := func(q countersign.AuditQuery) []int64 {
 			t.Helper()
 			rs, err := st.ListAudit(ctx, q)
 			if err != nil {
@@ -122,11 +123,11 @@ func (s *suite) audit(t *testing.T) {
 			}
 			return out
 		}
-		assertEqual(t, "all", seqs(store.AuditQuery{Chain: chain}), []int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12})
-		assertEqual(t, "after 9", seqs(store.AuditQuery{Chain: chain, After: 9}), []int64{10, 11, 12})
-		assertEqual(t, "limit 2", seqs(store.AuditQuery{Chain: chain, Limit: 2}), []int64{1, 2})
-		assertEqual(t, "newest 3", seqs(store.AuditQuery{Chain: chain, Limit: 3, Newest: true}), []int64{12, 11, 10})
-		assertEqual(t, "newest after 10", seqs(store.AuditQuery{Chain: chain, After: 10, Newest: true}), []int64{12, 11})
+		assertEqual(t, "all", seqs(countersign.AuditQuery{Chain: chain}), []int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12})
+		assertEqual(t, "after 9", seqs(countersign.AuditQuery{Chain: chain, After: 9}), []int64{10, 11, 12})
+		assertEqual(t, "limit 2", seqs(countersign.AuditQuery{Chain: chain, Limit: 2}), []int64{1, 2})
+		assertEqual(t, "newest 3", seqs(countersign.AuditQuery{Chain: chain, Limit: 3, Newest: true}), []int64{12, 11, 10})
+		assertEqual(t, "newest after 10", seqs(countersign.AuditQuery{Chain: chain, After: 10, Newest: true}), []int64{12, 11})
 		last, err := st.LastAudit(ctx, chain)
 		if err != nil || last.Seq != 12 {
 			t.Fatalf("LastAudit = %v, %v; want seq 12", last, err)
@@ -153,7 +154,7 @@ func (s *suite) audit(t *testing.T) {
 		assertErrIs(t, "LastAudit(empty)", err, store.ErrNotFound)
 		_, err = st.AuditHead(ctx, chain)
 		assertErrIs(t, "AuditHead(empty)", err, store.ErrNotFound)
-		rs, err := st.ListAudit(ctx, store.AuditQuery{Chain: chain})
+		rs, err := st.ListAudit(ctx, countersign.AuditQuery{Chain: chain})
 		if err != nil || len(rs) != 0 {
 			t.Fatalf("ListAudit(empty) = %v, %v", rs, err)
 		}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/store"
 )
 
@@ -55,7 +56,7 @@ func (s *suite) scripts(t *testing.T) {
 		for want := int64(2); want <= 3; want++ {
 			got := mustGetScriptRun(t, st, r.ID)
 			lease := s.now().In(zone).Add(time.Minute)
-			got.Status, got.Owner, got.LeaseUntil, got.Attempts = store.ScriptRunning, "run-"+uid(t), &lease, got.Attempts+1
+			got.Status, got.Owner, got.LeaseUntil, got.Attempts = countersign.ScriptRunning, "run-"+uid(t), &lease, got.Attempts+1
 			got.Logs = append(got.Logs, "line")
 			if err := st.UpdateScriptRun(ctx, got); err != nil {
 				t.Fatalf("UpdateScriptRun to version %d: %v", want, err)
@@ -69,7 +70,7 @@ func (s *suite) scripts(t *testing.T) {
 		}
 		stale := mustGetScriptRun(t, st, r.ID)
 		stale.Version--
-		stale.Status = store.ScriptFailed
+		stale.Status = countersign.ScriptFailed
 		assertErrIs(t, "UpdateScriptRun(stale)", st.UpdateScriptRun(ctx, stale), store.ErrConflict)
 		if stale.Version != 2 {
 			t.Errorf("failed update changed the passed Version to %d", stale.Version)
@@ -85,10 +86,10 @@ func (s *suite) scripts(t *testing.T) {
 		st := s.newStore(t)
 		r := minimalScriptRun(uid(t), s.now())
 		mustCreateScriptRun(t, st, r)
-		copies := make([]*store.ScriptRun, s.racers)
+		copies := make([]*countersign.ScriptRun, s.racers)
 		for i := range copies {
 			copies[i] = mustGetScriptRun(t, st, r.ID)
-			copies[i].Status, copies[i].Owner = store.ScriptRunning, fmt.Sprintf("racer-%d", i)
+			copies[i].Status, copies[i].Owner = countersign.ScriptRunning, fmt.Sprintf("racer-%d", i)
 		}
 		errs := race(s.racers, func(i int) error { return st.UpdateScriptRun(ctx, copies[i]) })
 		winner := oneWinner(t, errs)
@@ -100,7 +101,7 @@ func (s *suite) scripts(t *testing.T) {
 	t.Run("CallsRoundTripInIndexOrder", func(t *testing.T) {
 		st := s.newStore(t)
 		id := uid(t)
-		var want []store.ScriptCall
+		var want []countersign.ScriptCall
 		for _, i := range []int{2, 0, 10, 1, 9} {
 			c := fullScriptCall(id, i)
 			if i == 10 {
@@ -158,14 +159,14 @@ func (s *suite) scripts(t *testing.T) {
 		c := minimalScriptCall(id, 3)
 		mustPutScriptCall(t, st, c)
 		dup := minimalScriptCall(id, 3)
-		dup.State = store.ScriptCallRan
+		dup.State = countersign.ScriptCallRan
 		assertErrIs(t, "PutScriptCall(create existing)", st.PutScriptCall(ctx, dup), store.ErrConflict)
 		if dup.Version != 0 {
 			t.Errorf("failed create changed the passed Version to %d", dup.Version)
 		}
 
 		upd := *c
-		upd.State, upd.Value, upd.Rerun = store.ScriptCallRan, json.RawMessage(`{"status":204,"body":null}`), true
+		upd.State, upd.Value, upd.Rerun = countersign.ScriptCallRan, json.RawMessage(`{"status":204,"body":null}`), true
 		if err := st.PutScriptCall(ctx, &upd); err != nil {
 			t.Fatalf("PutScriptCall(update): %v", err)
 		}
@@ -173,7 +174,7 @@ func (s *suite) scripts(t *testing.T) {
 			t.Fatalf("Version after update = %d, want 2", upd.Version)
 		}
 		stale := *c // still version 1
-		stale.State = store.ScriptCallRejected
+		stale.State = countersign.ScriptCallRejected
 		assertErrIs(t, "PutScriptCall(stale)", st.PutScriptCall(ctx, &stale), store.ErrConflict)
 		assertEqual(t, "call after stale update", *scriptCalls(t, st, id)[0], roundTrip(t, upd))
 
@@ -188,7 +189,7 @@ func (s *suite) scripts(t *testing.T) {
 	t.Run("CallConcurrentCreatesExactlyOneWins", func(t *testing.T) {
 		st := s.newStore(t)
 		id := uid(t)
-		copies := make([]*store.ScriptCall, s.racers)
+		copies := make([]*countersign.ScriptCall, s.racers)
 		for i := range copies {
 			copies[i] = minimalScriptCall(id, 0)
 			copies[i].Path = fmt.Sprintf("/contacts/%d", i)
@@ -207,7 +208,7 @@ func (s *suite) scripts(t *testing.T) {
 		ttl := s.now().Add(48 * time.Hour).Unix()
 		put := func(key string, data []byte) {
 			t.Helper()
-			if err := st.PutScriptPart(ctx, &store.ScriptPart{RunID: id, Key: key, Data: data, TTL: ttl}); err != nil {
+			if err := st.PutScriptPart(ctx, &countersign.ScriptPart{RunID: id, Key: key, Data: data, TTL: ttl}); err != nil {
 				t.Fatalf("PutScriptPart(%s): %v", key, err)
 			}
 		}
@@ -215,11 +216,11 @@ func (s *suite) scripts(t *testing.T) {
 		put("call/00000001/0000", big)
 		put("call/00000010/0000", []byte("other call"))
 		put("result/0000", []byte("result"))
-		if err := st.PutScriptPart(ctx, &store.ScriptPart{RunID: id + "0", Key: "call/00000001/0002", Data: []byte("other run"), TTL: ttl}); err != nil {
+		if err := st.PutScriptPart(ctx, &countersign.ScriptPart{RunID: id + "0", Key: "call/00000001/0002", Data: []byte("other run"), TTL: ttl}); err != nil {
 			t.Fatal(err)
 		}
 		got := scriptParts(t, st, id, "call/00000001/")
-		want := []*store.ScriptPart{
+		want := []*countersign.ScriptPart{
 			{RunID: id, Key: "call/00000001/0000", Data: big, TTL: ttl},
 			{RunID: id, Key: "call/00000001/0001", Data: []byte("second"), TTL: ttl},
 		}
@@ -261,7 +262,7 @@ func (s *suite) scripts(t *testing.T) {
 		assertEqual(t, "call after mutations", *scriptCalls(t, st, r.ID)[0], wantCall)
 
 		data := []byte("part")
-		if err := st.PutScriptPart(ctx, &store.ScriptPart{RunID: r.ID, Key: "k", Data: data, TTL: 1}); err != nil {
+		if err := st.PutScriptPart(ctx, &countersign.ScriptPart{RunID: r.ID, Key: "k", Data: data, TTL: 1}); err != nil {
 			t.Fatal(err)
 		}
 		data[0] = 'X'
@@ -294,14 +295,14 @@ func oneWinner(tb testing.TB, errs []error) int {
 	return winner
 }
 
-func mustCreateScriptRun(tb testing.TB, st store.Store, r *store.ScriptRun) {
+func mustCreateScriptRun(tb testing.TB, st store.Store, r *countersign.ScriptRun) {
 	tb.Helper()
 	if err := st.CreateScriptRun(context.Background(), r); err != nil {
 		tb.Fatalf("CreateScriptRun(%s): %v", r.ID, err)
 	}
 }
 
-func mustGetScriptRun(tb testing.TB, st store.Store, id string) *store.ScriptRun {
+func mustGetScriptRun(tb testing.TB, st store.Store, id string) *countersign.ScriptRun {
 	tb.Helper()
 	r, err := st.GetScriptRun(context.Background(), id)
 	if err != nil {
@@ -310,14 +311,14 @@ func mustGetScriptRun(tb testing.TB, st store.Store, id string) *store.ScriptRun
 	return r
 }
 
-func mustPutScriptCall(tb testing.TB, st store.Store, c *store.ScriptCall) {
+func mustPutScriptCall(tb testing.TB, st store.Store, c *countersign.ScriptCall) {
 	tb.Helper()
 	if err := st.PutScriptCall(context.Background(), c); err != nil {
 		tb.Fatalf("PutScriptCall(%s #%d): %v", c.RunID, c.Index, err)
 	}
 }
 
-func scriptCalls(tb testing.TB, st store.Store, id string) []*store.ScriptCall {
+func scriptCalls(tb testing.TB, st store.Store, id string) []*countersign.ScriptCall {
 	tb.Helper()
 	cs, err := st.ScriptCalls(context.Background(), id)
 	if err != nil {
@@ -326,7 +327,7 @@ func scriptCalls(tb testing.TB, st store.Store, id string) []*store.ScriptCall {
 	return cs
 }
 
-func scriptParts(tb testing.TB, st store.Store, id, prefix string) []*store.ScriptPart {
+func scriptParts(tb testing.TB, st store.Store, id, prefix string) []*countersign.ScriptPart {
 	tb.Helper()
 	ps, err := st.ScriptParts(context.Background(), id, prefix)
 	if err != nil {
@@ -335,25 +336,25 @@ func scriptParts(tb testing.TB, st store.Store, id, prefix string) []*store.Scri
 	return ps
 }
 
-func fullScriptRun(id string, now time.Time) *store.ScriptRun {
+func fullScriptRun(id string, now time.Time) *countersign.ScriptRun {
 	started := now.In(zone).Add(123456789 * time.Nanosecond)
 	lease := started.Add(time.Minute + time.Nanosecond)
 	finished := started.Add(2 * time.Second)
 	cred := fullCredential("cred-"+id, now)
-	return &store.ScriptRun{
+	return &countersign.ScriptRun{
 		ID:          id,
 		Credential:  cred,
 		Source:      "const r = call('crm', 'DELETE', '/contacts/12');\n// ünïcode ✓\nr",
 		SourceHash:  keyHash("source-" + id),
 		Seed:        -8070450532247928832,
 		StartedAt:   started,
-		Status:      store.ScriptCompleted,
+		Status:      countersign.ScriptCompleted,
 		Owner:       "run-" + id,
 		LeaseUntil:  &lease,
 		Attempts:    2,
 		Result:      json.RawMessage(`{"deleted":[12],"note":"ünïcode ✓"}`),
 		ResultParts: 3,
-		Error:       &store.ScriptError{Code: "script_error", Reason: "TypeError: x is not a function", Line: 3, Column: 14},
+		Error:       &countersign.ScriptError{Code: "script_error", Reason: "TypeError: x is not a function", Line: 3, Column: 14},
 		Logs:        []string{"first line", "ünïcode ✓"},
 		Reached:     4,
 		FinishedAt:  &finished,
@@ -363,20 +364,20 @@ func fullScriptRun(id string, now time.Time) *store.ScriptRun {
 	}
 }
 
-func minimalScriptRun(id string, now time.Time) *store.ScriptRun {
-	return &store.ScriptRun{ID: id, Source: "1", SourceHash: keyHash("1"), StartedAt: now, Status: store.ScriptPending,
+func minimalScriptRun(id string, now time.Time) *countersign.ScriptRun {
+	return &countersign.ScriptRun{ID: id, Source: "1", SourceHash: keyHash("1"), StartedAt: now, Status: countersign.ScriptPending,
 		CreatedAt: now, TTL: now.Add(48 * time.Hour).Unix()}
 }
 
-func fullScriptCall(runID string, index int) *store.ScriptCall {
-	return &store.ScriptCall{
+func fullScriptCall(runID string, index int) *countersign.ScriptCall {
+	return &countersign.ScriptCall{
 		RunID:      runID,
 		Index:      index,
 		Connection: "crm",
 		Method:     "DELETE",
 		Path:       fmt.Sprintf("/contacts/%d/ünï%%20code", index),
 		Binding:    keyHash(fmt.Sprintf("binding-%d", index)),
-		State:      store.ScriptCallRan,
+		State:      countersign.ScriptCallRan,
 		Operation:  index + 1,
 		Rerun:      true,
 		Value:      json.RawMessage(`{"status":200,"body":{"ok":true,"s":"ünïcode ✓"}}`),
@@ -386,7 +387,7 @@ func fullScriptCall(runID string, index int) *store.ScriptCall {
 	}
 }
 
-func minimalScriptCall(runID string, index int) *store.ScriptCall {
-	return &store.ScriptCall{RunID: runID, Index: index, Connection: "crm", Method: "DELETE", Path: "/contacts/12",
-		Binding: keyHash("b"), State: store.ScriptCallPending, Operation: 0, TTL: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC).Unix()}
+func minimalScriptCall(runID string, index int) *countersign.ScriptCall {
+	return &countersign.ScriptCall{RunID: runID, Index: index, Connection: "crm", Method: "DELETE", Path: "/contacts/12",
+		Binding: keyHash("b"), State: countersign.ScriptCallPending, Operation: 0, TTL: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC).Unix()}
 }

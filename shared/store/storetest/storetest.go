@@ -17,6 +17,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/policy"
 	"github.com/countersign/countersign/shared/store"
 )
@@ -79,7 +80,7 @@ func (s *suite) itemSize(t *testing.T) {
 	if err := st.CreateConfirmation(ctx, ok); err != nil {
 		t.Fatalf("CreateConfirmation (300 KiB): %v", err)
 	}
-	ok.Operations[0].Outcome = &store.Outcome{Status: 200, Body: json.RawMessage(`"` + strings.Repeat("y", 200<<10) + `"`)}
+	ok.Operations[0].Outcome = &countersign.Outcome{Status: 200, Body: json.RawMessage(`"` + strings.Repeat("y", 200<<10) + `"`)}
 	assertErrIs(t, "UpdateConfirmation (over the limit)", st.UpdateConfirmation(ctx, ok), store.ErrTooLarge)
 	idem := fullIdempotency("cred-"+uid(t), s.now())
 	idem.Body = make([]byte, 500<<10)
@@ -142,7 +143,7 @@ func (s *suite) taskTokens(t *testing.T) {
 		}
 		got := mustGetConfirmation(t, st, c.ID)
 		assertEqual(t, "confirmation after PutTaskToken", *got, roundTrip(t, *c))
-		got.Status = store.StatusApproved
+		got.Status = countersign.StatusApproved
 		if err := st.UpdateConfirmation(ctx, got); err != nil {
 			t.Fatal(err)
 		}
@@ -174,7 +175,7 @@ func (s *suite) quotas(t *testing.T) {
 	t.Run("CreateGetUpdate", func(t *testing.T) {
 		st := s.newStore(t)
 		now := s.now().In(zone)
-		q := &store.Quota{Key: "confirmations:" + uid(t), Until: []time.Time{now.Add(-time.Minute), now}, TTL: now.Add(time.Hour).Unix(), Version: 1}
+		q := &countersign.Quota{Key: "confirmations:" + uid(t), Until: []time.Time{now.Add(-time.Minute), now}, TTL: now.Add(time.Hour).Unix(), Version: 1}
 		assertNoZeroFields(t, *q)
 		q.Version = 0
 		if err := st.PutQuota(ctx, q); err != nil {
@@ -190,7 +191,7 @@ func (s *suite) quotas(t *testing.T) {
 		assertEqual(t, "quota", *got, roundTrip(t, *q))
 		assertUTC(t, *got)
 
-		again := &store.Quota{Key: q.Key}
+		again := &countersign.Quota{Key: q.Key}
 		assertErrIs(t, "PutQuota (create twice)", st.PutQuota(ctx, again), store.ErrConflict)
 
 		got.Until = append(got.Until, now.Add(time.Second))
@@ -208,14 +209,14 @@ func (s *suite) quotas(t *testing.T) {
 		st := s.newStore(t)
 		_, err := st.GetQuota(ctx, "none:"+uid(t))
 		assertErrIs(t, "GetQuota", err, store.ErrNotFound)
-		assertErrIs(t, "PutQuota (update a missing record)", st.PutQuota(ctx, &store.Quota{Key: "none:" + uid(t), Version: 3}), store.ErrNotFound)
+		assertErrIs(t, "PutQuota (update a missing record)", st.PutQuota(ctx, &countersign.Quota{Key: "none:" + uid(t), Version: 3}), store.ErrNotFound)
 	})
 
 	t.Run("RacingWritersOneWins", func(t *testing.T) {
 		st := s.newStore(t)
 		key := "race:" + uid(t)
 		errs := race(s.racers, func(i int) error {
-			return st.PutQuota(ctx, &store.Quota{Key: key, Until: []time.Time{s.now()}})
+			return st.PutQuota(ctx, &countersign.Quota{Key: key, Until: []time.Time{s.now()}})
 		})
 		won := 0
 		for _, err := range errs {
@@ -283,7 +284,7 @@ func (s *suite) credentials(t *testing.T) {
 		id := uid(t)
 		old := fullCredential(id, s.now())
 		mustPutCredential(t, st, old)
-		repl := store.Credential{
+		repl := countersign.Credential{
 			ID:      old.ID,
 			KeyHash: keyHash(id + "-rotated"),
 			Choice:  policy.Refuse,
@@ -305,7 +306,7 @@ func (s *suite) credentials(t *testing.T) {
 		b.Choice = policy.RunWithoutAsking
 		mustPutCredential(t, st, a)
 		mustPutCredential(t, st, b)
-		for _, c := range []store.Credential{a, b} {
+		for _, c := range []countersign.Credential{a, b} {
 			got, err := st.CredentialByKeyHash(ctx, c.KeyHash)
 			if err != nil {
 				t.Fatalf("CredentialByKeyHash(%s): %v", c.ID, err)
@@ -319,7 +320,7 @@ func (s *suite) credentials(t *testing.T) {
 		c := fullCredential(uid(t), s.now())
 		c.LastClient = nil
 		mustPutCredential(t, st, c)
-		for i, cl := range []store.Client{
+		for i, cl := range []countersign.Client{
 			{Name: "claude-code", Version: "2.0.1", CanAsk: true, SeenAt: s.now().In(zone).Add(time.Nanosecond)},
 			{Name: "curl", Version: "8.5.0", SeenAt: s.now().Add(time.Hour)},
 		} {
@@ -339,7 +340,7 @@ func (s *suite) credentials(t *testing.T) {
 
 	t.Run("SetLastClientMissing", func(t *testing.T) {
 		st := s.newStore(t)
-		err := st.SetLastClient(ctx, uid(t), store.Client{Name: "x", SeenAt: s.now()})
+		err := st.SetLastClient(ctx, uid(t), countersign.Client{Name: "x", SeenAt: s.now()})
 		assertErrIs(t, "SetLastClient", err, store.ErrNotFound)
 	})
 
@@ -368,7 +369,7 @@ func (s *suite) credentials(t *testing.T) {
 		if err := st.CreateCredential(ctx, first); err != nil {
 			t.Fatalf("CreateCredential: %v", err)
 		}
-		dup := store.Credential{ID: first.ID, KeyHash: keyHash(first.ID + "-second"), Choice: policy.RunWithoutAsking}
+		dup := countersign.Credential{ID: first.ID, KeyHash: keyHash(first.ID + "-second"), Choice: policy.RunWithoutAsking}
 		assertErrIs(t, "CreateCredential(duplicate)", st.CreateCredential(ctx, dup), store.ErrConflict)
 		got, err := st.GetCredential(ctx, first.ID)
 		if err != nil {
@@ -395,7 +396,7 @@ func (s *suite) credentials(t *testing.T) {
 	t.Run("ListInIDOrder", func(t *testing.T) {
 		st := s.newStore(t)
 		prefix := uid(t)
-		in := []store.Credential{
+		in := []countersign.Credential{
 			fullCredential(prefix+"-c", s.now()),
 			fullCredential(prefix+"-a", s.now()),
 			fullCredential(prefix+"-b", s.now()),
@@ -410,7 +411,7 @@ func (s *suite) credentials(t *testing.T) {
 			}
 		}
 		got := listCredentials(t, st, prefix)
-		want := []store.Credential{roundTrip(t, in[1]), roundTrip(t, in[2]), roundTrip(t, in[0])}
+		want := []countersign.Credential{roundTrip(t, in[1]), roundTrip(t, in[2]), roundTrip(t, in[0])}
 		assertEqual(t, "listed credentials", got, want)
 		for _, c := range got {
 			assertUTC(t, c)
@@ -432,16 +433,16 @@ func (s *suite) credentials(t *testing.T) {
 		assertErrIs(t, "GetCredential(deleted)", err, store.ErrNotFound)
 		assertErrIs(t, "DeleteCredential(again)", st.DeleteCredential(ctx, gone.ID), store.ErrNotFound)
 		// A late write of the gateway does not bring it back.
-		err = st.SetLastClient(ctx, gone.ID, store.Client{Name: "late", SeenAt: s.now()})
+		err = st.SetLastClient(ctx, gone.ID, countersign.Client{Name: "late", SeenAt: s.now()})
 		assertErrIs(t, "SetLastClient(deleted)", err, store.ErrNotFound)
 		_, err = st.GetCredential(ctx, gone.ID)
 		assertErrIs(t, "GetCredential(after SetLastClient)", err, store.ErrNotFound)
-		assertEqual(t, "credentials after delete", listCredentials(t, st, prefix), []store.Credential{roundTrip(t, kept)})
+		assertEqual(t, "credentials after delete", listCredentials(t, st, prefix), []countersign.Credential{roundTrip(t, kept)})
 		if _, err := st.CredentialByKeyHash(ctx, kept.KeyHash); err != nil {
 			t.Fatalf("CredentialByKeyHash(kept): %v", err)
 		}
 		// The ID can be used again, with a new key.
-		again := store.Credential{ID: gone.ID, KeyHash: keyHash(gone.ID + "-new"), Choice: policy.AskPerson}
+		again := countersign.Credential{ID: gone.ID, KeyHash: keyHash(gone.ID + "-new"), Choice: policy.AskPerson}
 		if err := st.CreateCredential(ctx, again); err != nil {
 			t.Fatalf("CreateCredential(after delete): %v", err)
 		}
@@ -553,15 +554,15 @@ func (s *suite) confirmations(t *testing.T) {
 		for want := int64(2); want <= 4; want++ {
 			got := mustGetConfirmation(t, st, c.ID)
 			decided := s.now().In(zone)
-			got.Status = store.StatusApproved
+			got.Status = countersign.StatusApproved
 			got.DecidedAt = &decided
 			got.DecidedBy = "approver-" + got.DecidedBy
 			got.RedeemBy = nil
 			got.Result = json.RawMessage(fmt.Sprintf(`{"n":%d}`, want))
 			op := &got.Operations[want%2]
 			op.Selected = !op.Selected
-			op.State = store.OpDone
-			op.Outcome = &store.Outcome{Status: int(200 + want), Headers: map[string]string{"X-N": fmt.Sprint(want)}, Body: json.RawMessage(`"ok"`)}
+			op.State = countersign.OpDone
+			op.Outcome = &countersign.Outcome{Status: int(200 + want), Headers: map[string]string{"X-N": fmt.Sprint(want)}, Body: json.RawMessage(`"ok"`)}
 			if err := st.UpdateConfirmation(ctx, got); err != nil {
 				t.Fatalf("UpdateConfirmation to version %d: %v", want, err)
 			}
@@ -579,11 +580,11 @@ func (s *suite) confirmations(t *testing.T) {
 		c := minimalConfirmation(uid(t), s.now())
 		mustCreateConfirmation(t, st, c)
 		winner, loser := mustGetConfirmation(t, st, c.ID), mustGetConfirmation(t, st, c.ID)
-		winner.Status = store.StatusApproved
+		winner.Status = countersign.StatusApproved
 		if err := st.UpdateConfirmation(ctx, winner); err != nil {
 			t.Fatalf("UpdateConfirmation(winner): %v", err)
 		}
-		loser.Status = store.StatusRejected
+		loser.Status = countersign.StatusRejected
 		err := st.UpdateConfirmation(ctx, loser)
 		assertErrIs(t, "UpdateConfirmation(stale)", err, store.ErrConflict)
 		if loser.Version != 1 {
@@ -603,12 +604,12 @@ func (s *suite) confirmations(t *testing.T) {
 		// cannot change.
 		st := s.newStore(t)
 		c := fullConfirmation(uid(t), s.now())
-		c.Status = store.StatusPending
+		c.Status = countersign.StatusPending
 		mustCreateConfirmation(t, st, c)
 		want := roundTrip(t, *c)
 		got := mustGetConfirmation(t, st, c.ID)
-		got.Reason, got.Credential, got.Kind, got.GatewayRuns, got.TTL = "changed", "changed", store.KindCall, false, 1
-		got.Asker = &store.Asker{Name: "changed"}
+		got.Reason, got.Credential, got.Kind, got.GatewayRuns, got.TTL = "changed", "changed", countersign.KindCall, false, 1
+		got.Asker = &countersign.Asker{Name: "changed"}
 		got.CreatedAt, got.ExpiresAt = got.CreatedAt.Add(time.Hour), got.ExpiresAt.Add(time.Hour)
 		op := &got.Operations[0]
 		op.Connection, op.Method, op.Path, op.Endpoint, op.Binding = "x", "X", "/x", "/x", keyHash("x")
@@ -616,12 +617,12 @@ func (s *suite) confirmations(t *testing.T) {
 		op.Payload, op.ContentType, op.RawQuery = []byte("changed"), "text/changed", "changed=1"
 		op.Args.Headers = map[string]string{"X-Tenant-Id": "production", "X-Cascade": "all"}
 		op.Negotiation = map[string]string{"Accept": "text/html"}
-		got.Status = store.StatusApproved
-		op.State = store.OpClaimed
+		got.Status = countersign.StatusApproved
+		op.State = countersign.OpClaimed
 		if err := st.UpdateConfirmation(ctx, got); err != nil {
 			t.Fatalf("UpdateConfirmation: %v", err)
 		}
-		want.Status, want.Version, want.Operations[0].State = store.StatusApproved, 2, store.OpClaimed
+		want.Status, want.Version, want.Operations[0].State = countersign.StatusApproved, 2, countersign.OpClaimed
 		assertEqual(t, "confirmation after changing fixed fields", *mustGetConfirmation(t, st, c.ID), want)
 
 		for _, n := range []int{1, 3, 0} {
@@ -657,14 +658,14 @@ func (s *suite) confirmations(t *testing.T) {
 		st := s.newStore(t)
 		for _, tc := range []struct {
 			name string
-			edit func(c *store.Confirmation)
+			edit func(c *countersign.Confirmation)
 			// check asserts what matters to callers beyond the JSON round trip.
-			check func(tb testing.TB, got *store.Confirmation)
+			check func(tb testing.TB, got *countersign.Confirmation)
 		}{
 			{
 				name: "nil operations",
-				edit: func(c *store.Confirmation) { c.Operations = nil },
-				check: func(tb testing.TB, got *store.Confirmation) {
+				edit: func(c *countersign.Confirmation) { c.Operations = nil },
+				check: func(tb testing.TB, got *countersign.Confirmation) {
 					if got.Operations != nil {
 						tb.Errorf("Operations = %#v, want nil", got.Operations)
 					}
@@ -672,8 +673,8 @@ func (s *suite) confirmations(t *testing.T) {
 			},
 			{
 				name: "empty operations",
-				edit: func(c *store.Confirmation) { c.Operations = []store.Operation{} },
-				check: func(tb testing.TB, got *store.Confirmation) {
+				edit: func(c *countersign.Confirmation) { c.Operations = []countersign.Operation{} },
+				check: func(tb testing.TB, got *countersign.Confirmation) {
 					if got.Operations == nil || len(got.Operations) != 0 {
 						tb.Errorf("Operations = %#v, want empty and non-nil", got.Operations)
 					}
@@ -681,26 +682,26 @@ func (s *suite) confirmations(t *testing.T) {
 			},
 			{
 				name: "waiting operation without outcome, args all nil",
-				edit: func(c *store.Confirmation) {
-					c.Operations = []store.Operation{{Connection: "crm", Method: "GET", Path: "/x", Endpoint: "/x"}}
+				edit: func(c *countersign.Confirmation) {
+					c.Operations = []countersign.Operation{{Connection: "crm", Method: "GET", Path: "/x", Endpoint: "/x"}}
 				},
-				check: func(tb testing.TB, got *store.Confirmation) {
+				check: func(tb testing.TB, got *countersign.Confirmation) {
 					op := got.Operations[0]
-					if op.Outcome != nil || op.State != store.OpWaiting || op.Args.Path != nil || op.Args.Query != nil {
+					if op.Outcome != nil || op.State != countersign.OpWaiting || op.Args.Path != nil || op.Args.Query != nil {
 						tb.Errorf("operation = %#v, want no outcome, waiting, nil path and query", op)
 					}
 				},
 			},
 			{
 				name: "empty args maps and outcome without body",
-				edit: func(c *store.Confirmation) {
-					c.Operations = []store.Operation{{
-						Args:    store.Args{Path: map[string]string{}, Query: map[string]any{}, Body: json.RawMessage(`{}`)},
-						State:   store.OpDone,
-						Outcome: &store.Outcome{Status: 204},
+				edit: func(c *countersign.Confirmation) {
+					c.Operations = []countersign.Operation{{
+						Args:    countersign.Args{Path: map[string]string{}, Query: map[string]any{}, Body: json.RawMessage(`{}`)},
+						State:   countersign.OpDone,
+						Outcome: &countersign.Outcome{Status: 204},
 					}}
 				},
-				check: func(tb testing.TB, got *store.Confirmation) {
+				check: func(tb testing.TB, got *countersign.Confirmation) {
 					op := got.Operations[0]
 					if op.Args.Path == nil || op.Args.Query == nil {
 						tb.Errorf("args = %#v, want empty non-nil maps", op.Args)
@@ -712,10 +713,10 @@ func (s *suite) confirmations(t *testing.T) {
 			},
 			{
 				name: "no decision, no result",
-				edit: func(c *store.Confirmation) {
+				edit: func(c *countersign.Confirmation) {
 					c.DecidedAt, c.RedeemBy, c.RedeemedAt, c.Result = nil, nil, nil, nil
 				},
-				check: func(tb testing.TB, got *store.Confirmation) {
+				check: func(tb testing.TB, got *countersign.Confirmation) {
 					if got.DecidedAt != nil || got.RedeemBy != nil || got.RedeemedAt != nil || got.Result != nil {
 						tb.Errorf("got decided %v, redeem by %v, redeemed %v, result %q; want all nil",
 							got.DecidedAt, got.RedeemBy, got.RedeemedAt, got.Result)
@@ -724,8 +725,8 @@ func (s *suite) confirmations(t *testing.T) {
 			},
 			{
 				name: "zero times and zero TTL",
-				edit: func(c *store.Confirmation) { c.CreatedAt, c.ExpiresAt, c.TTL = time.Time{}, time.Time{}, 0 },
-				check: func(tb testing.TB, got *store.Confirmation) {
+				edit: func(c *countersign.Confirmation) { c.CreatedAt, c.ExpiresAt, c.TTL = time.Time{}, time.Time{}, 0 },
+				check: func(tb testing.TB, got *countersign.Confirmation) {
 					if !got.CreatedAt.IsZero() || !got.ExpiresAt.IsZero() || got.TTL != 0 {
 						tb.Errorf("got created %v, expires %v, ttl %d; want zero", got.CreatedAt, got.ExpiresAt, got.TTL)
 					}
@@ -750,18 +751,18 @@ func (s *suite) confirmations(t *testing.T) {
 		want := roundTrip(t, *c)
 
 		// Mutating the record after the write does not reach the store.
-		c.Status = store.StatusFailed
+		c.Status = countersign.StatusFailed
 		c.Operations[0].Outcome.Body[1] = 'X'
 		c.Operations[0].Args.Path["id"] = "mutated"
 		*c.DecidedAt = c.DecidedAt.Add(time.Hour)
 
 		// Nor does mutating what a read returned.
 		got := mustGetConfirmation(t, st, c.ID)
-		got.Status = store.StatusFailed
+		got.Status = countersign.StatusFailed
 		got.Operations[0].Outcome.Body[1] = 'Y'
 		got.Operations[0].Outcome.Headers["Content-Type"] = "mutated"
 		got.Operations[0].Args.Query["limit"] = "mutated"
-		got.Operations = append(got.Operations[:0], store.Operation{Method: "MUTATED"})
+		got.Operations = append(got.Operations[:0], countersign.Operation{Method: "MUTATED"})
 		*got.RedeemBy = got.RedeemBy.Add(time.Hour)
 		got.Result[0] = '['
 
@@ -774,7 +775,7 @@ func (s *suite) confirmations(t *testing.T) {
 		mustCreateConfirmation(t, st, a)
 		mustCreateConfirmation(t, st, b)
 		upd := mustGetConfirmation(t, st, a.ID)
-		upd.Status = store.StatusExpired
+		upd.Status = countersign.StatusExpired
 		if err := st.UpdateConfirmation(ctx, upd); err != nil {
 			t.Fatalf("UpdateConfirmation: %v", err)
 		}
@@ -787,11 +788,11 @@ func (s *suite) confirmations(t *testing.T) {
 		mustCreateConfirmation(t, st, c)
 
 		// Every racer reads version 1 before any of them writes.
-		copies := make([]*store.Confirmation, s.racers)
+		copies := make([]*countersign.Confirmation, s.racers)
 		for i := range copies {
 			copies[i] = mustGetConfirmation(t, st, c.ID)
 			copies[i].DecidedBy = "racer-" + string(rune('A'+i%26)) + uid(t)
-			copies[i].Status = store.StatusApproved
+			copies[i].Status = countersign.StatusApproved
 		}
 		errs := race(s.racers, func(i int) error { return st.UpdateConfirmation(ctx, copies[i]) })
 
@@ -974,7 +975,7 @@ func (s *suite) idempotency(t *testing.T) {
 	t.Run("ConcurrentCreateExactlyOneWins", func(t *testing.T) {
 		st := s.newStore(t)
 		cred, key := uid(t), uid(t)
-		recs := make([]*store.Idempotency, s.racers)
+		recs := make([]*countersign.Idempotency, s.racers)
 		for i := range recs {
 			recs[i] = fullIdempotency(cred, s.now(), key)
 			recs[i].RequestHash = "racer-" + uid(t)
@@ -1009,7 +1010,7 @@ func (s *suite) reviews(t *testing.T) {
 		prefix := uid(t)
 		base := s.now()
 		// Created out of order; b and c share a time, so the ID decides.
-		in := []*store.Confirmation{
+		in := []*countersign.Confirmation{
 			fullReview(prefix+"-d", base.Add(3*time.Second)),
 			fullReview(prefix+"-a", base.In(zone)),
 			fullReview(prefix+"-c", base.Add(time.Second)),
@@ -1029,7 +1030,7 @@ func (s *suite) reviews(t *testing.T) {
 			assertUTC(t, r)
 		}
 		assertEqual(t, "review order", ids, []string{"-a", "-b", "-c", "-d", "-e"})
-		byID := map[string]*store.Confirmation{}
+		byID := map[string]*countersign.Confirmation{}
 		for _, r := range in {
 			byID[r.ID] = r
 		}
@@ -1060,15 +1061,15 @@ func (s *suite) reviews(t *testing.T) {
 		st := s.newStore(t)
 		prefix := uid(t)
 		r := fullReview(prefix+"-1", s.now())
-		r.Status, r.DecidedAt, r.DecidedBy, r.DecisionReason = store.StatusPending, nil, "", ""
+		r.Status, r.DecidedAt, r.DecidedBy, r.DecisionReason = countersign.StatusPending, nil, "", ""
 		mustCreateConfirmation(t, st, r)
 		at := s.now()
-		r.Status, r.DecidedAt, r.DecidedBy, r.DecisionReason = store.StatusRejected, &at, "operator:root", "not today"
+		r.Status, r.DecidedAt, r.DecidedBy, r.DecisionReason = countersign.StatusRejected, &at, "operator:root", "not today"
 		if err := st.UpdateConfirmation(ctx, r); err != nil {
 			t.Fatalf("UpdateConfirmation: %v", err)
 		}
 		got := listReviews(t, st, prefix)
-		if len(got) != 1 || got[0].Status != store.StatusRejected || got[0].DecisionReason != "not today" {
+		if len(got) != 1 || got[0].Status != countersign.StatusRejected || got[0].DecisionReason != "not today" {
 			t.Fatalf("listed %+v, want the one review, rejected", got)
 		}
 	})
@@ -1106,13 +1107,13 @@ func race(n int, f func(i int) error) []error {
 }
 
 // listReviews lists the reviews whose IDs start with prefix, in store order.
-func listReviews(tb testing.TB, st store.Store, prefix string) []*store.Confirmation {
+func listReviews(tb testing.TB, st store.Store, prefix string) []*countersign.Confirmation {
 	tb.Helper()
 	all, err := st.ListReviews(context.Background())
 	if err != nil {
 		tb.Fatalf("ListReviews: %v", err)
 	}
-	var out []*store.Confirmation
+	var out []*countersign.Confirmation
 	for _, r := range all {
 		if strings.HasPrefix(r.ID, prefix) {
 			out = append(out, r)
@@ -1122,13 +1123,13 @@ func listReviews(tb testing.TB, st store.Store, prefix string) []*store.Confirma
 }
 
 // listCredentials lists the credentials whose IDs start with prefix, in store order.
-func listCredentials(tb testing.TB, st store.Store, prefix string) []store.Credential {
+func listCredentials(tb testing.TB, st store.Store, prefix string) []countersign.Credential {
 	tb.Helper()
 	all, err := st.ListCredentials(context.Background())
 	if err != nil {
 		tb.Fatalf("ListCredentials: %v", err)
 	}
-	var out []store.Credential
+	var out []countersign.Credential
 	for _, c := range all {
 		if strings.HasPrefix(c.ID, prefix) {
 			out = append(out, c)
@@ -1137,21 +1138,21 @@ func listCredentials(tb testing.TB, st store.Store, prefix string) []store.Crede
 	return out
 }
 
-func mustPutCredential(tb testing.TB, st store.Store, c store.Credential) {
+func mustPutCredential(tb testing.TB, st store.Store, c countersign.Credential) {
 	tb.Helper()
 	if err := st.PutCredential(context.Background(), c); err != nil {
 		tb.Fatalf("PutCredential(%s): %v", c.ID, err)
 	}
 }
 
-func mustCreateConfirmation(tb testing.TB, st store.Store, c *store.Confirmation) {
+func mustCreateConfirmation(tb testing.TB, st store.Store, c *countersign.Confirmation) {
 	tb.Helper()
 	if err := st.CreateConfirmation(context.Background(), c); err != nil {
 		tb.Fatalf("CreateConfirmation(%s): %v", c.ID, err)
 	}
 }
 
-func mustGetConfirmation(tb testing.TB, st store.Store, id string) *store.Confirmation {
+func mustGetConfirmation(tb testing.TB, st store.Store, id string) *countersign.Confirmation {
 	tb.Helper()
 	c, err := st.GetConfirmation(context.Background(), id)
 	if err != nil {
@@ -1160,14 +1161,14 @@ func mustGetConfirmation(tb testing.TB, st store.Store, id string) *store.Confir
 	return c
 }
 
-func mustCreateIdempotency(tb testing.TB, st store.Store, r *store.Idempotency) {
+func mustCreateIdempotency(tb testing.TB, st store.Store, r *countersign.Idempotency) {
 	tb.Helper()
 	if err := st.CreateIdempotency(context.Background(), r); err != nil {
 		tb.Fatalf("CreateIdempotency(%s, %s): %v", r.Credential, r.Key, err)
 	}
 }
 
-func mustGetIdempotency(tb testing.TB, st store.Store, credential, key string) *store.Idempotency {
+func mustGetIdempotency(tb testing.TB, st store.Store, credential, key string) *countersign.Idempotency {
 	tb.Helper()
 	r, err := st.GetIdempotency(context.Background(), credential, key)
 	if err != nil {
@@ -1278,8 +1279,8 @@ func keyHash(key string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-func fullCredential(id string, now time.Time) store.Credential {
-	return store.Credential{
+func fullCredential(id string, now time.Time) countersign.Credential {
+	return countersign.Credential{
 		ID:          id,
 		KeyHash:     keyHash("key-" + id),
 		Choice:      policy.AskPerson,
@@ -1287,20 +1288,20 @@ func fullCredential(id string, now time.Time) store.Credential {
 		ReadOnly:    true,
 		Connections: []string{"crm", "mail"},
 		Operator:    true,
-		LastClient: &store.Client{
+		LastClient: &countersign.Client{
 			Name: "claude-code", Version: "1.2.3", CanAsk: true,
 			SeenAt: now.In(zone).Add(123456789 * time.Nanosecond),
 		},
 	}
 }
 
-func fullOperation() store.Operation {
-	return store.Operation{
+func fullOperation() countersign.Operation {
+	return countersign.Operation{
 		Connection: "crm",
 		Method:     "DELETE",
 		Path:       "/contacts/12",
 		Endpoint:   "/contacts/{id}",
-		Args: store.Args{
+		Args: countersign.Args{
 			Path:    map[string]string{"id": "12"},
 			Query:   map[string]any{"hard": true, "limit": 10.0, "tags": []any{"a", "b"}, "none": nil},
 			Body:    json.RawMessage(`{"note":"ünïcode ✓","nested":{"a":[1,null,"x",2.5e10]}}`),
@@ -1312,8 +1313,8 @@ func fullOperation() store.Operation {
 		Payload:     []byte("{\"note\": \"\xfc\xff binary-safe\"}\n"),
 		RawQuery:    "hard=true&limit=10&tags=a&tags=b",
 		Selected:    true,
-		State:       store.OpDone,
-		Outcome: &store.Outcome{
+		State:       countersign.OpDone,
+		Outcome: &countersign.Outcome{
 			Status:     200,
 			Headers:    map[string]string{"Content-Type": "application/json", "X-Request-Id": "r1"},
 			Body:       json.RawMessage(`{"deleted":12,"ok":true}`),
@@ -1325,29 +1326,29 @@ func fullOperation() store.Operation {
 	}
 }
 
-func fullConfirmation(id string, now time.Time) *store.Confirmation {
+func fullConfirmation(id string, now time.Time) *countersign.Confirmation {
 	created := now.In(zone).Add(123456789 * time.Nanosecond)
 	decided := created.Add(time.Minute + time.Nanosecond)
 	redeemBy := decided.Add(10 * time.Minute).UTC()
 	redeemed := decided.Add(2 * time.Minute)
-	return &store.Confirmation{
+	return &countersign.Confirmation{
 		ID:             id,
-		Kind:           store.KindScript,
+		Kind:           countersign.KindScript,
 		Credential:     "cred-" + id,
-		Status:         store.StatusRedeemed,
+		Status:         countersign.StatusRedeemed,
 		Reason:         `endpoint "DELETE /contacts/{id}" has confirm: true`,
 		CreatedAt:      created,
 		ExpiresAt:      created.Add(30 * time.Minute),
 		DecidedAt:      &decided,
 		DecidedBy:      "alice@example.com",
 		DecisionReason: "the amount looks wrong",
-		Asker:          &store.Asker{Name: "claude-code", Version: "2.1.0", CanAsk: true},
+		Asker:          &countersign.Asker{Name: "claude-code", Version: "2.1.0", CanAsk: true},
 		RedeemBy:       &redeemBy,
 		RedeemedAt:     &redeemed,
-		Operations: []store.Operation{
+		Operations: []countersign.Operation{
 			fullOperation(),
 			{Connection: "crm", Method: "POST", Path: "/contacts", Endpoint: "/contacts",
-				Args: store.Args{Body: json.RawMessage(`{"name":"Ada"}`)}, Binding: keyHash("second")},
+				Args: countersign.Args{Body: json.RawMessage(`{"name":"Ada"}`)}, Binding: keyHash("second")},
 		},
 		GatewayRuns: true,
 		Result:      json.RawMessage(`{"ok":true,"n":[1,2,3]}`),
@@ -1358,29 +1359,29 @@ func fullConfirmation(id string, now time.Time) *store.Confirmation {
 }
 
 // minimalConfirmation is a pending call confirmation with one waiting operation.
-func minimalConfirmation(id string, now time.Time) *store.Confirmation {
-	return &store.Confirmation{
+func minimalConfirmation(id string, now time.Time) *countersign.Confirmation {
+	return &countersign.Confirmation{
 		ID:         id,
-		Kind:       store.KindCall,
+		Kind:       countersign.KindCall,
 		Credential: "cred-" + id,
-		Status:     store.StatusPending,
+		Status:     countersign.StatusPending,
 		Reason:     "confirm: true",
 		CreatedAt:  now,
 		ExpiresAt:  now.Add(10 * time.Minute),
-		Operations: []store.Operation{{Connection: "crm", Method: "DELETE", Path: "/contacts/12", Endpoint: "/contacts/{id}",
-			Args: store.Args{Path: map[string]string{"id": "12"}}, Binding: keyHash(id), Selected: true}},
+		Operations: []countersign.Operation{{Connection: "crm", Method: "DELETE", Path: "/contacts/12", Endpoint: "/contacts/{id}",
+			Args: countersign.Args{Path: map[string]string{"id": "12"}}, Binding: keyHash(id), Selected: true}},
 		TTL: now.Add(48 * time.Hour).Unix(),
 	}
 }
 
 // fullIdempotency returns a live, done record for credential; the key is
 // random unless given.
-func fullIdempotency(credential string, now time.Time, key ...string) *store.Idempotency {
+func fullIdempotency(credential string, now time.Time, key ...string) *countersign.Idempotency {
 	k := "idem-" + rand.Text()
 	if len(key) > 0 {
 		k = key[0]
 	}
-	return &store.Idempotency{
+	return &countersign.Idempotency{
 		Credential:  credential,
 		Key:         k,
 		RequestHash: keyHash("request-" + credential),
@@ -1396,9 +1397,9 @@ func fullIdempotency(credential string, now time.Time, key ...string) *store.Ide
 
 // fullReview is a decided review item (a confirmation of kind review)
 // with every field set.
-func fullReview(id string, createdAt time.Time) *store.Confirmation {
+func fullReview(id string, createdAt time.Time) *countersign.Confirmation {
 	c := fullConfirmation(id, createdAt)
-	c.Kind = store.KindReview
+	c.Kind = countersign.KindReview
 	c.Reason = `threshold body.amount above 10000 escalates to review`
 	c.Operations = c.Operations[:1]
 	c.Version = 1

@@ -1,4 +1,4 @@
-package store
+package countersign
 
 import (
 	"crypto/sha256"
