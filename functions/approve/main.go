@@ -7,5 +7,5 @@ import (
 
 func main() {
 	d := awsenv.MustLoad(awsenv.NeedWorkflow | awsenv.NeedSigningKey)
-	awsenv.Start(d, d.Approver().Handle)
+	awsenv.StartHTTP(d, d.Approver())
 }

@@ -21,5 +21,5 @@ func main() {
 	// live in the table (countersign keys); credentials.json is written to
 	// it at start only when COUNTERSIGN_SEED_CREDENTIALS=true.
 	d := awsenv.MustLoad(awsenv.NeedWorkflow | awsenv.NeedSigningKey | awsenv.MaySeedCredentials)
-	awsenv.Start(d, gatewayapp.Gateway(d.App).Handle)
+	awsenv.StartHTTP(d, gatewayapp.Gateway(d.App))
 }

@@ -10,5 +10,5 @@ import (
 
 func main() {
 	d := awsenv.MustLoad(awsenv.NeedSigningKey)
-	awsenv.Start(d, d.Operator().Handle)
+	awsenv.StartHTTP(d, d.Operator())
 }

@@ -84,6 +84,9 @@ type Options struct {
 	PollInterval time.Duration
 	// Stopping, when closed, answers long polls at once (a server shutting down).
 	Stopping <-chan struct{}
+	// BodyTimeout bounds the HTTP surfaces' wait for a request's body
+	// once its headers are in (0: httpapi.BodyTimeout).
+	BodyTimeout time.Duration
 }
 
 // App is the assembled graph.
@@ -196,17 +199,18 @@ func (a *App) SeedCredentials(ctx context.Context) error {
 
 // Gateway is the agents' surface.
 func (a *App) Gateway() *httpapi.Gateway {
-	return &httpapi.Gateway{Calls: a.Calls, PollInterval: a.options.PollInterval, Stopping: a.options.Stopping}
+	return &httpapi.Gateway{Calls: a.Calls, PollInterval: a.options.PollInterval, Stopping: a.options.Stopping, BodyTimeout: a.options.BodyTimeout}
 }
 
 // Approver is the approvers' surface (the approval page).
 func (a *App) Approver() *httpapi.Approver {
-	return &httpapi.Approver{Calls: a.Calls, Signer: a.Signer, Now: a.now, Logger: a.Logger}
+	return &httpapi.Approver{Calls: a.Calls, Signer: a.Signer, Now: a.now, Logger: a.Logger, BodyTimeout: a.options.BodyTimeout}
 }
 
 // Operator is the operator surface: /v1/operator/... and the /operator page.
 func (a *App) Operator() *httpapi.Operator {
-	return &httpapi.Operator{Calls: a.Calls, Signer: a.Signer, Audit: a.Store, Now: a.now, Logger: a.Logger}
+	return &httpapi.Operator{Calls: a.Calls, Sessions: a.Store, Signer: a.Signer, Audit: a.Store, Now: a.now, Logger: a.Logger,
+		BodyTimeout: a.options.BodyTimeout}
 }
 
 // NotifyTask stores the workflow's task token and sends the approver links.

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
+
 	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/app"
 	"github.com/countersign/countersign/shared/config"
@@ -130,9 +132,9 @@ func TestApply(t *testing.T) {
 	}
 
 	u, _ := url.Parse(got[0])
-	req := httpapi.Request{RawPath: u.Path, RawQueryString: u.RawQuery}
+	req := events.APIGatewayV2HTTPRequest{RawPath: u.Path, RawQueryString: u.RawQuery}
 	req.RequestContext.HTTP.Method, req.RequestContext.HTTP.Path = "GET", u.Path
-	resp, err := a.Approver().Handle(ctx, req)
+	resp, err := httpapi.Lambda(a.Approver())(ctx, req)
 	if err != nil {
 		t.Fatal(err)
 	}

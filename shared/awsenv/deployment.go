@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"net/http"
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/countersign/countersign/shared/app"
 	"github.com/countersign/countersign/shared/config"
+	"github.com/countersign/countersign/shared/httpapi"
 	"github.com/countersign/countersign/shared/links"
 	"github.com/countersign/countersign/shared/notify"
 	"github.com/countersign/countersign/shared/s3config"
@@ -209,6 +211,13 @@ func Handler[In, Out any](d *Deployment, h func(context.Context, In) (Out, error
 // refreshing the configuration first.
 func Start[In, Out any](d *Deployment, h func(context.Context, In) (Out, error)) {
 	lambda.Start(Handler(d, h))
+}
+
+// StartHTTP serves h as the function's handler: API Gateway's HTTP API
+// (payload 2.0) events are converted at the edge (httpapi.Lambda), each
+// invocation refreshing the configuration first.
+func StartHTTP(d *Deployment, h http.Handler) {
+	Start(d, httpapi.Lambda(h))
 }
 
 // MustLoad is Load for a function's main: it exits with the error.

@@ -11,9 +11,11 @@
 // A function's main.go is then only wiring:
 //
 //	d := awsenv.MustLoad(awsenv.NeedWorkflow | awsenv.NeedSigningKey)
-//	awsenv.Start(d, d.Approver().Handle)
+//	awsenv.StartHTTP(d, d.Approver())
 //
-// Start refreshes the configuration as each invocation starts (at most
+// StartHTTP serves an http.Handler on API Gateway's events (converted at
+// the edge by httpapi.Lambda); Start serves a workflow task's handler.
+// Both refresh the configuration as each invocation starts (at most
 // every COUNTERSIGN_CONFIG_REFRESH_SECONDS). A cold start writes nothing
 // to the table: credentials live there, managed with `countersign keys`,
 // and credentials.json is seeded only when COUNTERSIGN_SEED_CREDENTIALS is

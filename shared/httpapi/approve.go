@@ -18,22 +18,35 @@ import (
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/links"
-	"github.com/countersign/countersign/shared/reqlog"
 )
+
+// Decider is what the approval page asks of the pipeline
+// (calls.Service): the configuration in force, a confirmation, and an
+// approver's decision.
+type Decider interface {
+	Current() *config.Config
+	Lookup(ctx context.Context, id string) (*countersign.Confirmation, error)
+	Decide(ctx context.Context, id string, d confirm.Decision) (*countersign.Confirmation, error)
+}
+
+var _ Decider = (*calls.Service)(nil)
 
 // Approver is the approvers' surface: GET and HEAD /approve/<id> render the
 // page and change nothing; only POST /approve/<id> decides (docs/api.md, The approval page).
 type Approver struct {
 	// Calls reads and decides confirmations (and announces decisions);
 	// it holds the configuration in force, read for each request.
-	Calls  *calls.Service
+	Calls  Decider
 	Signer *links.Signer
 	// Now returns the current time; nil means time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
+	// BodyTimeout bounds the wait for a request's body once its headers
+	// are in (0: BodyTimeout).
+	BodyTimeout time.Duration
 }
 
-var _ Handler = (*Approver)(nil)
+var _ http.Handler = (*Approver)(nil)
 
 func (a *Approver) now() time.Time {
 	if a.Now != nil {
@@ -52,31 +65,39 @@ func (a *Approver) logger() *slog.Logger {
 	return slog.New(slog.DiscardHandler)
 }
 
-// Handle serves /approve/<id>.
-func (a *Approver) Handle(ctx context.Context, req Request) (Response, error) {
-	ctx = reqlog.With(ctx, req.RequestContext.RequestID)
-	path := req.RawPath
-	if path == "" {
-		path = req.RequestContext.HTTP.Path
+// ServeHTTP serves /approve/<id>. The body (a POST's form) is read
+// first, within the body deadline and 1 MiB.
+func (a *Approver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	ctx := withRequestID(r)
+	if tooLarge(w, r) {
+		return
 	}
-	id, ok := strings.CutPrefix(path, "/approve/")
+	b, ok := bodyFront{timeout: a.BodyTimeout}.read(w, r)
+	if !ok {
+		return
+	}
+	a.serve(ctx, r, b).send(w)
+}
+
+func (a *Approver) serve(ctx context.Context, r *http.Request, b []byte) reply {
+	id, ok := strings.CutPrefix(requestPath(r), "/approve/")
 	if !ok || id == "" || strings.Contains(id, "/") {
-		return a.page(http.StatusNotFound, approvalpage.Page{State: approvalpage.NotFound}, false), nil
+		return a.page(http.StatusNotFound, approvalpage.Page{State: approvalpage.NotFound}, false)
 	}
 	if unescaped, err := url.PathUnescape(id); err == nil {
 		id = unescaped
 	}
-	switch method(&req) {
+	switch method(r) {
 	case http.MethodGet:
-		return a.show(ctx, &req, id, false), nil
+		return a.show(ctx, r, id, false)
 	case http.MethodHead:
-		return a.show(ctx, &req, id, true), nil
+		return a.show(ctx, r, id, true)
 	case http.MethodPost:
-		return a.decide(ctx, &req, id), nil
+		return a.decide(ctx, r, b, id)
 	}
 	resp := a.page(http.StatusMethodNotAllowed, approvalpage.Page{State: approvalpage.NotFound, Message: "Use the link you were sent."}, false)
-	resp.Headers["Allow"] = "GET, HEAD, POST"
-	return resp, nil
+	resp.set("Allow", "GET, HEAD, POST")
+	return resp
 }
 
 // verify checks the link's signature; a valid link past its expiry is
@@ -94,8 +115,8 @@ func (a *Approver) verify(id string, q url.Values) (link links.Link, expired boo
 }
 
 // show renders the page for GET and HEAD. It never writes anything.
-func (a *Approver) show(ctx context.Context, req *Request, id string, head bool) Response {
-	q, err := url.ParseQuery(req.RawQueryString)
+func (a *Approver) show(ctx context.Context, r *http.Request, id string, head bool) reply {
+	q, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
 		return a.page(http.StatusForbidden, approvalpage.Page{State: approvalpage.BadSignature}, head)
 	}
@@ -148,9 +169,9 @@ func (a *Approver) describeAsker(ctx context.Context, c *countersign.Confirmatio
 }
 
 // decide handles the POST from the page's buttons.
-func (a *Approver) decide(ctx context.Context, req *Request, id string) Response {
-	wantJSON := strings.Contains(header(req, "Accept"), "application/json")
-	fail := func(code fault.Code, reason string, p approvalpage.Page) Response {
+func (a *Approver) decide(ctx context.Context, r *http.Request, b []byte, id string) reply {
+	wantJSON := strings.Contains(header(r, "Accept"), "application/json")
+	fail := func(code fault.Code, reason string, p approvalpage.Page) reply {
 		if wantJSON {
 			return codeError(code, reason)
 		}
@@ -158,12 +179,8 @@ func (a *Approver) decide(ctx context.Context, req *Request, id string) Response
 		return a.page(httpStatus(code), p, false)
 	}
 	invalid := approvalpage.Page{State: approvalpage.BadSignature}
-	if bodyLen(req) > 64<<10 {
+	if len(b) > 64<<10 {
 		return fail(fault.PayloadTooLarge, "The form is too large.", invalid)
-	}
-	b, err := body(req)
-	if err != nil {
-		return fail(fault.InvalidRequest, "The form could not be read.", invalid)
 	}
 	form, err := url.ParseQuery(string(b))
 	if err != nil {
@@ -209,7 +226,7 @@ func (a *Approver) decide(ctx context.Context, req *Request, id string) Response
 		}
 	}
 	if wantJSON {
-		return jsonResponse(http.StatusOK, struct {
+		return jsonReply(http.StatusOK, struct {
 			Status     countersign.Status `json:"status"`
 			Operations []operationView    `json:"operations"`
 		}{Status: c.Status, Operations: viewConfirmation(c, confirm.Effective(c, a.now())).Operations})
@@ -318,7 +335,7 @@ func outcomeText(o *countersign.Outcome) string {
 
 // page renders an approval page; HEAD gets the same status and headers
 // without the body.
-func (a *Approver) page(status int, p approvalpage.Page, head bool) Response {
+func (a *Approver) page(status int, p approvalpage.Page, head bool) reply {
 	if p.Workspace == "" {
 		p.Workspace = a.workspace().Name
 	}
@@ -328,10 +345,10 @@ func (a *Approver) page(status int, p approvalpage.Page, head bool) Response {
 	b, headers, err := approvalpage.Render(p)
 	if err != nil {
 		a.logger().Error("page not rendered", "error", err)
-		return Response{StatusCode: http.StatusInternalServerError, Headers: map[string]string{"Content-Type": "text/plain; charset=utf-8"}, Body: "internal error\n"}
+		return rawReply(http.StatusInternalServerError, map[string]string{"Content-Type": "text/plain; charset=utf-8"}, []byte("internal error\n"))
 	}
 	if head {
 		b = nil
 	}
-	return Response{StatusCode: status, Headers: headers, Body: string(b)}
+	return rawReply(status, headers, b)
 }

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -16,11 +17,7 @@ import (
 )
 
 // calls handles POST /v1/calls.
-func (g *Gateway) calls(ctx context.Context, req *Request, cred *countersign.Credential) Response {
-	b, err := body(req)
-	if err != nil {
-		return codeError(fault.InvalidRequest, err.Error())
-	}
+func (g *Gateway) calls(ctx context.Context, r *http.Request, b []byte, cred *countersign.Credential) reply {
 	c, client, err := calls.ParseRequest(b)
 	if err != nil {
 		return errorOf(err)
@@ -28,9 +25,9 @@ func (g *Gateway) calls(ctx context.Context, req *Request, cred *countersign.Cre
 	if client != nil {
 		g.Calls.RecordClient(ctx, cred, *client)
 	}
-	c.IdempotencyKey = header(req, "Idempotency-Key")
-	resp := g.idempotent(ctx, cred, "calls", c, func() (Response, bool) { return g.callsOutcome(ctx, cred, c, client) })
-	if strings.Contains(header(req, "Accept"), "text/event-stream") {
+	c.IdempotencyKey = header(r, "Idempotency-Key")
+	resp := g.idempotent(ctx, cred, "calls", c, func() (reply, bool) { return g.callsOutcome(ctx, cred, c, client) })
+	if strings.Contains(header(r, "Accept"), "text/event-stream") {
 		return sse(resp)
 	}
 	return resp
@@ -63,7 +60,7 @@ type confirmationID struct {
 
 // callsOutcome answers a call; retryable is set when nothing was sent
 // upstream and a retry with the same Idempotency-Key may run it.
-func (g *Gateway) callsOutcome(ctx context.Context, cred *countersign.Credential, c *calls.Call, client *calls.Client) (resp Response, retryable bool) {
+func (g *Gateway) callsOutcome(ctx context.Context, cred *countersign.Credential, c *calls.Call, client *calls.Client) (resp reply, retryable bool) {
 	res, err := g.Calls.Do(ctx, cred, c, calls.Options{Client: client})
 	if err != nil {
 		return errorOf(err), fault.CodeOf(err) == fault.Internal
@@ -81,7 +78,7 @@ func (g *Gateway) callsOutcome(ctx context.Context, cred *countersign.Credential
 	if conf := res.Confirmation; conf != nil {
 		out.Confirm = &confirmationID{ID: conf.ID, Status: string(conf.Status)}
 	}
-	return jsonResponse(http.StatusOK, out), false
+	return jsonReply(http.StatusOK, out), false
 }
 
 // pendingBody is the 202 answer (docs/api.md, Agent calls).
@@ -112,7 +109,7 @@ type eventView struct {
 
 // pending answers a paused call with 202; location adds the status route
 // in a Location header (REST).
-func pending(res *calls.Result, location bool) Response {
+func pending(res *calls.Result, location bool) reply {
 	conf, d, op := res.Confirmation, &res.Decision, &res.Operation
 	body := pendingBody{
 		Status: "confirmation_required", Tier: d.Tier.String(), Reason: d.Reason,
@@ -121,21 +118,21 @@ func pending(res *calls.Result, location bool) Response {
 		Event: eventView{Type: "confirmation_required", ConfirmationID: conf.ID, Endpoint: op.Endpoint, Method: op.Method,
 			Reason: d.Reason, Escalated: d.Escalated, Timestamp: res.At.Truncate(time.Second)},
 	}
-	resp := jsonResponse(http.StatusAccepted, body)
+	resp := jsonReply(http.StatusAccepted, body)
 	if location {
-		resp.Headers["Location"] = "/v1/confirmations/" + conf.ID
+		resp.set("Location", "/v1/confirmations/"+conf.ID)
 	}
 	return resp
 }
 
 // idempotent answers a repeated call with the same Idempotency-Key from
 // the pipeline's record (Idempotent-Replayed: true) instead of running it.
-func (g *Gateway) idempotent(ctx context.Context, cred *countersign.Credential, surface string, c *calls.Call, fn func() (Response, bool)) Response {
+func (g *Gateway) idempotent(ctx context.Context, cred *countersign.Credential, surface string, c *calls.Call, fn func() (reply, bool)) reply {
 	if c.IdempotencyKey == "" {
 		resp, _ := fn()
 		return resp
 	}
-	var first Response
+	var first reply
 	a, replayed, err := g.Calls.Idempotent(ctx, cred, c.IdempotencyKey, g.Calls.RequestHash(surface, c), func() calls.Answer {
 		var retryable bool
 		first, retryable = fn()
@@ -149,22 +146,22 @@ func (g *Gateway) idempotent(ctx context.Context, cred *countersign.Credential, 
 	case !replayed:
 		return first
 	}
-	resp := rawResponse(a.Status, map[string]string{}, a.Body)
-	for k, v := range a.Headers {
-		resp.Headers[k] = v
-	}
-	resp.Headers["Idempotent-Replayed"] = "true"
-	if resp.StatusCode == 0 {
-		resp.StatusCode = http.StatusOK
+	resp := rawReply(a.Status, a.Headers, a.Body)
+	resp.set("Idempotent-Replayed", "true")
+	if resp.status == 0 {
+		resp.status = http.StatusOK
 	}
 	return resp
 }
 
-// answerOf is the kept form of a response.
-func answerOf(r Response) calls.Answer {
-	a := calls.Answer{Status: r.StatusCode, Headers: r.Headers, Body: []byte(r.Body)}
-	if r.IsBase64Encoded {
-		a.Body, _ = base64.StdEncoding.DecodeString(r.Body)
+// answerOf is the kept form of a reply: its status, headers and body; the
+// cookies an upstream set are not kept, so a replay sets none.
+func answerOf(rp reply) calls.Answer {
+	a := calls.Answer{Status: rp.status, Headers: make(map[string]string, len(rp.header)), Body: rp.body}
+	for k, vs := range rp.header {
+		if k != "Set-Cookie" && len(vs) > 0 {
+			a.Headers[k] = strings.Join(vs, ", ")
+		}
 	}
 	return a
 }
@@ -197,20 +194,20 @@ func viewOf(r *calls.Response) upstreamView {
 // sse turns a JSON response into a text/event-stream: a
 // confirmation_required event first when the call paused, then one result
 // event with the whole response.
-func sse(resp Response) Response {
-	var buf strings.Builder
-	if resp.StatusCode == http.StatusAccepted {
+func sse(resp reply) reply {
+	var buf bytes.Buffer
+	if resp.status == http.StatusAccepted {
 		var p struct {
 			Event json.RawMessage `json:"event"`
 		}
-		if json.Unmarshal([]byte(resp.Body), &p) == nil && len(p.Event) > 0 {
+		if json.Unmarshal(resp.body, &p) == nil && len(p.Event) > 0 {
 			fmt.Fprintf(&buf, "event: confirmation_required\ndata: %s\n\n", p.Event)
 		}
 	}
-	fmt.Fprintf(&buf, "event: result\ndata: %s\n\n", strings.TrimSpace(resp.Body))
-	headers := map[string]string{"Content-Type": "text/event-stream", "Cache-Control": "no-store"}
-	if loc, ok := resp.Headers["Location"]; ok {
-		headers["Location"] = loc
+	fmt.Fprintf(&buf, "event: result\ndata: %s\n\n", bytes.TrimSpace(resp.body))
+	out := reply{status: resp.status, header: http.Header{"Content-Type": {"text/event-stream"}, "Cache-Control": {"no-store"}}, body: buf.Bytes()}
+	if loc, ok := resp.header["Location"]; ok {
+		out.header["Location"] = loc
 	}
-	return Response{StatusCode: resp.StatusCode, Headers: headers, Body: buf.String()}
+	return out
 }

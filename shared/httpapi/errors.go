@@ -74,25 +74,25 @@ type errorBody struct {
 }
 
 // codeError answers with the status the table gives the code.
-func codeError(code fault.Code, reason string) Response {
-	return jsonResponse(httpStatus(code), errorBody{Status: kindOf(code), Code: string(code), Reason: reason})
+func codeError(code fault.Code, reason string) reply {
+	return jsonReply(httpStatus(code), errorBody{Status: kindOf(code), Code: string(code), Reason: reason})
 }
 
 // errorOf answers an error from the pipeline: its code and reason, never
 // its cause (a store error may name internals; it is logged where it
 // happened).
-func errorOf(err error) Response {
+func errorOf(err error) reply {
 	code := fault.CodeOf(err)
 	resp := codeError(code, fault.ReasonOf(err))
 	if fe := fault.As(err); fe != nil && fe.RetryAfter > 0 {
-		resp.Headers["Retry-After"] = strconv.Itoa(fe.RetryAfter)
+		resp.set("Retry-After", strconv.Itoa(fe.RetryAfter))
 	}
 	return resp
 }
 
 // denied answers a denial with its tier, reason, escalation and rule, and
 // the review item queued for review_required.
-func denied(res *calls.Result) Response {
+func denied(res *calls.Result) reply {
 	d := &res.Decision
 	t, esc := d.Tier.String(), d.Escalated
 	body := errorBody{Status: kindOf(res.Code), Code: string(res.Code), Reason: res.Reason, Tier: &t, Escalated: &esc, Rule: d.Rule}
@@ -101,5 +101,5 @@ func denied(res *calls.Result) Response {
 			ID string `json:"id"`
 		}{ID: res.ReviewID}
 	}
-	return jsonResponse(httpStatus(res.Code), body)
+	return jsonReply(httpStatus(res.Code), body)
 }

@@ -1,7 +1,9 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -9,19 +11,40 @@ import (
 	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/calls"
 	"github.com/countersign/countersign/shared/fault"
-	"github.com/countersign/countersign/shared/reqlog"
 )
+
+// Pipeline is what the agents' surface asks of the call pipeline
+// (calls.Service): authenticate a key, run a call once per Idempotency-Key,
+// and read a confirmation.
+type Pipeline interface {
+	Authenticate(ctx context.Context, key string) (*countersign.Credential, error)
+	RecordClient(ctx context.Context, cred *countersign.Credential, c calls.Client)
+	Do(ctx context.Context, cred *countersign.Credential, c *calls.Call, o calls.Options) (*calls.Result, error)
+	Idempotent(ctx context.Context, cred *countersign.Credential, key, hash string, fn func() calls.Answer) (calls.Answer, bool, error)
+	RequestHash(surface string, c *calls.Call) string
+	Confirmation(ctx context.Context, cred *countersign.Credential, id string, o calls.WaitOptions) (calls.Status, error)
+	Connections(cred *countersign.Credential) []string
+}
+
+var _ Pipeline = (*calls.Service)(nil)
 
 // Gateway is the agents' HTTP surface: POST /v1/calls, ANY /v1/rest/...,
 // GET /v1/confirmations/{id}, GET /v1/credentials/me, POST /v1/scripts and
 // GET /healthz, and /mcp when MCP is attached. It only translates: every
-// call goes through the pipeline (calls.Service).
+// call goes through the pipeline.
+//
+// It answers what the method, path and headers decide (an unknown route,
+// a wrong method, a body declared over 1 MiB, a missing or unknown key)
+// before reading a byte of the body, so an unauthenticated request never
+// has its body read or buffered.
 type Gateway struct {
-	Calls *calls.Service
+	Calls Pipeline
 	// MCP serves /mcp (shared/mcpapi, attached by gatewayapp so that only
-	// the gateway links the MCP SDK); nil answers 404 not_found. It
-	// authenticates the request itself.
-	MCP Handler
+	// the gateway links the MCP SDK); nil answers 404 not_found. It gets
+	// the request with its body read and the credential the gateway found
+	// (Preauthenticated), or, for a refused key, the request unread, to
+	// answer in its own words.
+	MCP http.Handler
 	// Scripts is code mode (POST /v1/scripts, and scripts' status); nil
 	// answers that route 404.
 	Scripts Scripts
@@ -30,46 +53,71 @@ type Gateway struct {
 	// Stopping, when closed, makes long polls answer at once with the
 	// current status, so a server shutting down is not held by ?wait=.
 	Stopping <-chan struct{}
+	// BodyTimeout bounds the wait for a request's body once its headers
+	// are in (0: BodyTimeout).
+	BodyTimeout time.Duration
 }
 
-var _ Handler = (*Gateway)(nil)
+var _ http.Handler = (*Gateway)(nil)
 
-// Handle routes one request.
-func (g *Gateway) Handle(ctx context.Context, req Request) (Response, error) {
-	ctx = reqlog.With(ctx, req.RequestContext.RequestID)
-	next, answer := g.route(&req)
-	switch {
-	case answer != nil:
-		return *answer, nil
-	case next == nil: // /mcp
-		if bodyLen(&req) > MaxBody {
-			return codeError(fault.PayloadTooLarge, "the request body is over 1 MiB"), nil
+// credRoute serves a request that needs a credential, with its body.
+type credRoute func(ctx context.Context, r *http.Request, body []byte, cred *countersign.Credential) reply
+
+// ServeHTTP routes one request.
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	ctx := withRequestID(r)
+	next, answer := g.route(r)
+	if answer != nil {
+		writeUnread(w, r, *answer)
+		return
+	}
+	if tooLarge(w, r) {
+		return
+	}
+	cred, err := g.Calls.Authenticate(ctx, bearerKey(r))
+	if err != nil {
+		if next == nil { // /mcp answers a refused key in its own words, without reading a body
+			closeUnread(w, r)
+			g.MCP.ServeHTTP(w, r.WithContext(ctx))
+			return
 		}
-		return g.MCP.Handle(ctx, req)
+		writeUnread(w, r, errorOf(err))
+		return
 	}
-	return g.withCredential(ctx, &req, next), nil
+	b, ok := bodyFront{timeout: g.BodyTimeout}.read(w, r)
+	if !ok {
+		return
+	}
+	if len(b) > MaxBody {
+		codeError(fault.PayloadTooLarge, "the request body is over 1 MiB").send(w)
+		return
+	}
+	if next == nil {
+		r = r.WithContext(context.WithValue(ctx, preauthenticated{}, cred))
+		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(b)), int64(len(b))
+		g.MCP.ServeHTTP(w, r)
+		return
+	}
+	next(ctx, r, b, cred).send(w)
 }
 
-// route finds what serves req from its method and path alone: an answer
-// that needs no credential (a 404, a 405, /healthz), or the handler of a
-// route that needs one; neither for /mcp, which authenticates itself.
-func (g *Gateway) route(req *Request) (next func(context.Context, *Request, *countersign.Credential) Response, answer *Response) {
-	path := req.RawPath
-	if path == "" {
-		path = req.RequestContext.HTTP.Path
-	}
-	m := method(req)
-	refuse := func(code fault.Code, reason string) *Response {
-		r := codeError(code, reason)
-		return &r
+// route finds what serves r from its method and path alone: an answer
+// that needs no credential (a 404, a 405, /healthz), or the route that
+// needs one; neither for /mcp, which answers a refused key itself.
+func (g *Gateway) route(r *http.Request) (next credRoute, answer *reply) {
+	path := requestPath(r)
+	m := method(r)
+	refuse := func(code fault.Code, reason string) *reply {
+		rp := codeError(code, reason)
+		return &rp
 	}
 	switch {
 	case path == "/healthz":
 		if m != http.MethodGet && m != http.MethodHead {
 			return nil, refuse(fault.MethodNotAllowed, "use GET /healthz")
 		}
-		r := jsonResponse(http.StatusOK, map[string]string{"status": "ok"})
-		return nil, &r
+		rp := jsonReply(http.StatusOK, map[string]string{"status": "ok"})
+		return nil, &rp
 	case path == "/v1/calls":
 		if m != http.MethodPost {
 			return nil, refuse(fault.MethodNotAllowed, "use POST /v1/calls")
@@ -81,16 +129,16 @@ func (g *Gateway) route(req *Request) (next func(context.Context, *Request, *cou
 		}
 		return g.scripts, nil
 	case strings.HasPrefix(path, "/v1/rest/"):
-		return func(ctx context.Context, req *Request, cred *countersign.Credential) Response {
-			return g.rest(ctx, req, cred, strings.TrimPrefix(path, "/v1/rest/"))
+		return func(ctx context.Context, r *http.Request, body []byte, cred *countersign.Credential) reply {
+			return g.rest(ctx, r, body, cred, strings.TrimPrefix(path, "/v1/rest/"))
 		}, nil
 	case strings.HasPrefix(path, "/v1/confirmations/"):
 		if m != http.MethodGet {
 			return nil, refuse(fault.MethodNotAllowed, "use GET /v1/confirmations/<id>")
 		}
 		id := strings.TrimPrefix(path, "/v1/confirmations/")
-		return func(ctx context.Context, req *Request, cred *countersign.Credential) Response {
-			return g.status(ctx, req, cred, id)
+		return func(ctx context.Context, r *http.Request, _ []byte, cred *countersign.Credential) reply {
+			return g.status(ctx, r, cred, id)
 		}, nil
 	case path == "/mcp" && g.MCP != nil:
 		return nil, nil
@@ -103,65 +151,16 @@ func (g *Gateway) route(req *Request) (next func(context.Context, *Request, *cou
 	return nil, refuse(fault.NotFound, "no route "+m+" "+path)
 }
 
-// preauthenticated carries the credential Preauthenticate found to the
-// Handle of the same request (the local stack), so the key is looked up once.
+// preauthenticated carries the credential the gateway found to /mcp, so
+// the key is looked up once.
 type preauthenticated struct{}
 
-// Preauthenticate answers, from the method, path and headers alone, what
-// needs no body: a 404, a 405, and a missing or unknown key (401), so an
-// unauthenticated request never has its body read or buffered. A request
-// it lets through carries its credential to Handle.
-func (g *Gateway) Preauthenticate(ctx context.Context, req *Request) (context.Context, *Response) {
-	next, answer := g.route(req)
-	if answer != nil {
-		return ctx, answer
-	}
-	cred, err := g.Calls.Authenticate(ctx, bearerKey(req))
-	if err != nil {
-		if next == nil { // /mcp answers a refused key in its own words, without reading a body
-			resp, herr := g.MCP.Handle(ctx, *req)
-			if herr != nil {
-				resp = codeError(fault.Internal, "internal error")
-			}
-			return ctx, &resp
-		}
-		resp := errorOf(err)
-		return ctx, &resp
-	}
-	return context.WithValue(ctx, preauthenticated{}, cred), nil
-}
-
-// Preauthenticated returns the credential Preauthenticate found for this
+// Preauthenticated returns the credential the gateway found for this
 // request, so that a handler behind it (/mcp) does not look the key up
 // again.
 func Preauthenticated(ctx context.Context) (*countersign.Credential, bool) {
 	cred, ok := ctx.Value(preauthenticated{}).(*countersign.Credential)
 	return cred, ok
-}
-
-// withCredential authenticates the request (unless Preauthenticate did)
-// and refuses oversized bodies before anything else reads them.
-func (g *Gateway) withCredential(ctx context.Context, req *Request, next func(context.Context, *Request, *countersign.Credential) Response) Response {
-	if bodyLen(req) > MaxBody {
-		return codeError(fault.PayloadTooLarge, "the request body is over 1 MiB")
-	}
-	cred, ok := Preauthenticated(ctx)
-	if !ok {
-		var err error
-		if cred, err = g.Calls.Authenticate(ctx, bearerKey(req)); err != nil {
-			return errorOf(err)
-		}
-	}
-	return next(ctx, req, cred)
-}
-
-// bearerKey is the key of an Authorization: Bearer header, or "".
-func bearerKey(req *Request) string {
-	scheme, key, ok := strings.Cut(header(req, "Authorization"), " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return ""
-	}
-	return key
 }
 
 // meBody is GET /v1/credentials/me.
@@ -173,7 +172,7 @@ type meBody struct {
 	LastClient  *countersign.Client `json:"last_client"`
 }
 
-func (g *Gateway) me(ctx context.Context, req *Request, cred *countersign.Credential) Response {
-	return jsonResponse(http.StatusOK, meBody{ID: cred.ID, Choice: cred.Choice.String(), ReadOnly: cred.ReadOnly,
+func (g *Gateway) me(_ context.Context, _ *http.Request, _ []byte, cred *countersign.Credential) reply {
+	return jsonReply(http.StatusOK, meBody{ID: cred.ID, Choice: cred.Choice.String(), ReadOnly: cred.ReadOnly,
 		Connections: g.Calls.Connections(cred), LastClient: cred.LastClient})
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/countersign/countersign"
@@ -31,7 +32,7 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 // Request is an API Gateway v2 request event.
-type Request = httpapi.Request
+type Request = events.APIGatewayV2HTTPRequest
 
 // t0 is the time of the sample events (30/Nov/2026:12:00:00 +0000).
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
@@ -194,13 +195,13 @@ func newEnv(tb testing.TB) *env {
 }
 
 // loadEvent reads a sample event from events/.
-func loadEvent(tb testing.TB, name string) httpapi.Request {
+func loadEvent(tb testing.TB, name string) Request {
 	tb.Helper()
 	raw, err := os.ReadFile(filepath.Join("..", "..", "events", name))
 	if err != nil {
 		tb.Fatal(err)
 	}
-	var req httpapi.Request
+	var req Request
 	if err := json.Unmarshal(raw, &req); err != nil {
 		tb.Fatalf("%s: %v", name, err)
 	}
@@ -210,12 +211,13 @@ func loadEvent(tb testing.TB, name string) httpapi.Request {
 // response is an API Gateway v2 response as Lambda returns it, with the
 // body decoded when it is JSON.
 type response struct {
-	httpapi.Response
+	events.APIGatewayV2HTTPResponse
 	json map[string]any
 }
 
-// invoke runs h on req exactly as the Lambda runtime does: JSON in, JSON out.
-func invoke(tb testing.TB, h httpapi.Handler, req httpapi.Request) response {
+// invoke runs h on req exactly as the Lambda runtime does, through the
+// edge adapter: JSON in, JSON out.
+func invoke(tb testing.TB, h http.Handler, req Request) response {
 	tb.Helper()
 	payload, err := json.Marshal(req)
 	if err != nil {
@@ -224,14 +226,14 @@ func invoke(tb testing.TB, h httpapi.Handler, req httpapi.Request) response {
 	return invokeRaw(tb, h, payload)
 }
 
-func invokeRaw(tb testing.TB, h httpapi.Handler, payload []byte) response {
+func invokeRaw(tb testing.TB, h http.Handler, payload []byte) response {
 	tb.Helper()
-	out, err := lambda.NewHandler(h.Handle).Invoke(context.Background(), payload)
+	out, err := lambda.NewHandler(httpapi.Lambda(h)).Invoke(context.Background(), payload)
 	if err != nil {
 		tb.Fatalf("invoke: %v", err)
 	}
 	var r response
-	if err := json.Unmarshal(out, &r.Response); err != nil {
+	if err := json.Unmarshal(out, &r.APIGatewayV2HTTPResponse); err != nil {
 		tb.Fatalf("response %s: %v", out, err)
 	}
 	if r.Headers["Content-Type"] == "application/json" {

@@ -1,13 +1,10 @@
 package httpapi
 
-import (
-	"net/http"
-	"strings"
-)
+import "strings"
 
-// commonHeaders are the header names most requests and responses carry.
-// Their lower-case (API Gateway's) and canonical (net/http's) forms are
-// kept here, so translating them does not build a new string each time.
+// commonHeaders are the header names most requests carry, in net/http's
+// canonical form. Their lower-case (API Gateway's) forms are kept here, so
+// translating them does not build a new string each time.
 var commonHeaders = []string{
 	"Accept", "Accept-Encoding", "Accept-Language", "Authorization", "Cache-Control", "Connection",
 	"Content-Encoding", "Content-Length", "Content-Type", "Cookie", "Countersign-Confirmation", "Date",
@@ -16,17 +13,14 @@ var commonHeaders = []string{
 	"X-Forwarded-For", "X-Forwarded-Proto", "X-Request-Id",
 }
 
-var (
-	lowerNames     = make(map[string]string, len(commonHeaders)) // canonical → lower case
-	canonicalNames = make(map[string]string, len(commonHeaders)) // lower case → canonical
-)
-
-func init() {
+// lowerNames maps the canonical names to lower case.
+var lowerNames = func() map[string]string {
+	m := make(map[string]string, len(commonHeaders))
 	for _, h := range commonHeaders {
-		lowerNames[h] = strings.ToLower(h)
-		canonicalNames[strings.ToLower(h)] = h
+		m[h] = strings.ToLower(h)
 	}
-}
+	return m
+}()
 
 // lowerName is strings.ToLower(name), without building a string for a
 // common (canonical) name.
@@ -35,13 +29,4 @@ func lowerName(name string) string {
 		return l
 	}
 	return strings.ToLower(name)
-}
-
-// canonicalName is http.CanonicalHeaderKey(name), without building a
-// string for a common (lower-case) name.
-func canonicalName(name string) string {
-	if c, ok := canonicalNames[name]; ok {
-		return c
-	}
-	return http.CanonicalHeaderKey(name)
 }

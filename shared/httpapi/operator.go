@@ -11,9 +11,9 @@ import (
 	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/callbody"
 	"github.com/countersign/countersign/shared/calls"
+	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/links"
-	"github.com/countersign/countersign/shared/reqlog"
 )
 
 // AuditReader reads the audit trail for the operator page (store adapters).
@@ -22,13 +22,42 @@ type AuditReader interface {
 	ListAudit(ctx context.Context, q countersign.AuditQuery) ([]*countersign.AuditRecord, error)
 }
 
+// Operations is what the operator surface asks of the pipeline
+// (calls.Service): authenticate a key, the configuration in force, the
+// review queue, operator-gated tools, and the lists of the page.
+type Operations interface {
+	Authenticate(ctx context.Context, key string) (*countersign.Credential, error)
+	Current() *config.Config
+	Reviews(ctx context.Context, op *countersign.Credential) ([]calls.Status, error)
+	Review(ctx context.Context, op *countersign.Credential, id string) (calls.Status, error)
+	RunReview(ctx context.Context, op *countersign.Credential, id string) (calls.Status, *calls.Response, error)
+	DismissReview(ctx context.Context, op *countersign.Credential, id, reason string) (calls.Status, error)
+	RunTool(ctx context.Context, op *countersign.Credential, connection, tool string, args calls.ToolArgs) (*calls.Result, error)
+	Confirmations(ctx context.Context, op *countersign.Credential) ([]calls.Status, error)
+	Credentials(ctx context.Context, op *countersign.Credential) ([]countersign.Credential, error)
+}
+
+var _ Operations = (*calls.Service)(nil)
+
+// SessionStore keeps the operator page's sessions (signin.go): as
+// expiring per-credential records, beside the credentials they belong to
+// (the store adapters).
+type SessionStore interface {
+	GetCredential(ctx context.Context, id string) (countersign.Credential, error)
+	CreateIdempotency(ctx context.Context, r *countersign.Idempotency) error
+	GetIdempotency(ctx context.Context, credentialID, key string) (*countersign.Idempotency, error)
+	UpdateIdempotency(ctx context.Context, r *countersign.Idempotency) error
+}
+
 // Operator is the operator surface (docs/operators.md): the JSON routes
 // under /v1/operator/ for operator keys (Bearer), and the page under
 // /operator for a signed-in operator (a session cookie). Every route and
 // page checks role operator; everything it does goes through the pipeline
 // (calls.Service), which checks it again.
 type Operator struct {
-	Calls *calls.Service
+	Calls Operations
+	// Sessions keeps the page's sign-ins.
+	Sessions SessionStore
 	// Signer seals the session cookie and the CSRF tokens.
 	Signer *links.Signer
 	// Audit lists recent audit records on the page; nil shows none.
@@ -38,11 +67,14 @@ type Operator struct {
 	// Now returns the current time; nil means time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
+	// BodyTimeout bounds the wait for a request's body once its headers
+	// are in (0: BodyTimeout).
+	BodyTimeout time.Duration
 
 	throttle loginThrottle
 }
 
-var _ Handler = (*Operator)(nil)
+var _ http.Handler = (*Operator)(nil)
 
 func (o *Operator) now() time.Time {
 	if o.Now != nil {
@@ -58,35 +90,44 @@ func (o *Operator) logger() *slog.Logger {
 	return slog.New(slog.DiscardHandler)
 }
 
-// Handle routes /v1/operator/... and /operator[/...].
-func (o *Operator) Handle(ctx context.Context, req Request) (Response, error) {
-	ctx = reqlog.With(ctx, req.RequestContext.RequestID)
-	path := req.RawPath
-	if path == "" {
-		path = req.RequestContext.HTTP.Path
+// ServeHTTP routes /v1/operator/... and /operator[/...]. The body is read
+// first, within the body deadline and 1 MiB.
+func (o *Operator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	ctx := withRequestID(r)
+	if tooLarge(w, r) {
+		return
 	}
-	if bodyLen(&req) > MaxBody {
-		return codeError(fault.PayloadTooLarge, "the request body is over 1 MiB"), nil
+	b, ok := bodyFront{timeout: o.BodyTimeout}.read(w, r)
+	if !ok {
+		return
+	}
+	o.serve(ctx, r, b).send(w)
+}
+
+func (o *Operator) serve(ctx context.Context, r *http.Request, b []byte) reply {
+	path := requestPath(r)
+	if len(b) > MaxBody {
+		return codeError(fault.PayloadTooLarge, "the request body is over 1 MiB")
 	}
 	if rest, ok := strings.CutPrefix(path, "/v1/operator/"); ok {
-		cred, err := o.Calls.Authenticate(ctx, bearerKey(&req))
+		cred, err := o.Calls.Authenticate(ctx, bearerKey(r))
 		if err == nil {
 			err = calls.RequireOperator(cred)
 		}
 		if err != nil {
-			return errorOf(err), nil
+			return errorOf(err)
 		}
-		return o.api(ctx, &req, cred, rest), nil
+		return o.api(ctx, r, b, cred, rest)
 	}
 	if path == "/operator" || strings.HasPrefix(path, "/operator/") {
-		return o.page(ctx, &req, strings.TrimPrefix(path, "/operator")), nil
+		return o.page(ctx, r, b, strings.TrimPrefix(path, "/operator"))
 	}
-	return codeError(fault.NotFound, "no route "+method(&req)+" "+path), nil
+	return codeError(fault.NotFound, "no route "+method(r)+" "+path)
 }
 
 // api serves the JSON routes for an authenticated operator.
-func (o *Operator) api(ctx context.Context, req *Request, cred *countersign.Credential, rest string) Response {
-	m := method(req)
+func (o *Operator) api(ctx context.Context, r *http.Request, b []byte, cred *countersign.Credential, rest string) reply {
+	m := method(r)
 	switch {
 	case rest == "reviews":
 		if m != http.MethodGet {
@@ -102,7 +143,7 @@ func (o *Operator) api(ctx context.Context, req *Request, cred *countersign.Cred
 		for _, it := range items {
 			out.Reviews = append(out.Reviews, viewReview(it))
 		}
-		return jsonResponse(http.StatusOK, out)
+		return jsonReply(http.StatusOK, out)
 	case strings.HasPrefix(rest, "reviews/"):
 		id, err := url.PathUnescape(strings.TrimPrefix(rest, "reviews/"))
 		if err != nil || id == "" || strings.Contains(id, "/") {
@@ -114,9 +155,9 @@ func (o *Operator) api(ctx context.Context, req *Request, cred *countersign.Cred
 			if err != nil {
 				return errorOf(err)
 			}
-			return jsonResponse(http.StatusOK, viewReview(st))
+			return jsonReply(http.StatusOK, viewReview(st))
 		case http.MethodPost:
-			return o.decideReview(ctx, req, cred, id)
+			return o.decideReview(ctx, b, cred, id)
 		}
 		return codeError(fault.MethodNotAllowed, "use GET or POST /v1/operator/reviews/<id>")
 	case strings.HasPrefix(rest, "tools/"):
@@ -127,7 +168,7 @@ func (o *Operator) api(ctx context.Context, req *Request, cred *countersign.Cred
 		if len(parts) != 2 || parts[0] == "" || parts[1] == "" {
 			return codeError(fault.NotFound, "use POST /v1/operator/tools/<connection>/<tool>")
 		}
-		return o.runTool(ctx, req, cred, parts[0], parts[1])
+		return o.runTool(ctx, b, cred, parts[0], parts[1])
 	}
 	return codeError(fault.NotFound, "no route "+m+" /v1/operator/"+rest)
 }
@@ -141,11 +182,7 @@ type reviewDecision struct {
 // maxReason bounds a rejection or dismissal reason.
 const maxReason = 1000
 
-func (o *Operator) decideReview(ctx context.Context, req *Request, cred *countersign.Credential, id string) Response {
-	b, err := body(req)
-	if err != nil {
-		return codeError(fault.InvalidRequest, err.Error())
-	}
+func (o *Operator) decideReview(ctx context.Context, b []byte, cred *countersign.Credential, id string) reply {
 	var d reviewDecision
 	if err := callbody.DecodeStrict(b, &d, nil); err != nil {
 		return codeError(fault.InvalidRequest, "malformed JSON body: "+err.Error())
@@ -155,6 +192,7 @@ func (o *Operator) decideReview(ctx context.Context, req *Request, cred *counter
 	}
 	var st calls.Status
 	var resp *calls.Response
+	var err error
 	switch d.Decision {
 	case "run":
 		st, resp, err = o.Calls.RunReview(ctx, cred, id)
@@ -175,11 +213,11 @@ func (o *Operator) decideReview(ctx context.Context, req *Request, cred *counter
 		// The item ran and the call failed: its outcome is stored.
 		resp := errorOf(err)
 		if fault.CodeOf(err) == fault.UpstreamUnreachable {
-			return jsonResponse(http.StatusBadGateway, v)
+			return jsonReply(http.StatusBadGateway, v)
 		}
 		return resp
 	}
-	return jsonResponse(http.StatusOK, v)
+	return jsonReply(http.StatusOK, v)
 }
 
 // reviewView is a review item on the operator routes: the confirmation
@@ -205,11 +243,7 @@ func viewReview(st calls.Status) reviewView {
 // toolBody is the body of POST /v1/operator/tools/<connection>/<tool>.
 type toolBody = calls.ToolArgs
 
-func (o *Operator) runTool(ctx context.Context, req *Request, cred *countersign.Credential, conn, tool string) Response {
-	b, err := body(req)
-	if err != nil {
-		return codeError(fault.InvalidRequest, err.Error())
-	}
+func (o *Operator) runTool(ctx context.Context, b []byte, cred *countersign.Credential, conn, tool string) reply {
 	var args toolBody
 	if len(strings.TrimSpace(string(b))) > 0 {
 		if err := callbody.DecodeStrict(b, &args, nil); err != nil {
@@ -223,7 +257,7 @@ func (o *Operator) runTool(ctx context.Context, req *Request, cred *countersign.
 	if res.Outcome == calls.Denied {
 		return denied(res)
 	}
-	return jsonResponse(http.StatusOK, struct {
+	return jsonReply(http.StatusOK, struct {
 		Status   string       `json:"status"`
 		Tool     string       `json:"tool"`
 		Response upstreamView `json:"response"`

@@ -48,12 +48,12 @@ func randomID() string {
 
 // secure reports whether the page is served over https (API Gateway sets
 // X-Forwarded-Proto; the local stack is plain http).
-func (o *Operator) secure(req *Request) bool {
-	return strings.EqualFold(header(req, "X-Forwarded-Proto"), "https") || strings.HasPrefix(o.Calls.Current().Settings.PublicURL, "https://")
+func (o *Operator) secure(r *http.Request) bool {
+	return strings.EqualFold(header(r, "X-Forwarded-Proto"), "https") || strings.HasPrefix(o.Calls.Current().Settings.PublicURL, "https://")
 }
 
-func (o *Operator) cookie(req *Request, name, value string, maxAge time.Duration) string {
-	c := &http.Cookie{Name: name, Value: value, Path: "/operator", HttpOnly: true, Secure: o.secure(req),
+func (o *Operator) cookie(r *http.Request, name, value string, maxAge time.Duration) string {
+	c := &http.Cookie{Name: name, Value: value, Path: "/operator", HttpOnly: true, Secure: o.secure(r),
 		SameSite: http.SameSiteStrictMode, MaxAge: int(maxAge / time.Second)}
 	if maxAge <= 0 {
 		c.MaxAge = -1
@@ -61,11 +61,11 @@ func (o *Operator) cookie(req *Request, name, value string, maxAge time.Duration
 	return c.String()
 }
 
-// cookieValue reads a cookie from the event (API Gateway v2 puts them in
-// Cookies; the local stack's events carry the Cookie header).
-func cookieValue(req *Request, name string) string {
-	raw := append([]string(nil), req.Cookies...)
-	if h := header(req, "Cookie"); h != "" {
+// cookieValue reads a cookie from the Cookie headers (the Lambda edge
+// joins API Gateway's cookies into one).
+func cookieValue(r *http.Request, name string) string {
+	var raw []string
+	for _, h := range r.Header.Values("Cookie") {
 		raw = append(raw, strings.Split(h, ";")...)
 	}
 	for _, c := range raw {
@@ -78,83 +78,79 @@ func cookieValue(req *Request, name string) string {
 }
 
 // page serves GET /operator and the page's POST forms.
-func (o *Operator) page(ctx context.Context, req *Request, sub string) Response {
-	m := method(req)
-	if m == http.MethodPost && crossSite(req) {
+func (o *Operator) page(ctx context.Context, r *http.Request, b []byte, sub string) reply {
+	m := method(r)
+	if m == http.MethodPost && crossSite(r) {
 		return o.render(http.StatusForbidden, operatorpage.Page{Message: "This form was sent from another site.", Error: true}, nil)
 	}
 	if sub == "/login" {
 		if m != http.MethodPost {
 			return o.methodNotAllowed("POST")
 		}
-		return o.login(ctx, req)
+		return o.login(ctx, r, b)
 	}
-	cred, cl, err := o.session(ctx, req)
+	cred, cl, err := o.session(ctx, r)
 	if err != nil {
 		return o.render(http.StatusInternalServerError, operatorpage.Page{Message: fault.ReasonOf(err), Error: true}, nil)
 	}
 	if cred == nil {
 		if sub == "" && (m == http.MethodGet || m == http.MethodHead) {
-			return o.loginPage(req, http.StatusOK, "", false)
+			return o.loginPage(r, http.StatusOK, "", false)
 		}
 		if m == http.MethodPost {
-			return o.loginPage(req, http.StatusUnauthorized, "Your session has ended: sign in again.", true)
+			return o.loginPage(r, http.StatusUnauthorized, "Your session has ended: sign in again.", true)
 		}
-		return o.loginPage(req, http.StatusNotFound, "No such page.", true)
+		return o.loginPage(r, http.StatusNotFound, "No such page.", true)
 	}
 	if err := calls.RequireOperator(cred); err != nil {
 		return o.render(http.StatusForbidden, operatorpage.Page{Message: "This key may not use the operator page: it needs role operator.", Error: true},
-			[]string{o.cookie(req, sessionCookie, "", 0)})
+			[]string{o.cookie(r, sessionCookie, "", 0)})
 	}
 	if m == http.MethodGet || m == http.MethodHead {
 		if sub != "" {
-			return o.dashboard(ctx, req, cred, cl, http.StatusNotFound, "No such page.", true)
+			return o.dashboard(ctx, r, cred, cl, http.StatusNotFound, "No such page.", true)
 		}
-		return o.dashboard(ctx, req, cred, cl, http.StatusOK, "", false)
+		return o.dashboard(ctx, r, cred, cl, http.StatusOK, "", false)
 	}
 	if m != http.MethodPost {
 		return o.methodNotAllowed("GET, HEAD, POST")
 	}
-	form, ok := o.form(req)
+	form, ok := o.form(b)
 	if !ok || !o.csrfOK(form.Get("csrf"), cl.ID) {
-		return o.dashboard(ctx, req, cred, cl, http.StatusForbidden, "The form was stale or not sent from this page; nothing was done. Try again.", true)
+		return o.dashboard(ctx, r, cred, cl, http.StatusForbidden, "The form was stale or not sent from this page; nothing was done. Try again.", true)
 	}
 	switch {
 	case sub == "/logout":
 		if err := o.endSession(ctx, cl); err != nil {
-			return o.dashboard(ctx, req, cred, cl, http.StatusInternalServerError, fault.ReasonOf(err), true)
+			return o.dashboard(ctx, r, cred, cl, http.StatusInternalServerError, fault.ReasonOf(err), true)
 		}
-		return o.loginPage(req, http.StatusOK, "Signed out.", false, o.cookie(req, sessionCookie, "", 0))
+		return o.loginPage(r, http.StatusOK, "Signed out.", false, o.cookie(r, sessionCookie, "", 0))
 	case strings.HasPrefix(sub, "/reviews/"):
-		return o.reviewForm(ctx, req, cred, cl, strings.TrimPrefix(sub, "/reviews/"), form)
+		return o.reviewForm(ctx, r, cred, cl, strings.TrimPrefix(sub, "/reviews/"), form)
 	}
-	return o.dashboard(ctx, req, cred, cl, http.StatusNotFound, "No such form.", true)
+	return o.dashboard(ctx, r, cred, cl, http.StatusNotFound, "No such form.", true)
 }
 
 // crossSite reports a POST the browser says came from another site.
-func crossSite(req *Request) bool {
-	if s := header(req, "Sec-Fetch-Site"); s != "" && s != "same-origin" && s != "none" {
+func crossSite(r *http.Request) bool {
+	if s := header(r, "Sec-Fetch-Site"); s != "" && s != "same-origin" && s != "none" {
 		return true
 	}
-	if origin := header(req, "Origin"); origin != "" && origin != "null" {
+	if origin := header(r, "Origin"); origin != "" && origin != "null" {
 		u, err := url.Parse(origin)
-		return err != nil || !strings.EqualFold(u.Host, header(req, "Host"))
+		return err != nil || !strings.EqualFold(u.Host, header(r, "Host"))
 	}
 	return false
 }
 
-func (o *Operator) methodNotAllowed(allow string) Response {
+func (o *Operator) methodNotAllowed(allow string) reply {
 	resp := o.render(http.StatusMethodNotAllowed, operatorpage.Page{Message: "Use the page's forms.", Error: true}, nil)
-	resp.Headers["Allow"] = allow
+	resp.set("Allow", allow)
 	return resp
 }
 
-func (o *Operator) form(req *Request) (url.Values, bool) {
-	if bodyLen(req) > 64<<10 {
-		return nil, false
-	}
-	b, err := body(req)
-	if err != nil {
+func (o *Operator) form(b []byte) (url.Values, bool) {
+	if len(b) > 64<<10 {
 		return nil, false
 	}
 	form, err := url.ParseQuery(string(b))
@@ -179,21 +175,21 @@ func (o *Operator) sessionTTL() time.Duration {
 
 // loginPage renders the sign-in form with a fresh pre-session cookie and
 // the CSRF token sealed for it.
-func (o *Operator) loginPage(req *Request, status int, msg string, isErr bool, cookies ...string) Response {
+func (o *Operator) loginPage(r *http.Request, status int, msg string, isErr bool, cookies ...string) reply {
 	nonce := randomID()
 	tok := o.Signer.Seal(purposeLogin, []byte(nonce), o.now().Add(loginTTL))
-	cookies = append(cookies, o.cookie(req, loginCookie, nonce, loginTTL))
+	cookies = append(cookies, o.cookie(r, loginCookie, nonce, loginTTL))
 	return o.render(status, operatorpage.Page{CSRF: tok, Message: msg, Error: isErr}, cookies)
 }
 
 // login checks the key typed into the form; only an operator key gets a
 // session. Failed attempts are throttled per client address, and slowed
 // (never refused) past a budget for all addresses (loginThrottle).
-func (o *Operator) login(ctx context.Context, req *Request) Response {
-	ip := req.RequestContext.HTTP.SourceIP
+func (o *Operator) login(ctx context.Context, r *http.Request, b []byte) reply {
+	ip := clientIP(r)
 	if wait := o.throttle.wait(ip, o.now()); wait > 0 {
-		resp := o.loginPage(req, http.StatusTooManyRequests, fmt.Sprintf("Too many failed sign-ins from this address: wait %d seconds.", wait), true)
-		resp.Headers["Retry-After"] = strconv.Itoa(wait)
+		resp := o.loginPage(r, http.StatusTooManyRequests, fmt.Sprintf("Too many failed sign-ins from this address: wait %d seconds.", wait), true)
+		resp.set("Retry-After", strconv.Itoa(wait))
 		return resp
 	}
 	if d := o.throttle.slow(o.now()); d > 0 {
@@ -201,50 +197,50 @@ func (o *Operator) login(ctx context.Context, req *Request) Response {
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return o.loginPage(req, http.StatusServiceUnavailable, "The sign-in was cancelled; try again.", true)
+			return o.loginPage(r, http.StatusServiceUnavailable, "The sign-in was cancelled; try again.", true)
 		case <-t.C:
 		}
 	}
-	form, ok := o.form(req)
+	form, ok := o.form(b)
 	if !ok {
-		return o.loginPage(req, http.StatusBadRequest, "The form could not be read.", true)
+		return o.loginPage(r, http.StatusBadRequest, "The form could not be read.", true)
 	}
 	nonce, err := o.Signer.Open(purposeLogin, form.Get("csrf"), o.now())
-	if err != nil || cookieValue(req, loginCookie) == "" || subtle.ConstantTimeCompare(nonce, []byte(cookieValue(req, loginCookie))) != 1 {
-		return o.loginPage(req, http.StatusForbidden, "The form was stale or not sent from this page; try again.", true)
+	if err != nil || cookieValue(r, loginCookie) == "" || subtle.ConstantTimeCompare(nonce, []byte(cookieValue(r, loginCookie))) != 1 {
+		return o.loginPage(r, http.StatusForbidden, "The form was stale or not sent from this page; try again.", true)
 	}
 	cred, err := o.Calls.Authenticate(ctx, form.Get("key"))
 	if fault.CodeOf(err) == fault.Internal {
-		return o.loginPage(req, http.StatusInternalServerError, fault.ReasonOf(err), true)
+		return o.loginPage(r, http.StatusInternalServerError, fault.ReasonOf(err), true)
 	}
 	if err != nil {
 		o.throttle.fail(ip, o.now())
-		return o.loginPage(req, http.StatusUnauthorized, "That key is not valid.", true)
+		return o.loginPage(r, http.StatusUnauthorized, "That key is not valid.", true)
 	}
 	if !cred.Operator {
 		o.throttle.fail(ip, o.now())
 		o.logger().WarnContext(ctx, "operator sign-in refused: not an operator", "credential", cred.ID)
-		return o.loginPage(req, http.StatusForbidden, "This key may not use the operator page: it needs role operator.", true)
+		return o.loginPage(r, http.StatusForbidden, "This key may not use the operator page: it needs role operator.", true)
 	}
 	cl, err := o.startSession(ctx, cred)
 	if err != nil {
-		return o.loginPage(req, http.StatusInternalServerError, fault.ReasonOf(err), true)
+		return o.loginPage(r, http.StatusInternalServerError, fault.ReasonOf(err), true)
 	}
-	b, _ := json.Marshal(cl)
-	tok := o.Signer.Seal(purposeSession, b, o.now().Add(o.sessionTTL()))
+	claims, _ := json.Marshal(cl)
+	tok := o.Signer.Seal(purposeSession, claims, o.now().Add(o.sessionTTL()))
 	o.logger().InfoContext(ctx, "operator signed in", "credential", cred.ID)
-	return o.dashboard(ctx, req, cred, cl, http.StatusOK, "Signed in as "+cred.ID+".", false,
-		o.cookie(req, sessionCookie, tok, o.sessionTTL()), o.cookie(req, loginCookie, "", 0))
+	return o.dashboard(ctx, r, cred, cl, http.StatusOK, "Signed in as "+cred.ID+".", false,
+		o.cookie(r, sessionCookie, tok, o.sessionTTL()), o.cookie(r, loginCookie, "", 0))
 }
 
-func (o *Operator) reviewForm(ctx context.Context, req *Request, cred *countersign.Credential, cl *sessionClaims, id string, form url.Values) Response {
+func (o *Operator) reviewForm(ctx context.Context, r *http.Request, cred *countersign.Credential, cl *sessionClaims, id string, form url.Values) reply {
 	id, err := url.PathUnescape(id)
 	if err != nil || id == "" {
-		return o.dashboard(ctx, req, cred, cl, http.StatusNotFound, "No such review item.", true)
+		return o.dashboard(ctx, r, cred, cl, http.StatusNotFound, "No such review item.", true)
 	}
 	reason := form.Get("reason")
 	if len(reason) > maxReason {
-		return o.dashboard(ctx, req, cred, cl, http.StatusBadRequest, "The reason is longer than 1000 bytes.", true)
+		return o.dashboard(ctx, r, cred, cl, http.StatusBadRequest, "The reason is longer than 1000 bytes.", true)
 	}
 	var st calls.Status
 	var resp *calls.Response
@@ -259,19 +255,19 @@ func (o *Operator) reviewForm(ctx context.Context, req *Request, cred *countersi
 		st, err = o.Calls.DismissReview(ctx, cred, id, reason)
 		msg = "Dismissed review item " + id + "."
 	default:
-		return o.dashboard(ctx, req, cred, cl, http.StatusBadRequest, `decision must be "run" or "dismiss"`, true)
+		return o.dashboard(ctx, r, cred, cl, http.StatusBadRequest, `decision must be "run" or "dismiss"`, true)
 	}
 	_ = st
 	if err != nil {
-		return o.dashboard(ctx, req, cred, cl, httpStatus(fault.CodeOf(err)), fault.ReasonOf(err), true)
+		return o.dashboard(ctx, r, cred, cl, httpStatus(fault.CodeOf(err)), fault.ReasonOf(err), true)
 	}
-	return o.dashboard(ctx, req, cred, cl, http.StatusOK, msg, false)
+	return o.dashboard(ctx, r, cred, cl, http.StatusOK, msg, false)
 }
 
 // dashboard renders the signed-in page.
-func (o *Operator) dashboard(ctx context.Context, req *Request, cred *countersign.Credential, cl *sessionClaims, status int, msg string, isErr bool, cookies ...string) Response {
+func (o *Operator) dashboard(ctx context.Context, r *http.Request, cred *countersign.Credential, cl *sessionClaims, status int, msg string, isErr bool, cookies ...string) reply {
 	p := operatorpage.Page{Operator: cred.ID, CSRF: o.csrfToken(cl.ID), Message: msg, Error: isErr}
-	fail := func(err error) Response {
+	fail := func(err error) reply {
 		return o.render(http.StatusInternalServerError, operatorpage.Page{Operator: cred.ID, CSRF: p.CSRF, Message: fault.ReasonOf(err), Error: true}, cookies)
 	}
 	reviews, err := o.Calls.Reviews(ctx, cred)
@@ -398,13 +394,17 @@ func readableArgs(a countersign.Args) string {
 	return approvalpage.PrettyJSON(b)
 }
 
-func (o *Operator) render(status int, p operatorpage.Page, cookies []string) Response {
+func (o *Operator) render(status int, p operatorpage.Page, cookies []string) reply {
 	ws := o.Calls.Current().Settings.Workspace
 	p.Workspace, p.Accent = ws.Name, ws.AccentColor
 	b, headers, err := operatorpage.Render(p)
 	if err != nil {
 		o.logger().Error("operator page not rendered", "error", err)
-		return Response{StatusCode: http.StatusInternalServerError, Headers: map[string]string{"Content-Type": "text/plain; charset=utf-8"}, Body: "internal error\n"}
+		return rawReply(http.StatusInternalServerError, map[string]string{"Content-Type": "text/plain; charset=utf-8"}, []byte("internal error\n"))
 	}
-	return Response{StatusCode: status, Headers: headers, Body: string(b), Cookies: cookies}
+	rp := rawReply(status, headers, b)
+	if len(cookies) > 0 {
+		rp.header["Set-Cookie"] = cookies
+	}
+	return rp
 }

@@ -25,7 +25,7 @@ const restRefusal = "plain REST cannot ask a person: send Prefer: respond-async 
 // it is, and the upstream's answer comes back unchanged. REST cannot ask a
 // person, so a pausing call is refused unless the client sends
 // Prefer: respond-async; it then redeems with Countersign-Confirmation.
-func (g *Gateway) rest(ctx context.Context, req *Request, cred *countersign.Credential, rest string) Response {
+func (g *Gateway) rest(ctx context.Context, r *http.Request, b []byte, cred *countersign.Credential, rest string) reply {
 	connName, p, _ := strings.Cut(rest, "/")
 	if connName == "" {
 		return codeError(fault.InvalidRequest, "the path must be /v1/rest/<connection>/<path>")
@@ -33,41 +33,38 @@ func (g *Gateway) rest(ctx context.Context, req *Request, cred *countersign.Cred
 	if calls.HasDotSegment(p) {
 		return codeError(fault.InvalidRequest, "the path must not contain . or .. segments")
 	}
-	b, err := body(req)
-	if err != nil {
-		return codeError(fault.InvalidRequest, err.Error())
-	}
-	m := method(req)
-	c := &calls.Call{Connection: connName, Method: m, Path: "/" + p, RawQuery: req.RawQueryString, Forward: agentHeaders(req), Intent: policy.IntentRead}
+	m := method(r)
+	c := &calls.Call{Connection: connName, Method: m, Path: "/" + p, RawQuery: r.URL.RawQuery, Forward: agentHeaders(r), Intent: policy.IntentRead}
 	if policy.IsMutating(m) {
 		c.Intent = policy.IntentWrite
 	}
-	if id := header(req, "Countersign-Confirmation"); id != "" {
+	if id := header(r, "Countersign-Confirmation"); id != "" {
 		c.Intent, c.ConfirmationID = policy.IntentConfirmedWrite, id
 	}
 	// The query is read by the form rules: a name PHP would trim or cut
 	// (" amount", "amount%00") is refused, not passed by a threshold.
-	if c.Query, err = callbody.ParseQuery(req.RawQueryString); err != nil {
+	var err error
+	if c.Query, err = callbody.ParseQuery(r.URL.RawQuery); err != nil {
 		return codeError(fault.InvalidRequest, "query: "+err.Error())
 	}
-	c.ContentType = header(req, "Content-Type")
+	c.ContentType = header(r, "Content-Type")
 	if len(b) > 0 {
 		c.Body = b
 	}
-	c.IdempotencyKey = header(req, "Idempotency-Key")
+	c.IdempotencyKey = header(r, "Idempotency-Key")
 	// The canonical path from here on, also for the idempotency record.
 	if err := c.Validate(); err != nil {
 		return errorOf(err)
 	}
 	o := calls.Options{Pause: calls.PauseRefuse, RefuseReason: restRefusal}
-	if preferAsync(header(req, "Prefer")) {
+	if preferAsync(header(r, "Prefer")) {
 		o.Pause = calls.PauseAsk
 	}
-	return g.idempotent(ctx, cred, "rest", c, func() (Response, bool) { return g.restOutcome(ctx, cred, c, o) })
+	return g.idempotent(ctx, cred, "rest", c, func() (reply, bool) { return g.restOutcome(ctx, cred, c, o) })
 }
 
 // restOutcome answers a REST call; retryable as for callsOutcome.
-func (g *Gateway) restOutcome(ctx context.Context, cred *countersign.Credential, c *calls.Call, o calls.Options) (resp Response, retryable bool) {
+func (g *Gateway) restOutcome(ctx context.Context, cred *countersign.Credential, c *calls.Call, o calls.Options) (resp reply, retryable bool) {
 	res, err := g.Calls.Do(ctx, cred, c, o)
 	if err != nil {
 		return errorOf(err), fault.CodeOf(err) == fault.Internal
@@ -80,10 +77,10 @@ func (g *Gateway) restOutcome(ctx context.Context, cred *countersign.Credential,
 	}
 	out := passThrough(res.Response.Status, res.Response.Header, res.Response.Body)
 	if res.Notice {
-		out.Headers["Countersign-Notice"] = "requires_confirmation; " + res.Decision.Reason
+		out.set("Countersign-Notice", "requires_confirmation; "+res.Decision.Reason)
 	}
 	if res.Confirmation != nil {
-		out.Headers["Countersign-Confirmation"] = res.Confirmation.ID
+		out.set("Countersign-Confirmation", res.Confirmation.ID)
 	}
 	return out, false
 }
@@ -97,44 +94,38 @@ func preferAsync(prefer string) bool {
 	return false
 }
 
-// agentHeaders are the request's headers by lower-case name, as API Gateway
-// and the local stack give them (a hand-built event's other spellings are
-// lower-cased, repeated names joined with commas as API Gateway joins
-// them). The pipeline reads of them only what the connection forwards:
-// content negotiation and its forward_headers.
-func agentHeaders(req *Request) map[string]string {
-	for k := range req.Headers {
-		if lowerName(k) == k {
-			continue
+// agentHeaders are the request's headers by lower-case name, as API
+// Gateway gives them: repeated names joined with commas as API Gateway
+// joins them, and the host. The pipeline reads of them only what the
+// connection forwards: content negotiation and its forward_headers.
+func agentHeaders(r *http.Request) map[string]string {
+	h := make(map[string]string, len(r.Header)+1)
+	for k, vs := range r.Header {
+		lk := lowerName(k)
+		v := strings.Join(vs, ",")
+		if was, ok := h[lk]; ok {
+			v = was + "," + v
 		}
-		h := make(map[string]string, len(req.Headers))
-		for k, v := range req.Headers {
-			lk := lowerName(k)
-			if was, ok := h[lk]; ok {
-				v = was + "," + v
-			}
-			h[lk] = v
-		}
-		return h
+		h[lk] = v
 	}
-	return req.Headers
+	if r.Host != "" {
+		h["host"] = r.Host
+	}
+	return h
 }
 
 // passThrough answers with the upstream's status, headers and body.
-func passThrough(status int, header http.Header, b []byte) Response {
-	headers := map[string]string{}
-	var cookies []string
+func passThrough(status int, header http.Header, b []byte) reply {
+	out := reply{status: status, header: make(http.Header, len(header)), body: b}
 	for k, vs := range header {
 		lk := lowerName(k)
 		switch {
 		case hopHeaders[lk]:
 		case lk == "set-cookie":
-			cookies = append(cookies, vs...)
+			out.header["Set-Cookie"] = append(out.header["Set-Cookie"], vs...)
 		default:
-			headers[k] = strings.Join(vs, ", ")
+			out.header[k] = []string{strings.Join(vs, ", ")}
 		}
 	}
-	r := rawResponse(status, headers, b)
-	r.Cookies = cookies
-	return r
+	return out
 }

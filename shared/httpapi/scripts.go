@@ -80,11 +80,7 @@ type scriptFailureBody struct {
 }
 
 // scripts handles POST /v1/scripts.
-func (g *Gateway) scripts(ctx context.Context, req *Request, cred *countersign.Credential) Response {
-	b, err := body(req)
-	if err != nil {
-		return codeError(fault.InvalidRequest, err.Error())
-	}
+func (g *Gateway) scripts(ctx context.Context, _ *http.Request, b []byte, cred *countersign.Credential) reply {
 	var r scriptRequest
 	// The same strict reading as /v1/calls: unknown, wrong-case and
 	// duplicate fields are refused.
@@ -101,7 +97,7 @@ func (g *Gateway) scripts(ctx context.Context, req *Request, cred *countersign.C
 	ans, err := g.Scripts.RunScript(ctx, cred, *r.Script, id)
 	var sf *ScriptFailure
 	if errors.As(err, &sf) {
-		return jsonResponse(httpStatus(sf.Code), scriptFailureBody{Status: "error", Code: string(sf.Code), Reason: sf.Reason,
+		return jsonReply(httpStatus(sf.Code), scriptFailureBody{Status: "error", Code: string(sf.Code), Reason: sf.Reason,
 			Line: sf.Line, Column: sf.Column, Calls: orEmpty(sf.Calls), Logs: orNone(sf.Logs)})
 	}
 	if err != nil {
@@ -114,13 +110,13 @@ func (g *Gateway) scripts(ctx context.Context, req *Request, cred *countersign.C
 	}
 	if !ans.Completed {
 		out.Status = "confirmation_required"
-		return jsonResponse(http.StatusAccepted, out)
+		return jsonReply(http.StatusAccepted, out)
 	}
 	out.Result = ans.Result
 	if len(out.Result) == 0 {
 		out.Result = json.RawMessage("null")
 	}
-	return jsonResponse(http.StatusOK, out)
+	return jsonReply(http.StatusOK, out)
 }
 
 func orEmpty(v any) any {

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"net/http"
 	"net/netip"
 	"sync"
 	"time"
@@ -53,7 +54,7 @@ func (o *Operator) startSession(ctx context.Context, cred *countersign.Credentia
 	cl := &sessionClaims{Credential: cred.ID, ID: randomID()}
 	rec := &countersign.Idempotency{Credential: cred.ID, Key: sessionKey(cl.ID), RequestHash: sessionBinding(cred), Done: true,
 		CreatedAt: now, ExpiresAt: now.Add(o.sessionTTL())}
-	if err := o.Calls.Store.CreateIdempotency(ctx, rec); err != nil {
+	if err := o.Sessions.CreateIdempotency(ctx, rec); err != nil {
 		return nil, fault.Wrap(err, "the session could not be stored; try again")
 	}
 	return cl, nil
@@ -61,7 +62,7 @@ func (o *Operator) startSession(ctx context.Context, cred *countersign.Credentia
 
 // endSession ends the session cl names (sign-out): its record expires now.
 func (o *Operator) endSession(ctx context.Context, cl *sessionClaims) error {
-	rec, err := o.Calls.Store.GetIdempotency(ctx, cl.Credential, sessionKey(cl.ID))
+	rec, err := o.Sessions.GetIdempotency(ctx, cl.Credential, sessionKey(cl.ID))
 	if errors.Is(err, store.ErrNotFound) {
 		return nil
 	}
@@ -69,7 +70,7 @@ func (o *Operator) endSession(ctx context.Context, cl *sessionClaims) error {
 		return fault.Wrap(err, "the session could not be ended; try again")
 	}
 	rec.ExpiresAt = o.now().Add(-time.Second)
-	if err := o.Calls.Store.UpdateIdempotency(ctx, rec); err != nil {
+	if err := o.Sessions.UpdateIdempotency(ctx, rec); err != nil {
 		return fault.Wrap(err, "the session could not be ended; try again")
 	}
 	return nil
@@ -79,8 +80,8 @@ func (o *Operator) endSession(ctx context.Context, cl *sessionClaims) error {
 // expired or was ended, whose credential is gone (revoked) or changed its
 // key is no session; one whose credential lost the role is refused by the
 // caller.
-func (o *Operator) session(ctx context.Context, req *Request) (*countersign.Credential, *sessionClaims, error) {
-	tok := cookieValue(req, sessionCookie)
+func (o *Operator) session(ctx context.Context, r *http.Request) (*countersign.Credential, *sessionClaims, error) {
+	tok := cookieValue(r, sessionCookie)
 	if tok == "" {
 		return nil, nil, nil
 	}
@@ -92,14 +93,14 @@ func (o *Operator) session(ctx context.Context, req *Request) (*countersign.Cred
 	if json.Unmarshal(b, &cl) != nil || cl.Credential == "" || len(cl.ID) != 32 {
 		return nil, nil, nil
 	}
-	c, err := o.Calls.Store.GetCredential(ctx, cl.Credential)
+	c, err := o.Sessions.GetCredential(ctx, cl.Credential)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil, nil
 	}
 	if err != nil {
 		return nil, nil, fault.Wrap(err, "the session could not be checked; try again")
 	}
-	rec, err := o.Calls.Store.GetIdempotency(ctx, cl.Credential, sessionKey(cl.ID))
+	rec, err := o.Sessions.GetIdempotency(ctx, cl.Credential, sessionKey(cl.ID))
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil, nil
 	}

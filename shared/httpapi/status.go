@@ -61,8 +61,8 @@ func viewConfirmation(c *countersign.Confirmation, effective countersign.Status)
 
 // status handles GET /v1/confirmations/<id>[?wait=<seconds>]. Only the
 // credential that created a confirmation may read it; others get 404.
-func (g *Gateway) status(ctx context.Context, req *Request, cred *countersign.Credential, id string) Response {
-	q, err := url.ParseQuery(req.RawQueryString)
+func (g *Gateway) status(ctx context.Context, r *http.Request, cred *countersign.Credential, id string) reply {
+	q, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
 		return codeError(fault.InvalidRequest, "malformed query string")
 	}
@@ -88,5 +88,5 @@ func (g *Gateway) status(ctx context.Context, req *Request, cred *countersign.Cr
 			v.Result = ans.Result
 		}
 	}
-	return jsonResponse(http.StatusOK, v)
+	return jsonReply(http.StatusOK, v)
 }

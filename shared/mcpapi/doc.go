@@ -60,8 +60,8 @@
 // JSON-RPC body. The server declares tools and resources without
 // list-changed notifications, so subscriptions/listen ends at once.
 //
-// Handler serves the surface on API Gateway v2 events (the gateway Lambda
-// and, through httpapi.ServeHTTP, the local stack): it rebuilds the
-// *http.Request, runs the SDK's handler against a recorder and returns the
-// one JSON response.
+// Handler is an http.Handler: the gateway serves /mcp with it (on the
+// local stack's listener, and on Lambda through httpapi.Lambda, which
+// converts API Gateway's events at the edge), and it hands each request
+// to the SDK's StreamableHTTPHandler as it came.
 package mcpapi

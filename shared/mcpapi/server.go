@@ -54,8 +54,7 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// Handler is the MCP surface. It serves net/http (ServeHTTP) and API
-// Gateway v2 events (Handle) with the same code.
+// Handler is the MCP surface, an http.Handler (ServeHTTP, transport.go).
 type Handler struct {
 	o   Options
 	sdk http.Handler
@@ -75,7 +74,7 @@ func New(o Options) *Handler {
 		Logger:       o.Logger,
 		// ServeHTTP checks Origin and, on a loopback listener, Host
 		// itself (transport.go), before the key: with settings.json's
-		// allowed origins, and on events too.
+		// allowed origins, and on Lambda too.
 		DisableLocalhostProtection:   true,
 		MaxRequestBodyBytes:          maxBody,
 		PropagateRequestCancellation: true,

@@ -70,6 +70,7 @@ type rpcMessage struct {
 // server made for the credential. Every error it or the SDK answers is a
 // JSON-RPC error body.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	r = joinRepeated(r)
 	rw := &rpcWriter{ResponseWriter: w}
 	defer rw.finish()
 	settings := h.o.Calls.Current().Settings
@@ -109,6 +110,26 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx := context.WithValue(r.Context(), credKey{}, cred)
 	ctx = context.WithValue(ctx, serverKey{}, new(*mcp.Server))
 	h.sdk.ServeHTTP(rw, r.WithContext(ctx))
+}
+
+// joinRepeated returns r with each repeated header as one value, joined
+// with commas as API Gateway joins them, so that a listener and Lambda
+// read the same: two Authorization headers are one value no key matches,
+// never the first of them.
+func joinRepeated(r *http.Request) *http.Request {
+	for _, vs := range r.Header {
+		if len(vs) < 2 {
+			continue
+		}
+		joined := new(http.Request)
+		*joined = *r
+		joined.Header = make(http.Header, len(r.Header))
+		for k, vs := range r.Header {
+			joined.Header[k] = []string{strings.Join(vs, ",")}
+		}
+		return joined
+	}
+	return r
 }
 
 // maxDepth is the deepest nesting of a message screen reads.
@@ -228,8 +249,8 @@ func challenge(r *http.Request) string {
 }
 
 // credential is the request's credential: the one the gateway already
-// found from the same headers (the local stack reads the key before the
-// body), or the Bearer key looked up now.
+// found from the same headers (it reads the key before the body), or the
+// Bearer key looked up now.
 func (h *Handler) credential(r *http.Request) (*countersign.Credential, error) {
 	if cred, ok := httpapi.Preauthenticated(r.Context()); ok {
 		return cred, nil

@@ -28,7 +28,6 @@ import (
 	"github.com/countersign/countersign/shared/calls"
 	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/confirm"
-	"github.com/countersign/countersign/shared/httpapi"
 	"github.com/countersign/countersign/shared/links"
 	"github.com/countersign/countersign/shared/notify"
 	"github.com/countersign/countersign/shared/policy"
@@ -492,8 +491,8 @@ type faultStack struct {
 	up       *faultUpstream
 	inbox    *inbox
 	app      *app.App
-	gateway  httpapi.Handler
-	approver httpapi.Handler
+	gateway  http.Handler
+	approver http.Handler
 }
 
 const faultTimeouts = `"timeouts": {"call_seconds": 600, "script_seconds": 1800, "redeem_seconds": 600}`
@@ -574,7 +573,7 @@ func newFaultStack(t *testing.T) *faultStack {
 }
 
 // serve sends one request to a handler in memory.
-func (f *faultStack) serve(h httpapi.Handler, method, target, key string, body []byte, headers map[string]string) result {
+func (f *faultStack) serve(h http.Handler, method, target, key string, body []byte, headers map[string]string) result {
 	f.t.Helper()
 	req := httptest.NewRequest(method, "http://countersign.test"+target, bytes.NewReader(body))
 	if key != "" {
@@ -584,7 +583,7 @@ func (f *faultStack) serve(h httpapi.Handler, method, target, key string, body [
 		req.Header.Set(k, v)
 	}
 	w := httptest.NewRecorder()
-	httpapi.ServeHTTP(h, w, req)
+	h.ServeHTTP(w, req)
 	r := result{status: w.Code, header: w.Header(), body: w.Body.Bytes()}
 	_ = json.Unmarshal(r.body, &r.json)
 	return r

@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -597,7 +596,7 @@ func TestMCPDocsToolTable(t *testing.T) {
 // a foreign Origin is refused with 403 and runs nothing.
 func TestMCPLambdaClients(t *testing.T) {
 	h := newHarness(t, harnessOptions{})
-	lt := lambdaTransport{h: lambda.NewHandler(gatewayapp.Gateway(h.stack.app).Handle)}
+	lt := lambdaTransport{h: lambdaHandler(gatewayapp.Gateway(h.stack.app))}
 
 	s := h.mcpSession("cs_test_ask", clientKind{name: "Legacy Client", protocol: "2025-11-25", elicit: accept(true)}, lt)
 	r := callTool(t, s, "crm__deleteContact", map[string]any{"id": "15"}, nil)

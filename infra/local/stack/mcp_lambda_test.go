@@ -2,6 +2,7 @@ package stack
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -10,7 +11,9 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -21,12 +24,46 @@ import (
 
 // lambdaTransport carries the MCP client's requests to the gateway
 // Lambda's handler exactly as API Gateway would: each request becomes an
-// API Gateway v2 event, invoked through aws-lambda-go's handler, and the
-// event response becomes the HTTP response.
+// API Gateway v2 event, invoked through aws-lambda-go's handler and the
+// edge adapter (httpapi.Lambda), and the event response becomes the HTTP
+// response.
 type lambdaTransport struct{ h lambda.Handler }
 
+// lambdaHandler is the gateway as its Lambda runs it.
+func lambdaHandler(gw http.Handler) lambda.Handler { return lambda.NewHandler(httpapi.Lambda(gw)) }
+
+// eventOf is the API Gateway v2 event of r: header names in lower case,
+// repeated values joined with commas, cookies apart, the body as text or
+// in base64.
+func eventOf(r *http.Request) (events.APIGatewayV2HTTPRequest, error) {
+	var b []byte
+	if r.Body != nil {
+		var err error
+		if b, err = io.ReadAll(r.Body); err != nil {
+			return events.APIGatewayV2HTTPRequest{}, err
+		}
+	}
+	ev := events.APIGatewayV2HTTPRequest{Version: "2.0", RouteKey: "$default", RawPath: r.URL.EscapedPath(), RawQueryString: r.URL.RawQuery,
+		Headers: map[string]string{"host": cmp.Or(r.Host, r.URL.Host)},
+		RequestContext: events.APIGatewayV2HTTPRequestContext{RequestID: "lambda-test", Stage: "$default",
+			HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: r.Method, Path: r.URL.Path, Protocol: "HTTP/1.1", SourceIP: "203.0.113.9"}}}
+	for k, vs := range r.Header {
+		if strings.EqualFold(k, "Cookie") {
+			ev.Cookies = append(ev.Cookies, vs...)
+			continue
+		}
+		ev.Headers[strings.ToLower(k)] = strings.Join(vs, ",")
+	}
+	if utf8.Valid(b) {
+		ev.Body = string(b)
+	} else {
+		ev.Body, ev.IsBase64Encoded = base64.StdEncoding.EncodeToString(b), true
+	}
+	return ev, nil
+}
+
 func (lt lambdaTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	ev, err := httpapi.EventFromHTTP(r)
+	ev, err := eventOf(r)
 	if err != nil {
 		return nil, err
 	}
@@ -38,7 +75,7 @@ func (lt lambdaTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, fmt.Errorf("invoke: %w", err)
 	}
-	var resp httpapi.Response
+	var resp events.APIGatewayV2HTTPResponse
 	if err := json.Unmarshal(out, &resp); err != nil {
 		return nil, fmt.Errorf("response event: %w", err)
 	}
@@ -62,7 +99,7 @@ func (lt lambdaTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 func TestMCPOnTheGatewayLambda(t *testing.T) {
 	h := newHarness(t, harnessOptions{})
 	gw := gatewayapp.Gateway(h.stack.app)
-	lt := lambdaTransport{h: lambda.NewHandler(gw.Handle)}
+	lt := lambdaTransport{h: lambdaHandler(gw)}
 
 	t.Run("sample event", func(t *testing.T) {
 		raw, err := os.ReadFile("../../../events/mcp-tools-list.json")
@@ -70,11 +107,11 @@ func TestMCPOnTheGatewayLambda(t *testing.T) {
 			t.Fatal(err)
 		}
 		raw = bytes.ReplaceAll(raw, []byte("cs_demo_ask"), []byte("cs_test_ask"))
-		out, err := lambda.NewHandler(gw.Handle).Invoke(t.Context(), raw)
+		out, err := lambdaHandler(gw).Invoke(t.Context(), raw)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var resp httpapi.Response
+		var resp events.APIGatewayV2HTTPResponse
 		if err := json.Unmarshal(out, &resp); err != nil {
 			t.Fatal(err)
 		}

@@ -23,7 +23,6 @@ import (
 	"github.com/countersign/countersign/shared/app"
 	"github.com/countersign/countersign/shared/app/gatewayapp"
 	"github.com/countersign/countersign/shared/config"
-	"github.com/countersign/countersign/shared/httpapi"
 	"github.com/countersign/countersign/shared/links"
 	"github.com/countersign/countersign/shared/notify"
 	"github.com/countersign/countersign/shared/store/embedded"
@@ -185,7 +184,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 			Client: o.WebhookClient, Backoff: o.WebhookBackoff})
 	}
 	s.app = app.New(cfg, app.Adapters{Store: s.store, Signer: signer, Channels: channels, Logger: logger},
-		app.Options{PublicURL: publicURL, Stopping: s.stopping})
+		app.Options{PublicURL: publicURL, Stopping: s.stopping, BodyTimeout: o.BodyTimeout})
 	if err := s.app.SeedCredentials(ctx); err != nil {
 		return nil, err
 	}
@@ -218,27 +217,24 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	// Routed by prefix, not with http.ServeMux: the mux cleans paths and
 	// redirects /v1/rest/crm/a/../b with a 307, where the gateway must see
 	// the path as sent and refuse it (as API Gateway passes it through).
-	serve := func(h httpapi.Handler) httpapi.Server { return httpapi.Server{Handler: h, BodyTimeout: o.BodyTimeout} }
-	gatewayServer, approverServer, operatorServer := serve(gateway), serve(approver), serve(operator)
 	route := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := r.URL.EscapedPath()
 		switch {
 		case p == "/":
-			s.serveHome(w, r, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { httpapi.ServeHTTP(gateway, w, r) }))
-			return
+			s.serveHome(w, r, gateway)
 		case strings.HasPrefix(p, "/approve/"):
-			approverServer.ServeHTTP(w, r)
-			return
+			approver.ServeHTTP(w, r)
 		case p == "/operator" || strings.HasPrefix(p, "/operator/") || strings.HasPrefix(p, "/v1/operator/"):
-			operatorServer.ServeHTTP(w, r)
-			return
+			operator.ServeHTTP(w, r)
+		default:
+			gateway.ServeHTTP(w, r)
 		}
-		gatewayServer.ServeHTTP(w, r)
 	})
 	// Headers must arrive within headerTimeout, a body within BodyTimeout
-	// (httpapi.Server sets that deadline per request, and lifts it once the
-	// body is in: a whole-request ReadTimeout would also cut long polls and
-	// streams); an idle keep-alive connection is closed after idleTimeout.
+	// (each surface sets that deadline as it reads a body, and lifts it
+	// once the body is in: a whole-request ReadTimeout would also cut long
+	// polls and streams); an idle keep-alive connection is closed after
+	// idleTimeout.
 	s.server = &http.Server{Handler: route, ReadHeaderTimeout: headerTimeout, IdleTimeout: idleTimeout,
 		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
 
