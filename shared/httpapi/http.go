@@ -221,10 +221,11 @@ func writeUnread(w http.ResponseWriter, r *http.Request, rp reply) {
 }
 
 // closeUnread marks the answer of a request whose body is left unread to
-// close its connection (only where there is one: a writer that can set a
-// read deadline).
+// close its connection, and ends the wait for the rest of the body now,
+// where there is a connection (a writer that can set a read deadline; the
+// Lambda edge's has none).
 func closeUnread(w http.ResponseWriter, r *http.Request) {
-	if r.ContentLength != 0 && http.NewResponseController(w).SetReadDeadline(time.Time{}) == nil {
+	if r.ContentLength != 0 && http.NewResponseController(w).SetReadDeadline(time.Now()) == nil {
 		w.Header().Set("Connection", "close")
 	}
 }

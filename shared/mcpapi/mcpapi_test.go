@@ -3,6 +3,8 @@ package mcpapi
 import (
 	"bytes"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -307,5 +309,28 @@ func TestRenderCard(t *testing.T) {
 	}
 	if strings.Contains(html, "__") {
 		t.Errorf("a placeholder is left: %s", html[strings.Index(html, "__")-20:strings.Index(html, "__")+20])
+	}
+}
+
+// TestJoinRepeated: /mcp reads a repeated header as API Gateway delivers
+// it, one value joined with commas, on a listener too: two Authorization
+// headers are one value no key matches, never the first key.
+func TestJoinRepeated(t *testing.T) {
+	r := httptest.NewRequest(http.MethodPost, "/mcp", nil)
+	r.Header.Add("Authorization", "Bearer k")
+	r.Header.Add("Authorization", "Bearer other")
+	r.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+	j := joinRepeated(r)
+	if got := j.Header.Values("Authorization"); len(got) != 1 || got[0] != "Bearer k,Bearer other" {
+		t.Errorf("Authorization %q", got)
+	}
+	if k := bearerKey(j.Header.Get("Authorization")); k == "k" {
+		t.Errorf("the first of two keys was taken")
+	}
+	if j.Header.Get("Mcp-Protocol-Version") != "2025-06-18" || len(r.Header.Values("Authorization")) != 2 {
+		t.Errorf("other headers %v; the request itself changed: %v", j.Header, r.Header)
+	}
+	if single := httptest.NewRequest(http.MethodPost, "/mcp", nil); joinRepeated(single) != single {
+		t.Error("a request without repeated headers was copied")
 	}
 }
