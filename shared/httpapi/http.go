@@ -60,14 +60,6 @@ func (rp reply) send(w http.ResponseWriter) {
 // set sets one header value, keeping the name as spelt.
 func (rp reply) set(name, value string) { rp.header[name] = []string{value} }
 
-// get returns a header's first value.
-func (rp reply) get(name string) string {
-	if vs := rp.header[name]; len(vs) > 0 {
-		return vs[0]
-	}
-	return ""
-}
-
 // rawReply is a reply with the given headers (one value each) and body.
 func rawReply(status int, headers map[string]string, b []byte) reply {
 	rp := reply{status: status, header: make(http.Header, len(headers)+1), body: b}
