@@ -16,7 +16,6 @@ import (
 	"github.com/countersign/countersign/shared/calls"
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/fault"
-	"github.com/countersign/countersign/shared/notify"
 	"github.com/countersign/countersign/shared/policy"
 	"github.com/countersign/countersign/shared/store"
 )
@@ -385,7 +384,6 @@ func (s *Service) pause(ctx context.Context, cred *countersign.Credential, asker
 	if err != nil {
 		return nil, fault.Wrap(err, "the confirmation could not be created")
 	}
-	s.Calls.AuditScript(ctx, cred.ID, "script.paused", conf, reason)
 	return conf, nil
 }
 
@@ -418,13 +416,12 @@ func (s *Service) resume(ctx context.Context, cred *countersign.Credential, r Re
 		e := run.Error
 		return nil, &Error{Code: fault.Code(e.Code), Reason: e.Reason, Line: e.Line, Column: e.Column, Calls: out.Calls, Logs: out.Logs}
 	}
-	switch st.Effective {
-	case countersign.StatusPending:
+	if st.Effective == countersign.StatusPending {
 		return &Result{Status: ConfirmationRequired, Calls: out.Calls, Logs: out.Logs, Confirmation: conf, Effective: st.Effective}, nil
-	case countersign.StatusRejected:
-		return nil, fault.Errorf(fault.ConfirmationRejected, "confirmation %s was rejected: none of its calls ran", conf.ID)
-	case countersign.StatusExpired:
-		return nil, fault.Errorf(fault.ConfirmationExpired, "confirmation %s expired before anyone decided: submit the script again", conf.ID)
+	}
+	// Rejected or expired: none of its calls ran, and none will.
+	if err := confirm.Next(st.Effective, confirm.EventExecute).Err(conf); err != nil {
+		return nil, err
 	}
 	return nil, &fault.Error{Code: fault.ConfirmationPending, RetryAfter: 1,
 		Reason: fmt.Sprintf("confirmation %s was approved and the gateway is running the script again: ask again in a moment", conf.ID)}
@@ -525,14 +522,8 @@ func (s *Service) Rerun(ctx context.Context, id string) (*countersign.Confirmati
 	if conf.Kind != countersign.KindScript {
 		return conf, fault.Errorf(fault.ConfirmationMismatch, "confirmation %s is not a script batch", id)
 	}
-	switch confirm.Effective(conf, s.now()) {
-	case countersign.StatusApproved, countersign.StatusRedeemed, countersign.StatusExecuted, countersign.StatusPartiallyExecuted, countersign.StatusFailed:
-	case countersign.StatusRejected:
-		return conf, fault.Errorf(fault.ConfirmationRejected, "confirmation %s was rejected", id)
-	case countersign.StatusExpired:
-		return conf, fault.Errorf(fault.ConfirmationExpired, "confirmation %s expired", id)
-	default:
-		return conf, fault.Errorf(fault.ConfirmationPending, "confirmation %s is waiting for a person", id)
+	if err := confirm.On(conf, confirm.EventExecute, s.now()).Err(conf); err != nil {
+		return conf, err
 	}
 	run, owner, err := s.acquire(ctx, id)
 	if err != nil {
@@ -642,35 +633,28 @@ func (s *Service) record(ctx context.Context, run *countersign.ScriptRun, value 
 	return s.finish(ctx, run)
 }
 
-// finish records the script's end on the confirmation (once) and
-// announces it.
+// finish records the script's end on the confirmation, once
+// (confirm.Service.EndScript records and announces it).
 func (s *Service) finish(ctx context.Context, run *countersign.ScriptRun) (*countersign.Confirmation, error) {
-	before, err := s.Calls.Confirm.Get(ctx, run.ID)
-	if err != nil {
-		return nil, err
-	}
 	var result json.RawMessage
 	if run.Status == countersign.ScriptCompleted {
+		var err error
 		if result, err = s.resultOf(ctx, run); err != nil {
-			return before, fmt.Errorf("finish %s: %w", run.ID, err)
+			c, _ := s.Calls.Confirm.Get(ctx, run.ID)
+			return c, fmt.Errorf("finish %s: %w", run.ID, err)
 		}
 		if len(result) > calls.MaxStoredBody {
 			result = json.RawMessage(fmt.Sprintf(`{"truncated":true,"bytes":%d}`, len(result)))
 		}
 	}
-	c, err := s.Calls.Confirm.FinishScript(ctx, run.ID, result, run.Status == countersign.ScriptFailed)
-	if err != nil {
-		return c, err
-	}
-	if c.Status != before.Status {
-		reason := ""
-		if run.Error != nil {
-			reason = run.Error.Code + ": " + run.Error.Reason
+	var failure *countersign.ScriptError
+	if run.Status == countersign.ScriptFailed {
+		failure = run.Error
+		if failure == nil {
+			failure = &countersign.ScriptError{}
 		}
-		s.Calls.AuditScript(ctx, "system", "script.finished", c, reason)
-		s.Calls.Emit(ctx, notify.Event{Type: notify.TypeExecuted, Confirmation: notify.ConfirmationOf(c), Status: string(c.Status)})
 	}
-	return c, nil
+	return s.Calls.Confirm.EndScript(ctx, run.ID, result, failure)
 }
 
 // replay is call() in a run after approval.
@@ -711,13 +695,11 @@ func (r *replay) act(c *calls.Call, pos int) (*entry, *failure) {
 			"call %d (%s %s) was started by an earlier run that stopped before it recorded the outcome; it is not run again", pos+1, c.Method, c.Path)}
 	}
 	// Collected: the approver decided.
-	out, replayed, err := s.Calls.ExecuteOne(ctx, run.ID, rec.Operation)
+	// The lifecycle records the operation's first run (script.operation);
+	// a replay is not recorded again.
+	out, _, err := s.Calls.ExecuteOne(ctx, run.ID, rec.Operation)
 	switch code := fault.CodeOf(err); {
 	case err == nil:
-		if !replayed {
-			s.Calls.AuditScriptOperation(ctx, cred.ID, run.ID, rec.Operation,
-				countersign.Operation{Connection: rec.Connection, Method: rec.Method, Path: rec.Path, Binding: rec.Binding}, out)
-		}
 		e.set(countersign.ScriptCallRan, StateRan, ranValue(out, false, ""))
 		e.rerun = true
 	case code == fault.ConfirmationRejected:
