@@ -75,83 +75,41 @@ type Request struct {
 	Client *calls.Client
 }
 
-// Status is how a run ended.
-type Status string
+// Status is how a run ended (countersign.ScriptOutcome).
+type Status = countersign.ScriptOutcome
 
 // Statuses of a Result.
 const (
 	// Completed: the script ran to its end with nothing to confirm, or its
 	// run after approval ended (a resubmission).
-	Completed Status = "completed"
+	Completed = countersign.ScriptDone
 	// ConfirmationRequired: calls were collected into a batch confirmation.
-	ConfirmationRequired Status = "confirmation_required"
+	ConfirmationRequired = countersign.ScriptConfirmationRequired
 )
 
-// CallState is what became of a call() in a run.
-type CallState string
+// CallState is what became of a call() in a run (countersign.ShownCallState).
+type CallState = countersign.ShownCallState
 
 // Call states (docs/scripts.md, and denied).
 const (
-	// StateRan: the call ran in this run (or an approved one ran after approval).
-	StateRan CallState = "ran"
-	// StateReplayed: after approval, the call returned what it returned in
-	// the first run, without running again.
-	StateReplayed CallState = "replayed"
-	// StatePending: the call needs confirmation; it was collected.
-	StatePending CallState = "pending"
-	// StateRejected: the approver cleared the call.
-	StateRejected CallState = "rejected"
-	// StateDenied: policy refused the call; nothing ran.
-	StateDenied CallState = "denied"
+	StateRan      = countersign.ShownRan
+	StateReplayed = countersign.ShownReplayed
+	StatePending  = countersign.ShownPending
+	StateRejected = countersign.ShownRejected
+	StateDenied   = countersign.ShownDenied
 )
 
-// Call is one call() of a run, as the agent is shown it.
-type Call struct {
-	Connection string    `json:"connection"`
-	Method     string    `json:"method"`
-	Path       string    `json:"path"`
-	State      CallState `json:"state"`
-	// Operation is the index of the batch's operation a collected call
-	// became (the approval page's checkbox); nil for other calls.
-	Operation *int `json:"operation,omitempty"`
-	// Response is what call() returned; one over 32 KiB is shown as
-	// {"truncated": true, "bytes": n} (the script itself got all of it).
-	Response json.RawMessage `json:"response"`
-}
+// Call is one call() of a run, as the agent is shown it (countersign.ShownCall).
+type Call = countersign.ShownCall
 
-// Result is a run that ended without failing.
-type Result struct {
-	Status Status
-	// Value is the script's value as JSON (Completed).
-	Value json.RawMessage
-	// Calls are the run's calls in order.
-	Calls []Call
-	// Logs are its console.log lines.
-	Logs []string
-	// Confirmation is the batch (ConfirmationRequired, or the finished
-	// batch of a resubmission); Effective its status by the clock.
-	Confirmation *countersign.Confirmation
-	Effective    countersign.Status
-	// Unasked counts the calls denied to the script because the surface
-	// could ask nobody (Request.CannotAsk).
-	Unasked int
-}
+// Result is a run that ended without failing: countersign.ScriptResult,
+// code mode's one result type, which the surfaces use without linking the
+// JavaScript engine.
+type Result = countersign.ScriptResult
 
-// Error is a script that failed: why (a fault code and a reason that
-// names the line and column when known), and what it did first. Nothing it
-// collected is pending.
-type Error struct {
-	Code         fault.Code
-	Reason       string
-	Line, Column int
-	Calls        []Call
-	Logs         []string
-}
-
-func (e *Error) Error() string { return string(e.Code) + ": " + e.Reason }
-
-// Unwrap gives the code to fault.As.
-func (e *Error) Unwrap() error { return &fault.Error{Code: e.Code, Reason: e.Reason} }
+// Error is a script that failed (countersign.ScriptFailure): why, and what
+// it did first. Nothing it collected is pending.
+type Error = countersign.ScriptFailure
 
 const (
 	// journalRetention outlives any batch: 30 minutes to decide, then the
@@ -427,18 +385,10 @@ func (s *Service) resume(ctx context.Context, cred *countersign.Credential, r Re
 		Reason: fmt.Sprintf("confirmation %s was approved and the gateway is running the script again: ask again in a moment", conf.ID)}
 }
 
-// Outcome is a script batch's script as its owner reads it.
-type Outcome struct {
-	// Value is the result of the run after approval, set once it
-	// completed (null for undefined).
-	Value json.RawMessage
-	// Error is why the run after approval failed.
-	Error *countersign.ScriptError
-	// Calls are the calls of the last run that ended (the first run's
-	// until the run after approval ends).
-	Calls []Call
-	Logs  []string
-}
+// Outcome is a script batch's script as its owner reads it: Value once
+// its run after approval completed, Error once it failed, and the calls
+// and logs of its last run that ended (the first run's until then).
+type Outcome = countersign.ScriptResult
 
 // Describe returns the script of a script batch, for its status.
 func (s *Service) Describe(ctx context.Context, conf *countersign.Confirmation) (*Outcome, error) {
