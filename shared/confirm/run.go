@@ -164,8 +164,9 @@ func (s *Service) RunReview(ctx context.Context, id, by string, up Upstream) (Ra
 
 // Execute runs the approved operations of a confirmation the gateway runs
 // itself (the card, a batch), each exactly once (ExecuteApproved), and
-// records and announces the outcome when this run changed it. A retry
-// replays stored outcomes and calls nothing again. A script batch's
+// records and announces the outcome when this run ended it (of concurrent
+// runs, exactly one does). A retry replays stored outcomes and calls
+// nothing again. A script batch's
 // operations run only inside its script (RunOne): confirmation_mismatch.
 func (s *Service) Execute(ctx context.Context, id string, up Upstream) (*countersign.Confirmation, error) {
 	before, err := s.Get(ctx, id)
@@ -175,13 +176,13 @@ func (s *Service) Execute(ctx context.Context, id string, up Upstream) (*counter
 	if before.Kind == countersign.KindScript {
 		return before, fault.Errorf(fault.ConfirmationMismatch, "confirmation %s is a script batch: its operations run when the script runs again", id)
 	}
-	c, err := s.ExecuteApproved(ctx, id, func(ctx context.Context, op countersign.Operation, key string) countersign.Outcome {
+	c, ended, err := s.executeApproved(ctx, id, func(ctx context.Context, op countersign.Operation, key string) countersign.Outcome {
 		return OutcomeOf(up.Send(ctx, op, key))
 	})
 	if err != nil {
 		return c, err
 	}
-	if c.Status != before.Status {
+	if ended {
 		s.record(ctx, "system", "confirmation.executed", c, "")
 		s.executed(ctx, c)
 	}
@@ -220,18 +221,14 @@ func (s *Service) RunOne(ctx context.Context, id string, index int, up Upstream)
 
 // EndScript records the end of a script batch's run after approval
 // (FinishScript; failure is nil when the script completed) and, when this
-// changed the batch's status, records ("script.finished", with why it
-// failed) and announces it.
+// call recorded it (of concurrent calls, exactly one does), records
+// ("script.finished", with why it failed) and announces it.
 func (s *Service) EndScript(ctx context.Context, id string, result json.RawMessage, failure *countersign.ScriptError) (*countersign.Confirmation, error) {
-	before, err := s.Get(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	c, err := s.FinishScript(ctx, id, result, failure != nil)
+	c, ended, err := s.finishScript(ctx, id, result, failure != nil)
 	if err != nil {
 		return c, err
 	}
-	if c.Status != before.Status {
+	if ended {
 		reason := ""
 		if failure != nil && failure.Code != "" {
 			reason = failure.Code + ": " + failure.Reason

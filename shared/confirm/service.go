@@ -601,7 +601,15 @@ const (
 // batch's status is final only when its script ends (FinishScript). A large
 // body is kept truncated (countersign.Outcome.Bounded), so no write fails for size.
 func (s *Service) Complete(ctx context.Context, id string, index int, out countersign.Outcome) (*countersign.Confirmation, error) {
-	c, err := s.update(ctx, id, func(c *countersign.Confirmation, now time.Time) error {
+	c, _, err := s.complete(ctx, id, index, out)
+	return c, err
+}
+
+// complete is Complete; ended reports whether this write gave the record
+// its final status.
+func (s *Service) complete(ctx context.Context, id string, index int, out countersign.Outcome) (c *countersign.Confirmation, ended bool, err error) {
+	c, err = s.update(ctx, id, func(c *countersign.Confirmation, now time.Time) error {
+		ended = false
 		if index < 0 || index >= len(c.Operations) {
 			return fmt.Errorf("no operation %d", index)
 		}
@@ -612,14 +620,16 @@ func (s *Service) Complete(ctx context.Context, id string, index int, out counte
 		bounded := out.Bounded(max(minOutcomeBody, outcomeBudget/len(c.Operations)))
 		op.State, op.Outcome = countersign.OpDone, &bounded
 		if c.Kind != countersign.KindScript && Next(c.Status, EventFinish).ByOutcomes {
+			before := c.Status
 			c.Status = finalStatus(c)
+			ended = c.Status != before
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("complete %s operation %d: %w", id, index, err)
+		return nil, false, fmt.Errorf("complete %s operation %d: %w", id, index, err)
 	}
-	return c, nil
+	return c, ended, nil
 }
 
 // finalStatus is the status of a record whose operations are being executed.
@@ -661,11 +671,18 @@ type Runner func(ctx context.Context, op countersign.Operation, idempotencyKey s
 // The outcome is stored on a context that outlives a cancelled request:
 // the call was made, so it must be recorded.
 func (s *Service) RunClaimed(ctx context.Context, c *countersign.Confirmation, index int, run Runner) (*countersign.Confirmation, error) {
+	c, _, err := s.runClaimed(ctx, c, index, run)
+	return c, err
+}
+
+// runClaimed is RunClaimed; ended reports whether its outcome gave the
+// record its final status.
+func (s *Service) runClaimed(ctx context.Context, c *countersign.Confirmation, index int, run Runner) (*countersign.Confirmation, bool, error) {
 	if index < 0 || index >= len(c.Operations) || c.Operations[index].State != countersign.OpClaimed {
-		return c, fmt.Errorf("run %s operation %d: not claimed", c.ID, index)
+		return c, false, fmt.Errorf("run %s operation %d: not claimed", c.ID, index)
 	}
 	out := run(ctx, c.Operations[index], IdempotencyKey(c.ID, index))
-	return s.Complete(context.WithoutCancel(ctx), c.ID, index, out)
+	return s.complete(context.WithoutCancel(ctx), c.ID, index, out)
 }
 
 // ExecuteApproved runs the selected operations of an approved record the
@@ -674,12 +691,19 @@ func (s *Service) RunClaimed(ctx context.Context, c *countersign.Confirmation, i
 // stored after. A retry (a Lambda retry, a duplicate click) skips operations
 // that are claimed or done, so it replays stored outcomes and never calls twice.
 func (s *Service) ExecuteApproved(ctx context.Context, id string, run Runner) (*countersign.Confirmation, error) {
-	c, err := s.Get(ctx, id)
+	c, _, err := s.executeApproved(ctx, id, run)
+	return c, err
+}
+
+// executeApproved is ExecuteApproved; ended reports whether this run gave
+// the record its final status (of concurrent runs, exactly one does).
+func (s *Service) executeApproved(ctx context.Context, id string, run Runner) (c *countersign.Confirmation, ended bool, err error) {
+	c, err = s.Get(ctx, id)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if err := On(c, EventExecute, s.now()).Err(c); err != nil {
-		return c, err
+		return c, false, err
 	}
 	for i := range c.Operations {
 		claimed := false
@@ -699,17 +723,21 @@ func (s *Service) ExecuteApproved(ctx context.Context, id string, run Runner) (*
 			return nil
 		})
 		if err != nil {
-			return c, fmt.Errorf("execute %s: %w", id, err)
+			return c, ended, fmt.Errorf("execute %s: %w", id, err)
 		}
 		if !claimed {
 			continue
 		}
-		if c, err = s.RunClaimed(ctx, c, i, run); err != nil {
-			return c, err
+		var last bool
+		if c, last, err = s.runClaimed(ctx, c, i, run); err != nil {
+			return c, ended, err
 		}
+		ended = ended || last
 	}
 	// Nothing selected ran: the record still needs a final status.
-	return s.update(ctx, id, func(c *countersign.Confirmation, now time.Time) error {
+	final := false
+	c, err = s.update(ctx, id, func(c *countersign.Confirmation, now time.Time) error {
+		final = false
 		if !Next(c.Status, EventFinish).ByOutcomes {
 			return errUnchanged
 		}
@@ -717,9 +745,10 @@ func (s *Service) ExecuteApproved(ctx context.Context, id string, run Runner) (*
 		if next == c.Status {
 			return errUnchanged
 		}
-		c.Status = next
+		c.Status, final = next, true
 		return nil
 	})
+	return c, ended || final, err
 }
 
 // GrantRequest is a person's answer given in the client itself (an MCP
@@ -849,7 +878,15 @@ func (s *Service) ClaimOne(ctx context.Context, id string, index int) (c *counte
 // operation the script never reached stays waiting and never runs. It is
 // idempotent: a record already finished is returned unchanged.
 func (s *Service) FinishScript(ctx context.Context, id string, result json.RawMessage, failed bool) (*countersign.Confirmation, error) {
-	c, err := s.update(ctx, id, func(c *countersign.Confirmation, now time.Time) error {
+	c, _, err := s.finishScript(ctx, id, result, failed)
+	return c, err
+}
+
+// finishScript is FinishScript; ended reports whether this call recorded
+// the end (of concurrent calls, exactly one does).
+func (s *Service) finishScript(ctx context.Context, id string, result json.RawMessage, failed bool) (c *countersign.Confirmation, ended bool, err error) {
+	c, err = s.update(ctx, id, func(c *countersign.Confirmation, now time.Time) error {
+		ended = false
 		if c.Kind != countersign.KindScript {
 			return fault.Errorf(fault.ConfirmationMismatch, "confirmation %s is not a script batch", c.ID)
 		}
@@ -878,11 +915,11 @@ func (s *Service) FinishScript(ctx context.Context, id string, result json.RawMe
 		default:
 			c.Status = countersign.StatusPartiallyExecuted
 		}
-		c.Result = result
+		c.Result, ended = result, true
 		return nil
 	})
 	if err != nil {
-		return c, fmt.Errorf("finish script %s: %w", id, err)
+		return c, false, fmt.Errorf("finish script %s: %w", id, err)
 	}
-	return c, nil
+	return c, ended, nil
 }

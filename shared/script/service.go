@@ -14,6 +14,7 @@ import (
 
 	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/calls"
+	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/policy"
@@ -31,13 +32,34 @@ type Store interface {
 	ScriptParts(ctx context.Context, runID, prefix string) ([]*countersign.ScriptPart, error)
 }
 
-// Service runs scripts. Calls and Store are required.
-type Service struct {
-	// Calls is the call pipeline every call() goes through. It also holds
-	// the configuration in force: each run takes its limits
+// Pipeline is the call pipeline as code mode uses it (calls.Service).
+type Pipeline interface {
+	// Current is the configuration in force: each run takes its limits
 	// (settings.json scripts) from it when it starts, and each call reads
 	// its connection's controls (approval.out_of_band_only) from it.
-	Calls *calls.Service
+	Current() *config.Config
+	// Do decides and runs one call(); Bind binds one without deciding it.
+	Do(ctx context.Context, cred *countersign.Credential, c *calls.Call, o calls.Options) (*calls.Result, error)
+	Bind(cred *countersign.Credential, c *calls.Call) (countersign.Operation, error)
+	// Reserve counts a batch against the credential's pending confirmations.
+	Reserve(ctx context.Context, cred *countersign.Credential, kind countersign.Kind) error
+	// NewConfirmationID, CreateBatch and EndScript make a batch and end it.
+	NewConfirmationID() string
+	CreateBatch(ctx context.Context, r confirm.Request) (*countersign.Confirmation, error)
+	EndScript(ctx context.Context, id string, result json.RawMessage, failure *countersign.ScriptError) (*countersign.Confirmation, error)
+	// Confirmation reads a batch for its credential; Lookup for the workflow.
+	Confirmation(ctx context.Context, cred *countersign.Credential, id string, o calls.WaitOptions) (calls.Status, error)
+	Lookup(ctx context.Context, id string) (*countersign.Confirmation, error)
+	// ExecuteOne runs one approved operation of a batch, once.
+	ExecuteOne(ctx context.Context, id string, index int) (countersign.Outcome, bool, error)
+}
+
+var _ Pipeline = (*calls.Service)(nil)
+
+// Service runs scripts. Calls and Store are required.
+type Service struct {
+	// Calls is the call pipeline every call() goes through.
+	Calls Pipeline
 	// Store keeps the journals.
 	Store Store
 	// Lease is how long a run after approval holds a journal before
@@ -309,10 +331,7 @@ func (s *Service) pause(ctx context.Context, cred *countersign.Credential, asker
 	if err := s.Calls.Reserve(ctx, cred, countersign.KindScript); err != nil {
 		return nil, err
 	}
-	id := confirm.NewID()
-	if s.Calls.Confirm.NewID != nil {
-		id = s.Calls.Confirm.NewID()
-	}
+	id := s.Calls.NewConfirmationID()
 	now := s.now()
 	ttl := now.Add(journalRetention).Unix()
 	for _, e := range entries {
@@ -338,7 +357,7 @@ func (s *Service) pause(ctx context.Context, cred *countersign.Credential, asker
 	if len(batch) > 1 {
 		reason = fmt.Sprintf("a script made %d calls that require confirmation", len(batch))
 	}
-	conf, err := s.Calls.Confirm.Create(ctx, confirm.Request{ID: id, Kind: countersign.KindScript, Credential: cred.ID, Reason: reason, Asker: asker, Operations: ops})
+	conf, err := s.Calls.CreateBatch(ctx, confirm.Request{ID: id, Credential: cred.ID, Reason: reason, Asker: asker, Operations: ops})
 	if err != nil {
 		return nil, fault.Wrap(err, "the confirmation could not be created")
 	}
@@ -465,7 +484,7 @@ func sourceHash(src string) string {
 // the confirmation, and announces confirmation.executed. A retried or
 // concurrent Rerun replays what is stored and runs nothing twice.
 func (s *Service) Rerun(ctx context.Context, id string) (*countersign.Confirmation, error) {
-	conf, err := s.Calls.Confirm.Get(ctx, id)
+	conf, err := s.Calls.Lookup(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -590,7 +609,7 @@ func (s *Service) finish(ctx context.Context, run *countersign.ScriptRun) (*coun
 	if run.Status == countersign.ScriptCompleted {
 		var err error
 		if result, err = s.resultOf(ctx, run); err != nil {
-			c, _ := s.Calls.Confirm.Get(ctx, run.ID)
+			c, _ := s.Calls.Lookup(ctx, run.ID)
 			return c, fmt.Errorf("finish %s: %w", run.ID, err)
 		}
 		if len(result) > calls.MaxStoredBody {
@@ -604,7 +623,7 @@ func (s *Service) finish(ctx context.Context, run *countersign.ScriptRun) (*coun
 			failure = &countersign.ScriptError{}
 		}
 	}
-	return s.Calls.Confirm.EndScript(ctx, run.ID, result, failure)
+	return s.Calls.EndScript(ctx, run.ID, result, failure)
 }
 
 // replay is call() in a run after approval.
