@@ -29,7 +29,7 @@ type Grant struct {
 }
 
 // granted runs a call the person approved in the client, once, or records
-// that the person declined it. The decision was made again first: a call
+// that the person declined it. The policy decided the call again first: a call
 // the policy now denies stays denied and the answer is not spent.
 func (s *Service) granted(ctx context.Context, cred *countersign.Credential, p *prepared, res *Result, g *Grant) (*Result, error) {
 	op, err := p.operation(cred, &res.Decision.Match)

@@ -22,9 +22,9 @@ import (
 
 // Timeouts bound the life of a confirmation.
 type Timeouts struct {
-	// Call is how long a single call waits for a decision (600 s).
+	// Call is how long a single call waits for an approver's answer (600 s).
 	Call time.Duration
-	// Script is how long a script batch waits for a decision (1800 s).
+	// Script is how long a script batch waits for an approver's answer (1800 s).
 	Script time.Duration
 	// Redeem is how long an approved call may wait for its redemption (600 s).
 	Redeem time.Duration
@@ -127,7 +127,7 @@ func (s *Service) timeouts() Timeouts {
 	return t
 }
 
-// Wait is how long a confirmation of kind waits for a decision.
+// Wait is how long a confirmation of kind waits for an approver's answer.
 func (s *Service) Wait(kind countersign.Kind) time.Duration {
 	if kind == countersign.KindScript {
 		return s.timeouts().Script
@@ -206,7 +206,7 @@ type workflowInput struct {
 }
 
 // Create stores a pending confirmation and starts its workflow, which hands
-// the task token to the notify task and waits for the decision or the timeout.
+// the task token to the notify task and waits for the answer or the timeout.
 func (s *Service) Create(ctx context.Context, r Request) (*countersign.Confirmation, error) {
 	if len(r.Operations) == 0 {
 		return nil, errors.New("create confirmation: no operations")
@@ -389,8 +389,8 @@ type Answer struct {
 	Keep []int
 }
 
-// decisionOutput is the task output sent with SendTaskSuccess.
-type decisionOutput struct {
+// answerOutput is the task output sent with SendTaskSuccess.
+type answerOutput struct {
 	Approved bool `json:"approved"`
 	Execute  bool `json:"execute"`
 }
@@ -464,7 +464,7 @@ func (s *Service) Answer(ctx context.Context, id string, d Answer) (*countersign
 		return c, fmt.Errorf("answer %s: %w", id, err)
 	}
 	if d.Approve {
-		out, _ := json.Marshal(decisionOutput{Approved: true, Execute: GatewayExecutes(c)})
+		out, _ := json.Marshal(answerOutput{Approved: true, Execute: GatewayExecutes(c)})
 		err = s.Workflow.SendTaskSuccess(ctx, token, out)
 	} else {
 		err = s.Workflow.SendTaskFailure(ctx, token, RejectedError, "rejected by "+d.Approver)
