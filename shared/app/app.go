@@ -163,12 +163,13 @@ func New(cfg *config.Config, ad Adapters, o Options) *App {
 		a.PublicURL = cfg.Settings.PublicURL
 	}
 	a.Dispatcher = notify.NewDispatcher(ad.Channels, logger)
+	a.Audit = &audit.Trail{Store: ad.Store, Now: ad.Now, Logger: logger, ConfigDir: cfg.Dir}
 	a.Confirm = &confirm.Service{
 		Store: ad.Store, Workflow: ad.Workflow,
 		Timeouts: confirm.Timeouts{Call: t.Call(), Script: t.Script(), Redeem: t.Redeem()},
 		Now:      ad.Now, NewID: ad.NewID, Logger: logger,
+		Audit: a.Audit, Events: a.Dispatcher, SyncEvents: o.SyncEvents,
 	}
-	a.Audit = &audit.Trail{Store: ad.Store, Now: ad.Now, Logger: logger, ConfigDir: cfg.Dir}
 	if digest, err := audit.DirDigest(cfg.Dir); err == nil {
 		a.Audit.ConfigDigest = digest
 	} else {
@@ -176,7 +177,7 @@ func New(cfg *config.Config, ad Adapters, o Options) *App {
 	}
 	a.Calls = (&calls.Service{
 		Store: ad.Store, Confirm: a.Confirm, Upstream: ad.Upstream, Hooks: ad.Hooks,
-		Events: a.Dispatcher, SyncEvents: o.SyncEvents, Now: ad.Now, Logger: logger, Audit: a.Audit,
+		Now: ad.Now, Logger: logger, Audit: a.Audit,
 	}).WithConfig(cfg)
 	return a
 }
@@ -224,7 +225,7 @@ func (a *App) ExecuteTask() *tasks.Execute { return &tasks.Execute{Calls: a.Call
 
 // FinalizeTask records how a wait ended.
 func (a *App) FinalizeTask() *tasks.Finalize {
-	return &tasks.Finalize{Confirm: a.Confirm, Dispatcher: a.Dispatcher, Audit: a.Calls, Logger: a.Logger}
+	return &tasks.Finalize{Confirm: a.Confirm, Logger: a.Logger}
 }
 
 // Close waits for background deliveries (bounded by ctx).

@@ -5,7 +5,6 @@ import (
 
 	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/confirm"
-	"github.com/countersign/countersign/shared/notify"
 )
 
 // Lookup returns a confirmation for an approver, whose signed link is the
@@ -18,21 +17,23 @@ func (s *Service) Lookup(ctx context.Context, id string) (*countersign.Confirmat
 	return c, nil
 }
 
-// Decide records an approver's decision, exactly once, tells the workflow,
-// and announces it to the approver channels. The error carries the
+// Answer records an approver's answer, exactly once
+// (confirm.Service.Answer, which tells the workflow, records it and
+// announces it to the approver channels). The error carries the
 // lifecycle's code: confirmation_decided, confirmation_expired,
-// confirmation_pending (not ready), confirmation_mismatch (a selection that
-// is not part of it), unknown_confirmation; anything else is internal.
-func (s *Service) Decide(ctx context.Context, id string, d confirm.Decision) (*countersign.Confirmation, error) {
-	c, err := s.Confirm.Decide(ctx, id, d)
+// confirmation_pending (not ready), invalid_request (a selection that is
+// not part of it), unknown_confirmation; anything else is internal.
+func (s *Service) Answer(ctx context.Context, id string, a confirm.Answer) (*countersign.Confirmation, error) {
+	c, err := s.Confirm.Answer(ctx, id, a)
 	if err != nil {
 		return c, lifecycleError(ctx, s, err)
 	}
-	action := "confirmation.approved"
-	if c.Status == countersign.StatusRejected {
-		action = "confirmation.rejected"
-	}
-	s.auditConfirmation(ctx, "approver:"+d.Approver, action, c, d.Reason)
-	s.emit(ctx, notify.Event{Type: notify.TypeDecided, Confirmation: notify.ConfirmationOf(c), Decision: string(c.Status), Status: string(c.Status)})
 	return c, nil
+}
+
+// Decide is the former name of Answer.
+//
+// Deprecated: use Answer.
+func (s *Service) Decide(ctx context.Context, id string, a confirm.Answer) (*countersign.Confirmation, error) {
+	return s.Answer(ctx, id, a)
 }

@@ -29,7 +29,7 @@ type Grant struct {
 }
 
 // granted runs a call the person approved in the client, once, or records
-// that the person declined it. The decision was made again first: a call
+// that the person declined it. The policy decided the call again first: a call
 // the policy now denies stays denied and the answer is not spent.
 func (s *Service) granted(ctx context.Context, cred *countersign.Credential, p *prepared, res *Result, g *Grant) (*Result, error) {
 	op, err := p.operation(cred, &res.Decision.Match)
@@ -40,21 +40,21 @@ func (s *Service) granted(ctx context.Context, cred *countersign.Credential, p *
 		return nil, fault.New(fault.ConfirmationMismatch,
 			"the answer was given for another call: the credential, method, path, query and body must be the same; nothing ran")
 	}
-	conf, err := s.Confirm.Grant(ctx, confirm.GrantRequest{ID: g.ID, Credential: cred.ID, Reason: res.Decision.Reason,
-		Operations: []countersign.Operation{op}, Approve: g.Approve, By: g.By, ExpiresAt: g.ExpiresAt})
+	ran, err := s.Confirm.GrantCall(ctx, confirm.GrantRequest{ID: g.ID, Credential: cred.ID, Reason: res.Decision.Reason,
+		Operations: []countersign.Operation{op}, Approve: g.Approve, By: g.By, ExpiresAt: g.ExpiresAt},
+		s.replayer(), s.callRecord(cred, p, res.Decision))
 	if err != nil {
 		return nil, lifecycleError(ctx, s, err)
 	}
-	res.Confirmation, res.Operation = conf, op
+	res.Confirmation, res.Operation = ran.Confirmation, op
 	if !g.Approve {
 		res.Outcome, res.Code = Denied, fault.ConfirmationRejected
 		res.Reason = "the person declined " + p.Method + " " + p.Path + "; nothing was sent"
 		return res, nil
 	}
-	conf, resp, err := s.runClaimed(ctx, conf, 0)
-	if err != nil {
-		return nil, err
+	if ran.Err != nil {
+		return nil, ran.Err
 	}
-	res.Outcome, res.Response, res.Confirmation = Executed, resp, conf
+	res.Outcome, res.Response = Executed, ran.Response
 	return res, nil
 }

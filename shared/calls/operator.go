@@ -113,14 +113,12 @@ func (s *Service) RunReview(ctx context.Context, op *countersign.Credential, id 
 	if err := s.stillConfigured(c.Operations[0]); err != nil {
 		return Status{Confirmation: c, Effective: confirm.Effective(c, s.now())}, nil, err
 	}
-	c, index, err := s.Confirm.ClaimReview(ctx, id, operatorActor(op))
+	ran, err := s.Confirm.RunReview(ctx, id, operatorActor(op), s.replayer())
 	if err != nil {
 		return Status{}, nil, lifecycleError(ctx, s, err)
 	}
-	c, resp, callErr := s.runClaimed(ctx, c, index)
-	s.auditConfirmation(ctx, operatorActor(op), "review.run", c, "")
-	st := Status{Confirmation: c, Effective: confirm.Effective(c, s.now())}
-	return st, resp, callErr
+	st := Status{Confirmation: ran.Confirmation, Effective: confirm.Effective(ran.Confirmation, s.now())}
+	return st, ran.Response, ran.Err
 }
 
 // stillConfigured refuses an operation whose connection or endpoint the
@@ -146,7 +144,6 @@ func (s *Service) DismissReview(ctx context.Context, op *countersign.Credential,
 	if err != nil {
 		return Status{}, lifecycleError(ctx, s, err)
 	}
-	s.auditConfirmation(ctx, operatorActor(op), "review.dismissed", c, reason)
 	return Status{Confirmation: c, Effective: confirm.Effective(c, s.now())}, nil
 }
 

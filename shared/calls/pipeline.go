@@ -182,7 +182,8 @@ func (s *Service) outcome(ctx context.Context, cred *countersign.Credential, p *
 }
 
 // evaluate resolves the call, asks the connection's hooks, and takes the
-// policy decision (policy.Decide); Decide, apart, records an approver's answer.
+// policy decision (policy.Decide); an approver's answer is another thing
+// (Answer).
 func (s *Service) evaluate(ctx context.Context, cred *countersign.Credential, p *prepared) policy.Decision {
 	m, ok := p.cfg.Policy.Resolve(p.Connection, p.Method, p.Path)
 	in := policy.Input{Call: &p.tier, Credential: tierCredential(cred)}
@@ -256,18 +257,22 @@ func (s *Service) pause(ctx context.Context, cred *countersign.Credential, p *pr
 // upstream.
 func (s *Service) redeem(ctx context.Context, cred *countersign.Credential, p *prepared, res *Result) (*Result, error) {
 	m := &res.Decision.Match
-	conf, index, err := s.Confirm.RedeemAs(ctx, p.ConfirmationID, cred.ID, func(approved *countersign.Operation) (string, error) {
-		op, err := p.operationWith(cred, m, approved.Args.Headers)
-		return op.Binding, err
+	ran, err := s.Confirm.RedeemCall(ctx, confirm.Redemption{
+		ID: p.ConfirmationID, Credential: cred.ID,
+		Bind: func(approved *countersign.Operation) (string, error) {
+			op, err := p.operationWith(cred, m, approved.Args.Headers)
+			return op.Binding, err
+		},
+		Upstream: s.replayer(),
+		Record:   s.callRecord(cred, p, res.Decision),
 	})
 	if err != nil {
 		return nil, lifecycleError(ctx, s, err)
 	}
-	conf, resp, err := s.runClaimed(ctx, conf, index)
-	if err != nil {
-		return nil, err
+	if ran.Err != nil {
+		return nil, ran.Err
 	}
-	res.Outcome, res.Response, res.Confirmation = Executed, resp, conf
+	res.Outcome, res.Response, res.Confirmation = Executed, ran.Response, ran.Confirmation
 	return res, nil
 }
 

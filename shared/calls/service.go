@@ -17,7 +17,6 @@ import (
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/display"
 	"github.com/countersign/countersign/shared/fault"
-	"github.com/countersign/countersign/shared/notify"
 	"github.com/countersign/countersign/shared/store"
 	"github.com/countersign/countersign/shared/upstream"
 )
@@ -54,14 +53,6 @@ type Sender interface {
 	Do(ctx context.Context, r upstream.Request) (*upstream.Response, error)
 }
 
-// Events sends approver events (notify.Dispatcher).
-type Events interface {
-	// Notify sends in the background.
-	Notify(ev notify.Event)
-	// NotifyWait sends and waits, bounded by ctx.
-	NotifyWait(ctx context.Context, ev notify.Event) error
-}
-
 // Auditor appends records to the audit trail (audit.Trail). Record never
 // fails the caller: the event it records has happened.
 type Auditor interface {
@@ -73,6 +64,9 @@ type Response = upstream.Response
 
 // Service is the call pipeline. Its zero value is not usable: Store and
 // Confirm are required, and a configuration put in force with SetConfig.
+// Confirm owns the confirmation lifecycle (its transitions, their audit
+// records and approver events); the pipeline calls it once per use case
+// and gives it the upstream to run approved operations with (Replayer).
 //
 // The Service holds the one configuration in force: everything that
 // depends on the configuration (this pipeline, code mode's limits and
@@ -86,19 +80,16 @@ type Service struct {
 	Upstream Sender
 	// Hooks calls the connections' hooks; nil means a client with a 5 s timeout.
 	Hooks *http.Client
-	// Events sends confirmation.decided and .executed; nil sends nothing.
-	Events Events
-	// SyncEvents delivers events before returning (Lambda freezes work
-	// left running after the response); otherwise they go in the background.
-	SyncEvents bool
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time
 	// Logger receives one line per call; nil discards. Log with the
 	// request's context so its request id is on every line.
 	Logger *slog.Logger
-	// Audit records decisions, approvals, redemptions and operator
-	// actions; nil records nothing. Auto-tier calls are recorded only
-	// with settings.json audit.auto_calls (no store write on the auto path).
+	// Audit records the calls it decides (denied, paused, executed) and
+	// operator tools run; nil records nothing. Auto-tier calls are
+	// recorded only with settings.json audit.auto_calls (no store write
+	// on the auto path). What happens to a confirmation after it is
+	// created is recorded by the lifecycle (Confirm.Audit).
 	Audit Auditor
 
 	rate rateLimiter
@@ -231,22 +222,4 @@ func (s *Service) Connections(cred *countersign.Credential) []string {
 		conns = append(conns, c.Name)
 	}
 	return conns
-}
-
-// syncEventBudget bounds how long a synchronous event delivery may hold a response.
-const syncEventBudget = 3 * time.Second
-
-// emit sends an approver event: in the background, or before returning
-// (bounded) when the handler runs in Lambda.
-func (s *Service) emit(ctx context.Context, ev notify.Event) {
-	if s.Events == nil {
-		return
-	}
-	if !s.SyncEvents {
-		s.Events.Notify(ev)
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), syncEventBudget)
-	defer cancel()
-	_ = s.Events.NotifyWait(ctx, ev)
 }

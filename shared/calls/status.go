@@ -47,14 +47,14 @@ func (s *Service) Confirmation(ctx context.Context, cred *countersign.Credential
 		return Status{}, fault.Wrap(err, "the confirmation could not be read; try again")
 	}
 	if wait := min(o.Wait, MaxWait); wait > 0 && confirm.Effective(c, s.now()) == countersign.StatusPending {
-		c = s.waitDecided(ctx, c, wait, o)
+		c = s.waitAnswered(ctx, c, wait, o)
 	}
 	return Status{Confirmation: c, Effective: confirm.Effective(c, s.now())}, nil
 }
 
-// waitDecided re-reads the record until its effective status leaves
+// waitAnswered re-reads the record until its effective status leaves
 // pending, the time passes, or the request goes away.
-func (s *Service) waitDecided(ctx context.Context, c *countersign.Confirmation, d time.Duration, o WaitOptions) *countersign.Confirmation {
+func (s *Service) waitAnswered(ctx context.Context, c *countersign.Confirmation, d time.Duration, o WaitOptions) *countersign.Confirmation {
 	interval := o.Poll
 	if interval <= 0 {
 		interval = 100 * time.Millisecond
@@ -65,7 +65,7 @@ func (s *Service) waitDecided(ctx context.Context, c *countersign.Confirmation, 
 	if until := c.ExpiresAt.Sub(s.now()); until < d {
 		deadline.Reset(max(until, 0))
 	}
-	// The interval grows to maxPoll: a decision is seen within a second,
+	// The interval grows to maxPoll: an answer is seen within a second,
 	// and a 25 s wait costs a few dozen reads, not hundreds.
 	tick := time.NewTimer(interval)
 	defer tick.Stop()

@@ -55,21 +55,14 @@ func (s *Service) CreateReview(ctx context.Context, r ReviewRequest) (*countersi
 	return c, nil
 }
 
-// reviewPending refuses anything but a pending, unexpired review item.
-func reviewPending(c *countersign.Confirmation, now time.Time) error {
+// reviewEvent is the table's answer to an operator's event on a review
+// item; anything but a review item is unknown.
+func reviewEvent(c *countersign.Confirmation, ev Event, now time.Time) (Transition, error) {
 	if c.Kind != countersign.KindReview {
-		return fault.Errorf(fault.UnknownConfirmation, "no review item %s", c.ID)
+		return Transition{}, fault.Errorf(fault.UnknownConfirmation, "no review item %s", c.ID)
 	}
-	switch st := Effective(c, now); st {
-	case countersign.StatusPending:
-		return nil
-	case countersign.StatusExpired:
-		return fault.Errorf(fault.ConfirmationExpired, "review item %s expired at %s", c.ID, c.ExpiresAt.Format(time.RFC3339))
-	case countersign.StatusRejected:
-		return fault.Errorf(fault.ConfirmationDecided, "review item %s was dismissed by %s", c.ID, c.DecidedBy)
-	default:
-		return fault.Errorf(fault.ConfirmationDecided, "review item %s was already run by %s (%s)", c.ID, c.DecidedBy, st)
-	}
+	t := On(c, ev, now)
+	return t, t.Err(c)
 }
 
 // GetReview returns a review item, or unknown_confirmation.
@@ -90,11 +83,12 @@ func (s *Service) GetReview(ctx context.Context, id string) (*countersign.Confir
 // then runs it once (RunClaimed). The others get confirmation_decided.
 func (s *Service) ClaimReview(ctx context.Context, id, by string) (*countersign.Confirmation, int, error) {
 	c, err := s.update(ctx, id, func(c *countersign.Confirmation, now time.Time) error {
-		if err := reviewPending(c, now); err != nil {
+		t, err := reviewEvent(c, EventRunReview, now)
+		if err != nil {
 			return err
 		}
 		at := now
-		c.Status, c.DecidedAt, c.DecidedBy, c.RedeemedAt = countersign.StatusRedeemed, &at, by, &at
+		c.Status, c.DecidedAt, c.DecidedBy, c.RedeemedAt = t.To, &at, by, &at
 		c.Operations[0].State = countersign.OpClaimed
 		return nil
 	})
@@ -105,15 +99,17 @@ func (s *Service) ClaimReview(ctx context.Context, id, by string) (*countersign.
 	return c, 0, nil
 }
 
-// DismissReview closes a pending review item without running it; reason
-// is shown to the agent. A dismissed item never runs.
+// DismissReview closes a pending review item without running it, and
+// records it ("review.dismissed"); reason is shown to the agent. A
+// dismissed item never runs.
 func (s *Service) DismissReview(ctx context.Context, id, by, reason string) (*countersign.Confirmation, error) {
 	c, err := s.update(ctx, id, func(c *countersign.Confirmation, now time.Time) error {
-		if err := reviewPending(c, now); err != nil {
+		t, err := reviewEvent(c, EventDismissReview, now)
+		if err != nil {
 			return err
 		}
 		at := now
-		c.Status, c.DecidedAt, c.DecidedBy, c.DecisionReason = countersign.StatusRejected, &at, by, reason
+		c.Status, c.DecidedAt, c.DecidedBy, c.DecisionReason = t.To, &at, by, reason
 		c.Operations[0].Selected = false
 		return nil
 	})
@@ -121,5 +117,6 @@ func (s *Service) DismissReview(ctx context.Context, id, by, reason string) (*co
 		return c, fmt.Errorf("dismiss review %s: %w", id, err)
 	}
 	s.logger().InfoContext(ctx, "review item dismissed", "review", id, "operator", by)
+	s.record(ctx, by, "review.dismissed", c, reason)
 	return c, nil
 }

@@ -15,15 +15,16 @@ import (
 	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/canon"
 	"github.com/countersign/countersign/shared/fault"
+	"github.com/countersign/countersign/shared/notify"
 	"github.com/countersign/countersign/shared/store"
 	"github.com/countersign/countersign/shared/workflow"
 )
 
 // Timeouts bound the life of a confirmation.
 type Timeouts struct {
-	// Call is how long a single call waits for a decision (600 s).
+	// Call is how long a single call waits for an approver's answer (600 s).
 	Call time.Duration
-	// Script is how long a script batch waits for a decision (1800 s).
+	// Script is how long a script batch waits for an approver's answer (1800 s).
 	Script time.Duration
 	// Redeem is how long an approved call may wait for its redemption (600 s).
 	Redeem time.Duration
@@ -58,9 +59,12 @@ type Store interface {
 	TaskToken(ctx context.Context, id string) (string, error)
 }
 
-// Service is the confirmation lifecycle: create, decide, redeem, execute once,
-// finalize. Every transition is a conditional write on the record's version,
-// so under any race exactly one writer wins and the others re-read.
+// Service is the confirmation lifecycle, its one owner: create, answer,
+// redeem, execute once, finalize. Which event may happen in which status is
+// the table in lifecycle.go. Every transition is a conditional write on the
+// record's version, so under any race exactly one writer wins and the
+// others re-read; the winner records it in the audit trail and announces
+// it, so each is recorded and announced once whatever surface caused it.
 type Service struct {
 	Store    Store
 	Workflow workflow.Workflow
@@ -73,6 +77,16 @@ type Service struct {
 	NewID func() string
 	// Logger receives lifecycle events; nil discards.
 	Logger *slog.Logger
+	// Audit records every transition (answers, expiries, redemptions,
+	// executions, review items run or dismissed, scripts' ends); nil
+	// records nothing.
+	Audit Auditor
+	// Events announces answers, executions and expiries to the approver
+	// channels; nil sends nothing.
+	Events Events
+	// SyncEvents delivers events before returning (Lambda freezes work
+	// left running after the response); otherwise they go in the background.
+	SyncEvents bool
 
 	live atomic.Pointer[Timeouts]
 }
@@ -113,7 +127,7 @@ func (s *Service) timeouts() Timeouts {
 	return t
 }
 
-// Wait is how long a confirmation of kind waits for a decision.
+// Wait is how long a confirmation of kind waits for an approver's answer.
 func (s *Service) Wait(kind countersign.Kind) time.Duration {
 	if kind == countersign.KindScript {
 		return s.timeouts().Script
@@ -192,7 +206,7 @@ type workflowInput struct {
 }
 
 // Create stores a pending confirmation and starts its workflow, which hands
-// the task token to the notify task and waits for the decision or the timeout.
+// the task token to the notify task and waits for the answer or the timeout.
 func (s *Service) Create(ctx context.Context, r Request) (*countersign.Confirmation, error) {
 	if len(r.Operations) == 0 {
 		return nil, errors.New("create confirmation: no operations")
@@ -238,6 +252,11 @@ func (s *Service) Create(ctx context.Context, r Request) (*countersign.Confirmat
 		return nil, fmt.Errorf("start workflow for %s: %w", id, err)
 	}
 	s.logger().InfoContext(ctx, "confirmation created", "confirmation", id, "credential", r.Credential, "kind", r.Kind, "operations", len(r.Operations))
+	if c.Kind == countersign.KindScript {
+		// A call's pause is recorded with the call (call.paused); a
+		// script's calls are recorded with the batch they joined.
+		s.record(ctx, c.Credential, "script.paused", c, c.Reason)
+	}
 	return c, nil
 }
 
@@ -358,8 +377,10 @@ func (s *Service) AttachToken(ctx context.Context, id, token string) (c *counter
 	return c, true, nil
 }
 
-// Decision is what an approver decided.
-type Decision struct {
+// Answer is an approver's answer to a confirmation: approve (all of it,
+// or the operations kept) or reject. The policy's decision on a call is
+// policy.Decision; this is the person's.
+type Answer struct {
 	Approve  bool
 	Approver string
 	// Reason is the approver's optional reason (shown to the agent).
@@ -368,8 +389,8 @@ type Decision struct {
 	Keep []int
 }
 
-// decisionOutput is the task output sent with SendTaskSuccess.
-type decisionOutput struct {
+// answerOutput is the task output sent with SendTaskSuccess.
+type answerOutput struct {
 	Approved bool `json:"approved"`
 	Execute  bool `json:"execute"`
 }
@@ -377,22 +398,29 @@ type decisionOutput struct {
 // RejectedError is the error name the state machines catch for a rejection.
 const RejectedError = "Rejected"
 
-// Decide records an approver's decision, exactly once: the first decision on
+// Decision is the former name of Answer.
+//
+// Deprecated: use Answer.
+type Decision = Answer
+
+// Answer records an approver's answer, exactly once: the first answer on
 // a pending, unexpired record wins; every later one fails with
-// confirmation_decided, and a decision after expiry with confirmation_expired.
-// Only after the decision is stored is the workflow told.
-func (s *Service) Decide(ctx context.Context, id string, d Decision) (*countersign.Confirmation, error) {
+// confirmation_decided, and an answer after expiry with confirmation_expired.
+// Only after the answer is stored is the workflow told; then the answer is
+// recorded in the audit trail and announced to the approver channels.
+func (s *Service) Answer(ctx context.Context, id string, d Answer) (*countersign.Confirmation, error) {
 	token, err := s.Store.TaskToken(ctx, id)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return nil, fmt.Errorf("decide %s: %w", id, err)
+		return nil, fmt.Errorf("answer %s: %w", id, err)
+	}
+	ev := EventReject
+	if d.Approve {
+		ev = EventApprove
 	}
 	c, err := s.update(ctx, id, func(c *countersign.Confirmation, now time.Time) error {
-		switch Effective(c, now) {
-		case countersign.StatusPending:
-		case countersign.StatusExpired:
-			return fault.Errorf(fault.ConfirmationExpired, "confirmation %s expired at %s", c.ID, c.ExpiresAt.Format(time.RFC3339))
-		default:
-			return fault.Errorf(fault.ConfirmationDecided, "confirmation %s was already decided (%s)", c.ID, c.Status)
+		t := On(c, ev, now)
+		if err := t.Err(c); err != nil {
+			return err
 		}
 		if c.Kind == countersign.KindReview {
 			return fault.Errorf(fault.ConfirmationPending, "%s is a review item: an operator runs or dismisses it", c.ID)
@@ -404,8 +432,8 @@ func (s *Service) Decide(ctx context.Context, id string, d Decision) (*countersi
 		}
 		at := now
 		c.DecidedAt, c.DecidedBy, c.DecisionReason = &at, d.Approver, d.Reason
+		c.Status = t.To
 		if !d.Approve {
-			c.Status = countersign.StatusRejected
 			for i := range c.Operations {
 				c.Operations[i].Selected = false
 			}
@@ -426,7 +454,6 @@ func (s *Service) Decide(ctx context.Context, id string, d Decision) (*countersi
 				c.Operations[i].Selected = keep[i]
 			}
 		}
-		c.Status = countersign.StatusApproved
 		if !GatewayExecutes(c) {
 			by := now.Add(s.timeouts().Redeem)
 			c.RedeemBy = &by
@@ -434,10 +461,10 @@ func (s *Service) Decide(ctx context.Context, id string, d Decision) (*countersi
 		return nil
 	})
 	if err != nil {
-		return c, fmt.Errorf("decide %s: %w", id, err)
+		return c, fmt.Errorf("answer %s: %w", id, err)
 	}
 	if d.Approve {
-		out, _ := json.Marshal(decisionOutput{Approved: true, Execute: GatewayExecutes(c)})
+		out, _ := json.Marshal(answerOutput{Approved: true, Execute: GatewayExecutes(c)})
 		err = s.Workflow.SendTaskSuccess(ctx, token, out)
 	} else {
 		err = s.Workflow.SendTaskFailure(ctx, token, RejectedError, "rejected by "+d.Approver)
@@ -447,8 +474,17 @@ func (s *Service) Decide(ctx context.Context, id string, d Decision) (*countersi
 		// ended or will time out and find nothing pending to finalize.
 		s.logger().WarnContext(ctx, "workflow not told of decision", "confirmation", id, "error", err)
 	}
-	s.logger().InfoContext(ctx, "confirmation decided", "confirmation", id, "approved", d.Approve, "approver", d.Approver)
+	s.logger().InfoContext(ctx, "confirmation answered", "confirmation", id, "approved", d.Approve, "approver", d.Approver)
+	s.record(ctx, "approver:"+d.Approver, "confirmation."+string(c.Status), c, d.Reason)
+	s.emit(ctx, notify.Event{Type: notify.TypeDecided, Confirmation: notify.ConfirmationOf(c), Decision: string(c.Status), Status: string(c.Status)})
 	return c, nil
+}
+
+// Decide is the former name of Answer.
+//
+// Deprecated: use Answer.
+func (s *Service) Decide(ctx context.Context, id string, d Answer) (*countersign.Confirmation, error) {
+	return s.Answer(ctx, id, d)
 }
 
 // GatewayExecutes reports whether the gateway runs the approved operations
@@ -465,28 +501,48 @@ func GatewayExecutes(c *countersign.Confirmation) bool {
 // nobody else will run it, so it must not read approved for good (nothing
 // of it ran; the decision stays recorded). It is idempotent, as Step
 // Functions may run the task more than once.
+//
+// Every change it makes is recorded in the audit trail, and an expiry is
+// announced to the approver channels.
 func (s *Service) Finalize(ctx context.Context, id string, to countersign.Status) (*countersign.Confirmation, error) {
-	switch to {
-	case countersign.StatusExpired, countersign.StatusRejected, countersign.StatusFailed:
-	default:
+	ev, ok := finalizeEvents[to]
+	if !ok {
 		return nil, fmt.Errorf("finalize %s: cannot finalize as %q", id, to)
 	}
+	changed := false
 	c, err := s.update(ctx, id, func(c *countersign.Confirmation, now time.Time) error {
-		switch {
-		case c.Status == countersign.StatusPending:
-		case c.Status == countersign.StatusApproved && to == countersign.StatusFailed && GatewayExecutes(c):
-			// Approved, not claimed (claiming makes it redeemed): an
-			// executor that starts now finds it failed and runs nothing.
-		default:
+		changed = false
+		// The stored status: the workflow's timer is what makes it expire.
+		t := Next(c.Status, ev)
+		if !t.Allowed() || t.To == c.Status {
 			return errUnchanged
 		}
-		c.Status = to
+		if c.Status == countersign.StatusApproved && !GatewayExecutes(c) {
+			// The agent redeems it: its approval keeps its window.
+			return errUnchanged
+		}
+		// Approved, not claimed (claiming makes it redeemed): an executor
+		// that starts now finds it failed and runs nothing.
+		c.Status, changed = t.To, true
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("finalize %s: %w", id, err)
 	}
+	if changed {
+		s.record(ctx, "system", "confirmation."+string(c.Status), c, "")
+		if c.Status == countersign.StatusExpired {
+			s.emitWait(ctx, notify.Event{Type: notify.TypeExpired, Confirmation: notify.ConfirmationOf(c), Status: string(c.Status)})
+		}
+	}
 	return c, nil
+}
+
+// finalizeEvents are the events the workflow reports, by the status it asks for.
+var finalizeEvents = map[countersign.Status]Event{
+	countersign.StatusExpired:  EventTimeOut,
+	countersign.StatusRejected: EventWorkflowRejected,
+	countersign.StatusFailed:   EventWorkflowFailed,
 }
 
 // Redeem consumes an approved call for the agent that asked for it: the
@@ -516,19 +572,12 @@ func (s *Service) RedeemAs(ctx context.Context, id, credential string, bind func
 		if c.Credential != credential || c.Operations[0].Binding != binding {
 			return fault.Errorf(fault.ConfirmationMismatch, "confirmation %s was approved for another call: the credential, method, path, query and body must be the same", c.ID)
 		}
-		switch Effective(c, now) {
-		case countersign.StatusApproved:
-		case countersign.StatusPending:
-			return fault.Errorf(fault.ConfirmationPending, "confirmation %s is waiting for a person", c.ID)
-		case countersign.StatusRejected:
-			return fault.Errorf(fault.ConfirmationRejected, "confirmation %s was rejected", c.ID)
-		case countersign.StatusExpired:
-			return fault.Errorf(fault.ConfirmationExpired, "confirmation %s expired", c.ID)
-		default:
-			return fault.Errorf(fault.ConfirmationUsed, "confirmation %s was already used", c.ID)
+		t := On(c, EventRedeem, now)
+		if err := t.Err(c); err != nil {
+			return err
 		}
 		at := now
-		c.Status, c.RedeemedAt = countersign.StatusRedeemed, &at
+		c.Status, c.RedeemedAt = t.To, &at
 		c.Operations[0].State = countersign.OpClaimed
 		index = 0
 		return nil
@@ -552,7 +601,15 @@ const (
 // batch's status is final only when its script ends (FinishScript). A large
 // body is kept truncated (countersign.Outcome.Bounded), so no write fails for size.
 func (s *Service) Complete(ctx context.Context, id string, index int, out countersign.Outcome) (*countersign.Confirmation, error) {
-	c, err := s.update(ctx, id, func(c *countersign.Confirmation, now time.Time) error {
+	c, _, err := s.complete(ctx, id, index, out)
+	return c, err
+}
+
+// complete is Complete; ended reports whether this write gave the record
+// its final status.
+func (s *Service) complete(ctx context.Context, id string, index int, out countersign.Outcome) (c *countersign.Confirmation, ended bool, err error) {
+	c, err = s.update(ctx, id, func(c *countersign.Confirmation, now time.Time) error {
+		ended = false
 		if index < 0 || index >= len(c.Operations) {
 			return fmt.Errorf("no operation %d", index)
 		}
@@ -562,15 +619,17 @@ func (s *Service) Complete(ctx context.Context, id string, index int, out counte
 		}
 		bounded := out.Bounded(max(minOutcomeBody, outcomeBudget/len(c.Operations)))
 		op.State, op.Outcome = countersign.OpDone, &bounded
-		if c.Kind != countersign.KindScript {
+		if c.Kind != countersign.KindScript && Next(c.Status, EventFinish).ByOutcomes {
+			before := c.Status
 			c.Status = finalStatus(c)
+			ended = c.Status != before
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("complete %s operation %d: %w", id, index, err)
+		return nil, false, fmt.Errorf("complete %s operation %d: %w", id, index, err)
 	}
-	return c, nil
+	return c, ended, nil
 }
 
 // finalStatus is the status of a record whose operations are being executed.
@@ -612,11 +671,18 @@ type Runner func(ctx context.Context, op countersign.Operation, idempotencyKey s
 // The outcome is stored on a context that outlives a cancelled request:
 // the call was made, so it must be recorded.
 func (s *Service) RunClaimed(ctx context.Context, c *countersign.Confirmation, index int, run Runner) (*countersign.Confirmation, error) {
+	c, _, err := s.runClaimed(ctx, c, index, run)
+	return c, err
+}
+
+// runClaimed is RunClaimed; ended reports whether its outcome gave the
+// record its final status.
+func (s *Service) runClaimed(ctx context.Context, c *countersign.Confirmation, index int, run Runner) (*countersign.Confirmation, bool, error) {
 	if index < 0 || index >= len(c.Operations) || c.Operations[index].State != countersign.OpClaimed {
-		return c, fmt.Errorf("run %s operation %d: not claimed", c.ID, index)
+		return c, false, fmt.Errorf("run %s operation %d: not claimed", c.ID, index)
 	}
 	out := run(ctx, c.Operations[index], IdempotencyKey(c.ID, index))
-	return s.Complete(context.WithoutCancel(ctx), c.ID, index, out)
+	return s.complete(context.WithoutCancel(ctx), c.ID, index, out)
 }
 
 // ExecuteApproved runs the selected operations of an approved record the
@@ -625,27 +691,27 @@ func (s *Service) RunClaimed(ctx context.Context, c *countersign.Confirmation, i
 // stored after. A retry (a Lambda retry, a duplicate click) skips operations
 // that are claimed or done, so it replays stored outcomes and never calls twice.
 func (s *Service) ExecuteApproved(ctx context.Context, id string, run Runner) (*countersign.Confirmation, error) {
-	c, err := s.Get(ctx, id)
+	c, _, err := s.executeApproved(ctx, id, run)
+	return c, err
+}
+
+// executeApproved is ExecuteApproved; ended reports whether this run gave
+// the record its final status (of concurrent runs, exactly one does).
+func (s *Service) executeApproved(ctx context.Context, id string, run Runner) (c *countersign.Confirmation, ended bool, err error) {
+	c, err = s.Get(ctx, id)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	switch Effective(c, s.now()) {
-	case countersign.StatusApproved, countersign.StatusRedeemed, countersign.StatusExecuted, countersign.StatusPartiallyExecuted, countersign.StatusFailed:
-	case countersign.StatusRejected:
-		return c, fault.Errorf(fault.ConfirmationRejected, "confirmation %s was rejected", id)
-	case countersign.StatusExpired:
-		return c, fault.Errorf(fault.ConfirmationExpired, "confirmation %s expired", id)
-	default:
-		return c, fault.Errorf(fault.ConfirmationPending, "confirmation %s is waiting for a person", id)
+	if err := On(c, EventExecute, s.now()).Err(c); err != nil {
+		return c, false, err
 	}
 	for i := range c.Operations {
 		claimed := false
 		c, err = s.update(ctx, id, func(c *countersign.Confirmation, now time.Time) error {
 			// A lost race calls fn again: only the attempt that is written counts.
 			claimed = false
-			switch c.Status {
-			case countersign.StatusApproved, countersign.StatusRedeemed:
-			default:
+			t := Next(c.Status, EventClaim)
+			if !t.Allowed() {
 				return errUnchanged
 			}
 			op := &c.Operations[i]
@@ -653,31 +719,36 @@ func (s *Service) ExecuteApproved(ctx context.Context, id string, run Runner) (*
 				return errUnchanged
 			}
 			op.State, claimed = countersign.OpClaimed, true
-			c.Status = countersign.StatusRedeemed
+			c.Status = t.To
 			return nil
 		})
 		if err != nil {
-			return c, fmt.Errorf("execute %s: %w", id, err)
+			return c, ended, fmt.Errorf("execute %s: %w", id, err)
 		}
 		if !claimed {
 			continue
 		}
-		if c, err = s.RunClaimed(ctx, c, i, run); err != nil {
-			return c, err
+		var last bool
+		if c, last, err = s.runClaimed(ctx, c, i, run); err != nil {
+			return c, ended, err
 		}
+		ended = ended || last
 	}
 	// Nothing selected ran: the record still needs a final status.
-	return s.update(ctx, id, func(c *countersign.Confirmation, now time.Time) error {
-		if c.Status != countersign.StatusApproved && c.Status != countersign.StatusRedeemed {
+	final := false
+	c, err = s.update(ctx, id, func(c *countersign.Confirmation, now time.Time) error {
+		final = false
+		if !Next(c.Status, EventFinish).ByOutcomes {
 			return errUnchanged
 		}
 		next := finalStatus(c)
 		if next == c.Status {
 			return errUnchanged
 		}
-		c.Status = next
+		c.Status, final = next, true
 		return nil
 	})
+	return c, ended || final, err
 }
 
 // GrantRequest is a person's answer given in the client itself (an MCP
@@ -776,19 +847,13 @@ func (s *Service) ClaimOne(ctx context.Context, id string, index int) (c *counte
 			return fault.Errorf(fault.ConfirmationMismatch, "operation %d is not part of confirmation %s", index, c.ID)
 		}
 		op := &c.Operations[index]
-		switch Effective(c, now) {
-		case countersign.StatusApproved, countersign.StatusRedeemed:
-		case countersign.StatusExecuted, countersign.StatusPartiallyExecuted, countersign.StatusFailed:
-			if op.State != countersign.OpWaiting {
-				return errUnchanged
-			}
-			return fault.Errorf(fault.ConfirmationUsed, "confirmation %s was already run to its end", c.ID)
-		case countersign.StatusRejected:
-			return fault.Errorf(fault.ConfirmationRejected, "confirmation %s was rejected", c.ID)
-		case countersign.StatusExpired:
-			return fault.Errorf(fault.ConfirmationExpired, "confirmation %s expired", c.ID)
-		default:
-			return fault.Errorf(fault.ConfirmationPending, "confirmation %s is waiting for a person", c.ID)
+		t := On(c, EventClaim, now)
+		if t.Refused == fault.ConfirmationUsed && op.State != countersign.OpWaiting {
+			// Run to its end: the stored outcome answers.
+			return errUnchanged
+		}
+		if err := t.Err(c); err != nil {
+			return err
 		}
 		if !op.Selected {
 			return fault.Errorf(fault.ConfirmationRejected, "operation %d of confirmation %s was cleared by the approver", index, c.ID)
@@ -797,7 +862,7 @@ func (s *Service) ClaimOne(ctx context.Context, id string, index int) (c *counte
 			return errUnchanged
 		}
 		op.State, claimed = countersign.OpClaimed, true
-		c.Status = countersign.StatusRedeemed
+		c.Status = t.To
 		return nil
 	})
 	if err != nil {
@@ -813,16 +878,24 @@ func (s *Service) ClaimOne(ctx context.Context, id string, index int) (c *counte
 // operation the script never reached stays waiting and never runs. It is
 // idempotent: a record already finished is returned unchanged.
 func (s *Service) FinishScript(ctx context.Context, id string, result json.RawMessage, failed bool) (*countersign.Confirmation, error) {
-	c, err := s.update(ctx, id, func(c *countersign.Confirmation, now time.Time) error {
+	c, _, err := s.finishScript(ctx, id, result, failed)
+	return c, err
+}
+
+// finishScript is FinishScript; ended reports whether this call recorded
+// the end (of concurrent calls, exactly one does).
+func (s *Service) finishScript(ctx context.Context, id string, result json.RawMessage, failed bool) (c *countersign.Confirmation, ended bool, err error) {
+	c, err = s.update(ctx, id, func(c *countersign.Confirmation, now time.Time) error {
+		ended = false
 		if c.Kind != countersign.KindScript {
 			return fault.Errorf(fault.ConfirmationMismatch, "confirmation %s is not a script batch", c.ID)
 		}
-		switch c.Status {
-		case countersign.StatusApproved, countersign.StatusRedeemed:
-		case countersign.StatusExecuted, countersign.StatusPartiallyExecuted, countersign.StatusFailed:
+		t := Next(c.Status, EventFinish)
+		if err := t.Err(c); err != nil {
+			return err
+		}
+		if !t.ByOutcomes {
 			return errUnchanged
-		default:
-			return fault.Errorf(fault.ConfirmationPending, "confirmation %s is %s, not approved", c.ID, c.Status)
 		}
 		ran, missed := 0, 0
 		for _, op := range c.Operations {
@@ -842,11 +915,11 @@ func (s *Service) FinishScript(ctx context.Context, id string, result json.RawMe
 		default:
 			c.Status = countersign.StatusPartiallyExecuted
 		}
-		c.Result = result
+		c.Result, ended = result, true
 		return nil
 	})
 	if err != nil {
-		return c, fmt.Errorf("finish script %s: %w", id, err)
+		return c, false, fmt.Errorf("finish script %s: %w", id, err)
 	}
-	return c, nil
+	return c, ended, nil
 }

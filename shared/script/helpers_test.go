@@ -202,8 +202,8 @@ func newEnv(tb testing.TB, limits script.Limits) *env {
 		c := c
 		e.creds[c.ID] = &c
 	}
-	conf := &confirm.Service{Store: st, Workflow: nopWorkflow{}}
-	e.calls = (&calls.Service{Store: st, Confirm: conf, Events: e.events, SyncEvents: true}).WithConfig(cfg)
+	conf := &confirm.Service{Store: st, Workflow: nopWorkflow{}, Events: e.events, SyncEvents: true}
+	e.calls = (&calls.Service{Store: st, Confirm: conf}).WithConfig(cfg)
 	// The limits are the configuration's, as a deployment's are.
 	cfg.Settings.Scripts = config.Scripts{TimeLimitMS: int(limits.Time / time.Millisecond), MaxCalls: limits.Calls,
 		MaxScriptBytes: limits.ScriptBytes, MaxResultBytes: limits.ResultBytes, MemoryMiB: int(limits.Memory >> 20)}

@@ -14,9 +14,9 @@ import (
 
 	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/calls"
+	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/fault"
-	"github.com/countersign/countersign/shared/notify"
 	"github.com/countersign/countersign/shared/policy"
 	"github.com/countersign/countersign/shared/store"
 )
@@ -32,13 +32,34 @@ type Store interface {
 	ScriptParts(ctx context.Context, runID, prefix string) ([]*countersign.ScriptPart, error)
 }
 
-// Service runs scripts. Calls and Store are required.
-type Service struct {
-	// Calls is the call pipeline every call() goes through. It also holds
-	// the configuration in force: each run takes its limits
+// Pipeline is the call pipeline as code mode uses it (calls.Service).
+type Pipeline interface {
+	// Current is the configuration in force: each run takes its limits
 	// (settings.json scripts) from it when it starts, and each call reads
 	// its connection's controls (approval.out_of_band_only) from it.
-	Calls *calls.Service
+	Current() *config.Config
+	// Do decides and runs one call(); Bind binds one without deciding it.
+	Do(ctx context.Context, cred *countersign.Credential, c *calls.Call, o calls.Options) (*calls.Result, error)
+	Bind(cred *countersign.Credential, c *calls.Call) (countersign.Operation, error)
+	// Reserve counts a batch against the credential's pending confirmations.
+	Reserve(ctx context.Context, cred *countersign.Credential, kind countersign.Kind) error
+	// NewConfirmationID, CreateBatch and EndScript make a batch and end it.
+	NewConfirmationID() string
+	CreateBatch(ctx context.Context, r confirm.Request) (*countersign.Confirmation, error)
+	EndScript(ctx context.Context, id string, result json.RawMessage, failure *countersign.ScriptError) (*countersign.Confirmation, error)
+	// Confirmation reads a batch for its credential; Lookup for the workflow.
+	Confirmation(ctx context.Context, cred *countersign.Credential, id string, o calls.WaitOptions) (calls.Status, error)
+	Lookup(ctx context.Context, id string) (*countersign.Confirmation, error)
+	// ExecuteOne runs one approved operation of a batch, once.
+	ExecuteOne(ctx context.Context, id string, index int) (countersign.Outcome, bool, error)
+}
+
+var _ Pipeline = (*calls.Service)(nil)
+
+// Service runs scripts. Calls and Store are required.
+type Service struct {
+	// Calls is the call pipeline every call() goes through.
+	Calls Pipeline
 	// Store keeps the journals.
 	Store Store
 	// Lease is how long a run after approval holds a journal before
@@ -76,83 +97,41 @@ type Request struct {
 	Client *calls.Client
 }
 
-// Status is how a run ended.
-type Status string
+// Status is how a run ended (countersign.ScriptOutcome).
+type Status = countersign.ScriptOutcome
 
 // Statuses of a Result.
 const (
 	// Completed: the script ran to its end with nothing to confirm, or its
 	// run after approval ended (a resubmission).
-	Completed Status = "completed"
+	Completed = countersign.ScriptDone
 	// ConfirmationRequired: calls were collected into a batch confirmation.
-	ConfirmationRequired Status = "confirmation_required"
+	ConfirmationRequired = countersign.ScriptConfirmationRequired
 )
 
-// CallState is what became of a call() in a run.
-type CallState string
+// CallState is what became of a call() in a run (countersign.ShownCallState).
+type CallState = countersign.ShownCallState
 
 // Call states (docs/scripts.md, and denied).
 const (
-	// StateRan: the call ran in this run (or an approved one ran after approval).
-	StateRan CallState = "ran"
-	// StateReplayed: after approval, the call returned what it returned in
-	// the first run, without running again.
-	StateReplayed CallState = "replayed"
-	// StatePending: the call needs confirmation; it was collected.
-	StatePending CallState = "pending"
-	// StateRejected: the approver cleared the call.
-	StateRejected CallState = "rejected"
-	// StateDenied: policy refused the call; nothing ran.
-	StateDenied CallState = "denied"
+	StateRan      = countersign.ShownRan
+	StateReplayed = countersign.ShownReplayed
+	StatePending  = countersign.ShownPending
+	StateRejected = countersign.ShownRejected
+	StateDenied   = countersign.ShownDenied
 )
 
-// Call is one call() of a run, as the agent is shown it.
-type Call struct {
-	Connection string    `json:"connection"`
-	Method     string    `json:"method"`
-	Path       string    `json:"path"`
-	State      CallState `json:"state"`
-	// Operation is the index of the batch's operation a collected call
-	// became (the approval page's checkbox); nil for other calls.
-	Operation *int `json:"operation,omitempty"`
-	// Response is what call() returned; one over 32 KiB is shown as
-	// {"truncated": true, "bytes": n} (the script itself got all of it).
-	Response json.RawMessage `json:"response"`
-}
+// Call is one call() of a run, as the agent is shown it (countersign.ShownCall).
+type Call = countersign.ShownCall
 
-// Result is a run that ended without failing.
-type Result struct {
-	Status Status
-	// Value is the script's value as JSON (Completed).
-	Value json.RawMessage
-	// Calls are the run's calls in order.
-	Calls []Call
-	// Logs are its console.log lines.
-	Logs []string
-	// Confirmation is the batch (ConfirmationRequired, or the finished
-	// batch of a resubmission); Effective its status by the clock.
-	Confirmation *countersign.Confirmation
-	Effective    countersign.Status
-	// Unasked counts the calls denied to the script because the surface
-	// could ask nobody (Request.CannotAsk).
-	Unasked int
-}
+// Result is a run that ended without failing: countersign.ScriptResult,
+// code mode's one result type, which the surfaces use without linking the
+// JavaScript engine.
+type Result = countersign.ScriptResult
 
-// Error is a script that failed: why (a fault code and a reason that
-// names the line and column when known), and what it did first. Nothing it
-// collected is pending.
-type Error struct {
-	Code         fault.Code
-	Reason       string
-	Line, Column int
-	Calls        []Call
-	Logs         []string
-}
-
-func (e *Error) Error() string { return string(e.Code) + ": " + e.Reason }
-
-// Unwrap gives the code to fault.As.
-func (e *Error) Unwrap() error { return &fault.Error{Code: e.Code, Reason: e.Reason} }
+// Error is a script that failed (countersign.ScriptFailure): why, and what
+// it did first. Nothing it collected is pending.
+type Error = countersign.ScriptFailure
 
 const (
 	// journalRetention outlives any batch: 30 minutes to decide, then the
@@ -352,10 +331,7 @@ func (s *Service) pause(ctx context.Context, cred *countersign.Credential, asker
 	if err := s.Calls.Reserve(ctx, cred, countersign.KindScript); err != nil {
 		return nil, err
 	}
-	id := confirm.NewID()
-	if s.Calls.Confirm.NewID != nil {
-		id = s.Calls.Confirm.NewID()
-	}
+	id := s.Calls.NewConfirmationID()
 	now := s.now()
 	ttl := now.Add(journalRetention).Unix()
 	for _, e := range entries {
@@ -381,11 +357,10 @@ func (s *Service) pause(ctx context.Context, cred *countersign.Credential, asker
 	if len(batch) > 1 {
 		reason = fmt.Sprintf("a script made %d calls that require confirmation", len(batch))
 	}
-	conf, err := s.Calls.Confirm.Create(ctx, confirm.Request{ID: id, Kind: countersign.KindScript, Credential: cred.ID, Reason: reason, Asker: asker, Operations: ops})
+	conf, err := s.Calls.CreateBatch(ctx, confirm.Request{ID: id, Credential: cred.ID, Reason: reason, Asker: asker, Operations: ops})
 	if err != nil {
 		return nil, fault.Wrap(err, "the confirmation could not be created")
 	}
-	s.Calls.AuditScript(ctx, cred.ID, "script.paused", conf, reason)
 	return conf, nil
 }
 
@@ -418,30 +393,21 @@ func (s *Service) resume(ctx context.Context, cred *countersign.Credential, r Re
 		e := run.Error
 		return nil, &Error{Code: fault.Code(e.Code), Reason: e.Reason, Line: e.Line, Column: e.Column, Calls: out.Calls, Logs: out.Logs}
 	}
-	switch st.Effective {
-	case countersign.StatusPending:
+	if st.Effective == countersign.StatusPending {
 		return &Result{Status: ConfirmationRequired, Calls: out.Calls, Logs: out.Logs, Confirmation: conf, Effective: st.Effective}, nil
-	case countersign.StatusRejected:
-		return nil, fault.Errorf(fault.ConfirmationRejected, "confirmation %s was rejected: none of its calls ran", conf.ID)
-	case countersign.StatusExpired:
-		return nil, fault.Errorf(fault.ConfirmationExpired, "confirmation %s expired before anyone decided: submit the script again", conf.ID)
+	}
+	// Rejected or expired: none of its calls ran, and none will.
+	if err := confirm.Next(st.Effective, confirm.EventExecute).Err(conf); err != nil {
+		return nil, err
 	}
 	return nil, &fault.Error{Code: fault.ConfirmationPending, RetryAfter: 1,
 		Reason: fmt.Sprintf("confirmation %s was approved and the gateway is running the script again: ask again in a moment", conf.ID)}
 }
 
-// Outcome is a script batch's script as its owner reads it.
-type Outcome struct {
-	// Value is the result of the run after approval, set once it
-	// completed (null for undefined).
-	Value json.RawMessage
-	// Error is why the run after approval failed.
-	Error *countersign.ScriptError
-	// Calls are the calls of the last run that ended (the first run's
-	// until the run after approval ends).
-	Calls []Call
-	Logs  []string
-}
+// Outcome is a script batch's script as its owner reads it: Value once
+// its run after approval completed, Error once it failed, and the calls
+// and logs of its last run that ended (the first run's until then).
+type Outcome = countersign.ScriptResult
 
 // Describe returns the script of a script batch, for its status.
 func (s *Service) Describe(ctx context.Context, conf *countersign.Confirmation) (*Outcome, error) {
@@ -518,21 +484,15 @@ func sourceHash(src string) string {
 // the confirmation, and announces confirmation.executed. A retried or
 // concurrent Rerun replays what is stored and runs nothing twice.
 func (s *Service) Rerun(ctx context.Context, id string) (*countersign.Confirmation, error) {
-	conf, err := s.Calls.Confirm.Get(ctx, id)
+	conf, err := s.Calls.Lookup(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	if conf.Kind != countersign.KindScript {
 		return conf, fault.Errorf(fault.ConfirmationMismatch, "confirmation %s is not a script batch", id)
 	}
-	switch confirm.Effective(conf, s.now()) {
-	case countersign.StatusApproved, countersign.StatusRedeemed, countersign.StatusExecuted, countersign.StatusPartiallyExecuted, countersign.StatusFailed:
-	case countersign.StatusRejected:
-		return conf, fault.Errorf(fault.ConfirmationRejected, "confirmation %s was rejected", id)
-	case countersign.StatusExpired:
-		return conf, fault.Errorf(fault.ConfirmationExpired, "confirmation %s expired", id)
-	default:
-		return conf, fault.Errorf(fault.ConfirmationPending, "confirmation %s is waiting for a person", id)
+	if err := confirm.On(conf, confirm.EventExecute, s.now()).Err(conf); err != nil {
+		return conf, err
 	}
 	run, owner, err := s.acquire(ctx, id)
 	if err != nil {
@@ -642,35 +602,28 @@ func (s *Service) record(ctx context.Context, run *countersign.ScriptRun, value 
 	return s.finish(ctx, run)
 }
 
-// finish records the script's end on the confirmation (once) and
-// announces it.
+// finish records the script's end on the confirmation, once
+// (confirm.Service.EndScript records and announces it).
 func (s *Service) finish(ctx context.Context, run *countersign.ScriptRun) (*countersign.Confirmation, error) {
-	before, err := s.Calls.Confirm.Get(ctx, run.ID)
-	if err != nil {
-		return nil, err
-	}
 	var result json.RawMessage
 	if run.Status == countersign.ScriptCompleted {
+		var err error
 		if result, err = s.resultOf(ctx, run); err != nil {
-			return before, fmt.Errorf("finish %s: %w", run.ID, err)
+			c, _ := s.Calls.Lookup(ctx, run.ID)
+			return c, fmt.Errorf("finish %s: %w", run.ID, err)
 		}
 		if len(result) > calls.MaxStoredBody {
 			result = json.RawMessage(fmt.Sprintf(`{"truncated":true,"bytes":%d}`, len(result)))
 		}
 	}
-	c, err := s.Calls.Confirm.FinishScript(ctx, run.ID, result, run.Status == countersign.ScriptFailed)
-	if err != nil {
-		return c, err
-	}
-	if c.Status != before.Status {
-		reason := ""
-		if run.Error != nil {
-			reason = run.Error.Code + ": " + run.Error.Reason
+	var failure *countersign.ScriptError
+	if run.Status == countersign.ScriptFailed {
+		failure = run.Error
+		if failure == nil {
+			failure = &countersign.ScriptError{}
 		}
-		s.Calls.AuditScript(ctx, "system", "script.finished", c, reason)
-		s.Calls.Emit(ctx, notify.Event{Type: notify.TypeExecuted, Confirmation: notify.ConfirmationOf(c), Status: string(c.Status)})
 	}
-	return c, nil
+	return s.Calls.EndScript(ctx, run.ID, result, failure)
 }
 
 // replay is call() in a run after approval.
@@ -711,13 +664,11 @@ func (r *replay) act(c *calls.Call, pos int) (*entry, *failure) {
 			"call %d (%s %s) was started by an earlier run that stopped before it recorded the outcome; it is not run again", pos+1, c.Method, c.Path)}
 	}
 	// Collected: the approver decided.
-	out, replayed, err := s.Calls.ExecuteOne(ctx, run.ID, rec.Operation)
+	// The lifecycle records the operation's first run (script.operation);
+	// a replay is not recorded again.
+	out, _, err := s.Calls.ExecuteOne(ctx, run.ID, rec.Operation)
 	switch code := fault.CodeOf(err); {
 	case err == nil:
-		if !replayed {
-			s.Calls.AuditScriptOperation(ctx, cred.ID, run.ID, rec.Operation,
-				countersign.Operation{Connection: rec.Connection, Method: rec.Method, Path: rec.Path, Binding: rec.Binding}, out)
-		}
 		e.set(countersign.ScriptCallRan, StateRan, ranValue(out, false, ""))
 		e.rerun = true
 	case code == fault.ConfirmationRejected:

@@ -110,36 +110,19 @@ type FinalizeOutput struct {
 
 // Finalize records how a wait ended when the workflow saw it end: expired,
 // rejected or failed. A decision already stored wins over a late timer.
+// The lifecycle records the change and announces an expiry
+// (confirm.Service.Finalize).
 type Finalize struct {
-	Confirm    *confirm.Service
-	Dispatcher *notify.Dispatcher
-	// Audit records the expiry or failure it observed; nil records nothing.
-	Audit interface {
-		AuditExpired(ctx context.Context, c *countersign.Confirmation)
-	}
-	Logger *slog.Logger
+	Confirm *confirm.Service
+	Logger  *slog.Logger
 }
 
 // Handle runs the finalize task.
 func (h *Finalize) Handle(ctx context.Context, in FinalizeInput) (FinalizeOutput, error) {
 	ctx = withRequestID(ctx)
-	to := countersign.Status(in.Outcome)
-	before, err := h.Confirm.Get(ctx, in.ConfirmationID)
-	if err != nil {
-		return FinalizeOutput{}, taskError(fmt.Errorf("finalize: %w", err))
-	}
-	c, err := h.Confirm.Finalize(ctx, in.ConfirmationID, to)
+	c, err := h.Confirm.Finalize(ctx, in.ConfirmationID, countersign.Status(in.Outcome))
 	if err != nil {
 		return FinalizeOutput{}, taskError(err)
-	}
-	if before.Status == countersign.StatusPending && c.Status != countersign.StatusPending && h.Audit != nil {
-		h.Audit.AuditExpired(ctx, c)
-	}
-	if before.Status == countersign.StatusPending && c.Status == countersign.StatusExpired {
-		ev := notify.Event{Type: notify.TypeExpired, Confirmation: notify.ConfirmationOf(c), Status: string(c.Status)}
-		if err := h.Dispatcher.NotifyWait(ctx, ev); err != nil {
-			logger(h.Logger).WarnContext(ctx, "expired event not delivered everywhere", "confirmation", c.ID, "error", err)
-		}
 	}
 	return FinalizeOutput{Status: string(c.Status), Execute: confirm.GatewayExecutes(c)}, nil
 }

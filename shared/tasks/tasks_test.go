@@ -100,7 +100,13 @@ func newEnv(tb testing.TB) *env {
 
 // calls is the pipeline the execute task runs operations through.
 func (e *env) calls(cfg *config.Config) *calls.Service {
-	return (&calls.Service{Store: e.st, Confirm: e.svc, Events: e.disp, SyncEvents: true, Now: e.clock.Now}).WithConfig(cfg)
+	return (&calls.Service{Store: e.st, Confirm: e.announcing(), Now: e.clock.Now}).WithConfig(cfg)
+}
+
+// announcing is the lifecycle over the same store with the approver
+// channels attached (e.svc, which the tests answer through, has none).
+func (e *env) announcing() *confirm.Service {
+	return &confirm.Service{Store: e.st, Workflow: nopWorkflow{}, Now: e.clock.Now, Events: e.disp, SyncEvents: true}
 }
 
 func (e *env) notifyTask() *tasks.Notify {
@@ -270,7 +276,7 @@ func TestNotifyNotPending(t *testing.T) {
 
 func TestTaskErrors(t *testing.T) {
 	e := newEnv(t)
-	fin := &tasks.Finalize{Confirm: e.svc, Dispatcher: e.disp}
+	fin := &tasks.Finalize{Confirm: e.announcing()}
 	exe := &tasks.Execute{Calls: e.calls(&config.Config{Connections: map[string]*config.Connection{}})}
 	pending := e.create(t, countersign.KindScript, deleteOp(t))
 	rejected := e.create(t, countersign.KindScript, deleteOp(t))
@@ -319,7 +325,7 @@ func TestTaskErrors(t *testing.T) {
 func TestFinalize(t *testing.T) {
 	t.Run("expired sends one expired event per channel", func(t *testing.T) {
 		e := newEnv(t)
-		fin := &tasks.Finalize{Confirm: e.svc, Dispatcher: e.disp}
+		fin := &tasks.Finalize{Confirm: e.announcing()}
 		c := e.create(t, countersign.KindCall, deleteOp(t))
 		e.clock.Advance(600 * time.Second)
 		for range 2 { // the task may run twice; the second sends nothing
@@ -340,7 +346,7 @@ func TestFinalize(t *testing.T) {
 	})
 	t.Run("a decided record stays decided and sends nothing", func(t *testing.T) {
 		e := newEnv(t)
-		fin := &tasks.Finalize{Confirm: e.svc, Dispatcher: e.disp}
+		fin := &tasks.Finalize{Confirm: e.announcing()}
 		c := e.create(t, countersign.KindCall, deleteOp(t))
 		if _, _, err := e.svc.AttachToken(e.ctx, c.ID, "tok"); err != nil {
 			t.Fatal(err)
@@ -366,7 +372,7 @@ func TestFinalize(t *testing.T) {
 	})
 	t.Run("an approval the gateway runs itself says execute", func(t *testing.T) {
 		e := newEnv(t)
-		fin := &tasks.Finalize{Confirm: e.svc, Dispatcher: e.disp}
+		fin := &tasks.Finalize{Confirm: e.announcing()}
 		for _, kind := range []countersign.Kind{countersign.KindScript, countersign.KindCall} {
 			c, err := e.svc.Create(e.ctx, confirm.Request{Kind: kind, Credential: "chat-user", Reason: "needs a person",
 				Operations: []countersign.Operation{deleteOp(t)}, GatewayRuns: true})
@@ -387,7 +393,7 @@ func TestFinalize(t *testing.T) {
 	})
 	t.Run("rejected sends nothing", func(t *testing.T) {
 		e := newEnv(t)
-		fin := &tasks.Finalize{Confirm: e.svc, Dispatcher: e.disp}
+		fin := &tasks.Finalize{Confirm: e.announcing()}
 		c := e.create(t, countersign.KindCall, deleteOp(t))
 		out, err := invoke(t, fin.Handle, `{"confirmation_id":"`+c.ID+`","outcome":"failed"}`)
 		if err != nil || string(out) != `{"status":"failed"}` {
