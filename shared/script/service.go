@@ -18,6 +18,7 @@ import (
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/notify"
 	"github.com/countersign/countersign/shared/policy"
+	"github.com/countersign/countersign/shared/script/journal"
 	"github.com/countersign/countersign/shared/store"
 )
 
@@ -88,37 +89,20 @@ const (
 	ConfirmationRequired Status = "confirmation_required"
 )
 
-// CallState is what became of a call() in a run.
-type CallState string
+// CallState is what became of a call() in a run (journal.CallState).
+type CallState = journal.CallState
 
 // Call states (docs/scripts.md, and denied).
 const (
-	// StateRan: the call ran in this run (or an approved one ran after approval).
-	StateRan CallState = "ran"
-	// StateReplayed: after approval, the call returned what it returned in
-	// the first run, without running again.
-	StateReplayed CallState = "replayed"
-	// StatePending: the call needs confirmation; it was collected.
-	StatePending CallState = "pending"
-	// StateRejected: the approver cleared the call.
-	StateRejected CallState = "rejected"
-	// StateDenied: policy refused the call; nothing ran.
-	StateDenied CallState = "denied"
+	StateRan      = journal.StateRan
+	StateReplayed = journal.StateReplayed
+	StatePending  = journal.StatePending
+	StateRejected = journal.StateRejected
+	StateDenied   = journal.StateDenied
 )
 
-// Call is one call() of a run, as the agent is shown it.
-type Call struct {
-	Connection string    `json:"connection"`
-	Method     string    `json:"method"`
-	Path       string    `json:"path"`
-	State      CallState `json:"state"`
-	// Operation is the index of the batch's operation a collected call
-	// became (the approval page's checkbox); nil for other calls.
-	Operation *int `json:"operation,omitempty"`
-	// Response is what call() returned; one over 32 KiB is shown as
-	// {"truncated": true, "bytes": n} (the script itself got all of it).
-	Response json.RawMessage `json:"response"`
-}
+// Call is one call() of a run, as the agent is shown it (journal.Call).
+type Call = journal.Call
 
 // Result is a run that ended without failing.
 type Result struct {
@@ -430,81 +414,20 @@ func (s *Service) resume(ctx context.Context, cred *countersign.Credential, r Re
 		Reason: fmt.Sprintf("confirmation %s was approved and the gateway is running the script again: ask again in a moment", conf.ID)}
 }
 
-// Outcome is a script batch's script as its owner reads it.
-type Outcome struct {
-	// Value is the result of the run after approval, set once it
-	// completed (null for undefined).
-	Value json.RawMessage
-	// Error is why the run after approval failed.
-	Error *countersign.ScriptError
-	// Calls are the calls of the last run that ended (the first run's
-	// until the run after approval ends).
-	Calls []Call
-	Logs  []string
-}
+// Outcome is a script batch's script as its owner reads it (journal.Outcome).
+type Outcome = journal.Outcome
 
 // Describe returns the script of a script batch, for its status.
 func (s *Service) Describe(ctx context.Context, conf *countersign.Confirmation) (*Outcome, error) {
-	run, err := s.Store.GetScriptRun(ctx, conf.ID)
-	if err != nil {
-		return nil, fault.Wrap(err, "the script's journal could not be read")
-	}
-	return s.outcome(ctx, run)
+	return s.journal().Describe(ctx, conf)
 }
 
 func (s *Service) outcome(ctx context.Context, run *countersign.ScriptRun) (*Outcome, error) {
-	recs, err := s.Store.ScriptCalls(ctx, run.ID)
-	if err != nil {
-		return nil, fault.Wrap(err, "the script's journal could not be read")
-	}
-	out := &Outcome{Logs: run.Logs, Error: run.Error}
-	finished := run.Status == countersign.ScriptCompleted || run.Status == countersign.ScriptFailed
-	for _, r := range recs {
-		if r.Index >= run.Reached {
-			break
-		}
-		out.Calls = append(out.Calls, viewOf(r, finished))
-	}
-	out.Calls = bounded(out.Calls)
-	if run.Status == countersign.ScriptCompleted {
-		if out.Value, err = s.resultOf(ctx, run); err != nil {
-			return nil, fault.Wrap(err, "the script's result could not be read")
-		}
-		if len(out.Value) == 0 {
-			// A completed script always has a value (undefined is null),
-			// whatever a store made of a stored null.
-			out.Value = json.RawMessage("null")
-		}
-	}
-	return out, nil
+	return s.journal().Outcome(ctx, run)
 }
 
-// viewOf shows a journaled call; after the run after approval, calls of
-// the first run that ran are replayed.
-func viewOf(r *countersign.ScriptCall, afterApproval bool) Call {
-	c := Call{Connection: r.Connection, Method: r.Method, Path: r.Path, Response: listed(r.Value)}
-	if r.ValueParts > 0 {
-		c.Response = json.RawMessage(`{"truncated":true}`)
-	}
-	if r.Operation >= 0 {
-		k := r.Operation
-		c.Operation = &k
-	}
-	switch r.State {
-	case countersign.ScriptCallRan:
-		c.State = StateRan
-		if afterApproval && !r.Rerun {
-			c.State = StateReplayed
-		}
-	case countersign.ScriptCallRejected:
-		c.State = StateRejected
-	case countersign.ScriptCallDenied:
-		c.State = StateDenied
-	default:
-		c.State = StatePending
-	}
-	return c
-}
+// journal reads the journals s writes.
+func (s *Service) journal() journal.Reader { return journal.Reader{Store: s.Store} }
 
 func sourceHash(src string) string {
 	sum := sha256.Sum256([]byte(src))
@@ -651,7 +574,7 @@ func (s *Service) finish(ctx context.Context, run *countersign.ScriptRun) (*coun
 	}
 	var result json.RawMessage
 	if run.Status == countersign.ScriptCompleted {
-		if result, err = s.resultOf(ctx, run); err != nil {
+		if result, err = s.journal().ResultOf(ctx, run); err != nil {
 			return before, fmt.Errorf("finish %s: %w", run.ID, err)
 		}
 		if len(result) > calls.MaxStoredBody {
