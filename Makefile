@@ -35,7 +35,7 @@
 # `sam build` calls the build-<Function> targets below with ARTIFACTS_DIR set.
 
 GO        ?= go
-FUNCTIONS := gateway approve notify execute finalize operator
+FUNCTIONS := gateway scripts approve notify execute finalize operator
 LAMBDA_ENV := GOOS=linux GOARCH=arm64 CGO_ENABLED=0
 LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags="-s -w"
 
@@ -157,6 +157,7 @@ build-$(1):
 	$(LAMBDA_ENV) $(GO) build $(LAMBDA_FLAGS) -o $$(ARTIFACTS_DIR)/bootstrap ./functions/$(2)
 endef
 $(eval $(call SAM_TARGET,GatewayFunction,gateway))
+$(eval $(call SAM_TARGET,ScriptsFunction,scripts))
 $(eval $(call SAM_TARGET,ApproveFunction,approve))
 $(eval $(call SAM_TARGET,NotifyFunction,notify))
 $(eval $(call SAM_TARGET,ExecuteFunction,execute))
