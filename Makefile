@@ -26,7 +26,8 @@
 #                   minutes on 2 cores); LOAD_FLAGS="-calls 2000" for a shorter run
 #   make bench-compare  the decision side by side with OPA and cedar-go (bench/): the
 #                   agreement test, then one markdown table
-#   make lambdas    every function's bootstrap for linux/arm64 under bin/
+#   make lambdas    every function's bootstrap for linux/arm64 under bin/, and their sizes:
+#                   it fails when one is over its ceiling (scripts/lambda-sizes.sh)
 #   make config-push CONFIG=DIR [STACK=countersign]
 #                   validate DIR and upload it to the deployed stack's configuration
 #                   bucket (its ConfigBucketName output, read with the aws CLI); the
@@ -83,7 +84,10 @@ vet:
 check-asl:
 	./infra/asl/check.sh
 
+# Then scripts/lambda-sizes.sh: the table of sizes, and a failure for any bootstrap
+# over its ceiling (15 MB; the scripts function, which links goja, 28 MB).
 lambdas: $(addprefix bin/,$(addsuffix /bootstrap,$(FUNCTIONS)))
+	@./scripts/lambda-sizes.sh bin $(FUNCTIONS)
 
 bin/%/bootstrap: FORCE
 	$(LAMBDA_ENV) $(GO) build $(LAMBDA_FLAGS) -o $@ ./functions/$*
