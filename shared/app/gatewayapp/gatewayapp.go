@@ -3,7 +3,7 @@
 // goja), and the execute task that runs a script batch's script again.
 // Only the scripts function and the local stack link it; every other
 // function builds from package app alone, so its bootstrap stays small and
-// starts fast (docs/performance.md, Cold starts).
+// starts fast (docs/performance.md, Sizes and cold start).
 package gatewayapp
 
 import (
