@@ -26,7 +26,8 @@
 #                   minutes on 2 cores); LOAD_FLAGS="-calls 2000" for a shorter run
 #   make bench-compare  the decision side by side with OPA and cedar-go (bench/): the
 #                   agreement test, then one markdown table
-#   make lambdas    every function's bootstrap for linux/arm64 under bin/
+#   make lambdas    every function's bootstrap for linux/arm64 under bin/, and their sizes:
+#                   it fails when one is over its ceiling (scripts/lambda-sizes.sh)
 #   make config-push CONFIG=DIR [STACK=countersign]
 #                   validate DIR and upload it to the deployed stack's configuration
 #                   bucket (its ConfigBucketName output, read with the aws CLI); the
@@ -35,7 +36,7 @@
 # `sam build` calls the build-<Function> targets below with ARTIFACTS_DIR set.
 
 GO        ?= go
-FUNCTIONS := gateway approve notify execute finalize operator
+FUNCTIONS := gateway scripts approve notify execute finalize operator
 LAMBDA_ENV := GOOS=linux GOARCH=arm64 CGO_ENABLED=0
 LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags="-s -w"
 
@@ -83,7 +84,10 @@ vet:
 check-asl:
 	./infra/asl/check.sh
 
+# Then scripts/lambda-sizes.sh: the table of sizes, and a failure for any bootstrap
+# over its ceiling (15 MB; the scripts function, which links goja, 28 MB).
 lambdas: $(addprefix bin/,$(addsuffix /bootstrap,$(FUNCTIONS)))
+	@./scripts/lambda-sizes.sh bin $(FUNCTIONS)
 
 bin/%/bootstrap: FORCE
 	$(LAMBDA_ENV) $(GO) build $(LAMBDA_FLAGS) -o $@ ./functions/$*
@@ -157,6 +161,7 @@ build-$(1):
 	$(LAMBDA_ENV) $(GO) build $(LAMBDA_FLAGS) -o $$(ARTIFACTS_DIR)/bootstrap ./functions/$(2)
 endef
 $(eval $(call SAM_TARGET,GatewayFunction,gateway))
+$(eval $(call SAM_TARGET,ScriptsFunction,scripts))
 $(eval $(call SAM_TARGET,ApproveFunction,approve))
 $(eval $(call SAM_TARGET,NotifyFunction,notify))
 $(eval $(call SAM_TARGET,ExecuteFunction,execute))

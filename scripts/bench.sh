@@ -10,7 +10,10 @@
 #      bare reverse proxy and the built local stack each in its own process;
 #      then handshakes on the local stack), HOP_ROUNDS and HS_ROUNDS rounds;
 #   3. the decision next to OPA and cedar-go (make bench-compare: the
-#      agreement test first), BENCH_COUNT passes.
+#      agreement test first), BENCH_COUNT passes;
+#   4. the gateway's cold start next to an empty handler under the Lambda
+#      runtime interface emulator (BenchmarkInit);
+#   5. every bootstrap's size (make lambdas).
 #
 # Bounded: each step runs under timeout (about 6 minutes in all on a 2-core
 # machine; the timeouts add up to 10). Every figure is relative to a
@@ -104,8 +107,22 @@ echo "cold starts under the Lambda runtime interface emulator ..." >&2
   echo '```'
 } > "$work/init.md"
 
+# 5. What each bootstrap weighs (make lambdas: linux/arm64, stripped, as sam
+# build makes them; it fails past a ceiling, scripts/lambda-sizes.sh).
+echo "bootstrap sizes ..." >&2
 {
-  cat "$work/head.md" "$work/inproc.md" "$work/hop.md" "$work/compare.md" "$work/init.md"
+  echo
+  echo "## Bootstrap sizes"
+  echo
+  echo "\`make lambdas\` (linux/arm64, \`-tags lambda.norpc -trimpath -ldflags=\"-s -w\"\`); the ceiling is 15 MB, 28 MB for the scripts function (goja and the MCP SDK)."
+  echo
+  echo '```'
+  timeout 300 make --no-print-directory -s lambdas GO="$GO" 2>&1 | sed -n '/^function /,$p'
+  echo '```'
+} > "$work/sizes.md"
+
+{
+  cat "$work/head.md" "$work/inproc.md" "$work/hop.md" "$work/compare.md" "$work/init.md" "$work/sizes.md"
   echo
   echo "Load average at the end: $(loadavg)."
 } > "$out"

@@ -8,7 +8,8 @@
 #
 # Stages (docs/testing.md says more about each):
 #   vet      gofmt and go vet
-#   lambdas  every function's bootstrap for linux/arm64 under bin/
+#   lambdas  every function's bootstrap for linux/arm64 under bin/, and their
+#            sizes (scripts/lambda-sizes.sh fails past a ceiling)
 #   asl      the state machines against the ASL schema (npm ci of the pinned
 #            asl-validator under infra/asl on first use)
 #   mcpclients  npm ci of the pinned MCP clients under infra/mcpclients (the
@@ -32,7 +33,7 @@ cd "$(dirname "$0")/.."
 describe() {
   case $1 in
   vet) echo "gofmt and go vet" ;;
-  lambdas) echo "build every Lambda bootstrap for linux/arm64 (bin/)" ;;
+  lambdas) echo "build every Lambda bootstrap for linux/arm64 (bin/), fail if one is over its size ceiling" ;;
   asl) echo "validate statemachines/*.asl.json (installs infra/asl's pinned asl-validator with npm ci on first use)" ;;
   mcpclients) echo "install infra/mcpclients' pinned MCP clients (npm ci on first use: the TypeScript SDKs, the conformance suites, Claude Code's CLI, Node 22 for the suites)" ;;
   race) echo "go test -race, every package but infra/awstest, dynalite on loopback (installs infra/dynalite with npm ci on first use; TestBrowser may apt-get install chromium when run as root)" ;;

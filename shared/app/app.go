@@ -19,10 +19,12 @@ import (
 	"github.com/countersign/countersign/shared/calls"
 	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/confirm"
+	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/httpapi"
 	"github.com/countersign/countersign/shared/links"
 	"github.com/countersign/countersign/shared/notify"
 	"github.com/countersign/countersign/shared/reqlog"
+	"github.com/countersign/countersign/shared/script/journal"
 	"github.com/countersign/countersign/shared/tasks"
 	"github.com/countersign/countersign/shared/workflow"
 )
@@ -198,9 +200,31 @@ func (a *App) SeedCredentials(ctx context.Context) error {
 	return nil
 }
 
-// Gateway is the agents' surface.
+// Gateway is the agents' surface without code mode's engine: the status
+// of a script batch (GET /v1/confirmations/{id}) is read from its journal,
+// and running scripts (POST /v1/scripts) and /mcp are gatewayapp's, which
+// a deployment serves from the scripts function. The gateway function
+// builds from this alone, so its bootstrap links neither goja nor the MCP
+// SDK.
 func (a *App) Gateway() *httpapi.Gateway {
-	return &httpapi.Gateway{Calls: a.Calls, PollInterval: a.options.PollInterval, Stopping: a.options.Stopping, BodyTimeout: a.options.BodyTimeout}
+	return &httpapi.Gateway{Calls: a.Calls, Scripts: scriptStatus{journal.Reader{Store: a.Store}},
+		PollInterval: a.options.PollInterval, Stopping: a.options.Stopping, BodyTimeout: a.options.BodyTimeout}
+}
+
+// scriptStatus answers the status of script batches from their journals;
+// it runs no script.
+type scriptStatus struct{ journal journal.Reader }
+
+func (s scriptStatus) RunScript(context.Context, *countersign.Credential, string, string) (*httpapi.ScriptAnswer, error) {
+	return nil, fault.Errorf(fault.NotFound, "no route POST /v1/scripts here: scripts run in the scripts function")
+}
+
+func (s scriptStatus) DescribeScript(ctx context.Context, c *countersign.Confirmation) (*httpapi.ScriptAnswer, error) {
+	out, err := s.journal.Describe(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	return &httpapi.ScriptAnswer{Result: out.Value, Calls: out.Calls, Logs: out.Logs, Error: out.Error}, nil
 }
 
 // Approver is the approvers' surface (the approval page).

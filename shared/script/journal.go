@@ -10,6 +10,7 @@ import (
 	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/calls"
 	"github.com/countersign/countersign/shared/fault"
+	"github.com/countersign/countersign/shared/script/journal"
 )
 
 const (
@@ -18,8 +19,6 @@ const (
 	maxInline = 32 << 10
 	// partSize is the size of one part.
 	partSize = 256 << 10
-	// maxListed is the largest response shown in a listing of calls.
-	maxListed = 32 << 10
 )
 
 // The values call() returns, as JSON.
@@ -99,56 +98,25 @@ func deniedValue(code fault.Code, reason string) json.RawMessage {
 	return b
 }
 
-// listed is a response as a listing shows it.
-func listed(v json.RawMessage) json.RawMessage {
-	if len(v) > maxListed {
-		return json.RawMessage(fmt.Sprintf(`{"truncated":true,"bytes":%d}`, len(v)))
-	}
-	if len(v) == 0 {
-		return json.RawMessage("null")
-	}
-	return v
-}
-
-// maxListing bounds the responses of one listing of calls together, so
-// that an answer stays well within a Lambda response (6 MB) whatever
-// scripts.max_calls allows; past it responses are shown as markers.
-const maxListing = 2 << 20
-
 // shown lists a run's entries.
 func shown(entries []*entry) []Call {
 	out := make([]Call, 0, len(entries))
 	for _, e := range entries {
 		out = append(out, e.call)
 	}
-	return bounded(out)
-}
-
-// bounded keeps a listing's responses within maxListing.
-func bounded(cs []Call) []Call {
-	total := 0
-	for i := range cs {
-		if total += len(cs[i].Response); total > maxListing && len(cs[i].Response) > 64 {
-			cs[i].Response = json.RawMessage(fmt.Sprintf(`{"truncated":true,"bytes":%d}`, len(cs[i].Response)))
-		}
-	}
-	return cs
+	return journal.Bounded(out)
 }
 
 // set records what became of the call.
 func (e *entry) set(state countersign.ScriptCallState, shownAs CallState, v json.RawMessage) {
 	e.state, e.value = string(state), v
-	e.call.State, e.call.Response = shownAs, listed(v)
+	e.call.State, e.call.Response = shownAs, journal.Listed(v)
 }
 
 // entryOf is a journaled call as a replay starts from (its value not loaded).
 func entryOf(r *countersign.ScriptCall) *entry {
-	return &entry{index: r.Index, call: viewOf(r, true), binding: r.Binding, state: string(r.State), rerun: r.Rerun, version: r.Version, parts: r.ValueParts}
+	return &entry{index: r.Index, call: journal.ViewOf(r, true), binding: r.Binding, state: string(r.State), rerun: r.Rerun, version: r.Version, parts: r.ValueParts}
 }
-
-func callKey(index int) string { return fmt.Sprintf("call/%08d/", index) }
-
-const resultKey = "result/"
 
 // saveCall writes an entry: its value in parts first when large, then its
 // record (created, or replaced at its version).
@@ -159,7 +127,7 @@ func (s *Service) saveCall(ctx context.Context, runID string, ttl int64, e *entr
 		rec.Operation = *e.call.Operation
 	}
 	if len(e.value) > maxInline {
-		n, err := s.saveParts(ctx, runID, callKey(rec.Index), ttl, e.value)
+		n, err := s.saveParts(ctx, runID, journal.CallKey(rec.Index), ttl, e.value)
 		if err != nil {
 			return err
 		}
@@ -187,25 +155,6 @@ func (s *Service) saveParts(ctx context.Context, runID, prefix string, ttl int64
 	return n, nil
 }
 
-// loadParts reads a value stored in n parts under prefix.
-func (s *Service) loadParts(ctx context.Context, runID, prefix string, n int) (json.RawMessage, error) {
-	parts, err := s.Store.ScriptParts(ctx, runID, prefix)
-	if err != nil {
-		return nil, err
-	}
-	if len(parts) < n {
-		return nil, fmt.Errorf("journal %s%s: %d parts stored, %d expected", runID, prefix, len(parts), n)
-	}
-	var b bytes.Buffer
-	for _, p := range parts[:n] {
-		b.Write(p.Data)
-	}
-	if !json.Valid(b.Bytes()) {
-		return nil, fmt.Errorf("journal %s%s: the parts do not make JSON", runID, prefix)
-	}
-	return b.Bytes(), nil
-}
-
 // valueOf is a journaled call's value, from its record or its parts.
 func (s *Service) valueOf(ctx context.Context, r *countersign.ScriptCall) (json.RawMessage, error) {
 	if r.ValueParts == 0 {
@@ -214,7 +163,7 @@ func (s *Service) valueOf(ctx context.Context, r *countersign.ScriptCall) (json.
 		}
 		return r.Value, nil
 	}
-	return s.loadParts(ctx, r.RunID, callKey(r.Index), r.ValueParts)
+	return s.journal().LoadParts(ctx, r.RunID, journal.CallKey(r.Index), r.ValueParts)
 }
 
 // saveResult puts the script's result on the run, in parts when large.
@@ -223,18 +172,10 @@ func (s *Service) saveResult(ctx context.Context, run *countersign.ScriptRun, v 
 		run.Result, run.ResultParts = v, 0
 		return nil
 	}
-	n, err := s.saveParts(ctx, run.ID, resultKey, run.TTL, v)
+	n, err := s.saveParts(ctx, run.ID, journal.ResultKey, run.TTL, v)
 	if err != nil {
 		return err
 	}
 	run.Result, run.ResultParts = nil, n
 	return nil
-}
-
-// resultOf is the run's result.
-func (s *Service) resultOf(ctx context.Context, run *countersign.ScriptRun) (json.RawMessage, error) {
-	if run.ResultParts == 0 {
-		return run.Result, nil
-	}
-	return s.loadParts(ctx, run.ID, resultKey, run.ResultParts)
 }

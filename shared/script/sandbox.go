@@ -23,8 +23,15 @@ const maxCallDepth = 1000
 // generation from strings (eval, the Function constructors, which would
 // parse code the size of a string the script builds), the binary buffers
 // (whose constructors allocate any size at once), and goja's GoError.
-// goja itself has no timers, network, file system or require.
-var prelude = goja.MustCompile("prelude.js", `(function (g) {
+// goja itself has no timers, network, file system or require. Compiled at
+// the first sandbox, not at start: a binary that links this package for
+// the journal alone (the gateway's script status) never compiles it.
+var prelude struct {
+	once    sync.Once
+	program *goja.Program
+}
+
+const preludeSource = `(function (g) {
   'use strict';
   var blocked = function Function() {
     throw new EvalError('code generation from strings is not allowed in scripts');
@@ -38,7 +45,7 @@ var prelude = goja.MustCompile("prelude.js", `(function (g) {
   ['eval', 'GoError', 'ArrayBuffer', 'SharedArrayBuffer', 'DataView', 'Atomics', 'WebAssembly',
    'Int8Array', 'Uint8Array', 'Uint8ClampedArray', 'Int16Array', 'Uint16Array', 'Int32Array', 'Uint32Array',
    'Float32Array', 'Float64Array', 'BigInt64Array', 'BigUint64Array'].forEach(function (n) { delete g[n]; });
-})(this);`, true)
+})(this);`
 
 // sandbox is one goja runtime prepared for one run of a script. Runtimes
 // are never reused: a script may change any global or prototype, and the
@@ -58,6 +65,11 @@ type sandbox struct {
 	rangeCtor   *goja.Object
 }
 
+func preludeProgram() *goja.Program {
+	prelude.once.Do(func() { prelude.program = goja.MustCompile("prelude.js", preludeSource, true) })
+	return prelude.program
+}
+
 // newSandbox builds a runtime: the prelude run, and the built-ins that
 // could build a huge value in one uninterruptible call bounded by limits.
 // It costs a few hundred microseconds (goja builds its built-ins lazily,
@@ -67,7 +79,7 @@ func newSandbox(limits Limits) (*sandbox, error) {
 	rt.SetParserOptions(parser.WithDisableSourceMaps)
 	rt.SetMaxCallStackSize(maxCallDepth)
 	sb := &sandbox{rt: rt, limits: limits, stopped: new(atomic.Bool)}
-	if _, err := rt.RunProgram(prelude); err != nil {
+	if _, err := rt.RunProgram(preludeProgram()); err != nil {
 		return nil, fmt.Errorf("script prelude: %w", err)
 	}
 	json := rt.Get("JSON").(*goja.Object)

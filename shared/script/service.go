@@ -18,6 +18,7 @@ import (
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/policy"
+	"github.com/countersign/countersign/shared/script/journal"
 	"github.com/countersign/countersign/shared/store"
 )
 
@@ -411,66 +412,15 @@ type Outcome = countersign.ScriptResult
 
 // Describe returns the script of a script batch, for its status.
 func (s *Service) Describe(ctx context.Context, conf *countersign.Confirmation) (*Outcome, error) {
-	run, err := s.Store.GetScriptRun(ctx, conf.ID)
-	if err != nil {
-		return nil, fault.Wrap(err, "the script's journal could not be read")
-	}
-	return s.outcome(ctx, run)
+	return s.journal().Describe(ctx, conf)
 }
 
 func (s *Service) outcome(ctx context.Context, run *countersign.ScriptRun) (*Outcome, error) {
-	recs, err := s.Store.ScriptCalls(ctx, run.ID)
-	if err != nil {
-		return nil, fault.Wrap(err, "the script's journal could not be read")
-	}
-	out := &Outcome{Logs: run.Logs, Error: run.Error}
-	finished := run.Status == countersign.ScriptCompleted || run.Status == countersign.ScriptFailed
-	for _, r := range recs {
-		if r.Index >= run.Reached {
-			break
-		}
-		out.Calls = append(out.Calls, viewOf(r, finished))
-	}
-	out.Calls = bounded(out.Calls)
-	if run.Status == countersign.ScriptCompleted {
-		if out.Value, err = s.resultOf(ctx, run); err != nil {
-			return nil, fault.Wrap(err, "the script's result could not be read")
-		}
-		if len(out.Value) == 0 {
-			// A completed script always has a value (undefined is null),
-			// whatever a store made of a stored null.
-			out.Value = json.RawMessage("null")
-		}
-	}
-	return out, nil
+	return s.journal().Outcome(ctx, run)
 }
 
-// viewOf shows a journaled call; after the run after approval, calls of
-// the first run that ran are replayed.
-func viewOf(r *countersign.ScriptCall, afterApproval bool) Call {
-	c := Call{Connection: r.Connection, Method: r.Method, Path: r.Path, Response: listed(r.Value)}
-	if r.ValueParts > 0 {
-		c.Response = json.RawMessage(`{"truncated":true}`)
-	}
-	if r.Operation >= 0 {
-		k := r.Operation
-		c.Operation = &k
-	}
-	switch r.State {
-	case countersign.ScriptCallRan:
-		c.State = StateRan
-		if afterApproval && !r.Rerun {
-			c.State = StateReplayed
-		}
-	case countersign.ScriptCallRejected:
-		c.State = StateRejected
-	case countersign.ScriptCallDenied:
-		c.State = StateDenied
-	default:
-		c.State = StatePending
-	}
-	return c
-}
+// journal reads the journals s writes.
+func (s *Service) journal() journal.Reader { return journal.Reader{Store: s.Store} }
 
 func sourceHash(src string) string {
 	sum := sha256.Sum256([]byte(src))
@@ -608,7 +558,7 @@ func (s *Service) finish(ctx context.Context, run *countersign.ScriptRun) (*coun
 	var result json.RawMessage
 	if run.Status == countersign.ScriptCompleted {
 		var err error
-		if result, err = s.resultOf(ctx, run); err != nil {
+		if result, err = s.journal().ResultOf(ctx, run); err != nil {
 			c, _ := s.Calls.Lookup(ctx, run.ID)
 			return c, fmt.Errorf("finish %s: %w", run.ID, err)
 		}

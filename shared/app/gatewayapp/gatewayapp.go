@@ -1,14 +1,18 @@
-// Package gatewayapp assembles the parts of the graph that only the gateway
-// and the execute task link: the agents' surfaces built on large libraries
-// (MCP on the go-sdk, code mode on goja). The approve, notify and finalize
-// functions build from package app alone, so their bootstraps stay small.
-// The gateway and execute mains and the local stack call these.
+// Package gatewayapp assembles the parts of the graph built on large
+// libraries: the agents' surfaces MCP (on the go-sdk) and code mode (on
+// goja), and the execute task that runs a script batch's script again.
+// Only the scripts function and the local stack link it; every other
+// function builds from package app alone, so its bootstrap stays small and
+// starts fast (docs/performance.md, Sizes and cold start).
 package gatewayapp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/app"
 	"github.com/countersign/countersign/shared/fault"
@@ -115,4 +119,49 @@ func mcpCalls(cs []script.Call) []mcpapi.ScriptCall {
 		out[i] = mcpapi.ScriptCall{Connection: c.Connection, Method: c.Method, Path: c.Path, State: string(c.State), Operation: c.Operation, Response: c.Response}
 	}
 	return out
+}
+
+// ScriptsFunction is the scripts function's handler: API Gateway's HTTP
+// events (the routes POST /v1/scripts and /mcp) go to the agents' surface
+// with code mode and MCP attached, and the batch workflow's execute task
+// (its input is {"confirmation_id": ...}) runs a script batch's script
+// again.
+type ScriptsFunction struct {
+	HTTP    func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
+	Execute func(context.Context, tasks.ExecuteInput) (tasks.ExecuteOutput, error)
+}
+
+// Function builds the scripts function's handler over a.
+func Function(a *app.App) *ScriptsFunction {
+	return &ScriptsFunction{HTTP: httpapi.Lambda(Gateway(a)), Execute: ExecuteTask(a).Handle}
+}
+
+// Handle tells the two kinds of invocation apart by the event's shape:
+// every API Gateway HTTP event (payload format 2.0) has a requestContext;
+// the execute task's input never does. The execute task's errors are
+// returned unchanged, so their Lambda errorType names stay the ones the
+// state machine's Retry and Catch match.
+func (f *ScriptsFunction) Handle(ctx context.Context, in json.RawMessage) (any, error) {
+	var shape struct {
+		RequestContext json.RawMessage `json:"requestContext"`
+	}
+	if err := json.Unmarshal(in, &shape); err != nil {
+		return nil, fmt.Errorf("scripts function: the event is not a JSON object: %w", err)
+	}
+	if len(shape.RequestContext) > 0 {
+		var req events.APIGatewayV2HTTPRequest
+		if err := json.Unmarshal(in, &req); err != nil {
+			return nil, fmt.Errorf("scripts function: not an HTTP API event: %w", err)
+		}
+		return f.HTTP(ctx, req)
+	}
+	var task tasks.ExecuteInput
+	if err := json.Unmarshal(in, &task); err != nil {
+		return nil, fmt.Errorf("scripts function: not an execute task input: %w", err)
+	}
+	out, err := f.Execute(ctx, task)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }

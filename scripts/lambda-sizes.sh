@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Checks the size of every Lambda bootstrap under DIR (make lambdas runs it on
+# bin/, linux/arm64 stripped, as sam build makes them): a table of the sizes,
+# and a failure naming every bootstrap over its ceiling. A bootstrap's size
+# is what its cold start loads and what the linker kept; the ceiling is
+# 15 MB (15,000,000 bytes) for each, LAMBDA_MAX_BYTES to change it, except
+# the scripts function's: it is the one that links the JavaScript engine
+# (goja) and the MCP SDK, and goja's reflection over Go values keeps the
+# linker from dropping any exported method of any linked type
+# (docs/performance.md, Sizes and cold start); LAMBDA_MAX_BYTES_SCRIPTS.
+#
+#   scripts/lambda-sizes.sh DIR FUNCTION...
+set -euo pipefail
+dir=$1
+shift
+max=${LAMBDA_MAX_BYTES:-15000000}
+max_scripts=${LAMBDA_MAX_BYTES_SCRIPTS:-28000000}
+over=()
+printf '%-10s %12s %9s %9s\n' function bytes MB ceiling
+for f in "$@"; do
+  b="$dir/$f/bootstrap"
+  if [ ! -f "$b" ]; then
+    echo "lambda-sizes: $b is missing (make lambdas builds it)" >&2
+    exit 1
+  fi
+  size=$(wc -c < "$b")
+  limit=$max
+  [ "$f" = scripts ] && limit=$max_scripts
+  printf '%-10s %12d %9s %9s\n' "$f" "$size" "$(awk -v s="$size" 'BEGIN{printf "%.1f", s/1e6}')" "$(awk -v s="$limit" 'BEGIN{printf "%.1f", s/1e6}')"
+  if [ "$size" -gt "$limit" ]; then
+    over+=("$f ($size bytes > $limit)")
+  fi
+done
+if [ ${#over[@]} -gt 0 ]; then
+  echo "lambda-sizes: over the ceiling: ${over[*]}" >&2
+  exit 1
+fi

@@ -1,0 +1,363 @@
+package operatorpage
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/countersign/countersign/shared/display"
+)
+
+// The page is written by hand rather than with html/template, as the
+// approval page is (shared/approvalpage): text/template finds methods by
+// name through reflect, and a binary that links it keeps every exported
+// method of every type it links, which made the operator function's
+// bootstrap 19 MB where the others weigh 10. The output is byte for byte
+// what testdata/page.tmpl gives under html/template (page_test.go checks
+// every page the tests render against it): every value is escaped for the
+// context it lands in, as html/template would escape it.
+
+// pageStyle is the page's style block between the accent and display.CSS.
+const pageStyle = `*, *::before, *::after { box-sizing: border-box; }
+body { margin: 0; background: #f9fafb; color: #111827; font: 16px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif; }
+.bar { background: var(--accent); color: #fff; padding: .75rem 1rem; font-weight: 600; }
+.bar p { max-width: 64rem; margin: 0 auto; display: flex; justify-content: space-between; gap: 1rem; overflow-wrap: anywhere; }
+main { max-width: 64rem; margin: 0 auto; padding: 1.5rem 1rem 3rem; }
+h1 { font-size: 1.5rem; line-height: 1.25; margin: 0 0 .5rem; }
+h2 { font-size: 1.125rem; margin: 1.75rem 0 .5rem; }
+.meta, .hint { color: #4b5563; margin: 0 0 1rem; }
+.message { background: #fff; border-left: 4px solid var(--accent); padding: .5rem .75rem; margin: 0 0 1rem; overflow-wrap: anywhere; }
+.message.error { border-left-color: #b91c1c; }
+.ops { list-style: none; margin: 0; padding: 0; }
+.op { background: #fff; border: 1px solid #d1d5db; border-radius: .5rem; padding: .75rem 1rem; margin: 0 0 .75rem; }
+.method { font-weight: 700; }
+.method, .path, code { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; overflow-wrap: anywhere; }
+.conn, .caption { color: #4b5563; }
+.caption { font-size: .875rem; margin: .5rem 0 0; }
+pre { margin: .25rem 0 0; padding: .75rem; background: #f3f4f6; border-radius: .375rem; overflow-x: auto; white-space: pre-wrap; overflow-wrap: anywhere; font: .875rem/1.45 ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; }
+.actions { display: flex; flex-wrap: wrap; gap: .75rem; margin-top: .75rem; align-items: flex-end; }
+.actions form { display: flex; gap: .5rem; align-items: flex-end; flex-wrap: wrap; margin: 0; }
+label { display: block; font-size: .875rem; color: #374151; }
+input[type=text], input[type=password] { font: inherit; padding: .45rem .6rem; border: 1px solid #9ca3af; border-radius: .375rem; min-width: 14rem; }
+button { font: inherit; font-weight: 600; min-height: 2.5rem; padding: .4rem 1.1rem; border-radius: .5rem; cursor: pointer; }
+.primary { background: var(--accent); color: #fff; border: 2px solid var(--accent); }
+.secondary { background: #fff; color: #111827; border: 2px solid #6b7280; }
+.bar button { min-height: 0; padding: .1rem .6rem; font-size: .875rem; }
+button:focus-visible, input:focus-visible { outline: 3px solid #1d4ed8; outline-offset: 2px; }
+table { width: 100%; border-collapse: collapse; background: #fff; font-size: .875rem; }
+th, td { text-align: left; padding: .4rem .5rem; border-bottom: 1px solid #e5e7eb; vertical-align: top; overflow-wrap: anywhere; }
+th { background: #f3f4f6; }
+.empty { color: #6b7280; }
+.said { color: #4b5563; font-size: .8125rem; }
+`
+
+// html writes the page.
+func (v *view) html() []byte {
+	var b strings.Builder
+	b.Grow(16 << 10)
+	w := b.WriteString
+	w("<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n")
+	w("<meta name=\"referrer\" content=\"no-referrer\">\n<meta name=\"robots\" content=\"noindex, nofollow\">\n<title>")
+	text(&b, v.Title)
+	w(" · ")
+	text(&b, display.Text(v.Workspace))
+	w("</title>\n<style nonce=\"")
+	text(&b, v.Nonce)
+	w("\">\n:root { --accent: ")
+	w(v.Accent) // validated: #rgb or #rrggbb
+	w("; }\n")
+	w(pageStyle)
+	w(display.CSS)
+	w("</style>\n</head>\n<body>\n<header class=\"bar\"><p><span>")
+	value(&b, v.Workspace)
+	w(" · operator</span>")
+	if v.Operator != "" {
+		w("<span>")
+		value(&b, v.Operator)
+		w(" <form method=\"post\" action=\"/operator/logout\" class=\"inline\"><input type=\"hidden\" name=\"csrf\" value=\"")
+		text(&b, v.CSRF)
+		w("\"><button type=\"submit\" class=\"secondary\">Sign out</button></form></span>")
+	}
+	w("</p></header>\n<main>")
+	if v.Operator == "" {
+		w("\n<h1>Operator sign-in</h1>\n<p class=\"hint\">Enter an operator key. It is checked once and never kept in the page or its address; the session lasts a few hours.</p>")
+		v.message(&b)
+		w("\n<form method=\"post\" action=\"/operator/login\">\n<input type=\"hidden\" name=\"csrf\" value=\"")
+		text(&b, v.CSRF)
+		w("\">\n<label for=\"key\">Operator key</label>\n<div class=\"actions\"><input type=\"password\" name=\"key\" id=\"key\" autocomplete=\"off\" required><button type=\"submit\" class=\"primary\">Sign in</button></div>\n</form>")
+	} else {
+		w("\n<h1>Operator</h1>")
+		v.message(&b)
+		v.reviews(&b)
+		v.confirmations(&b)
+		v.credentials(&b)
+		v.audit(&b)
+	}
+	w("\n</main>\n</body>\n</html>\n")
+	return []byte(b.String())
+}
+
+func (v *view) message(b *strings.Builder) {
+	if v.Message == "" {
+		return
+	}
+	b.WriteString("\n<p class=\"message")
+	if v.Error {
+		b.WriteString(" error")
+	}
+	b.WriteString("\" role=\"status\">")
+	value(b, v.Message)
+	b.WriteString("</p>")
+}
+
+func (v *view) reviews(b *strings.Builder) {
+	w := b.WriteString
+	w("\n<h2 id=\"reviews\">Review queue</h2>")
+	if len(v.Reviews) == 0 {
+		w("\n<p class=\"empty\">No review items.</p>")
+		return
+	}
+	w("\n<ol class=\"ops\">")
+	for _, r := range v.Reviews {
+		w("\n<li class=\"op\" id=\"review-")
+		text(b, r.ID)
+		w("\">\n<div><span class=\"method\">")
+		value(b, r.Method)
+		w("</span> <span class=\"path\">")
+		value(b, r.Path)
+		w("</span> <span class=\"conn\">on ")
+		value(b, r.Connection)
+		w("</span></div>\n<p class=\"caption\">Asked with the credential <code>")
+		value(b, r.Credential)
+		w("</code> · ")
+		text(b, when(r.CreatedAt))
+		w(" · ")
+		text(b, r.Status)
+		if r.Pending {
+			w(" until ")
+			text(b, when(r.ExpiresAt))
+		}
+		w("</p>\n<p class=\"caption\">Why it needs review</p>\n<pre>")
+		w(display.BlockHTML(r.Reason))
+		w("</pre>")
+		if r.Args != "" {
+			w("\n<p class=\"caption\">Arguments</p>\n<pre>")
+			display.WriteJSONHTML(b, r.Args)
+			w("</pre>")
+		}
+		if r.Pending {
+			action := "/operator/reviews/" + normalizeURL(r.ID)
+			w("\n<div class=\"actions\">\n<form method=\"post\" action=\"")
+			text(b, action)
+			w("\"><input type=\"hidden\" name=\"csrf\" value=\"")
+			text(b, v.CSRF)
+			w("\"><input type=\"hidden\" name=\"decision\" value=\"run\"><button type=\"submit\" class=\"primary\">Run</button></form>\n<form method=\"post\" action=\"")
+			text(b, action)
+			w("\"><input type=\"hidden\" name=\"csrf\" value=\"")
+			text(b, v.CSRF)
+			w("\"><input type=\"hidden\" name=\"decision\" value=\"dismiss\"><label>Reason <input type=\"text\" name=\"reason\" maxlength=\"500\"></label><button type=\"submit\" class=\"secondary\">Dismiss</button></form>\n</div>")
+		} else {
+			w("\n<p class=\"caption\">")
+			if r.DecidedBy != "" {
+				w("By ")
+				value(b, r.DecidedBy)
+			}
+			if r.Note != "" {
+				w(": ")
+				value(b, r.Note)
+			}
+			w("</p>")
+			if r.Outcome != "" {
+				w("\n<pre>")
+				display.WriteJSONHTML(b, r.Outcome)
+				w("</pre>")
+			}
+		}
+		w("\n<p class=\"caption\">Review ")
+		value(b, r.ID)
+		w("</p>\n</li>")
+	}
+	w("\n</ol>")
+}
+
+func (v *view) confirmations(b *strings.Builder) {
+	w := b.WriteString
+	w("\n<h2 id=\"confirmations\">Confirmations</h2>")
+	if len(v.Confirmations) == 0 {
+		w("\n<p class=\"empty\">No confirmations kept.</p>")
+		return
+	}
+	w("\n<table><thead><tr><th>Id</th><th>Credential</th><th>Status</th><th>Operations</th><th>Expires</th></tr></thead><tbody>")
+	for _, c := range v.Confirmations {
+		w("\n<tr><td><code>")
+		value(b, c.ID)
+		w("</code></td><td>")
+		value(b, c.Credential)
+		w("</td><td>")
+		text(b, c.Status)
+		w("</td><td>")
+		for _, op := range c.Operations {
+			w("<div><code>")
+			value(b, op)
+			w("</code></div>")
+		}
+		w("</td><td>")
+		text(b, when(c.ExpiresAt))
+		w("</td></tr>")
+	}
+	w("\n</tbody></table>")
+}
+
+func (v *view) credentials(b *strings.Builder) {
+	w := b.WriteString
+	w("\n<h2 id=\"credentials\">Credentials</h2>\n<table><thead><tr><th>Id</th><th>Choice</th><th>Read-only</th><th>Role</th><th>Connections</th><th>Last client</th></tr></thead><tbody>")
+	for _, c := range v.Credentials {
+		w("\n<tr><td><code>")
+		value(b, c.ID)
+		w("</code></td><td>")
+		text(b, c.Choice)
+		w("</td><td>")
+		w(pick(c.ReadOnly, "yes", "no"))
+		w("</td><td>")
+		w(pick(c.Operator, "operator", "agent"))
+		w("</td><td>")
+		value(b, c.Connections)
+		w("</td><td>")
+		if c.HasClient {
+			w("<span class=\"said\">the agent says it is</span> “<i>")
+			value(b, c.Client)
+			w("</i>” <span class=\"said\">(its own words, not checked)</span> · ")
+			w(pick(c.ClientCanAsk, "can ask", "cannot ask"))
+			w(" · ")
+			text(b, when(c.ClientSeen))
+		} else {
+			w("<span class=\"empty\">none seen</span>")
+		}
+		w("</td></tr>")
+	}
+	w("\n</tbody></table>")
+}
+
+func (v *view) audit(b *strings.Builder) {
+	w := b.WriteString
+	w("\n<h2 id=\"audit\">Recent audit records</h2>")
+	if len(v.Audit) == 0 {
+		w("\n<p class=\"empty\">No audit records.</p>")
+		return
+	}
+	w("\n<table><thead><tr><th>When</th><th>Chain</th><th>Who</th><th>What</th><th>Outcome</th><th>Reason</th></tr></thead><tbody>")
+	for _, a := range v.Audit {
+		w("\n<tr><td><time datetime=\"")
+		text(b, a.At.UTC().Format(time.RFC3339))
+		w("\">")
+		text(b, when(a.At))
+		w("</time></td><td>")
+		value(b, a.Chain)
+		w(" #")
+		w(strconv.FormatInt(a.Seq, 10))
+		w("</td><td>")
+		value(b, a.Actor)
+		w("</td><td>")
+		value(b, a.Action)
+		if a.Subject != "" {
+			w(" <code>")
+			value(b, a.Subject)
+			w("</code>")
+		}
+		if a.What != "" {
+			w("<div><code>")
+			value(b, a.What)
+			w("</code></div>")
+		}
+		w("</td><td>")
+		value(b, a.Outcome)
+		w("</td><td>")
+		value(b, a.Reason)
+		w("</td></tr>")
+	}
+	w("\n</tbody></table>")
+}
+
+// when is a time as the page shows it.
+func when(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format("2 Jan 15:04:05 UTC")
+}
+
+func pick(ok bool, yes, no string) string {
+	if ok {
+		return yes
+	}
+	return no
+}
+
+// value writes a value a person reads: escaped for HTML, hidden characters
+// shown as marked escapes, in an isolate of its own (display.WriteHTML).
+func value(b *strings.Builder, s string) { display.WriteHTML(b, s) }
+
+// text writes s escaped for HTML text and quoted attribute values, as
+// html/template's escaper does: & < > " ' + become entities, NUL becomes
+// U+FFFD, everything else (invalid UTF-8 included) is written as it is.
+func text(b *strings.Builder, s string) {
+	written := 0
+	for i := 0; i < len(s); i++ {
+		var repl string
+		switch s[i] {
+		case 0:
+			repl = "\uFFFD"
+		case '"':
+			repl = "&#34;"
+		case '&':
+			repl = "&amp;"
+		case '\'':
+			repl = "&#39;"
+		case '+':
+			repl = "&#43;"
+		case '<':
+			repl = "&lt;"
+		case '>':
+			repl = "&gt;"
+		default:
+			continue
+		}
+		b.WriteString(s[written:i])
+		b.WriteString(repl)
+		written = i + 1
+	}
+	b.WriteString(s[written:])
+}
+
+// normalizeURL is what html/template makes of a value inside a URL's path
+// before escaping it for the attribute: bytes that are not allowed in a URL
+// are percent-encoded (valid %XX escapes are kept).
+func normalizeURL(s string) string {
+	var b strings.Builder
+	written := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+			continue
+		case strings.IndexByte("!#$&*+,/:;=?@[]-._~", c) >= 0:
+			continue
+		case c == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]):
+			continue
+		}
+		b.WriteString(s[written:i])
+		b.WriteByte('%')
+		b.WriteByte("0123456789abcdef"[c>>4])
+		b.WriteByte("0123456789abcdef"[c&15])
+		written = i + 1
+	}
+	if written == 0 {
+		return s
+	}
+	b.WriteString(s[written:])
+	return b.String()
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
