@@ -65,7 +65,7 @@ func (k *keysCmd) audit(ctx context.Context, since, chain string, verify bool) e
 	defer st.Close()
 	chains := []string{chain}
 	if chain == "" {
-		if chains, err = st.AuditChains(ctx); err != nil {
+		if chains, err = audit.Chains(ctx, st); err != nil {
 			return fmt.Errorf("read the audit trail in %s: %w", where, err)
 		}
 	}

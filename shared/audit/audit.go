@@ -28,7 +28,16 @@ type Store interface {
 	LastAudit(ctx context.Context, chain string) (*countersign.AuditRecord, error)
 	AuditHead(ctx context.Context, chain string) (countersign.AuditHead, error)
 	ListAudit(ctx context.Context, q countersign.AuditQuery) ([]*countersign.AuditRecord, error)
-	AuditChains(ctx context.Context) ([]string, error)
+	AuditChains(ctx context.Context, q countersign.ListQuery) (countersign.Page[string], error)
+}
+
+// maxChains bounds the chains Chains reads.
+const maxChains = 10_000_000
+
+// Chains pages through every chain of st with a head, sorted (verification
+// and the command line read them all; the operator page reads a page).
+func Chains(ctx context.Context, st Store) ([]string, error) {
+	return store.All(ctx, st.AuditChains, countersign.ListQuery{}, maxChains)
 }
 
 // Chain names.

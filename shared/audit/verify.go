@@ -75,7 +75,7 @@ func Verify(ctx context.Context, st Store) (*Report, error) {
 // the chain. The error is for a store that cannot be read; what is broken
 // is in the report.
 func VerifyAt(ctx context.Context, st Store, now time.Time) (*Report, error) {
-	chains, err := st.AuditChains(ctx)
+	chains, err := Chains(ctx, st)
 	if err != nil {
 		return nil, err
 	}

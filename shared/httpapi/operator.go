@@ -18,7 +18,7 @@ import (
 
 // AuditReader reads the audit trail for the operator page (store adapters).
 type AuditReader interface {
-	AuditChains(ctx context.Context) ([]string, error)
+	AuditChains(ctx context.Context, q countersign.ListQuery) (countersign.Page[string], error)
 	ListAudit(ctx context.Context, q countersign.AuditQuery) ([]*countersign.AuditRecord, error)
 }
 
@@ -92,15 +92,60 @@ func (o *Operator) api(ctx context.Context, req *Request, cred *countersign.Cred
 		if m != http.MethodGet {
 			return codeError(fault.MethodNotAllowed, "use GET /v1/operator/reviews")
 		}
-		items, err := o.Calls.Reviews(ctx, cred)
+		q, err := o.listQuery("reviews", req.RawQueryString, true, false)
+		if err != nil {
+			return errorOf(err)
+		}
+		items, next, err := o.Calls.Reviews(ctx, cred, q)
 		if err != nil {
 			return errorOf(err)
 		}
 		out := struct {
 			Reviews []reviewView `json:"reviews"`
-		}{Reviews: []reviewView{}}
+			Next    string       `json:"next_cursor,omitempty"`
+		}{Reviews: []reviewView{}, Next: o.sealCursor("reviews", q, next)}
 		for _, it := range items {
 			out.Reviews = append(out.Reviews, viewReview(it))
+		}
+		return jsonResponse(http.StatusOK, out)
+	case rest == "confirmations":
+		if m != http.MethodGet {
+			return codeError(fault.MethodNotAllowed, "use GET /v1/operator/confirmations")
+		}
+		q, err := o.listQuery("confirmations", req.RawQueryString, true, true)
+		if err != nil {
+			return errorOf(err)
+		}
+		items, next, err := o.Calls.Confirmations(ctx, cred, q)
+		if err != nil {
+			return errorOf(err)
+		}
+		out := struct {
+			Confirmations []reviewView `json:"confirmations"`
+			Next          string       `json:"next_cursor,omitempty"`
+		}{Confirmations: []reviewView{}, Next: o.sealCursor("confirmations", q, next)}
+		for _, it := range items {
+			out.Confirmations = append(out.Confirmations, viewReview(it))
+		}
+		return jsonResponse(http.StatusOK, out)
+	case rest == "credentials":
+		if m != http.MethodGet {
+			return codeError(fault.MethodNotAllowed, "use GET /v1/operator/credentials")
+		}
+		q, err := o.listQuery("credentials", req.RawQueryString, false, false)
+		if err != nil {
+			return errorOf(err)
+		}
+		creds, next, err := o.Calls.Credentials(ctx, cred, q)
+		if err != nil {
+			return errorOf(err)
+		}
+		out := struct {
+			Credentials []credentialView `json:"credentials"`
+			Next        string           `json:"next_cursor,omitempty"`
+		}{Credentials: []credentialView{}, Next: o.sealCursor("credentials", q, next)}
+		for _, c := range creds {
+			out.Credentials = append(out.Credentials, viewCredential(c))
 		}
 		return jsonResponse(http.StatusOK, out)
 	case strings.HasPrefix(rest, "reviews/"):
@@ -200,6 +245,22 @@ func viewReview(st calls.Status) reviewView {
 		v.Args = c.Operations[0].Args
 	}
 	return v
+}
+
+// credentialView is a credential on the operator routes: what it may do,
+// never its key or the key's hash.
+type credentialView struct {
+	ID          string              `json:"id"`
+	Choice      string              `json:"choice"`
+	ReadOnly    bool                `json:"read_only,omitempty"`
+	Operator    bool                `json:"operator,omitempty"`
+	Connections []string            `json:"connections,omitempty"`
+	LastClient  *countersign.Client `json:"last_client,omitempty"`
+}
+
+func viewCredential(c countersign.Credential) credentialView {
+	return credentialView{ID: c.ID, Choice: c.Choice.String(), ReadOnly: c.ReadOnly, Operator: c.Operator,
+		Connections: c.Connections, LastClient: c.LastClient}
 }
 
 // toolBody is the body of POST /v1/operator/tools/<connection>/<tool>.

@@ -4,9 +4,7 @@ import (
 	"context"
 
 	"fmt"
-	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -60,12 +58,13 @@ func (s *Store) AppendAudit(ctx context.Context, r *countersign.AuditRecord) err
 // moveHead sets the chain's head to (seq, hash) unless it is at seq or beyond.
 func (s *Store) moveHead(ctx context.Context, chain string, seq int64, hash string, expires int64) error {
 	_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(s.table),
-		Key:                       itemKey(prefixAudit+chain, skAuditHead),
-		UpdateExpression:          aws.String("SET #seq = :seq, #hash = :hash, #expires = :expires"),
-		ConditionExpression:       aws.String("attribute_not_exists(#seq) OR #seq < :seq"),
-		ExpressionAttributeNames:  map[string]string{"#seq": attrSeq, "#hash": attrHash, "#expires": attrExpires},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":seq": num(seq), ":hash": str(hash), ":expires": num(expires)},
+		TableName:                aws.String(s.table),
+		Key:                      itemKey(prefixAudit+chain, skAuditHead),
+		UpdateExpression:         aws.String("SET #seq = :seq, #hash = :hash, #expires = :expires, #list = :list, #chain = :chain"),
+		ConditionExpression:      aws.String("attribute_not_exists(#seq) OR #seq < :seq"),
+		ExpressionAttributeNames: map[string]string{"#seq": attrSeq, "#hash": attrHash, "#expires": attrExpires, "#list": attrGSI2PK, "#chain": attrGSI2SK},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":seq": num(seq), ":hash": str(hash), ":expires": num(expires),
+			":list": str(listChains), ":chain": str(chain)},
 	})
 	if isConditionFailed(err) {
 		return nil // a later record moved it already
@@ -145,34 +144,5 @@ func (s *Store) ListAudit(ctx context.Context, q countersign.AuditQuery) ([]*cou
 			}
 		}
 	}
-	return out, nil
-}
-
-// AuditChains scans the table for audit items (records and heads). It
-// reads the whole table: for the operator's tools, never the request path.
-func (s *Store) AuditChains(ctx context.Context) ([]string, error) {
-	pages := dynamodb.NewScanPaginator(s.client, &dynamodb.ScanInput{
-		TableName:                 aws.String(s.table),
-		ConsistentRead:            aws.Bool(true),
-		FilterExpression:          aws.String("begins_with(#pk, :prefix)"),
-		ProjectionExpression:      aws.String("#pk"),
-		ExpressionAttributeNames:  map[string]string{"#pk": attrPK},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":prefix": str(prefixAudit)},
-	})
-	seen := map[string]bool{}
-	for pages.HasMorePages() {
-		page, err := pages.NextPage(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("list audit chains: scan %s: %w", s.table, err)
-		}
-		for _, it := range page.Items {
-			seen[strings.TrimPrefix(stringAttr(it, attrPK), prefixAudit)] = true
-		}
-	}
-	out := make([]string, 0, len(seen))
-	for c := range seen {
-		out = append(out, c)
-	}
-	slices.Sort(out)
 	return out, nil
 }

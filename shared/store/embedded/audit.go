@@ -118,31 +118,3 @@ func (s *Store) ListAudit(_ context.Context, q countersign.AuditQuery) ([]*count
 	}
 	return out, nil
 }
-
-// AuditChains returns every chain with a record or a head.
-func (s *Store) AuditChains(_ context.Context) ([]string, error) {
-	seen := map[string]bool{}
-	err := s.db.View(func(tx *bbolt.Tx) error {
-		if err := tx.Bucket(bucketAudit).ForEach(func(k, _ []byte) error {
-			if i := bytes.IndexByte(k, 0); i > 0 {
-				seen[string(k[:i])] = true
-			}
-			return nil
-		}); err != nil {
-			return err
-		}
-		return tx.Bucket(bucketAuditHeads).ForEach(func(k, _ []byte) error {
-			seen[string(k)] = true
-			return nil
-		})
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list audit chains: %w", err)
-	}
-	out := make([]string, 0, len(seen))
-	for c := range seen {
-		out = append(out, c)
-	}
-	slices.Sort(out)
-	return out, nil
-}

@@ -12,41 +12,44 @@ import (
 	"github.com/countersign/countersign/shared/store"
 )
 
-// GetQuota returns a copy of the quota record of key.
-func (s *Store) GetQuota(_ context.Context, key string) (*countersign.Quota, error) {
-	q := new(countersign.Quota)
-	if err := s.db.View(func(tx *bbolt.Tx) error { return get(tx, bucketQuotas, []byte(key), q) }); err != nil {
-		return nil, fmt.Errorf("get quota %s: %w", key, err)
-	}
-	return q, nil
-}
-
-// PutQuota creates the record when q.Version is 0, else replaces it if its
-// stored Version equals q.Version; q.Version is then incremented.
-func (s *Store) PutQuota(_ context.Context, q *countersign.Quota) error {
-	rec := *q
-	rec.Version = q.Version + 1
-	rec.Until = make([]time.Time, len(q.Until))
-	for i, u := range q.Until {
-		rec.Until[i] = u.UTC()
+// TakeQuota counts one use of key in one write transaction: it reads the
+// key's record (the uses still counted), drops those that stopped
+// counting by now, and adds one unless limit are left. Transactions run
+// one at a time, so the count is exact and takers never conflict.
+func (s *Store) TakeQuota(_ context.Context, key string, limit int, now, until time.Time) error {
+	if limit < 1 {
+		return fmt.Errorf("take quota %s: limit %d", key, limit)
 	}
 	err := s.writer.Update(func(tx *bbolt.Tx) error {
-		v, err := storedVersion(tx, bucketQuotas, []byte(q.Key))
-		switch {
+		var q countersign.Quota
+		switch err := get(tx, bucketQuotas, []byte(key), &q); {
 		case errors.Is(err, store.ErrNotFound):
-			if q.Version != 0 {
-				return err
-			}
+			q = countersign.Quota{Key: key}
 		case err != nil:
 			return err
-		case v != q.Version:
-			return fmt.Errorf("stored version %d, put from version %d: %w", v, q.Version, store.ErrConflict)
 		}
-		return put(tx, bucketQuotas, []byte(q.Key), rec)
+		live := q.Until[:0]
+		free := time.Time{}
+		for _, u := range q.Until {
+			if u.After(now) {
+				live = append(live, u)
+				if free.IsZero() || u.Before(free) {
+					free = u
+				}
+			}
+		}
+		if len(live) >= limit {
+			return &store.QuotaFullError{Key: key, Limit: limit, Free: free}
+		}
+		q.Until = append(live, until.UTC())
+		q.Version++
+		for _, u := range q.Until {
+			q.TTL = max(q.TTL, u.Add(time.Minute).Unix())
+		}
+		return put(tx, bucketQuotas, []byte(key), q)
 	})
 	if err != nil {
-		return fmt.Errorf("put quota %s: %w", q.Key, err)
+		return fmt.Errorf("take quota %s: %w", key, err)
 	}
-	q.Version = rec.Version
 	return nil
 }

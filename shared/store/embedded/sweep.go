@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"go.etcd.io/bbolt"
+
+	"github.com/countersign/countersign"
 )
 
 // Sweep deletes what DynamoDB's TTL deletes in a deployment: confirmations
@@ -72,8 +74,18 @@ func (s *Store) Sweep(now time.Time) (int, error) {
 		for i, sw := range sweeps {
 			b := tx.Bucket(sw.bucket)
 			for _, k := range keys[i] {
-				if v := b.Get(k); v == nil || !sw.expired(v) {
+				v := b.Get(k)
+				if v == nil || !sw.expired(v) {
 					continue
+				}
+				if bytes.Equal(sw.bucket, bucketConfirmations) {
+					c := new(countersign.Confirmation)
+					if err := decodeRecord(bucketConfirmations, v, c); err != nil {
+						return err
+					}
+					if err := unindex(tx, c); err != nil {
+						return err
+					}
 				}
 				if err := b.Delete(k); err != nil {
 					return err
