@@ -253,6 +253,10 @@ type AuditRecord struct {
 	Chain string    `json:"chain"`
 	Seq   int64     `json:"seq"`
 	At    time.Time `json:"at"`
+	// ID names the record from the moment it is written, before it is
+	// sealed into its chain (package audit): a sealer that finds it sealed
+	// already never seals it twice. Absent on records written before IDs.
+	ID string `json:"id,omitempty"`
 	// Actor is who acted: a credential id, "approver:<name>",
 	// "operator:<credential id>", "cli" or "system".
 	Actor string `json:"actor"`
@@ -317,6 +321,13 @@ type AuditHead struct {
 	// expires: when every record of an expiring chain is gone it still
 	// names the last one, and the chain goes on from it.
 	Expires int64 `json:"expires,omitempty"`
+}
+
+// PendingAudit is a record written but not yet sealed into its chain
+// (store.Store.AddAudit): Key is where the store keeps it.
+type PendingAudit struct {
+	Key    string
+	Record AuditRecord
 }
 
 // AuditQuery selects records of one chain for ListAudit.

@@ -131,6 +131,26 @@ type Store interface {
 	// TTL is deleted once it passes (DynamoDB's TTL, the embedded store's
 	// Sweep); a head never is.
 	AppendAudit(ctx context.Context, r *countersign.AuditRecord) error
+	// AddAudit stores r (its Chain, At and ID set; Seq, Prev and Hash not
+	// yet) as a pending record of its chain, under a key of its own
+	// (At, then ID): writers never conflict. SealAudit moves it into the
+	// chain.
+	AddAudit(ctx context.Context, r *countersign.AuditRecord) error
+	// PendingAudit returns up to limit (1 to 1000) of the chain's pending
+	// records, oldest first.
+	PendingAudit(ctx context.Context, chain string, limit int) ([]countersign.PendingAudit, error)
+	// SealAudit appends the records rs in order, each at (Chain, Seq) as
+	// AppendAudit does, deleting the pending record keys[i] with rs[i], and
+	// moves the chain's head to the last one appended. It stops at the first
+	// slot taken (another sealer went first) and returns how many it
+	// appended with ErrConflict. In the embedded store the batch is one
+	// transaction; on DynamoDB each record is its own writes (a sealer
+	// stopped between a record and its pending delete leaves the pending
+	// record, which the next sealer finds sealed already, by its ID, and
+	// drops with DropPendingAudit).
+	SealAudit(ctx context.Context, rs []*countersign.AuditRecord, keys []string) (int, error)
+	// DropPendingAudit deletes the chain's pending record key (absent: no error).
+	DropPendingAudit(ctx context.Context, chain, key string) error
 	// LastAudit returns the chain's record with the highest Seq, or ErrNotFound.
 	LastAudit(ctx context.Context, chain string) (*countersign.AuditRecord, error)
 	// AuditHead returns the chain's head, or ErrNotFound.
