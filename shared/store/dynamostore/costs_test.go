@@ -69,6 +69,18 @@ func TestCostOfEachOperation(t *testing.T) {
 			must(st.AppendAudit(ctx, &countersign.AuditRecord{Chain: "cred:chat-user", Seq: 1, At: now, Actor: cred.ID, Action: "call.paused",
 				Subject: conf.ID, Hash: strings.Repeat("h", 64)}))
 		}},
+		{"AddAudit (every recorded event)", func() {
+			must(st.AddAudit(ctx, &countersign.AuditRecord{Chain: "cred:chat-user", ID: "ar_cost", At: now, Actor: cred.ID, Action: "call.paused", Subject: conf.ID}))
+		}},
+		{"PendingAudit (a batch)", func() { _, err := st.PendingAudit(ctx, "cred:chat-user", 100); must(err) }},
+		{"SealAudit, a batch of 1 (record, pending delete, head)", func() {
+			p, err := st.PendingAudit(ctx, "cred:chat-user", 1)
+			must(err)
+			r := p[0].Record
+			r.Seq, r.Hash = 2, strings.Repeat("s", 64)
+			_, err = st.SealAudit(ctx, []*countersign.AuditRecord{&r}, []string{p[0].Key})
+			must(err)
+		}},
 		{"LastAudit", func() { _, err := st.LastAudit(ctx, "cred:chat-user"); must(err) }},
 		{"ListConfirmations, a page of 1", func() {
 			_, err := st.ListConfirmations(ctx, countersign.ListQuery{Status: countersign.StatusRedeemed, Limit: 1})
