@@ -100,3 +100,53 @@ func BenchmarkPausesOneCredential(b *testing.B) {
 }
 
 func runtimeProcs() int { return runtime.GOMAXPROCS(0) }
+
+// BenchmarkHandshakesOneCredential measures full handshakes per second
+// (call → 202 → webhook → Approve → redeem → the upstream once) at
+// concurrency 20 from one credential, and the same load over two
+// credentials as the baseline in the same run. Run:
+//
+//	go test -run '^$' -bench HandshakesOneCredential -benchtime 1000x ./infra/local/stack/
+func BenchmarkHandshakesOneCredential(b *testing.B) {
+	h := newHarness(b, harnessOptions{limits: benchLimits})
+	for _, tc := range []struct {
+		name string
+		keys []string
+	}{
+		{"one-credential", []string{"cs_test_ask"}},
+		{"two-credentials", []string{"cs_test_ask", "cs_test_ask2"}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			var mu sync.Mutex
+			i := 0
+			before := h.upstream.Count("DELETE", "/contacts/12")
+			b.SetParallelism(max(1, 20/runtimeProcs()))
+			b.RunParallel(func(pb *testing.PB) {
+				mu.Lock()
+				key := tc.keys[i%len(tc.keys)]
+				i++
+				mu.Unlock()
+				for pb.Next() {
+					r := h.call(key, deleteContact12)
+					if r.status != http.StatusAccepted {
+						b.Errorf("pause: %d %s", r.status, r.body)
+						return
+					}
+					id := r.str("confirmation.id")
+					if r := h.post(h.approvalLink(id), "approve", nil, "application/json"); r.status != http.StatusOK {
+						b.Errorf("approve: %d %s", r.status, r.body)
+						return
+					}
+					if r := h.call(key, redeemOf(deleteContact12, id)); r.status != http.StatusOK {
+						b.Errorf("redeem: %d %s", r.status, r.body)
+						return
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "handshakes/s")
+			if n := h.upstream.Count("DELETE", "/contacts/12") - before; n != b.N {
+				b.Errorf("the upstream ran %d DELETEs for %d handshakes", n, b.N)
+			}
+		})
+	}
+}
