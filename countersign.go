@@ -231,18 +231,6 @@ type Idempotency struct {
 	Version     int64             `json:"version"`
 }
 
-// Quota counts the recent uses of one per-credential limit, e.g. the
-// confirmations a credential created that may still be pending. Changed
-// only by conditional writes on Version.
-type Quota struct {
-	Key string `json:"key"`
-	// Until holds, for each use still counted, when it stops counting.
-	Until   []time.Time `json:"until"`
-	Version int64       `json:"version"`
-	// TTL is when the store may delete the record (unix seconds).
-	TTL int64 `json:"ttl"`
-}
-
 // AuditRecord is one entry of the audit trail: who did what, when, under
 // which rule, to which bound operation, with what outcome. Records form
 // chains (one per credential, and "system"): each carries the SHA-256 of

@@ -44,6 +44,10 @@ import (
 const (
 	// sealBatch bounds the records one round of a sealer moves.
 	sealBatch = 100
+	// sealMargin is how many more of the chain's newest records a sealer
+	// reads than it has pending records, to find those sealed already: a
+	// whole batch of another sealer's.
+	sealMargin = sealBatch
 	// sealRounds bounds the rounds of one Seal: each round moves a batch or
 	// loses a slot to another process's sealer.
 	sealRounds = 64
@@ -174,7 +178,10 @@ func (t *Trail) Seal(ctx context.Context, chain string) error {
 func (t *Trail) sealBatch(ctx context.Context, chain string, pending []countersign.PendingAudit) (bool, error) {
 	// The chain's newest records: where it ends, and which pending records
 	// another sealer sealed already.
-	recent, err := t.Store.ListAudit(ctx, countersign.AuditQuery{Chain: chain, Limit: 2 * sealBatch, Newest: true})
+	// A pending record another process sealed first (and had not yet
+	// deleted when it was listed here) is among the chain's newest: that
+	// sealer seals a batch of at most sealBatch at a time, in order.
+	recent, err := t.Store.ListAudit(ctx, countersign.AuditQuery{Chain: chain, Limit: len(pending) + sealMargin, Newest: true})
 	if err != nil {
 		return false, err
 	}

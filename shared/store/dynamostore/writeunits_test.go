@@ -142,7 +142,7 @@ func (recordingWorkflow) SendTaskFailure(context.Context, string, string, string
 // TestWriteUnitsOfAConfirmedCall counts, against DynamoDB (dynalite in CI),
 // the write units of one confirmed call from the pause to the outcome,
 // with a task token of a realistic 1 KB, and holds the total to
-// the 7 of docs/design.md (Targets). The per-credential quota record the pause writes
+// the 7 of docs/design.md (Targets). The per-credential quota slot the pause writes
 // (pending_confirmations, shared/calls/limits.go) is counted.
 //
 // A second call holds a 2 KB body and gets a chatty answer (ten headers,
@@ -241,7 +241,7 @@ func confirmedCall(t *testing.T, method, path string, body []byte) *meter {
 		return res
 	}
 
-	m.begin("pause: quota record and confirmation (gateway)")
+	m.begin("pause: quota slot and confirmation (gateway)")
 	res := call(policy.IntentWrite, "")
 	if res.Outcome != calls.Paused {
 		t.Fatalf("pause: %s", res.Outcome)

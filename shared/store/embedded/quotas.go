@@ -1,55 +1,110 @@
 package embedded
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"time"
 
 	"go.etcd.io/bbolt"
 
-	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/store"
 )
 
-// TakeQuota counts one use of key in one write transaction: it reads the
-// key's record (the uses still counted), drops those that stopped
-// counting by now, and adds one unless limit are left. Transactions run
-// one at a time, so the count is exact and takers never conflict.
+// A quota is a count and its uses:
+//
+//	store_quotas      <key>                                → {"key", "count", "ttl"}
+//	store_quota_uses  <key> NUL <until, 8 bytes big-endian> <n, 8 bytes>  → nothing
+//
+// The uses sort by when they stop counting, so a take deletes the ended
+// ones from the front of the key's range, then counts one more unless the
+// count is at the limit: its cost does not grow with the uses counted.
+// The count and the uses change together in one write transaction; the
+// sweep deletes a quota's record and its uses together, once its ttl (a
+// minute after its last use ends) has passed.
+type quotaCount struct {
+	Key   string `json:"key"`
+	Count int    `json:"count"`
+	Next  uint64 `json:"next"`
+	TTL   int64  `json:"ttl"`
+}
+
+func quotaPrefix(key string) []byte { return append([]byte(key), 0) }
+
+// TakeQuota counts one use of key in one write transaction. Transactions
+// run one at a time, so the count is exact and takers never conflict.
 func (s *Store) TakeQuota(_ context.Context, key string, limit int, now, until time.Time) error {
-	if limit < 1 {
-		return fmt.Errorf("take quota %s: limit %d", key, limit)
+	if limit < 1 || bytes.IndexByte([]byte(key), 0) >= 0 {
+		return fmt.Errorf("take quota %q: limit %d", key, limit)
 	}
 	err := s.writer.Update(func(tx *bbolt.Tx) error {
-		var q countersign.Quota
+		var q quotaCount
 		switch err := get(tx, bucketQuotas, []byte(key), &q); {
 		case errors.Is(err, store.ErrNotFound):
-			q = countersign.Quota{Key: key}
+			q = quotaCount{Key: key}
 		case err != nil:
 			return err
 		}
-		live := q.Until[:0]
-		free := time.Time{}
-		for _, u := range q.Until {
+		uses := tx.Bucket(bucketQuotaUses)
+		prefix := quotaPrefix(key)
+		var ended [][]byte
+		var free time.Time
+		c := uses.Cursor()
+		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			u := useUntil(k[len(prefix):])
 			if u.After(now) {
-				live = append(live, u)
-				if free.IsZero() || u.Before(free) {
-					free = u
-				}
+				free = u
+				break
+			}
+			ended = append(ended, bytes.Clone(k))
+		}
+		for _, k := range ended {
+			if err := uses.Delete(k); err != nil {
+				return err
 			}
 		}
-		if len(live) >= limit {
+		q.Count = max(0, q.Count-len(ended))
+		if q.Count >= limit {
 			return &store.QuotaFullError{Key: key, Limit: limit, Free: free}
 		}
-		q.Until = append(live, until.UTC())
-		q.Version++
-		for _, u := range q.Until {
-			q.TTL = max(q.TTL, u.Add(time.Minute).Unix())
+		q.Next++
+		k := binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(prefix, uint64(max(0, until.UnixNano()))), q.Next)
+		if err := uses.Put(k, nil); err != nil {
+			return err
 		}
+		q.Count++
+		q.TTL = max(q.TTL, until.Add(time.Minute).Unix())
 		return put(tx, bucketQuotas, []byte(key), q)
 	})
 	if err != nil {
 		return fmt.Errorf("take quota %s: %w", key, err)
+	}
+	return nil
+}
+
+// useUntil reads when a use stops counting from the rest of its key.
+func useUntil(rest []byte) time.Time {
+	if len(rest) < 8 {
+		return time.Time{}
+	}
+	return time.Unix(0, int64(binary.BigEndian.Uint64(rest[:8]))).UTC()
+}
+
+// dropQuotaUses deletes the uses of the quota key (the sweep, with its record).
+func dropQuotaUses(tx *bbolt.Tx, key []byte) error {
+	uses := tx.Bucket(bucketQuotaUses)
+	prefix := append(bytes.Clone(key), 0)
+	var keys [][]byte
+	c := uses.Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		keys = append(keys, bytes.Clone(k))
+	}
+	for _, k := range keys {
+		if err := uses.Delete(k); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -23,6 +23,7 @@ var (
 	bucketConfirmationIndex = []byte("store_confirmation_index")
 	bucketIdempotency       = []byte("store_idempotency")   // idempotencyKey(credential, key) → JSON
 	bucketQuotas            = []byte("store_quotas")        // quota key → JSON
+	bucketQuotaUses         = []byte("store_quota_uses")    // quota key NUL until NUL n → nothing (quotas.go)
 	bucketAudit             = []byte("store_audit")         // auditKey(chain, seq) → JSON, swept when its ttl passed
 	bucketAuditHeads        = []byte("store_audit_heads")   // chain → head JSON
 	bucketAuditPending      = []byte("store_audit_pending") // chain NUL at NUL id → JSON (audit.go)
@@ -32,7 +33,7 @@ var (
 	bucketTaskTokens        = []byte("store_task_tokens")   // confirmation ID → JSON
 )
 
-var allBuckets = [][]byte{bucketCredentials, bucketCredentialKey, bucketConfirmations, bucketConfirmationIndex, bucketIdempotency, bucketQuotas, bucketAudit, bucketAuditHeads, bucketAuditPending,
+var allBuckets = [][]byte{bucketCredentials, bucketCredentialKey, bucketConfirmations, bucketConfirmationIndex, bucketIdempotency, bucketQuotas, bucketQuotaUses, bucketAudit, bucketAuditHeads, bucketAuditPending,
 	bucketScriptRuns, bucketScriptCalls, bucketScriptParts, bucketTaskTokens}
 
 // DefaultTimeout is how long Open waits for the file lock when

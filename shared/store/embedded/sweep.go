@@ -13,7 +13,7 @@ import (
 
 // Sweep deletes what DynamoDB's TTL deletes in a deployment: confirmations
 // (review items among them), their task tokens, script journals (headers,
-// calls, parts), quota records and audit records whose ttl has passed
+// calls, parts), quota records with their uses, and audit records whose ttl has passed
 // (heads stay; see sweepAudit), and idempotency
 // records past their expiry. Readers never depend on it (effective status
 // comes from the clock),
@@ -84,6 +84,11 @@ func (s *Store) Sweep(now time.Time) (int, error) {
 						return err
 					}
 					if err := unindex(tx, c); err != nil {
+						return err
+					}
+				}
+				if bytes.Equal(sw.bucket, bucketQuotas) {
+					if err := dropQuotaUses(tx, k); err != nil {
 						return err
 					}
 				}
