@@ -45,9 +45,8 @@ const (
 	// sealBatch bounds the records one round of a sealer moves.
 	sealBatch = 100
 	// sealMargin is how many more of the chain's newest records a sealer
-	// reads than it has pending records, to find those sealed already: a
-	// whole batch of another sealer's.
-	sealMargin = sealBatch
+	// reads than it has pending records, to find those sealed already.
+	sealMargin = 16
 	// sealRounds bounds the rounds of one Seal: each round moves a batch or
 	// loses a slot to another process's sealer.
 	sealRounds = 64
@@ -178,9 +177,12 @@ func (t *Trail) Seal(ctx context.Context, chain string) error {
 func (t *Trail) sealBatch(ctx context.Context, chain string, pending []countersign.PendingAudit) (bool, error) {
 	// The chain's newest records: where it ends, and which pending records
 	// another sealer sealed already.
-	// A pending record another process sealed first (and had not yet
-	// deleted when it was listed here) is among the chain's newest: that
-	// sealer seals a batch of at most sealBatch at a time, in order.
+	// A pending record another process sealed first is among the chain's
+	// newest: it was listed here because that sealer had written it and
+	// not yet deleted its pending copy (one request later), or stopped in
+	// between, and a sealer seals in order, two requests a record, so the
+	// records it sealed after it are far fewer than sealMargin by the time
+	// this read runs, one request after the pending one.
 	recent, err := t.Store.ListAudit(ctx, countersign.AuditQuery{Chain: chain, Limit: len(pending) + sealMargin, Newest: true})
 	if err != nil {
 		return false, err
