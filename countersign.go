@@ -12,6 +12,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"time"
 	"unicode/utf8"
 
@@ -232,18 +233,6 @@ type Idempotency struct {
 	Version     int64             `json:"version"`
 }
 
-// Quota counts the recent uses of one per-credential limit, e.g. the
-// confirmations a credential created that may still be pending. Changed
-// only by conditional writes on Version.
-type Quota struct {
-	Key string `json:"key"`
-	// Until holds, for each use still counted, when it stops counting.
-	Until   []time.Time `json:"until"`
-	Version int64       `json:"version"`
-	// TTL is when the store may delete the record (unix seconds).
-	TTL int64 `json:"ttl"`
-}
-
 // AuditRecord is one entry of the audit trail: who did what, when, under
 // which rule, to which bound operation, with what outcome. Records form
 // chains (one per credential, and "system"): each carries the SHA-256 of
@@ -254,6 +243,10 @@ type AuditRecord struct {
 	Chain string    `json:"chain"`
 	Seq   int64     `json:"seq"`
 	At    time.Time `json:"at"`
+	// ID names the record from the moment it is written, before it is
+	// sealed into its chain (package audit): a sealer that finds it sealed
+	// already never seals it twice. Absent on records written before IDs.
+	ID string `json:"id,omitempty"`
 	// Actor is who acted: a credential id, "approver:<name>",
 	// "operator:<credential id>", "cli" or "system".
 	Actor string `json:"actor"`
@@ -318,6 +311,13 @@ type AuditHead struct {
 	// expires: when every record of an expiring chain is gone it still
 	// names the last one, and the chain goes on from it.
 	Expires int64 `json:"expires,omitempty"`
+}
+
+// PendingAudit is a record written but not yet sealed into its chain
+// (store.Store.AddAudit): Key is where the store keeps it.
+type PendingAudit struct {
+	Key    string
+	Record AuditRecord
 }
 
 // AuditQuery selects records of one chain for ListAudit.
@@ -541,3 +541,50 @@ func (e *ScriptFailure) Error() string { return string(e.Code) + ": " + e.Reason
 
 // Unwrap gives the code to fault.As.
 func (e *ScriptFailure) Unwrap() error { return &fault.Error{Code: e.Code, Reason: e.Reason} }
+
+// Page sizes of the listings (store.Store's List methods): a page holds
+// at most MaxPageSize items, DefaultPageSize when the query does not say.
+const (
+	DefaultPageSize = 50
+	MaxPageSize     = 100
+)
+
+// ListQuery asks for one page of a listing: confirmations, review items,
+// credentials or audit chains. The store reads it from an index, never by
+// scanning the table.
+type ListQuery struct {
+	// Status, for confirmations and review items, lists only those whose
+	// stored status is this one ("" lists every status).
+	Status Status
+	// Newest lists from the newest down (confirmations and review items);
+	// otherwise the oldest come first.
+	Newest bool
+	// Limit bounds the page: 1 to MaxPageSize; 0 means DefaultPageSize.
+	Limit int
+	// Cursor continues the listing after the previous page: that page's
+	// Next, as the store returned it ("" starts at the beginning). A cursor
+	// is only valid for the same listing (the same method, Status and
+	// Newest); anything else is refused with store.ErrBadCursor.
+	Cursor string
+}
+
+// PageSize is q's Limit with the default applied, or an error when it is
+// out of range.
+func (q ListQuery) PageSize() (int, error) {
+	switch {
+	case q.Limit == 0:
+		return DefaultPageSize, nil
+	case q.Limit < 0 || q.Limit > MaxPageSize:
+		return 0, fmt.Errorf("page size %d: it must be between 1 and %d", q.Limit, MaxPageSize)
+	}
+	return q.Limit, nil
+}
+
+// Page is one page of a listing. Next continues it (ListQuery.Cursor);
+// "" means this is the last page. A page may hold fewer than the limit
+// (even none) and still have a Next: records listed by the index may have
+// changed or gone by the time they are read.
+type Page[T any] struct {
+	Items []T
+	Next  string
+}

@@ -65,7 +65,7 @@ func (k *keysCmd) audit(ctx context.Context, since, chain string, verify bool) e
 	defer st.Close()
 	chains := []string{chain}
 	if chain == "" {
-		if chains, err = st.AuditChains(ctx); err != nil {
+		if chains, err = audit.Chains(ctx, st); err != nil {
 			return fmt.Errorf("read the audit trail in %s: %w", where, err)
 		}
 	}
@@ -88,6 +88,19 @@ func (k *keysCmd) audit(ctx context.Context, since, chain string, verify bool) e
 	if !verify {
 		return nil
 	}
+	// Records written but not yet sealed into their chain (a process
+	// stopped before it sealed them, or lost every round to another) are
+	// sealed first, so that they are verified too.
+	chains, err = audit.Chains(ctx, st)
+	if err != nil {
+		return fmt.Errorf("read the audit trail in %s: %w", where, err)
+	}
+	trail := &audit.Trail{Store: st}
+	for _, c := range chains {
+		if err := trail.Seal(ctx, c); err != nil {
+			return fmt.Errorf("seal the pending audit records in %s: %w", where, err)
+		}
+	}
 	rep, err := audit.Verify(ctx, st)
 	if err != nil {
 		return fmt.Errorf("verify the audit trail in %s: %w", where, err)
@@ -97,6 +110,9 @@ func (k *keysCmd) audit(ctx context.Context, since, chain string, verify bool) e
 		records += c.Records
 		if c.From > 0 && c.Break == nil {
 			fmt.Fprintf(k.stdout, "note: chain %s: verified from record %d; the records before it expired (audit.retention_days)\n", c.Chain, c.From)
+		}
+		if c.Pending > 0 {
+			fmt.Fprintf(k.stdout, "note: chain %s: %d record(s) written since the seal above are not sealed yet, so not verified\n", c.Chain, c.Pending)
 		}
 		if c.Lag > 0 && c.Break == nil {
 			fmt.Fprintf(k.stdout, "note: chain %s: its head lags %d record(s) behind (an append was cut off; the next one repairs it)\n", c.Chain, c.Lag)

@@ -68,12 +68,15 @@ const defaultDataDir = ".countersign"
 // says the local stack is running. A variable so tests can shorten it.
 var lockTimeout = 2 * time.Second
 
+// maxListed bounds the credentials keys list prints.
+const maxListed = 1_000_000
+
 // keyStore is what the keys commands need of a store; store/embedded and
 // store/dynamostore provide it.
 type keyStore interface {
 	CreateCredential(ctx context.Context, c countersign.Credential) error
 	GetCredential(ctx context.Context, id string) (countersign.Credential, error)
-	ListCredentials(ctx context.Context) ([]countersign.Credential, error)
+	ListCredentials(ctx context.Context, q countersign.ListQuery) (countersign.Page[countersign.Credential], error)
 	PutCredential(ctx context.Context, c countersign.Credential) error
 	DeleteCredential(ctx context.Context, id string) error
 	audit.Store
@@ -366,7 +369,7 @@ func (k *keysCmd) list(ctx context.Context) error {
 		return err
 	}
 	defer st.Close()
-	creds, err := st.ListCredentials(ctx)
+	creds, err := store.All(ctx, st.ListCredentials, countersign.ListQuery{}, maxListed)
 	if err != nil {
 		return fmt.Errorf("list credentials in %s: %w", where, err)
 	}

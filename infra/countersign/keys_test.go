@@ -23,6 +23,7 @@ import (
 	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/policy"
+	"github.com/countersign/countersign/shared/store"
 	"github.com/countersign/countersign/shared/store/dynamostore"
 	"github.com/countersign/countersign/shared/store/embedded"
 )
@@ -65,7 +66,7 @@ func storedCredentials(tb testing.TB, dir string) map[string]countersign.Credent
 		tb.Fatal(err)
 	}
 	defer st.Close()
-	list, err := st.ListCredentials(context.Background())
+	list, err := store.All(context.Background(), st.ListCredentials, countersign.ListQuery{}, 1000)
 	if err != nil {
 		tb.Fatal(err)
 	}

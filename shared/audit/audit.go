@@ -25,10 +25,23 @@ import (
 // Store is what the trail needs of a store (store/embedded, store/dynamostore).
 type Store interface {
 	AppendAudit(ctx context.Context, r *countersign.AuditRecord) error
+	AddAudit(ctx context.Context, r *countersign.AuditRecord) error
+	PendingAudit(ctx context.Context, chain string, limit int) ([]countersign.PendingAudit, error)
+	SealAudit(ctx context.Context, rs []*countersign.AuditRecord, keys []string) (int, error)
+	DropPendingAudit(ctx context.Context, chain, key string) error
 	LastAudit(ctx context.Context, chain string) (*countersign.AuditRecord, error)
 	AuditHead(ctx context.Context, chain string) (countersign.AuditHead, error)
 	ListAudit(ctx context.Context, q countersign.AuditQuery) ([]*countersign.AuditRecord, error)
-	AuditChains(ctx context.Context) ([]string, error)
+	AuditChains(ctx context.Context, q countersign.ListQuery) (countersign.Page[string], error)
+}
+
+// maxChains bounds the chains Chains reads.
+const maxChains = 10_000_000
+
+// Chains pages through every chain of st with a head, sorted (verification
+// and the command line read them all; the operator page reads a page).
+func Chains(ctx context.Context, st Store) ([]string, error) {
+	return store.All(ctx, st.AuditChains, countersign.ListQuery{}, maxChains)
 }
 
 // Chain names.
@@ -107,6 +120,7 @@ type Trail struct {
 	mu         sync.Mutex
 	configDone bool
 	windows    map[string]*window
+	sealers    map[string]*sealer
 }
 
 // window counts the repeats of one denial.
@@ -237,14 +251,20 @@ func (t *Trail) Record(ctx context.Context, r countersign.AuditRecord) {
 		r.At = t.now()
 	}
 	t.FlushDue(ctx, r.At)
-	var w *window
-	if r.Action == ActionDenied {
-		if w = t.counted(&r); w == nil {
-			return
+	if r.Action != ActionDenied {
+		if err := t.add(ctx, r); err != nil {
+			t.logger().ErrorContext(ctx, "audit record not stored", "chain", r.Chain, "action", r.Action, "error", err)
 		}
+		return
+	}
+	// A denial that opens a window is appended at once: its summary
+	// names its Seq.
+	w := t.counted(&r)
+	if w == nil {
+		return
 	}
 	stored := t.store(ctx, r)
-	if w != nil && stored != nil {
+	if stored != nil {
 		t.mu.Lock()
 		w.first.Seq = stored.Seq
 		t.mu.Unlock()

@@ -10,8 +10,14 @@
 // every chain: a deleted record leaves a gap, an edited one no longer
 // hashes to what its successor (or, for the newest, the head) says.
 //
-// Appending is one conditional write of the record on its (chain, seq)
-// slot; a writer that loses the race reads the new end and tries again.
-// The store then moves the chain's head forward (a second, small write on
-// DynamoDB; the same transaction in bbolt).
+// Recording is two steps (seal.go): the record is written on its own
+// (a random ID, no sequence number, no condition), so a credential's calls
+// never wait on one another to record; then it is sealed into its chain
+// with the other pending records, in time order, a batch at a time, by
+// one goroutine per chain in each process, and the chain's head moves to
+// the batch's last record. Append (the command line's key changes, a
+// configuration load, a denial that opens a counting window) still writes
+// straight into the chain: one conditional write of the record on its
+// (chain, seq) slot, and a writer that loses the race reads the new end
+// and tries again.
 package audit

@@ -38,6 +38,9 @@ type ChainReport struct {
 	From int64
 	// Break is the first broken record, if any.
 	Break *Break
+	// Pending is how many records were written but not yet sealed into
+	// the chain (at most 1000 are counted): they are not verified.
+	Pending int
 }
 
 // Report is the result of Verify.
@@ -75,7 +78,7 @@ func Verify(ctx context.Context, st Store) (*Report, error) {
 // the chain. The error is for a store that cannot be read; what is broken
 // is in the report.
 func VerifyAt(ctx context.Context, st Store, now time.Time) (*Report, error) {
-	chains, err := st.AuditChains(ctx)
+	chains, err := Chains(ctx, st)
 	if err != nil {
 		return nil, err
 	}
@@ -105,6 +108,11 @@ func verifyChain(ctx context.Context, st Store, chain string, now int64) (ChainR
 	if err != nil {
 		return cr, fmt.Errorf("verify %s: %w", chain, err)
 	}
+	pending, err := st.PendingAudit(ctx, chain, 1000)
+	if err != nil {
+		return cr, fmt.Errorf("verify %s: %w", chain, err)
+	}
+	cr.Pending = len(pending)
 	cr.Records = len(records)
 	brk := func(seq int64, format string, args ...any) ChainReport {
 		cr.Break = &Break{Chain: chain, Seq: seq, Problem: fmt.Sprintf(format, args...)}

@@ -136,7 +136,8 @@ func TestOutcomes(t *testing.T) {
 		if err != nil || res.Outcome != calls.Denied || res.Code != fault.ReviewRequired || res.ReviewID == "" {
 			t.Fatalf("%+v, %v", res, err)
 		}
-		items, err := e.st.ListReviews(e.ctx)
+		page, err := e.st.ListReviews(e.ctx, countersign.ListQuery{})
+		items := page.Items
 		if err != nil || len(items) != 1 || items[0].ID != res.ReviewID || items[0].Operations[0].Path != "/accounts/3/close" || items[0].Kind != countersign.KindReview {
 			t.Fatalf("reviews %+v, %v", items, err)
 		}
@@ -247,8 +248,8 @@ func TestLimits(t *testing.T) {
 	if _, err := e.svc.Do(e.ctx, cred, review, calls.Options{}); fault.CodeOf(err) != fault.RateLimited {
 		t.Errorf("second review item: %v, want rate_limited", err)
 	}
-	if items, _ := e.st.ListReviews(e.ctx); len(items) != 1 {
-		t.Errorf("%d review items stored, want 1", len(items))
+	if page, _ := e.st.ListReviews(e.ctx, countersign.ListQuery{}); len(page.Items) != 1 {
+		t.Errorf("%d review items stored, want 1", len(page.Items))
 	}
 
 	big := &calls.Call{Connection: "crm", Method: "POST", Path: "/notes", Body: []byte(`{"text":"more than sixteen bytes"}`),

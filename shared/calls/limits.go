@@ -98,66 +98,24 @@ func (s *Service) rateLimit(cred *countersign.Credential) error {
 	return nil
 }
 
-// maxQuotaAttempts bounds the read-modify-write loop of a quota.
-const maxQuotaAttempts = 32
-
 // takeSlot counts one use of a stored per-credential limit for window, or
-// refuses with rate_limited when limit uses are still counted. The count is
-// kept in the store with conditional writes, so every instance sees it.
+// refuses with rate_limited when limit uses are still counted. The store
+// counts (store.Store.TakeQuota): exactly, across every instance, and
+// without funnelling a credential's calls through one record.
 func (s *Service) takeSlot(ctx context.Context, key string, window time.Duration, limit int, what string) error {
-	for range maxQuotaAttempts {
-		q, err := s.Store.GetQuota(ctx, key)
-		if errors.Is(err, store.ErrNotFound) {
-			q, err = &countersign.Quota{Key: key}, nil
-		}
-		if err != nil {
-			s.logger().ErrorContext(ctx, "quota not read", "quota", key, "error", err)
-			return fault.Wrap(err, "the credential's limits could not be checked; try again")
-		}
-		now := s.now()
-		live := q.Until[:0]
-		for _, u := range q.Until {
-			if u.After(now) {
-				live = append(live, u)
-			}
-		}
-		if len(live) >= limit {
-			retry := max(1, int(math.Ceil(earliest(live).Sub(now).Seconds())))
-			return &fault.Error{Code: fault.RateLimited, RetryAfter: retry,
-				Reason: fmt.Sprintf("%s: the limit of %d is reached; retry in %d s", what, limit, retry)}
-		}
-		q.Until = append(live, now.Add(window))
-		q.TTL = latest(q.Until).Add(time.Minute).Unix()
-		err = s.Store.PutQuota(ctx, q)
-		if err == nil {
-			return nil
-		}
-		if !errors.Is(err, store.ErrConflict) && !errors.Is(err, store.ErrNotFound) {
-			s.logger().ErrorContext(ctx, "quota not written", "quota", key, "error", err)
-			return fault.Wrap(err, "the credential's limits could not be recorded; try again")
-		}
+	now := s.now()
+	err := s.Store.TakeQuota(ctx, key, limit, now, now.Add(window))
+	var full *store.QuotaFullError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &full):
+		retry := max(1, int(math.Ceil(full.Free.Sub(now).Seconds())))
+		return &fault.Error{Code: fault.RateLimited, RetryAfter: retry,
+			Reason: fmt.Sprintf("%s: the limit of %d is reached; retry in %d s", what, limit, retry)}
 	}
-	return fault.New(fault.Internal, "the credential's limits are under too much contention; try again")
-}
-
-func earliest(ts []time.Time) time.Time {
-	e := ts[0]
-	for _, t := range ts[1:] {
-		if t.Before(e) {
-			e = t
-		}
-	}
-	return e
-}
-
-func latest(ts []time.Time) time.Time {
-	l := ts[0]
-	for _, t := range ts[1:] {
-		if t.After(l) {
-			l = t
-		}
-	}
-	return l
+	s.logger().ErrorContext(ctx, "quota not taken", "quota", key, "error", err)
+	return fault.Wrap(err, "the credential's limits could not be checked; try again")
 }
 
 // Reserve counts a confirmation of kind about to be created for cred

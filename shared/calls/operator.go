@@ -3,6 +3,7 @@ package calls
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/url"
 	"sort"
@@ -15,6 +16,7 @@ import (
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/policy"
+	"github.com/countersign/countersign/shared/store"
 )
 
 // The operator surface: the review queue, operator-gated tools, and what
@@ -32,56 +34,81 @@ func RequireOperator(cred *countersign.Credential) error {
 // operatorActor names an operator in audit records and decided_by.
 func operatorActor(cred *countersign.Credential) string { return "operator:" + cred.ID }
 
-// Reviews lists the review items, oldest first, with their effective status.
-func (s *Service) Reviews(ctx context.Context, op *countersign.Credential) ([]Status, error) {
-	if err := RequireOperator(op); err != nil {
-		return nil, err
+// listError turns a listing's failure into the operator's error: a bad
+// cursor or page size is the caller's (invalid_request), anything else the
+// store's.
+func (s *Service) listError(ctx context.Context, what string, err error) error {
+	if errors.Is(err, store.ErrBadCursor) {
+		return fault.New(fault.InvalidRequest, "the cursor is not one this listing returned; start again without it")
 	}
-	items, err := s.Store.ListReviews(ctx)
+	s.logger().ErrorContext(ctx, what+" not listed", "error", err)
+	return fault.Wrap(err, "the "+what+" could not be read; try again")
+}
+
+// checkPage refuses a page size out of range before the store is asked.
+func checkPage(q countersign.ListQuery) error {
+	if _, err := q.PageSize(); err != nil {
+		return fault.New(fault.InvalidRequest, err.Error())
+	}
+	return nil
+}
+
+// Reviews lists a page of the review items (q: status, order, size,
+// cursor) with their effective status, and the cursor of the next page.
+func (s *Service) Reviews(ctx context.Context, op *countersign.Credential, q countersign.ListQuery) ([]Status, string, error) {
+	if err := RequireOperator(op); err != nil {
+		return nil, "", err
+	}
+	if err := checkPage(q); err != nil {
+		return nil, "", err
+	}
+	page, err := s.Store.ListReviews(ctx, q)
 	if err != nil {
-		s.logger().ErrorContext(ctx, "review items not listed", "error", err)
-		return nil, fault.Wrap(err, "the review queue could not be read; try again")
+		return nil, "", s.listError(ctx, "review items", err)
 	}
 	now := s.now()
-	out := make([]Status, 0, len(items))
-	for _, c := range items {
+	out := make([]Status, 0, len(page.Items))
+	for _, c := range page.Items {
 		out = append(out, Status{Confirmation: c, Effective: confirm.Effective(c, now)})
 	}
-	return out, nil
+	return out, page.Next, nil
 }
 
-// Confirmations lists the confirmations still kept (review items
-// excluded), oldest first, with their effective status.
-func (s *Service) Confirmations(ctx context.Context, op *countersign.Credential) ([]Status, error) {
+// Confirmations lists a page of the confirmations still kept (review
+// items excluded) with their effective status, and the next page's cursor.
+func (s *Service) Confirmations(ctx context.Context, op *countersign.Credential, q countersign.ListQuery) ([]Status, string, error) {
 	if err := RequireOperator(op); err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	all, err := s.Store.ListConfirmations(ctx)
+	if err := checkPage(q); err != nil {
+		return nil, "", err
+	}
+	page, err := s.Store.ListConfirmations(ctx, q)
 	if err != nil {
-		s.logger().ErrorContext(ctx, "confirmations not listed", "error", err)
-		return nil, fault.Wrap(err, "the confirmations could not be read; try again")
+		return nil, "", s.listError(ctx, "confirmations", err)
 	}
 	now := s.now()
-	var out []Status
-	for _, c := range all {
-		if c.Kind != countersign.KindReview {
-			out = append(out, Status{Confirmation: c, Effective: confirm.Effective(c, now)})
-		}
+	out := make([]Status, 0, len(page.Items))
+	for _, c := range page.Items {
+		out = append(out, Status{Confirmation: c, Effective: confirm.Effective(c, now)})
 	}
-	return out, nil
+	return out, page.Next, nil
 }
 
-// Credentials lists the credentials (keys never: only their hashes are stored).
-func (s *Service) Credentials(ctx context.Context, op *countersign.Credential) ([]countersign.Credential, error) {
+// Credentials lists a page of the credentials (keys never: only their
+// hashes are stored) in ID order, and the next page's cursor.
+func (s *Service) Credentials(ctx context.Context, op *countersign.Credential, q countersign.ListQuery) ([]countersign.Credential, string, error) {
 	if err := RequireOperator(op); err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	creds, err := s.Store.ListCredentials(ctx)
+	if err := checkPage(q); err != nil {
+		return nil, "", err
+	}
+	page, err := s.Store.ListCredentials(ctx, q)
 	if err != nil {
-		s.logger().ErrorContext(ctx, "credentials not listed", "error", err)
-		return nil, fault.Wrap(err, "the credentials could not be read; try again")
+		return nil, "", s.listError(ctx, "credentials", err)
 	}
-	return creds, nil
+	return page.Items, page.Next, nil
 }
 
 // Review returns one review item for an operator.

@@ -33,19 +33,18 @@ type Store interface {
 	GetConfirmation(ctx context.Context, id string) (*countersign.Confirmation, error)
 	// GetCredential and ListCredentials read credentials (operator surface).
 	GetCredential(ctx context.Context, id string) (countersign.Credential, error)
-	ListCredentials(ctx context.Context) ([]countersign.Credential, error)
-	// ListConfirmations and ListReviews list confirmations and review items
-	// (operator surface).
-	ListConfirmations(ctx context.Context) ([]*countersign.Confirmation, error)
-	ListReviews(ctx context.Context) ([]*countersign.Confirmation, error)
+	ListCredentials(ctx context.Context, q countersign.ListQuery) (countersign.Page[countersign.Credential], error)
+	// ListConfirmations and ListReviews list pages of confirmations and
+	// review items (operator surface).
+	ListConfirmations(ctx context.Context, q countersign.ListQuery) (countersign.Page[*countersign.Confirmation], error)
+	ListReviews(ctx context.Context, q countersign.ListQuery) (countersign.Page[*countersign.Confirmation], error)
 	// CreateIdempotency, GetIdempotency and UpdateIdempotency keep agents'
 	// Idempotency-Key records (see store.Store).
 	CreateIdempotency(ctx context.Context, r *countersign.Idempotency) error
 	GetIdempotency(ctx context.Context, credentialID, key string) (*countersign.Idempotency, error)
 	UpdateIdempotency(ctx context.Context, r *countersign.Idempotency) error
-	// GetQuota and PutQuota keep per-credential limits (see countersign.Quota).
-	GetQuota(ctx context.Context, key string) (*countersign.Quota, error)
-	PutQuota(ctx context.Context, q *countersign.Quota) error
+	// TakeQuota counts one use of a per-credential limit (see store.Store).
+	TakeQuota(ctx context.Context, key string, limit int, now, until time.Time) error
 }
 
 // Sender calls a connection's upstream API (upstream.Client).

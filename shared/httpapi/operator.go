@@ -18,7 +18,7 @@ import (
 
 // AuditReader reads the audit trail for the operator page (store adapters).
 type AuditReader interface {
-	AuditChains(ctx context.Context) ([]string, error)
+	AuditChains(ctx context.Context, q countersign.ListQuery) (countersign.Page[string], error)
 	ListAudit(ctx context.Context, q countersign.AuditQuery) ([]*countersign.AuditRecord, error)
 }
 
@@ -28,13 +28,13 @@ type AuditReader interface {
 type Operations interface {
 	Authenticate(ctx context.Context, key string) (*countersign.Credential, error)
 	Current() *config.Config
-	Reviews(ctx context.Context, op *countersign.Credential) ([]calls.Status, error)
+	Reviews(ctx context.Context, op *countersign.Credential, q countersign.ListQuery) ([]calls.Status, string, error)
 	Review(ctx context.Context, op *countersign.Credential, id string) (calls.Status, error)
 	RunReview(ctx context.Context, op *countersign.Credential, id string) (calls.Status, *calls.Response, error)
 	DismissReview(ctx context.Context, op *countersign.Credential, id, reason string) (calls.Status, error)
 	RunTool(ctx context.Context, op *countersign.Credential, connection, tool string, args calls.ToolArgs) (*calls.Result, error)
-	Confirmations(ctx context.Context, op *countersign.Credential) ([]calls.Status, error)
-	Credentials(ctx context.Context, op *countersign.Credential) ([]countersign.Credential, error)
+	Confirmations(ctx context.Context, op *countersign.Credential, q countersign.ListQuery) ([]calls.Status, string, error)
+	Credentials(ctx context.Context, op *countersign.Credential, q countersign.ListQuery) ([]countersign.Credential, string, error)
 }
 
 var _ Operations = (*calls.Service)(nil)
@@ -133,15 +133,60 @@ func (o *Operator) api(ctx context.Context, r *http.Request, b []byte, cred *cou
 		if m != http.MethodGet {
 			return codeError(fault.MethodNotAllowed, "use GET /v1/operator/reviews")
 		}
-		items, err := o.Calls.Reviews(ctx, cred)
+		q, err := o.listQuery("reviews", r.URL.RawQuery, true, false)
+		if err != nil {
+			return errorOf(err)
+		}
+		items, next, err := o.Calls.Reviews(ctx, cred, q)
 		if err != nil {
 			return errorOf(err)
 		}
 		out := struct {
 			Reviews []reviewView `json:"reviews"`
-		}{Reviews: []reviewView{}}
+			Next    string       `json:"next_cursor,omitempty"`
+		}{Reviews: []reviewView{}, Next: o.sealCursor("reviews", q, next)}
 		for _, it := range items {
 			out.Reviews = append(out.Reviews, viewReview(it))
+		}
+		return jsonReply(http.StatusOK, out)
+	case rest == "confirmations":
+		if m != http.MethodGet {
+			return codeError(fault.MethodNotAllowed, "use GET /v1/operator/confirmations")
+		}
+		q, err := o.listQuery("confirmations", r.URL.RawQuery, true, true)
+		if err != nil {
+			return errorOf(err)
+		}
+		items, next, err := o.Calls.Confirmations(ctx, cred, q)
+		if err != nil {
+			return errorOf(err)
+		}
+		out := struct {
+			Confirmations []reviewView `json:"confirmations"`
+			Next          string       `json:"next_cursor,omitempty"`
+		}{Confirmations: []reviewView{}, Next: o.sealCursor("confirmations", q, next)}
+		for _, it := range items {
+			out.Confirmations = append(out.Confirmations, viewReview(it))
+		}
+		return jsonReply(http.StatusOK, out)
+	case rest == "credentials":
+		if m != http.MethodGet {
+			return codeError(fault.MethodNotAllowed, "use GET /v1/operator/credentials")
+		}
+		q, err := o.listQuery("credentials", r.URL.RawQuery, false, false)
+		if err != nil {
+			return errorOf(err)
+		}
+		creds, next, err := o.Calls.Credentials(ctx, cred, q)
+		if err != nil {
+			return errorOf(err)
+		}
+		out := struct {
+			Credentials []credentialView `json:"credentials"`
+			Next        string           `json:"next_cursor,omitempty"`
+		}{Credentials: []credentialView{}, Next: o.sealCursor("credentials", q, next)}
+		for _, c := range creds {
+			out.Credentials = append(out.Credentials, viewCredential(c))
 		}
 		return jsonReply(http.StatusOK, out)
 	case strings.HasPrefix(rest, "reviews/"):
@@ -238,6 +283,22 @@ func viewReview(st calls.Status) reviewView {
 		v.Args = c.Operations[0].Args
 	}
 	return v
+}
+
+// credentialView is a credential on the operator routes: what it may do,
+// never its key or the key's hash.
+type credentialView struct {
+	ID          string              `json:"id"`
+	Choice      string              `json:"choice"`
+	ReadOnly    bool                `json:"read_only,omitempty"`
+	Operator    bool                `json:"operator,omitempty"`
+	Connections []string            `json:"connections,omitempty"`
+	LastClient  *countersign.Client `json:"last_client,omitempty"`
+}
+
+func viewCredential(c countersign.Credential) credentialView {
+	return credentialView{ID: c.ID, Choice: c.Choice.String(), ReadOnly: c.ReadOnly, Operator: c.Operator,
+		Connections: c.Connections, LastClient: c.LastClient}
 }
 
 // toolBody is the body of POST /v1/operator/tools/<connection>/<tool>.

@@ -270,40 +270,71 @@ func (o *Operator) dashboard(ctx context.Context, r *http.Request, cred *counter
 	fail := func(err error) reply {
 		return o.render(http.StatusInternalServerError, operatorpage.Page{Operator: cred.ID, CSRF: p.CSRF, Message: fault.ReasonOf(err), Error: true}, cookies)
 	}
-	reviews, err := o.Calls.Reviews(ctx, cred)
+	// Each list shows one page; its cursor is in the page's own address
+	// (?reviews=, ?confirmations=, ?credentials=, ?audit=).
+	var params url.Values
+	if m := method(r); m == http.MethodGet || m == http.MethodHead {
+		var err error
+		if params, err = url.ParseQuery(r.URL.RawQuery); err != nil {
+			return o.render(http.StatusBadRequest, operatorpage.Page{Operator: cred.ID, CSRF: p.CSRF, Message: "The address's query string is malformed.", Error: true}, cookies)
+		}
+	}
+	badCursor := func(err error) reply {
+		return o.render(http.StatusBadRequest, operatorpage.Page{Operator: cred.ID, CSRF: p.CSRF, Message: fault.ReasonOf(err), Error: true}, cookies)
+	}
+	more := func(list, next string) string {
+		if next == "" {
+			return ""
+		}
+		return "/operator?" + url.Values{list: {next}}.Encode() + "#" + list
+	}
+	rq := countersign.ListQuery{Newest: true}
+	cur, err := o.openCursor("page-reviews", rq, params.Get("reviews"))
+	if err != nil {
+		return badCursor(err)
+	}
+	rq.Cursor = cur
+	reviews, next, err := o.Calls.Reviews(ctx, cred, rq)
 	if err != nil {
 		return fail(err)
 	}
-	// Pending first, then the newest decided ones.
+	p.NextReviews = more("reviews", o.sealCursor("page-reviews", rq, next))
+	// Pending first, then the newest decided ones (within the page).
 	sort.SliceStable(reviews, func(i, j int) bool {
 		pi, pj := reviews[i].Effective == countersign.StatusPending, reviews[j].Effective == countersign.StatusPending
 		if pi != pj {
 			return pi
 		}
-		if pi {
-			return false
-		}
-		return reviews[i].CreatedAt.After(reviews[j].CreatedAt)
+		return false
 	})
 	for _, r := range reviews {
 		p.Reviews = append(p.Reviews, reviewRow(r))
 	}
-	confs, err := o.Calls.Confirmations(ctx, cred)
+	cq := countersign.ListQuery{Newest: true}
+	if cq.Cursor, err = o.openCursor("page-confirmations", cq, params.Get("confirmations")); err != nil {
+		return badCursor(err)
+	}
+	confs, next, err := o.Calls.Confirmations(ctx, cred, cq)
 	if err != nil {
 		return fail(err)
 	}
-	for i := len(confs) - 1; i >= 0; i-- {
-		c := confs[i]
+	p.NextConfirmations = more("confirmations", o.sealCursor("page-confirmations", cq, next))
+	for _, c := range confs {
 		row := operatorpage.Confirmation{ID: c.ID, Kind: string(c.Kind), Credential: c.Credential, Status: string(c.Effective), ExpiresAt: c.ExpiresAt}
 		for _, op := range c.Operations {
 			row.Operations = append(row.Operations, op.Method+" "+op.Path+" on "+op.Connection)
 		}
 		p.Confirmations = append(p.Confirmations, row)
 	}
-	creds, err := o.Calls.Credentials(ctx, cred)
+	var kq countersign.ListQuery
+	if kq.Cursor, err = o.openCursor("page-credentials", kq, params.Get("credentials")); err != nil {
+		return badCursor(err)
+	}
+	creds, next, err := o.Calls.Credentials(ctx, cred, kq)
 	if err != nil {
 		return fail(err)
 	}
+	p.NextCredentials = more("credentials", o.sealCursor("page-credentials", kq, next))
 	for _, c := range creds {
 		row := operatorpage.Credential{ID: c.ID, Choice: c.Choice.String(), ReadOnly: c.ReadOnly, Operator: c.Operator, Connections: "all"}
 		if len(c.Connections) > 0 {
@@ -315,11 +346,16 @@ func (o *Operator) dashboard(ctx context.Context, r *http.Request, cred *counter
 		p.Credentials = append(p.Credentials, row)
 	}
 	if o.Audit != nil {
-		recs, err := o.recentAudit(ctx, 50)
+		var aq countersign.ListQuery
+		if aq.Cursor, err = o.openCursor("page-audit", aq, params.Get("audit")); err != nil {
+			return badCursor(err)
+		}
+		recs, next, err := o.recentAudit(ctx, aq, 50)
 		if err != nil {
 			o.logger().ErrorContext(ctx, "audit records not listed", "error", err)
 			p.Message, p.Error = strings.TrimSpace(p.Message+" The audit records could not be read."), true
 		}
+		p.NextAudit = more("audit", o.sealCursor("page-audit", aq, next))
 		for _, r := range recs {
 			row := operatorpage.AuditRecord{At: r.At, Chain: r.Chain, Seq: r.Seq, Actor: r.Actor, Action: r.Action,
 				Subject: r.Subject, Outcome: r.Outcome, Reason: r.Reason}
@@ -332,17 +368,18 @@ func (o *Operator) dashboard(ctx context.Context, r *http.Request, cred *counter
 	return o.render(status, p, cookies)
 }
 
-// recentAudit returns the newest n records across every chain.
-func (o *Operator) recentAudit(ctx context.Context, n int) ([]*countersign.AuditRecord, error) {
-	chains, err := o.Audit.AuditChains(ctx)
+// recentAudit returns the newest n records across one page of chains (q),
+// and the cursor of the next page of chains.
+func (o *Operator) recentAudit(ctx context.Context, q countersign.ListQuery, n int) ([]*countersign.AuditRecord, string, error) {
+	chains, err := o.Audit.AuditChains(ctx, q)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	var all []*countersign.AuditRecord
-	for _, c := range chains {
+	for _, c := range chains.Items {
 		rs, err := o.Audit.ListAudit(ctx, countersign.AuditQuery{Chain: c, Limit: n, Newest: true})
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		all = append(all, rs...)
 	}
@@ -350,7 +387,7 @@ func (o *Operator) recentAudit(ctx context.Context, n int) ([]*countersign.Audit
 	if len(all) > n {
 		all = all[:n]
 	}
-	return all, nil
+	return all, chains.Next, nil
 }
 
 func reviewRow(r calls.Status) operatorpage.Review {

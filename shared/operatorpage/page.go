@@ -27,6 +27,9 @@ type Page struct {
 	Confirmations []Confirmation
 	Credentials   []Credential
 	Audit         []AuditRecord
+	// NextReviews, NextConfirmations, NextCredentials and NextAudit are
+	// the addresses of each list's next page ("" when it has no more).
+	NextReviews, NextConfirmations, NextCredentials, NextAudit string
 }
 
 // Review is one review item.

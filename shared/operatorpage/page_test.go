@@ -49,3 +49,27 @@ func TestValuesForPeople(t *testing.T) {
 		}
 	}
 }
+
+// TestNextPageLinks: each list links to its next page when there is one,
+// with the address escaped, and shows no link when there is none.
+func TestNextPageLinks(t *testing.T) {
+	body, _, err := Render(Page{Workspace: "Acme", Operator: "root", CSRF: "tok",
+		NextReviews: "/operator?reviews=a%2Bb#reviews", NextConfirmations: "/operator?confirmations=c&x=\"y\"#confirmations",
+		NextAudit: "/operator?audit=d#audit"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(body)
+	for _, want := range []string{
+		`<a href="/operator?reviews=a%2Bb#reviews">More review items</a>`,
+		`<a href="/operator?confirmations=c&amp;x=%22y%22#confirmations">Older confirmations</a>`,
+		`<a href="/operator?audit=d#audit">Records of more chains</a>`,
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("page lacks %s", want)
+		}
+	}
+	if strings.Contains(s, "More credentials") {
+		t.Error("a link to more credentials with no next page")
+	}
+}

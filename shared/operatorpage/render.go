@@ -89,9 +89,13 @@ func (v *view) html() []byte {
 		w("\n<h1>Operator</h1>")
 		v.message(&b)
 		v.reviews(&b)
+		more(&b, v.NextReviews, "More review items")
 		v.confirmations(&b)
+		more(&b, v.NextConfirmations, "Older confirmations")
 		v.credentials(&b)
+		more(&b, v.NextCredentials, "More credentials")
 		v.audit(&b)
+		more(&b, v.NextAudit, "Records of more chains")
 	}
 	w("\n</main>\n</body>\n</html>\n")
 	return []byte(b.String())
@@ -276,6 +280,20 @@ func (v *view) audit(b *strings.Builder) {
 		w("</td></tr>")
 	}
 	w("\n</tbody></table>")
+}
+
+// more links to a list's next page when it has one. The address is the
+// page's own (/operator?...): normalized and escaped as html/template does
+// for an href.
+func more(b *strings.Builder, next, label string) {
+	if next == "" {
+		return
+	}
+	b.WriteString("\n<p><a href=\"")
+	text(b, normalizeURL(next))
+	b.WriteString("\">")
+	b.WriteString(label)
+	b.WriteString("</a></p>")
 }
 
 // when is a time as the page shows it.

@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
+	"time"
 
 	"github.com/countersign/countersign"
 )
@@ -17,6 +19,28 @@ var ErrTooLarge = errors.New("store: record too large")
 // MaxItemBytes is the largest record a store accepts: DynamoDB's 400 KB
 // item, less room for the key and index attributes.
 const MaxItemBytes = 400*1024 - 2*1024
+
+// ErrBadCursor is returned when a listing's cursor is not one the store
+// returned for the same listing.
+var ErrBadCursor = errors.New("store: bad cursor")
+
+// ErrQuotaFull is returned by TakeQuota when the limit is reached.
+var ErrQuotaFull = errors.New("store: quota full")
+
+// QuotaFullError is TakeQuota's refusal: the limit is reached until Free,
+// when the earliest counted use stops counting.
+type QuotaFullError struct {
+	Key   string
+	Limit int
+	Free  time.Time
+}
+
+func (e *QuotaFullError) Error() string {
+	return fmt.Sprintf("quota %s: %d uses counted until %s", e.Key, e.Limit, e.Free.UTC().Format(time.RFC3339Nano))
+}
+
+// Unwrap makes errors.Is(err, ErrQuotaFull) hold.
+func (e *QuotaFullError) Unwrap() error { return ErrQuotaFull }
 
 // ErrConflict is returned when a conditional write fails: the record already
 // exists (create) or changed since it was read (update).
@@ -42,9 +66,11 @@ type Store interface {
 	CreateCredential(ctx context.Context, c countersign.Credential) error
 	// GetCredential returns the credential with the ID, or ErrNotFound.
 	GetCredential(ctx context.Context, id string) (countersign.Credential, error)
-	// ListCredentials returns every credential, ordered by ID. It is for the
-	// operator's tools, not the request path: on DynamoDB it scans the table.
-	ListCredentials(ctx context.Context) ([]countersign.Credential, error)
+	// ListCredentials returns a page of the credentials, ordered by ID (q's
+	// Status and Newest do not apply). On DynamoDB the list comes from an
+	// eventually consistent index; each listed credential is read whole,
+	// consistently.
+	ListCredentials(ctx context.Context, q countersign.ListQuery) (countersign.Page[countersign.Credential], error)
 	// DeleteCredential removes the credential and its key hash, so its key
 	// no longer authenticates from the next lookup on; ErrNotFound if it does
 	// not exist.
@@ -84,15 +110,19 @@ type Store interface {
 	// r.Version; on success r.Version is incremented.
 	UpdateIdempotency(ctx context.Context, r *countersign.Idempotency) error
 
-	// ListConfirmations returns every confirmation not yet deleted (review
-	// items included), oldest CreatedAt first, then by ID. It is for the
-	// operator's page, not the request path: on DynamoDB it scans the table.
-	ListConfirmations(ctx context.Context) ([]*countersign.Confirmation, error)
-	// ListReviews returns the review items (confirmations of KindReview,
-	// created with CreateConfirmation) in creation order, oldest first, then
-	// by ID. On DynamoDB the list comes from an eventually consistent index:
-	// read an item with GetConfirmation before acting on it.
-	ListReviews(ctx context.Context) ([]*countersign.Confirmation, error)
+	// ListConfirmations returns a page of the confirmations not yet
+	// deleted, review items excluded (ListReviews lists those), in creation
+	// order (oldest first, or newest first with q.Newest), then by ID; with
+	// q.Status only those whose stored status is q.Status. Each listed
+	// confirmation is read whole and consistently, and one whose status no
+	// longer matches is left out. On DynamoDB the list comes from an
+	// eventually consistent index: a confirmation created or changed a
+	// moment ago may be missing.
+	ListConfirmations(ctx context.Context, q countersign.ListQuery) (countersign.Page[*countersign.Confirmation], error)
+	// ListReviews is ListConfirmations for the review items
+	// (confirmations of KindReview). Read an item with GetConfirmation
+	// before acting on it.
+	ListReviews(ctx context.Context, q countersign.ListQuery) (countersign.Page[*countersign.Confirmation], error)
 
 	// AppendAudit stores r at (r.Chain, r.Seq) unless a record is there
 	// (ErrConflict: another writer appended first; read the last record and
@@ -101,6 +131,26 @@ type Store interface {
 	// TTL is deleted once it passes (DynamoDB's TTL, the embedded store's
 	// Sweep); a head never is.
 	AppendAudit(ctx context.Context, r *countersign.AuditRecord) error
+	// AddAudit stores r (its Chain, At and ID set; Seq, Prev and Hash not
+	// yet) as a pending record of its chain, under a key of its own
+	// (At, then ID): writers never conflict. SealAudit moves it into the
+	// chain.
+	AddAudit(ctx context.Context, r *countersign.AuditRecord) error
+	// PendingAudit returns up to limit (1 to 1000) of the chain's pending
+	// records, oldest first.
+	PendingAudit(ctx context.Context, chain string, limit int) ([]countersign.PendingAudit, error)
+	// SealAudit appends the records rs in order, each at (Chain, Seq) as
+	// AppendAudit does, deleting the pending record keys[i] with rs[i], and
+	// moves the chain's head to the last one appended. It stops at the first
+	// slot taken (another sealer went first) and returns how many it
+	// appended with ErrConflict. In the embedded store the batch is one
+	// transaction; on DynamoDB each record is its own writes (a sealer
+	// stopped between a record and its pending delete leaves the pending
+	// record, which the next sealer finds sealed already, by its ID, and
+	// drops with DropPendingAudit).
+	SealAudit(ctx context.Context, rs []*countersign.AuditRecord, keys []string) (int, error)
+	// DropPendingAudit deletes the chain's pending record key (absent: no error).
+	DropPendingAudit(ctx context.Context, chain, key string) error
 	// LastAudit returns the chain's record with the highest Seq, or ErrNotFound.
 	LastAudit(ctx context.Context, chain string) (*countersign.AuditRecord, error)
 	// AuditHead returns the chain's head, or ErrNotFound.
@@ -109,17 +159,22 @@ type Store interface {
 	// ascending Seq order (descending with q.Newest), at most q.Limit (0:
 	// all of them).
 	ListAudit(ctx context.Context, q countersign.AuditQuery) ([]*countersign.AuditRecord, error)
-	// AuditChains returns the name of every chain that has a record or a
-	// head, sorted. It is for the operator's tools: on DynamoDB it scans
-	// the table.
-	AuditChains(ctx context.Context) ([]string, error)
+	// AuditChains returns a page of the names of the chains that have a
+	// head, sorted (q's Status and Newest do not apply). Every append moves
+	// its chain's head, so a chain with a record has one unless the head
+	// was deleted (which audit verification reports). On DynamoDB the list
+	// comes from an eventually consistent index.
+	AuditChains(ctx context.Context, q countersign.ListQuery) (countersign.Page[string], error)
 
-	// GetQuota returns the quota record of key, or ErrNotFound.
-	GetQuota(ctx context.Context, key string) (*countersign.Quota, error)
-	// PutQuota creates the record when q.Version is 0 (ErrConflict if it
-	// exists), else replaces it only if its stored Version equals
-	// q.Version; on success q.Version is incremented.
-	PutQuota(ctx context.Context, q *countersign.Quota) error
+	// TakeQuota counts one use of the limit key until the time until,
+	// unless limit uses are still counted at now: then it takes nothing and
+	// returns ErrQuotaFull, wrapped in a *QuotaFullError that says when the
+	// earliest counted use stops counting. The count is exact: however many
+	// writers take at once, at most limit uses are counted at any time
+	// (against the limit in force when each was taken). Uses of one key do
+	// not all update one record (on DynamoDB each use is an item of its own,
+	// a slot), so concurrent takers do not serialize on it.
+	TakeQuota(ctx context.Context, key string, limit int, now, until time.Time) error
 
 	// CreateScriptRun stores a new script journal header with Version 1;
 	// ErrConflict if the ID exists.
@@ -147,4 +202,27 @@ type Store interface {
 
 	// Close flushes and releases the store.
 	Close() error
+}
+
+// All pages through a listing (q gives its filters) and returns every item,
+// for the tools that need the whole list: the command line, the local
+// stack's console. It fails once the list holds more than max items.
+func All[T any](ctx context.Context, list func(context.Context, countersign.ListQuery) (countersign.Page[T], error), q countersign.ListQuery, max int) ([]T, error) {
+	q.Limit = countersign.MaxPageSize
+	var out []T
+	for len(out) <= max {
+		p, err := list(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p.Items...)
+		if p.Next == "" {
+			if len(out) > max {
+				break
+			}
+			return out, nil
+		}
+		q.Cursor = p.Next
+	}
+	return nil, fmt.Errorf("the list holds more than %d items", max)
 }

@@ -254,9 +254,8 @@ func (f *faultStore) UpdateIdempotency(ctx context.Context, r *countersign.Idemp
 	return write(f.take(stepIdemAnswer, r.Key), func() error { return f.Store.UpdateIdempotency(ctx, r) }, func() { r.Version = v })
 }
 
-func (f *faultStore) PutQuota(ctx context.Context, q *countersign.Quota) error {
-	v := q.Version
-	return write(f.take(stepQuota, q.Key), func() error { return f.Store.PutQuota(ctx, q) }, func() { q.Version = v })
+func (f *faultStore) TakeQuota(ctx context.Context, key string, limit int, now, until time.Time) error {
+	return write(f.take(stepQuota, key), func() error { return f.Store.TakeQuota(ctx, key, limit, now, until) }, func() {})
 }
 
 // expect adds an id the flow knows of before any create (a grant's).

@@ -19,6 +19,7 @@ import (
 	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/links"
+	"github.com/countersign/countersign/shared/store"
 	"github.com/countersign/countersign/shared/store/embedded"
 )
 
@@ -38,14 +39,17 @@ type Pending struct {
 // consoleApprover is the approver name the console's links carry (a=console).
 const consoleApprover = "console"
 
+// maxPending bounds the pending confirmations the console lists.
+const maxPending = 100_000
+
 // pendingLinks lists the confirmations of st still waiting for a person at
 // now (review items, which wait for an operator, are not), oldest first,
 // with the console approver's link signed by signer when the configuration
 // has a console approver.
 func pendingLinks(ctx context.Context, st interface {
-	ListConfirmations(context.Context) ([]*countersign.Confirmation, error)
+	ListConfirmations(context.Context, countersign.ListQuery) (countersign.Page[*countersign.Confirmation], error)
 }, cfg *config.Config, signer *links.Signer, publicURL string, now time.Time) ([]Pending, error) {
-	all, err := st.ListConfirmations(ctx)
+	all, err := store.All(ctx, st.ListConfirmations, countersign.ListQuery{Status: countersign.StatusPending}, maxPending)
 	if err != nil {
 		return nil, err
 	}

@@ -4,9 +4,7 @@ import (
 	"context"
 
 	"fmt"
-	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -36,18 +34,7 @@ func auditSK(seq int64) string { return fmt.Sprintf("%020d", seq) }
 // the process stops between them the head lags one record behind, which
 // audit verification reports and the next append repairs.
 func (s *Store) AppendAudit(ctx context.Context, r *countersign.AuditRecord) error {
-	if r.Chain == "" || r.Seq < 1 {
-		return fmt.Errorf("append audit: bad chain %q or seq %d", r.Chain, r.Seq)
-	}
-	rec := *r
-	rec.At = rec.At.UTC()
-	item, err := newItem(prefixAudit+r.Chain, auditSK(r.Seq), rec)
-	if err == nil && r.TTL > 0 {
-		item[attrTTL] = num(r.TTL)
-	}
-	if err == nil {
-		err = s.putIf(ctx, item, "attribute_not_exists(#pk)", map[string]string{"#pk": attrPK}, nil)
-	}
+	err := s.putAudit(ctx, r)
 	if err == nil {
 		err = s.moveHead(ctx, r.Chain, r.Seq, r.Hash, r.TTL)
 	}
@@ -57,15 +44,33 @@ func (s *Store) AppendAudit(ctx context.Context, r *countersign.AuditRecord) err
 	return nil
 }
 
+// putAudit writes r on its (chain, seq) slot unless a record is there.
+func (s *Store) putAudit(ctx context.Context, r *countersign.AuditRecord) error {
+	if r.Chain == "" || r.Seq < 1 {
+		return fmt.Errorf("bad chain %q or seq %d", r.Chain, r.Seq)
+	}
+	rec := *r
+	rec.At = rec.At.UTC()
+	item, err := newItem(prefixAudit+r.Chain, auditSK(r.Seq), rec)
+	if err != nil {
+		return err
+	}
+	if r.TTL > 0 {
+		item[attrTTL] = num(r.TTL)
+	}
+	return s.putIf(ctx, item, "attribute_not_exists(#pk)", map[string]string{"#pk": attrPK}, nil)
+}
+
 // moveHead sets the chain's head to (seq, hash) unless it is at seq or beyond.
 func (s *Store) moveHead(ctx context.Context, chain string, seq int64, hash string, expires int64) error {
 	_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(s.table),
-		Key:                       itemKey(prefixAudit+chain, skAuditHead),
-		UpdateExpression:          aws.String("SET #seq = :seq, #hash = :hash, #expires = :expires"),
-		ConditionExpression:       aws.String("attribute_not_exists(#seq) OR #seq < :seq"),
-		ExpressionAttributeNames:  map[string]string{"#seq": attrSeq, "#hash": attrHash, "#expires": attrExpires},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":seq": num(seq), ":hash": str(hash), ":expires": num(expires)},
+		TableName:                aws.String(s.table),
+		Key:                      itemKey(prefixAudit+chain, skAuditHead),
+		UpdateExpression:         aws.String("SET #seq = :seq, #hash = :hash, #expires = :expires, #list = :list, #chain = :chain"),
+		ConditionExpression:      aws.String("attribute_not_exists(#seq) OR #seq < :seq"),
+		ExpressionAttributeNames: map[string]string{"#seq": attrSeq, "#hash": attrHash, "#expires": attrExpires, "#list": attrGSI2PK, "#chain": attrGSI2SK},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":seq": num(seq), ":hash": str(hash), ":expires": num(expires),
+			":list": str(listChains), ":chain": str(chain)},
 	})
 	if isConditionFailed(err) {
 		return nil // a later record moved it already
@@ -148,31 +153,102 @@ func (s *Store) ListAudit(ctx context.Context, q countersign.AuditQuery) ([]*cou
 	return out, nil
 }
 
-// AuditChains scans the table for audit items (records and heads). It
-// reads the whole table: for the operator's tools, never the request path.
-func (s *Store) AuditChains(ctx context.Context) ([]string, error) {
-	pages := dynamodb.NewScanPaginator(s.client, &dynamodb.ScanInput{
+// Pending records (AddAudit): sk PENDING#<at>#<id> in the chain's
+// partition, so a chain's pending records sort by time, after its sealed
+// records (digits) and beside its head.
+const skAuditPending = "PENDING#"
+
+// AddAudit writes r as a pending record, conditionally on its key being
+// free (the ID is random: this never conflicts in practice).
+func (s *Store) AddAudit(ctx context.Context, r *countersign.AuditRecord) error {
+	if r.Chain == "" || r.ID == "" {
+		return fmt.Errorf("add audit: bad chain %q or id %q", r.Chain, r.ID)
+	}
+	rec := *r
+	rec.At = rec.At.UTC()
+	item, err := newItem(prefixAudit+r.Chain, skAuditPending+sortableTime(rec.At)+"#"+r.ID, rec)
+	if err == nil && r.TTL > 0 {
+		item[attrTTL] = num(r.TTL)
+	}
+	if err == nil {
+		err = s.putIf(ctx, item, "attribute_not_exists(#pk)", map[string]string{"#pk": attrPK}, nil)
+	}
+	if err != nil {
+		return fmt.Errorf("add audit %s/%s: %w", r.Chain, r.ID, err)
+	}
+	return nil
+}
+
+// PendingAudit queries the chain's pending records consistently, oldest first.
+func (s *Store) PendingAudit(ctx context.Context, chain string, limit int) ([]countersign.PendingAudit, error) {
+	if limit < 1 || limit > 1000 {
+		return nil, fmt.Errorf("pending audit of %s: limit %d", chain, limit)
+	}
+	page, err := s.client.Query(ctx, &dynamodb.QueryInput{
 		TableName:                 aws.String(s.table),
+		KeyConditionExpression:    aws.String("#pk = :pk AND begins_with(#sk, :prefix)"),
+		ExpressionAttributeNames:  map[string]string{"#pk": attrPK, "#sk": attrSK},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(prefixAudit + chain), ":prefix": str(skAuditPending)},
 		ConsistentRead:            aws.Bool(true),
-		FilterExpression:          aws.String("begins_with(#pk, :prefix)"),
-		ProjectionExpression:      aws.String("#pk"),
-		ExpressionAttributeNames:  map[string]string{"#pk": attrPK},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":prefix": str(prefixAudit)},
+		Limit:                     aws.Int32(int32(limit)),
 	})
-	seen := map[string]bool{}
-	for pages.HasMorePages() {
-		page, err := pages.NextPage(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("list audit chains: scan %s: %w", s.table, err)
-		}
-		for _, it := range page.Items {
-			seen[strings.TrimPrefix(stringAttr(it, attrPK), prefixAudit)] = true
-		}
+	if err != nil {
+		return nil, fmt.Errorf("pending audit of %s: %w", chain, err)
 	}
-	out := make([]string, 0, len(seen))
-	for c := range seen {
-		out = append(out, c)
+	out := make([]countersign.PendingAudit, 0, len(page.Items))
+	for _, it := range page.Items {
+		p := countersign.PendingAudit{Key: stringAttr(it, attrSK)}
+		if err := decode(it, &p.Record); err != nil {
+			return nil, fmt.Errorf("pending audit of %s: %w", chain, err)
+		}
+		out = append(out, p)
 	}
-	slices.Sort(out)
 	return out, nil
+}
+
+// SealAudit writes each record on its slot (conditionally) and deletes its
+// pending record, in order, up to the first slot taken, then moves the
+// head to the last record written: two writes a record and one a batch.
+func (s *Store) SealAudit(ctx context.Context, rs []*countersign.AuditRecord, keys []string) (int, error) {
+	if len(rs) != len(keys) || len(rs) == 0 {
+		return 0, fmt.Errorf("seal audit: %d records and %d keys", len(rs), len(keys))
+	}
+	chain := rs[0].Chain
+	sealed := 0
+	var err error
+	for i, r := range rs {
+		if r.Chain != chain {
+			err = fmt.Errorf("record of chain %q in a batch of %q", r.Chain, chain)
+			break
+		}
+		if err = s.putAudit(ctx, r); err != nil {
+			break
+		}
+		sealed++
+		if err = s.DropPendingAudit(ctx, chain, keys[i]); err != nil {
+			break
+		}
+	}
+	if sealed > 0 {
+		last := rs[sealed-1]
+		if herr := s.moveHead(ctx, chain, last.Seq, last.Hash, last.TTL); herr != nil && err == nil {
+			err = herr
+		}
+	}
+	if err != nil {
+		return sealed, fmt.Errorf("seal audit %s: %w", chain, err)
+	}
+	return sealed, nil
+}
+
+// DropPendingAudit deletes a pending record of the chain.
+func (s *Store) DropPendingAudit(ctx context.Context, chain, key string) error {
+	if len(key) <= len(skAuditPending) || key[:len(skAuditPending)] != skAuditPending {
+		return fmt.Errorf("drop pending audit of %s: key %q is not a pending record's", chain, key)
+	}
+	_, err := s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(s.table), Key: itemKey(prefixAudit+chain, key)})
+	if err != nil {
+		return fmt.Errorf("drop pending audit %s/%s: %w", chain, key, err)
+	}
+	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -227,25 +228,17 @@ func (s *Store) updateConfirmation(ctx context.Context, rec countersign.Confirma
 		case numberAttr(conf.Item, attrNOps) != strconv.Itoa(len(rec.Operations)):
 			return fmt.Errorf("%d operations, the record has %s: %w", len(rec.Operations), numberAttr(conf.Item, attrNOps), errOperationsFixed)
 		}
-		item := itemKey(prefixConfirmation+rec.ID, skConfState)
-		item[attrData] = str(string(state))
-		item[attrVersion] = num(rec.Version)
-		item[attrNOps] = nops
-		item[attrCreated] = conf.Item[attrCreated]
-		if ttl, ok := conf.Item[attrTTL]; ok {
-			item[attrTTL] = ttl
-		}
-		return s.putIf(ctx, item, "attribute_not_exists(#pk) OR #created <> :created", map[string]string{"#pk": attrPK, "#created": attrCreated},
-			map[string]types.AttributeValue{":created": conf.Item[attrCreated]})
+		return s.putState(ctx, rec, conf.Item, from)
 	}
 	_, err = s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                aws.String(s.table),
 		Key:                      itemKey(prefixConfirmation+rec.ID, skConfState),
-		UpdateExpression:         aws.String("SET #data = :data, #version = :next"),
+		UpdateExpression:         aws.String("SET #data = :data, #version = :next, #list = :list"),
 		ConditionExpression:      aws.String("#version = :version AND #nops = :nops"),
-		ExpressionAttributeNames: map[string]string{"#data": attrData, "#version": attrVersion, "#nops": attrNOps},
+		ExpressionAttributeNames: map[string]string{"#data": attrData, "#version": attrVersion, "#nops": attrNOps, "#list": attrGSI2PK},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":data": str(string(state)), ":next": num(rec.Version), ":version": num(from), ":nops": nops,
+			":list": str(listPartition(rec.Kind, rec.Status)),
 		},
 	})
 	switch {
@@ -268,6 +261,42 @@ func (s *Store) updateConfirmation(ctx context.Context, rec countersign.Confirma
 		return fmt.Errorf("%d operations, the record has %d: %w", len(rec.Operations), len(cur.Operations), errOperationsFixed)
 	}
 	return store.ErrConflict
+}
+
+// putState writes rec's state as the STATE item, tied to the CONF item
+// conf (its created and ttl attributes) and listed under rec's status in
+// gsi2. from is the version the writer read: 0 when the confirmation is
+// being created (no STATE of this record may exist yet), 1 for its first
+// transition (the STATE written at creation, still at version 1, or none:
+// a record whose creation stopped between its two writes).
+func (s *Store) putState(ctx context.Context, rec countersign.Confirmation, conf map[string]types.AttributeValue, from int64) error {
+	state, _, err := confirmationState(rec)
+	if err != nil {
+		return err
+	}
+	item := itemKey(prefixConfirmation+rec.ID, skConfState)
+	item[attrData] = str(string(state))
+	item[attrVersion] = num(rec.Version)
+	item[attrNOps] = num(int64(len(rec.Operations)))
+	item[attrCreated] = conf[attrCreated]
+	if ttl, ok := conf[attrTTL]; ok {
+		item[attrTTL] = ttl
+	}
+	created, err := strconv.ParseInt(numberAttr(conf, attrCreated), 10, 64)
+	if err != nil {
+		return fmt.Errorf("the record's creation time %q: %w", numberAttr(conf, attrCreated), err)
+	}
+	item[attrGSI2PK] = str(listPartition(rec.Kind, rec.Status))
+	item[attrGSI2SK] = str(sortableTime(time.Unix(0, created)) + "#" + rec.ID)
+	cond := "attribute_not_exists(#pk) OR #created <> :created"
+	names := map[string]string{"#pk": attrPK, "#created": attrCreated}
+	values := map[string]types.AttributeValue{":created": conf[attrCreated]}
+	if from > 0 {
+		cond += " OR #version = :from"
+		names["#version"] = attrVersion
+		values[":from"] = num(from)
+	}
+	return s.putIf(ctx, item, cond, names, values)
 }
 
 func numberAttr(item map[string]types.AttributeValue, name string) string {

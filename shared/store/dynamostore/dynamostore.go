@@ -26,6 +26,8 @@ const (
 	attrSK         = "sk"
 	attrGSI1PK     = "gsi1pk"
 	attrGSI1SK     = "gsi1sk"
+	attrGSI2PK     = "gsi2pk"
+	attrGSI2SK     = "gsi2sk"
 	attrData       = "data"
 	attrVersion    = "version"
 	attrExpiresAt  = "expires_at"
@@ -33,9 +35,12 @@ const (
 	attrLastClient = "last_client"
 	attrBin        = "bin"
 
-	// IndexName is the global secondary index for key hash lookup and the
-	// review queue.
+	// IndexName is the global secondary index for key hash lookup.
 	IndexName = "gsi1"
+	// ListIndexName is the global secondary index of the listings
+	// (lists.go): confirmations and review items by status and time,
+	// credentials, audit chains. It projects the keys only.
+	ListIndexName = "gsi2"
 	// TTLAttribute is the attribute the table's TTL is set on.
 	TTLAttribute = attrTTL
 )
@@ -57,7 +62,6 @@ const (
 	skScriptRun        = "RUN"
 	skScriptCall       = "CALL#"
 	skScriptPart       = "PART#"
-	gsiReviews         = "REVIEWS"
 )
 
 // Options configures New; nil means defaults.
@@ -87,8 +91,9 @@ func New(client *dynamodb.Client, table string, opts *Options) *Store {
 func (s *Store) Close() error { return nil }
 
 // CreateTable creates table with the schema the store needs: string keys pk
-// and sk, on-demand billing, the global secondary index gsi1 (gsi1pk, gsi1sk,
-// all attributes projected), and TTL on the attribute "ttl". It waits until
+// and sk, on-demand billing, the global secondary indexes gsi1 (gsi1pk,
+// gsi1sk, all attributes projected) and gsi2 (gsi2pk, gsi2sk, keys only),
+// and TTL on the attribute "ttl". It waits until
 // the table is active. Servers without UpdateTimeToLive (dynalite) get a
 // table without TTL. It fails if the table exists.
 func CreateTable(ctx context.Context, client *dynamodb.Client, table string) error {
@@ -101,12 +106,16 @@ func CreateTable(ctx context.Context, client *dynamodb.Client, table string) err
 	_, err := client.CreateTable(ctx, &dynamodb.CreateTableInput{
 		TableName:            aws.String(table),
 		BillingMode:          types.BillingModePayPerRequest,
-		AttributeDefinitions: []types.AttributeDefinition{str(attrPK), str(attrSK), str(attrGSI1PK), str(attrGSI1SK)},
+		AttributeDefinitions: []types.AttributeDefinition{str(attrPK), str(attrSK), str(attrGSI1PK), str(attrGSI1SK), str(attrGSI2PK), str(attrGSI2SK)},
 		KeySchema:            []types.KeySchemaElement{key(attrPK, types.KeyTypeHash), key(attrSK, types.KeyTypeRange)},
 		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{{
 			IndexName:  aws.String(IndexName),
 			KeySchema:  []types.KeySchemaElement{key(attrGSI1PK, types.KeyTypeHash), key(attrGSI1SK, types.KeyTypeRange)},
 			Projection: &types.Projection{ProjectionType: types.ProjectionTypeAll},
+		}, {
+			IndexName:  aws.String(ListIndexName),
+			KeySchema:  []types.KeySchemaElement{key(attrGSI2PK, types.KeyTypeHash), key(attrGSI2SK, types.KeyTypeRange)},
+			Projection: &types.Projection{ProjectionType: types.ProjectionTypeKeysOnly},
 		}},
 	})
 	if err != nil {

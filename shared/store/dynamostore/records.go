@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -62,6 +61,8 @@ func credentialItem(c countersign.Credential) (map[string]types.AttributeValue, 
 		item[attrGSI1PK] = str(prefixKeyHash + c.KeyHash)
 		item[attrGSI1SK] = str(prefixCredential + c.ID)
 	}
+	item[attrGSI2PK] = str(listCredentials)
+	item[attrGSI2SK] = str(c.ID)
 	if last != nil {
 		cl := *last
 		cl.SeenAt = cl.SeenAt.UTC()
@@ -78,37 +79,6 @@ func credentialItem(c countersign.Credential) (map[string]types.AttributeValue, 
 func (s *Store) GetCredential(ctx context.Context, id string) (countersign.Credential, error) {
 	// getCredential's errors already name the credential.
 	return s.getCredential(ctx, id)
-}
-
-// ListCredentials scans the table for credential items (a consistent,
-// paginated Scan filtered on the key prefix) and sorts them by ID. A scan
-// reads the whole table, confirmations and idempotency records included:
-// it is meant for the operator's tools, never for the request path, and
-// the deployed functions need no Scan permission for it.
-func (s *Store) ListCredentials(ctx context.Context) ([]countersign.Credential, error) {
-	pages := dynamodb.NewScanPaginator(s.client, &dynamodb.ScanInput{
-		TableName:                 aws.String(s.table),
-		ConsistentRead:            aws.Bool(true),
-		FilterExpression:          aws.String("begins_with(#pk, :prefix) AND #sk = :sk"),
-		ExpressionAttributeNames:  map[string]string{"#pk": attrPK, "#sk": attrSK},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":prefix": str(prefixCredential), ":sk": str(skCredential)},
-	})
-	var out []countersign.Credential
-	for pages.HasMorePages() {
-		page, err := pages.NextPage(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("list credentials: scan %s: %w", s.table, err)
-		}
-		for _, it := range page.Items {
-			c, err := decodeCredential(it)
-			if err != nil {
-				return nil, fmt.Errorf("list credentials: %w", err)
-			}
-			out = append(out, c)
-		}
-	}
-	slices.SortFunc(out, func(a, b countersign.Credential) int { return strings.Compare(a.ID, b.ID) })
-	return out, nil
 }
 
 // DeleteCredential deletes the credential's item, and with it its gsi1
@@ -246,6 +216,9 @@ func (s *Store) CreateConfirmation(ctx context.Context, c *countersign.Confirmat
 	if err == nil {
 		err = s.putIf(ctx, item, "attribute_not_exists(#pk)", map[string]string{"#pk": attrPK}, nil)
 	}
+	if err == nil {
+		err = s.putState(ctx, rec, item, 0)
+	}
 	if err != nil {
 		return fmt.Errorf("create confirmation %s: %w", c.ID, err)
 	}
@@ -291,11 +264,9 @@ func confirmationItem(c countersign.Confirmation) (map[string]types.AttributeVal
 	if c.TTL > 0 {
 		item[attrTTL] = num(c.TTL)
 	}
-	if c.Kind == countersign.KindReview {
-		// The review queue: every write keeps the item in gsi1.
-		item[attrGSI1PK] = str(gsiReviews)
-		item[attrGSI1SK] = str(sortableTime(c.CreatedAt) + "#" + c.ID)
-	}
+	// Every status: the STATE item is listed under its own.
+	item[attrGSI2PK] = str(listPartition(c.Kind, ""))
+	item[attrGSI2SK] = str(listSortKey(c))
 	return item, nil
 }
 
@@ -388,78 +359,4 @@ func utcIdempotency(r *countersign.Idempotency) countersign.Idempotency {
 	rec.CreatedAt = rec.CreatedAt.UTC()
 	rec.ExpiresAt = rec.ExpiresAt.UTC()
 	return rec
-}
-
-// ListConfirmations scans the table for confirmation items and sorts them
-// by CreatedAt, then ID. A scan reads the whole table: it is for the
-// operator's page, never the request path.
-func (s *Store) ListConfirmations(ctx context.Context) ([]*countersign.Confirmation, error) {
-	pages := dynamodb.NewScanPaginator(s.client, &dynamodb.ScanInput{
-		TableName:                 aws.String(s.table),
-		ConsistentRead:            aws.Bool(true),
-		FilterExpression:          aws.String("begins_with(#pk, :prefix) AND #sk = :sk"),
-		ExpressionAttributeNames:  map[string]string{"#pk": attrPK, "#sk": attrSK},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":prefix": str(prefixConfirmation), ":sk": str(skConfirmation)},
-	})
-	var out []*countersign.Confirmation
-	for pages.HasMorePages() {
-		page, err := pages.NextPage(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("list confirmations: scan %s: %w", s.table, err)
-		}
-		for _, it := range page.Items {
-			// The listed item is the record as created; its state (status,
-			// decision, outcomes) is an item of its own, read with it.
-			c, err := s.getConfirmation(ctx, strings.TrimPrefix(stringAttr(it, attrPK), prefixConfirmation))
-			if errors.Is(err, store.ErrNotFound) {
-				continue
-			}
-			if err != nil {
-				return nil, fmt.Errorf("list confirmations: %w", err)
-			}
-			out = append(out, c)
-		}
-	}
-	slices.SortFunc(out, func(a, b *countersign.Confirmation) int {
-		if n := a.CreatedAt.Compare(b.CreatedAt); n != 0 {
-			return n
-		}
-		return strings.Compare(a.ID, b.ID)
-	})
-	return out, nil
-}
-
-// ListReviews queries gsi1 for the review queue (confirmations of kind
-// review carry gsi1pk REVIEWS), oldest CreatedAt first, then by ID. The
-// index is eventually consistent: a review created a moment ago may be
-// missing from the list; each listed one is read whole, consistently.
-func (s *Store) ListReviews(ctx context.Context) ([]*countersign.Confirmation, error) {
-	pages := dynamodb.NewQueryPaginator(s.client, &dynamodb.QueryInput{
-		TableName:                 aws.String(s.table),
-		IndexName:                 aws.String(IndexName),
-		KeyConditionExpression:    aws.String("#g = :g"),
-		ExpressionAttributeNames:  map[string]string{"#g": attrGSI1PK},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":g": str(gsiReviews)},
-		ScanIndexForward:          aws.Bool(true),
-	})
-	var out []*countersign.Confirmation
-	for pages.HasMorePages() {
-		page, err := pages.NextPage(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("list reviews: %w", err)
-		}
-		for _, it := range page.Items {
-			// The listed item is the record as created; its state (status,
-			// decision, outcomes) is an item of its own, read with it.
-			c, err := s.getConfirmation(ctx, strings.TrimPrefix(stringAttr(it, attrPK), prefixConfirmation))
-			if errors.Is(err, store.ErrNotFound) {
-				continue
-			}
-			if err != nil {
-				return nil, fmt.Errorf("list reviews: %w", err)
-			}
-			out = append(out, c)
-		}
-	}
-	return out, nil
 }

@@ -24,12 +24,124 @@ func auditPrefix(chain string) []byte { return append([]byte(chain), 0) }
 
 // AppendAudit stores r and moves the chain's head in one transaction.
 func (s *Store) AppendAudit(_ context.Context, r *countersign.AuditRecord) error {
-	if r.Chain == "" || r.Seq < 1 || bytes.IndexByte([]byte(r.Chain), 0) >= 0 {
-		return fmt.Errorf("append audit: bad chain %q or seq %d", r.Chain, r.Seq)
+	if err := s.appendAudit(r); err != nil {
+		return fmt.Errorf("append audit %s/%d: %w", r.Chain, r.Seq, err)
+	}
+	return nil
+}
+
+// SealAudit appends the batch in one transaction: the records up to the
+// first taken slot, their pending records deleted, the head moved to the
+// last of them.
+func (s *Store) SealAudit(_ context.Context, rs []*countersign.AuditRecord, keys []string) (int, error) {
+	if len(rs) != len(keys) || len(rs) == 0 {
+		return 0, fmt.Errorf("seal audit: %d records and %d keys", len(rs), len(keys))
+	}
+	chain := rs[0].Chain
+	sealed := 0
+	err := s.writer.Update(func(tx *bbolt.Tx) error {
+		sealed = 0 // the write may run again
+		for i, r := range rs {
+			if r.Chain != chain || r.Seq < 1 || bytes.IndexByte([]byte(r.Chain), 0) >= 0 || !bytes.HasPrefix([]byte(keys[i]), pendingPrefix(chain)) {
+				return fmt.Errorf("bad record %q/%d or pending key %q", r.Chain, r.Seq, keys[i])
+			}
+			key := auditKey(r.Chain, r.Seq)
+			if tx.Bucket(bucketAudit).Get(key) != nil {
+				break
+			}
+			rec := *r
+			rec.At = rec.At.UTC()
+			if err := put(tx, bucketAudit, key, rec); err != nil {
+				return err
+			}
+			if err := tx.Bucket(bucketAuditPending).Delete([]byte(keys[i])); err != nil {
+				return err
+			}
+			sealed++
+		}
+		if sealed == 0 {
+			return nil
+		}
+		last := rs[sealed-1]
+		return moveHead(tx, last)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("seal audit %s: %w", chain, err)
+	}
+	if sealed < len(rs) {
+		return sealed, fmt.Errorf("seal audit %s/%d: %w", chain, rs[sealed].Seq, store.ErrConflict)
+	}
+	return sealed, nil
+}
+
+// pendingPrefix is the key prefix of a chain's pending records.
+func pendingPrefix(chain string) []byte { return append([]byte(chain), 0) }
+
+// AddAudit stores r as a pending record of its chain under chain NUL
+// at NUL id, so a chain's pending records are in time order.
+func (s *Store) AddAudit(_ context.Context, r *countersign.AuditRecord) error {
+	if r.Chain == "" || r.ID == "" || bytes.IndexByte([]byte(r.Chain), 0) >= 0 || bytes.IndexByte([]byte(r.ID), 0) >= 0 {
+		return fmt.Errorf("add audit: bad chain %q or id %q", r.Chain, r.ID)
 	}
 	rec := *r
 	rec.At = rec.At.UTC()
+	key := fmt.Appendf(pendingPrefix(r.Chain), "%s\x00%s", rec.At.Format("2006-01-02T15:04:05.000000000Z"), r.ID)
 	err := s.writer.Update(func(tx *bbolt.Tx) error {
+		if tx.Bucket(bucketAuditPending).Get(key) != nil {
+			return store.ErrConflict
+		}
+		return put(tx, bucketAuditPending, key, rec)
+	})
+	if err != nil {
+		return fmt.Errorf("add audit %s/%s: %w", r.Chain, r.ID, err)
+	}
+	return nil
+}
+
+// PendingAudit returns up to limit of the chain's pending records in key
+// (time) order.
+func (s *Store) PendingAudit(_ context.Context, chain string, limit int) ([]countersign.PendingAudit, error) {
+	if limit < 1 || limit > 1000 {
+		return nil, fmt.Errorf("pending audit of %s: limit %d", chain, limit)
+	}
+	var out []countersign.PendingAudit
+	prefix := pendingPrefix(chain)
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		c := tx.Bucket(bucketAuditPending).Cursor()
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) && len(out) < limit; k, v = c.Next() {
+			p := countersign.PendingAudit{Key: string(k)}
+			if err := decodeRecord(bucketAuditPending, v, &p.Record); err != nil {
+				return err
+			}
+			out = append(out, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pending audit of %s: %w", chain, err)
+	}
+	return out, nil
+}
+
+// DropPendingAudit deletes a pending record.
+func (s *Store) DropPendingAudit(_ context.Context, chain, key string) error {
+	if !bytes.HasPrefix([]byte(key), pendingPrefix(chain)) {
+		return fmt.Errorf("drop pending audit of %s: key %q is not the chain's", chain, key)
+	}
+	err := s.writer.Update(func(tx *bbolt.Tx) error { return tx.Bucket(bucketAuditPending).Delete([]byte(key)) })
+	if err != nil {
+		return fmt.Errorf("drop pending audit %q: %w", key, err)
+	}
+	return nil
+}
+
+func (s *Store) appendAudit(r *countersign.AuditRecord) error {
+	if r.Chain == "" || r.Seq < 1 || bytes.IndexByte([]byte(r.Chain), 0) >= 0 {
+		return fmt.Errorf("bad chain %q or seq %d", r.Chain, r.Seq)
+	}
+	rec := *r
+	rec.At = rec.At.UTC()
+	return s.writer.Update(func(tx *bbolt.Tx) error {
 		key := auditKey(r.Chain, r.Seq)
 		if tx.Bucket(bucketAudit).Get(key) != nil {
 			return store.ErrConflict
@@ -37,20 +149,21 @@ func (s *Store) AppendAudit(_ context.Context, r *countersign.AuditRecord) error
 		if err := put(tx, bucketAudit, key, rec); err != nil {
 			return err
 		}
-		var head countersign.AuditHead
-		switch err := get(tx, bucketAuditHeads, []byte(r.Chain), &head); {
-		case errors.Is(err, store.ErrNotFound):
-		case err != nil:
-			return err
-		case head.Seq >= r.Seq:
-			return nil
-		}
-		return put(tx, bucketAuditHeads, []byte(r.Chain), countersign.AuditHead{Chain: r.Chain, Seq: r.Seq, Hash: r.Hash, Expires: r.TTL})
+		return moveHead(tx, r)
 	})
-	if err != nil {
-		return fmt.Errorf("append audit %s/%d: %w", r.Chain, r.Seq, err)
+}
+
+// moveHead moves the chain's head to r unless it is at r.Seq or beyond.
+func moveHead(tx *bbolt.Tx, r *countersign.AuditRecord) error {
+	var head countersign.AuditHead
+	switch err := get(tx, bucketAuditHeads, []byte(r.Chain), &head); {
+	case errors.Is(err, store.ErrNotFound):
+	case err != nil:
+		return err
+	case head.Seq >= r.Seq:
+		return nil
 	}
-	return nil
+	return put(tx, bucketAuditHeads, []byte(r.Chain), countersign.AuditHead{Chain: r.Chain, Seq: r.Seq, Hash: r.Hash, Expires: r.TTL})
 }
 
 // LastAudit returns the chain's record with the highest Seq.
@@ -116,33 +229,5 @@ func (s *Store) ListAudit(_ context.Context, q countersign.AuditQuery) ([]*count
 	if err != nil {
 		return nil, fmt.Errorf("list audit records of %s: %w", q.Chain, err)
 	}
-	return out, nil
-}
-
-// AuditChains returns every chain with a record or a head.
-func (s *Store) AuditChains(_ context.Context) ([]string, error) {
-	seen := map[string]bool{}
-	err := s.db.View(func(tx *bbolt.Tx) error {
-		if err := tx.Bucket(bucketAudit).ForEach(func(k, _ []byte) error {
-			if i := bytes.IndexByte(k, 0); i > 0 {
-				seen[string(k[:i])] = true
-			}
-			return nil
-		}); err != nil {
-			return err
-		}
-		return tx.Bucket(bucketAuditHeads).ForEach(func(k, _ []byte) error {
-			seen[string(k)] = true
-			return nil
-		})
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list audit chains: %w", err)
-	}
-	out := make([]string, 0, len(seen))
-	for c := range seen {
-		out = append(out, c)
-	}
-	slices.Sort(out)
 	return out, nil
 }

@@ -22,7 +22,10 @@ func (s *Store) CreateConfirmation(_ context.Context, c *countersign.Confirmatio
 		if tx.Bucket(bucketConfirmations).Get([]byte(c.ID)) != nil {
 			return store.ErrConflict
 		}
-		return put(tx, bucketConfirmations, []byte(c.ID), rec)
+		if err := put(tx, bucketConfirmations, []byte(c.ID), rec); err != nil {
+			return err
+		}
+		return index(tx, &rec, nil)
 	})
 	if err != nil {
 		return fmt.Errorf("create confirmation %s: %w", c.ID, err)
@@ -62,7 +65,10 @@ func (s *Store) UpdateConfirmation(_ context.Context, c *countersign.Confirmatio
 			return fmt.Errorf("%d operations, the record has %d: the operations of a confirmation are fixed at creation", len(rec.Operations), len(stored.Operations))
 		}
 		keepFixed(&rec, &stored)
-		return put(tx, bucketConfirmations, []byte(c.ID), rec)
+		if err := put(tx, bucketConfirmations, []byte(c.ID), rec); err != nil {
+			return err
+		}
+		return index(tx, &rec, &stored)
 	})
 	if err != nil {
 		return fmt.Errorf("update confirmation %s: %w", c.ID, err)

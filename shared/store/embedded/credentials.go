@@ -2,7 +2,6 @@ package embedded
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -134,26 +133,6 @@ func (s *Store) GetCredential(_ context.Context, id string) (countersign.Credent
 		return countersign.Credential{}, fmt.Errorf("get credential %s: %w", id, err)
 	}
 	return c, nil
-}
-
-// ListCredentials returns every credential in ID order (bbolt keeps keys
-// sorted bytewise).
-func (s *Store) ListCredentials(_ context.Context) ([]countersign.Credential, error) {
-	var out []countersign.Credential
-	err := s.db.View(func(tx *bbolt.Tx) error {
-		return tx.Bucket(bucketCredentials).ForEach(func(k, v []byte) error {
-			var c countersign.Credential
-			if err := json.Unmarshal(v, &c); err != nil {
-				return fmt.Errorf("decode credential %s: %w", k, err)
-			}
-			out = append(out, c)
-			return nil
-		})
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list credentials: %w", err)
-	}
-	return out, nil
 }
 
 // DeleteCredential removes the credential and its key hash index entry in

@@ -89,7 +89,7 @@ func TestReopenKeepsData(t *testing.T) {
 	if _, err := s.GetIdempotency(ctx, idem.Credential, idem.Key); err != nil {
 		t.Errorf("GetIdempotency after reopen: %v", err)
 	}
-	if got, err := s.ListReviews(ctx); err != nil || len(got) != 1 || got[0].ID != review.ID {
+	if got, err := s.ListReviews(ctx, countersign.ListQuery{}); err != nil || len(got.Items) != 1 || got.Items[0].ID != review.ID {
 		t.Errorf("ListReviews after reopen = %v, %v; want [%s]", got, err, review.ID)
 	}
 	// Conditional writes still see the old records.

@@ -19,17 +19,21 @@ var (
 	bucketCredentials   = []byte("store_credentials")    // credential ID → JSON
 	bucketCredentialKey = []byte("store_credential_key") // key hash → credential ID
 	bucketConfirmations = []byte("store_confirmations")  // confirmation ID → JSON
-	bucketIdempotency   = []byte("store_idempotency")    // idempotencyKey(credential, key) → JSON
-	bucketQuotas        = []byte("store_quotas")         // quota key → JSON
-	bucketAudit         = []byte("store_audit")          // auditKey(chain, seq) → JSON, swept when its ttl passed
-	bucketAuditHeads    = []byte("store_audit_heads")    // chain → head JSON
-	bucketScriptRuns    = []byte("store_script_runs")    // run ID → JSON
-	bucketScriptCalls   = []byte("store_script_calls")   // run ID/index (8 digits) → JSON
-	bucketScriptParts   = []byte("store_script_parts")   // run ID/part key → JSON
-	bucketTaskTokens    = []byte("store_task_tokens")    // confirmation ID → JSON
+	// confirmation index entries (lists.go) → nothing
+	bucketConfirmationIndex = []byte("store_confirmation_index")
+	bucketIdempotency       = []byte("store_idempotency")   // idempotencyKey(credential, key) → JSON
+	bucketQuotas            = []byte("store_quotas")        // quota key → JSON
+	bucketQuotaUses         = []byte("store_quota_uses")    // quota key NUL until NUL n → nothing (quotas.go)
+	bucketAudit             = []byte("store_audit")         // auditKey(chain, seq) → JSON, swept when its ttl passed
+	bucketAuditHeads        = []byte("store_audit_heads")   // chain → head JSON
+	bucketAuditPending      = []byte("store_audit_pending") // chain NUL at NUL id → JSON (audit.go)
+	bucketScriptRuns        = []byte("store_script_runs")   // run ID → JSON
+	bucketScriptCalls       = []byte("store_script_calls")  // run ID/index (8 digits) → JSON
+	bucketScriptParts       = []byte("store_script_parts")  // run ID/part key → JSON
+	bucketTaskTokens        = []byte("store_task_tokens")   // confirmation ID → JSON
 )
 
-var allBuckets = [][]byte{bucketCredentials, bucketCredentialKey, bucketConfirmations, bucketIdempotency, bucketQuotas, bucketAudit, bucketAuditHeads,
+var allBuckets = [][]byte{bucketCredentials, bucketCredentialKey, bucketConfirmations, bucketConfirmationIndex, bucketIdempotency, bucketQuotas, bucketQuotaUses, bucketAudit, bucketAuditHeads, bucketAuditPending,
 	bucketScriptRuns, bucketScriptCalls, bucketScriptParts, bucketTaskTokens}
 
 // DefaultTimeout is how long Open waits for the file lock when
@@ -80,10 +84,14 @@ func Open(path string, opts *Options) (*Store, error) {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	err = db.Update(func(tx *bbolt.Tx) error {
+		unindexed := tx.Bucket(bucketConfirmationIndex) == nil
 		for _, b := range allBuckets {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return fmt.Errorf("create bucket %s: %w", b, err)
 			}
+		}
+		if unindexed {
+			return buildIndex(tx)
 		}
 		return nil
 	})

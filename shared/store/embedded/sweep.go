@@ -7,11 +7,13 @@ import (
 	"time"
 
 	"go.etcd.io/bbolt"
+
+	"github.com/countersign/countersign"
 )
 
 // Sweep deletes what DynamoDB's TTL deletes in a deployment: confirmations
 // (review items among them), their task tokens, script journals (headers,
-// calls, parts), quota records and audit records whose ttl has passed
+// calls, parts), quota records with their uses, and audit records whose ttl has passed
 // (heads stay; see sweepAudit), and idempotency
 // records past their expiry. Readers never depend on it (effective status
 // comes from the clock),
@@ -72,8 +74,23 @@ func (s *Store) Sweep(now time.Time) (int, error) {
 		for i, sw := range sweeps {
 			b := tx.Bucket(sw.bucket)
 			for _, k := range keys[i] {
-				if v := b.Get(k); v == nil || !sw.expired(v) {
+				v := b.Get(k)
+				if v == nil || !sw.expired(v) {
 					continue
+				}
+				if bytes.Equal(sw.bucket, bucketConfirmations) {
+					c := new(countersign.Confirmation)
+					if err := decodeRecord(bucketConfirmations, v, c); err != nil {
+						return err
+					}
+					if err := unindex(tx, c); err != nil {
+						return err
+					}
+				}
+				if bytes.Equal(sw.bucket, bucketQuotas) {
+					if err := dropQuotaUses(tx, k); err != nil {
+						return err
+					}
 				}
 				if err := b.Delete(k); err != nil {
 					return err

@@ -51,7 +51,8 @@ func TestSweep(t *testing.T) {
 			t.Errorf("%s: %v", id, err)
 		}
 	}
-	reviews, err := s.ListReviews(ctx)
+	page, err := s.ListReviews(ctx, countersign.ListQuery{})
+	reviews := page.Items
 	if err != nil || len(reviews) != 1 || reviews[0].ID != "rv_live" {
 		t.Errorf("reviews after sweep = %v, %v; want only rv_live", reviews, err)
 	}

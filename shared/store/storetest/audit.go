@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -13,7 +14,7 @@ import (
 func fullAudit(chain string, seq int64, at time.Time) *countersign.AuditRecord {
 	since := at.Add(-time.Minute).UTC()
 	return &countersign.AuditRecord{
-		Chain: chain, Seq: seq, At: at.In(zone).Add(987654321 * time.Nanosecond),
+		Chain: chain, Seq: seq, At: at.In(zone).Add(987654321 * time.Nanosecond), ID: fmt.Sprintf("ar_%s_%d", chain, seq),
 		Actor: "approver:ops", Action: "confirmation.approved", Subject: "cf_" + chain,
 		Credential: "chat-user", Connection: "crm", Method: "DELETE", Path: "/contacts/12",
 		Tier: "confirm", Rule: "connections/crm/policy.json endpoints[4] DELETE /contacts/{id} confirm: true",
@@ -132,10 +133,7 @@ func (s *suite) audit(t *testing.T) {
 		if err != nil || last.Seq != 12 {
 			t.Fatalf("LastAudit = %v, %v; want seq 12", last, err)
 		}
-		chains, err := st.AuditChains(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
+		chains := listAll(t, st.AuditChains, countersign.ListQuery{Limit: 1}, "")
 		found := 0
 		for _, c := range chains {
 			if c == chain || c == other {
@@ -144,6 +142,106 @@ func (s *suite) audit(t *testing.T) {
 		}
 		if found != 2 {
 			t.Fatalf("AuditChains = %v, want %s and %s among them", chains, chain, other)
+		}
+	})
+
+	t.Run("PendingRecordsAreSealedInOrder", func(t *testing.T) {
+		st := s.newStore(t)
+		chain := "cred:" + uid(t)
+		now := s.now()
+		// Added out of time order, by racing writers: listed by time.
+		errs := race(3, func(i int) error {
+			r := fullAudit(chain, 0, now.Add(time.Duration(2-i)*time.Second))
+			r.ID, r.Subject, r.Seq, r.Prev, r.Hash = fmt.Sprint("ar_", i), fmt.Sprint("third-", i), 0, "", ""
+			return st.AddAudit(ctx, r)
+		})
+		for _, err := range errs {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		pending, err := st.PendingAudit(ctx, chain, 10)
+		if err != nil || len(pending) != 3 {
+			t.Fatalf("PendingAudit = %d, %v; want 3", len(pending), err)
+		}
+		var subjects []string
+		for _, p := range pending {
+			subjects = append(subjects, p.Record.Subject)
+		}
+		assertEqual(t, "pending order", subjects, []string{"third-2", "third-1", "third-0"})
+		assertEqual(t, "a pending record", pending[0].Record, roundTrip(t, func() countersign.AuditRecord {
+			r := fullAudit(chain, 0, now)
+			r.ID, r.Subject, r.Seq, r.Prev, r.Hash = "ar_2", "third-2", 0, "", ""
+			return *r
+		}()))
+		if _, err := st.ListAudit(ctx, countersign.AuditQuery{Chain: chain}); err != nil {
+			t.Fatal(err)
+		}
+		if rs, _ := st.ListAudit(ctx, countersign.AuditQuery{Chain: chain}); len(rs) != 0 {
+			t.Fatalf("pending records listed as sealed: %d", len(rs))
+		}
+		if one, err := st.PendingAudit(ctx, chain, 1); err != nil || len(one) != 1 {
+			t.Fatalf("PendingAudit limit 1 = %d, %v", len(one), err)
+		}
+
+		// Seal the first two; a taken third slot stops the batch there.
+		if err := st.AppendAudit(ctx, fullAudit(chain, 3, now)); err != nil {
+			t.Fatal(err)
+		}
+		var batch []*countersign.AuditRecord
+		var keys []string
+		for i, p := range pending {
+			r := p.Record
+			r.Seq, r.Hash = int64(i+1), keyHash(fmt.Sprint("sealed", i))
+			batch, keys = append(batch, &r), append(keys, p.Key)
+		}
+		n, err := st.SealAudit(ctx, batch, keys)
+		if n != 2 || !errors.Is(err, store.ErrConflict) {
+			t.Fatalf("SealAudit = %d, %v; want 2 and ErrConflict", n, err)
+		}
+		left, err := st.PendingAudit(ctx, chain, 10)
+		if err != nil || len(left) != 1 || left[0].Record.Subject != "third-0" {
+			t.Fatalf("pending after the seal = %+v, %v; want third-0 alone", left, err)
+		}
+		if err := st.DropPendingAudit(ctx, chain, left[0].Key); err != nil {
+			t.Fatal(err)
+		}
+		if left, err := st.PendingAudit(ctx, chain, 10); err != nil || len(left) != 0 {
+			t.Fatalf("pending after the drop = %d, %v", len(left), err)
+		}
+		rs, err := st.ListAudit(ctx, countersign.AuditQuery{Chain: chain})
+		if err != nil || len(rs) != 3 || rs[0].Subject != "third-2" || rs[1].Subject != "third-1" {
+			t.Fatalf("sealed = %v, %v", rs, err)
+		}
+		// The head is at 3 (the appended record); a batch never moves it back.
+		if h, err := st.AuditHead(ctx, chain); err != nil || h.Seq != 3 {
+			t.Fatalf("head %+v, %v; want seq 3", h, err)
+		}
+	})
+
+	t.Run("SealedBatchMovesTheHead", func(t *testing.T) {
+		st := s.newStore(t)
+		chain := "cred:" + uid(t)
+		r := fullAudit(chain, 0, s.now())
+		r.Seq, r.Prev, r.Hash = 0, "", ""
+		if err := st.AddAudit(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		pending, err := st.PendingAudit(ctx, chain, 5)
+		if err != nil || len(pending) != 1 {
+			t.Fatalf("%d, %v", len(pending), err)
+		}
+		rec := pending[0].Record
+		rec.Seq, rec.Hash = 1, keyHash("one")
+		if n, err := st.SealAudit(ctx, []*countersign.AuditRecord{&rec}, []string{pending[0].Key}); n != 1 || err != nil {
+			t.Fatalf("SealAudit = %d, %v", n, err)
+		}
+		h, err := st.AuditHead(ctx, chain)
+		if err != nil || h.Seq != 1 || h.Hash != rec.Hash || h.Expires != rec.TTL {
+			t.Fatalf("head %+v, %v", h, err)
+		}
+		if got, err := st.LastAudit(ctx, chain); err != nil || got.ID != rec.ID {
+			t.Fatalf("LastAudit = %+v, %v", got, err)
 		}
 	})
 
