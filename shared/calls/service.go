@@ -100,6 +100,9 @@ type Service struct {
 	// actions; nil records nothing. Auto-tier calls are recorded only
 	// with settings.json audit.auto_calls (no store write on the auto path).
 	Audit Auditor
+	// Tokens checks OAuth access tokens (shared/oauth.Server.Verify);
+	// nil accepts API keys only.
+	Tokens TokenVerifier
 
 	rate rateLimiter
 	live atomic.Pointer[config.Config]
@@ -161,6 +164,11 @@ func (s *Service) Authenticate(ctx context.Context, key string) (*countersign.Cr
 	if key == "" {
 		return nil, fault.New(fault.Unauthenticated, "missing Authorization: Bearer <key>")
 	}
+	if s.Tokens != nil {
+		if cred, ok, err := s.Tokens.Verify(ctx, key); ok {
+			return cred, err
+		}
+	}
 	sum := sha256.Sum256([]byte(key))
 	hash := hex.EncodeToString(sum[:])
 	cred, err := s.Store.CredentialByKeyHash(ctx, hash)
@@ -175,6 +183,16 @@ func (s *Service) Authenticate(ctx context.Context, key string) (*countersign.Cr
 		return nil, fault.New(fault.Unauthenticated, "unknown key")
 	}
 	return &cred, nil
+}
+
+// TokenVerifier checks a bearer credential that is an OAuth access token.
+// ok is false when it is not one (an API key, looked up as before).
+type TokenVerifier interface {
+	Verify(ctx context.Context, token string) (cred *countersign.Credential, ok bool, err error)
+	// Challenge is the WWW-Authenticate of a refused request to the
+	// resource at path ("/mcp", or "" for the JSON API): it points at the
+	// resource's metadata. invalid marks a credential sent and refused.
+	Challenge(path string, invalid bool) string
 }
 
 // Client is what a client says of itself: recorded as the credential's

@@ -126,6 +126,9 @@ func (g *Gateway) Preauthenticate(ctx context.Context, req *Request) (context.Co
 			return ctx, &resp
 		}
 		resp := errorOf(err)
+		if g.Calls.Tokens != nil && fault.CodeOf(err) == fault.Unauthenticated {
+			resp.Headers["WWW-Authenticate"] = g.Calls.Tokens.Challenge("", bearerKey(req) != "")
+		}
 		return ctx, &resp
 	}
 	return context.WithValue(ctx, preauthenticated{}, cred), nil

@@ -26,6 +26,7 @@ import (
 	"github.com/countersign/countersign/shared/httpapi"
 	"github.com/countersign/countersign/shared/links"
 	"github.com/countersign/countersign/shared/notify"
+	"github.com/countersign/countersign/shared/oauth"
 	"github.com/countersign/countersign/shared/store/embedded"
 	"github.com/countersign/countersign/shared/workflow/local"
 	"github.com/countersign/countersign/statemachines"
@@ -41,6 +42,9 @@ type Options struct {
 	DataDir string
 	// DemoUpstream is where the demo CRM listens; empty runs none.
 	DemoUpstream string
+	// AllowLoopbackClientDocuments lets an OAuth client_id be a metadata
+	// document on a loopback http address (tests).
+	AllowLoopbackClientDocuments bool
 	// PublicURL overrides settings.public_url in approval links (tests on a random port).
 	PublicURL string
 	// Stdout receives the banner and the console approver's links (default os.Stdout).
@@ -69,6 +73,7 @@ type Stack struct {
 	Config *config.Config
 
 	store      *embedded.Store
+	oauth      *oauth.Server
 	signer     *links.Signer
 	engine     *local.Engine
 	app        *app.App
@@ -186,6 +191,20 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	}
 	s.app = app.New(cfg, app.Adapters{Store: s.store, Signer: signer, Channels: channels, Logger: logger},
 		app.Options{PublicURL: publicURL, Stopping: s.stopping})
+	// countersign is the OAuth authorization server of its own surfaces;
+	// with no identity provider configured people sign in on the
+	// development page, which answers on loopback only.
+	s.oauth, err = oauth.New(s.store, oauth.Options{
+		PublicURL:              func() string { return publicURL },
+		SignIn:                 &oauth.DevSignIn{Issuer: strings.TrimRight(publicURL, "/") + oauth.PathDevSignIn, Key: oauth.NewKey()},
+		SessionKey:             oauth.NewKey(),
+		Logger:                 logger,
+		AllowLoopbackDocuments: o.AllowLoopbackClientDocuments,
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.app.Calls.Tokens = s.oauth
 	if err := s.app.SeedCredentials(ctx); err != nil {
 		return nil, err
 	}
@@ -225,6 +244,9 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 		switch {
 		case p == "/":
 			s.serveHome(w, r, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { httpapi.ServeHTTP(gateway, w, r) }))
+			return
+		case oauth.Serves(p):
+			s.oauth.ServeHTTP(w, r)
 			return
 		case strings.HasPrefix(p, "/approve/"):
 			approverServer.ServeHTTP(w, r)

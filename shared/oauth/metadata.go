@@ -1,0 +1,49 @@
+package oauth
+
+import (
+	"net/http"
+
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+)
+
+// resourceMetadata answers RFC 9728 Protected Resource Metadata for the
+// JSON API (suffix "") or /mcp (suffix "/mcp").
+func (s *Server) resourceMetadata(w http.ResponseWriter, r *http.Request, suffix string) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		writeError(w, http.StatusMethodNotAllowed, "invalid_request", "use GET")
+		return
+	}
+	w.Header().Set("Access-Control-Allow-Origin", "*")
+	writeJSON(w, http.StatusOK, &oauthex.ProtectedResourceMetadata{
+		Resource:               s.issuer() + suffix,
+		AuthorizationServers:   []string{s.issuer()},
+		ScopesSupported:        []string{Scope},
+		BearerMethodsSupported: []string{"header"},
+		ResourceName:           "countersign",
+	})
+}
+
+// serverMetadata answers RFC 8414 Authorization Server Metadata.
+func (s *Server) serverMetadata(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		writeError(w, http.StatusMethodNotAllowed, "invalid_request", "use GET")
+		return
+	}
+	w.Header().Set("Access-Control-Allow-Origin", "*")
+	iss := s.issuer()
+	writeJSON(w, http.StatusOK, &oauthex.AuthServerMeta{
+		Issuer:                                     iss,
+		AuthorizationEndpoint:                      iss + PathAuthorize,
+		TokenEndpoint:                              iss + PathToken,
+		RegistrationEndpoint:                       iss + PathRegister,
+		RevocationEndpoint:                         iss + PathRevoke,
+		ScopesSupported:                            []string{Scope},
+		ResponseTypesSupported:                     []string{"code"},
+		GrantTypesSupported:                        []string{"authorization_code", "refresh_token"},
+		TokenEndpointAuthMethodsSupported:          []string{"none", "client_secret_post", "client_secret_basic"},
+		RevocationEndpointAuthMethodsSupported:     []string{"none", "client_secret_post", "client_secret_basic"},
+		CodeChallengeMethodsSupported:              []string{"S256"},
+		ClientIDMetadataDocumentSupported:          true,
+		AuthorizationResponseIssParameterSupported: true,
+	})
+}
