@@ -459,11 +459,12 @@ func TestMCPProtocolHygiene(t *testing.T) {
 			t.Errorf("content %v, want []", res["content"])
 		}
 	})
-	t.Run("401 says what the server takes", func(t *testing.T) {
+	t.Run("401 points at the OAuth metadata", func(t *testing.T) {
 		r := h.raw(rawMCP{body: `{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}`})
 		www := r.header.Get("WWW-Authenticate")
-		if r.status != http.StatusUnauthorized || !strings.HasPrefix(www, "Bearer ") || !strings.Contains(www, "API key") ||
-			strings.Contains(www, "resource_metadata") {
+		if r.status != http.StatusUnauthorized || !strings.HasPrefix(www, "Bearer ") ||
+			!strings.Contains(www, `resource_metadata="`+h.stack.URL+`/.well-known/oauth-protected-resource/mcp"`) ||
+			!strings.Contains(string(r.body), "API key") {
 			t.Errorf("%d WWW-Authenticate %q", r.status, www)
 		}
 		rpcError(t, r, http.StatusUnauthorized, -32001)
