@@ -32,7 +32,7 @@ func (l *loader) credentials(connections map[string]bool) []countersign.Credenti
 	hashes := map[string]int{}
 	for i, item := range items {
 		p := index("", i)
-		m, ok := s.object(p, item, "id", "key", "key_sha256", "choice", "origin", "read_only", "connections", "role")
+		m, ok := s.object(p, item, "id", "key", "key_sha256", "choice", "origin", "read_only", "connections", "role", "ask_in_client")
 		if !ok {
 			continue
 		}
@@ -101,6 +101,11 @@ func (l *loader) credentials(connections map[string]bool) []countersign.Credenti
 		}
 		if v, ok := m["read_only"]; ok {
 			c.ReadOnly, _ = s.boolean(field(p, "read_only"), v)
+		}
+		if v, ok := m["ask_in_client"]; ok {
+			// A key that asks in the client trusts whoever holds it to be
+			// the person: for a key one person keeps in their own client.
+			c.AskInClient, _ = s.boolean(field(p, "ask_in_client"), v)
 		}
 		if v, ok := m["connections"]; ok {
 			if names, ok := s.array(field(p, "connections"), v); ok {

@@ -253,3 +253,76 @@ func TestOAuthRefreshRotatesAndReuseRevokes(t *testing.T) {
 		t.Fatalf("after reuse, the family's newest refresh token: %d %v, want 400", st, out)
 	}
 }
+
+// TestAskPersonKeyCannotApproveItself is the self-approval the demo key
+// allowed: a program holding a plain ask_person key, whose MCP client
+// declares form elicitation and MCP Apps and answers "accept", is never
+// asked in the client. The call pauses for the approvers' links, the
+// card's tools are not offered to it, DELETE /contacts/55 does not run,
+// and it runs once when an approver approves. The same call by a person
+// signed in with OAuth is asked in their client.
+func TestAskPersonKeyCannotApproveItself(t *testing.T) {
+	h := newHarness(t, harnessOptions{})
+	asked := 0
+	selfApprove := func(r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		asked++
+		return accept(true)(r)
+	}
+	for i, k := range []clientKind{
+		{name: "Program MRTR", elicit: selfApprove, apps: true},
+		{name: "Program legacy", elicit: selfApprove, apps: true, protocol: "2025-11-25"},
+	} {
+		contact := fmt.Sprint(55 + 10*i)
+		t.Run(k.name, func(t *testing.T) {
+			s := h.mcpSession("cs_test_program", k, nil)
+			tools, err := s.ListTools(context.Background(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, tool := range tools.Tools {
+				if tool.Name == "review_pending" || tool.Name == "card_decide" {
+					t.Errorf("the card's tool %s is offered to a key", tool.Name)
+				}
+			}
+			r := callTool(t, s, "crm__deleteContact", map[string]any{"id": contact}, nil)
+			if asked != 0 {
+				t.Fatalf("the key's client was asked %d times", asked)
+			}
+			if !strings.Contains(text(r), "not a person signed in to this client") || structured(t, r)["status"] != "confirmation_required" {
+				t.Fatalf("result %q, want paused for the approvers", text(r))
+			}
+			if n := h.upstream.Count("DELETE", "/contacts/"+contact); n != 0 {
+				t.Fatalf("DELETE /contacts/%s ran %d times with nobody asked", contact, n)
+			}
+			id := structured(t, r)["confirmation_id"].(string)
+			if got := h.post(h.approvalLink(id), "approve", nil, ""); got.status != http.StatusOK {
+				t.Fatalf("approver's approval: %d %s", got.status, got.body)
+			}
+			var d *mcp.CallToolResult
+			for range 20 { // redeemed (running) comes before executed
+				d = callTool(t, s, "confirmation_status", map[string]any{"confirmation_id": id, "wait_seconds": 2}, nil)
+				if structured(t, d)["status"] == "executed" {
+					break
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			if structured(t, d)["status"] != "executed" {
+				t.Fatalf("after the approvers approved: %q", text(d))
+			}
+			if n := h.upstream.Count("DELETE", "/contacts/"+contact); n != 1 {
+				t.Fatalf("DELETE /contacts/%s ran %d times after one approval, want 1", contact, n)
+			}
+		})
+	}
+	t.Run("a person is asked in their client", func(t *testing.T) {
+		personAsked := 0
+		s, _ := h.oauthSession(newSignInBrowser(t, "carol@example.com"), "Person client", clientKind{elicit: func(r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			personAsked++
+			return accept(true)(r)
+		}})
+		r := callTool(t, s, "crm__deleteContact", map[string]any{"id": "56"}, nil)
+		if personAsked != 1 || !strings.HasPrefix(text(r), "404") || h.upstream.Count("DELETE", "/contacts/56") != 1 {
+			t.Fatalf("person: asked %d times, result %q, DELETE ran %d times; want asked once and run once", personAsked, text(r), h.upstream.Count("DELETE", "/contacts/56"))
+		}
+	})
+}
