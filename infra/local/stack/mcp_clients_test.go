@@ -522,12 +522,12 @@ func TestMCPAcceptWithoutApproval(t *testing.T) {
 	}
 }
 
-// docTools reads docs/mcp.md's table of cs_demo_ask's tools: each row's
+// docTools reads docs/mcp.md's table of cs_demo_ask_in_client's tools: each row's
 // tool name and whether it is listed only for MCP Apps clients.
 var docToolRow = regexp.MustCompile("^\\| `([a-zA-Z0-9_]+)` \\|(.*)\\|$")
 
 // TestMCPDocsToolTable: docs/mcp.md lists exactly the tools tools/list
-// gives cs_demo_ask on the shipped configuration, with and without MCP
+// gives cs_demo_ask_in_client on the shipped configuration, with and without MCP
 // Apps, each operation with its method and path.
 func TestMCPDocsToolTable(t *testing.T) {
 	doc, err := os.ReadFile("../../../docs/mcp.md")
@@ -539,7 +539,7 @@ func TestMCPDocsToolTable(t *testing.T) {
 	in := false
 	for _, line := range strings.Split(string(doc), "\n") {
 		if strings.HasPrefix(line, "#") {
-			in = strings.Contains(line, "Tools of `cs_demo_ask`")
+			in = strings.Contains(line, "Tools of `cs_demo_ask_in_client`")
 			continue
 		}
 		m := docToolRow.FindStringSubmatch(line)
@@ -554,7 +554,7 @@ func TestMCPDocsToolTable(t *testing.T) {
 		}
 	}
 	if len(plain) == 0 {
-		t.Fatal("docs/mcp.md has no table under a heading naming \"Tools of `cs_demo_ask`\"")
+		t.Fatal("docs/mcp.md has no table under a heading naming \"Tools of `cs_demo_ask_in_client`\"")
 	}
 	s, err := Start(context.Background(), Options{ConfigDir: "../../config", Addr: "127.0.0.1:0", DataDir: t.TempDir(), DemoUpstream: "127.0.0.1:0", Stdout: io.Discard})
 	if err != nil {
@@ -569,7 +569,7 @@ func TestMCPDocsToolTable(t *testing.T) {
 	slices.Sort(plain)
 	want := slices.Sorted(slices.Values(append(slices.Clone(plain), appsOnly...)))
 	for _, apps := range []bool{false, true} {
-		tools := listTools(t, h.mcpSession("cs_demo_ask", clientKind{apps: apps}, nil))
+		tools := listTools(t, h.mcpSession("cs_demo_ask_in_client", clientKind{apps: apps}, nil))
 		w := plain
 		if apps {
 			w = want

@@ -394,8 +394,12 @@ func (s *Stack) Banner() string {
 		if c.Operator {
 			extra += " operator"
 		}
+		if c.AskInClient {
+			extra += " asks-in-client"
+		}
 		fmt.Fprintf(&b, "  %-12s %s%s\n", c.ID, c.Choice, extra)
 	}
+	fmt.Fprintf(&b, "people sign in with OAuth from their MCP client (development sign-in page: %s%s, loopback only)\n", strings.TrimRight(s.PublicURL, "/"), oauth.PathDevSignIn)
 	return b.String()
 }
 
