@@ -192,11 +192,18 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	s.app = app.New(cfg, app.Adapters{Store: s.store, Signer: signer, Channels: channels, Logger: logger},
 		app.Options{PublicURL: publicURL, Stopping: s.stopping})
 	// countersign is the OAuth authorization server of its own surfaces;
-	// with no identity provider configured people sign in on the
-	// development page, which answers on loopback only.
+	// people sign in through settings.json's sign_in provider, or, with
+	// none configured, on the development page (loopback only).
+	var signIn oauth.SignIn = &oauth.DevSignIn{Issuer: strings.TrimRight(publicURL, "/") + oauth.PathDevSignIn, Key: oauth.NewKey()}
+	if si := cfg.Settings.SignIn; si.Configured() {
+		if signIn, err = oauth.NewOIDCSignIn(ctx, oauth.OIDCOptions{Issuer: si.Issuer, ClientID: si.ClientID, ClientSecret: si.ClientSecret,
+			RedirectURL: strings.TrimRight(publicURL, "/") + oauth.PathCallback, Key: oauth.NewKey()}); err != nil {
+			return nil, err
+		}
+	}
 	s.oauth, err = oauth.New(s.store, oauth.Options{
 		PublicURL:              func() string { return publicURL },
-		SignIn:                 &oauth.DevSignIn{Issuer: strings.TrimRight(publicURL, "/") + oauth.PathDevSignIn, Key: oauth.NewKey()},
+		SignIn:                 signIn,
 		SessionKey:             oauth.NewKey(),
 		Logger:                 logger,
 		AllowLoopbackDocuments: o.AllowLoopbackClientDocuments,
@@ -399,7 +406,11 @@ func (s *Stack) Banner() string {
 		}
 		fmt.Fprintf(&b, "  %-12s %s%s\n", c.ID, c.Choice, extra)
 	}
-	fmt.Fprintf(&b, "people sign in with OAuth from their MCP client (development sign-in page: %s%s, loopback only)\n", strings.TrimRight(s.PublicURL, "/"), oauth.PathDevSignIn)
+	if si := s.Config.Settings.SignIn; si.Configured() {
+		fmt.Fprintf(&b, "people sign in with OAuth from their MCP client, through %s\n", si.Issuer)
+	} else {
+		fmt.Fprintf(&b, "people sign in with OAuth from their MCP client (development sign-in page: %s%s, loopback only)\n", strings.TrimRight(s.PublicURL, "/"), oauth.PathDevSignIn)
+	}
 	return b.String()
 }
 
