@@ -98,11 +98,14 @@ type env struct {
 	mcpURL  string
 }
 
-func startStack(t testing.TB) *env {
+func startStack(t testing.TB, mods ...func(*stack.Options)) *env {
 	t.Helper()
 	console := &syncBuffer{}
-	s, err := stack.Start(context.Background(), stack.Options{ConfigDir: "../config", Addr: "127.0.0.1:0", DataDir: t.TempDir(),
-		DemoUpstream: "127.0.0.1:0", Stdout: console})
+	o := stack.Options{ConfigDir: "../config", Addr: "127.0.0.1:0", DataDir: t.TempDir(), DemoUpstream: "127.0.0.1:0", Stdout: console}
+	for _, m := range mods {
+		m(&o)
+	}
+	s, err := stack.Start(context.Background(), o)
 	if err != nil {
 		t.Fatalf("start the local stack: %v", err)
 	}

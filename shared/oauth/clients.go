@@ -169,6 +169,8 @@ func (s *Server) client(ctx context.Context, id string) (countersign.OAuthClient
 		return countersign.OAuthClient{}, fmt.Errorf("the client could not be looked up: %w", err)
 	case !isDocumentID(id):
 		return countersign.OAuthClient{}, fmt.Errorf("client %q is not registered", clip(id))
+	case s.o.NoClientDocuments:
+		return countersign.OAuthClient{}, fmt.Errorf("client %q is a metadata document URL, which this server does not fetch: register the client (%s)", clip(id), PathRegister)
 	}
 	c, err = s.fetchDocument(ctx, id)
 	if err != nil {

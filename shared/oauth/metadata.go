@@ -43,7 +43,7 @@ func (s *Server) serverMetadata(w http.ResponseWriter, r *http.Request) {
 		TokenEndpointAuthMethodsSupported:          []string{"none", "client_secret_post", "client_secret_basic"},
 		RevocationEndpointAuthMethodsSupported:     []string{"none", "client_secret_post", "client_secret_basic"},
 		CodeChallengeMethodsSupported:              []string{"S256"},
-		ClientIDMetadataDocumentSupported:          true,
+		ClientIDMetadataDocumentSupported:          !s.o.NoClientDocuments,
 		AuthorizationResponseIssParameterSupported: true,
 	})
 }

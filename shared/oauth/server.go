@@ -73,6 +73,11 @@ type Options struct {
 	// AllowLoopbackDocuments lets a client_id be an http URL on a loopback
 	// address, fetched there: for tests only.
 	AllowLoopbackDocuments bool
+	// NoClientDocuments turns Client ID Metadata Documents off: the
+	// metadata says so and a URL client_id is refused, so clients register
+	// (RFC 7591). For a deployment that cannot reach the internet, where
+	// the documents (https://claude.ai/...) cannot be fetched.
+	NoClientDocuments bool
 	// AccessTTL and RefreshTTL are the tokens' lifetimes; zero means
 	// DefaultAccessTTL and DefaultRefreshTTL.
 	AccessTTL, RefreshTTL time.Duration

@@ -45,6 +45,9 @@ type Options struct {
 	// AllowLoopbackClientDocuments lets an OAuth client_id be a metadata
 	// document on a loopback http address (tests).
 	AllowLoopbackClientDocuments bool
+	// NoClientDocuments turns OAuth Client ID Metadata Documents off, so
+	// clients register instead (a machine without internet access).
+	NoClientDocuments bool
 	// PublicURL overrides settings.public_url in approval links (tests on a random port).
 	PublicURL string
 	// Stdout receives the banner and the console approver's links (default os.Stdout).
@@ -207,6 +210,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 		SessionKey:             oauth.NewKey(),
 		Logger:                 logger,
 		AllowLoopbackDocuments: o.AllowLoopbackClientDocuments,
+		NoClientDocuments:      o.NoClientDocuments,
 	})
 	if err != nil {
 		return nil, err
