@@ -34,8 +34,9 @@ type Credential struct {
 	// client it authorized (OAuthGrant).
 	Issuer  string `json:"issuer,omitempty"`
 	Subject string `json:"subject,omitempty"`
-	// Email is the person's e-mail as the identity provider gave it
-	// (for the operator's eyes; Issuer and Subject identify them).
+	// Email is the person's e-mail: the one a configured user signs in as
+	// (credentials.json "user"), or the one the identity provider gave at
+	// first sign-in. Set only on users.
 	Email string `json:"email,omitempty"`
 	// AskInClient lets a key with the ask_person choice be asked in the
 	// client (form elicitation, the MCP Apps card): it trusts whoever
@@ -44,10 +45,10 @@ type Credential struct {
 	AskInClient bool `json:"ask_in_client,omitempty"`
 }
 
-// IsPerson reports whether the credential is a user: a person signed in
-// through the workspace's identity provider, who authenticates only with
-// an access token.
-func (c *Credential) IsPerson() bool { return c != nil && c.Subject != "" }
+// IsPerson reports whether the credential is a user: a person who signs
+// in (a configured user, by e-mail, or one created at first sign-in, by
+// issuer and subject), who authenticates only with an access token.
+func (c *Credential) IsPerson() bool { return c != nil && (c.Subject != "" || c.Email != "") }
 
 // AsksInClient reports whether a call of this credential that needs a
 // person may ask in the client that made it: the client's person is the

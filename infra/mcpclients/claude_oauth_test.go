@@ -133,7 +133,7 @@ func TestClaudeCodeOAuth(t *testing.T) {
 	if authURL == "" {
 		t.Fatalf("claude mcp login opened no authorization URL of the stack:\n%s", printed.String())
 	}
-	redirect := formSignIn(t, authURL, "erin@example.com")
+	redirect := formSignIn(t, authURL, "ada@example.com")
 	if !strings.Contains(redirect, "code=") || !strings.Contains(redirect, "iss=") {
 		t.Fatalf("the consent did not redirect with a code and iss: %s", redirect)
 	}

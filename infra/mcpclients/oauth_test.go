@@ -28,8 +28,8 @@ func chromiumPath(t *testing.T) string {
 }
 
 // signInWithChromium is the person: headless Chromium opens the
-// authorization URL, signs in on the stack's development sign-in page as
-// email, checks the consent page names the client, and allows it. The
+// authorization URL, signs in on the stack's development sign-in page by
+// choosing email among the configured users, checks the consent page names the client, and allows it. The
 // redirect to the client's loopback callback is caught by callback, which
 // returns the code.
 func signInWithChromium(t *testing.T, authURL, email, client string, codes <-chan url.Values) url.Values {
@@ -52,9 +52,8 @@ func signInWithChromium(t *testing.T, authURL, email, client string, codes <-cha
 		a    chromedp.Action[chromedp.Void]
 	}{
 		{"open the authorization URL", chromedp.Navigate(authURL)},
-		{"the development sign-in page", chromedp.WaitVisible(chromedp.CSS("#email"))},
-		{"type the e-mail", chromedp.SendKeys(chromedp.CSS("#email"), email)},
-		{"sign in", chromedp.Click(chromedp.CSS("#signin"))},
+		{"the development sign-in page lists the person", chromedp.WaitVisible(chromedp.CSS(`button[data-email="` + email + `"]`))},
+		{"choose them", chromedp.Click(chromedp.CSS(`button[data-email="` + email + `"]`))},
 		{"the consent page", chromedp.WaitVisible(chromedp.CSS("#allow"))},
 		{"read it", chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
 			var err error
@@ -117,7 +116,7 @@ func TestSDKOAuth(t *testing.T) {
 		u.Query().Get("resource") != e.mcpURL {
 		t.Fatalf("authorization URL %q: want the stack's /oauth/authorize with PKCE S256 and resource %s", auth.URL, e.mcpURL)
 	}
-	q := signInWithChromium(t, auth.URL, "dana@example.com", "countersign-test-sdk-v1", codes)
+	q := signInWithChromium(t, auth.URL, "ada@example.com", "countersign-test-sdk-v1", codes)
 	if q.Get("iss") != e.stack.URL || q.Get("code") == "" {
 		t.Fatalf("callback query %v: want a code and iss %s", q, e.stack.URL)
 	}

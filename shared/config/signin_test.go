@@ -48,3 +48,39 @@ func TestSignIn(t *testing.T) {
 		}
 	}
 }
+
+// TestUsers: a credentials.json entry with user (an e-mail) in place of a
+// key is a person who signs in: no key hash, origin chat (so ask_person)
+// unless said otherwise; ask_in_client is read on keys; mistakes stop the
+// load with their path.
+func TestUsers(t *testing.T) {
+	with := func(creds string) map[string]string {
+		files := baseFiles()
+		files["credentials.json"] = creds
+		return files
+	}
+	cfg, err := Load(writeConfig(t, with(`[{"id": "ada", "user": "ada@example.com"},
+  {"id": "k", "key": "cs_k", "choice": "ask_person", "ask_in_client": true}]`)), testEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ada, k := cfg.Credentials[0], cfg.Credentials[1]
+	if ada.Email != "ada@example.com" || ada.KeyHash != "" || ada.Choice.String() != "ask_person" || ada.Origin.String() != "chat" || !ada.IsPerson() {
+		t.Errorf("user ada = %+v", ada)
+	}
+	if !k.AskInClient || k.IsPerson() || !k.AsksInClient() {
+		t.Errorf("key k = %+v", k)
+	}
+	for _, c := range []struct{ creds, path, msg string }{
+		{`[{"id": "a", "user": "ada@example.com", "key": "cs_x"}]`, "[0].user", "not both"},
+		{`[{"id": "a", "user": "not-an-email"}]`, "[0].user", "not an e-mail"},
+		{`[{"id": "a", "user": "ada@example.com"}, {"id": "b", "user": "ADA@example.com"}]`, "[1].user", "already the user"},
+		{`[{"id": "a"}]`, "[0].key", "or user for a person"},
+	} {
+		_, err := Load(writeConfig(t, with(c.creds)), testEnv)
+		var pe *Error
+		if !errors.As(err, &pe) || pe.Path != c.path || !strings.Contains(pe.Msg, c.msg) {
+			t.Errorf("%s: %v, want %s: ~%q", c.creds, err, c.path, c.msg)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package oauth
 
 import (
+	"errors"
 	"html/template"
 	"net/http"
 	"net/url"
@@ -128,6 +129,11 @@ func (s *Server) authorizePost(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cred, err := s.userCredential(r.Context(), person)
+	if errors.Is(err, errNotAUser) {
+		s.o.Logger.WarnContext(r.Context(), "oauth: sign-in of someone who is not a user", "issuer", person.Issuer, "client_id", req.ClientID)
+		s.page(w, http.StatusForbidden, "You ("+person.Email+") are not a user of this workspace: ask its operator to add you (credentials.json, \"user\").")
+		return
+	}
 	if err != nil {
 		s.o.Logger.ErrorContext(r.Context(), "oauth: user credential", "error", err)
 		s.page(w, http.StatusInternalServerError, "Your credential could not be read or created; try again.")

@@ -157,11 +157,13 @@ func (s *OIDCSignIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var claims struct {
-		Email string `json:"email"`
-		Name  string `json:"name"`
+		Email         string `json:"email"`
+		EmailVerified bool   `json:"email_verified"`
+		Name          string `json:"name"`
 	}
 	_ = idt.Claims(&claims)
-	sess := session{Person{Issuer: s.o.Issuer, Subject: idt.Subject, Email: claims.Email, Name: claims.Name}, s.o.Now().Add(sessionTTL).Unix()}
+	sess := session{Person{Issuer: s.o.Issuer, Subject: idt.Subject, Email: claims.Email, EmailVerified: claims.EmailVerified, Name: claims.Name},
+		s.o.Now().Add(sessionTTL).Unix()}
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: sealWith(s.o.Key, sess), Path: "/oauth/", HttpOnly: true, Secure: r.TLS != nil,
 		SameSite: http.SameSiteLaxMode, MaxAge: int(sessionTTL.Seconds())})
 	if !strings.HasPrefix(f.ReturnTo, PathAuthorize+"?") {

@@ -64,6 +64,10 @@ type Options struct {
 	PublicURL func() string
 	// SignIn signs people in. Required.
 	SignIn SignIn
+	// Users returns the configured credentials (the live configuration):
+	// those with an e-mail are the users a person is matched to when they
+	// sign in. nil (or none) lets anyone who signs in be a user.
+	Users func() []countersign.Credential
 	// SessionKey signs the consent form (at least 32 bytes). Required.
 	SessionKey []byte
 	// HTTPClient fetches Client ID Metadata Documents; nil means a client

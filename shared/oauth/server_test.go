@@ -15,7 +15,9 @@ import (
 
 	"golang.org/x/oauth2"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/fault"
+	"github.com/countersign/countersign/shared/policy"
 	"github.com/countersign/countersign/shared/store/embedded"
 )
 
@@ -443,3 +445,54 @@ func TestClientMetadataDocument(t *testing.T) {
 
 // requestField finds the sealed request in the consent page.
 var requestField = regexp.MustCompile(`name="request" value="([^"]+)"`)
+
+// TestConfiguredUsers: a person whose verified e-mail is a configured
+// user's signs in as that user; when users are configured, anyone else is
+// refused at the consent, and an unverified e-mail matches nobody.
+func TestConfiguredUsers(t *testing.T) {
+	ctx := context.Background()
+	ts := newTestServer(t, false)
+	ada := countersign.Credential{ID: "ada", Email: "ada@example.com", Choice: policy.AskPerson, Origin: policy.OriginChat}
+	if err := ts.store.PutCredential(ctx, ada); err != nil {
+		t.Fatal(err)
+	}
+	ts.o.Users = func() []countersign.Credential {
+		return []countersign.Credential{ada, {ID: "a-key", KeyHash: hash("cs_k")}}
+	}
+	_, reg := ts.register(t, `{"client_name": "C", "redirect_uris": ["`+redirect+`"]}`)
+	id := reg["client_id"].(string)
+	allow := func() (int, url.Values) {
+		resp, _ := ts.http.Get(ts.authorizeURL(id, verifier, nil))
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		m := requestField.FindStringSubmatch(string(body))
+		if m == nil {
+			t.Fatalf("no consent page: %d %s", resp.StatusCode, body)
+		}
+		resp, _ = ts.http.PostForm(ts.url+PathAuthorize, url.Values{"request": {m[1]}, "decision": {"allow"}})
+		resp.Body.Close()
+		loc, _ := url.Parse(resp.Header.Get("Location"))
+		return resp.StatusCode, loc.Query()
+	}
+	ts.sign.p = Person{Issuer: "https://idp.example", Subject: "s-ada", Email: "ADA@example.com", EmailVerified: true}
+	st, q := allow()
+	if st != http.StatusFound || q.Get("code") == "" {
+		t.Fatalf("ada: %d %v", st, q)
+	}
+	_, tokens := ts.tokenForm(t, url.Values{"grant_type": {"authorization_code"}, "code": {q.Get("code")}, "client_id": {id}, "redirect_uri": {redirect}, "code_verifier": {verifier}})
+	cred, ok, err := ts.Verify(ctx, tokens["access_token"].(string))
+	if !ok || err != nil || cred.ID != "ada" {
+		t.Fatalf("ada's token is %+v, %v, %v; want the configured user ada", cred, ok, err)
+	}
+	for name, p := range map[string]Person{
+		"someone else":     {Issuer: "https://idp.example", Subject: "s-eve", Email: "eve@example.com", EmailVerified: true},
+		"unverified email": {Issuer: "https://idp.example", Subject: "s-x", Email: "ada@example.com"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ts.sign.p = p
+			if st, q := allow(); st != http.StatusForbidden || q.Get("code") != "" {
+				t.Fatalf("%d %v, want 403 and no code", st, q)
+			}
+		})
+	}
+}

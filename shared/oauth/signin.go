@@ -29,6 +29,10 @@ type Person struct {
 	Subject string `json:"sub"`
 	Email   string `json:"email,omitempty"`
 	Name    string `json:"name,omitempty"`
+	// EmailVerified is set when the identity provider vouches for Email
+	// (email_verified); only then is the person matched to a configured
+	// user by e-mail.
+	EmailVerified bool `json:"email_verified,omitempty"`
 }
 
 // SignIn signs people in for the authorize endpoint.
@@ -47,11 +51,35 @@ func CredentialID(p Person) string {
 	return "user_" + hex.EncodeToString(sum[:12])
 }
 
-// userCredential returns the person's credential, creating it on first
-// sign-in: a user created for chat and coding agents starts on Ask the
-// person (origin chat). It has no key: its KeyHash is the hash of random
-// bytes nobody holds, so only an access token reaches it.
+// errNotAUser is the refusal of a person the configuration does not list.
+var errNotAUser = errors.New("not a user of this workspace")
+
+// userCredential returns the person's credential. A person whose verified
+// e-mail is a configured user's (credentials.json "user") is that user.
+// When the configuration lists users, nobody else is let in
+// (errNotAUser). When it lists none, the first sign-in creates the
+// person's credential: a user created for chat and coding agents starts
+// on Ask the person (origin chat). A user has no key: its KeyHash is
+// empty, so no key reaches it, only an access token.
 func (s *Server) userCredential(ctx context.Context, p Person) (countersign.Credential, error) {
+	var users []countersign.Credential
+	if s.o.Users != nil {
+		for _, u := range s.o.Users() {
+			if u.Email != "" && u.Subject == "" {
+				users = append(users, u)
+			}
+		}
+	}
+	if p.EmailVerified && p.Email != "" {
+		for _, u := range users {
+			if strings.EqualFold(u.Email, p.Email) {
+				return s.store.GetCredential(ctx, u.ID)
+			}
+		}
+	}
+	if len(users) > 0 {
+		return countersign.Credential{}, errNotAUser
+	}
 	id := CredentialID(p)
 	c, err := s.store.GetCredential(ctx, id)
 	if err == nil {
@@ -60,8 +88,7 @@ func (s *Server) userCredential(ctx context.Context, p Person) (countersign.Cred
 	if !errors.Is(err, store.ErrNotFound) {
 		return countersign.Credential{}, err
 	}
-	c = countersign.Credential{ID: id, KeyHash: hash(random("nokey_")), Choice: policy.AskPerson, Origin: policy.OriginChat,
-		Issuer: p.Issuer, Subject: p.Subject, Email: p.Email}
+	c = countersign.Credential{ID: id, Choice: policy.AskPerson, Origin: policy.OriginChat, Issuer: p.Issuer, Subject: p.Subject, Email: p.Email}
 	err = s.store.CreateCredential(ctx, c)
 	if errors.Is(err, store.ErrConflict) { // a concurrent first sign-in created it
 		return s.store.GetCredential(ctx, id)
@@ -127,7 +154,7 @@ var devPage = template.Must(template.New("dev").Parse(`<!doctype html>
 No identity provider is configured, so anyone on this machine may sign in as anyone. This page answers only on loopback; never expose it.</p>
 <h1>Sign in to countersign</h1>
 {{if .Error}}<p role="alert" style="color:#b91c1c">{{.Error}}</p>{{end}}
-{{range .People}}<form method="post"><input type="hidden" name="csrf" value="{{$.CSRF}}"><input type="hidden" name="return_to" value="{{$.ReturnTo}}"><input type="hidden" name="email" value="{{.}}"><button type="submit">Sign in as {{.}}</button></form>{{end}}
+{{range .People}}<form method="post"><input type="hidden" name="csrf" value="{{$.CSRF}}"><input type="hidden" name="return_to" value="{{$.ReturnTo}}"><input type="hidden" name="email" value="{{.}}"><button type="submit" data-email="{{.}}">Sign in as {{.}}</button></form>{{end}}
 <form method="post"><input type="hidden" name="csrf" value="{{.CSRF}}"><input type="hidden" name="return_to" value="{{.ReturnTo}}">
 <label>E-mail <input type="email" name="email" id="email" required maxlength="200"></label> <button type="submit" id="signin">Sign in</button></form>
 </body></html>`))
@@ -166,7 +193,7 @@ func (d *DevSignIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		sess := struct {
 			Person
 			Exp int64 `json:"exp"`
-		}{Person{Issuer: d.Issuer, Subject: strings.ToLower(email), Email: email}, d.now().Add(12 * time.Hour).Unix()}
+		}{Person{Issuer: d.Issuer, Subject: strings.ToLower(email), Email: email, EmailVerified: true}, d.now().Add(12 * time.Hour).Unix()}
 		http.SetCookie(w, &http.Cookie{Name: devCookie, Value: sealWith(d.Key, sess), Path: "/oauth/", HttpOnly: true, SameSite: http.SameSiteLaxMode, MaxAge: 12 * 3600})
 		http.Redirect(w, r, returnTo, http.StatusSeeOther)
 	default:

@@ -19,6 +19,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/infra/local/democrm"
 	"github.com/countersign/countersign/shared/app"
 	"github.com/countersign/countersign/shared/app/gatewayapp"
@@ -197,7 +198,13 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	// countersign is the OAuth authorization server of its own surfaces;
 	// people sign in through settings.json's sign_in provider, or, with
 	// none configured, on the development page (loopback only).
-	var signIn oauth.SignIn = &oauth.DevSignIn{Issuer: strings.TrimRight(publicURL, "/") + oauth.PathDevSignIn, Key: oauth.NewKey()}
+	var people []string // the configured users, offered on the development sign-in page
+	for _, c := range cfg.Credentials {
+		if c.Email != "" {
+			people = append(people, c.Email)
+		}
+	}
+	var signIn oauth.SignIn = &oauth.DevSignIn{Issuer: strings.TrimRight(publicURL, "/") + oauth.PathDevSignIn, Key: oauth.NewKey(), People: people}
 	if si := cfg.Settings.SignIn; si.Configured() {
 		if signIn, err = oauth.NewOIDCSignIn(ctx, oauth.OIDCOptions{Issuer: si.Issuer, ClientID: si.ClientID, ClientSecret: si.ClientSecret,
 			RedirectURL: strings.TrimRight(publicURL, "/") + oauth.PathCallback, Key: oauth.NewKey()}); err != nil {
@@ -207,6 +214,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	s.oauth, err = oauth.New(s.store, oauth.Options{
 		PublicURL:              func() string { return publicURL },
 		SignIn:                 signIn,
+		Users:                  func() []countersign.Credential { return s.app.Live().Credentials },
 		SessionKey:             oauth.NewKey(),
 		Logger:                 logger,
 		AllowLoopbackDocuments: o.AllowLoopbackClientDocuments,
@@ -407,6 +415,9 @@ func (s *Stack) Banner() string {
 		}
 		if c.AskInClient {
 			extra += " asks-in-client"
+		}
+		if c.Email != "" {
+			extra += " user " + c.Email
 		}
 		fmt.Fprintf(&b, "  %-12s %s%s\n", c.ID, c.Choice, extra)
 	}
