@@ -1,6 +1,7 @@
 package oauth
 
 import (
+	"encoding/json"
 	"net/http"
 
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
@@ -31,7 +32,7 @@ func (s *Server) serverMetadata(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Access-Control-Allow-Origin", "*")
 	iss := s.issuer()
-	writeJSON(w, http.StatusOK, &oauthex.AuthServerMeta{
+	meta := &oauthex.AuthServerMeta{
 		Issuer:                                     iss,
 		AuthorizationEndpoint:                      iss + PathAuthorize,
 		TokenEndpoint:                              iss + PathToken,
@@ -45,5 +46,20 @@ func (s *Server) serverMetadata(w http.ResponseWriter, r *http.Request) {
 		CodeChallengeMethodsSupported:              []string{"S256"},
 		ClientIDMetadataDocumentSupported:          !s.o.NoClientDocuments,
 		AuthorizationResponseIssParameterSupported: true,
-	})
+	}
+	// oauthex writes jwks_uri even when empty; there is no JWKS (tokens
+	// are opaque), so it is left out rather than given as "".
+	b, err := json.Marshal(meta)
+	var out map[string]any
+	if err == nil {
+		err = json.Unmarshal(b, &out)
+	}
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "server_error", "the metadata could not be written")
+		return
+	}
+	if out["jwks_uri"] == "" {
+		delete(out, "jwks_uri")
+	}
+	writeJSON(w, http.StatusOK, out)
 }

@@ -181,6 +181,9 @@ func TestMetadata(t *testing.T) {
 			t.Errorf("metadata %s = %v, want %v", k, asm[k], want)
 		}
 	}
+	if _, ok := asm["jwks_uri"]; ok {
+		t.Errorf("metadata has jwks_uri %v; tokens are opaque, there is none", asm["jwks_uri"])
+	}
 	if m := asm["code_challenge_methods_supported"].([]any); len(m) != 1 || m[0] != "S256" {
 		t.Errorf("code_challenge_methods_supported = %v, want [S256] only", m)
 	}
