@@ -174,9 +174,15 @@ type meBody struct {
 	ReadOnly    bool                `json:"read_only"`
 	Connections []string            `json:"connections"`
 	LastClient  *countersign.Client `json:"last_client"`
+	// User is the e-mail of a user (a person who signs in); absent on a key.
+	User string `json:"user,omitempty"`
+	// AsksInClient says whether calls that need a person may ask in the
+	// client (a user, or a key with ask_in_client); otherwise the
+	// approvers' links decide.
+	AsksInClient bool `json:"asks_in_client"`
 }
 
 func (g *Gateway) me(ctx context.Context, req *Request, cred *countersign.Credential) Response {
 	return jsonResponse(http.StatusOK, meBody{ID: cred.ID, Choice: cred.Choice.String(), ReadOnly: cred.ReadOnly,
-		Connections: g.Calls.Connections(cred), LastClient: cred.LastClient})
+		Connections: g.Calls.Connections(cred), LastClient: cred.LastClient, User: cred.Email, AsksInClient: cred.AsksInClient()})
 }

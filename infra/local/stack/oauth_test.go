@@ -197,7 +197,8 @@ func TestOAuthMCPClientSignsInAndCalls(t *testing.T) {
 		t.Fatalf("token = %q / refresh %q, want an access token csat_... and a refresh token", tok.AccessToken, tok.RefreshToken)
 	}
 	me := h.do("GET", "/v1/credentials/me", tok.AccessToken, nil, nil)
-	if me.status != 200 || !strings.HasPrefix(me.str("id"), "user_") || me.str("choice") != "ask_person" {
+	if me.status != 200 || !strings.HasPrefix(me.str("id"), "user_") || me.str("choice") != "ask_person" || me.str("user") != "ann@example.com" ||
+		me.get("asks_in_client") != true || me.get("last_client.name") != "oauth-test-client" {
 		t.Fatalf("/v1/credentials/me with the access token: %d %s", me.status, me.body)
 	}
 }
@@ -263,6 +264,9 @@ func TestOAuthRefreshRotatesAndReuseRevokes(t *testing.T) {
 // signed in with OAuth is asked in their client.
 func TestAskPersonKeyCannotApproveItself(t *testing.T) {
 	h := newHarness(t, harnessOptions{})
+	if me := h.do("GET", "/v1/credentials/me", "cs_test_program", nil, nil); me.status != 200 || me.get("asks_in_client") != false || me.get("user") != nil {
+		t.Fatalf("/v1/credentials/me of the key: %d %s, want asks_in_client false and no user", me.status, me.body)
+	}
 	asked := 0
 	selfApprove := func(r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 		asked++
