@@ -201,6 +201,12 @@ func TestOAuthMCPClientSignsInAndCalls(t *testing.T) {
 		me.get("asks_in_client") != true || me.get("last_client.name") != "oauth-test-client" {
 		t.Fatalf("/v1/credentials/me with the access token: %d %s", me.status, me.body)
 	}
+	// Never from the query string.
+	for _, q := range []string{"access_token", "token", "key"} {
+		if r := h.do("GET", "/v1/credentials/me?"+q+"="+url.QueryEscape(tok.AccessToken), "", nil, nil); r.status != http.StatusUnauthorized {
+			t.Errorf("the token in ?%s: %d %s, want 401", q, r.status, r.body)
+		}
+	}
 }
 
 // tokenRequest posts a form to /oauth/token.
