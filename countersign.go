@@ -30,7 +30,33 @@ type Credential struct {
 	Connections []string      `json:"connections,omitempty"`
 	Operator    bool          `json:"operator,omitempty"`
 	LastClient  *Client       `json:"last_client,omitempty"`
+	// Issuer and Subject name the person of a user credential: the
+	// identity provider that signed them in and their subject there. A
+	// user has no key (its KeyHash is the hash of random bytes nobody
+	// holds): it authenticates only with an access token issued to a
+	// client it authorized (OAuthGrant).
+	Issuer  string `json:"issuer,omitempty"`
+	Subject string `json:"subject,omitempty"`
+	// Email is the person's e-mail: the one a configured user signs in as
+	// (credentials.json "user"), or the one the identity provider gave at
+	// first sign-in. Set only on users.
+	Email string `json:"email,omitempty"`
+	// AskInClient lets a key with the ask_person choice be asked in the
+	// client (form elicitation, the MCP Apps card): it trusts whoever
+	// holds the key to be the person. Users are always asked in the
+	// client; other keys are asked out of band (the approvers' links).
+	AskInClient bool `json:"ask_in_client,omitempty"`
 }
+
+// IsPerson reports whether the credential is a user: a person who signs
+// in (a configured user, by e-mail, or one created at first sign-in, by
+// issuer and subject), who authenticates only with an access token.
+func (c *Credential) IsPerson() bool { return c != nil && (c.Subject != "" || c.Email != "") }
+
+// AsksInClient reports whether a call of this credential that needs a
+// person may ask in the client that made it: the client's person is the
+// credential's own (a user), or the key opted in (AskInClient).
+func (c *Credential) AsksInClient() bool { return c.IsPerson() || (c != nil && c.AskInClient) }
 
 // Client is a client seen with a credential.
 type Client struct {
@@ -587,4 +613,76 @@ func (q ListQuery) PageSize() (int, error) {
 type Page[T any] struct {
 	Items []T
 	Next  string
+}
+
+// OAuthClient is a client registered with countersign's authorization
+// server: by RFC 7591 registration (a random ID), or by its Client ID
+// Metadata Document (the ID is the document's https URL, cached here).
+type OAuthClient struct {
+	ID           string   `json:"id"`
+	Name         string   `json:"name,omitempty"`
+	RedirectURIs []string `json:"redirect_uris"`
+	// SecretHash is the lowercase hex SHA-256 of a confidential client's
+	// secret; empty for a public client (PKCE only). The secret itself is
+	// never stored.
+	SecretHash string    `json:"secret_sha256,omitempty"`
+	CreatedAt  time.Time `json:"created_at"`
+	// ExpiresAt is when the store may forget the record (a metadata
+	// document's cache; zero: never).
+	ExpiresAt time.Time `json:"expires_at,omitzero"`
+}
+
+// OAuthCode is an authorization code, stored by the SHA-256 of the code
+// (the code itself is never stored) and taken once.
+type OAuthCode struct {
+	Hash        string `json:"hash"`
+	ClientID    string `json:"client_id"`
+	RedirectURI string `json:"redirect_uri"`
+	// Challenge is the PKCE S256 code challenge.
+	Challenge string `json:"code_challenge"`
+	// Resource is the RFC 8707 resource the token will be bound to.
+	Resource   string    `json:"resource"`
+	Scope      string    `json:"scope,omitempty"`
+	Credential string    `json:"credential"`
+	ExpiresAt  time.Time `json:"expires_at"`
+}
+
+// TokenKind is what an OAuthToken is.
+type TokenKind string
+
+// Token kinds.
+const (
+	TokenAccess  TokenKind = "access"
+	TokenRefresh TokenKind = "refresh"
+)
+
+// OAuthToken is an access or refresh token, stored by the SHA-256 of the
+// token (never the token). It belongs to a grant: revoking the grant
+// revokes every token of it from the next call on.
+type OAuthToken struct {
+	Hash      string    `json:"hash"`
+	Kind      TokenKind `json:"kind"`
+	Grant     string    `json:"grant"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// OAuthGrant is one client a user authorized: the family of tokens an
+// authorization code started. Its RefreshHash is the one refresh token
+// that may be used next; presenting an earlier one (a reuse: someone
+// kept a copy) revokes the grant.
+type OAuthGrant struct {
+	ID          string    `json:"id"`
+	ClientID    string    `json:"client_id"`
+	ClientName  string    `json:"client_name,omitempty"`
+	Credential  string    `json:"credential"`
+	Resource    string    `json:"resource"`
+	Scope       string    `json:"scope,omitempty"`
+	RefreshHash string    `json:"refresh_sha256,omitempty"`
+	Revoked     bool      `json:"revoked,omitempty"`
+	CreatedAt   time.Time `json:"created_at"`
+	// ExpiresAt ends the grant (the refresh token's lifetime from its
+	// last rotation).
+	ExpiresAt time.Time `json:"expires_at"`
+	// Version is the optimistic-concurrency counter (UpdateOAuthGrant).
+	Version int64 `json:"version"`
 }

@@ -11,7 +11,14 @@
 //   "elicit": "accept"|"decline" (declare form elicitation and answer so; absent: declare none),
 //   "call": {"name": "deleteContact", "arguments": {"id": "12"}} (optional),
 //   "waitSeconds": 25 (how long to follow a paused call through confirmation_status),
-//   "headers": {"Origin": "..."} (more request headers)}
+//   "headers": {"Origin": "..."} (more request headers),
+//   "oauth": {"redirect": "http://127.0.0.1:PORT/callback"} (v1 only: no key; sign in with the
+//     SDK's OAuth client instead: it walks discovery from the 401 and registers (RFC 7591); the
+//     authorization URL is printed as {"event":"authorize","url":".."} and the code is read as
+//     one line on standard input, then the SDK exchanges it (PKCE) and connects again),
+//   "refresh": true (oauth: after the call, spoil the access token so the next request refreshes),
+//   "afterRevoke": true (oauth: then print {"event":"waiting"}, read one line, and list the tools
+//     once more: {"event":"refused"} when the server turns the client away)}
 //
 // It prints one JSON object a line on standard output, as things happen:
 //   {"event":"connected","ms":..,"protocol":"2025-11-25"}
@@ -20,6 +27,7 @@
 //   {"event":"result","result":{..}}                   the tools/call result as the SDK returned it
 //   {"event":"paused","confirmation_id":".."}          the call waits for an approver out of band
 //   {"event":"status","result":{..}}                   each confirmation_status result while waiting
+//   {"event":"tokens","client_id":"..","refresh_token":".."}  (oauth) tokens were saved
 //   {"event":"error","message":".."}                   and exit status 1
 // and exits 0 when the plan ran through. It bounds itself: 60 s in all.
 
@@ -58,15 +66,90 @@ const v1 =
       };
 const v2 = plan.sdk === "v2" ? await import("@modelcontextprotocol/client") : null;
 
+// lines reads standard input a line at a time (the code, then "go").
+const stdinLines = (() => {
+  let buf = "";
+  const waiting = [];
+  const ready = [];
+  process.stdin.setEncoding("utf8");
+  process.stdin.on("data", (d) => {
+    buf += d;
+    for (let i; (i = buf.indexOf("\n")) >= 0; ) {
+      const line = buf.slice(0, i).trim();
+      buf = buf.slice(i + 1);
+      if (waiting.length) waiting.shift()(line);
+      else ready.push(line);
+    }
+  });
+  return () => (ready.length ? Promise.resolve(ready.shift()) : new Promise((r) => waiting.push(r)));
+})();
+
+// provider is the SDK's OAuthClientProvider, in memory.
+const provider = plan.oauth && {
+  _client: undefined,
+  _tokens: undefined,
+  _verifier: undefined,
+  saved: 0,
+  get redirectUrl() {
+    return plan.oauth.redirect;
+  },
+  get clientMetadata() {
+    return {
+      client_name: "countersign-test-sdk-v1",
+      redirect_uris: [plan.oauth.redirect],
+      grant_types: ["authorization_code", "refresh_token"],
+      response_types: ["code"],
+      token_endpoint_auth_method: "none",
+    };
+  },
+  clientInformation() {
+    return this._client;
+  },
+  saveClientInformation(c) {
+    this._client = c;
+  },
+  tokens() {
+    return this._tokens;
+  },
+  saveTokens(t) {
+    this._tokens = t;
+    this.saved++;
+    emit({ event: "tokens", client_id: this._client?.client_id ?? "", refresh_token: t.refresh_token ?? "", count: this.saved });
+  },
+  redirectToAuthorization(url) {
+    emit({ event: "authorize", url: url.toString() });
+  },
+  saveCodeVerifier(v) {
+    this._verifier = v;
+  },
+  codeVerifier() {
+    return this._verifier;
+  },
+};
+
 async function connectV1() {
   const { Client, StreamableHTTPClientTransport, ElicitRequestSchema } = v1;
   const capabilities = plan.elicit ? { elicitation: { form: {} } } : {};
-  const client = new Client({ name: "countersign-test-sdk-v1", version: "1.32.2" }, { capabilities });
-  if (plan.elicit) client.setRequestHandler(ElicitRequestSchema, async (req) => answer(req.params));
-  const transport = new StreamableHTTPClientTransport(new URL(plan.url), {
-    requestInit: { headers: { ...(plan.headers ?? {}), Authorization: `Bearer ${plan.key}` } },
-  });
-  await client.connect(transport);
+  const newClient = () => {
+    const client = new Client({ name: "countersign-test-sdk-v1", version: "1.32.2" }, { capabilities });
+    if (plan.elicit) client.setRequestHandler(ElicitRequestSchema, async (req) => answer(req.params));
+    return client;
+  };
+  const headers = { ...(plan.headers ?? {}) };
+  if (!provider) headers.Authorization = `Bearer ${plan.key}`;
+  const newTransport = () => new StreamableHTTPClientTransport(new URL(plan.url), { requestInit: { headers }, authProvider: provider || undefined });
+  let client = newClient();
+  let transport = newTransport();
+  try {
+    await client.connect(transport);
+  } catch (e) {
+    if (!provider || !(e instanceof (await import("@modelcontextprotocol/sdk/client/auth.js")).UnauthorizedError)) throw e;
+    const code = await stdinLines();
+    await transport.finishAuth(code);
+    client = newClient();
+    transport = newTransport();
+    await client.connect(transport);
+  }
   return { client, protocol: () => transport.protocolVersion };
 }
 
@@ -133,6 +216,29 @@ if (plan.call) {
       if (final.has(st?.structuredContent?.status)) break;
       if (Date.now() > until) fail(`confirmation ${sc.confirmation_id} still ${st?.structuredContent?.status} after ${plan.waitSeconds ?? 25} s`);
     }
+  }
+}
+
+if (provider && plan.refresh) {
+  // A spoiled access token: the server answers 401, the SDK refreshes
+  // (rotating the refresh token) and retries.
+  provider._tokens = { ...provider._tokens, access_token: "csat_spoiled" };
+  try {
+    const { tools } = await client.listTools();
+    emit({ event: "tools", ms: ms(), names: tools.map((t) => t.name).sort() });
+  } catch (e) {
+    fail(`tools/list after the access token was spoiled: ${e?.stack ?? e}`);
+  }
+}
+
+if (provider && plan.afterRevoke) {
+  emit({ event: "waiting" });
+  await stdinLines();
+  try {
+    await client.listTools();
+    fail("tools/list after the revocation succeeded");
+  } catch (e) {
+    emit({ event: "refused", message: String(e?.message ?? e) });
   }
 }
 

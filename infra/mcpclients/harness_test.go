@@ -26,8 +26,9 @@ import (
 	"github.com/countersign/countersign/infra/local/stack"
 )
 
-// demoKey is the demo configuration's ask_person credential.
-const demoKey = "cs_demo_ask"
+// demoKey is the demo configuration's ask_person key that opted in to
+// being asked in its own client (ask_in_client), as these clients are.
+const demoKey = "cs_demo_ask_in_client"
 
 // installTimeout bounds npm ci on a cold cache (about 75 s measured; 630 MB
 // unpacked, most of it Claude Code's and Node's binaries).
@@ -97,11 +98,14 @@ type env struct {
 	mcpURL  string
 }
 
-func startStack(t testing.TB) *env {
+func startStack(t testing.TB, mods ...func(*stack.Options)) *env {
 	t.Helper()
 	console := &syncBuffer{}
-	s, err := stack.Start(context.Background(), stack.Options{ConfigDir: "../config", Addr: "127.0.0.1:0", DataDir: t.TempDir(),
-		DemoUpstream: "127.0.0.1:0", Stdout: console})
+	o := stack.Options{ConfigDir: "../config", Addr: "127.0.0.1:0", DataDir: t.TempDir(), DemoUpstream: "127.0.0.1:0", Stdout: console}
+	for _, m := range mods {
+		m(&o)
+	}
+	s, err := stack.Start(context.Background(), o)
 	if err != nil {
 		t.Fatalf("start the local stack: %v", err)
 	}
@@ -211,6 +215,11 @@ type event struct {
 	Message        string         `json:"message"`
 	Result         map[string]any `json:"result"`
 	ConfirmationID string         `json:"confirmation_id"`
+	// URL, ClientID, RefreshToken and Count are the OAuth events' (authorize, tokens).
+	URL          string `json:"url"`
+	ClientID     string `json:"client_id"`
+	RefreshToken string `json:"refresh_token"`
+	Count        int    `json:"count"`
 }
 
 // run is a client.mjs run: its events, as they come, and its end.
@@ -222,6 +231,8 @@ type run struct {
 	stderr syncBuffer
 	err    error
 	wall   time.Duration
+	// in is the client's standard input (the OAuth plans read lines from it).
+	in io.WriteCloser
 }
 
 // startClient runs client.mjs with plan on the system node, bounded by
@@ -237,6 +248,10 @@ func startClient(t testing.TB, plan map[string]any, timeout time.Duration) *run 
 	cmd.WaitDelay = 5 * time.Second
 	r := &run{events: make(chan event, 64), done: make(chan struct{})}
 	cmd.Stderr = &r.stderr
+	if r.in, err = cmd.StdinPipe(); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		cancel()

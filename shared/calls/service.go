@@ -90,6 +90,9 @@ type Service struct {
 	// on the auto path). What happens to a confirmation after it is
 	// created is recorded by the lifecycle (Confirm.Audit).
 	Audit Auditor
+	// Tokens checks OAuth access tokens (shared/oauth.Server.Verify);
+	// nil accepts API keys only.
+	Tokens TokenVerifier
 
 	rate rateLimiter
 	live atomic.Pointer[config.Config]
@@ -151,6 +154,11 @@ func (s *Service) Authenticate(ctx context.Context, key string) (*countersign.Cr
 	if key == "" {
 		return nil, fault.New(fault.Unauthenticated, "missing Authorization: Bearer <key>")
 	}
+	if s.Tokens != nil {
+		if cred, ok, err := s.Tokens.Verify(ctx, key); ok {
+			return cred, err
+		}
+	}
 	sum := sha256.Sum256([]byte(key))
 	hash := hex.EncodeToString(sum[:])
 	cred, err := s.Store.CredentialByKeyHash(ctx, hash)
@@ -165,6 +173,28 @@ func (s *Service) Authenticate(ctx context.Context, key string) (*countersign.Cr
 		return nil, fault.New(fault.Unauthenticated, "unknown key")
 	}
 	return &cred, nil
+}
+
+// Challenge is the WWW-Authenticate of a request to the resource at path
+// ("/mcp", or "" for the JSON API) refused for want of a credential:
+// with an authorization server (Tokens) it points at the resource's
+// metadata; without one it is empty. invalid marks a credential sent and
+// refused.
+func (s *Service) Challenge(path string, invalid bool) string {
+	if s.Tokens == nil {
+		return ""
+	}
+	return s.Tokens.Challenge(path, invalid)
+}
+
+// TokenVerifier checks a bearer credential that is an OAuth access token.
+// ok is false when it is not one (an API key, looked up as before).
+type TokenVerifier interface {
+	Verify(ctx context.Context, token string) (cred *countersign.Credential, ok bool, err error)
+	// Challenge is the WWW-Authenticate of a refused request to the
+	// resource at path ("/mcp", or "" for the JSON API): it points at the
+	// resource's metadata. invalid marks a credential sent and refused.
+	Challenge(path string, invalid bool) string
 }
 
 // Client is what a client says of itself: recorded as the credential's

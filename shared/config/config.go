@@ -48,6 +48,8 @@ type Settings struct {
 	Scripts        Scripts   `json:"scripts"`
 	// MCP is what /mcp accepts (mcp.go).
 	MCP MCP `json:"mcp"`
+	// SignIn is the workspace's identity provider (signin.go).
+	SignIn SignIn `json:"sign_in"`
 }
 
 // Audit configures the audit trail.
@@ -415,12 +417,15 @@ func (l *loader) settings() Settings {
 	if raw == nil {
 		return st
 	}
-	m, ok := s.object("", raw, "workspace", "public_url", "approvers", "timeouts", "limits", "audit", "scripts", "mcp")
+	m, ok := s.object("", raw, "workspace", "public_url", "approvers", "timeouts", "limits", "audit", "scripts", "mcp", "sign_in")
 	if !ok {
 		return st
 	}
 	if v, ok := m["mcp"]; ok {
 		st.MCP = mcpSettings(s, v)
+	}
+	if v, ok := m["sign_in"]; ok {
+		st.SignIn = signInSettings(s, v)
 	}
 	if v, ok := m["workspace"]; ok {
 		if w, ok := s.object("workspace", v, "name", "accent_color"); ok {

@@ -30,9 +30,10 @@ func (l *loader) credentials(connections map[string]bool) []countersign.Credenti
 	var out []countersign.Credential
 	ids := map[string]int{}
 	hashes := map[string]int{}
+	users := map[string]int{}
 	for i, item := range items {
 		p := index("", i)
-		m, ok := s.object(p, item, "id", "key", "key_sha256", "choice", "origin", "read_only", "connections", "role")
+		m, ok := s.object(p, item, "id", "key", "key_sha256", "choice", "origin", "read_only", "connections", "role", "ask_in_client", "user")
 		if !ok {
 			continue
 		}
@@ -53,11 +54,29 @@ func (l *loader) credentials(connections map[string]bool) []countersign.Credenti
 		}
 		kv, hasKey := m["key"]
 		hv, hasHash := m["key_sha256"]
+		uv, isUser := m["user"]
 		switch {
+		case isUser && (hasKey || hasHash):
+			s.errf(field(p, "user"), "a user signs in and has no key: give user (the e-mail they sign in as) or a key, not both")
+		case isUser:
+			// A user: a person who signs in with OAuth as this e-mail. No
+			// key hash, so no key ever authenticates as them.
+			if u, ok := s.str(field(p, "user"), uv); ok {
+				u = strings.TrimSpace(u)
+				if at := strings.LastIndexByte(u, '@'); at <= 0 || at == len(u)-1 || len(u) > 254 || strings.ContainsAny(u, " \t<>\"") {
+					s.errf(field(p, "user"), "%q is not an e-mail address (the one the person signs in as)", u)
+				} else if j, dup := users[strings.ToLower(u)]; dup {
+					s.errf(field(p, "user"), "%q is already the user of [%d]: one credential per person", u, j)
+				} else {
+					users[strings.ToLower(u)] = i
+				}
+				c.Email = u
+				c.Origin = policy.OriginChat
+			}
 		case hasKey && hasHash:
 			s.errf(field(p, "key"), "a credential has exactly one of key (plain, hashed at load) or key_sha256, not both")
 		case !hasKey && !hasHash:
-			s.errf(field(p, "key"), "credential without a key: give key (plain, hashed at load) or key_sha256 (64 lowercase hex digits)")
+			s.errf(field(p, "key"), "credential without a key: give key (plain, hashed at load) or key_sha256 (64 lowercase hex digits), or user for a person who signs in")
 		case hasKey:
 			if k, ok := s.str(field(p, "key"), kv); ok {
 				if k == "" {
@@ -101,6 +120,11 @@ func (l *loader) credentials(connections map[string]bool) []countersign.Credenti
 		}
 		if v, ok := m["read_only"]; ok {
 			c.ReadOnly, _ = s.boolean(field(p, "read_only"), v)
+		}
+		if v, ok := m["ask_in_client"]; ok {
+			// A key that asks in the client trusts whoever holds it to be
+			// the person: for a key one person keeps in their own client.
+			c.AskInClient, _ = s.boolean(field(p, "ask_in_client"), v)
 		}
 		if v, ok := m["connections"]; ok {
 			if names, ok := s.array(field(p, "connections"), v); ok {

@@ -18,6 +18,9 @@ import (
 // and read a confirmation.
 type Pipeline interface {
 	Authenticate(ctx context.Context, key string) (*countersign.Credential, error)
+	// Challenge is the WWW-Authenticate of a request refused for want of
+	// a credential ("" without an authorization server).
+	Challenge(path string, invalid bool) string
 	RecordClient(ctx context.Context, cred *countersign.Credential, c calls.Client)
 	Do(ctx context.Context, cred *countersign.Credential, c *calls.Call, o calls.Options) (*calls.Result, error)
 	Idempotent(ctx context.Context, cred *countersign.Credential, key, hash string, fn func() calls.Answer) (calls.Answer, bool, error)
@@ -81,7 +84,13 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			g.MCP.ServeHTTP(w, r.WithContext(ctx))
 			return
 		}
-		writeUnread(w, r, errorOf(err))
+		resp := errorOf(err)
+		if fault.CodeOf(err) == fault.Unauthenticated {
+			if c := g.Calls.Challenge("", bearerKey(r) != ""); c != "" {
+				resp.header.Set("WWW-Authenticate", c)
+			}
+		}
+		writeUnread(w, r, resp)
 		return
 	}
 	b, ok := bodyFront{timeout: g.BodyTimeout}.read(w, r)
@@ -170,9 +179,15 @@ type meBody struct {
 	ReadOnly    bool                `json:"read_only"`
 	Connections []string            `json:"connections"`
 	LastClient  *countersign.Client `json:"last_client"`
+	// User is the e-mail of a user (a person who signs in); absent on a key.
+	User string `json:"user,omitempty"`
+	// AsksInClient says whether calls that need a person may ask in the
+	// client (a user, or a key with ask_in_client); otherwise the
+	// approvers' links decide.
+	AsksInClient bool `json:"asks_in_client"`
 }
 
 func (g *Gateway) me(_ context.Context, _ *http.Request, _ []byte, cred *countersign.Credential) reply {
 	return jsonReply(http.StatusOK, meBody{ID: cred.ID, Choice: cred.Choice.String(), ReadOnly: cred.ReadOnly,
-		Connections: g.Calls.Connections(cred), LastClient: cred.LastClient})
+		Connections: g.Calls.Connections(cred), LastClient: cred.LastClient, User: cred.Email, AsksInClient: cred.AsksInClient()})
 }

@@ -139,6 +139,9 @@ type Answer struct {
 // error carries bad_signature, confirmation_expired, confirmation_mismatch
 // or invalid_request, with a reason fit for the model.
 func (h *Handler) Answer(cred *countersign.Credential, client Client, tool string, p *mcp.CallToolParamsRaw) (*Answer, error) {
+	if !cred.AsksInClient() {
+		return nil, fault.New(fault.ConfirmationMismatch, "this credential is an API key, not a person signed in to this client: it cannot answer a question in the client; nothing ran. The approvers decide through their links")
+	}
 	payload, err := h.o.Signer.Open(statePurpose, p.RequestState, h.now())
 	switch {
 	case errors.Is(err, links.ErrExpired):

@@ -214,6 +214,11 @@ func outOfBandNotice(res *calls.Result) *mcp.CallToolResult {
 func approversNotice(res *calls.Result, client Client) *mcp.CallToolResult {
 	id := res.Confirmation.ID
 	next := fmt.Sprintf(`call confirmation_status with {"confirmation_id": %q, "wait_seconds": 25} to wait for the outcome`, id)
+	if client.NotPerson {
+		return textResult(fmt.Sprintf("Paused (confirmation_required): %s. This credential is an API key, not a person signed in to this client, so it cannot approve its own call: the approvers were sent a link to approve or reject it; nothing ran yet. Tell the person, then %s: once it is approved countersign runs the operation, once, and confirmation_status returns its answer.",
+			res.Decision.Reason, next),
+			pausedView{Status: "confirmation_required", ConfirmationID: id, ExpiresAt: res.Confirmation.ExpiresAt, Reason: res.Decision.Reason, Next: next})
+	}
 	return textResult(fmt.Sprintf("Paused (confirmation_required): %s. %s on MCP %s cannot show this server's confirmation dialog, so the approvers were sent a link to approve or reject it; nothing ran yet. Tell the person, then %s: once it is approved countersign runs the operation, once, and confirmation_status returns its answer.",
 		res.Decision.Reason, client.label(), client.protocol(), next),
 		pausedView{Status: "confirmation_required", ConfirmationID: id, ExpiresAt: res.Confirmation.ExpiresAt, Reason: res.Decision.Reason, Next: next})

@@ -77,6 +77,12 @@ func (h *Handler) addConfirmationTools(s *mcp.Server, cred *countersign.Credenti
 	idSchema := map[string]any{"type": "object", "required": []string{"confirmation_id"}, "additionalProperties": false,
 		"properties": map[string]any{"confirmation_id": map[string]any{"type": "string", "description": "the confirmation id of the paused call (cf_...)"}}}
 	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true}
+	h.addStatusTool(s, cred, readOnly)
+	if !cred.AsksInClient() {
+		// The card decides in the client: only for a person signed in to
+		// it (or a key that opted in), never for a program holding a key.
+		return
+	}
 	s.AddTool(&mcp.Tool{Name: ToolReviewPending, Annotations: readOnly, InputSchema: idSchema,
 		Description: "Show the person the confirmation card of a paused call or script, titled \"Approve this operation?\" (or \"Approve N operations?\"), in the conversation. " +
 			"The person approves or rejects it in the card; countersign then runs what was approved (a script runs again) and the card reports the outcome. Call it again to read the outcome.",
@@ -93,6 +99,10 @@ func (h *Handler) addConfirmationTools(s *mcp.Server, cred *countersign.Credenti
 			}},
 		Meta: mcp.Meta{"ui": map[string]any{"resourceUri": CardURI, "visibility": []string{"app"}}}},
 		h.cardDecide(cred))
+}
+
+// addStatusTool adds confirmation_status.
+func (h *Handler) addStatusTool(s *mcp.Server, cred *countersign.Credential, readOnly *mcp.ToolAnnotations) {
 	waitSchema := map[string]any{"type": "object", "required": []string{"confirmation_id"}, "additionalProperties": false,
 		"properties": map[string]any{
 			"confirmation_id": map[string]any{"type": "string", "description": "the confirmation id of the paused call (cf_...)"},

@@ -42,6 +42,11 @@ type Client struct {
 	// approvers get their links, the model is told to call
 	// confirmation_status, and the gateway runs the approved call once.
 	OutOfBand bool
+	// NotPerson is set when the client's dialog and card were withheld
+	// because the credential is a key, not a person signed in to this
+	// client (countersign.Credential.AsksInClient): whoever holds a key
+	// could answer its own question, so the approvers are asked instead.
+	NotPerson bool
 }
 
 // CanAsk reports whether the person can be asked through this client.
@@ -81,12 +86,25 @@ type clientRequest interface {
 	ClientCapabilities() *mcp.ClientCapabilities
 }
 
-// clientOf reads the client of a request. On an older revision a
+// clientOf is the client of a request as countersign may use it: the
+// client's own dialog (form elicitation) and the card are for a person
+// signed in to that client; for a key (unless it opted in with
+// ask_in_client) a client that could ask is asked out of band, through
+// the approvers' links.
+func (h *Handler) clientOf(cred *countersign.Credential, req mcp.Request) Client {
+	c := h.clientDeclared(cred, req)
+	if (c.Elicit || c.Apps) && !cred.AsksInClient() {
+		c.Elicit, c.Apps, c.OutOfBand, c.NotPerson = false, false, true, true
+	}
+	return c
+}
+
+// clientDeclared reads the client of a request. On an older revision a
 // stateless request carries neither the client's name nor its
 // capabilities (they came with initialize, in another POST): they are
 // read from the session id this handler gave the client at initialize
 // (session.go).
-func (h *Handler) clientOf(cred *countersign.Credential, req mcp.Request) Client {
+func (h *Handler) clientDeclared(cred *countersign.Credential, req mcp.Request) Client {
 	c := clientOf(req)
 	if c.Protocol >= ProtocolMRTR {
 		return c

@@ -8,7 +8,12 @@
 // credential (config.ToolName names them); what a credential may not call
 // is not listed, and calling it answers as for an unknown tool.
 //
-// How a person is asked depends on the client (docs/design.md, The pause):
+// How a person is asked depends on the credential and the client
+// (docs/design.md, The pause). The client's dialog and the card ask the
+// person in that client, so they are offered only to a user (a person
+// signed in with OAuth) or a key that opted in with ask_in_client; for
+// any other key a client that could ask is asked out of band, through the
+// approvers' links (Handler.clientOf). Then:
 //
 //   - A client on protocol 2026-07-28 that declared form elicitation gets an
 //     input_required result (a multi round-trip request): one form

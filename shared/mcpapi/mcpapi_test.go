@@ -170,7 +170,7 @@ func TestCallOf(t *testing.T) {
 func TestAnswer(t *testing.T) {
 	now := t0
 	h := newTestHandler(t, `"Acme"`, &now)
-	cred := &countersign.Credential{ID: "chat-user", Choice: policy.AskPerson}
+	cred := &countersign.Credential{ID: "chat-user", Choice: policy.AskPerson, Issuer: "https://idp.example", Subject: "ann"}
 	ops := []countersign.Operation{{Connection: "crm", Method: "DELETE", Path: "/contacts/1", Binding: "b1"}, {Connection: "crm", Method: "DELETE", Path: "/contacts/2", Binding: "b2"}}
 	asked := h.Ask(cred, Client{Name: "cc"}, "run_script", countersign.KindScript, ops, "")
 	ep := asked.InputRequests[inputKey].(*mcp.ElicitParams)
@@ -237,12 +237,20 @@ func TestAnswer(t *testing.T) {
 			if tt.resp == nil {
 				p.InputResponses = nil
 			}
-			_, err := h.Answer(&countersign.Credential{ID: tt.cred}, Client{}, tt.tool, p)
+			_, err := h.Answer(&countersign.Credential{ID: tt.cred, Subject: "ann"}, Client{}, tt.tool, p)
 			if fault.CodeOf(err) != tt.code {
 				t.Errorf("Answer = %v, want %s", err, tt.code)
 			}
 		})
 	}
+	t.Run("a key cannot answer in the client", func(t *testing.T) {
+		// The right state, the right credential ID, but a key without
+		// ask_in_client: a program cannot answer its own question.
+		_, err := h.Answer(&countersign.Credential{ID: "chat-user"}, Client{}, "run_script", params(state, acceptOne))
+		if fault.CodeOf(err) != fault.ConfirmationMismatch || !strings.Contains(err.Error(), "not a person") {
+			t.Errorf("Answer for a key = %v, want confirmation_mismatch naming the key", err)
+		}
+	})
 }
 
 // TestCardTime: the card shows the time left and, after 10 minutes for a

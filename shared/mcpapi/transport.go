@@ -86,10 +86,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			status = http.StatusInternalServerError
 			h.logger().ErrorContext(r.Context(), "mcp: credential not looked up", "error", err)
 		} else {
-			rw.Header().Set("WWW-Authenticate", challenge(r))
+			rw.Header().Set("WWW-Authenticate", h.challenge(r))
 		}
-		writeRPCError(rw, status, nil, &jsonrpc.Error{Code: codeUnauthenticated, Message: faultText(fault.CodeOf(err), fault.ReasonOf(err)) +
-			"; this server takes an API key as Authorization: Bearer <key>, not OAuth"})
+		how := "; this server takes an API key as Authorization: Bearer <key>, not OAuth"
+		if h.o.Calls.Tokens != nil {
+			how = "; sign in with OAuth (see WWW-Authenticate) or send an API key as Authorization: Bearer <key>"
+		}
+		writeRPCError(rw, status, nil, &jsonrpc.Error{Code: codeUnauthenticated, Message: faultText(fault.CodeOf(err), fault.ReasonOf(err)) + how})
 		return
 	}
 	if r.Method == http.MethodPost {
@@ -239,9 +242,13 @@ func loopbackAddr(addr string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// challenge is the WWW-Authenticate of a refused key. It names the scheme
-// this server takes and points at no OAuth metadata, since there is none.
-func challenge(r *http.Request) string {
+// challenge is the WWW-Authenticate of a refused credential: with OAuth
+// (Calls.Tokens), one that points at /mcp's Protected Resource Metadata;
+// without, one that names the scheme this server takes.
+func (h *Handler) challenge(r *http.Request) string {
+	if h.o.Calls.Tokens != nil {
+		return h.o.Calls.Tokens.Challenge("/mcp", bearerKey(r.Header.Get("Authorization")) != "")
+	}
 	if bearerKey(r.Header.Get("Authorization")) == "" {
 		return `Bearer realm="countersign", error_description="this server takes an API key, not OAuth: send Authorization: Bearer <key>"`
 	}

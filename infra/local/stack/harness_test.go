@@ -27,8 +27,9 @@ const webhookSecret = "whsec_test_secret_for_the_receiver"
 
 // testCredentials are the keys the harness configures.
 const testCredentials = `[
-  {"id": "chat-user", "key": "cs_test_ask",    "choice": "ask_person"},
-  {"id": "other-user","key": "cs_test_ask2",   "choice": "ask_person"},
+  {"id": "chat-user", "key": "cs_test_ask",    "choice": "ask_person", "ask_in_client": true},
+  {"id": "other-user","key": "cs_test_ask2",   "choice": "ask_person", "ask_in_client": true},
+  {"id": "program",   "key": "cs_test_program", "choice": "ask_person"},
   {"id": "agent",     "key": "cs_test_agent",  "choice": "ask_agent"},
   {"id": "runner",    "key": "cs_test_run",    "choice": "run_without_asking"},
   {"id": "ops-key",   "key": "cs_test_refuse", "origin": "operator"},

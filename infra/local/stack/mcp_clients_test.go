@@ -458,11 +458,12 @@ func TestMCPProtocolHygiene(t *testing.T) {
 			t.Errorf("content %v, want []", res["content"])
 		}
 	})
-	t.Run("401 says what the server takes", func(t *testing.T) {
+	t.Run("401 points at the OAuth metadata", func(t *testing.T) {
 		r := h.raw(rawMCP{body: `{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}`})
 		www := r.header.Get("WWW-Authenticate")
-		if r.status != http.StatusUnauthorized || !strings.HasPrefix(www, "Bearer ") || !strings.Contains(www, "API key") ||
-			strings.Contains(www, "resource_metadata") {
+		if r.status != http.StatusUnauthorized || !strings.HasPrefix(www, "Bearer ") ||
+			!strings.Contains(www, `resource_metadata="`+h.stack.URL+`/.well-known/oauth-protected-resource/mcp"`) ||
+			!strings.Contains(string(r.body), "API key") {
 			t.Errorf("%d WWW-Authenticate %q", r.status, www)
 		}
 		rpcError(t, r, http.StatusUnauthorized, -32001)
@@ -520,12 +521,12 @@ func TestMCPAcceptWithoutApproval(t *testing.T) {
 	}
 }
 
-// docTools reads docs/mcp.md's table of cs_demo_ask's tools: each row's
+// docTools reads docs/mcp.md's table of cs_demo_ask_in_client's tools: each row's
 // tool name and whether it is listed only for MCP Apps clients.
 var docToolRow = regexp.MustCompile("^\\| `([a-zA-Z0-9_]+)` \\|(.*)\\|$")
 
 // TestMCPDocsToolTable: docs/mcp.md lists exactly the tools tools/list
-// gives cs_demo_ask on the shipped configuration, with and without MCP
+// gives cs_demo_ask_in_client on the shipped configuration, with and without MCP
 // Apps, each operation with its method and path.
 func TestMCPDocsToolTable(t *testing.T) {
 	doc, err := os.ReadFile("../../../docs/mcp.md")
@@ -537,7 +538,7 @@ func TestMCPDocsToolTable(t *testing.T) {
 	in := false
 	for _, line := range strings.Split(string(doc), "\n") {
 		if strings.HasPrefix(line, "#") {
-			in = strings.Contains(line, "Tools of `cs_demo_ask`")
+			in = strings.Contains(line, "Tools of `cs_demo_ask_in_client`")
 			continue
 		}
 		m := docToolRow.FindStringSubmatch(line)
@@ -552,7 +553,7 @@ func TestMCPDocsToolTable(t *testing.T) {
 		}
 	}
 	if len(plain) == 0 {
-		t.Fatal("docs/mcp.md has no table under a heading naming \"Tools of `cs_demo_ask`\"")
+		t.Fatal("docs/mcp.md has no table under a heading naming \"Tools of `cs_demo_ask_in_client`\"")
 	}
 	s, err := Start(context.Background(), Options{ConfigDir: "../../config", Addr: "127.0.0.1:0", DataDir: t.TempDir(), DemoUpstream: "127.0.0.1:0", Stdout: io.Discard})
 	if err != nil {
@@ -567,7 +568,7 @@ func TestMCPDocsToolTable(t *testing.T) {
 	slices.Sort(plain)
 	want := slices.Sorted(slices.Values(append(slices.Clone(plain), appsOnly...)))
 	for _, apps := range []bool{false, true} {
-		tools := listTools(t, h.mcpSession("cs_demo_ask", clientKind{apps: apps}, nil))
+		tools := listTools(t, h.mcpSession("cs_demo_ask_in_client", clientKind{apps: apps}, nil))
 		w := plain
 		if apps {
 			w = want

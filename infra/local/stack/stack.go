@@ -19,12 +19,14 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/infra/local/democrm"
 	"github.com/countersign/countersign/shared/app"
 	"github.com/countersign/countersign/shared/app/gatewayapp"
 	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/links"
 	"github.com/countersign/countersign/shared/notify"
+	"github.com/countersign/countersign/shared/oauth"
 	"github.com/countersign/countersign/shared/store/embedded"
 	"github.com/countersign/countersign/shared/workflow/local"
 	"github.com/countersign/countersign/statemachines"
@@ -40,6 +42,12 @@ type Options struct {
 	DataDir string
 	// DemoUpstream is where the demo CRM listens; empty runs none.
 	DemoUpstream string
+	// AllowLoopbackClientDocuments lets an OAuth client_id be a metadata
+	// document on a loopback http address (tests).
+	AllowLoopbackClientDocuments bool
+	// NoClientDocuments turns OAuth Client ID Metadata Documents off, so
+	// clients register instead (a machine without internet access).
+	NoClientDocuments bool
 	// PublicURL overrides settings.public_url in approval links (tests on a random port).
 	PublicURL string
 	// Stdout receives the banner and the console approver's links (default os.Stdout).
@@ -68,6 +76,7 @@ type Stack struct {
 	Config *config.Config
 
 	store      *embedded.Store
+	oauth      *oauth.Server
 	signer     *links.Signer
 	engine     *local.Engine
 	app        *app.App
@@ -185,6 +194,35 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	}
 	s.app = app.New(cfg, app.Adapters{Store: s.store, Signer: signer, Channels: channels, Logger: logger},
 		app.Options{PublicURL: publicURL, Stopping: s.stopping, BodyTimeout: o.BodyTimeout})
+	// countersign is the OAuth authorization server of its own surfaces;
+	// people sign in through settings.json's sign_in provider, or, with
+	// none configured, on the development page (loopback only).
+	var people []string // the configured users, offered on the development sign-in page
+	for _, c := range cfg.Credentials {
+		if c.Email != "" {
+			people = append(people, c.Email)
+		}
+	}
+	var signIn oauth.SignIn = &oauth.DevSignIn{Issuer: strings.TrimRight(publicURL, "/") + oauth.PathDevSignIn, Key: oauth.NewKey(), People: people}
+	if si := cfg.Settings.SignIn; si.Configured() {
+		if signIn, err = oauth.NewOIDCSignIn(ctx, oauth.OIDCOptions{Issuer: si.Issuer, ClientID: si.ClientID, ClientSecret: si.ClientSecret,
+			RedirectURL: strings.TrimRight(publicURL, "/") + oauth.PathCallback, Key: oauth.NewKey()}); err != nil {
+			return nil, err
+		}
+	}
+	s.oauth, err = oauth.New(s.store, oauth.Options{
+		PublicURL:              func() string { return publicURL },
+		SignIn:                 signIn,
+		Users:                  func() []countersign.Credential { return s.app.Live().Credentials },
+		SessionKey:             oauth.NewKey(),
+		Logger:                 logger,
+		AllowLoopbackDocuments: o.AllowLoopbackClientDocuments,
+		NoClientDocuments:      o.NoClientDocuments,
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.app.Calls.Tokens = s.oauth
 	if err := s.app.SeedCredentials(ctx); err != nil {
 		return nil, err
 	}
@@ -222,6 +260,8 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 		switch {
 		case p == "/":
 			s.serveHome(w, r, gateway)
+		case oauth.Serves(p):
+			s.oauth.ServeHTTP(w, r)
 		case strings.HasPrefix(p, "/approve/"):
 			approver.ServeHTTP(w, r)
 		case p == "/operator" || strings.HasPrefix(p, "/operator/") || strings.HasPrefix(p, "/v1/operator/"):
@@ -368,7 +408,18 @@ func (s *Stack) Banner() string {
 		if c.Operator {
 			extra += " operator"
 		}
+		if c.AskInClient {
+			extra += " asks-in-client"
+		}
+		if c.Email != "" {
+			extra += " user " + c.Email
+		}
 		fmt.Fprintf(&b, "  %-12s %s%s\n", c.ID, c.Choice, extra)
+	}
+	if si := s.Config.Settings.SignIn; si.Configured() {
+		fmt.Fprintf(&b, "people sign in with OAuth from their MCP client, through %s\n", si.Issuer)
+	} else {
+		fmt.Fprintf(&b, "people sign in with OAuth from their MCP client (development sign-in page: %s%s, loopback only)\n", strings.TrimRight(s.PublicURL, "/"), oauth.PathDevSignIn)
 	}
 	return b.String()
 }

@@ -31,10 +31,15 @@ var (
 	bucketScriptCalls       = []byte("store_script_calls")  // run ID/index (8 digits) → JSON
 	bucketScriptParts       = []byte("store_script_parts")  // run ID/part key → JSON
 	bucketTaskTokens        = []byte("store_task_tokens")   // confirmation ID → JSON
+	bucketOAuthClients      = []byte("store_oauth_clients") // client ID → JSON
+	bucketOAuthCodes        = []byte("store_oauth_codes")   // code hash → JSON
+	bucketOAuthTokens       = []byte("store_oauth_tokens")  // token hash → JSON
+	bucketOAuthGrants       = []byte("store_oauth_grants")  // grant ID → JSON
 )
 
 var allBuckets = [][]byte{bucketCredentials, bucketCredentialKey, bucketConfirmations, bucketConfirmationIndex, bucketIdempotency, bucketQuotas, bucketQuotaUses, bucketAudit, bucketAuditHeads, bucketAuditPending,
-	bucketScriptRuns, bucketScriptCalls, bucketScriptParts, bucketTaskTokens}
+	bucketScriptRuns, bucketScriptCalls, bucketScriptParts, bucketTaskTokens,
+	bucketOAuthClients, bucketOAuthCodes, bucketOAuthTokens, bucketOAuthGrants}
 
 // DefaultTimeout is how long Open waits for the file lock when
 // Options.Timeout is zero.

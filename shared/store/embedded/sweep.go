@@ -14,8 +14,9 @@ import (
 // Sweep deletes what DynamoDB's TTL deletes in a deployment: confirmations
 // (review items among them), their task tokens, script journals (headers,
 // calls, parts), quota records with their uses, and audit records whose ttl has passed
-// (heads stay; see sweepAudit), and idempotency
-// records past their expiry. Readers never depend on it (effective status
+// (heads stay; see sweepAudit), and idempotency records and the
+// authorization server's codes, tokens, grants and cached client
+// documents past their expiry. Readers never depend on it (effective status
 // comes from the clock),
 // it only keeps the file from growing. It returns how many records it deleted.
 //
@@ -34,12 +35,11 @@ func (s *Store) Sweep(now time.Time) (int, error) {
 		{bucketScriptCalls, ttlPassed(now)},
 		{bucketScriptParts, ttlPassed(now)},
 		{bucketTaskTokens, ttlPassed(now)},
-		{bucketIdempotency, func(raw []byte) bool {
-			var r struct {
-				ExpiresAt time.Time `json:"expires_at"`
-			}
-			return json.Unmarshal(raw, &r) == nil && !r.ExpiresAt.IsZero() && !now.Before(r.ExpiresAt)
-		}},
+		{bucketIdempotency, expiresAtPassed(now)},
+		{bucketOAuthCodes, expiresAtPassed(now)},
+		{bucketOAuthTokens, expiresAtPassed(now)},
+		{bucketOAuthGrants, expiresAtPassed(now)},
+		{bucketOAuthClients, expiresAtPassed(now)}, // metadata documents' copies; registered clients have none
 	}
 	keys := make([][][]byte, len(sweeps))
 	found := 0
@@ -172,5 +172,15 @@ func ttlPassed(now time.Time) func(raw []byte) bool {
 			TTL int64 `json:"ttl"`
 		}
 		return json.Unmarshal(raw, &r) == nil && r.TTL > 0 && r.TTL <= now.Unix()
+	}
+}
+
+// expiresAtPassed reports a record whose expires_at is set and passed.
+func expiresAtPassed(now time.Time) func(raw []byte) bool {
+	return func(raw []byte) bool {
+		var r struct {
+			ExpiresAt time.Time `json:"expires_at"`
+		}
+		return json.Unmarshal(raw, &r) == nil && !r.ExpiresAt.IsZero() && !now.Before(r.ExpiresAt)
 	}
 }

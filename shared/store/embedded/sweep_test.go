@@ -147,3 +147,45 @@ func TestSweepAudit(t *testing.T) {
 		t.Fatalf("second Sweep = %d, %v; want nothing left", n, err)
 	}
 }
+
+// TestSweepOAuth: expired codes, tokens, grants and copies of client
+// metadata documents are swept; live ones and registered clients (no
+// expiry) stay.
+func TestSweepOAuth(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	s := openStore(t, filepath.Join(t.TempDir(), "db"), nil)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(s.CreateOAuthCode(ctx, countersign.OAuthCode{Hash: "code-old", ExpiresAt: now.Add(-time.Second)}))
+	must(s.CreateOAuthCode(ctx, countersign.OAuthCode{Hash: "code-live", ExpiresAt: now.Add(time.Minute)}))
+	must(s.CreateOAuthToken(ctx, countersign.OAuthToken{Hash: "tok-old", ExpiresAt: now.Add(-time.Second)}))
+	must(s.CreateOAuthToken(ctx, countersign.OAuthToken{Hash: "tok-live", ExpiresAt: now.Add(time.Minute)}))
+	must(s.CreateOAuthGrant(ctx, &countersign.OAuthGrant{ID: "g-old", ExpiresAt: now.Add(-time.Second)}))
+	must(s.CreateOAuthGrant(ctx, &countersign.OAuthGrant{ID: "g-live", ExpiresAt: now.Add(time.Hour)}))
+	must(s.CreateOAuthClient(ctx, countersign.OAuthClient{ID: "https://old.example/c.json", ExpiresAt: now.Add(-time.Second)}))
+	must(s.CreateOAuthClient(ctx, countersign.OAuthClient{ID: "csc_registered"}))
+	n, err := s.Sweep(now)
+	if err != nil || n != 4 {
+		t.Fatalf("Sweep = %d, %v; want the 4 expired records", n, err)
+	}
+	if _, err := s.TakeOAuthCode(ctx, "code-old"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("expired code: %v", err)
+	}
+	if _, err := s.OAuthToken(ctx, "tok-live"); err != nil {
+		t.Errorf("live token: %v", err)
+	}
+	if _, err := s.OAuthGrant(ctx, "g-old"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("expired grant: %v", err)
+	}
+	if _, err := s.OAuthClient(ctx, "csc_registered"); err != nil {
+		t.Errorf("registered client: %v", err)
+	}
+	if _, err := s.OAuthClient(ctx, "https://old.example/c.json"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("expired document copy: %v", err)
+	}
+}

@@ -63,6 +63,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts *Options) {
 	t.Run("Listings", s.listings)
 	t.Run("ItemSize", s.itemSize)
 	t.Run("Scripts", s.scripts)
+	t.Run("OAuth", s.oauth)
 }
 
 // itemSize: both stores refuse a record over DynamoDB's item limit with
@@ -1208,6 +1209,10 @@ func fullCredential(id string, now time.Time) countersign.Credential {
 			Name: "claude-code", Version: "1.2.3", CanAsk: true,
 			SeenAt: now.In(zone).Add(123456789 * time.Nanosecond),
 		},
+		Issuer:      "https://idp.example",
+		Subject:     "sub-" + id,
+		Email:       "ann@example.com",
+		AskInClient: true,
 	}
 }
 

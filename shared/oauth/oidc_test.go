@@ -1,0 +1,186 @@
+package oauth
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/zitadel/oidc/v3/example/server/exampleop"
+	"github.com/zitadel/oidc/v3/example/server/storage"
+
+	"github.com/countersign/countersign/shared/store/embedded"
+)
+
+// startProvider starts zitadel/oidc's OpenID provider (its op package,
+// certified, with the example's in-memory storage and login form) on
+// 127.0.0.1, with countersign registered as a web client.
+func startProvider(tb testing.TB, redirectURL string) (issuer string) {
+	tb.Helper()
+	hs := httptest.NewUnstartedServer(nil)
+	issuer = "http://" + hs.Listener.Addr().String()
+	storage.RegisterClients(storage.WebClient("countersign", "provider-secret", redirectURL))
+	hs.Config.Handler = exampleop.SetupServer(issuer, storage.NewStorage(storage.NewUserStore(issuer)), nil, false)
+	hs.Start()
+	tb.Cleanup(hs.Close)
+	return issuer
+}
+
+var (
+	loginIDField = regexp.MustCompile(`name="id" value="([^"]+)"`)
+)
+
+// TestOIDCSignInThroughARealProvider: the authorize endpoint sends the
+// person to the workspace's identity provider (a real zitadel/oidc
+// provider process on loopback), the person signs in there with a
+// password, the provider sends them back to /oauth/callback, countersign
+// verifies the ID token and shows the consent page, and the code it issues
+// gets a token whose credential is the provider's issuer and subject.
+func TestOIDCSignInThroughARealProvider(t *testing.T) {
+	st, err := embedded.Open(filepath.Join(t.TempDir(), "s.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	cs := httptest.NewUnstartedServer(nil)
+	csURL := "http://" + cs.Listener.Addr().String()
+	issuer := startProvider(t, csURL+PathCallback)
+	signIn, err := NewOIDCSignIn(context.Background(), OIDCOptions{Issuer: issuer, ClientID: "countersign", ClientSecret: "provider-secret",
+		RedirectURL: csURL + PathCallback, Key: NewKey()})
+	if err != nil {
+		t.Fatalf("NewOIDCSignIn: %v", err)
+	}
+	srv, err := New(st, Options{PublicURL: func() string { return csURL }, SignIn: signIn, SessionKey: NewKey()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs.Config.Handler = srv
+	cs.Start()
+	defer cs.Close()
+	ts := &testServer{Server: srv, url: csURL, store: st}
+
+	_, reg := (&testServer{url: csURL, http: http.DefaultClient}).register(t, `{"client_name": "OIDC test client", "redirect_uris": ["`+redirect+`"]}`)
+	clientID := reg["client_id"].(string)
+
+	jar, _ := cookiejar.New(nil)
+	browser := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	next := ts.authorizeURL(clientID, verifier, nil)
+	var code string
+	sawProvider := false
+	for step := 0; step < 20 && code == ""; step++ {
+		resp, err := browser.Get(next)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		base, _ := url.Parse(next)
+		var loc *url.URL
+		switch {
+		case resp.StatusCode/100 == 3:
+			loc, _ = base.Parse(resp.Header.Get("Location"))
+		case strings.Contains(string(body), `name="username"`): // the provider's login form
+			sawProvider = true
+			resp, err = browser.PostForm(issuer+"/login/username", url.Values{"id": {loginIDField.FindStringSubmatch(string(body))[1]},
+				"username": {"test-user@127.0.0.1"}, "password": {"verysecure"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			loc, _ = url.Parse(issuer + "/")
+			loc, _ = loc.Parse(resp.Header.Get("Location"))
+		case requestField.Match(body): // countersign's consent page
+			if !strings.Contains(string(body), "OIDC test client") {
+				t.Fatalf("consent page does not name the client: %s", body)
+			}
+			resp, err = browser.PostForm(csURL+PathAuthorize, url.Values{"request": {requestField.FindStringSubmatch(string(body))[1]}, "decision": {"allow"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			loc, _ = url.Parse(resp.Header.Get("Location"))
+		default:
+			t.Fatalf("step %d: GET %s: %d %s", step, next, resp.StatusCode, body)
+		}
+		if strings.HasPrefix(loc.String(), redirect) {
+			if e := loc.Query().Get("error"); e != "" {
+				t.Fatalf("refused: %s", loc)
+			}
+			code = loc.Query().Get("code")
+		}
+		next = loc.String()
+	}
+	if !sawProvider || code == "" {
+		t.Fatalf("sign-in did not go through the provider (%v) or gave no code", sawProvider)
+	}
+	status, tokens := (&testServer{url: csURL, http: http.DefaultClient}).tokenForm(t, url.Values{"grant_type": {"authorization_code"}, "code": {code},
+		"client_id": {clientID}, "redirect_uri": {redirect}, "code_verifier": {verifier}})
+	if status != 200 {
+		t.Fatalf("token: %d %v", status, tokens)
+	}
+	cred, ok, err := srv.Verify(context.Background(), tokens["access_token"].(string))
+	if !ok || err != nil || cred.Issuer != issuer || cred.Subject != "id1" || cred.ID != CredentialID(Person{Issuer: issuer, Subject: "id1"}) {
+		t.Fatalf("credential %+v, %v, %v; want the provider's issuer and subject id1", cred, ok, err)
+	}
+}
+
+func TestOIDCCallbackRefusals(t *testing.T) {
+	cs := httptest.NewUnstartedServer(nil)
+	csURL := "http://" + cs.Listener.Addr().String()
+	issuer := startProvider(t, csURL+PathCallback)
+	signIn, err := NewOIDCSignIn(context.Background(), OIDCOptions{Issuer: issuer, ClientID: "countersign", ClientSecret: "provider-secret",
+		RedirectURL: csURL + PathCallback, Key: NewKey()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs.Config.Handler = signIn
+	cs.Start()
+	defer cs.Close()
+	for name, target := range map[string]string{
+		"no flow cookie":         csURL + PathCallback + "?code=x&state=y",
+		"provider said no (too)": csURL + PathCallback + "?error=access_denied",
+	} {
+		t.Run(name, func(t *testing.T) {
+			resp, err := http.Get(target)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != 400 || len(resp.Cookies()) > 0 && resp.Cookies()[0].Name == sessionCookie {
+				t.Fatalf("%d, cookies %v; want 400 and no session", resp.StatusCode, resp.Cookies())
+			}
+		})
+	}
+	t.Run("a state from another browser", func(t *testing.T) {
+		r := httptest.NewRequest("GET", "/oauth/authorize?x", nil)
+		w := httptest.NewRecorder()
+		signIn.Start(w, r, PathAuthorize+"?x")
+		flowCk := w.Result().Cookies()[0]
+		req, _ := http.NewRequest("GET", csURL+PathCallback+"?code=x&state=forged", nil)
+		req.AddCookie(flowCk)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		for _, c := range resp.Cookies() {
+			if c.Name == sessionCookie && c.Value != "" {
+				t.Fatal("a forged state signed someone in")
+			}
+		}
+		if resp.StatusCode != 400 {
+			t.Fatalf("status %d, want 400", resp.StatusCode)
+		}
+	})
+	t.Run("unreachable provider fails at start", func(t *testing.T) {
+		if _, err := NewOIDCSignIn(context.Background(), OIDCOptions{Issuer: "http://127.0.0.1:1", ClientID: "c", Key: NewKey()}); err == nil {
+			t.Fatal("no error for an unreachable provider")
+		}
+	})
+}

@@ -1,0 +1,263 @@
+package oauth
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/countersign/countersign"
+	"github.com/countersign/countersign/shared/policy"
+	"github.com/countersign/countersign/shared/store"
+)
+
+// Person is someone signed in: the identity provider (Issuer) and their
+// subject there identify them.
+type Person struct {
+	Issuer  string `json:"iss"`
+	Subject string `json:"sub"`
+	Email   string `json:"email,omitempty"`
+	Name    string `json:"name,omitempty"`
+	// EmailVerified is set when the identity provider vouches for Email
+	// (email_verified); only then is the person matched to a configured
+	// user by e-mail.
+	EmailVerified bool `json:"email_verified,omitempty"`
+}
+
+// SignIn signs people in for the authorize endpoint.
+type SignIn interface {
+	// Person returns who is signed in on this browser, if anyone.
+	Person(r *http.Request) (Person, bool)
+	// Start sends the browser to sign in, then back to returnTo (a path
+	// on this server).
+	Start(w http.ResponseWriter, r *http.Request, returnTo string)
+}
+
+// CredentialID is the ID of the user credential of the person
+// (issuer, subject): "user_" and 24 hex digits of their SHA-256.
+func CredentialID(p Person) string {
+	sum := sha256.Sum256([]byte(p.Issuer + "\n" + p.Subject))
+	return "user_" + hex.EncodeToString(sum[:12])
+}
+
+// errNotAUser is the refusal of a person the configuration does not list.
+var errNotAUser = errors.New("not a user of this workspace")
+
+// userCredential returns the person's credential. A person whose verified
+// e-mail is a configured user's (credentials.json "user") is that user.
+// When the configuration lists users, nobody else is let in
+// (errNotAUser). When it lists none, the first sign-in creates the
+// person's credential: a user created for chat and coding agents starts
+// on Ask the person (origin chat). A user has no key: its KeyHash is
+// empty, so no key reaches it, only an access token.
+func (s *Server) userCredential(ctx context.Context, p Person) (countersign.Credential, error) {
+	var users []countersign.Credential
+	if s.o.Users != nil {
+		for _, u := range s.o.Users() {
+			if u.Email != "" && u.Subject == "" {
+				users = append(users, u)
+			}
+		}
+	}
+	if p.EmailVerified && p.Email != "" {
+		for _, u := range users {
+			if strings.EqualFold(u.Email, p.Email) {
+				return s.store.GetCredential(ctx, u.ID)
+			}
+		}
+	}
+	if len(users) > 0 {
+		return countersign.Credential{}, errNotAUser
+	}
+	id := CredentialID(p)
+	c, err := s.store.GetCredential(ctx, id)
+	if err == nil {
+		return c, nil
+	}
+	if !errors.Is(err, store.ErrNotFound) {
+		return countersign.Credential{}, err
+	}
+	c = countersign.Credential{ID: id, Choice: policy.AskPerson, Origin: policy.OriginChat, Issuer: p.Issuer, Subject: p.Subject, Email: p.Email}
+	err = s.store.CreateCredential(ctx, c)
+	if errors.Is(err, store.ErrConflict) { // a concurrent first sign-in created it
+		return s.store.GetCredential(ctx, id)
+	}
+	return c, err
+}
+
+// DevSignIn is the development sign-in page of the local stack with no
+// identity provider configured: anyone on this machine signs in as the
+// person they type. It answers only on loopback listeners and to
+// loopback peers, and every page says it is for development.
+type DevSignIn struct {
+	// Issuer is the issuer its people get ("<public URL>/oauth/dev-signin").
+	Issuer string
+	// Key signs the session cookie (at least 32 bytes).
+	Key []byte
+	// People are offered as one-click choices (e-mails); any e-mail may be typed.
+	People []string
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// PathDevSignIn is the development sign-in page.
+const PathDevSignIn = "/oauth/dev-signin"
+
+const devCookie = "countersign_dev_person"
+
+var _ SignIn = (*DevSignIn)(nil)
+
+func (d *DevSignIn) now() time.Time {
+	if d.Now != nil {
+		return d.Now()
+	}
+	return time.Now()
+}
+
+// Person reads the signed session cookie.
+func (d *DevSignIn) Person(r *http.Request) (Person, bool) {
+	ck, err := r.Cookie(devCookie)
+	if err != nil {
+		return Person{}, false
+	}
+	var sess struct {
+		Person
+		Exp int64 `json:"exp"`
+	}
+	if !openWith(d.Key, ck.Value, &sess) || d.now().Unix() > sess.Exp || sess.Issuer != d.Issuer {
+		return Person{}, false
+	}
+	return sess.Person, true
+}
+
+// Start sends the browser to the sign-in page.
+func (d *DevSignIn) Start(w http.ResponseWriter, r *http.Request, returnTo string) {
+	http.Redirect(w, r, PathDevSignIn+"?return_to="+url.QueryEscape(returnTo), http.StatusSeeOther)
+}
+
+var devPage = template.Must(template.New("dev").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Development sign-in — countersign</title>
+<meta name="viewport" content="width=device-width, initial-scale=1"></head>
+<body style="font-family: system-ui, sans-serif; max-width: 36em; margin: 2em auto">
+<p role="alert" style="background:#fde68a;padding:.5em 1em"><strong>Development sign-in.</strong>
+No identity provider is configured, so anyone on this machine may sign in as anyone. This page answers only on loopback; never expose it.</p>
+<h1>Sign in to countersign</h1>
+{{if .Error}}<p role="alert" style="color:#b91c1c">{{.Error}}</p>{{end}}
+{{range .People}}<form method="post"><input type="hidden" name="csrf" value="{{$.CSRF}}"><input type="hidden" name="return_to" value="{{$.ReturnTo}}"><input type="hidden" name="email" value="{{.}}"><button type="submit" data-email="{{.}}">Sign in as {{.}}</button></form>{{end}}
+<form method="post"><input type="hidden" name="csrf" value="{{.CSRF}}"><input type="hidden" name="return_to" value="{{.ReturnTo}}">
+<label>E-mail <input type="email" name="email" id="email" required maxlength="200"></label> <button type="submit" id="signin">Sign in</button></form>
+</body></html>`))
+
+// ServeHTTP serves the sign-in page (GET) and signs in (POST).
+func (d *DevSignIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != PathDevSignIn {
+		http.NotFound(w, r)
+		return
+	}
+	if !loopbackRequest(r) {
+		http.Error(w, "the development sign-in answers only on loopback", http.StatusForbidden)
+		return
+	}
+	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'")
+	w.Header().Set("X-Frame-Options", "DENY")
+	returnTo := r.FormValue("return_to")
+	if !strings.HasPrefix(returnTo, PathAuthorize+"?") {
+		http.Error(w, "return_to must be this server's authorize URL", http.StatusBadRequest)
+		return
+	}
+	csrf := d.csrf(returnTo)
+	switch r.Method {
+	case http.MethodGet:
+		d.page(w, http.StatusOK, csrf, returnTo, "")
+	case http.MethodPost:
+		if !hmac.Equal([]byte(r.PostFormValue("csrf")), []byte(csrf)) {
+			d.page(w, http.StatusForbidden, csrf, returnTo, "The form expired; sign in again.")
+			return
+		}
+		email := strings.TrimSpace(r.PostFormValue("email"))
+		if len(email) > 200 || !strings.Contains(email, "@") {
+			d.page(w, http.StatusBadRequest, csrf, returnTo, "Type an e-mail address.")
+			return
+		}
+		sess := struct {
+			Person
+			Exp int64 `json:"exp"`
+		}{Person{Issuer: d.Issuer, Subject: strings.ToLower(email), Email: email, EmailVerified: true}, d.now().Add(12 * time.Hour).Unix()}
+		http.SetCookie(w, &http.Cookie{Name: devCookie, Value: sealWith(d.Key, sess), Path: "/oauth/", HttpOnly: true, SameSite: http.SameSiteLaxMode, MaxAge: 12 * 3600})
+		http.Redirect(w, r, returnTo, http.StatusSeeOther)
+	default:
+		http.Error(w, "use GET or POST", http.StatusMethodNotAllowed)
+	}
+}
+
+func (d *DevSignIn) page(w http.ResponseWriter, status int, csrf, returnTo, msg string) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	_ = devPage.Execute(w, map[string]any{"CSRF": csrf, "ReturnTo": returnTo, "Error": msg, "People": d.People})
+}
+
+// csrf binds the form to the return URL (a form posted from another site
+// would need the key).
+func (d *DevSignIn) csrf(returnTo string) string {
+	m := hmac.New(sha256.New, d.Key)
+	fmt.Fprintf(m, "dev-signin\n%s", returnTo)
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// loopbackRequest reports a request from a loopback peer to a loopback listener.
+func loopbackRequest(r *http.Request) bool {
+	la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	if !ok || la == nil {
+		return false
+	}
+	return loopbackAddr(la.String()) && loopbackAddr(r.RemoteAddr)
+}
+
+func loopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = addr
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// NewKey returns 32 random bytes for a session key.
+func NewKey() []byte {
+	b := make([]byte, 32)
+	rand.Read(b)
+	return b
+}
+
+func sealWith(key []byte, v any) string {
+	b, _ := json.Marshal(v)
+	m := hmac.New(sha256.New, key)
+	m.Write(b)
+	return base64.RawURLEncoding.EncodeToString(b) + "." + base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+func openWith(key []byte, sealed string, v any) bool {
+	body, mac, ok := strings.Cut(sealed, ".")
+	if !ok {
+		return false
+	}
+	b, err1 := base64.RawURLEncoding.DecodeString(body)
+	got, err2 := base64.RawURLEncoding.DecodeString(mac)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	m := hmac.New(sha256.New, key)
+	m.Write(b)
+	return hmac.Equal(got, m.Sum(nil)) && json.Unmarshal(b, v) == nil
+}

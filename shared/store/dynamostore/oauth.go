@@ -1,0 +1,261 @@
+package dynamostore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/countersign/countersign"
+	"github.com/countersign/countersign/shared/store"
+)
+
+// The authorization server's records are items of their own, one per
+// client, code, token and grant, keyed by the client ID, the SHA-256 of
+// the code or token, and the grant ID. Codes, tokens and grants carry
+// the table's TTL, so DynamoDB deletes them once they expired (reads
+// check the expiry themselves: TTL deletion lags).
+const (
+	prefixOAuthClient = "OCLIENT#"
+	prefixOAuthCode   = "OCODE#"
+	prefixOAuthToken  = "OTOKEN#"
+	prefixOAuthGrant  = "OGRANT#"
+	skOAuth           = "OAUTH"
+)
+
+// oauthItem is v's item with the TTL of expires (none when zero).
+func oauthItem(pk string, v any, expires time.Time) (map[string]types.AttributeValue, error) {
+	item, err := newItem(pk, skOAuth, v)
+	if err != nil {
+		return nil, err
+	}
+	if !expires.IsZero() {
+		item[attrTTL] = num(ttlSeconds(expires))
+	}
+	return item, nil
+}
+
+// createItem writes item unless one with its key exists (store.ErrConflict).
+func (s *Store) createItem(ctx context.Context, item map[string]types.AttributeValue) error {
+	return s.putIf(ctx, item, "attribute_not_exists(#pk)", map[string]string{"#pk": attrPK}, nil)
+}
+
+// CreateOAuthClient stores a registered client unless its ID exists.
+func (s *Store) CreateOAuthClient(ctx context.Context, c countersign.OAuthClient) error {
+	if c.ID == "" {
+		return errors.New("create oauth client: empty id")
+	}
+	item, err := oauthItem(prefixOAuthClient+c.ID, c, c.ExpiresAt)
+	if err == nil {
+		err = s.createItem(ctx, item)
+	}
+	if err != nil {
+		return fmt.Errorf("create oauth client %s: %w", c.ID, err)
+	}
+	return nil
+}
+
+// PutOAuthClient creates or replaces a client.
+func (s *Store) PutOAuthClient(ctx context.Context, c countersign.OAuthClient) error {
+	if c.ID == "" {
+		return errors.New("put oauth client: empty id")
+	}
+	item, err := oauthItem(prefixOAuthClient+c.ID, c, c.ExpiresAt)
+	if err == nil {
+		_, err = s.client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: item})
+	}
+	if err != nil {
+		return fmt.Errorf("put oauth client %s: %w", c.ID, err)
+	}
+	return nil
+}
+
+// OAuthClient reads the client consistently.
+func (s *Store) OAuthClient(ctx context.Context, id string) (countersign.OAuthClient, error) {
+	var c countersign.OAuthClient
+	item, err := s.getItem(ctx, prefixOAuthClient+id, skOAuth)
+	if err == nil {
+		err = decode(item, &c)
+	}
+	if err != nil {
+		return countersign.OAuthClient{}, fmt.Errorf("oauth client %s: %w", id, err)
+	}
+	return c, nil
+}
+
+// CreateOAuthCode stores a code by its hash unless it exists.
+func (s *Store) CreateOAuthCode(ctx context.Context, c countersign.OAuthCode) error {
+	if c.Hash == "" {
+		return errors.New("create oauth code: empty hash")
+	}
+	item, err := oauthItem(prefixOAuthCode+c.Hash, c, c.ExpiresAt)
+	if err == nil {
+		err = s.createItem(ctx, item)
+	}
+	if err != nil {
+		return fmt.Errorf("create oauth code: %w", err)
+	}
+	return nil
+}
+
+// TakeOAuthCode deletes the code's item on the condition that it exists
+// and returns what it held: of two racing takers one gets the code, the
+// other store.ErrNotFound.
+func (s *Store) TakeOAuthCode(ctx context.Context, hash string) (countersign.OAuthCode, error) {
+	out, err := s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName:                aws.String(s.table),
+		Key:                      itemKey(prefixOAuthCode+hash, skOAuth),
+		ConditionExpression:      aws.String("attribute_exists(#pk)"),
+		ExpressionAttributeNames: map[string]string{"#pk": attrPK},
+		ReturnValues:             types.ReturnValueAllOld,
+	})
+	if isConditionFailed(err) {
+		err = store.ErrNotFound
+	}
+	var c countersign.OAuthCode
+	if err == nil {
+		err = decode(out.Attributes, &c)
+	}
+	if err != nil {
+		return countersign.OAuthCode{}, fmt.Errorf("take oauth code: %w", err)
+	}
+	return c, nil
+}
+
+// CreateOAuthToken stores a token by its hash unless it exists.
+func (s *Store) CreateOAuthToken(ctx context.Context, t countersign.OAuthToken) error {
+	if t.Hash == "" {
+		return errors.New("create oauth token: empty hash")
+	}
+	item, err := oauthItem(prefixOAuthToken+t.Hash, t, t.ExpiresAt)
+	if err == nil {
+		err = s.createItem(ctx, item)
+	}
+	if err != nil {
+		return fmt.Errorf("create oauth token: %w", err)
+	}
+	return nil
+}
+
+// OAuthToken reads the token consistently.
+func (s *Store) OAuthToken(ctx context.Context, hash string) (countersign.OAuthToken, error) {
+	var t countersign.OAuthToken
+	item, err := s.getItem(ctx, prefixOAuthToken+hash, skOAuth)
+	if err == nil {
+		err = decode(item, &t)
+	}
+	if err != nil {
+		return countersign.OAuthToken{}, fmt.Errorf("oauth token: %w", err)
+	}
+	return t, nil
+}
+
+// DeleteOAuthToken deletes the token's item; store.ErrNotFound if there is none.
+func (s *Store) DeleteOAuthToken(ctx context.Context, hash string) error {
+	_, err := s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName:                aws.String(s.table),
+		Key:                      itemKey(prefixOAuthToken+hash, skOAuth),
+		ConditionExpression:      aws.String("attribute_exists(#pk)"),
+		ExpressionAttributeNames: map[string]string{"#pk": attrPK},
+	})
+	if isConditionFailed(err) {
+		err = store.ErrNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("delete oauth token: %w", err)
+	}
+	return nil
+}
+
+// grantItem is the grant's item with its version and TTL.
+func grantItem(g countersign.OAuthGrant) (map[string]types.AttributeValue, error) {
+	item, err := oauthItem(prefixOAuthGrant+g.ID, g, g.ExpiresAt)
+	if err != nil {
+		return nil, err
+	}
+	item[attrVersion] = num(g.Version)
+	return item, nil
+}
+
+// CreateOAuthGrant stores a new grant with Version 1 unless its ID exists.
+func (s *Store) CreateOAuthGrant(ctx context.Context, g *countersign.OAuthGrant) error {
+	if g.ID == "" {
+		return errors.New("create oauth grant: empty id")
+	}
+	rec := *g
+	rec.Version = 1
+	item, err := grantItem(rec)
+	if err == nil {
+		err = s.createItem(ctx, item)
+	}
+	if err != nil {
+		return fmt.Errorf("create oauth grant %s: %w", g.ID, err)
+	}
+	g.Version = 1
+	return nil
+}
+
+// OAuthGrant reads the grant consistently.
+func (s *Store) OAuthGrant(ctx context.Context, id string) (*countersign.OAuthGrant, error) {
+	var g countersign.OAuthGrant
+	item, err := s.getItem(ctx, prefixOAuthGrant+id, skOAuth)
+	if err == nil {
+		err = decode(item, &g)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("oauth grant %s: %w", id, err)
+	}
+	return &g, nil
+}
+
+// UpdateOAuthGrant replaces the grant if its stored version equals g.Version.
+func (s *Store) UpdateOAuthGrant(ctx context.Context, g *countersign.OAuthGrant) error {
+	rec := *g
+	rec.Version = g.Version + 1
+	item, err := grantItem(rec)
+	if err == nil {
+		err = s.putIfVersion(ctx, item, g.Version)
+	}
+	if err != nil {
+		return fmt.Errorf("update oauth grant %s: %w", g.ID, err)
+	}
+	g.Version = rec.Version
+	return nil
+}
+
+// OAuthGrants scans the table for the credential's grants (consistent,
+// paginated) and sorts them by ID: for the operator's tools and the
+// credential's page, never the request path.
+func (s *Store) OAuthGrants(ctx context.Context, credentialID string) ([]*countersign.OAuthGrant, error) {
+	pages := dynamodb.NewScanPaginator(s.client, &dynamodb.ScanInput{
+		TableName:                 aws.String(s.table),
+		ConsistentRead:            aws.Bool(true),
+		FilterExpression:          aws.String("begins_with(#pk, :prefix) AND #sk = :sk"),
+		ExpressionAttributeNames:  map[string]string{"#pk": attrPK, "#sk": attrSK},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":prefix": str(prefixOAuthGrant), ":sk": str(skOAuth)},
+	})
+	var out []*countersign.OAuthGrant
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("oauth grants of %s: scan %s: %w", credentialID, s.table, err)
+		}
+		for _, it := range page.Items {
+			var g countersign.OAuthGrant
+			if err := decode(it, &g); err != nil {
+				return nil, fmt.Errorf("oauth grants of %s: %w", credentialID, err)
+			}
+			if g.Credential == credentialID {
+				out = append(out, &g)
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b *countersign.OAuthGrant) int { return strings.Compare(a.ID, b.ID) })
+	return out, nil
+}

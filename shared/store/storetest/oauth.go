@@ -1,0 +1,158 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/countersign/countersign"
+	"github.com/countersign/countersign/shared/store"
+)
+
+// oauth is the contract of the authorization server's records: clients,
+// codes taken once, tokens by hash, and grants updated by version.
+func (s *suite) oauth(t *testing.T) {
+	ctx := context.Background()
+
+	t.Run("ClientCreateGetPut", func(t *testing.T) {
+		st := s.newStore(t)
+		c := countersign.OAuthClient{ID: uid(t), Name: "Claude", RedirectURIs: []string{"http://127.0.0.1:5/cb", "https://claude.ai/cb"},
+			SecretHash: keyHash("secret"), CreatedAt: s.now().In(zone), ExpiresAt: s.now().Add(time.Hour).In(zone)}
+		assertNoZeroFields(t, c)
+		if err := st.CreateOAuthClient(ctx, c); err != nil {
+			t.Fatalf("CreateOAuthClient: %v", err)
+		}
+		got, err := st.OAuthClient(ctx, c.ID)
+		if err != nil {
+			t.Fatalf("OAuthClient: %v", err)
+		}
+		assertEqual(t, "oauth client", got, roundTrip(t, c))
+		if err := st.CreateOAuthClient(ctx, countersign.OAuthClient{ID: c.ID}); !errors.Is(err, store.ErrConflict) {
+			t.Fatalf("second CreateOAuthClient = %v, want ErrConflict", err)
+		}
+		c.Name = "Renamed"
+		if err := st.PutOAuthClient(ctx, c); err != nil {
+			t.Fatalf("PutOAuthClient: %v", err)
+		}
+		if got, _ := st.OAuthClient(ctx, c.ID); got.Name != "Renamed" {
+			t.Fatalf("after PutOAuthClient, name = %q", got.Name)
+		}
+		if _, err := st.OAuthClient(ctx, uid(t)); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("unknown client = %v, want ErrNotFound", err)
+		}
+	})
+
+	t.Run("CodeTakenOnce", func(t *testing.T) {
+		st := s.newStore(t)
+		c := countersign.OAuthCode{Hash: keyHash(uid(t)), ClientID: "c", RedirectURI: "http://127.0.0.1/cb", Challenge: "ch",
+			Resource: "https://cs.example/mcp", Scope: "mcp", Credential: "user_1", ExpiresAt: s.now().Add(time.Minute).In(zone)}
+		assertNoZeroFields(t, c)
+		if err := st.CreateOAuthCode(ctx, c); err != nil {
+			t.Fatalf("CreateOAuthCode: %v", err)
+		}
+		if err := st.CreateOAuthCode(ctx, c); !errors.Is(err, store.ErrConflict) {
+			t.Fatalf("second CreateOAuthCode = %v, want ErrConflict", err)
+		}
+		// Racing takers: exactly one gets the code.
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		won, lost := 0, 0
+		for range 4 {
+			wg.Go(func() {
+				got, err := st.TakeOAuthCode(ctx, c.Hash)
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case err == nil:
+					won++
+					assertEqual(t, "taken code", got, roundTrip(t, c))
+				case errors.Is(err, store.ErrNotFound):
+					lost++
+				default:
+					t.Errorf("TakeOAuthCode: %v", err)
+				}
+			})
+		}
+		wg.Wait()
+		if won != 1 || lost != 3 {
+			t.Fatalf("takers: %d won, %d lost; want 1 and 3", won, lost)
+		}
+	})
+
+	t.Run("TokenByHashAndDelete", func(t *testing.T) {
+		st := s.newStore(t)
+		tok := countersign.OAuthToken{Hash: keyHash(uid(t)), Kind: countersign.TokenRefresh, Grant: "g1", ExpiresAt: s.now().Add(time.Hour).In(zone)}
+		assertNoZeroFields(t, tok)
+		if err := st.CreateOAuthToken(ctx, tok); err != nil {
+			t.Fatalf("CreateOAuthToken: %v", err)
+		}
+		if err := st.CreateOAuthToken(ctx, tok); !errors.Is(err, store.ErrConflict) {
+			t.Fatalf("second CreateOAuthToken = %v, want ErrConflict", err)
+		}
+		got, err := st.OAuthToken(ctx, tok.Hash)
+		if err != nil {
+			t.Fatalf("OAuthToken: %v", err)
+		}
+		assertEqual(t, "oauth token", got, roundTrip(t, tok))
+		if err := st.DeleteOAuthToken(ctx, tok.Hash); err != nil {
+			t.Fatalf("DeleteOAuthToken: %v", err)
+		}
+		if _, err := st.OAuthToken(ctx, tok.Hash); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("deleted token = %v, want ErrNotFound", err)
+		}
+		if err := st.DeleteOAuthToken(ctx, tok.Hash); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("second DeleteOAuthToken = %v, want ErrNotFound", err)
+		}
+	})
+
+	t.Run("GrantVersioned", func(t *testing.T) {
+		st := s.newStore(t)
+		cred := uid(t)
+		g := &countersign.OAuthGrant{ID: uid(t), ClientID: "c", ClientName: "Claude", Credential: cred, Resource: "https://cs.example/mcp",
+			Scope: "mcp", RefreshHash: keyHash("r1"), Revoked: true, CreatedAt: s.now().In(zone), ExpiresAt: s.now().Add(time.Hour).In(zone), Version: 7}
+		assertNoZeroFields(t, *g)
+		g.Revoked = false
+		if err := st.CreateOAuthGrant(ctx, g); err != nil {
+			t.Fatalf("CreateOAuthGrant: %v", err)
+		}
+		if g.Version != 1 {
+			t.Fatalf("Version after create = %d, want 1", g.Version)
+		}
+		if err := st.CreateOAuthGrant(ctx, &countersign.OAuthGrant{ID: g.ID}); !errors.Is(err, store.ErrConflict) {
+			t.Fatalf("second CreateOAuthGrant = %v, want ErrConflict", err)
+		}
+		got, err := st.OAuthGrant(ctx, g.ID)
+		if err != nil {
+			t.Fatalf("OAuthGrant: %v", err)
+		}
+		assertEqual(t, "oauth grant", *got, roundTrip(t, *g))
+		// Two writers from the same read: one wins.
+		a, b := *got, *got
+		a.RefreshHash, b.Revoked = keyHash("r2"), true
+		if err := st.UpdateOAuthGrant(ctx, &a); err != nil {
+			t.Fatalf("first UpdateOAuthGrant: %v", err)
+		}
+		if a.Version != 2 {
+			t.Fatalf("Version after update = %d, want 2", a.Version)
+		}
+		if err := st.UpdateOAuthGrant(ctx, &b); !errors.Is(err, store.ErrConflict) {
+			t.Fatalf("stale UpdateOAuthGrant = %v, want ErrConflict", err)
+		}
+		if err := st.UpdateOAuthGrant(ctx, &countersign.OAuthGrant{ID: uid(t), Version: 1}); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("UpdateOAuthGrant of a missing grant = %v, want ErrNotFound", err)
+		}
+		other := &countersign.OAuthGrant{ID: uid(t), Credential: uid(t), CreatedAt: s.now(), ExpiresAt: s.now().Add(time.Hour)}
+		if err := st.CreateOAuthGrant(ctx, other); err != nil {
+			t.Fatalf("CreateOAuthGrant: %v", err)
+		}
+		list, err := st.OAuthGrants(ctx, cred)
+		if err != nil {
+			t.Fatalf("OAuthGrants: %v", err)
+		}
+		if len(list) != 1 || list[0].ID != g.ID || list[0].RefreshHash != keyHash("r2") {
+			t.Fatalf("OAuthGrants(%s) = %+v, want the one grant as updated", cred, list)
+		}
+	})
+}
