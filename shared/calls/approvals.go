@@ -2,10 +2,12 @@ package calls
 
 import (
 	"context"
+	"time"
 
 	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/notify"
+	"github.com/countersign/countersign/shared/telemetry"
 )
 
 // Lookup returns a confirmation for an approver, whose signed link is the
@@ -24,10 +26,12 @@ func (s *Service) Lookup(ctx context.Context, id string) (*countersign.Confirmat
 // confirmation_pending (not ready), confirmation_mismatch (a selection that
 // is not part of it), unknown_confirmation; anything else is internal.
 func (s *Service) Decide(ctx context.Context, id string, d confirm.Decision) (*countersign.Confirmation, error) {
+	began := time.Now()
 	c, err := s.Confirm.Decide(ctx, id, d)
 	if err != nil {
 		return c, lifecycleError(ctx, s, err)
 	}
+	telemetry.Approved(ctx, began, c.Trace, c.ID, c.Status != countersign.StatusRejected, c.CreatedAt)
 	action := "confirmation.approved"
 	if c.Status == countersign.StatusRejected {
 		action = "confirmation.rejected"

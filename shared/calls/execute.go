@@ -21,6 +21,7 @@ func (s *Service) send(ctx context.Context, p *prepared, idemKey string) (*Respo
 		Query: p.Query, RawQuery: p.RawQuery,
 		Body: p.Body, ContentType: p.ContentType,
 		IdempotencyKey: idemKey, Forward: forwarded(p.headers, p.negotiation),
+		Connection: p.Connection,
 	}
 	resp, err := s.upstream().Do(ctx, r)
 	return resp, upstreamError(err)
@@ -40,6 +41,7 @@ func (s *Service) sendStored(ctx context.Context, op countersign.Operation, idem
 		Query: confirm.QueryValues(op.Args.Query), RawQuery: op.RawQuery,
 		Body: op.Body(), ContentType: op.ContentType,
 		IdempotencyKey: idemKey, Forward: forwarded(op.Args.Headers, op.Negotiation),
+		Connection: op.Connection,
 	}
 	resp, err := s.upstream().Do(ctx, r)
 	return resp, upstreamError(err)

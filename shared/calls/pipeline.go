@@ -10,6 +10,7 @@ import (
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/policy"
+	"github.com/countersign/countersign/shared/telemetry"
 )
 
 // Outcome is what happened to a call.
@@ -117,10 +118,13 @@ func (s *Service) Do(ctx context.Context, cred *countersign.Credential, c *Call,
 	if err != nil {
 		return nil, err
 	}
+	ctx, sp := telemetry.StartCall(ctx, p.Connection, p.Method)
 	d := s.evaluate(ctx, cred, p)
+	telemetry.Decided(sp, d.Tier.String(), d.Outcome.String(), d.Rule, d.Escalated)
 	res, err := s.outcome(ctx, cred, p, d, o)
 	s.logCall(ctx, cred, p, d, res, err)
 	s.auditCall(ctx, cred, p, d, res, err)
+	endCall(sp, res, err)
 	return res, err
 }
 
@@ -239,8 +243,10 @@ func (s *Service) pause(ctx context.Context, cred *countersign.Credential, p *pr
 	if err := s.Reserve(ctx, cred, countersign.KindCall); err != nil {
 		return nil, err
 	}
-	conf, err := s.Confirm.Create(ctx, confirm.Request{Kind: countersign.KindCall, Credential: cred.ID, Reason: res.Decision.Reason,
+	pctx, psp := telemetry.Start(ctx, "countersign.pause")
+	conf, err := s.Confirm.Create(pctx, confirm.Request{Kind: countersign.KindCall, Credential: cred.ID, Reason: res.Decision.Reason,
 		Operations: []countersign.Operation{op}, GatewayRuns: o.Pause == PauseGatewayRuns, Asker: o.Client.Asker()})
+	psp.End("", err)
 	if err != nil {
 		s.logger().ErrorContext(ctx, "confirmation not created", "credential", cred.ID, "error", err)
 		return nil, fault.Wrap(err, "the confirmation could not be created")
@@ -263,7 +269,9 @@ func (s *Service) redeem(ctx context.Context, cred *countersign.Credential, p *p
 	if err != nil {
 		return nil, lifecycleError(ctx, s, err)
 	}
-	conf, resp, err := s.runClaimed(ctx, conf, index)
+	rctx, rsp := telemetry.StartRedeem(ctx, conf.Trace, conf.ID)
+	conf, resp, err := s.runClaimed(rctx, conf, index)
+	rsp.Redeemed(redeemOutcome(err), err)
 	if err != nil {
 		return nil, err
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/countersign/countersign/shared/canon"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/store"
+	"github.com/countersign/countersign/shared/telemetry"
 	"github.com/countersign/countersign/shared/workflow"
 )
 
@@ -189,6 +190,10 @@ type Request struct {
 type workflowInput struct {
 	ConfirmationID string `json:"confirmation_id"`
 	TimeoutSeconds int64  `json:"timeout_seconds"`
+	// TraceParent is the creating span's W3C traceparent, only while
+	// tracing is on; the tasks read it from the record (Trace), which they
+	// load anyway, so that the state machines need not pass it on.
+	TraceParent string `json:"traceparent,omitempty"`
 }
 
 // Create stores a pending confirmation and starts its workflow, which hands
@@ -222,11 +227,12 @@ func (s *Service) Create(ctx context.Context, r Request) (*countersign.Confirmat
 		Operations:  r.Operations,
 		GatewayRuns: r.GatewayRuns,
 		TTL:         now.Add(wait + s.timeouts().Redeem + retention).Unix(),
+		Trace:       telemetry.TraceParent(ctx),
 	}
 	if err := s.create(ctx, c); err != nil {
 		return nil, fmt.Errorf("create confirmation %s: %w", id, err)
 	}
-	input, err := json.Marshal(workflowInput{ConfirmationID: id, TimeoutSeconds: int64(wait / time.Second)})
+	input, err := json.Marshal(workflowInput{ConfirmationID: id, TimeoutSeconds: int64(wait / time.Second), TraceParent: c.Trace})
 	if err != nil {
 		return nil, fmt.Errorf("create confirmation %s: %w", id, err)
 	}
@@ -237,6 +243,7 @@ func (s *Service) Create(ctx context.Context, r Request) (*countersign.Confirmat
 		}
 		return nil, fmt.Errorf("start workflow for %s: %w", id, err)
 	}
+	telemetry.Paused(ctx, string(r.Kind), id)
 	s.logger().InfoContext(ctx, "confirmation created", "confirmation", id, "credential", r.Credential, "kind", r.Kind, "operations", len(r.Operations))
 	return c, nil
 }

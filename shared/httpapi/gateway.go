@@ -10,6 +10,7 @@ import (
 	"github.com/countersign/countersign/shared/calls"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/reqlog"
+	"github.com/countersign/countersign/shared/telemetry"
 )
 
 // Gateway is the agents' HTTP surface: POST /v1/calls, ANY /v1/rest/...,
@@ -37,6 +38,7 @@ var _ Handler = (*Gateway)(nil)
 // Handle routes one request.
 func (g *Gateway) Handle(ctx context.Context, req Request) (Response, error) {
 	ctx = reqlog.With(ctx, req.RequestContext.RequestID)
+	ctx = telemetry.FromHeaders(ctx, req.Headers)
 	next, answer := g.route(&req)
 	switch {
 	case answer != nil:

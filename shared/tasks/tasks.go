@@ -14,6 +14,7 @@ import (
 	"github.com/countersign/countersign/shared/links"
 	"github.com/countersign/countersign/shared/notify"
 	"github.com/countersign/countersign/shared/reqlog"
+	"github.com/countersign/countersign/shared/telemetry"
 )
 
 // NotifyInput is the notify task's payload (statemachines/*.asl.json).
@@ -72,6 +73,8 @@ func (h *Notify) Handle(ctx context.Context, in NotifyInput) (struct{}, error) {
 		logger(h.Logger).InfoContext(ctx, "notify skipped: confirmation no longer pending", "confirmation", in.ConfirmationID, "execution", in.Execution, "status", c.Status)
 		return struct{}{}, nil
 	}
+	ctx, sp := telemetry.StartTask(ctx, "notify", c.Trace, c.ID)
+	defer sp.End("", nil)
 	ev := notify.Event{Type: notify.TypeRequested, Confirmation: notify.ConfirmationOf(c)}
 	base := h.PublicURL
 	if h.LinkBase != nil {
@@ -128,9 +131,14 @@ func (h *Finalize) Handle(ctx context.Context, in FinalizeInput) (FinalizeOutput
 	if err != nil {
 		return FinalizeOutput{}, taskError(fmt.Errorf("finalize: %w", err))
 	}
+	ctx, sp := telemetry.StartTask(ctx, "finalize", before.Trace, before.ID)
+	defer sp.End("", nil)
 	c, err := h.Confirm.Finalize(ctx, in.ConfirmationID, to)
 	if err != nil {
 		return FinalizeOutput{}, taskError(err)
+	}
+	if before.Status == countersign.StatusPending && c.Status != countersign.StatusPending {
+		telemetry.Finalized(ctx, string(c.Kind), string(c.Status))
 	}
 	if before.Status == countersign.StatusPending && c.Status != countersign.StatusPending && h.Audit != nil {
 		h.Audit.AuditExpired(ctx, c)
@@ -188,6 +196,8 @@ func (h *Execute) Handle(ctx context.Context, in ExecuteInput) (ExecuteOutput, e
 	if err != nil {
 		return ExecuteOutput{}, taskError(fmt.Errorf("execute: %w", err))
 	}
+	ctx, sp := telemetry.StartTask(ctx, "execute", c.Trace, c.ID)
+	defer sp.End("", nil)
 	if c.Kind == countersign.KindScript {
 		if h.Scripts == nil {
 			return ExecuteOutput{}, taskError(fmt.Errorf("execute %s: a script batch needs the script runner, which this function lacks", c.ID))

@@ -27,6 +27,7 @@ import (
 	"github.com/countersign/countersign/shared/links"
 	"github.com/countersign/countersign/shared/notify"
 	"github.com/countersign/countersign/shared/store/embedded"
+	"github.com/countersign/countersign/shared/telemetry"
 	"github.com/countersign/countersign/shared/workflow/local"
 	"github.com/countersign/countersign/statemachines"
 )
@@ -220,9 +221,19 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	// the path as sent and refuse it (as API Gateway passes it through).
 	serve := func(h httpapi.Handler) httpapi.Server { return httpapi.Server{Handler: h, BodyTimeout: o.BodyTimeout} }
 	gatewayServer, approverServer, operatorServer := serve(gateway), serve(approver), serve(operator)
+	// /metrics (the Prometheus text format) is served on a loopback
+	// listener only: the counts by rule and connection are for the
+	// operator of this machine.
+	metrics := isLoopbackAddr(ln.Addr())
+	if metrics {
+		telemetry.UsePrometheus()
+	}
 	route := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := r.URL.EscapedPath()
 		switch {
+		case p == "/metrics" && metrics:
+			telemetry.Handler().ServeHTTP(w, r)
+			return
 		case p == "/":
 			s.serveHome(w, r, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { httpapi.ServeHTTP(gateway, w, r) }))
 			return
@@ -286,6 +297,11 @@ func linkBase(publicURL string, listen net.Addr, override string) (base, note st
 	u.Host = net.JoinHostPort(u.Hostname(), port)
 	base = strings.TrimRight(u.String(), "/")
 	return base, fmt.Sprintf("settings.json public_url %s does not match the address the stack listens on; approval links use %s", publicURL, base)
+}
+
+func isLoopbackAddr(a net.Addr) bool {
+	host, _, err := net.SplitHostPort(a.String())
+	return err == nil && isLoopback(host)
 }
 
 func isLoopback(host string) bool {
