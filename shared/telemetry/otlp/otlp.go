@@ -81,15 +81,20 @@ func Start(ctx context.Context, o *Options) (shutdown func(context.Context) erro
 	if err != nil {
 		return none, err
 	}
-	service := o.Service
-	if service == "" {
-		service = "countersign"
+	// The SDK's default resource (host, SDK version, OTEL_RESOURCE_ATTRIBUTES);
+	// service.name is OTEL_SERVICE_NAME, else one OTEL_RESOURCE_ATTRIBUTES
+	// gives, else the process's own name for itself.
+	res := resource.Default()
+	service := getenv("OTEL_SERVICE_NAME")
+	if service == "" && !strings.Contains(getenv("OTEL_RESOURCE_ATTRIBUTES"), "service.name=") {
+		if service = o.Service; service == "" {
+			service = "countersign"
+		}
 	}
-	// The SDK's default resource reads OTEL_SERVICE_NAME and
-	// OTEL_RESOURCE_ATTRIBUTES, which win over the default name.
-	res, err := resource.Merge(resource.NewSchemaless(semconv.ServiceName(service)), resource.Default())
-	if err != nil && !errors.Is(err, resource.ErrSchemaURLConflict) {
-		return none, fmt.Errorf("otlp resource: %w", err)
+	if service != "" {
+		if res, err = resource.Merge(res, resource.NewSchemaless(semconv.ServiceName(service))); err != nil && !errors.Is(err, resource.ErrSchemaURLConflict) {
+			return none, fmt.Errorf("otlp resource: %w", err)
+		}
 	}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
 	otel.SetTracerProvider(tp)
