@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -304,5 +305,47 @@ func TestTracingOffSendsNothingUpstream(t *testing.T) {
 		if v := rec.Header.Get("traceparent"); v != "" {
 			t.Errorf("upstream got traceparent %q with tracing off", v)
 		}
+	}
+}
+
+// TestMCPToolCallSpan: an MCP tools/call whose params._meta carries a
+// traceparent is a server span "tools/call {tool}" in that trace, with the
+// MCP semantic conventions' attributes, and the call's span is its child.
+func TestMCPToolCallSpan(t *testing.T) {
+	rcv := startTracing(t)
+	h := newHarness(t, harnessOptions{})
+	s := h.mcpSession("cs_test_ask", clientKind{}, nil)
+	traceHex := "0af7651916cd43dd8448eb211c80319c"
+	r := callToolParams(t, s, &mcp.CallToolParams{Name: "crm__get_contacts_by_id", Arguments: map[string]any{"id": "12"},
+		Meta: mcp.Meta{"traceparent": "00-" + traceHex + "-b7ad6b7169203331-01"}}, nil)
+	if r.IsError {
+		t.Fatalf("tools/call: %s", text(r))
+	}
+	traceID, _ := hex.DecodeString(traceHex)
+	var got map[string][]*tracepb.Span
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		telemetry.Flush(context.Background())
+		if got = rcv.inTrace(traceID); len(got["tools/call crm__get_contacts_by_id"]) > 0 && len(got["countersign.call"]) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("trace %s: got %d span names, want tools/call crm__get_contacts_by_id and its call", traceHex, len(got))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	sp := got["tools/call crm__get_contacts_by_id"][0]
+	if sp.Kind != tracepb.Span_SPAN_KIND_SERVER {
+		t.Errorf("MCP span kind %v, want server", sp.Kind)
+	}
+	for k, v := range map[string]string{"mcp.method.name": "tools/call", "gen_ai.tool.name": "crm__get_contacts_by_id", "gen_ai.operation.name": "execute_tool"} {
+		if a := attr(sp, k); a.GetStringValue() != v {
+			t.Errorf("MCP span %s = %v, want %q", k, a, v)
+		}
+	}
+	if call := got["countersign.call"][0]; !bytes.Equal(call.ParentSpanId, sp.SpanId) {
+		t.Error("the call span is not the MCP span's child")
+	}
+	if n := sample(scrape(t, h)["mcp_server_operation_duration_seconds"], map[string]string{"mcp_method_name": "tools/call", "gen_ai_tool_name": "crm__get_contacts_by_id"}); n < 1 {
+		t.Errorf("mcp_server_operation_duration_seconds count = %v, want at least 1", n)
 	}
 }
