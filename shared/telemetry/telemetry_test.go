@@ -268,3 +268,34 @@ func TestStartLambdaRefusesUnknownSetting(t *testing.T) {
 		t.Errorf("default: err %v, measuring %v; want EMF on", err, Measuring())
 	}
 }
+
+// BenchmarkAutoPathOff is what the auto path gains with tracing and
+// metrics off: the helpers a call and its upstream call run.
+func BenchmarkAutoPathOff(b *testing.B) {
+	MetricsOff()
+	EnableTracing(false)
+	benchAutoPath(b)
+}
+
+// BenchmarkAutoPathPrometheus is the same with the local stack's
+// registry on (a counter and a histogram per call).
+func BenchmarkAutoPathPrometheus(b *testing.B) {
+	UsePrometheus()
+	b.Cleanup(MetricsOff)
+	EnableTracing(false)
+	benchAutoPath(b)
+}
+
+func benchAutoPath(b *testing.B) {
+	ctx := context.Background()
+	h := http.Header{}
+	b.ReportAllocs()
+	for b.Loop() {
+		cctx, sp := StartCall(ctx, "crm", "GET")
+		Decided(sp, "auto", "execute", "rule-1", false)
+		uctx, usp, began := StartUpstream(cctx, "crm", "GET", "http://127.0.0.1:1")
+		Inject(uctx, h)
+		usp.EndUpstream("crm", began, 200, "", nil)
+		sp.EndCall("executed", "", nil)
+	}
+}
