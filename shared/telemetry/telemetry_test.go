@@ -13,6 +13,8 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"go.opentelemetry.io/otel"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
 // TestOffAllocatesNothing: with tracing and metrics off, the helpers on the
@@ -297,5 +299,29 @@ func benchAutoPath(b *testing.B) {
 		Inject(uctx, h)
 		usp.EndUpstream("crm", began, 200, "", nil)
 		sp.EndCall("executed", "", nil)
+	}
+}
+
+// TestInjectKeepsAnExistingTraceparent: with tracing on, Inject adds the
+// span's traceparent to an upstream request that has none, and leaves a
+// forwarded or configured one as it was approved.
+func TestInjectKeepsAnExistingTraceparent(t *testing.T) {
+	tp := sdktrace.NewTracerProvider()
+	otel.SetTracerProvider(tp)
+	EnableTracing(true)
+	t.Cleanup(func() { EnableTracing(false); _ = tp.Shutdown(context.Background()) })
+
+	ctx, sp, _ := StartUpstream(context.Background(), "crm", "GET", "http://127.0.0.1:1")
+	defer sp.End("", nil)
+	h := http.Header{}
+	Inject(ctx, h)
+	if got, want := h.Get("traceparent"), TraceParent(ctx); got == "" || got != want {
+		t.Errorf("traceparent = %q, want the upstream span's %q", got, want)
+	}
+	approved := "00-11111111111111111111111111111111-2222222222222222-01"
+	h = http.Header{"Traceparent": {approved}}
+	Inject(ctx, h)
+	if got := h.Values("traceparent"); len(got) != 1 || got[0] != approved {
+		t.Errorf("traceparent = %v, want the approved %s alone", got, approved)
 	}
 }
