@@ -349,3 +349,31 @@ func TestMCPToolCallSpan(t *testing.T) {
 		t.Errorf("mcp_server_operation_duration_seconds count = %v, want at least 1", n)
 	}
 }
+
+// TestMCPWithoutParamsTraced: with tracing on, an MCP request without
+// params (tools/list sent bare, which the SDK holds as a typed nil) is
+// served and traced, not a crash.
+func TestMCPWithoutParamsTraced(t *testing.T) {
+	rcv := startTracing(t)
+	h := newHarness(t, harnessOptions{})
+	r := h.raw(rawMCP{key: "cs_test_run", protocol: "2025-06-18", body: `{"jsonrpc": "2.0", "id": 4, "method": "tools/list"}`})
+	if r.status != http.StatusOK || !strings.Contains(r.body, `"tools"`) {
+		t.Fatalf("tools/list without params: %d %s", r.status, r.body)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		telemetry.Flush(context.Background())
+		rcv.mu.Lock()
+		found := false
+		for _, s := range rcv.spans {
+			found = found || s.Name == "tools/list"
+		}
+		rcv.mu.Unlock()
+		if found {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no tools/list span received")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

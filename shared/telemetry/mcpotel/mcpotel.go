@@ -9,6 +9,7 @@ package mcpotel
 
 import (
 	"context"
+	"reflect"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -29,7 +30,8 @@ func Middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		target, op := "", ""
 		var meta map[string]any
-		if p := req.GetParams(); p != nil {
+		// A request without params (tools/list) holds a typed nil pointer.
+		if p := req.GetParams(); p != nil && !reflect.ValueOf(p).IsNil() {
 			meta = p.GetMeta()
 			switch p := p.(type) {
 			case *mcp.CallToolParamsRaw:
