@@ -222,8 +222,9 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	serve := func(h httpapi.Handler) httpapi.Server { return httpapi.Server{Handler: h, BodyTimeout: o.BodyTimeout} }
 	gatewayServer, approverServer, operatorServer := serve(gateway), serve(approver), serve(operator)
 	// /metrics (the Prometheus text format) is served on a loopback
-	// listener only: the counts by rule and connection are for the
-	// operator of this machine.
+	// listener, to loopback clients naming a loopback host (as GET /):
+	// the counts by rule and connection are for the operator of this
+	// machine, and a page rebound to 127.0.0.1 must not read them.
 	metrics := isLoopbackAddr(ln.Addr())
 	if metrics {
 		telemetry.UsePrometheus()
@@ -231,7 +232,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	route := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := r.URL.EscapedPath()
 		switch {
-		case p == "/metrics" && metrics:
+		case p == "/metrics" && metrics && fromLoopback(r):
 			telemetry.Handler().ServeHTTP(w, r)
 			return
 		case p == "/":
