@@ -140,6 +140,11 @@ type Confirmation struct {
 	// writer whose answer was lost can tell, by reading the record, whether
 	// its write was applied (confirm.Service).
 	WriteID string `json:"write_id,omitempty"`
+	// Trace is the W3C traceparent of the span that created the record,
+	// set only while tracing is on (shared/telemetry): the approval, the
+	// workflow's tasks and the redemption join that trace. It is never
+	// part of the binding and never sent upstream.
+	Trace string `json:"traceparent,omitempty"`
 	// TTL is when the store may delete the record (unix seconds).
 	TTL int64 `json:"ttl"`
 }

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/infra/local/stack"
+	"github.com/countersign/countersign/shared/telemetry/otlp"
 )
 
 const defaultConfig = "infra/config"
@@ -69,6 +70,13 @@ func run(args []string) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// Spans over OTLP/HTTP when OTEL_EXPORTER_OTLP_ENDPOINT (or the traces
+	// endpoint) is set; nothing otherwise (docs/observability.md).
+	shutdownTraces, err := otlp.Start(ctx, &otlp.Options{Service: "countersign-local"})
+	if err != nil {
+		return err
+	}
+	defer shutdownTraces(context.WithoutCancel(ctx))
 	s, err := stack.Start(ctx, stack.Options{ConfigDir: *configDir, Addr: *addr, DataDir: *dataDir, DemoUpstream: *demo, Logger: logger})
 	if err != nil {
 		return err

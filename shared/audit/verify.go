@@ -9,6 +9,7 @@ import (
 
 	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/store"
+	"github.com/countersign/countersign/shared/telemetry"
 )
 
 // Break is the first broken record of a chain.
@@ -91,6 +92,7 @@ func VerifyAt(ctx context.Context, st Store, now time.Time) (*Report, error) {
 		}
 		rep.Chains = append(rep.Chains, cr)
 	}
+	telemetry.AuditVerified(len(rep.Breaks()))
 	return rep, nil
 }
 

@@ -19,6 +19,8 @@ import (
 	"github.com/countersign/countersign/shared/notify"
 	"github.com/countersign/countersign/shared/s3config"
 	"github.com/countersign/countersign/shared/store/dynamostore"
+	"github.com/countersign/countersign/shared/telemetry"
+	"github.com/countersign/countersign/shared/telemetry/otlp"
 	"github.com/countersign/countersign/shared/workflow/sfnflow"
 )
 
@@ -209,8 +211,21 @@ func Handler[In, Out any](d *Deployment, h func(context.Context, In) (Out, error
 
 // Start runs h as the function's handler (lambda.Start), each invocation
 // refreshing the configuration first.
+//
+// Telemetry starts first: EMF metrics on stdout (telemetry.StartLambda)
+// and, when the OTEL_EXPORTER_OTLP_* variables ask for it, spans over
+// OTLP/HTTP, flushed after each invocation (telemetry.Wrap). A bad
+// telemetry setting stops the function at start, with the reason.
 func Start[In, Out any](d *Deployment, h func(context.Context, In) (Out, error)) {
-	lambda.Start(Handler(d, h))
+	if err := telemetry.StartLambda(); err != nil {
+		fmt.Fprintln(os.Stderr, "countersign: cannot start:", err)
+		os.Exit(1)
+	}
+	if _, err := otlp.Start(context.Background(), &otlp.Options{Service: os.Getenv("AWS_LAMBDA_FUNCTION_NAME")}); err != nil {
+		fmt.Fprintln(os.Stderr, "countersign: cannot start:", err)
+		os.Exit(1)
+	}
+	lambda.Start(telemetry.Wrap(Handler(d, h)))
 }
 
 // StartHTTP serves h as the function's handler: API Gateway's HTTP API

@@ -2,9 +2,11 @@ package calls
 
 import (
 	"context"
+	"time"
 
 	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/confirm"
+	"github.com/countersign/countersign/shared/telemetry"
 )
 
 // Lookup returns a confirmation for an approver, whose signed link is the
@@ -24,10 +26,12 @@ func (s *Service) Lookup(ctx context.Context, id string) (*countersign.Confirmat
 // confirmation_pending (not ready), invalid_request (a selection that is
 // not part of it), unknown_confirmation; anything else is internal.
 func (s *Service) Answer(ctx context.Context, id string, a confirm.Answer) (*countersign.Confirmation, error) {
+	began := time.Now()
 	c, err := s.Confirm.Answer(ctx, id, a)
 	if err != nil {
 		return c, lifecycleError(ctx, s, err)
 	}
+	telemetry.Approved(ctx, began, c.Trace, c.ID, c.Status != countersign.StatusRejected, c.CreatedAt)
 	return c, nil
 }
 

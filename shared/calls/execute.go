@@ -20,6 +20,7 @@ func (s *Service) send(ctx context.Context, p *prepared, idemKey string) (*Respo
 		Query: p.Query, RawQuery: p.RawQuery,
 		Body: p.Body, ContentType: p.ContentType,
 		IdempotencyKey: idemKey, Forward: forwarded(p.headers, p.negotiation),
+		Connection: p.Connection,
 	}
 	resp, err := s.upstream().Do(ctx, r)
 	return resp, upstreamError(err)
@@ -51,6 +52,7 @@ func (r Replayer) Send(ctx context.Context, op countersign.Operation, idemKey st
 		Query: confirm.QueryValues(op.Args.Query), RawQuery: op.RawQuery,
 		Body: op.Body(), ContentType: op.ContentType,
 		IdempotencyKey: idemKey, Forward: forwarded(op.Args.Headers, op.Negotiation),
+		Connection: op.Connection,
 	}
 	resp, err := r.Sender.Do(ctx, req)
 	return resp, upstreamError(err)

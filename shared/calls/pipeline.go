@@ -10,6 +10,7 @@ import (
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/policy"
+	"github.com/countersign/countersign/shared/telemetry"
 )
 
 // Outcome is what happened to a call.
@@ -117,10 +118,13 @@ func (s *Service) Do(ctx context.Context, cred *countersign.Credential, c *Call,
 	if err != nil {
 		return nil, err
 	}
+	ctx, sp := telemetry.StartCall(ctx, p.Connection, p.Method)
 	d := s.evaluate(ctx, cred, p)
+	telemetry.Decided(sp, d.Tier.String(), d.Outcome.String(), d.Rule, d.Escalated)
 	res, err := s.outcome(ctx, cred, p, d, o)
 	s.logCall(ctx, cred, p, d, res, err)
 	s.auditCall(ctx, cred, p, d, res, err)
+	endCall(sp, res, err)
 	return res, err
 }
 
@@ -240,8 +244,10 @@ func (s *Service) pause(ctx context.Context, cred *countersign.Credential, p *pr
 	if err := s.Reserve(ctx, cred, countersign.KindCall); err != nil {
 		return nil, err
 	}
-	conf, err := s.Confirm.Create(ctx, confirm.Request{Kind: countersign.KindCall, Credential: cred.ID, Reason: res.Decision.Reason,
+	pctx, psp := telemetry.Start(ctx, "countersign.pause")
+	conf, err := s.Confirm.Create(pctx, confirm.Request{Kind: countersign.KindCall, Credential: cred.ID, Reason: res.Decision.Reason,
 		Operations: []countersign.Operation{op}, GatewayRuns: o.Pause == PauseGatewayRuns, Asker: o.Client.Asker()})
+	psp.End("", err)
 	if err != nil {
 		s.logger().ErrorContext(ctx, "confirmation not created", "credential", cred.ID, "error", err)
 		return nil, fault.Wrap(err, "the confirmation could not be created")
@@ -257,7 +263,15 @@ func (s *Service) pause(ctx context.Context, cred *countersign.Credential, p *pr
 // upstream.
 func (s *Service) redeem(ctx context.Context, cred *countersign.Credential, p *prepared, res *Result) (*Result, error) {
 	m := &res.Decision.Match
-	ran, err := s.Confirm.RedeemCall(ctx, confirm.Redemption{
+	// With tracing on, the redemption continues the trace its pause
+	// started (the record keeps its traceparent); off, nothing is read.
+	rctx, rsp := ctx, telemetry.Span{}
+	if telemetry.Tracing() {
+		if c, err := s.Confirm.Get(ctx, p.ConfirmationID); err == nil {
+			rctx, rsp = telemetry.StartRedeem(ctx, c.Trace, c.ID)
+		}
+	}
+	ran, err := s.Confirm.RedeemCall(rctx, confirm.Redemption{
 		ID: p.ConfirmationID, Credential: cred.ID,
 		Bind: func(approved *countersign.Operation) (string, error) {
 			op, err := p.operationWith(cred, m, approved.Args.Headers)
@@ -267,8 +281,11 @@ func (s *Service) redeem(ctx context.Context, cred *countersign.Credential, p *p
 		Record:   s.callRecord(cred, p, res.Decision),
 	})
 	if err != nil {
-		return nil, lifecycleError(ctx, s, err)
+		err = lifecycleError(ctx, s, err)
+		rsp.End(redeemOutcome(err), err) // nothing was redeemed
+		return nil, err
 	}
+	rsp.Redeemed(redeemOutcome(ran.Err), ran.Err)
 	if ran.Err != nil {
 		return nil, ran.Err
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/notify"
 	"github.com/countersign/countersign/shared/store"
+	"github.com/countersign/countersign/shared/telemetry"
 	"github.com/countersign/countersign/shared/workflow"
 )
 
@@ -203,6 +204,10 @@ type Request struct {
 type workflowInput struct {
 	ConfirmationID string `json:"confirmation_id"`
 	TimeoutSeconds int64  `json:"timeout_seconds"`
+	// TraceParent is the creating span's W3C traceparent, only while
+	// tracing is on; the tasks read it from the record (Trace), which they
+	// load anyway, so that the state machines need not pass it on.
+	TraceParent string `json:"traceparent,omitempty"`
 }
 
 // Create stores a pending confirmation and starts its workflow, which hands
@@ -236,11 +241,12 @@ func (s *Service) Create(ctx context.Context, r Request) (*countersign.Confirmat
 		Operations:  r.Operations,
 		GatewayRuns: r.GatewayRuns,
 		TTL:         now.Add(wait + s.timeouts().Redeem + retention).Unix(),
+		Trace:       telemetry.TraceParent(ctx),
 	}
 	if err := s.create(ctx, c); err != nil {
 		return nil, fmt.Errorf("create confirmation %s: %w", id, err)
 	}
-	input, err := json.Marshal(workflowInput{ConfirmationID: id, TimeoutSeconds: int64(wait / time.Second)})
+	input, err := json.Marshal(workflowInput{ConfirmationID: id, TimeoutSeconds: int64(wait / time.Second), TraceParent: c.Trace})
 	if err != nil {
 		return nil, fmt.Errorf("create confirmation %s: %w", id, err)
 	}
@@ -251,6 +257,7 @@ func (s *Service) Create(ctx context.Context, r Request) (*countersign.Confirmat
 		}
 		return nil, fmt.Errorf("start workflow for %s: %w", id, err)
 	}
+	telemetry.Paused(ctx, string(r.Kind), id)
 	s.logger().InfoContext(ctx, "confirmation created", "confirmation", id, "credential", r.Credential, "kind", r.Kind, "operations", len(r.Operations))
 	if c.Kind == countersign.KindScript {
 		// A call's pause is recorded with the call (call.paused); a
@@ -530,6 +537,7 @@ func (s *Service) Finalize(ctx context.Context, id string, to countersign.Status
 		return nil, fmt.Errorf("finalize %s: %w", id, err)
 	}
 	if changed {
+		telemetry.Finalized(ctx, string(c.Kind), string(c.Status))
 		s.record(ctx, "system", "confirmation."+string(c.Status), c, "")
 		if c.Status == countersign.StatusExpired {
 			s.emitWait(ctx, notify.Event{Type: notify.TypeExpired, Confirmation: notify.ConfirmationOf(c), Status: string(c.Status)})

@@ -11,6 +11,7 @@ import (
 	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/calls"
 	"github.com/countersign/countersign/shared/fault"
+	"github.com/countersign/countersign/shared/telemetry"
 )
 
 // Pipeline is what the agents' surface asks of the call pipeline
@@ -68,7 +69,7 @@ type credRoute func(ctx context.Context, r *http.Request, body []byte, cred *cou
 
 // ServeHTTP routes one request.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	ctx := withRequestID(r)
+	ctx := telemetry.FromHTTP(withRequestID(r), r.Header)
 	next, answer := g.route(r)
 	if answer != nil {
 		writeUnread(w, r, *answer)

@@ -12,6 +12,7 @@ import (
 	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/calls"
 	"github.com/countersign/countersign/shared/links"
+	"github.com/countersign/countersign/shared/telemetry/mcpotel"
 )
 
 // Path is where the surface is served.
@@ -173,6 +174,7 @@ func (h *Handler) newServer(cred *countersign.Credential) *mcp.Server {
 	}
 	s.AddResource(cardResource(), h.readCard)
 	s.AddReceivingMiddleware(h.middleware(cred))
+	s.AddReceivingMiddleware(mcpotel.Middleware)
 	return s
 }
 

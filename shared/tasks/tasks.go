@@ -14,6 +14,7 @@ import (
 	"github.com/countersign/countersign/shared/links"
 	"github.com/countersign/countersign/shared/notify"
 	"github.com/countersign/countersign/shared/reqlog"
+	"github.com/countersign/countersign/shared/telemetry"
 )
 
 // NotifyInput is the notify task's payload (statemachines/*.asl.json).
@@ -72,6 +73,8 @@ func (h *Notify) Handle(ctx context.Context, in NotifyInput) (struct{}, error) {
 		logger(h.Logger).InfoContext(ctx, "notify skipped: confirmation no longer pending", "confirmation", in.ConfirmationID, "execution", in.Execution, "status", c.Status)
 		return struct{}{}, nil
 	}
+	ctx, sp := telemetry.StartTask(ctx, "notify", c.Trace, c.ID)
+	defer sp.End("", nil)
 	ev := notify.Event{Type: notify.TypeRequested, Confirmation: notify.ConfirmationOf(c)}
 	base := h.PublicURL
 	if h.LinkBase != nil {
@@ -120,6 +123,15 @@ type Finalize struct {
 // Handle runs the finalize task.
 func (h *Finalize) Handle(ctx context.Context, in FinalizeInput) (FinalizeOutput, error) {
 	ctx = withRequestID(ctx)
+	// With tracing on, the task continues the trace of the call that
+	// paused (the record keeps its traceparent); off, nothing more is read.
+	sp := telemetry.Span{}
+	if telemetry.Tracing() {
+		if before, err := h.Confirm.Get(ctx, in.ConfirmationID); err == nil {
+			ctx, sp = telemetry.StartTask(ctx, "finalize", before.Trace, before.ID)
+		}
+	}
+	defer sp.End("", nil)
 	c, err := h.Confirm.Finalize(ctx, in.ConfirmationID, countersign.Status(in.Outcome))
 	if err != nil {
 		return FinalizeOutput{}, taskError(err)
@@ -171,6 +183,8 @@ func (h *Execute) Handle(ctx context.Context, in ExecuteInput) (ExecuteOutput, e
 	if err != nil {
 		return ExecuteOutput{}, taskError(fmt.Errorf("execute: %w", err))
 	}
+	ctx, sp := telemetry.StartTask(ctx, "execute", c.Trace, c.ID)
+	defer sp.End("", nil)
 	if c.Kind == countersign.KindScript {
 		if h.Scripts == nil {
 			return ExecuteOutput{}, taskError(fmt.Errorf("execute %s: a script batch needs the script runner, which this function lacks", c.ID))

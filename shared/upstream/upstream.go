@@ -18,6 +18,7 @@ import (
 
 	"github.com/countersign/countersign/shared/callbody"
 	"github.com/countersign/countersign/shared/policy"
+	"github.com/countersign/countersign/shared/telemetry"
 )
 
 // Defaults used when the corresponding Client field is zero.
@@ -105,6 +106,10 @@ type Request struct {
 	// override, X-Forwarded-* or Countersign-* fails the request with ErrInvalidRequest and
 	// nothing is sent. Configured headers of the same name win.
 	Forward map[string]string
+
+	// Connection names the connection for telemetry only (the span's and
+	// the metrics' label); it is never sent.
+	Connection string
 }
 
 // Response is the upstream's answer.
@@ -118,11 +123,40 @@ type Response struct {
 // included, is a Response and a nil error. Errors wrap ErrInvalidRequest (nothing was
 // sent), ErrUnreachable (network failure, timeout, cancelled context) or
 // ErrResponseTooLarge.
+//
+// With tracing on (shared/telemetry) the call is a client span and the
+// request carries its traceparent, unless it already carries one; that
+// header is the one addition to what was decided, and it is not bound.
 func (c *Client) Do(ctx context.Context, r Request) (*Response, error) {
+	ctx, sp, began := telemetry.StartUpstream(ctx, r.Connection, r.Method, r.BaseURL)
+	resp, err := c.do(ctx, r)
+	status := 0
+	if resp != nil {
+		status = resp.Status
+	}
+	sp.EndUpstream(r.Connection, began, status, errorType(err), err)
+	return resp, err
+}
+
+// errorType is an upstream failure's error.type.
+func errorType(err error) string {
+	switch {
+	case err == nil:
+		return ""
+	case errors.Is(err, ErrInvalidRequest):
+		return "invalid_request"
+	case errors.Is(err, ErrResponseTooLarge):
+		return "response_too_large"
+	}
+	return "unreachable"
+}
+
+func (c *Client) do(ctx context.Context, r Request) (*Response, error) {
 	req, err := c.newRequest(ctx, r)
 	if err != nil {
 		return nil, err
 	}
+	telemetry.Inject(ctx, req.Header)
 	ctx, cancel := context.WithTimeout(req.Context(), c.timeout())
 	defer cancel()
 	req = req.WithContext(ctx)

@@ -28,6 +28,7 @@ import (
 	"github.com/countersign/countersign/shared/notify"
 	"github.com/countersign/countersign/shared/oauth"
 	"github.com/countersign/countersign/shared/store/embedded"
+	"github.com/countersign/countersign/shared/telemetry"
 	"github.com/countersign/countersign/shared/workflow/local"
 	"github.com/countersign/countersign/statemachines"
 )
@@ -255,9 +256,19 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	// Routed by prefix, not with http.ServeMux: the mux cleans paths and
 	// redirects /v1/rest/crm/a/../b with a 307, where the gateway must see
 	// the path as sent and refuse it (as API Gateway passes it through).
+	// /metrics (the Prometheus text format) is served on a loopback
+	// listener, to loopback clients naming a loopback host (as GET /):
+	// the counts by rule and connection are for the operator of this
+	// machine, and a page rebound to 127.0.0.1 must not read them.
+	metrics := isLoopbackAddr(ln.Addr())
+	if metrics {
+		telemetry.UsePrometheus()
+	}
 	route := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := r.URL.EscapedPath()
 		switch {
+		case p == "/metrics" && metrics && fromLoopback(r):
+			telemetry.Handler().ServeHTTP(w, r)
 		case p == "/":
 			s.serveHome(w, r, gateway)
 		case oauth.Serves(p):
@@ -322,6 +333,11 @@ func linkBase(publicURL string, listen net.Addr, override string) (base, note st
 	u.Host = net.JoinHostPort(u.Hostname(), port)
 	base = strings.TrimRight(u.String(), "/")
 	return base, fmt.Sprintf("settings.json public_url %s does not match the address the stack listens on; approval links use %s", publicURL, base)
+}
+
+func isLoopbackAddr(a net.Addr) bool {
+	host, _, err := net.SplitHostPort(a.String())
+	return err == nil && isLoopback(host)
 }
 
 func isLoopback(host string) bool {
