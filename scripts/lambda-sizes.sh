@@ -14,7 +14,7 @@ set -euo pipefail
 dir=$1
 shift
 max=${LAMBDA_MAX_BYTES:-15000000}
-max_scripts=${LAMBDA_MAX_BYTES_SCRIPTS:-28000000}
+max_scripts=${LAMBDA_MAX_BYTES_SCRIPTS:-30000000}
 over=()
 printf '%-10s %12s %9s %9s\n' function bytes MB ceiling
 for f in "$@"; do
