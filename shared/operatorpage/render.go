@@ -150,7 +150,7 @@ func (v *view) reviews(b *strings.Builder) {
 			w("</pre>")
 		}
 		if r.Pending {
-			action := "/operator/reviews/" + normalizeURL(r.ID)
+			action := "/operator/reviews/" + display.NormalizeURL(r.ID)
 			w("\n<div class=\"actions\">\n<form method=\"post\" action=\"")
 			text(b, action)
 			w("\"><input type=\"hidden\" name=\"csrf\" value=\"")
@@ -290,7 +290,7 @@ func more(b *strings.Builder, next, label string) {
 		return
 	}
 	b.WriteString("\n<p><a href=\"")
-	text(b, normalizeURL(next))
+	text(b, display.SafeURL(next))
 	b.WriteString("\">")
 	b.WriteString(label)
 	b.WriteString("</a></p>")
@@ -315,67 +315,6 @@ func pick(ok bool, yes, no string) string {
 // shown as marked escapes, in an isolate of its own (display.WriteHTML).
 func value(b *strings.Builder, s string) { display.WriteHTML(b, s) }
 
-// text writes s escaped for HTML text and quoted attribute values, as
-// html/template's escaper does: & < > " ' + become entities, NUL becomes
-// U+FFFD, everything else (invalid UTF-8 included) is written as it is.
-func text(b *strings.Builder, s string) {
-	written := 0
-	for i := 0; i < len(s); i++ {
-		var repl string
-		switch s[i] {
-		case 0:
-			repl = "\uFFFD"
-		case '"':
-			repl = "&#34;"
-		case '&':
-			repl = "&amp;"
-		case '\'':
-			repl = "&#39;"
-		case '+':
-			repl = "&#43;"
-		case '<':
-			repl = "&lt;"
-		case '>':
-			repl = "&gt;"
-		default:
-			continue
-		}
-		b.WriteString(s[written:i])
-		b.WriteString(repl)
-		written = i + 1
-	}
-	b.WriteString(s[written:])
-}
-
-// normalizeURL is what html/template makes of a value inside a URL's path
-// before escaping it for the attribute: bytes that are not allowed in a URL
-// are percent-encoded (valid %XX escapes are kept).
-func normalizeURL(s string) string {
-	var b strings.Builder
-	written := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-			continue
-		case strings.IndexByte("!#$&*+,/:;=?@[]-._~", c) >= 0:
-			continue
-		case c == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]):
-			continue
-		}
-		b.WriteString(s[written:i])
-		b.WriteByte('%')
-		b.WriteByte("0123456789abcdef"[c>>4])
-		b.WriteByte("0123456789abcdef"[c&15])
-		written = i + 1
-	}
-	if written == 0 {
-		return s
-	}
-	b.WriteString(s[written:])
-	return b.String()
-}
-
-func isHex(c byte) bool {
-	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
-}
+// text writes s escaped for HTML text and quoted attribute values
+// (display.WriteAttr).
+func text(b *strings.Builder, s string) { display.WriteAttr(b, s) }
