@@ -1,8 +1,10 @@
 package stack
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/url"
+	"slices"
 	"testing"
 )
 
@@ -93,8 +95,17 @@ func TestOperatorListingsPage(t *testing.T) {
 		}
 		query = "limit=2&cursor=" + url.QueryEscape(next)
 	}
-	if len(creds) != 9 || creds[0] != "agent" {
-		t.Errorf("credentials %v, want the 9 configured in id order", creds)
+	var configured []struct{ ID string }
+	if err := json.Unmarshal([]byte(testCredentials), &configured); err != nil {
+		t.Fatal(err)
+	}
+	want := make([]string, len(configured))
+	for i, c := range configured {
+		want[i] = c.ID
+	}
+	slices.Sort(want)
+	if !slices.Equal(creds, want) {
+		t.Errorf("credentials %v, want the configured ones in id order %v", creds, want)
 	}
 	for _, path := range []string{"/v1/operator/confirmations", "/v1/operator/credentials"} {
 		if r := h.do(http.MethodGet, path, "cs_test_ask", nil, nil); r.status != http.StatusForbidden {
