@@ -538,7 +538,8 @@ type ShownCall struct {
 // here, apart from the JavaScript engine (shared/script), so that every
 // surface can use it without linking the engine.
 type ScriptResult struct {
-	// Status is how the run ended (empty when it describes a batch's script).
+	// Status is how the run ended. A batch's script is ScriptDone once its
+	// run after approval completed, and has no Status until then.
 	Status ScriptOutcome
 	// Value is the script's value as JSON (ScriptDone; null for undefined).
 	Value json.RawMessage
@@ -555,6 +556,16 @@ type ScriptResult struct {
 	Unasked int
 	// Error is why the run after approval failed (a batch's script).
 	Error *ScriptError
+}
+
+// Failure is a batch's script whose run after approval failed, as the
+// failure a run returns: nil unless Error is set.
+func (r *ScriptResult) Failure() *ScriptFailure {
+	if r.Error == nil {
+		return nil
+	}
+	e := r.Error
+	return &ScriptFailure{Code: fault.Code(e.Code), Reason: e.Reason, Line: e.Line, Column: e.Column, Calls: r.Calls, Logs: r.Logs}
 }
 
 // ScriptFailure is a script that failed: why (a fault code and a reason

@@ -215,16 +215,12 @@ func (a *App) Gateway() *httpapi.Gateway {
 // it runs no script.
 type scriptStatus struct{ journal journal.Reader }
 
-func (s scriptStatus) RunScript(context.Context, *countersign.Credential, string, string) (*httpapi.ScriptAnswer, error) {
+func (s scriptStatus) RunScript(context.Context, *countersign.Credential, string, string) (*countersign.ScriptResult, error) {
 	return nil, fault.Errorf(fault.NotFound, "no route POST /v1/scripts here: scripts run in the scripts function")
 }
 
-func (s scriptStatus) DescribeScript(ctx context.Context, c *countersign.Confirmation) (*httpapi.ScriptAnswer, error) {
-	out, err := s.journal.Describe(ctx, c)
-	if err != nil {
-		return nil, err
-	}
-	return &httpapi.ScriptAnswer{Result: out.Value, Calls: out.Calls, Logs: out.Logs, Error: out.Error}, nil
+func (s scriptStatus) DescribeScript(ctx context.Context, c *countersign.Confirmation) (*countersign.ScriptResult, error) {
+	return s.journal.Describe(ctx, c)
 }
 
 // Approver is the approvers' surface (the approval page).

@@ -28,7 +28,8 @@ type confirmationView struct {
 	Operations     []operationView `json:"operations"`
 	Result         json.RawMessage `json:"result,omitempty"`
 	// A script batch's script (code mode): its calls, its logs, and why
-	// its run after approval failed.
+	// its run after approval failed. Calls holds a []countersign.ShownCall
+	// for a script batch (always shown) and nothing for other kinds.
 	Calls any                      `json:"calls,omitempty"`
 	Logs  []string                 `json:"logs,omitempty"`
 	Error *countersign.ScriptError `json:"error,omitempty"`
@@ -84,8 +85,8 @@ func (g *Gateway) status(ctx context.Context, r *http.Request, cred *countersign
 			return errorOf(err)
 		}
 		v.Calls, v.Logs, v.Error = ans.Calls, ans.Logs, ans.Error
-		if len(ans.Result) > 0 {
-			v.Result = ans.Result
+		if len(ans.Value) > 0 {
+			v.Result = ans.Value
 		}
 	}
 	return jsonReply(http.StatusOK, v)

@@ -25,12 +25,14 @@ const ToolRunScript = "run_script"
 type Scripts interface {
 	// RunScript runs a script for cred or, with a confirmation id, returns
 	// what became of that script's batch and runs nothing. A script that
-	// failed is a *ScriptFailure; other errors carry a fault code.
-	RunScript(ctx context.Context, cred *countersign.Credential, r ScriptRequest) (*ScriptRun, error)
+	// failed is a *countersign.ScriptFailure (script_error,
+	// script_limit_exceeded, script_diverged, outcome_unknown); other
+	// errors carry a fault code.
+	RunScript(ctx context.Context, cred *countersign.Credential, r ScriptRequest) (*countersign.ScriptResult, error)
 	// DescribeScript returns a script batch's script: the calls of its
-	// last run and, once its run after approval ended, its result or
-	// failure.
-	DescribeScript(ctx context.Context, c *countersign.Confirmation) (*ScriptRun, error)
+	// last run and, once its run after approval ended, its result
+	// (Status countersign.ScriptDone) or failure (Error).
+	DescribeScript(ctx context.Context, c *countersign.Confirmation) (*countersign.ScriptResult, error)
 	// RerunScript runs an approved script batch's script again and
 	// records its end: journaled calls replay, approved calls run once,
 	// cleared calls return {rejected: true}. A concurrent or later call
@@ -53,48 +55,6 @@ type ScriptRequest struct {
 	Client *calls.Client
 }
 
-// ScriptCall is one call() of a run, as docs/scripts.md lists it.
-type ScriptCall struct {
-	Connection string          `json:"connection"`
-	Method     string          `json:"method"`
-	Path       string          `json:"path"`
-	State      string          `json:"state"`
-	Operation  *int            `json:"operation,omitempty"`
-	Response   json.RawMessage `json:"response"`
-}
-
-// ScriptRun is a script run as the surface renders it.
-type ScriptRun struct {
-	// Completed: the script ended (with nothing to confirm, or its run
-	// after approval); otherwise its batch waits for a person.
-	Completed bool
-	// Result is the script's value as JSON (Completed).
-	Result json.RawMessage
-	Calls  []ScriptCall
-	Logs   []string
-	// Confirmation is the batch, with its status by the clock.
-	Confirmation *countersign.Confirmation
-	Effective    countersign.Status
-	// Unasked counts the calls denied because nobody could be asked
-	// (ScriptRequest.CannotAsk).
-	Unasked int
-	// Failure is why the run after approval failed (DescribeScript).
-	Failure *ScriptFailure
-}
-
-// ScriptFailure is a script that failed: the code (script_error,
-// script_limit_exceeded, script_diverged, outcome_unknown), the reason
-// with the line and column, and what it did first.
-type ScriptFailure struct {
-	Code         fault.Code
-	Reason       string
-	Line, Column int
-	Calls        []ScriptCall
-	Logs         []string
-}
-
-func (e *ScriptFailure) Error() string { return string(e.Code) + ": " + e.Reason }
-
 // scriptArgs are run_script's arguments.
 type scriptArgs struct {
 	Script         string `json:"script"`
@@ -105,17 +65,17 @@ type scriptArgs struct {
 type scriptView struct {
 	// Status: completed, confirmation_required, approved (the script is
 	// still running again), denied or error.
-	Status         string          `json:"status"`
-	Code           string          `json:"code,omitempty"`
-	Reason         string          `json:"reason,omitempty"`
-	Line           int             `json:"line,omitempty"`
-	Column         int             `json:"column,omitempty"`
-	Result         json.RawMessage `json:"result,omitempty"`
-	ConfirmationID string          `json:"confirmation_id,omitempty"`
-	ExpiresAt      *time.Time      `json:"expires_at,omitempty"`
-	Next           string          `json:"next,omitempty"`
-	Calls          []ScriptCall    `json:"calls"`
-	Logs           []string        `json:"logs"`
+	Status         string                  `json:"status"`
+	Code           string                  `json:"code,omitempty"`
+	Reason         string                  `json:"reason,omitempty"`
+	Line           int                     `json:"line,omitempty"`
+	Column         int                     `json:"column,omitempty"`
+	Result         json.RawMessage         `json:"result,omitempty"`
+	ConfirmationID string                  `json:"confirmation_id,omitempty"`
+	ExpiresAt      *time.Time              `json:"expires_at,omitempty"`
+	Next           string                  `json:"next,omitempty"`
+	Calls          []countersign.ShownCall `json:"calls"`
+	Logs           []string                `json:"logs"`
 }
 
 // addScriptTool adds run_script when code mode is attached.
@@ -182,7 +142,7 @@ func (h *Handler) runScript(ctx context.Context, cred *countersign.Credential, c
 	if err != nil {
 		return scriptErrorResult(err, "")
 	}
-	if run.Completed {
+	if run.Status == countersign.ScriptDone {
 		return scriptCompleted(run, r.CannotAsk)
 	}
 	return h.scriptPaused(cred, client, run, r.CannotAsk)
@@ -191,7 +151,7 @@ func (h *Handler) runScript(ctx context.Context, cred *countersign.Credential, c
 // scriptErrorResult renders a failed script (its code, reason, line and
 // column, and what it did first) or any other error.
 func scriptErrorResult(err error, confirmationID string) *mcp.CallToolResult {
-	var sf *ScriptFailure
+	var sf *countersign.ScriptFailure
 	if !errors.As(err, &sf) {
 		return errorResult(err)
 	}
@@ -204,8 +164,8 @@ func scriptErrorResult(err error, confirmationID string) *mcp.CallToolResult {
 // scriptCompleted returns the script's result as text and the whole run
 // as structured content. Calls denied because nobody could be asked make
 // it a denial the model can relay, with the result after it.
-func scriptCompleted(run *ScriptRun, cannotAsk string) *mcp.CallToolResult {
-	result := run.Result
+func scriptCompleted(run *countersign.ScriptResult, cannotAsk string) *mcp.CallToolResult {
+	result := run.Value
 	if len(result) == 0 {
 		result = json.RawMessage("null")
 	}
@@ -232,7 +192,7 @@ func scriptCompleted(run *ScriptRun, cannotAsk string) *mcp.CallToolResult {
 // scriptPaused answers a script whose batch waits for a person, the way
 // this client can ask (docs/design.md, The pause): the client's dialog, the card,
 // or the approvers out of band.
-func (h *Handler) scriptPaused(cred *countersign.Credential, client Client, run *ScriptRun, cannotAsk string) *mcp.CallToolResult {
+func (h *Handler) scriptPaused(cred *countersign.Credential, client Client, run *countersign.ScriptResult, cannotAsk string) *mcp.CallToolResult {
 	conf := run.Confirmation
 	switch {
 	case h.outOfBand(conf) || !client.Elicit && !client.Apps:
@@ -257,7 +217,7 @@ func (h *Handler) scriptPaused(cred *countersign.Credential, client Client, run 
 
 // scriptWaiting tells the model the approvers were asked and how to read
 // the script's result.
-func scriptWaiting(run *ScriptRun, outOfBand bool, cannotAsk string) *mcp.CallToolResult {
+func scriptWaiting(run *countersign.ScriptResult, outOfBand bool, cannotAsk string) *mcp.CallToolResult {
 	id := run.Confirmation.ID
 	next := fmt.Sprintf(`call run_script with the same script and {"confirmation_id": %q} (or confirmation_status with {"confirmation_id": %q, "wait_seconds": 25}) to read the script's result once it is approved and run`, id, id)
 	why := "The approvers were sent a link"
@@ -273,7 +233,7 @@ func scriptWaiting(run *ScriptRun, outOfBand bool, cannotAsk string) *mcp.CallTo
 	return textResult(text, pausedScriptView(run, next))
 }
 
-func pausedScriptView(run *ScriptRun, next string) scriptView {
+func pausedScriptView(run *countersign.ScriptResult, next string) scriptView {
 	exp := run.Confirmation.ExpiresAt
 	return scriptView{Status: "confirmation_required", ConfirmationID: run.Confirmation.ID, ExpiresAt: &exp, Reason: run.Confirmation.Reason,
 		Next: next, Calls: orNoCalls(run.Calls), Logs: orNoLogs(run.Logs)}
@@ -412,11 +372,11 @@ func (h *Handler) rerunScript(ctx context.Context, c *countersign.Confirmation) 
 
 // scriptOutcome is what became of an approved script batch: the script's
 // result, its failure, or that it is still running.
-func scriptOutcome(c *countersign.Confirmation, run *ScriptRun) *mcp.CallToolResult {
+func scriptOutcome(c *countersign.Confirmation, run *countersign.ScriptResult) *mcp.CallToolResult {
 	switch {
-	case run.Failure != nil:
-		return scriptErrorResult(run.Failure, c.ID)
-	case run.Completed:
+	case run.Error != nil:
+		return scriptErrorResult(run.Failure(), c.ID)
+	case run.Status == countersign.ScriptDone:
 		run.Confirmation = c
 		return scriptCompleted(run, "")
 	}
@@ -436,10 +396,10 @@ func (h *Handler) withScript(ctx context.Context, v *cardView, c *countersign.Co
 		return
 	}
 	switch {
-	case run.Failure != nil:
-		v.ScriptError = faultText(run.Failure.Code, run.Failure.Reason)
-	case run.Completed:
-		v.Result = run.Result
+	case run.Error != nil:
+		v.ScriptError = faultText(fault.Code(run.Error.Code), run.Error.Reason)
+	case run.Status == countersign.ScriptDone:
+		v.Result = run.Value
 		if len(v.Result) == 0 {
 			v.Result = json.RawMessage("null")
 		}
@@ -454,9 +414,9 @@ func count(n int, one, many string) string {
 	return fmt.Sprintf("%d %s", n, many)
 }
 
-func orNoCalls(c []ScriptCall) []ScriptCall {
+func orNoCalls(c []countersign.ShownCall) []countersign.ShownCall {
 	if c == nil {
-		return []ScriptCall{}
+		return []countersign.ShownCall{}
 	}
 	return c
 }

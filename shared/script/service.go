@@ -405,9 +405,10 @@ func (s *Service) resume(ctx context.Context, cred *countersign.Credential, r Re
 		Reason: fmt.Sprintf("confirmation %s was approved and the gateway is running the script again: ask again in a moment", conf.ID)}
 }
 
-// Outcome is a script batch's script as its owner reads it: Value once
-// its run after approval completed, Error once it failed, and the calls
-// and logs of its last run that ended (the first run's until then).
+// Outcome is a script batch's script as its owner reads it: Status
+// ScriptDone and Value once its run after approval completed, Error once
+// it failed, and the calls and logs of its last run that ended (the first
+// run's until then).
 type Outcome = countersign.ScriptResult
 
 // Describe returns the script of a script batch, for its status.

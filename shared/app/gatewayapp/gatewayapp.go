@@ -9,13 +9,11 @@ package gatewayapp
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/app"
-	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/httpapi"
 	"github.com/countersign/countersign/shared/mcpapi"
 	"github.com/countersign/countersign/shared/script"
@@ -54,71 +52,34 @@ func Scripts(a *app.App) *script.Service {
 	return &script.Service{Calls: a.Calls, Store: a.Store, Logger: a.Logger}
 }
 
-// httpScripts adapts code mode to the HTTP surface's interface.
+// httpScripts is code mode behind the HTTP surface's interface: it takes
+// the route's two fields as a request and answers code mode's own result
+// and failure.
 type httpScripts struct{ s *script.Service }
 
-func (h httpScripts) RunScript(ctx context.Context, cred *countersign.Credential, source, confirmationID string) (*httpapi.ScriptAnswer, error) {
-	res, err := h.s.Run(ctx, cred, script.Request{Source: source, ConfirmationID: confirmationID})
-	var se *script.Error
-	if errors.As(err, &se) {
-		return nil, &httpapi.ScriptFailure{Code: se.Code, Reason: se.Reason, Line: se.Line, Column: se.Column, Calls: se.Calls, Logs: se.Logs}
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &httpapi.ScriptAnswer{Completed: res.Status == script.Completed, Result: res.Value, Calls: res.Calls, Logs: res.Logs,
-		Confirmation: res.Confirmation, Effective: res.Effective}, nil
+func (h httpScripts) RunScript(ctx context.Context, cred *countersign.Credential, source, confirmationID string) (*countersign.ScriptResult, error) {
+	return h.s.Run(ctx, cred, script.Request{Source: source, ConfirmationID: confirmationID})
 }
 
-func (h httpScripts) DescribeScript(ctx context.Context, c *countersign.Confirmation) (*httpapi.ScriptAnswer, error) {
-	out, err := h.s.Describe(ctx, c)
-	if err != nil {
-		return nil, err
-	}
-	return &httpapi.ScriptAnswer{Result: out.Value, Calls: out.Calls, Logs: out.Logs, Error: out.Error}, nil
+func (h httpScripts) DescribeScript(ctx context.Context, c *countersign.Confirmation) (*countersign.ScriptResult, error) {
+	return h.s.Describe(ctx, c)
 }
 
-// mcpScripts adapts code mode to the MCP surface's interface.
+// mcpScripts is code mode behind the MCP surface's interface: its request
+// carries what only MCP knows (the client, and why nobody can be asked
+// through it).
 type mcpScripts struct{ s *script.Service }
 
-func (m mcpScripts) RunScript(ctx context.Context, cred *countersign.Credential, r mcpapi.ScriptRequest) (*mcpapi.ScriptRun, error) {
-	res, err := m.s.Run(ctx, cred, script.Request{Source: r.Source, ConfirmationID: r.ConfirmationID, CannotAsk: r.CannotAsk, Client: r.Client})
-	var se *script.Error
-	if errors.As(err, &se) {
-		return nil, &mcpapi.ScriptFailure{Code: se.Code, Reason: se.Reason, Line: se.Line, Column: se.Column, Calls: mcpCalls(se.Calls), Logs: se.Logs}
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &mcpapi.ScriptRun{Completed: res.Status == script.Completed, Result: res.Value, Calls: mcpCalls(res.Calls), Logs: res.Logs,
-		Confirmation: res.Confirmation, Effective: res.Effective, Unasked: res.Unasked}, nil
+func (m mcpScripts) RunScript(ctx context.Context, cred *countersign.Credential, r mcpapi.ScriptRequest) (*countersign.ScriptResult, error) {
+	return m.s.Run(ctx, cred, script.Request{Source: r.Source, ConfirmationID: r.ConfirmationID, CannotAsk: r.CannotAsk, Client: r.Client})
 }
 
-func (m mcpScripts) DescribeScript(ctx context.Context, c *countersign.Confirmation) (*mcpapi.ScriptRun, error) {
-	out, err := m.s.Describe(ctx, c)
-	if err != nil {
-		return nil, err
-	}
-	run := &mcpapi.ScriptRun{Completed: out.Value != nil && out.Error == nil, Result: out.Value, Calls: mcpCalls(out.Calls), Logs: out.Logs, Confirmation: c}
-	if e := out.Error; e != nil {
-		run.Failure = &mcpapi.ScriptFailure{Code: fault.Code(e.Code), Reason: e.Reason, Line: e.Line, Column: e.Column, Calls: run.Calls, Logs: out.Logs}
-	}
-	return run, nil
+func (m mcpScripts) DescribeScript(ctx context.Context, c *countersign.Confirmation) (*countersign.ScriptResult, error) {
+	return m.s.Describe(ctx, c)
 }
 
 func (m mcpScripts) RerunScript(ctx context.Context, id string) (*countersign.Confirmation, error) {
 	return m.s.Rerun(ctx, id)
-}
-
-func mcpCalls(cs []script.Call) []mcpapi.ScriptCall {
-	if cs == nil {
-		return nil
-	}
-	out := make([]mcpapi.ScriptCall, len(cs))
-	for i, c := range cs {
-		out[i] = mcpapi.ScriptCall{Connection: c.Connection, Method: c.Method, Path: c.Path, State: string(c.State), Operation: c.Operation, Response: c.Response}
-	}
-	return out
 }
 
 // ScriptsFunction is the scripts function's handler: API Gateway's HTTP

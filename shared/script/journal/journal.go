@@ -43,10 +43,11 @@ const (
 // Call is one call() of a run, as the agent is shown it (countersign.ShownCall).
 type Call = countersign.ShownCall
 
-// Outcome is a script batch's script as its owner reads it: Value once
-// its run after approval completed, Error once it failed, and the calls
-// and logs of its last run that ended (the first run's until then). It is
-// code mode's one result type, countersign.ScriptResult.
+// Outcome is a script batch's script as its owner reads it: Status
+// ScriptDone and Value once its run after approval completed, Error once
+// it failed, and the calls and logs of its last run that ended (the first
+// run's until then). It is code mode's one result type,
+// countersign.ScriptResult.
 type Outcome = countersign.ScriptResult
 
 // Describe returns the script of a script batch, for its status.
@@ -75,6 +76,7 @@ func (j Reader) Outcome(ctx context.Context, run *countersign.ScriptRun) (*Outco
 	}
 	out.Calls = Bounded(out.Calls)
 	if run.Status == countersign.ScriptCompleted {
+		out.Status = countersign.ScriptDone
 		if out.Value, err = j.ResultOf(ctx, run); err != nil {
 			return nil, fault.Wrap(err, "the script's result could not be read")
 		}
