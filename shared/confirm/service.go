@@ -383,10 +383,22 @@ func (s *Service) AttachToken(ctx context.Context, id, token string) (c *counter
 type Answer struct {
 	Approve  bool
 	Approver string
+	// Person is who answered, signed in (approvers.sign_in); nil when the
+	// link was used without sign-in: the record then names the channel.
+	Person *countersign.Person
 	// Reason is the approver's optional reason (shown to the agent).
 	Reason string
 	// Keep lists the indexes of the operations kept; nil with Approve keeps all.
 	Keep []int
+}
+
+// actor is who answered, as the audit trail names them: the person
+// signed in, else the approver channel whose link was used.
+func (d Answer) actor() string {
+	if d.Person != nil {
+		return "person:" + d.Person.Label()
+	}
+	return "approver:" + d.Approver
 }
 
 // answerOutput is the task output sent with SendTaskSuccess.
@@ -431,7 +443,7 @@ func (s *Service) Answer(ctx context.Context, id string, d Answer) (*countersign
 			return fault.Errorf(fault.ConfirmationPending, "confirmation %s is not ready for a decision", c.ID)
 		}
 		at := now
-		c.DecidedAt, c.DecidedBy, c.DecisionReason = &at, d.Approver, d.Reason
+		c.DecidedAt, c.DecidedBy, c.DecidedByPerson, c.DecisionReason = &at, d.Approver, d.Person, d.Reason
 		c.Status = t.To
 		if !d.Approve {
 			for i := range c.Operations {
@@ -475,7 +487,7 @@ func (s *Service) Answer(ctx context.Context, id string, d Answer) (*countersign
 		s.logger().WarnContext(ctx, "workflow not told of decision", "confirmation", id, "error", err)
 	}
 	s.logger().InfoContext(ctx, "confirmation answered", "confirmation", id, "approved", d.Approve, "approver", d.Approver)
-	s.record(ctx, "approver:"+d.Approver, "confirmation."+string(c.Status), c, d.Reason)
+	s.record(ctx, d.actor(), "confirmation."+string(c.Status), c, d.Reason)
 	s.emit(ctx, notify.Event{Type: notify.TypeDecided, Confirmation: notify.ConfirmationOf(c), Decision: string(c.Status), Status: string(c.Status)})
 	return c, nil
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/links"
+	"github.com/countersign/countersign/shared/oauth"
 )
 
 // Decider is what the approval page asks of the pipeline
@@ -44,9 +45,54 @@ type Approver struct {
 	// BodyTimeout bounds the wait for a request's body once its headers
 	// are in (0: BodyTimeout).
 	BodyTimeout time.Duration
+	// SignIn signs approvers in (settings.json approvers.sign_in), with
+	// the same sign-in as OAuth's authorize endpoint; nil when this
+	// surface has none, and then a required sign-in refuses every decision.
+	SignIn oauth.SignIn
 }
 
 var _ http.Handler = (*Approver)(nil)
+
+// approverCtx is who is deciding: the person signed in on this browser,
+// if any, and the sign-in mode in force.
+type approverCtx struct {
+	person *countersign.Person
+	mode   string
+}
+
+// who reads the sign-in mode in force and the person signed in.
+func (a *Approver) who(r *http.Request) approverCtx {
+	w := approverCtx{mode: a.Calls.Current().Settings.ApproverSignIn()}
+	if w.mode == "" || a.SignIn == nil {
+		return w
+	}
+	if p, ok := a.SignIn.Person(r); ok && p.Subject != "" {
+		w.person = &countersign.Person{Issuer: p.Issuer, Subject: p.Subject, Email: p.Email, Name: p.Name}
+	}
+	return w
+}
+
+// label is how the page shows the person signed in.
+func (w approverCtx) label() string {
+	if w.person == nil {
+		return ""
+	}
+	if w.person.Name != "" && w.person.Email != "" {
+		return w.person.Name + " <" + w.person.Email + ">"
+	}
+	return w.person.Label()
+}
+
+// refusal says why this browser may not decide c, or "" when it may.
+func (a *Approver) refusal(w approverCtx) string {
+	if w.mode == config.ApproverSignInRequired && w.person == nil {
+		if a.SignIn == nil {
+			return "Approvers must sign in to decide, and sign-in is not available here."
+		}
+		return "Sign in to decide: approvers of this workspace must sign in."
+	}
+	return ""
+}
 
 func (a *Approver) now() time.Time {
 	if a.Now != nil {
@@ -76,7 +122,40 @@ func (a *Approver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if a.startSignIn(w, r) {
+		return
+	}
 	a.serve(ctx, r, b).send(w)
+}
+
+// startSignIn sends a browser that opens a valid link without being signed
+// in to the sign-in, and back to the same link, when sign-in is required.
+// It changes nothing on the server: the sign-in's own state travels in
+// its cookies.
+func (a *Approver) startSignIn(w http.ResponseWriter, r *http.Request) bool {
+	m := method(r)
+	if a.SignIn == nil || m != http.MethodGet && m != http.MethodHead {
+		return false
+	}
+	if who := a.who(r); who.mode != config.ApproverSignInRequired || who.person != nil {
+		return false
+	}
+	id, ok := strings.CutPrefix(requestPath(r), "/approve/")
+	if !ok || id == "" || strings.Contains(id, "/") {
+		return false
+	}
+	if unescaped, err := url.PathUnescape(id); err == nil {
+		id = unescaped
+	}
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return false
+	}
+	if _, _, err := a.verify(id, q); err != nil {
+		return false // the page says the link is not valid
+	}
+	a.SignIn.Start(w, r, "/approve/"+url.PathEscape(id)+"?"+r.URL.RawQuery)
+	return true
 }
 
 func (a *Approver) serve(ctx context.Context, r *http.Request, b []byte) reply {
@@ -131,10 +210,13 @@ func (a *Approver) show(ctx context.Context, r *http.Request, id string, head bo
 		}
 		return a.page(http.StatusInternalServerError, approvalpage.Page{State: approvalpage.NotFound, Message: "Something went wrong; try again."}, head)
 	}
+	who := a.who(r)
 	p := a.pageOf(c, link)
+	p.SignedIn = who.label()
 	a.describeAsker(ctx, c, &p)
 	switch st := confirm.Effective(c, a.now()); {
 	case st == countersign.StatusPending && !linkExpired:
+		p.Refusal = a.refusal(who)
 		return a.page(http.StatusOK, p, head)
 	case st == countersign.StatusPending || st == countersign.StatusExpired && c.DecidedAt == nil:
 		p.State = approvalpage.Expired
@@ -210,7 +292,21 @@ func (a *Approver) decide(ctx context.Context, r *http.Request, b []byte, id str
 	if len(reason) > maxReason {
 		return fail(fault.InvalidRequest, "The reason is longer than 1000 bytes.", invalid)
 	}
-	c, err := a.Calls.Decide(ctx, id, confirm.Decision{Approve: decision == "approve", Approver: link.Approver, Keep: keep, Reason: reason})
+	who := a.who(r)
+	if why := a.refusal(who); why != "" {
+		c, err := a.Calls.Lookup(ctx, id)
+		if err != nil {
+			return fail(fault.Forbidden, why, invalid)
+		}
+		p := a.pageOf(c, link)
+		p.SignedIn, p.Refusal = who.label(), why
+		a.describeAsker(ctx, c, &p)
+		if wantJSON {
+			return codeError(fault.Forbidden, why)
+		}
+		return a.page(http.StatusForbidden, p, false)
+	}
+	c, err := a.Calls.Decide(ctx, id, confirm.Decision{Approve: decision == "approve", Approver: link.Approver, Person: who.person, Keep: keep, Reason: reason})
 	if err != nil {
 		switch code := fault.CodeOf(err); code {
 		case fault.ConfirmationDecided:
@@ -232,6 +328,7 @@ func (a *Approver) decide(ctx context.Context, r *http.Request, b []byte, id str
 		}{Status: c.Status, Operations: viewConfirmation(c, confirm.Effective(c, a.now())).Operations})
 	}
 	dp := a.decidedPage(c, link)
+	dp.SignedIn = who.label()
 	a.describeAsker(ctx, c, &dp)
 	return a.page(http.StatusOK, dp, false)
 }
@@ -299,7 +396,9 @@ func (a *Approver) decidedPage(c *countersign.Confirmation, link links.Link) app
 // effective status: an approval not redeemed in time reads as such.
 func decisionText(c *countersign.Confirmation, st countersign.Status) string {
 	by := ""
-	if c.DecidedBy != "" {
+	if c.DecidedByPerson != nil {
+		by = " by " + c.DecidedByPerson.Label()
+	} else if c.DecidedBy != "" {
 		by = " by " + c.DecidedBy
 	}
 	switch st {

@@ -21,6 +21,9 @@ type confirmationView struct {
 	CreatedAt time.Time          `json:"created_at"`
 	ExpiresAt time.Time          `json:"expires_at"`
 	DecidedAt *time.Time         `json:"decided_at"`
+	// DecidedBy is who decided: the person signed in, or the channel
+	// whose link was used (docs/api.md, Confirmation status).
+	DecidedBy *countersign.Decider `json:"decided_by,omitempty"`
 	// DecisionReason is why an approver rejected it or an operator
 	// dismissed it, when they said (an extension of docs/api.md, Confirmation status).
 	DecisionReason string          `json:"decision_reason,omitempty"`
@@ -48,7 +51,7 @@ type operationView struct {
 // redemption deadline, so that is its expires_at (and redeem_by).
 func viewConfirmation(c *countersign.Confirmation, effective countersign.Status) confirmationView {
 	v := confirmationView{ID: c.ID, Status: effective, Kind: c.Kind, CreatedAt: c.CreatedAt, ExpiresAt: c.ExpiresAt,
-		DecidedAt: c.DecidedAt, DecisionReason: c.DecisionReason, RedeemBy: c.RedeemBy, Result: c.Result, Operations: make([]operationView, 0, len(c.Operations))}
+		DecidedAt: c.DecidedAt, DecidedBy: c.DecidedByView(), DecisionReason: c.DecisionReason, RedeemBy: c.RedeemBy, Result: c.Result, Operations: make([]operationView, 0, len(c.Operations))}
 	if c.RedeemBy != nil && c.Status == countersign.StatusApproved {
 		v.ExpiresAt = *c.RedeemBy
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"html/template"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/coreos/go-oidc/v3/oidc"
@@ -164,9 +163,9 @@ func (s *OIDCSignIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_ = idt.Claims(&claims)
 	sess := session{Person{Issuer: s.o.Issuer, Subject: idt.Subject, Email: claims.Email, EmailVerified: claims.EmailVerified, Name: claims.Name},
 		s.o.Now().Add(sessionTTL).Unix()}
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: sealWith(s.o.Key, sess), Path: "/oauth/", HttpOnly: true, Secure: r.TLS != nil,
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: sealWith(s.o.Key, sess), Path: "/", HttpOnly: true, Secure: r.TLS != nil,
 		SameSite: http.SameSiteLaxMode, MaxAge: int(sessionTTL.Seconds())})
-	if !strings.HasPrefix(f.ReturnTo, PathAuthorize+"?") {
+	if !returnable(f.ReturnTo) {
 		f.ReturnTo = PathAuthorize
 	}
 	http.Redirect(w, r, f.ReturnTo, http.StatusSeeOther)

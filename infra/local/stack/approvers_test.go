@@ -1,0 +1,226 @@
+package stack
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/countersign/countersign"
+	"github.com/countersign/countersign/shared/audit"
+	"github.com/countersign/countersign/shared/notify"
+	"github.com/countersign/countersign/shared/oauth"
+	"github.com/countersign/countersign/shared/store/embedded"
+)
+
+// approverBrowser is an approver's browser on the local stack: it keeps
+// its cookies, follows the stack's redirects itself and, when the
+// development sign-in page asks, signs in as email.
+type approverBrowser struct {
+	t       testing.TB
+	h       *harness
+	email   string
+	client  *http.Client
+	signIns int
+	// cookie is the session cookie the sign-in set, as sent.
+	cookie *http.Cookie
+}
+
+func newApproverBrowser(h *harness, email string) *approverBrowser {
+	jar, _ := cookiejar.New(nil)
+	return &approverBrowser{t: h.t, h: h, email: email, client: &http.Client{Jar: jar, Timeout: 10 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+}
+
+// open GETs path on the stack, following redirects and signing in on the
+// way; it returns the last page.
+func (b *approverBrowser) open(path string) result {
+	b.t.Helper()
+	next := b.h.stack.URL + path
+	for range 8 {
+		resp, err := b.client.Get(next)
+		if err != nil {
+			b.t.Fatalf("GET %s: %v", next, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		base, _ := url.Parse(next)
+		switch {
+		case resp.StatusCode/100 == 3:
+			loc, err := base.Parse(resp.Header.Get("Location"))
+			if err != nil {
+				b.t.Fatal(err)
+			}
+			next = loc.String()
+		case base.Path == oauth.PathDevSignIn && csrfRE.Match(body):
+			f := url.Values{"csrf": {formValue(csrfRE, body)}, "return_to": {formValue(returnRE, body)}, "email": {b.email}}
+			resp, err := b.client.PostForm(base.String(), f)
+			if err != nil {
+				b.t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusSeeOther {
+				b.t.Fatalf("sign-in as %s: HTTP %d", b.email, resp.StatusCode)
+			}
+			for _, c := range resp.Cookies() {
+				b.cookie = c
+			}
+			b.signIns++
+			loc, _ := base.Parse(resp.Header.Get("Location"))
+			next = loc.String()
+		default:
+			return result{status: resp.StatusCode, header: resp.Header, body: body}
+		}
+	}
+	b.t.Fatalf("GET %s: more than 8 redirects", path)
+	return result{}
+}
+
+// press submits the page's form as this browser.
+func (b *approverBrowser) press(page result, button string) result {
+	b.t.Helper()
+	action, form := pageForm(b.t, page, button)
+	resp, err := b.client.PostForm(b.h.stack.URL+action, form)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return result{status: resp.StatusCode, header: resp.Header, body: body}
+}
+
+// pauseForApprovers makes a call that the approvers' links decide (a key
+// on ask_person that does not ask in its client) and returns its id and link.
+func pauseForApprovers(h *harness) (string, string) {
+	h.t.Helper()
+	r := h.call("cs_test_program", deleteContact12)
+	expect(h.t, r, http.StatusAccepted, "")
+	id := r.str("confirmation.id")
+	return id, h.approvalLink(id)
+}
+
+// TestApproverSignsInAndIsRecorded: with approvers.sign_in "required", an
+// approval link leads a browser without a session through the sign-in
+// (no decision possible before), back to the page that names who is signed
+// in; the approval records the person in GET /v1/confirmations/<id>
+// (decided_by), in the decided webhook, and as the actor of the audit
+// trail, which verifies.
+func TestApproverSignsInAndIsRecorded(t *testing.T) {
+	h := newHarness(t, harnessOptions{approverSignIn: "required"})
+	id, link := pauseForApprovers(h)
+
+	// Without a session, GET sends the browser to the sign-in, and back to the link.
+	anon := newApproverBrowser(h, "")
+	resp, err := anon.client.Get(h.stack.URL + link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	loc, _ := url.Parse(resp.Header.Get("Location"))
+	if resp.StatusCode != http.StatusSeeOther || loc == nil || loc.Path != oauth.PathDevSignIn || loc.Query().Get("return_to") != link {
+		t.Fatalf("GET link without a session: %d Location %q, want 303 to the sign-in returning to the link", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	// Nor can it decide: the link alone is refused and changes nothing.
+	expect(t, h.post(link, "approve", nil, "application/json"), http.StatusForbidden, "forbidden")
+	if got := h.statusOf("cs_test_program", id); got != "pending" {
+		t.Fatalf("status after a refused POST = %s, want pending", got)
+	}
+
+	ada := newApproverBrowser(h, "ada@example.com")
+	page := ada.open(link)
+	expect(t, page, http.StatusOK, "")
+	if ada.signIns != 1 {
+		t.Fatalf("signed in %d times, want once", ada.signIns)
+	}
+	if c := ada.cookie; c == nil || !c.HttpOnly || c.SameSite != http.SameSiteLaxMode || c.Path != "/" {
+		t.Errorf("session cookie %+v, want HttpOnly, SameSite=Lax, Path=/", c)
+	}
+	if shown := visibleText(page.body); !strings.Contains(shown, "Signed in as ada@example.com") {
+		t.Errorf("the page does not say who is signed in:\n%s", shown)
+	}
+	// Opening it again changes nothing (GET never decides) and needs no new sign-in.
+	page = ada.open(link)
+	if ada.signIns != 1 || h.statusOf("cs_test_program", id) != "pending" {
+		t.Fatalf("a second GET signed in again (%d) or decided", ada.signIns)
+	}
+	done := ada.press(page, "approve")
+	expect(t, done, http.StatusOK, "")
+	if shown := visibleText(done.body); !strings.Contains(shown, "Approved by ada@example.com") {
+		t.Errorf("the decided page does not name the approver:\n%s", shown)
+	}
+
+	st := h.do(http.MethodGet, "/v1/confirmations/"+id, "cs_test_program", nil, nil)
+	expect(t, st, http.StatusOK, "")
+	if st.str("decided_by.kind") != "person" || st.str("decided_by.email") != "ada@example.com" || st.str("decided_by.subject") != "ada@example.com" ||
+		!strings.HasSuffix(st.str("decided_by.issuer"), oauth.PathDevSignIn) || st.str("decided_by.channel") != "ops" {
+		t.Errorf("decided_by = %v, want the person ada@example.com at the development issuer, through ops", st.get("decided_by"))
+	}
+	ev := h.webhook.waitEvent(t, notify.TypeDecided, id)
+	if by := ev.Confirmation.DecidedBy; by == nil || by.Kind != "person" || by.Email != "ada@example.com" {
+		t.Errorf("decided event decided_by = %+v, want ada@example.com", by)
+	}
+
+	h.stop()
+	st2, err := embedded.Open(filepath.Join(h.dataDir, "countersign.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st2.Close()
+	ctx := context.Background()
+	recs, err := st2.ListAudit(ctx, countersign.AuditQuery{Chain: audit.ChainOf("program")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	actor := ""
+	for _, r := range recs {
+		if r.Action == "confirmation.approved" && r.Subject == id {
+			actor = r.Actor
+		}
+	}
+	if actor != "person:ada@example.com" {
+		t.Errorf("the trail's approval actor = %q, want person:ada@example.com", actor)
+	}
+	if rep, err := audit.Verify(ctx, st2); err != nil || !rep.OK() {
+		t.Errorf("audit verify: %v, breaks %v", err, rep.Breaks())
+	}
+}
+
+// TestApproverWithoutSignInNamesTheChannel: with no identity provider and
+// no approvers.sign_in, a link decides as before, and decided_by names the
+// channel whose link was used.
+func TestApproverWithoutSignInNamesTheChannel(t *testing.T) {
+	h := newHarness(t, harnessOptions{})
+	id, link := pauseForApprovers(h)
+	page := h.do(http.MethodGet, link, "", nil, nil)
+	expect(t, page, http.StatusOK, "")
+	if strings.Contains(visibleText(page.body), "Signed in as") {
+		t.Errorf("the page names someone signed in without sign-in")
+	}
+	expect(t, h.press(page, "reject"), http.StatusOK, "")
+	st := h.do(http.MethodGet, "/v1/confirmations/"+id, "cs_test_program", nil, nil)
+	if st.str("decided_by.kind") != "channel" || st.str("decided_by.channel") != "ops" || st.str("decided_by.email") != "" {
+		t.Errorf("decided_by = %v, want the channel ops", st.get("decided_by"))
+	}
+}
+
+// TestApproverSignInOptional: with "optional", the page decides without
+// sign-in (the channel is recorded) and, signed in, records the person.
+func TestApproverSignInOptional(t *testing.T) {
+	h := newHarness(t, harnessOptions{approverSignIn: "optional"})
+	id, link := pauseForApprovers(h)
+	anon := newApproverBrowser(h, "")
+	page := anon.open(link)
+	expect(t, page, http.StatusOK, "")
+	if anon.signIns != 0 {
+		t.Fatalf("optional sign-in sent the browser to sign in")
+	}
+	expect(t, anon.press(page, "approve"), http.StatusOK, "")
+	if st := h.do(http.MethodGet, "/v1/confirmations/"+id, "cs_test_program", nil, nil); st.str("decided_by.kind") != "channel" {
+		t.Errorf("decided_by = %v, want the channel", st.get("decided_by"))
+	}
+}
