@@ -19,6 +19,7 @@ import (
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/links"
 	"github.com/countersign/countersign/shared/oauth"
+	"github.com/countersign/countersign/shared/policy"
 )
 
 // Decider is what the approval page asks of the pipeline
@@ -49,25 +50,36 @@ type Approver struct {
 	// the same sign-in as OAuth's authorize endpoint; nil when this
 	// surface has none, and then a required sign-in refuses every decision.
 	SignIn oauth.SignIn
+	// Credentials reads who made a call, for four eyes
+	// (approval.separate_approver); nil refuses every such decision.
+	Credentials Credentials
 }
 
 var _ http.Handler = (*Approver)(nil)
 
+// Credentials reads the credential that made a call (store.Store).
+type Credentials interface {
+	GetCredential(ctx context.Context, id string) (countersign.Credential, error)
+}
+
 // approverCtx is who is deciding: the person signed in on this browser,
 // if any, and the sign-in mode in force.
 type approverCtx struct {
-	person *countersign.Person
-	mode   string
+	person        *countersign.Person
+	emailVerified bool
+	groups        []string
+	mode          string
 }
 
 // who reads the sign-in mode in force and the person signed in.
 func (a *Approver) who(r *http.Request) approverCtx {
 	w := approverCtx{mode: a.Calls.Current().Settings.ApproverSignIn()}
-	if w.mode == "" || a.SignIn == nil {
+	if a.SignIn == nil {
 		return w
 	}
 	if p, ok := a.SignIn.Person(r); ok && p.Subject != "" {
 		w.person = &countersign.Person{Issuer: p.Issuer, Subject: p.Subject, Email: p.Email, Name: p.Name}
+		w.emailVerified, w.groups = p.EmailVerified, p.Groups
 	}
 	return w
 }
@@ -83,15 +95,81 @@ func (w approverCtx) label() string {
 	return w.person.Label()
 }
 
-// refusal says why this browser may not decide c, or "" when it may.
-func (a *Approver) refusal(w approverCtx) string {
-	if w.mode == config.ApproverSignInRequired && w.person == nil {
+// rules are the approval rules of c's operations in the policy in force:
+// each operation's approvers (its endpoint's, else its connection's) and
+// whether its connection keeps four eyes.
+type rules struct {
+	approvers []*policy.Approvers
+	where     []string
+	separate  bool
+}
+
+func (a *Approver) rulesOf(c *countersign.Confirmation) rules {
+	var rs rules
+	set := a.Calls.Current().Policy
+	for _, op := range c.Operations {
+		tc := set.Connection(op.Connection)
+		if tc == nil {
+			continue
+		}
+		list := tc.Approvers
+		if m, ok := set.Resolve(op.Connection, op.Method, op.Path); ok && m.Endpoint != nil && m.Endpoint.Approvers != nil {
+			list = m.Endpoint.Approvers
+		}
+		if list != nil {
+			rs.approvers = append(rs.approvers, list)
+			rs.where = append(rs.where, op.Connection+" "+op.Method+" "+op.Endpoint)
+		}
+		rs.separate = rs.separate || tc.SeparateApprover
+	}
+	return rs
+}
+
+// refusal says why this browser may not decide c, or "" when it may:
+// sign-in is required and nobody is signed in; the policy names approvers
+// (approval.approvers) and this person is not one of them for every
+// operation; or under four eyes (approval.separate_approver) this is the
+// person who made the call.
+func (a *Approver) refusal(ctx context.Context, w approverCtx, c *countersign.Confirmation) string {
+	rs := a.rulesOf(c)
+	if w.person == nil && (w.mode == config.ApproverSignInRequired || len(rs.approvers) > 0 || rs.separate) {
 		if a.SignIn == nil {
 			return "Approvers must sign in to decide, and sign-in is not available here."
 		}
-		return "Sign in to decide: approvers of this workspace must sign in."
+		return "Sign in to decide: approvers of this call must sign in."
+	}
+	email := ""
+	if w.person != nil && w.emailVerified {
+		email = w.person.Email
+	}
+	for i, list := range rs.approvers {
+		if !list.Allows(email, w.groups) {
+			return "You are signed in as " + w.label() + ", who is not among the approvers of " + rs.where[i] + "; only they may decide it."
+		}
+	}
+	if rs.separate {
+		if a.Credentials == nil {
+			return "This call needs an approver other than the person who made it, and who made it cannot be read here."
+		}
+		cred, err := a.Credentials.GetCredential(ctx, c.Credential)
+		if err != nil {
+			return "This call needs an approver other than the person who made it, and who made it could not be read; try again."
+		}
+		if samePerson(&cred, w.person) {
+			return "You made this call, and it needs another person's approval (four eyes)."
+		}
 	}
 	return ""
+}
+
+// samePerson reports whether the person signed in is the person of the
+// credential: the same subject at the same issuer, or the same e-mail.
+// A key is nobody's: any signed-in approver is someone else.
+func samePerson(cred *countersign.Credential, p *countersign.Person) bool {
+	if cred.Subject != "" && cred.Subject == p.Subject && cred.Issuer == p.Issuer {
+		return true
+	}
+	return cred.Email != "" && strings.EqualFold(cred.Email, p.Email)
 }
 
 func (a *Approver) now() time.Time {
@@ -137,7 +215,8 @@ func (a *Approver) startSignIn(w http.ResponseWriter, r *http.Request) bool {
 	if a.SignIn == nil || m != http.MethodGet && m != http.MethodHead {
 		return false
 	}
-	if who := a.who(r); who.mode != config.ApproverSignInRequired || who.person != nil {
+	who := a.who(r)
+	if who.person != nil {
 		return false
 	}
 	id, ok := strings.CutPrefix(requestPath(r), "/approve/")
@@ -153,6 +232,16 @@ func (a *Approver) startSignIn(w http.ResponseWriter, r *http.Request) bool {
 	}
 	if _, _, err := a.verify(id, q); err != nil {
 		return false // the page says the link is not valid
+	}
+	if who.mode != config.ApproverSignInRequired {
+		// The policy may still want a person for this call.
+		c, err := a.Calls.Lookup(r.Context(), id)
+		if err != nil || confirm.Effective(c, a.now()) != countersign.StatusPending {
+			return false
+		}
+		if rs := a.rulesOf(c); len(rs.approvers) == 0 && !rs.separate {
+			return false
+		}
 	}
 	a.SignIn.Start(w, r, "/approve/"+url.PathEscape(id)+"?"+r.URL.RawQuery)
 	return true
@@ -216,7 +305,7 @@ func (a *Approver) show(ctx context.Context, r *http.Request, id string, head bo
 	a.describeAsker(ctx, c, &p)
 	switch st := confirm.Effective(c, a.now()); {
 	case st == countersign.StatusPending && !linkExpired:
-		p.Refusal = a.refusal(who)
+		p.Refusal = a.refusal(ctx, who, c)
 		return a.page(http.StatusOK, p, head)
 	case st == countersign.StatusPending || st == countersign.StatusExpired && c.DecidedAt == nil:
 		p.State = approvalpage.Expired
@@ -293,11 +382,14 @@ func (a *Approver) decide(ctx context.Context, r *http.Request, b []byte, id str
 		return fail(fault.InvalidRequest, "The reason is longer than 1000 bytes.", invalid)
 	}
 	who := a.who(r)
-	if why := a.refusal(who); why != "" {
-		c, err := a.Calls.Lookup(ctx, id)
-		if err != nil {
-			return fail(fault.Forbidden, why, invalid)
+	c, err := a.Calls.Lookup(ctx, id)
+	if err != nil {
+		if fault.CodeOf(err) == fault.UnknownConfirmation {
+			return fail(fault.UnknownConfirmation, "There is no such confirmation.", approvalpage.Page{State: approvalpage.NotFound})
 		}
+		return fail(fault.Internal, "Something went wrong; try again.", approvalpage.Page{State: approvalpage.NotFound})
+	}
+	if why := a.refusal(ctx, who, c); why != "" && confirm.Effective(c, a.now()) == countersign.StatusPending {
 		p := a.pageOf(c, link)
 		p.SignedIn, p.Refusal = who.label(), why
 		a.describeAsker(ctx, c, &p)
@@ -306,7 +398,7 @@ func (a *Approver) decide(ctx context.Context, r *http.Request, b []byte, id str
 		}
 		return a.page(http.StatusForbidden, p, false)
 	}
-	c, err := a.Calls.Decide(ctx, id, confirm.Decision{Approve: decision == "approve", Approver: link.Approver, Person: who.person, Keep: keep, Reason: reason})
+	c, err = a.Calls.Decide(ctx, id, confirm.Decision{Approve: decision == "approve", Approver: link.Approver, Person: who.person, Keep: keep, Reason: reason})
 	if err != nil {
 		switch code := fault.CodeOf(err); code {
 		case fault.ConfirmationDecided:

@@ -33,6 +33,9 @@ type Person struct {
 	// (email_verified); only then is the person matched to a configured
 	// user by e-mail.
 	EmailVerified bool `json:"email_verified,omitempty"`
+	// Groups are the identity provider's groups claim, when it gives one
+	// (approval.approvers "group:<name>").
+	Groups []string `json:"groups,omitempty"`
 }
 
 // SignIn signs people in for the authorize endpoint.

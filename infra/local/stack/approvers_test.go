@@ -16,6 +16,7 @@ import (
 	"github.com/countersign/countersign/shared/notify"
 	"github.com/countersign/countersign/shared/oauth"
 	"github.com/countersign/countersign/shared/store/embedded"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // approverBrowser is an approver's browser on the local stack: it keeps
@@ -222,5 +223,135 @@ func TestApproverSignInOptional(t *testing.T) {
 	expect(t, anon.press(page, "approve"), http.StatusOK, "")
 	if st := h.do(http.MethodGet, "/v1/confirmations/"+id, "cs_test_program", nil, nil); st.str("decided_by.kind") != "channel" {
 		t.Errorf("decided_by = %v, want the channel", st.get("decided_by"))
+	}
+}
+
+// teamPolicy is a connection whose approvals come from named people: its
+// DELETE from ada or anyone at finance.example.com, its POST /payments
+// from cy only (the endpoint's list replaces the connection's).
+const teamPolicy = `{
+  "base_url": "%UPSTREAM%",
+  "endpoints": [
+    {"method": "DELETE", "path": "/contacts/{id}", "confirm": true},
+    {"method": "POST", "path": "/payments", "confirm": true, "approval": {"approvers": ["cy@example.com"]}}
+  ],
+  "approval": {"approvers": ["ada@example.com", "@finance.example.com"]}
+}`
+
+// refusedPost posts the approval form of link as browser b (the fields a
+// page would post, though the page shows no buttons).
+func (b *approverBrowser) refusedPost(link, decision string) result {
+	b.t.Helper()
+	u, _ := url.Parse(link)
+	form := u.Query()
+	form.Set("decision", decision)
+	resp, err := b.client.PostForm(b.h.stack.URL+u.Path, form)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return result{status: resp.StatusCode, header: resp.Header, body: body}
+}
+
+// TestOnlyListedApproversDecide: approval.approvers names who may decide.
+// Someone else, signed in, sees the page without buttons and is told why;
+// their POST is refused (403) and changes nothing. A listed e-mail or
+// domain decides; an endpoint's own list replaces the connection's. The
+// list asks for sign-in even where approvers.sign_in is not set.
+func TestOnlyListedApproversDecide(t *testing.T) {
+	h := newHarness(t, harnessOptions{files: map[string]string{"connections/team/policy.json": teamPolicy}})
+	r := h.call("cs_test_program", map[string]any{"connection": "team", "method": "DELETE", "path": "/contacts/12", "intent": "write"})
+	expect(t, r, http.StatusAccepted, "")
+	id := r.str("confirmation.id")
+	link := h.approvalLink(id)
+
+	// The link alone decides nothing.
+	expect(t, h.post(link, "approve", nil, "application/json"), http.StatusForbidden, "forbidden")
+
+	bob := newApproverBrowser(h, "bob@example.com")
+	page := bob.open(link)
+	expect(t, page, http.StatusOK, "")
+	shown := visibleText(page.body)
+	if bob.signIns != 1 || strings.Contains(string(page.body), `name="decision"`) || !strings.Contains(shown, "not among the approvers") {
+		t.Fatalf("bob's page (signed in %d times) has buttons or does not say why:\n%s", bob.signIns, shown)
+	}
+	if got := bob.refusedPost(link, "approve"); got.status != http.StatusForbidden {
+		t.Fatalf("bob's POST: %d, want 403", got.status)
+	}
+	if got := bob.refusedPost(link, "reject"); got.status != http.StatusForbidden {
+		t.Fatalf("bob's rejection: %d, want 403", got.status)
+	}
+	if st := h.statusOf("cs_test_program", id); st != "pending" {
+		t.Fatalf("after bob's refused POSTs: %s, want pending", st)
+	}
+
+	eve := newApproverBrowser(h, "eve@finance.example.com")
+	expect(t, eve.press(eve.open(link), "approve"), http.StatusOK, "")
+	st := h.do(http.MethodGet, "/v1/confirmations/"+id, "cs_test_program", nil, nil)
+	if st.str("status") != "approved" || st.str("decided_by.email") != "eve@finance.example.com" {
+		t.Fatalf("after eve approved: %s", st.body)
+	}
+
+	// POST /payments: only cy, not ada of the connection's list.
+	r = h.call("cs_test_program", map[string]any{"connection": "team", "method": "POST", "path": "/payments", "body": map[string]any{"amount": 5}, "intent": "write"})
+	expect(t, r, http.StatusAccepted, "")
+	id = r.str("confirmation.id")
+	link = h.approvalLink(id)
+	ada := newApproverBrowser(h, "ada@example.com")
+	if page := ada.open(link); strings.Contains(string(page.body), `name="decision"`) {
+		t.Fatalf("ada may approve POST /payments, whose endpoint names only cy")
+	}
+	cy := newApproverBrowser(h, "cy@example.com")
+	expect(t, cy.press(cy.open(link), "reject"), http.StatusOK, "")
+	if st := h.statusOf("cs_test_program", id); st != "rejected" {
+		t.Fatalf("after cy rejected: %s", st)
+	}
+}
+
+// TestFourEyes: under approval.separate_approver the person who made a
+// call is not asked in their client (the approvers decide), cannot approve
+// it on the page (no buttons; a POST is 403 and changes nothing), and
+// another person's approval runs it once.
+func TestFourEyes(t *testing.T) {
+	h := newHarness(t, harnessOptions{files: map[string]string{"connections/team/policy.json": `{
+  "base_url": "%UPSTREAM%",
+  "endpoints": [{"method": "DELETE", "path": "/contacts/{id}", "confirm": true}],
+  "approval": {"separate_approver": true}
+}`}})
+	asked := 0
+	s, _ := h.oauthSession(newSignInBrowser(t, "ann@example.com"), "Ann's client", clientKind{elicit: func(r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		asked++
+		return accept(true)(r)
+	}})
+	res := callTool(t, s, "team__delete_contacts_by_id", map[string]any{"id": "77"}, nil)
+	if asked != 0 {
+		t.Fatalf("ann's client was asked %d times under four eyes", asked)
+	}
+	id, _ := structured(t, res)["confirmation_id"].(string)
+	if id == "" || h.upstream.Count("DELETE", "/contacts/77") != 0 {
+		t.Fatalf("result %q, want paused for the approvers with nothing run", text(res))
+	}
+	link := h.approvalLink(id)
+
+	ann := newApproverBrowser(h, "ann@example.com")
+	page := ann.open(link)
+	if strings.Contains(string(page.body), `name="decision"`) || !strings.Contains(visibleText(page.body), "You made this call") {
+		t.Fatalf("ann's own page offers the decision or does not say why:\n%s", visibleText(page.body))
+	}
+	if got := ann.refusedPost(link, "approve"); got.status != http.StatusForbidden {
+		t.Fatalf("ann's own approval: %d, want 403", got.status)
+	}
+	if n := h.upstream.Count("DELETE", "/contacts/77"); n != 0 {
+		t.Fatalf("ann's own approval ran the call %d times", n)
+	}
+
+	bob := newApproverBrowser(h, "bob@example.com")
+	expect(t, bob.press(bob.open(link), "approve"), http.StatusOK, "")
+	for deadline := time.Now().Add(10 * time.Second); h.upstream.Count("DELETE", "/contacts/77") == 0 && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := h.upstream.Count("DELETE", "/contacts/77"); n != 1 {
+		t.Fatalf("after bob approved, DELETE ran %d times, want once", n)
 	}
 }
