@@ -126,6 +126,12 @@ type Confirmation struct {
 	// workspace's identity provider (approvers.sign_in); nil when the link
 	// was used without sign-in, and DecidedBy then names only the channel.
 	DecidedByPerson *Person `json:"decided_by_person,omitempty"`
+	// Required is the quorum (approval.required, 2 to 5) set at the first
+	// approval counted; 0 means one approval decides.
+	Required int `json:"required,omitempty"`
+	// Approvals are the distinct people whose approvals a quorum has
+	// counted, in order; the N-th approves the confirmation.
+	Approvals []Approval `json:"approvals,omitempty"`
 	// DecisionReason is the reason an approver gave for a rejection, or an
 	// operator for dismissing a review item; the agent reads it.
 	DecisionReason string `json:"decision_reason,omitempty"`
@@ -165,6 +171,14 @@ func (p Person) Label() string {
 		return p.Email
 	}
 	return p.Subject + " at " + p.Issuer
+}
+
+// Approval is one person's approval counted toward a quorum.
+type Approval struct {
+	Person
+	// Channel is the approver whose link they used.
+	Channel string    `json:"channel,omitempty"`
+	At      time.Time `json:"at"`
 }
 
 // Decider is who decided a confirmation, as the API and the events show

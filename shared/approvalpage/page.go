@@ -111,6 +111,8 @@ type Page struct {
 	// SignedIn is who is signed in on this browser (approvers.sign_in),
 	// shown on the page; empty when nobody is.
 	SignedIn string
+	// Progress is a quorum's count on the pending page ("1 of 2 approvals").
+	Progress string
 	// Refusal, on a pending page, says why this person may not decide:
 	// the operations are shown without the form and its buttons.
 	Refusal string

@@ -91,6 +91,11 @@ func (v *view) html() []byte {
 		value(&b, v.SignedIn)
 		b.WriteString("</strong></p>")
 	}
+	if v.Progress != "" {
+		b.WriteString("\n<p class=\"meta\" role=\"status\">")
+		value(&b, v.Progress)
+		b.WriteString("</p>")
+	}
 	if v.Refusal != "" && v.State == Pending {
 		b.WriteString("\n<p class=\"message\" role=\"alert\">")
 		value(&b, v.Refusal)

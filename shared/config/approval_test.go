@@ -46,7 +46,7 @@ func TestApprovalApprovers(t *testing.T) {
 		return files
 	}
 	cfg, err := Load(writeConfig(t, with(`"approval": {"out_of_band_only": false}`,
-		`"approval": {"approvers": ["Ada@Example.com", "@finance.example.com", "group:payments"], "separate_approver": true}`)), testEnv)
+		`"approval": {"approvers": ["Ada@Example.com", "@finance.example.com", "group:payments"], "separate_approver": true, "required": 3}`)), testEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func TestApprovalApprovers(t *testing.T) {
 		a.Allows("bob@example.com", []string{"ops"}) || a.Allows("eve@evilfinance.example.com", nil) {
 		t.Errorf("approvers = %+v", a)
 	}
-	if !tc.SeparateApprover || !tc.OutOfBandOnly {
+	if !tc.SeparateApprover || !tc.OutOfBandOnly || tc.Required != 3 {
 		t.Errorf("separate_approver %v, out_of_band_only %v; want both", tc.SeparateApprover, tc.OutOfBandOnly)
 	}
 	cfg, err = Load(writeConfig(t, with(`"confirm": true, "operation_id": "deleteContact"}`,
@@ -73,7 +73,10 @@ func TestApprovalApprovers(t *testing.T) {
 		{`"approval": {"out_of_band_only": false}`, `"approval": {"approvers": ["group:"]}`, "approval.approvers[0]", "name the identity provider's group"},
 		{`"approval": {"out_of_band_only": false}`, `"approval": {"approvers": ["a@x.io", "A@X.io"]}`, "approval.approvers[1]", "is already approval.approvers[0]"},
 		{`"approval": {"out_of_band_only": false}`, `"approval": {"separate_approver": "yes"}`, "approval.separate_approver", "want"},
-		{`"approval": {"out_of_band_only": false}`, `"approval": {"required": 2}`, "approval.required", "unknown field"},
+		{`"approval": {"out_of_band_only": false}`, `"approval": {"required": 1}`, "approval.required", "from 2 to 5"},
+		{`"approval": {"out_of_band_only": false}`, `"approval": {"required": 6}`, "approval.required", "from 2 to 5"},
+		{`"approval": {"out_of_band_only": false}`, `"approval": {"required": 2.5}`, "approval.required", "not a quorum"},
+		{`"approval": {"out_of_band_only": false}`, `"approval": {"quorum": 2}`, "approval.quorum", "unknown field"},
 		{`"confirm": true, "operation_id": "deleteContact"}`, `"confirm": true, "operation_id": "deleteContact", "approval": {"separate_approver": true}}`,
 			"endpoints[1].approval.separate_approver", "applies to the whole connection"},
 	} {

@@ -160,7 +160,15 @@ func (l *loader) connection(name string) (loadedConn, bool) {
 		}
 	}
 	if v, ok := m["approval"]; ok {
-		if a, ok := s.object("approval", v, "out_of_band_only", "approvers", "separate_approver"); ok {
+		if a, ok := s.object("approval", v, "out_of_band_only", "approvers", "separate_approver", "required"); ok {
+			if v, ok := a["required"]; ok {
+				var n int
+				if err := json.Unmarshal(v, &n); err != nil || n < 2 || n > 5 {
+					s.errf("approval.required", "%s is not a quorum: use a whole number of approvers from 2 to 5 (omit it for one)", string(v))
+				} else {
+					tc.Required = n
+				}
+			}
 			if v, ok := a["out_of_band_only"]; ok {
 				conn.OutOfBandOnly, _ = s.boolean("approval.out_of_band_only", v)
 			}
@@ -175,7 +183,8 @@ func (l *loader) connection(name string) (loadedConn, bool) {
 	tc.Hooked = len(conn.Hooks) > 0
 	// Under four eyes the approvers decide: nobody is asked in the client
 	// that made the call, which is the person who may not approve it.
-	tc.OutOfBandOnly = conn.OutOfBandOnly || tc.SeparateApprover
+	// So under a quorum: one person in a client is not a quorum.
+	tc.OutOfBandOnly = conn.OutOfBandOnly || tc.SeparateApprover || tc.Required > 1
 
 	for _, t := range cl.loadTools() {
 		conn.Tools[t.tool.Name] = t.tool
@@ -293,11 +302,11 @@ func (cl *connLoad) endpoint(s *src, rel, p string, raw json.RawMessage) *policy
 	nerr := len(cl.l.errs)
 	ep := &policy.Endpoint{}
 	if v, ok := m["approval"]; ok {
-		if a, ok := s.object(field(p, "approval"), v, "approvers", "separate_approver", "out_of_band_only"); ok {
+		if a, ok := s.object(field(p, "approval"), v, "approvers", "separate_approver", "out_of_band_only", "required"); ok {
 			if v, ok := a["approvers"]; ok {
 				ep.Approvers = s.approvers(field(p, "approval.approvers"), v)
 			}
-			for _, k := range []string{"separate_approver", "out_of_band_only"} {
+			for _, k := range []string{"separate_approver", "out_of_band_only", "required"} {
 				if _, ok := a[k]; ok {
 					s.errf(field(p, "approval."+k), "applies to the whole connection: set it in the connection's approval block")
 				}

@@ -102,6 +102,8 @@ type rules struct {
 	approvers []*policy.Approvers
 	where     []string
 	separate  bool
+	// required is the largest quorum of c's connections (approval.required).
+	required int
 }
 
 func (a *Approver) rulesOf(c *countersign.Confirmation) rules {
@@ -121,6 +123,10 @@ func (a *Approver) rulesOf(c *countersign.Confirmation) rules {
 			rs.where = append(rs.where, op.Connection+" "+op.Method+" "+op.Endpoint)
 		}
 		rs.separate = rs.separate || tc.SeparateApprover
+		rs.required = max(rs.required, tc.Required)
+	}
+	if c.Required > rs.required { // set at the first approval counted
+		rs.required = c.Required
 	}
 	return rs
 }
@@ -132,7 +138,7 @@ func (a *Approver) rulesOf(c *countersign.Confirmation) rules {
 // person who made the call.
 func (a *Approver) refusal(ctx context.Context, w approverCtx, c *countersign.Confirmation) string {
 	rs := a.rulesOf(c)
-	if w.person == nil && (w.mode == config.ApproverSignInRequired || len(rs.approvers) > 0 || rs.separate) {
+	if w.person == nil && (w.mode == config.ApproverSignInRequired || len(rs.approvers) > 0 || rs.separate || rs.required > 1) {
 		if a.SignIn == nil {
 			return "Approvers must sign in to decide, and sign-in is not available here."
 		}
@@ -145,6 +151,11 @@ func (a *Approver) refusal(ctx context.Context, w approverCtx, c *countersign.Co
 	for i, list := range rs.approvers {
 		if !list.Allows(email, w.groups) {
 			return "You are signed in as " + w.label() + ", who is not among the approvers of " + rs.where[i] + "; only they may decide it."
+		}
+	}
+	for _, ap := range c.Approvals {
+		if ap.Issuer == w.person.Issuer && ap.Subject == w.person.Subject {
+			return fmt.Sprintf("You approved this already; it needs %d approvals from different people.", rs.required)
 		}
 	}
 	if rs.separate {
@@ -239,7 +250,7 @@ func (a *Approver) startSignIn(w http.ResponseWriter, r *http.Request) bool {
 		if err != nil || confirm.Effective(c, a.now()) != countersign.StatusPending {
 			return false
 		}
-		if rs := a.rulesOf(c); len(rs.approvers) == 0 && !rs.separate {
+		if rs := a.rulesOf(c); len(rs.approvers) == 0 && !rs.separate && rs.required < 2 {
 			return false
 		}
 	}
@@ -306,6 +317,9 @@ func (a *Approver) show(ctx context.Context, r *http.Request, id string, head bo
 	switch st := confirm.Effective(c, a.now()); {
 	case st == countersign.StatusPending && !linkExpired:
 		p.Refusal = a.refusal(ctx, who, c)
+		if rs := a.rulesOf(c); rs.required > 1 {
+			p.Progress = fmt.Sprintf("%d of %d approvals", len(c.Approvals), rs.required)
+		}
 		return a.page(http.StatusOK, p, head)
 	case st == countersign.StatusPending || st == countersign.StatusExpired && c.DecidedAt == nil:
 		p.State = approvalpage.Expired
@@ -398,7 +412,8 @@ func (a *Approver) decide(ctx context.Context, r *http.Request, b []byte, id str
 		}
 		return a.page(http.StatusForbidden, p, false)
 	}
-	c, err = a.Calls.Decide(ctx, id, confirm.Decision{Approve: decision == "approve", Approver: link.Approver, Person: who.person, Keep: keep, Reason: reason})
+	c, err = a.Calls.Decide(ctx, id, confirm.Decision{Approve: decision == "approve", Approver: link.Approver, Person: who.person, Keep: keep, Reason: reason,
+		Required: a.rulesOf(c).required})
 	if err != nil {
 		switch code := fault.CodeOf(err); code {
 		case fault.ConfirmationDecided:
@@ -412,6 +427,20 @@ func (a *Approver) decide(ctx context.Context, r *http.Request, b []byte, id str
 		default:
 			return fail(code, fault.ReasonOf(err), invalid)
 		}
+	}
+	if c.Status == countersign.StatusPending && len(c.Approvals) > 0 {
+		// Counted toward a quorum that is not complete yet.
+		if wantJSON {
+			return jsonReply(http.StatusOK, struct {
+				Status    countersign.Status `json:"status"`
+				Approvals *approvalsView     `json:"approvals"`
+			}{Status: c.Status, Approvals: approvalsOf(c)})
+		}
+		p := a.pageOf(c, link)
+		p.SignedIn, p.Refusal = who.label(), a.refusal(ctx, who, c)
+		p.Progress = fmt.Sprintf("%d of %d approvals", len(c.Approvals), c.Required)
+		a.describeAsker(ctx, c, &p)
+		return a.page(http.StatusOK, p, false)
 	}
 	if wantJSON {
 		return jsonReply(http.StatusOK, struct {

@@ -97,6 +97,9 @@ type Connection struct {
 	// SeparateApprover is approval.separate_approver: the person who made a
 	// call may not approve it (four eyes).
 	SeparateApprover bool
+	// Required is approval.required: how many distinct people must approve
+	// a call (2 to 5); 0 means one.
+	Required int
 
 	router router
 	text   *connText

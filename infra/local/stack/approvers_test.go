@@ -355,3 +355,161 @@ func TestFourEyes(t *testing.T) {
 		t.Fatalf("after bob approved, DELETE ran %d times, want once", n)
 	}
 }
+
+const quorumPolicy = `{
+  "base_url": "%UPSTREAM%",
+  "endpoints": [{"method": "DELETE", "path": "/contacts/{id}", "confirm": true}],
+  "approval": {"required": 2}
+}`
+
+// pauseQuorum makes a call to the quorum connection and returns its id and link.
+func pauseQuorum(h *harness, contact string) (string, string) {
+	h.t.Helper()
+	r := h.call("cs_test_program", map[string]any{"connection": "team", "method": "DELETE", "path": "/contacts/" + contact, "intent": "write"})
+	expect(h.t, r, http.StatusAccepted, "")
+	id := r.str("confirmation.id")
+	return id, h.approvalLink(id)
+}
+
+// decidedOnce waits for the decided event and checks, a moment later,
+// that there was only one: the workflow was told once.
+func decidedOnce(h *harness, id string) notify.Event {
+	h.t.Helper()
+	ev := h.webhook.waitEvent(h.t, notify.TypeDecided, id)
+	time.Sleep(200 * time.Millisecond)
+	if n := h.webhook.count(notify.TypeDecided, id); n != 1 {
+		h.t.Fatalf("%d decided events for %s, want one", n, id)
+	}
+	return ev
+}
+
+// TestQuorumOfTwo: approval.required 2 stays pending after one person's
+// approval ("1 of 2 approvals" on the page and in GET
+// /v1/confirmations/<id>), the same person again counts nothing (no
+// buttons, 403), and a second, distinct person approves it: decided_by
+// names them, the approvals list both, and the workflow is told once.
+func TestQuorumOfTwo(t *testing.T) {
+	h := newHarness(t, harnessOptions{files: map[string]string{"connections/team/policy.json": quorumPolicy}})
+	id, link := pauseQuorum(h, "12")
+	ada := newApproverBrowser(h, "ada@example.com")
+	page := ada.open(link)
+	if !strings.Contains(visibleText(page.body), "0 of 2 approvals") {
+		t.Errorf("the page does not count approvals:\n%s", visibleText(page.body))
+	}
+	after := ada.press(page, "approve")
+	expect(t, after, http.StatusOK, "")
+	if shown := visibleText(after.body); !strings.Contains(shown, "1 of 2 approvals") || strings.Contains(string(after.body), `name="decision"`) {
+		t.Errorf("after ada's approval the page says:\n%s", shown)
+	}
+	st := h.do(http.MethodGet, "/v1/confirmations/"+id, "cs_test_program", nil, nil)
+	if st.str("status") != "pending" || st.get("approvals.required") != 2.0 || st.get("approvals.received") != 1.0 || st.str("approvals.by.0.email") != "ada@example.com" {
+		t.Fatalf("after one approval: %s", st.body)
+	}
+	// Ada again: told so, refused, nothing counted.
+	page = ada.open(link)
+	if !strings.Contains(visibleText(page.body), "You approved this already") || strings.Contains(string(page.body), `name="decision"`) {
+		t.Errorf("ada's second visit:\n%s", visibleText(page.body))
+	}
+	if got := ada.refusedPost(link, "approve"); got.status != http.StatusForbidden {
+		t.Fatalf("ada's second approval: %d, want 403", got.status)
+	}
+	if st := h.do(http.MethodGet, "/v1/confirmations/"+id, "cs_test_program", nil, nil); st.str("status") != "pending" || st.get("approvals.received") != 1.0 {
+		t.Fatalf("after ada's second approval: %s", st.body)
+	}
+	if n := h.webhook.count(notify.TypeDecided, id); n != 0 {
+		t.Fatalf("the workflow was told after one approval (%d decided events)", n)
+	}
+	bob := newApproverBrowser(h, "bob@example.com")
+	expect(t, bob.press(bob.open(link), "approve"), http.StatusOK, "")
+	st = h.do(http.MethodGet, "/v1/confirmations/"+id, "cs_test_program", nil, nil)
+	if st.str("status") != "approved" || st.str("decided_by.email") != "bob@example.com" || st.get("approvals.received") != 2.0 {
+		t.Fatalf("after bob's approval: %s", st.body)
+	}
+	if ev := decidedOnce(h, id); ev.Decision != "approved" {
+		t.Errorf("decided event %+v", ev)
+	}
+}
+
+// TestQuorumRaces: two approvers at once complete a quorum of 2 exactly
+// once (the workflow told once); one approver twice at once counts once
+// and the confirmation stays pending; an approval and a rejection at once
+// leave one decision, the winner's, told once.
+func TestQuorumRaces(t *testing.T) {
+	h := newHarness(t, harnessOptions{files: map[string]string{"connections/team/policy.json": quorumPolicy}})
+
+	t.Run("two approvers at once", func(t *testing.T) {
+		id, link := pauseQuorum(h, "21")
+		a, b := newApproverBrowser(h, "ada@example.com"), newApproverBrowser(h, "bob@example.com")
+		pa, pb := a.open(link), b.open(link)
+		codes := parallel(2, func(i int) int {
+			if i == 0 {
+				return a.press(pa, "approve").status
+			}
+			return b.press(pb, "approve").status
+		})
+		if codes[http.StatusOK] != 2 {
+			t.Fatalf("answers %v, want both counted", codes)
+		}
+		st := h.do(http.MethodGet, "/v1/confirmations/"+id, "cs_test_program", nil, nil)
+		if st.str("status") != "approved" || st.get("approvals.received") != 2.0 {
+			t.Fatalf("after two approvers at once: %s", st.body)
+		}
+		decidedOnce(h, id)
+	})
+
+	t.Run("one approver twice at once", func(t *testing.T) {
+		id, link := pauseQuorum(h, "22")
+		a := newApproverBrowser(h, "ada@example.com")
+		p1, p2 := a.open(link), a.open(link)
+		codes := parallel(2, func(i int) int {
+			if i == 0 {
+				return a.press(p1, "approve").status
+			}
+			return a.press(p2, "approve").status
+		})
+		if codes[http.StatusOK] != 1 || codes[http.StatusForbidden] != 1 {
+			t.Fatalf("answers %v, want one counted and one 403", codes)
+		}
+		st := h.do(http.MethodGet, "/v1/confirmations/"+id, "cs_test_program", nil, nil)
+		if st.str("status") != "pending" || st.get("approvals.received") != 1.0 {
+			t.Fatalf("after one approver twice: %s", st.body)
+		}
+		if n := h.webhook.count(notify.TypeDecided, id); n != 0 {
+			t.Fatalf("%d decided events, want none", n)
+		}
+	})
+
+	t.Run("an approval and a rejection at once", func(t *testing.T) {
+		id, link := pauseQuorum(h, "23")
+		ada := newApproverBrowser(h, "ada@example.com")
+		expect(t, ada.press(ada.open(link), "approve"), http.StatusOK, "")
+		b, c := newApproverBrowser(h, "bob@example.com"), newApproverBrowser(h, "cy@example.com")
+		pb, pc := b.open(link), c.open(link)
+		var approve, reject int
+		parallel(2, func(i int) int {
+			if i == 0 {
+				approve = b.press(pb, "approve").status
+				return approve
+			}
+			reject = c.press(pc, "reject").status
+			return reject
+		})
+		st := h.do(http.MethodGet, "/v1/confirmations/"+id, "cs_test_program", nil, nil)
+		switch {
+		case approve == http.StatusOK && reject == http.StatusConflict:
+			if st.str("status") != "approved" || st.str("decided_by.email") != "bob@example.com" {
+				t.Fatalf("approval won but: %s", st.body)
+			}
+		case reject == http.StatusOK && approve == http.StatusConflict:
+			if st.str("status") != "rejected" || st.str("decided_by.email") != "cy@example.com" {
+				t.Fatalf("rejection won but: %s", st.body)
+			}
+		default:
+			t.Fatalf("approve %d, reject %d: want one 200 and one 409", approve, reject)
+		}
+		ev := decidedOnce(h, id)
+		if ev.Decision != st.str("status") {
+			t.Errorf("decided event says %s, the record %s", ev.Decision, st.str("status"))
+		}
+	})
+}
