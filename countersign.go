@@ -122,6 +122,16 @@ type Confirmation struct {
 	// DecidedAt is when a person approved or rejected; DecidedBy names the approver.
 	DecidedAt *time.Time `json:"decided_at,omitempty"`
 	DecidedBy string     `json:"decided_by,omitempty"`
+	// DecidedByPerson is the person who decided, signed in at the
+	// workspace's identity provider (approvers.sign_in); nil when the link
+	// was used without sign-in, and DecidedBy then names only the channel.
+	DecidedByPerson *Person `json:"decided_by_person,omitempty"`
+	// Required is the quorum (approval.required, 2 to 5) set at the first
+	// approval counted; 0 means one approval decides.
+	Required int `json:"required,omitempty"`
+	// Approvals are the distinct people whose approvals a quorum has
+	// counted, in order; the N-th approves the confirmation.
+	Approvals []Approval `json:"approvals,omitempty"`
 	// DecisionReason is the reason an approver gave for a rejection, or an
 	// operator for dismissing a review item; the agent reads it.
 	DecisionReason string `json:"decision_reason,omitempty"`
@@ -147,6 +157,59 @@ type Confirmation struct {
 	Trace string `json:"traceparent,omitempty"`
 	// TTL is when the store may delete the record (unix seconds).
 	TTL int64 `json:"ttl"`
+}
+
+// Person is someone signed in at an identity provider: the issuer and
+// their subject there identify them; the e-mail and name are what the
+// provider said of them.
+type Person struct {
+	Issuer  string `json:"issuer"`
+	Subject string `json:"subject"`
+	Email   string `json:"email,omitempty"`
+	Name    string `json:"name,omitempty"`
+}
+
+// Label is how the person is shown and recorded as an actor: their
+// e-mail, or the subject at the issuer.
+func (p Person) Label() string {
+	if p.Email != "" {
+		return p.Email
+	}
+	return p.Subject + " at " + p.Issuer
+}
+
+// Approval is one person's approval counted toward a quorum.
+type Approval struct {
+	Person
+	// Channel is the approver whose link they used.
+	Channel string    `json:"channel,omitempty"`
+	At      time.Time `json:"at"`
+}
+
+// Decider is who decided a confirmation, as the API and the events show
+// it (decided_by): a person signed in (Kind "person", with the channel
+// whose link they used) or, without sign-in, only the channel.
+type Decider struct {
+	Kind    string `json:"kind"` // "person" or "channel"
+	Issuer  string `json:"issuer,omitempty"`
+	Subject string `json:"subject,omitempty"`
+	Email   string `json:"email,omitempty"`
+	Name    string `json:"name,omitempty"`
+	Channel string `json:"channel,omitempty"`
+}
+
+// DecidedByView is who decided c, nil while nobody has.
+func (c *Confirmation) DecidedByView() *Decider {
+	switch {
+	case c.DecidedAt == nil:
+		return nil
+	case c.DecidedByPerson != nil:
+		p := c.DecidedByPerson
+		return &Decider{Kind: "person", Issuer: p.Issuer, Subject: p.Subject, Email: p.Email, Name: p.Name, Channel: c.DecidedBy}
+	case c.DecidedBy != "":
+		return &Decider{Kind: "channel", Channel: c.DecidedBy}
+	}
+	return nil
 }
 
 // Args are a call's arguments, the part of the binding the approver sees.

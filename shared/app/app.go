@@ -225,7 +225,7 @@ func (s scriptStatus) DescribeScript(ctx context.Context, c *countersign.Confirm
 
 // Approver is the approvers' surface (the approval page).
 func (a *App) Approver() *httpapi.Approver {
-	return &httpapi.Approver{Calls: a.Calls, Signer: a.Signer, Now: a.now, Logger: a.Logger, BodyTimeout: a.options.BodyTimeout}
+	return &httpapi.Approver{Calls: a.Calls, Signer: a.Signer, Now: a.now, Logger: a.Logger, BodyTimeout: a.options.BodyTimeout, Credentials: a.Store}
 }
 
 // Operator is the operator surface: /v1/operator/... and the /operator page.

@@ -108,6 +108,14 @@ type Page struct {
 	Prompt string
 	// DecisionReason is the reason given with a rejection (decided page).
 	DecisionReason string
+	// SignedIn is who is signed in on this browser (approvers.sign_in),
+	// shown on the page; empty when nobody is.
+	SignedIn string
+	// Progress is a quorum's count on the pending page ("1 of 2 approvals").
+	Progress string
+	// Refusal, on a pending page, says why this person may not decide:
+	// the operations are shown without the form and its buttons.
+	Refusal string
 }
 
 // ReasonField is the pending form's optional text field: the approver's
@@ -204,7 +212,7 @@ func Render(p Page) (body []byte, headers map[string]string, err error) {
 			}
 			seen[op.Index] = true
 		}
-		v.ShowForm = true
+		v.ShowForm = p.Refusal == ""
 		v.Heading = p.Title
 		if v.Heading == "" {
 			v.Heading = Title(len(p.Operations))

@@ -86,6 +86,21 @@ func (v *view) html() []byte {
 		value(&b, v.Message)
 		b.WriteString("</p>")
 	}
+	if v.SignedIn != "" {
+		b.WriteString("\n<p class=\"who\">Signed in as <strong>")
+		value(&b, v.SignedIn)
+		b.WriteString("</strong></p>")
+	}
+	if v.Progress != "" {
+		b.WriteString("\n<p class=\"meta\" role=\"status\">")
+		value(&b, v.Progress)
+		b.WriteString("</p>")
+	}
+	if v.Refusal != "" && v.State == Pending {
+		b.WriteString("\n<p class=\"message\" role=\"alert\">")
+		value(&b, v.Refusal)
+		b.WriteString("</p>")
+	}
 	v.ask(&b)
 	switch {
 	case v.ShowForm:

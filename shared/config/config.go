@@ -150,6 +150,30 @@ type Approvers struct {
 	// Console prints each approval link on standard output (local stack).
 	Console  bool      `json:"console"`
 	Webhooks []Webhook `json:"webhooks"`
+	// SignIn is "required" (approvers sign in before they decide, and the
+	// decision names the person) or "optional" (they may); empty means
+	// required when an identity provider is configured (Settings.SignIn)
+	// and off otherwise. See Settings.ApproverSignIn.
+	SignIn string `json:"sign_in,omitempty"`
+}
+
+// Approver sign-in modes (settings.json approvers.sign_in).
+const (
+	ApproverSignInRequired = "required"
+	ApproverSignInOptional = "optional"
+)
+
+// ApproverSignIn is the approvers' sign-in mode in force: approvers.sign_in
+// as given, else "required" when an identity provider is configured, else
+// "" (links decide without sign-in, naming their channel).
+func (s Settings) ApproverSignIn() string {
+	if s.Approvers.SignIn != "" {
+		return s.Approvers.SignIn
+	}
+	if s.SignIn.Configured() {
+		return ApproverSignInRequired
+	}
+	return ""
 }
 
 // Webhook is one approver webhook.
@@ -566,9 +590,19 @@ func scriptLimits(s *src, raw json.RawMessage) Scripts {
 
 func (l *loader) approvers(s *src, raw json.RawMessage) Approvers {
 	var a Approvers
-	m, ok := s.object("approvers", raw, "console", "webhooks")
+	m, ok := s.object("approvers", raw, "console", "webhooks", "sign_in")
 	if !ok {
 		return a
+	}
+	if v, ok := m["sign_in"]; ok {
+		if mode, ok := s.str("approvers.sign_in", v); ok {
+			switch mode {
+			case ApproverSignInRequired, ApproverSignInOptional:
+				a.SignIn = mode
+			default:
+				s.errf("approvers.sign_in", `%q is not a sign-in mode: use "required" or "optional"`, mode)
+			}
+		}
 	}
 	if v, ok := m["console"]; ok {
 		a.Console, _ = s.boolean("approvers.console", v)

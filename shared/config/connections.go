@@ -160,14 +160,31 @@ func (l *loader) connection(name string) (loadedConn, bool) {
 		}
 	}
 	if v, ok := m["approval"]; ok {
-		if a, ok := s.object("approval", v, "out_of_band_only"); ok {
+		if a, ok := s.object("approval", v, "out_of_band_only", "approvers", "separate_approver", "required"); ok {
+			if v, ok := a["required"]; ok {
+				var n int
+				if err := json.Unmarshal(v, &n); err != nil || n < 2 || n > 5 {
+					s.errf("approval.required", "%s is not a quorum: use a whole number of approvers from 2 to 5 (omit it for one)", string(v))
+				} else {
+					tc.Required = n
+				}
+			}
 			if v, ok := a["out_of_band_only"]; ok {
 				conn.OutOfBandOnly, _ = s.boolean("approval.out_of_band_only", v)
+			}
+			if v, ok := a["approvers"]; ok {
+				tc.Approvers = s.approvers("approval.approvers", v)
+			}
+			if v, ok := a["separate_approver"]; ok {
+				tc.SeparateApprover, _ = s.boolean("approval.separate_approver", v)
 			}
 		}
 	}
 	tc.Hooked = len(conn.Hooks) > 0
-	tc.OutOfBandOnly = conn.OutOfBandOnly
+	// Under four eyes the approvers decide: nobody is asked in the client
+	// that made the call, which is the person who may not approve it.
+	// So under a quorum: one person in a client is not a quorum.
+	tc.OutOfBandOnly = conn.OutOfBandOnly || tc.SeparateApprover || tc.Required > 1
 
 	for _, t := range cl.loadTools() {
 		conn.Tools[t.tool.Name] = t.tool
@@ -278,12 +295,24 @@ func (cl *connLoad) claim(s *src, p string, o shapeOwner, shape string) bool {
 }
 
 func (cl *connLoad) endpoint(s *src, rel, p string, raw json.RawMessage) *policy.Endpoint {
-	m, ok := s.object(p, raw, "method", "path", "confirm", "operation_id", "escalate", "encoded_slash_params")
+	m, ok := s.object(p, raw, "method", "path", "confirm", "operation_id", "escalate", "encoded_slash_params", "approval")
 	if !ok {
 		return nil
 	}
 	nerr := len(cl.l.errs)
 	ep := &policy.Endpoint{}
+	if v, ok := m["approval"]; ok {
+		if a, ok := s.object(field(p, "approval"), v, "approvers", "separate_approver", "out_of_band_only", "required"); ok {
+			if v, ok := a["approvers"]; ok {
+				ep.Approvers = s.approvers(field(p, "approval.approvers"), v)
+			}
+			for _, k := range []string{"separate_approver", "out_of_band_only", "required"} {
+				if _, ok := a[k]; ok {
+					s.errf(field(p, "approval."+k), "applies to the whole connection: set it in the connection's approval block")
+				}
+			}
+		}
+	}
 	var params []string
 	var shape string
 	tmplOK := false
@@ -566,4 +595,63 @@ func (cl *connLoad) tool(rel string) (loadedTool, bool) {
 		ep.Rule += ", llm_callable: false"
 	}
 	return loadedTool{tool: t, ep: ep, file: rel}, true
+}
+
+// approvers reads an approval.approvers list: e-mails, "@domain" and
+// "group:<name>" entries, at least one, none twice.
+func (s *src) approvers(p string, raw json.RawMessage) *policy.Approvers {
+	items, ok := s.array(p, raw)
+	if !ok {
+		return nil
+	}
+	if len(items) == 0 {
+		s.errf(p, "an empty list lets nobody approve: name at least one e-mail, @domain or group:<name>, or omit approvers")
+		return nil
+	}
+	a := &policy.Approvers{}
+	seen := map[string]int{}
+	for i, item := range items {
+		ip := index(p, i)
+		v, ok := s.str(ip, item)
+		if !ok {
+			continue
+		}
+		key := strings.ToLower(strings.TrimSpace(v))
+		if j, dup := seen[key]; dup {
+			s.errf(ip, "%q is already %s", v, index(p, j))
+			continue
+		}
+		seen[key] = i
+		switch {
+		case strings.HasPrefix(v, "group:"):
+			g := strings.TrimPrefix(v, "group:")
+			if g == "" || strings.TrimSpace(g) != g {
+				s.errf(ip, "%q: name the identity provider's group after group:", v)
+				continue
+			}
+			a.Groups = append(a.Groups, g)
+		case strings.HasPrefix(v, "@"):
+			if d := key[1:]; !validDomain(d) {
+				s.errf(ip, "%q is not an e-mail domain: write @example.com", v)
+				continue
+			}
+			a.Domains = append(a.Domains, key)
+		default:
+			local, domain, ok := strings.Cut(key, "@")
+			if !ok || local == "" || !validDomain(domain) || strings.ContainsAny(local, " @") {
+				s.errf(ip, "%q is not an approver: use an e-mail (ada@example.com), a domain (@example.com) or group:<name>", v)
+				continue
+			}
+			a.Emails = append(a.Emails, key)
+		}
+	}
+	return a
+}
+
+// validDomain reports a DNS name with at least one dot.
+func validDomain(d string) bool {
+	if !strings.Contains(d, ".") || strings.HasPrefix(d, ".") || strings.HasSuffix(d, ".") || strings.Contains(d, "..") {
+		return false
+	}
+	return allBytes(d, func(c byte) bool { return isLetter(c) || isDigit(c) || c == '-' || c == '.' })
 }

@@ -41,11 +41,15 @@ const (
 	EventRunReview
 	// EventDismissReview: an operator dismisses a review item (DismissReview).
 	EventDismissReview
+	// EventCountApproval: a person's approval is counted toward a quorum
+	// (approval.required) that it does not yet complete (Service.Answer);
+	// the one that completes it is EventApprove.
+	EventCountApproval
 )
 
 // AllEvents lists every event, in order.
 var AllEvents = []Event{EventApprove, EventReject, EventTimeOut, EventWorkflowRejected, EventWorkflowFailed,
-	EventRedeem, EventExecute, EventClaim, EventFinish, EventRunReview, EventDismissReview}
+	EventRedeem, EventExecute, EventClaim, EventFinish, EventRunReview, EventDismissReview, EventCountApproval}
 
 // AllStatuses lists every status, in order.
 var AllStatuses = []countersign.Status{countersign.StatusPending, countersign.StatusApproved, countersign.StatusRejected,
@@ -53,7 +57,7 @@ var AllStatuses = []countersign.Status{countersign.StatusPending, countersign.St
 	countersign.StatusFailed}
 
 var eventNames = [...]string{"", "approve", "reject", "time_out", "workflow_rejected", "workflow_failed",
-	"redeem", "execute", "claim", "finish", "run_review", "dismiss_review"}
+	"redeem", "execute", "claim", "finish", "run_review", "dismiss_review", "count_approval"}
 
 // String returns the event's name.
 func (e Event) String() string {
@@ -114,18 +118,18 @@ var (
 // itself, before any of it ran (Finalize): an agent's approval keeps its
 // window, and stays.
 var table = map[countersign.Status][]Transition{
-	// approve, reject, time_out, workflow_rejected, workflow_failed, redeem, execute, claim, finish, run_review, dismiss_review
+	// approve, reject, time_out, workflow_rejected, workflow_failed, redeem, execute, claim, finish, run_review, dismiss_review, count_approval
 	countersign.StatusPending: {to(countersign.StatusApproved), to(countersign.StatusRejected), to(countersign.StatusExpired),
 		to(countersign.StatusRejected), to(countersign.StatusFailed), waiting, waiting, waiting, waiting,
-		to(countersign.StatusRedeemed), to(countersign.StatusRejected)},
+		to(countersign.StatusRedeemed), to(countersign.StatusRejected), same},
 	countersign.StatusApproved: {decided, decided, same, same, to(countersign.StatusFailed),
-		to(countersign.StatusRedeemed), to(countersign.StatusRedeemed), to(countersign.StatusRedeemed), outcomes, decided, decided},
-	countersign.StatusRejected:          {decided, decided, same, same, same, refused, refused, refused, waiting, decided, decided},
-	countersign.StatusExpired:           {lapsed, lapsed, same, same, same, lapsed, lapsed, lapsed, waiting, lapsed, lapsed},
-	countersign.StatusRedeemed:          {decided, decided, same, same, same, used, same, same, outcomes, decided, decided},
-	countersign.StatusExecuted:          {decided, decided, same, same, same, used, same, used, same, decided, decided},
-	countersign.StatusPartiallyExecuted: {decided, decided, same, same, same, used, same, used, same, decided, decided},
-	countersign.StatusFailed:            {decided, decided, same, same, same, used, same, used, same, decided, decided},
+		to(countersign.StatusRedeemed), to(countersign.StatusRedeemed), to(countersign.StatusRedeemed), outcomes, decided, decided, decided},
+	countersign.StatusRejected:          {decided, decided, same, same, same, refused, refused, refused, waiting, decided, decided, decided},
+	countersign.StatusExpired:           {lapsed, lapsed, same, same, same, lapsed, lapsed, lapsed, waiting, lapsed, lapsed, lapsed},
+	countersign.StatusRedeemed:          {decided, decided, same, same, same, used, same, same, outcomes, decided, decided, decided},
+	countersign.StatusExecuted:          {decided, decided, same, same, same, used, same, used, same, decided, decided, decided},
+	countersign.StatusPartiallyExecuted: {decided, decided, same, same, same, used, same, used, same, decided, decided, decided},
+	countersign.StatusFailed:            {decided, decided, same, same, same, used, same, used, same, decided, decided, decided},
 }
 
 // Next is the table's answer to ev in status from. A status or event the

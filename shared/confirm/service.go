@@ -390,10 +390,75 @@ func (s *Service) AttachToken(ctx context.Context, id, token string) (c *counter
 type Answer struct {
 	Approve  bool
 	Approver string
+	// Person is who answered, signed in (approvers.sign_in); nil when the
+	// link was used without sign-in: the record then names the channel.
+	Person *countersign.Person
+	// Required is the quorum the policy asks (approval.required): an
+	// approval then counts toward it, and only the Required-th distinct
+	// person's approves. 0 or 1: one approval decides. A quorum counts
+	// only people (Person set).
+	Required int
 	// Reason is the approver's optional reason (shown to the agent).
 	Reason string
 	// Keep lists the indexes of the operations kept; nil with Approve keeps all.
 	Keep []int
+}
+
+// count adds d's approval to c's quorum. It reports counted when the
+// approval leaves c pending (EventCountApproval), or false when it
+// completes the quorum and the caller approves c (EventApprove). The same
+// person (issuer and subject) twice counts once: their second approval is
+// refused, and the record is left as it is. Operations an approver
+// clears stay cleared: the quorum approves what every one of them kept.
+func (s *Service) count(c *countersign.Confirmation, d Answer, now time.Time) (counted bool, err error) {
+	if d.Person == nil {
+		return false, fault.Errorf(fault.Forbidden, "confirmation %s needs approvals by people signed in", c.ID)
+	}
+	if c.Required == 0 {
+		c.Required = min(max(d.Required, 2), 5)
+	}
+	for _, a := range c.Approvals {
+		if a.Issuer == d.Person.Issuer && a.Subject == d.Person.Subject {
+			return false, fault.Errorf(fault.Forbidden, "%s already approved confirmation %s; it needs %d of %d approvals, from different people",
+				d.Person.Label(), c.ID, c.Required, c.Required)
+		}
+	}
+	if d.Keep != nil {
+		keep := make(map[int]bool, len(d.Keep))
+		for _, k := range d.Keep {
+			if k < 0 || k >= len(c.Operations) {
+				return false, fault.Errorf(fault.InvalidRequest, "operation %d is not part of confirmation %s", k, c.ID)
+			}
+			keep[k] = true
+		}
+		any := false
+		for i := range c.Operations {
+			c.Operations[i].Selected = c.Operations[i].Selected && keep[i]
+			any = any || c.Operations[i].Selected
+		}
+		if !any {
+			return false, fault.Errorf(fault.InvalidRequest, "nothing is left selected to approve in confirmation %s", c.ID)
+		}
+	}
+	c.Approvals = append(c.Approvals, countersign.Approval{Person: *d.Person, Channel: d.Approver, At: now})
+	if len(c.Approvals) < c.Required {
+		t := On(c, EventCountApproval, now)
+		if err := t.Err(c); err != nil {
+			return false, err
+		}
+		c.Status = t.To
+		return true, nil
+	}
+	return false, nil
+}
+
+// actor is who answered, as the audit trail names them: the person
+// signed in, else the approver channel whose link was used.
+func (d Answer) actor() string {
+	if d.Person != nil {
+		return "person:" + d.Person.Label()
+	}
+	return "approver:" + d.Approver
 }
 
 // answerOutput is the task output sent with SendTaskSuccess.
@@ -424,10 +489,23 @@ func (s *Service) Answer(ctx context.Context, id string, d Answer) (*countersign
 	if d.Approve {
 		ev = EventApprove
 	}
+	if d.Approve && d.Required > 1 && d.Person == nil {
+		return nil, fault.Errorf(fault.Forbidden, "confirmation %s needs %d approvals by people signed in", id, d.Required)
+	}
+	counted := false // this approval was counted toward a quorum it does not complete
 	c, err := s.update(ctx, id, func(c *countersign.Confirmation, now time.Time) error {
+		counted = false
 		t := On(c, ev, now)
 		if err := t.Err(c); err != nil {
 			return err
+		}
+		keepOps := d.Keep
+		if d.Approve && (d.Required > 1 || c.Required > 1) && c.Kind != countersign.KindReview && token != "" {
+			var err error
+			if counted, err = s.count(c, d, now); err != nil || counted {
+				return err
+			}
+			keepOps = nil // count kept what every approver kept
 		}
 		if c.Kind == countersign.KindReview {
 			return fault.Errorf(fault.ConfirmationPending, "%s is a review item: an operator runs or dismisses it", c.ID)
@@ -438,7 +516,7 @@ func (s *Service) Answer(ctx context.Context, id string, d Answer) (*countersign
 			return fault.Errorf(fault.ConfirmationPending, "confirmation %s is not ready for a decision", c.ID)
 		}
 		at := now
-		c.DecidedAt, c.DecidedBy, c.DecisionReason = &at, d.Approver, d.Reason
+		c.DecidedAt, c.DecidedBy, c.DecidedByPerson, c.DecisionReason = &at, d.Approver, d.Person, d.Reason
 		c.Status = t.To
 		if !d.Approve {
 			for i := range c.Operations {
@@ -446,12 +524,12 @@ func (s *Service) Answer(ctx context.Context, id string, d Answer) (*countersign
 			}
 			return nil
 		}
-		if d.Keep != nil {
-			if len(d.Keep) == 0 {
+		if keepOps != nil {
+			if len(keepOps) == 0 {
 				return fault.Errorf(fault.InvalidRequest, "nothing was selected to approve in confirmation %s", c.ID)
 			}
-			keep := make(map[int]bool, len(d.Keep))
-			for _, k := range d.Keep {
+			keep := make(map[int]bool, len(keepOps))
+			for _, k := range keepOps {
 				if k < 0 || k >= len(c.Operations) {
 					return fault.Errorf(fault.InvalidRequest, "operation %d is not part of confirmation %s", k, c.ID)
 				}
@@ -470,6 +548,13 @@ func (s *Service) Answer(ctx context.Context, id string, d Answer) (*countersign
 	if err != nil {
 		return c, fmt.Errorf("answer %s: %w", id, err)
 	}
+	if counted {
+		// Counted, not yet approved: the workflow is told only by the
+		// approval that completes the quorum.
+		s.logger().InfoContext(ctx, "approval counted", "confirmation", id, "approvals", len(c.Approvals), "required", c.Required)
+		s.record(ctx, d.actor(), "confirmation.approval_counted", c, fmt.Sprintf("%d of %d approvals", len(c.Approvals), c.Required))
+		return c, nil
+	}
 	if d.Approve {
 		out, _ := json.Marshal(answerOutput{Approved: true, Execute: GatewayExecutes(c)})
 		err = s.Workflow.SendTaskSuccess(ctx, token, out)
@@ -482,7 +567,7 @@ func (s *Service) Answer(ctx context.Context, id string, d Answer) (*countersign
 		s.logger().WarnContext(ctx, "workflow not told of decision", "confirmation", id, "error", err)
 	}
 	s.logger().InfoContext(ctx, "confirmation answered", "confirmation", id, "approved", d.Approve, "approver", d.Approver)
-	s.record(ctx, "approver:"+d.Approver, "confirmation."+string(c.Status), c, d.Reason)
+	s.record(ctx, d.actor(), "confirmation."+string(c.Status), c, d.Reason)
 	s.emit(ctx, notify.Event{Type: notify.TypeDecided, Confirmation: notify.ConfirmationOf(c), Decision: string(c.Status), Status: string(c.Status)})
 	return c, nil
 }

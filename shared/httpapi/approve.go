@@ -18,6 +18,8 @@ import (
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/links"
+	"github.com/countersign/countersign/shared/oauth"
+	"github.com/countersign/countersign/shared/policy"
 )
 
 // Decider is what the approval page asks of the pipeline
@@ -44,9 +46,142 @@ type Approver struct {
 	// BodyTimeout bounds the wait for a request's body once its headers
 	// are in (0: BodyTimeout).
 	BodyTimeout time.Duration
+	// SignIn signs approvers in (settings.json approvers.sign_in), with
+	// the same sign-in as OAuth's authorize endpoint; nil when this
+	// surface has none, and then a required sign-in refuses every decision.
+	SignIn oauth.SignIn
+	// Credentials reads who made a call, for four eyes
+	// (approval.separate_approver); nil refuses every such decision.
+	Credentials Credentials
 }
 
 var _ http.Handler = (*Approver)(nil)
+
+// Credentials reads the credential that made a call (store.Store).
+type Credentials interface {
+	GetCredential(ctx context.Context, id string) (countersign.Credential, error)
+}
+
+// approverCtx is who is deciding: the person signed in on this browser,
+// if any, and the sign-in mode in force.
+type approverCtx struct {
+	person        *countersign.Person
+	emailVerified bool
+	groups        []string
+	mode          string
+}
+
+// who reads the sign-in mode in force and the person signed in.
+func (a *Approver) who(r *http.Request) approverCtx {
+	w := approverCtx{mode: a.Calls.Current().Settings.ApproverSignIn()}
+	if a.SignIn == nil {
+		return w
+	}
+	if p, ok := a.SignIn.Person(r); ok && p.Subject != "" {
+		w.person = &countersign.Person{Issuer: p.Issuer, Subject: p.Subject, Email: p.Email, Name: p.Name}
+		w.emailVerified, w.groups = p.EmailVerified, p.Groups
+	}
+	return w
+}
+
+// label is how the page shows the person signed in.
+func (w approverCtx) label() string {
+	if w.person == nil {
+		return ""
+	}
+	if w.person.Name != "" && w.person.Email != "" {
+		return w.person.Name + " <" + w.person.Email + ">"
+	}
+	return w.person.Label()
+}
+
+// rules are the approval rules of c's operations in the policy in force:
+// each operation's approvers (its endpoint's, else its connection's) and
+// whether its connection keeps four eyes.
+type rules struct {
+	approvers []*policy.Approvers
+	where     []string
+	separate  bool
+	// required is the largest quorum of c's connections (approval.required).
+	required int
+}
+
+func (a *Approver) rulesOf(c *countersign.Confirmation) rules {
+	var rs rules
+	set := a.Calls.Current().Policy
+	for _, op := range c.Operations {
+		tc := set.Connection(op.Connection)
+		if tc == nil {
+			continue
+		}
+		list := tc.Approvers
+		if m, ok := set.Resolve(op.Connection, op.Method, op.Path); ok && m.Endpoint != nil && m.Endpoint.Approvers != nil {
+			list = m.Endpoint.Approvers
+		}
+		if list != nil {
+			rs.approvers = append(rs.approvers, list)
+			rs.where = append(rs.where, op.Connection+" "+op.Method+" "+op.Endpoint)
+		}
+		rs.separate = rs.separate || tc.SeparateApprover
+		rs.required = max(rs.required, tc.Required)
+	}
+	if c.Required > rs.required { // set at the first approval counted
+		rs.required = c.Required
+	}
+	return rs
+}
+
+// refusal says why this browser may not decide c, or "" when it may:
+// sign-in is required and nobody is signed in; the policy names approvers
+// (approval.approvers) and this person is not one of them for every
+// operation; or under four eyes (approval.separate_approver) this is the
+// person who made the call.
+func (a *Approver) refusal(ctx context.Context, w approverCtx, c *countersign.Confirmation) string {
+	rs := a.rulesOf(c)
+	if w.person == nil && (w.mode == config.ApproverSignInRequired || len(rs.approvers) > 0 || rs.separate || rs.required > 1) {
+		if a.SignIn == nil {
+			return "Approvers must sign in to decide, and sign-in is not available here."
+		}
+		return "Sign in to decide: approvers of this call must sign in."
+	}
+	email := ""
+	if w.person != nil && w.emailVerified {
+		email = w.person.Email
+	}
+	for i, list := range rs.approvers {
+		if !list.Allows(email, w.groups) {
+			return "You are signed in as " + w.label() + ", who is not among the approvers of " + rs.where[i] + "; only they may decide it."
+		}
+	}
+	for _, ap := range c.Approvals {
+		if ap.Issuer == w.person.Issuer && ap.Subject == w.person.Subject {
+			return fmt.Sprintf("You approved this already; it needs %d approvals from different people.", rs.required)
+		}
+	}
+	if rs.separate {
+		if a.Credentials == nil {
+			return "This call needs an approver other than the person who made it, and who made it cannot be read here."
+		}
+		cred, err := a.Credentials.GetCredential(ctx, c.Credential)
+		if err != nil {
+			return "This call needs an approver other than the person who made it, and who made it could not be read; try again."
+		}
+		if samePerson(&cred, w.person) {
+			return "You made this call, and it needs another person's approval (four eyes)."
+		}
+	}
+	return ""
+}
+
+// samePerson reports whether the person signed in is the person of the
+// credential: the same subject at the same issuer, or the same e-mail.
+// A key is nobody's: any signed-in approver is someone else.
+func samePerson(cred *countersign.Credential, p *countersign.Person) bool {
+	if cred.Subject != "" && cred.Subject == p.Subject && cred.Issuer == p.Issuer {
+		return true
+	}
+	return cred.Email != "" && strings.EqualFold(cred.Email, p.Email)
+}
 
 func (a *Approver) now() time.Time {
 	if a.Now != nil {
@@ -76,7 +211,51 @@ func (a *Approver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if a.startSignIn(w, r) {
+		return
+	}
 	a.serve(ctx, r, b).send(w)
+}
+
+// startSignIn sends a browser that opens a valid link without being signed
+// in to the sign-in, and back to the same link, when sign-in is required.
+// It changes nothing on the server: the sign-in's own state travels in
+// its cookies.
+func (a *Approver) startSignIn(w http.ResponseWriter, r *http.Request) bool {
+	m := method(r)
+	if a.SignIn == nil || m != http.MethodGet && m != http.MethodHead {
+		return false
+	}
+	who := a.who(r)
+	if who.person != nil {
+		return false
+	}
+	id, ok := strings.CutPrefix(requestPath(r), "/approve/")
+	if !ok || id == "" || strings.Contains(id, "/") {
+		return false
+	}
+	if unescaped, err := url.PathUnescape(id); err == nil {
+		id = unescaped
+	}
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return false
+	}
+	if _, _, err := a.verify(id, q); err != nil {
+		return false // the page says the link is not valid
+	}
+	if who.mode != config.ApproverSignInRequired {
+		// The policy may still want a person for this call.
+		c, err := a.Calls.Lookup(r.Context(), id)
+		if err != nil || confirm.Effective(c, a.now()) != countersign.StatusPending {
+			return false
+		}
+		if rs := a.rulesOf(c); len(rs.approvers) == 0 && !rs.separate && rs.required < 2 {
+			return false
+		}
+	}
+	a.SignIn.Start(w, r, "/approve/"+url.PathEscape(id)+"?"+r.URL.RawQuery)
+	return true
 }
 
 func (a *Approver) serve(ctx context.Context, r *http.Request, b []byte) reply {
@@ -131,10 +310,16 @@ func (a *Approver) show(ctx context.Context, r *http.Request, id string, head bo
 		}
 		return a.page(http.StatusInternalServerError, approvalpage.Page{State: approvalpage.NotFound, Message: "Something went wrong; try again."}, head)
 	}
+	who := a.who(r)
 	p := a.pageOf(c, link)
+	p.SignedIn = who.label()
 	a.describeAsker(ctx, c, &p)
 	switch st := confirm.Effective(c, a.now()); {
 	case st == countersign.StatusPending && !linkExpired:
+		p.Refusal = a.refusal(ctx, who, c)
+		if rs := a.rulesOf(c); rs.required > 1 {
+			p.Progress = fmt.Sprintf("%d of %d approvals", len(c.Approvals), rs.required)
+		}
 		return a.page(http.StatusOK, p, head)
 	case st == countersign.StatusPending || st == countersign.StatusExpired && c.DecidedAt == nil:
 		p.State = approvalpage.Expired
@@ -210,7 +395,25 @@ func (a *Approver) decide(ctx context.Context, r *http.Request, b []byte, id str
 	if len(reason) > maxReason {
 		return fail(fault.InvalidRequest, "The reason is longer than 1000 bytes.", invalid)
 	}
-	c, err := a.Calls.Decide(ctx, id, confirm.Decision{Approve: decision == "approve", Approver: link.Approver, Keep: keep, Reason: reason})
+	who := a.who(r)
+	c, err := a.Calls.Lookup(ctx, id)
+	if err != nil {
+		if fault.CodeOf(err) == fault.UnknownConfirmation {
+			return fail(fault.UnknownConfirmation, "There is no such confirmation.", approvalpage.Page{State: approvalpage.NotFound})
+		}
+		return fail(fault.Internal, "Something went wrong; try again.", approvalpage.Page{State: approvalpage.NotFound})
+	}
+	if why := a.refusal(ctx, who, c); why != "" && confirm.Effective(c, a.now()) == countersign.StatusPending {
+		p := a.pageOf(c, link)
+		p.SignedIn, p.Refusal = who.label(), why
+		a.describeAsker(ctx, c, &p)
+		if wantJSON {
+			return codeError(fault.Forbidden, why)
+		}
+		return a.page(http.StatusForbidden, p, false)
+	}
+	c, err = a.Calls.Decide(ctx, id, confirm.Decision{Approve: decision == "approve", Approver: link.Approver, Person: who.person, Keep: keep, Reason: reason,
+		Required: a.rulesOf(c).required})
 	if err != nil {
 		switch code := fault.CodeOf(err); code {
 		case fault.ConfirmationDecided:
@@ -225,6 +428,20 @@ func (a *Approver) decide(ctx context.Context, r *http.Request, b []byte, id str
 			return fail(code, fault.ReasonOf(err), invalid)
 		}
 	}
+	if c.Status == countersign.StatusPending && len(c.Approvals) > 0 {
+		// Counted toward a quorum that is not complete yet.
+		if wantJSON {
+			return jsonReply(http.StatusOK, struct {
+				Status    countersign.Status `json:"status"`
+				Approvals *approvalsView     `json:"approvals"`
+			}{Status: c.Status, Approvals: approvalsOf(c)})
+		}
+		p := a.pageOf(c, link)
+		p.SignedIn, p.Refusal = who.label(), a.refusal(ctx, who, c)
+		p.Progress = fmt.Sprintf("%d of %d approvals", len(c.Approvals), c.Required)
+		a.describeAsker(ctx, c, &p)
+		return a.page(http.StatusOK, p, false)
+	}
 	if wantJSON {
 		return jsonReply(http.StatusOK, struct {
 			Status     countersign.Status `json:"status"`
@@ -232,6 +449,7 @@ func (a *Approver) decide(ctx context.Context, r *http.Request, b []byte, id str
 		}{Status: c.Status, Operations: viewConfirmation(c, confirm.Effective(c, a.now())).Operations})
 	}
 	dp := a.decidedPage(c, link)
+	dp.SignedIn = who.label()
 	a.describeAsker(ctx, c, &dp)
 	return a.page(http.StatusOK, dp, false)
 }
@@ -299,7 +517,9 @@ func (a *Approver) decidedPage(c *countersign.Confirmation, link links.Link) app
 // effective status: an approval not redeemed in time reads as such.
 func decisionText(c *countersign.Confirmation, st countersign.Status) string {
 	by := ""
-	if c.DecidedBy != "" {
+	if c.DecidedByPerson != nil {
+		by = " by " + c.DecidedByPerson.Label()
+	} else if c.DecidedBy != "" {
 		by = " by " + c.DecidedBy
 	}
 	switch st {

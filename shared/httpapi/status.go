@@ -21,6 +21,12 @@ type confirmationView struct {
 	CreatedAt time.Time          `json:"created_at"`
 	ExpiresAt time.Time          `json:"expires_at"`
 	DecidedAt *time.Time         `json:"decided_at"`
+	// DecidedBy is who decided: the person signed in, or the channel
+	// whose link was used (docs/api.md, Confirmation status).
+	DecidedBy *countersign.Decider `json:"decided_by,omitempty"`
+	// Approvals is a quorum's count (approval.required), once the first
+	// approval is counted.
+	Approvals *approvalsView `json:"approvals,omitempty"`
 	// DecisionReason is why an approver rejected it or an operator
 	// dismissed it, when they said (an extension of docs/api.md, Confirmation status).
 	DecisionReason string          `json:"decision_reason,omitempty"`
@@ -49,7 +55,7 @@ type operationView struct {
 // redemption deadline, so that is its expires_at (and redeem_by).
 func viewConfirmation(c *countersign.Confirmation, effective countersign.Status) confirmationView {
 	v := confirmationView{ID: c.ID, Status: effective, Kind: c.Kind, CreatedAt: c.CreatedAt, ExpiresAt: c.ExpiresAt,
-		DecidedAt: c.DecidedAt, DecisionReason: c.DecisionReason, RedeemBy: c.RedeemBy, Result: c.Result, Operations: make([]operationView, 0, len(c.Operations))}
+		DecidedAt: c.DecidedAt, DecidedBy: c.DecidedByView(), Approvals: approvalsOf(c), DecisionReason: c.DecisionReason, RedeemBy: c.RedeemBy, Result: c.Result, Operations: make([]operationView, 0, len(c.Operations))}
 	if c.RedeemBy != nil && c.Status == countersign.StatusApproved {
 		v.ExpiresAt = *c.RedeemBy
 	}
@@ -90,4 +96,22 @@ func (g *Gateway) status(ctx context.Context, r *http.Request, cred *countersign
 		}
 	}
 	return jsonReply(http.StatusOK, v)
+}
+
+// approvalsView is a quorum's count: "1 of 2 approvals", and by whom.
+type approvalsView struct {
+	Required int                   `json:"required"`
+	Received int                   `json:"received"`
+	By       []countersign.Decider `json:"by"`
+}
+
+func approvalsOf(c *countersign.Confirmation) *approvalsView {
+	if c.Required < 2 {
+		return nil
+	}
+	v := &approvalsView{Required: c.Required, Received: len(c.Approvals), By: make([]countersign.Decider, 0, len(c.Approvals))}
+	for _, a := range c.Approvals {
+		v.By = append(v.By, countersign.Decider{Kind: "person", Issuer: a.Issuer, Subject: a.Subject, Email: a.Email, Name: a.Name, Channel: a.Channel})
+	}
+	return v
 }

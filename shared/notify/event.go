@@ -38,6 +38,8 @@ type EventConfirmation struct {
 	Credential string           `json:"credential"` // the credential id, never a key
 	Reason     string           `json:"reason"`
 	Operations []EventOperation `json:"operations"`
+	// DecidedBy is who decided, once someone has (decided and executed events).
+	DecidedBy *countersign.Decider `json:"decided_by,omitempty"`
 	// OmittedOperations counts the operations left out of a webhook payload
 	// (beyond MaxEventOperations).
 	OmittedOperations int `json:"omitted_operations,omitempty"`
@@ -45,7 +47,7 @@ type EventConfirmation struct {
 
 // ConfirmationOf is the event view of a stored confirmation.
 func ConfirmationOf(c *countersign.Confirmation) EventConfirmation {
-	ec := EventConfirmation{ID: c.ID, Kind: string(c.Kind), ExpiresAt: c.ExpiresAt, Credential: c.Credential, Reason: c.Reason}
+	ec := EventConfirmation{ID: c.ID, Kind: string(c.Kind), ExpiresAt: c.ExpiresAt, Credential: c.Credential, Reason: c.Reason, DecidedBy: c.DecidedByView()}
 	for _, op := range c.Operations {
 		args, _ := json.Marshal(op.Args)
 		eo := EventOperation{Connection: op.Connection, Method: op.Method, Path: op.Path, Endpoint: op.Endpoint, Args: args}

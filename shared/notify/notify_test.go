@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/countersign/countersign"
 	"io"
 	"log/slog"
 	"net/http"
@@ -625,5 +626,20 @@ func TestSetChannels(t *testing.T) {
 	}
 	if len(old.events()) != 0 || len(next.events()) != 2 {
 		t.Errorf("old channel got %d events, new %d; want 0 and 2", len(old.events()), len(next.events()))
+	}
+}
+
+// TestSlackDecidedNamesTheApprover: the Slack follow-up of a decision
+// names the person who decided, or the channel whose link was used.
+func TestSlackDecidedNamesTheApprover(t *testing.T) {
+	ev := requested()
+	ev.Type, ev.Decision, ev.Links = TypeDecided, "approved", nil
+	ev.Confirmation.DecidedBy = &countersign.Decider{Kind: "person", Issuer: "https://idp.example.com", Subject: "ada", Email: "ada@example.com", Channel: "ops"}
+	if b, _ := json.Marshal(slackMessageFor(ev)); !strings.Contains(string(b), "was approved by ada@example.com.") {
+		t.Errorf("person: %s", b)
+	}
+	ev.Confirmation.DecidedBy = &countersign.Decider{Kind: "channel", Channel: "ops"}
+	if b, _ := json.Marshal(slackMessageFor(ev)); !strings.Contains(string(b), "was approved through the ops link.") {
+		t.Errorf("channel: %s", b)
 	}
 }

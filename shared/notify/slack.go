@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/display"
 )
 
@@ -72,7 +73,7 @@ func slackMessageFor(ev Event) slackMessage {
 		text, summary = title+" "+id, b.String()
 	case TypeDecided:
 		text = fmt.Sprintf("%s %s", id, slackEscape(orDefault(ev.Decision, "decided")))
-		summary = fmt.Sprintf("Confirmation %s was %s.", id, slackEscape(orDefault(ev.Decision, "decided")))
+		summary = fmt.Sprintf("Confirmation %s was %s%s.", id, slackEscape(orDefault(ev.Decision, "decided")), slackEscape(byWhom(conf.DecidedBy)))
 	case TypeExpired:
 		text = id + " expired"
 		summary = fmt.Sprintf("Confirmation %s expired before anyone decided.", id)
@@ -131,3 +132,19 @@ func truncateUTF8(s string, n int) string {
 }
 
 func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+// byWhom names who decided, for a follow-up: " by <person>" or " by the
+// <channel> link"; empty when nobody is named.
+func byWhom(d *countersign.Decider) string {
+	switch {
+	case d == nil:
+		return ""
+	case d.Kind == "person" && d.Email != "":
+		return " by " + d.Email
+	case d.Kind == "person":
+		return " by " + d.Subject + " at " + d.Issuer
+	case d.Channel != "":
+		return " through the " + d.Channel + " link"
+	}
+	return ""
+}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"html/template"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/coreos/go-oidc/v3/oidc"
@@ -157,16 +156,20 @@ func (s *OIDCSignIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var claims struct {
-		Email         string `json:"email"`
-		EmailVerified bool   `json:"email_verified"`
-		Name          string `json:"name"`
+		Email         string   `json:"email"`
+		EmailVerified bool     `json:"email_verified"`
+		Name          string   `json:"name"`
+		Groups        []string `json:"groups"`
 	}
 	_ = idt.Claims(&claims)
-	sess := session{Person{Issuer: s.o.Issuer, Subject: idt.Subject, Email: claims.Email, EmailVerified: claims.EmailVerified, Name: claims.Name},
+	if len(claims.Groups) > 50 { // a session cookie stays small
+		claims.Groups = claims.Groups[:50]
+	}
+	sess := session{Person{Issuer: s.o.Issuer, Subject: idt.Subject, Email: claims.Email, EmailVerified: claims.EmailVerified, Name: claims.Name, Groups: claims.Groups},
 		s.o.Now().Add(sessionTTL).Unix()}
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: sealWith(s.o.Key, sess), Path: "/oauth/", HttpOnly: true, Secure: r.TLS != nil,
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: sealWith(s.o.Key, sess), Path: "/", HttpOnly: true, Secure: r.TLS != nil,
 		SameSite: http.SameSiteLaxMode, MaxAge: int(sessionTTL.Seconds())})
-	if !strings.HasPrefix(f.ReturnTo, PathAuthorize+"?") {
+	if !returnable(f.ReturnTo) {
 		f.ReturnTo = PathAuthorize
 	}
 	http.Redirect(w, r, f.ReturnTo, http.StatusSeeOther)

@@ -33,6 +33,9 @@ type Person struct {
 	// (email_verified); only then is the person matched to a configured
 	// user by e-mail.
 	EmailVerified bool `json:"email_verified,omitempty"`
+	// Groups are the identity provider's groups claim, when it gives one
+	// (approval.approvers "group:<name>").
+	Groups []string `json:"groups,omitempty"`
 }
 
 // SignIn signs people in for the authorize endpoint.
@@ -94,6 +97,22 @@ func (s *Server) userCredential(ctx context.Context, p Person) (countersign.Cred
 		return s.store.GetCredential(ctx, id)
 	}
 	return c, err
+}
+
+// PathApprove is the approval pages' prefix: approvers sign in with the
+// same sign-in (approvers.sign_in) and come back to the page. The session
+// cookie is therefore scoped to "/", not "/oauth/"; nothing else reads it
+// (the APIs take bearer tokens only).
+const PathApprove = "/approve/"
+
+// returnable reports a path a sign-in may send the browser back to: the
+// authorize endpoint with its request, or an approval page. Both are paths
+// on this server (a leading "//" would name another host).
+func returnable(p string) bool {
+	if strings.HasPrefix(p, "//") || strings.ContainsAny(p, "\\\r\n") {
+		return false
+	}
+	return strings.HasPrefix(p, PathAuthorize+"?") || strings.HasPrefix(p, PathApprove)
 }
 
 // DevSignIn is the development sign-in page of the local stack with no
@@ -172,8 +191,8 @@ func (d *DevSignIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'")
 	w.Header().Set("X-Frame-Options", "DENY")
 	returnTo := r.FormValue("return_to")
-	if !strings.HasPrefix(returnTo, PathAuthorize+"?") {
-		http.Error(w, "return_to must be this server's authorize URL", http.StatusBadRequest)
+	if !returnable(returnTo) {
+		http.Error(w, "return_to must be this server's authorize URL or an approval page", http.StatusBadRequest)
 		return
 	}
 	csrf := d.csrf(returnTo)
@@ -194,7 +213,8 @@ func (d *DevSignIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			Person
 			Exp int64 `json:"exp"`
 		}{Person{Issuer: d.Issuer, Subject: strings.ToLower(email), Email: email, EmailVerified: true}, d.now().Add(12 * time.Hour).Unix()}
-		http.SetCookie(w, &http.Cookie{Name: devCookie, Value: sealWith(d.Key, sess), Path: "/oauth/", HttpOnly: true, SameSite: http.SameSiteLaxMode, MaxAge: 12 * 3600})
+		http.SetCookie(w, &http.Cookie{Name: devCookie, Value: sealWith(d.Key, sess), Path: "/", HttpOnly: true, Secure: r.TLS != nil,
+			SameSite: http.SameSiteLaxMode, MaxAge: 12 * 3600})
 		http.Redirect(w, r, returnTo, http.StatusSeeOther)
 	default:
 		http.Error(w, "use GET or POST", http.StatusMethodNotAllowed)

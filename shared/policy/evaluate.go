@@ -33,6 +33,9 @@ type Threshold struct {
 // Endpoint is one operation of a connection, compiled from policy.json or a
 // custom tool.
 type Endpoint struct {
+	// Approvers is the endpoint's approval.approvers, replacing its
+	// connection's; nil means the connection's.
+	Approvers   *Approvers
 	Method      string
 	Path        string // the template, e.g. /contacts/{id}
 	OperationID string
@@ -85,8 +88,18 @@ type Connection struct {
 	EscalateDelegated bool
 	// Hooked is true when the connection has hooks to ask.
 	Hooked bool
-	// OutOfBandOnly forbids approval through the client (approval.out_of_band_only).
+	// OutOfBandOnly forbids approval through the client (approval.out_of_band_only,
+	// and approval.separate_approver).
 	OutOfBandOnly bool
+	// Approvers is approval.approvers: who may approve its calls (nil:
+	// anyone holding a link); an endpoint's own list replaces it.
+	Approvers *Approvers
+	// SeparateApprover is approval.separate_approver: the person who made a
+	// call may not approve it (four eyes).
+	SeparateApprover bool
+	// Required is approval.required: how many distinct people must approve
+	// a call (2 to 5); 0 means one.
+	Required int
 
 	router router
 	text   *connText

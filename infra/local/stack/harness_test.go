@@ -59,6 +59,8 @@ type harnessOptions struct {
 	gate func(r *http.Request)
 	// bodyTimeout, when set, bounds the wait for a request's body.
 	bodyTimeout time.Duration
+	// approverSignIn, when set, is settings.json's approvers.sign_in.
+	approverSignIn string
 }
 
 // harness is a running local stack with a recording upstream and a webhook
@@ -209,9 +211,9 @@ func newHarness(t testing.TB, o harnessOptions) *harness {
 	write("settings.json", fmt.Sprintf(`{
   "workspace": {"name": "Test Co", "accent_color": "#0f766e"},
   "public_url": "http://127.0.0.1:1",
-  "approvers": {"console": true, "webhooks": [{"name": "ops", "url": %q, "format": "json", "secret": %q}]},
+  "approvers": {"console": true, "webhooks": [{"name": "ops", "url": %q, "format": "json", "secret": %q}]%s},
   "timeouts": {"call_seconds": %d, "script_seconds": 1800, "redeem_seconds": %d}%s
-}`, wh.URL, webhookSecret, o.callSeconds, o.redeemSeconds, limitsJSON(o.limits)+scriptsBlock(o.scripts)+mcpBlock(o.mcp)))
+}`, wh.URL, webhookSecret, approverSignInJSON(o.approverSignIn), o.callSeconds, o.redeemSeconds, limitsJSON(o.limits)+scriptsBlock(o.scripts)+mcpBlock(o.mcp)))
 	write("credentials.json", testCredentials)
 	write("connections/crm/policy.json", fmt.Sprintf(`{
   "base_url": %q,
@@ -252,6 +254,13 @@ func newHarness(t testing.TB, o harnessOptions) *harness {
 	}
 	h.start()
 	return h
+}
+
+func approverSignInJSON(mode string) string {
+	if mode == "" {
+		return ""
+	}
+	return fmt.Sprintf(`, "sign_in": %q`, mode)
 }
 
 func limitsJSON(l string) string {
@@ -439,9 +448,17 @@ var (
 // name and value.
 func (h *harness) press(page result, button string, uncheck ...string) result {
 	h.t.Helper()
+	action, form := pageForm(h.t, page, button, uncheck...)
+	return h.do(http.MethodPost, action, "", strings.NewReader(form.Encode()), map[string]string{"Content-Type": "application/x-www-form-urlencoded"})
+}
+
+// pageForm is what a browser posts when a person presses button on the
+// approval page: the form's action and fields (see press).
+func pageForm(t testing.TB, page result, button string, uncheck ...string) (string, url.Values) {
+	t.Helper()
 	m := formRe.FindSubmatch(page.body)
 	if m == nil {
-		h.t.Fatalf("the page has no form:\n%s", page.body)
+		t.Fatalf("the page has no form:\n%s", page.body)
 	}
 	action := html.UnescapeString(string(m[1]))
 	form := url.Values{}
@@ -461,10 +478,10 @@ func (h *harness) press(page result, button string, uncheck ...string) result {
 		}
 	}
 	if !bytes.Contains(page.body, []byte(`name="decision" value="`+button+`"`)) {
-		h.t.Fatalf("the page has no %q button", button)
+		t.Fatalf("the page has no %q button", button)
 	}
 	form.Set("decision", button)
-	return h.do(http.MethodPost, action, "", strings.NewReader(form.Encode()), map[string]string{"Content-Type": "application/x-www-form-urlencoded"})
+	return action, form
 }
 
 // statusOf reads a confirmation's status as its creator.

@@ -754,6 +754,50 @@ func (s *suite) confirmations(t *testing.T) {
 			t.Fatalf("stored Version %d by %q, want 2 by the winner %q", got.Version, got.DecidedBy, copies[winner].DecidedBy)
 		}
 	})
+
+	// A quorum's approvals are counted by conditional writes on the
+	// version: of two approvers who read the same version, one write
+	// lands; the other, read again, adds its approval to the first's.
+	t.Run("ApprovalsCountedByVersion", func(t *testing.T) {
+		st := s.newStore(t)
+		c := minimalConfirmation(uid(t), s.now())
+		mustCreateConfirmation(t, st, c)
+		people := []countersign.Person{{Issuer: "https://idp.example.com", Subject: "ada", Email: "ada@example.com", Name: "Ada"},
+			{Issuer: "https://idp.example.com", Subject: "bob", Email: "bob@example.com"}}
+		copies := make([]*countersign.Confirmation, 2)
+		for i := range copies {
+			copies[i] = mustGetConfirmation(t, st, c.ID)
+			copies[i].Required = 2
+			copies[i].Approvals = append(copies[i].Approvals, countersign.Approval{Person: people[i], Channel: "ops", At: s.now().UTC().Truncate(time.Millisecond)})
+		}
+		errs := race(2, func(i int) error { return st.UpdateConfirmation(ctx, copies[i]) })
+		loser := -1
+		for i, err := range errs {
+			if errors.Is(err, store.ErrConflict) {
+				loser = i
+			} else if err != nil {
+				t.Fatalf("approver %d: %v", i, err)
+			}
+		}
+		if loser < 0 {
+			t.Fatal("both approvals were written on version 1")
+		}
+		again := mustGetConfirmation(t, st, c.ID)
+		if len(again.Approvals) != 1 || again.Approvals[0].Person != people[1-loser] {
+			t.Fatalf("after the race: %+v", again.Approvals)
+		}
+		again.Approvals = append(again.Approvals, countersign.Approval{Person: people[loser], Channel: "ops", At: s.now().UTC().Truncate(time.Millisecond)})
+		at := s.now().UTC().Truncate(time.Millisecond)
+		again.Status, again.DecidedAt, again.DecidedBy, again.DecidedByPerson = countersign.StatusApproved, &at, "ops", &people[loser]
+		if err := st.UpdateConfirmation(ctx, again); err != nil {
+			t.Fatal(err)
+		}
+		got := mustGetConfirmation(t, st, c.ID)
+		if got.Version != 3 || got.Required != 2 || len(got.Approvals) != 2 || got.DecidedByPerson == nil || *got.DecidedByPerson != people[loser] ||
+			got.Approvals[1].Person != people[loser] || got.Approvals[0].Channel != "ops" {
+			t.Fatalf("stored %+v (version %d), want both approvals, the quorum and the deciding person at version 3", got.Approvals, got.Version)
+		}
+	})
 }
 
 func (s *suite) idempotency(t *testing.T) {
