@@ -47,6 +47,7 @@ var flows = []struct {
 
 	{name: "configuration change picked up from S3, a bad one refused", run: configChange},
 	{name: "key created and revoked with countersign keys", run: keyRevoked},
+	{name: "OAuth: discovery, RFC 7591 registration, sign-in at the template's OpenID provider, token on /mcp", run: oauthSignIn},
 }
 
 // shortWait makes a confirmation expire 8 s after it is created: time
