@@ -33,6 +33,7 @@ var flows = []struct {
 }{
 	// First: the gateway's first invocation is its cold start.
 	{name: "gateway cold start reads S3, writes nothing to the table", run: coldStart},
+	{name: "OAuth: discovery, RFC 7591 registration, sign-in at the template's OpenID provider, token on /mcp", run: oauthSignIn},
 	{name: "approve then redeem once", run: approveThenRedeem},
 	{name: "link delivered by SNS e-mail, approved from it", run: emailApproval},
 	{name: "REST respond-async, approve, then redeem once", run: restAsync},
@@ -47,7 +48,6 @@ var flows = []struct {
 
 	{name: "configuration change picked up from S3, a bad one refused", run: configChange},
 	{name: "key created and revoked with countersign keys", run: keyRevoked},
-	{name: "OAuth: discovery, RFC 7591 registration, sign-in at the template's OpenID provider, token on /mcp", run: oauthSignIn},
 }
 
 // shortWait makes a confirmation expire 8 s after it is created: time
