@@ -62,14 +62,15 @@ type stack struct {
 	// issuer is the OpenID provider (zitadel/oidc's, on loopback) the
 	// template's sign-in variables name in place of the Cognito user pool.
 	issuer string
-	table              string
-	bucket             string // the configuration bucket
-	topic              string // the e-mail approvers' topic
-	cfg                aws.Config
-	sfn                *sfn.Client
-	ddb                *dynamodb.Client
-	s3                 *s3.Client
-	Store              *dynamostore.Store
+
+	table  string
+	bucket string // the configuration bucket
+	topic  string // the e-mail approvers' topic
+	cfg    aws.Config
+	sfn    *sfn.Client
+	ddb    *dynamodb.Client
+	s3     *s3.Client
+	Store  *dynamostore.Store
 
 	front    *httptest.Server // API Gateway
 	Upstream *upstream

@@ -49,11 +49,11 @@ func (d *Deployment) withOAuth(st oauth.Store, k links.Key) error {
 	}
 	si := &deployedSignIn{d: d, key: signKey}
 	d.OAuth, err = oauth.New(st, oauth.Options{
-		PublicURL:         func() string { return d.LinkBase() },
-		SignIn:            si,
-		Users:             func() []countersign.Credential { return d.Live().Credentials },
-		SessionKey:        session,
-		Logger:            d.Logger,
+		PublicURL:  func() string { return d.LinkBase() },
+		SignIn:     si,
+		Users:      func() []countersign.Credential { return d.Live().Credentials },
+		SessionKey: session,
+		Logger:     d.Logger,
 	})
 	if err != nil {
 		return err
