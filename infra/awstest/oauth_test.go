@@ -1,13 +1,17 @@
 package awstest
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
+	"testing"
 
 	"github.com/zitadel/oidc/v3/example/server/exampleop"
 	"github.com/zitadel/oidc/v3/example/server/storage"
@@ -197,5 +201,99 @@ func oauthSignIn(f *flow) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusUnauthorized {
 		f.Fatalf("/mcp with a revoked token: %d, want 401", resp.StatusCode)
+	}
+}
+
+// TestTemplateSignIn: template.yaml passes cfn-lint and the SAM translator
+// with its sign-in resources: with SignInIssuer empty (the default) a
+// Cognito user pool, its hosted sign-in domain and a public app client
+// (code flow, PKCE, no secret) whose callback is the API's
+// /oauth/callback, and the gateway and scripts functions take the pool's
+// issuer and client from their environment; with SignInIssuer given, no
+// pool, and the functions take that issuer and SignInClientId. The
+// OAuth paths route to the gateway function.
+func TestTemplateSignIn(t *testing.T) {
+	if _, err := exec.LookPath("cfn-lint"); err != nil {
+		t.Skip("cfn-lint is not installed; install it with: python3 -m pip install cfn-lint aws-sam-translator")
+	}
+	file, err := filepath.Abs(filepath.Join("..", "..", "template.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lintErr := make(chan error, 1)
+	go func() { lintErr <- lintTemplate(file) }()
+	tpl := loadTemplate(t, file)
+
+	for id, typ := range map[string]string{"UserPool": "AWS::Cognito::UserPool", "UserPoolDomain": "AWS::Cognito::UserPoolDomain",
+		"UserPoolClient": "AWS::Cognito::UserPoolClient"} {
+		r := obj(obj(tpl.Raw["Resources"])[id])
+		if r["Type"] != typ || r["Condition"] != "CreateUserPool" {
+			t.Errorf("%s: type %v, condition %v; want %s under CreateUserPool", id, r["Type"], r["Condition"], typ)
+		}
+		if obj(obj(tpl.Transformed["Resources"])[id]) == nil {
+			t.Errorf("%s is not in the SAM translator's output", id)
+		}
+	}
+	client := tpl.properties("UserPoolClient")
+	if client["GenerateSecret"] != false || fmt.Sprint(client["AllowedOAuthFlows"]) != "[code]" || client["AllowedOAuthFlowsUserPoolClient"] != true {
+		t.Errorf("UserPoolClient: %v; want a public client with the code flow", client)
+	}
+	const api = "https://api1.execute-api." + region + "." + urlSuffix
+	resolve := func(params map[string]string, v any) string {
+		t.Helper()
+		r := newResolver(tpl, params)
+		r.refs["HttpApi"] = "api1"
+		r.refs["UserPool"] = region + "_pool1"
+		r.refs["UserPoolClient"] = "client1"
+		r.attrs["UserPool.ProviderURL"] = "https://cognito-idp." + region + ".amazonaws.com/" + region + "_pool1"
+		out, err := r.eval(v)
+		if err != nil {
+			t.Fatalf("resolve %v: %v", v, err)
+		}
+		return fmt.Sprint(out)
+	}
+	if got := resolve(nil, anyList(client["CallbackURLs"])[0]); got != api+oauth.PathCallback {
+		t.Errorf("UserPoolClient callback %s, want %s", got, api+oauth.PathCallback)
+	}
+	for _, fn := range []string{"GatewayFunction", "ScriptsFunction"} {
+		env := obj(obj(tpl.properties(fn)["Environment"])["Variables"])
+		if got := resolve(nil, env["COUNTERSIGN_SIGNIN_ISSUER"]); got != "https://cognito-idp."+region+".amazonaws.com/"+region+"_pool1" {
+			t.Errorf("%s: COUNTERSIGN_SIGNIN_ISSUER %s, want the user pool's", fn, got)
+		}
+		if got := resolve(nil, env["COUNTERSIGN_SIGNIN_CLIENT_ID"]); got != "client1" {
+			t.Errorf("%s: COUNTERSIGN_SIGNIN_CLIENT_ID %s, want the app client's", fn, got)
+		}
+		given := map[string]string{"SignInIssuer": "https://idp.example.com", "SignInClientId": "cs"}
+		if got := resolve(given, env["COUNTERSIGN_SIGNIN_ISSUER"]); got != "https://idp.example.com" {
+			t.Errorf("%s: with SignInIssuer, COUNTERSIGN_SIGNIN_ISSUER %s", fn, got)
+		}
+		if got := resolve(given, env["COUNTERSIGN_SIGNIN_CLIENT_ID"]); got != "cs" {
+			t.Errorf("%s: with SignInIssuer, COUNTERSIGN_SIGNIN_CLIENT_ID %s", fn, got)
+		}
+		if got := resolve(nil, env["COUNTERSIGN_PUBLIC_URL"]); got != api {
+			t.Errorf("%s: COUNTERSIGN_PUBLIC_URL %s, want %s", fn, got, api)
+		}
+	}
+	if ok, err := newResolver(tpl, map[string]string{"SignInIssuer": "https://idp.example.com"}).condition("CreateUserPool"); err != nil || ok {
+		t.Errorf("CreateUserPool with SignInIssuer given: %v, %v; want false", ok, err)
+	}
+	routes, err := newResolver(tpl, nil).routes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{oauth.PathResourceMetadata, oauth.PathResourceMetadata + "/mcp", oauth.PathServerMetadata, oauth.PathRegister,
+		oauth.PathAuthorize, oauth.PathToken, oauth.PathRevoke, oauth.PathCallback} {
+		found := false
+		for _, rt := range routes {
+			if _, ok := rt.match(p); ok && strings.HasSuffix(rt.Function, "gateway") {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("no route of the gateway function matches %s", p)
+		}
+	}
+	if err := <-lintErr; err != nil {
+		t.Fatal(err)
 	}
 }
