@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/hkdf"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -92,7 +93,7 @@ type deployedSignIn struct {
 	key []byte
 
 	mu   sync.Mutex
-	for_ provider
+	prov provider
 	oidc *oauth.OIDCSignIn
 }
 
@@ -113,7 +114,7 @@ func (s *deployedSignIn) current(ctx context.Context) (*oauth.OIDCSignIn, error)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.oidc != nil && s.for_ == p {
+	if s.oidc != nil && s.prov == p {
 		return s.oidc, nil
 	}
 	o, err := oauth.NewOIDCSignIn(ctx, oauth.OIDCOptions{Issuer: p.issuer, ClientID: p.clientID, ClientSecret: p.secret,
@@ -121,11 +122,11 @@ func (s *deployedSignIn) current(ctx context.Context) (*oauth.OIDCSignIn, error)
 	if err != nil {
 		return nil, err
 	}
-	s.oidc, s.for_ = o, p
+	s.oidc, s.prov = o, p
 	return o, nil
 }
 
-var errNoSignIn = fmt.Errorf("no identity provider: settings.json has no sign_in and the stack none (deploy with the SignInIssuer parameter empty for a Cognito user pool, or give one)")
+var errNoSignIn = errors.New("no identity provider: settings.json has no sign_in and the stack none (deploy with the SignInIssuer parameter empty for a Cognito user pool, or give one)")
 
 func (s *deployedSignIn) Person(r *http.Request) (oauth.Person, bool) {
 	o, err := s.current(r.Context())
