@@ -14,6 +14,8 @@ func main() {
 	// read runs beside the configuration's, so it adds no wait.
 	// Credentials live in the table (countersign keys); credentials.json is
 	// written to it at start only when COUNTERSIGN_SEED_CREDENTIALS=true.
-	d := awsenv.MustLoad(awsenv.NeedWorkflow | awsenv.NeedSigningKey | awsenv.MaySeedCredentials)
-	awsenv.StartHTTP(d, d.Gateway())
+	// NeedOAuth: it is the OAuth authorization server (the metadata
+	// documents and /oauth/...) and takes access tokens on /v1.
+	d := awsenv.MustLoad(awsenv.NeedWorkflow | awsenv.NeedSigningKey | awsenv.NeedOAuth | awsenv.MaySeedCredentials)
+	awsenv.StartHTTP(d, d.HTTP())
 }

@@ -21,6 +21,7 @@ func init() { runtime.MemProfileRate = 0 }
 func main() {
 	// The signing key seals MCP request states and card tokens; the
 	// workflow ARNs: a script whose calls need a person starts a batch.
-	d := awsenv.MustLoad(awsenv.NeedWorkflow | awsenv.NeedSigningKey)
+	// NeedOAuth: /mcp takes access tokens and its 401 names the metadata.
+	d := awsenv.MustLoad(awsenv.NeedWorkflow | awsenv.NeedSigningKey | awsenv.NeedOAuth)
 	awsenv.Start(d, gatewayapp.Function(d.App).Handle)
 }

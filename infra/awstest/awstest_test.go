@@ -33,6 +33,7 @@ var flows = []struct {
 }{
 	// First: the gateway's first invocation is its cold start.
 	{name: "gateway cold start reads S3, writes nothing to the table", run: coldStart},
+	{name: "OAuth: discovery, RFC 7591 registration, sign-in at the template's OpenID provider, token on /mcp", run: oauthSignIn},
 	{name: "approve then redeem once", run: approveThenRedeem},
 	{name: "link delivered by SNS e-mail, approved from it", run: emailApproval},
 	{name: "REST respond-async, approve, then redeem once", run: restAsync},

@@ -25,6 +25,11 @@
 //     webhook receiver (the e-mails are read back from moto's store of
 //     published SNS messages) and the upstream; it runs the operator's
 //     `countersign keys` against the table.
+//   - The identity provider is zitadel/oidc's OpenID provider (its op
+//     package with the example's storage and login form) on loopback, put
+//     where the template's Cognito user pool would be (the functions'
+//     COUNTERSIGN_SIGNIN_ISSUER and COUNTERSIGN_SIGNIN_CLIENT_ID); the
+//     OAuth flow signs in there through the gateway function.
 //
 // A flow is a name, the settings it needs and a function of a *flow (see
 // flows in awstest_test.go); the gateway's cold start is the first.

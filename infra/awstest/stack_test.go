@@ -59,14 +59,18 @@ type stack struct {
 
 	moto               *proc
 	motoURL, dynamoURL string
-	table              string
-	bucket             string // the configuration bucket
-	topic              string // the e-mail approvers' topic
-	cfg                aws.Config
-	sfn                *sfn.Client
-	ddb                *dynamodb.Client
-	s3                 *s3.Client
-	Store              *dynamostore.Store
+	// issuer is the OpenID provider (zitadel/oidc's, on loopback) the
+	// template's sign-in variables name in place of the Cognito user pool.
+	issuer string
+
+	table  string
+	bucket string // the configuration bucket
+	topic  string // the e-mail approvers' topic
+	cfg    aws.Config
+	sfn    *sfn.Client
+	ddb    *dynamodb.Client
+	s3     *s3.Client
+	Store  *dynamostore.Store
 
 	front    *httptest.Server // API Gateway
 	Upstream *upstream
@@ -172,6 +176,7 @@ func newStack(tb testing.TB, ctx context.Context) *stack {
 	s.createBucket(ctx)
 	s.createTopic(ctx)
 	s.res.refs[s.apiLogical()] = apiID
+	s.startProvider()
 	if s.machines, err = s.res.machines(root); err != nil {
 		tb.Fatalf("template.yaml: %v", err)
 	}

@@ -26,6 +26,7 @@ commands:
   propose OPENAPI     propose a policy.json from an OpenAPI 3.0/3.1 document
   explain CALL        show how the gateway decides a /v1/calls request, calling nothing
   keys SUBCOMMAND     create, list, revoke and change credentials in the store
+  users SUBCOMMAND    list users, show and revoke their OAuth grants, set their choice
   audit               print the audit trail; --verify checks its hash chains
   config push DIR     validate a configuration and upload it to a deployed stack's bucket
 
@@ -48,6 +49,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runExplain(rest, stdout, stderr)
 	case "keys":
 		return runKeys(rest, stdout, stderr)
+	case "users":
+		return runUsers(rest, stdout, stderr)
 	case "audit":
 		return runAudit(rest, stdout, stderr)
 	case "config":

@@ -17,6 +17,7 @@ import (
 	"github.com/countersign/countersign/shared/httpapi"
 	"github.com/countersign/countersign/shared/links"
 	"github.com/countersign/countersign/shared/notify"
+	"github.com/countersign/countersign/shared/oauth"
 	"github.com/countersign/countersign/shared/s3config"
 	"github.com/countersign/countersign/shared/store/dynamostore"
 	"github.com/countersign/countersign/shared/telemetry"
@@ -31,6 +32,8 @@ type Deployment struct {
 	*app.App
 	// Env is the environment the function started with.
 	Env Env
+	// OAuth is the OAuth authorization server (NeedOAuth), nil otherwise.
+	OAuth *oauth.Server
 
 	source   *s3config.Source
 	channels func(*config.Config) []notify.Channel
@@ -53,6 +56,9 @@ func Load(ctx context.Context, need Needs, opts ...Option) (*Deployment, error) 
 	var o options
 	for _, opt := range opts {
 		opt(&o)
+	}
+	if need&NeedOAuth != 0 {
+		need |= NeedSigningKey // the OAuth keys are derived from it
 	}
 	env, err := FromEnv(os.LookupEnv, need)
 	if err != nil {
@@ -123,12 +129,14 @@ func Load(ctx context.Context, need Needs, opts ...Option) (*Deployment, error) 
 		return nil, fmt.Errorf("configuration: %w", err)
 	}
 
-	ad := app.Adapters{Store: dynamostore.New(env.DynamoDB(awsCfg), env.Table, nil), Logger: logger, Channels: d.channels(cfg)}
+	st := dynamostore.New(env.DynamoDB(awsCfg), env.Table, nil)
+	ad := app.Adapters{Store: st, Logger: logger, Channels: d.channels(cfg)}
 	if need&NeedWorkflow != 0 {
 		if ad.Workflow, err = sfnflow.New(env.SFN(awsCfg), env.Machines()); err != nil {
 			return nil, err
 		}
 	}
+	var key links.Key
 	if need&NeedSigningKey != 0 {
 		r := <-keyc
 		if r.err != nil {
@@ -137,8 +145,14 @@ func Load(ctx context.Context, need Needs, opts ...Option) (*Deployment, error) 
 		if ad.Signer, err = links.NewSigner(r.key); err != nil {
 			return nil, err
 		}
+		key = r.key
 	}
 	d.App = app.New(cfg, ad, app.Options{PublicURL: d.publicURL(cfg), SyncEvents: true})
+	if need&NeedOAuth != 0 {
+		if err := d.withOAuth(st, key); err != nil {
+			return nil, err
+		}
+	}
 	if env.SeedCredentials {
 		if err := d.SeedCredentials(ctx); err != nil {
 			return nil, err

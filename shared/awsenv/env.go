@@ -35,6 +35,8 @@ const (
 	VarApproverTopicARN       = "COUNTERSIGN_APPROVER_TOPIC_ARN"
 	VarSecretsPrefix          = "COUNTERSIGN_SECRETS_PREFIX"
 	VarSeedCredentials        = "COUNTERSIGN_SEED_CREDENTIALS"
+	VarSignInIssuer           = "COUNTERSIGN_SIGNIN_ISSUER"
+	VarSignInClientID         = "COUNTERSIGN_SIGNIN_CLIENT_ID"
 	VarDynamoDBEndpoint       = "COUNTERSIGN_DYNAMODB_ENDPOINT"
 	VarSFNEndpoint            = "COUNTERSIGN_SFN_ENDPOINT"
 	VarSecretsManagerEndpoint = "COUNTERSIGN_SECRETSMANAGER_ENDPOINT"
@@ -74,6 +76,11 @@ const (
 	// configuration's credentials.json to the table at start (the gateway
 	// only; off unless the variable says so).
 	MaySeedCredentials
+	// NeedOAuth makes the function the OAuth authorization server and
+	// checks access tokens (the gateway and scripts functions); it needs
+	// NeedSigningKey (the OAuth keys are derived from the signing key). It
+	// reads COUNTERSIGN_SIGNIN_ISSUER and COUNTERSIGN_SIGNIN_CLIENT_ID.
+	NeedOAuth
 )
 
 // Env is the configuration of a deployed function, read once at start.
@@ -108,6 +115,13 @@ type Env struct {
 	// (COUNTERSIGN_SEED_CREDENTIALS, "true" or "false", default false),
 	// with MaySeedCredentials only.
 	SeedCredentials bool
+	// SignInIssuer and SignInClientID are the identity provider people
+	// sign in through when settings.json has no sign_in
+	// (COUNTERSIGN_SIGNIN_ISSUER, an absolute http or https URL, and
+	// COUNTERSIGN_SIGNIN_CLIENT_ID, both or neither), with NeedOAuth: the
+	// stack's Cognito user pool and its app client (a public client: the
+	// sign-in uses PKCE), or the SignInIssuer parameter's provider.
+	SignInIssuer, SignInClientID string
 	// ConfirmMachineARN and BatchMachineARN are the state machines
 	// (COUNTERSIGN_CONFIRM_STATE_MACHINE_ARN,
 	// COUNTERSIGN_BATCH_STATE_MACHINE_ARN), required with NeedWorkflow.
@@ -232,8 +246,18 @@ func FromEnv(lookup func(string) (string, bool), need Needs) (Env, error) {
 		e.ConfirmMachineARN = machine(VarConfirmMachineARN)
 		e.BatchMachineARN = machine(VarBatchMachineARN)
 	}
-	if need&NeedSigningKey != 0 {
+	if need&(NeedSigningKey|NeedOAuth) != 0 {
 		e.SigningKeySecret = required(VarSigningKeySecret)
+	}
+	if need&NeedOAuth != 0 {
+		e.SignInIssuer = endpoint(VarSignInIssuer)
+		e.SignInClientID = get(VarSignInClientID)
+		switch {
+		case e.SignInIssuer != "" && e.SignInClientID == "":
+			problem(VarSignInClientID, "is required with "+VarSignInIssuer)
+		case e.SignInIssuer == "" && e.SignInClientID != "":
+			problem(VarSignInIssuer, "is required with "+VarSignInClientID)
+		}
 	}
 	e.DynamoDBEndpoint = endpoint(VarDynamoDBEndpoint)
 	e.SFNEndpoint = endpoint(VarSFNEndpoint)

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"html/template"
+	"io"
 	"net/http"
 	"time"
 
@@ -121,7 +121,7 @@ func (s *OIDCSignIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	fail := func(status int, msg string) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.WriteHeader(status)
-		_ = signInError.Execute(w, msg)
+		_, _ = io.WriteString(w, messagePage("Sign-in failed", msg))
 	}
 	ck, err := r.Cookie(flowCookie)
 	var f flow
@@ -174,7 +174,3 @@ func (s *OIDCSignIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	http.Redirect(w, r, f.ReturnTo, http.StatusSeeOther)
 }
-
-var signInError = template.Must(template.New("signin").Parse(`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Sign-in failed — countersign</title></head>
-<body style="font-family: system-ui, sans-serif; max-width: 36em; margin: 2em auto"><h1>Sign-in failed</h1><p role="alert">{{.}}</p></body></html>`))

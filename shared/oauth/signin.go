@@ -10,7 +10,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"html/template"
+	"html"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -165,19 +166,6 @@ func (d *DevSignIn) Start(w http.ResponseWriter, r *http.Request, returnTo strin
 	http.Redirect(w, r, PathDevSignIn+"?return_to="+url.QueryEscape(returnTo), http.StatusSeeOther)
 }
 
-var devPage = template.Must(template.New("dev").Parse(`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Development sign-in — countersign</title>
-<meta name="viewport" content="width=device-width, initial-scale=1"></head>
-<body style="font-family: system-ui, sans-serif; max-width: 36em; margin: 2em auto">
-<p role="alert" style="background:#fde68a;padding:.5em 1em"><strong>Development sign-in.</strong>
-No identity provider is configured, so anyone on this machine may sign in as anyone. This page answers only on loopback; never expose it.</p>
-<h1>Sign in to countersign</h1>
-{{if .Error}}<p role="alert" style="color:#b91c1c">{{.Error}}</p>{{end}}
-{{range .People}}<form method="post"><input type="hidden" name="csrf" value="{{$.CSRF}}"><input type="hidden" name="return_to" value="{{$.ReturnTo}}"><input type="hidden" name="email" value="{{.}}"><button type="submit" data-email="{{.}}">Sign in as {{.}}</button></form>{{end}}
-<form method="post"><input type="hidden" name="csrf" value="{{.CSRF}}"><input type="hidden" name="return_to" value="{{.ReturnTo}}">
-<label>E-mail <input type="email" name="email" id="email" required maxlength="200"></label> <button type="submit" id="signin">Sign in</button></form>
-</body></html>`))
-
 // ServeHTTP serves the sign-in page (GET) and signs in (POST).
 func (d *DevSignIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path != PathDevSignIn {
@@ -224,7 +212,28 @@ func (d *DevSignIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (d *DevSignIn) page(w http.ResponseWriter, status int, csrf, returnTo, msg string) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
-	_ = devPage.Execute(w, map[string]any{"CSRF": csrf, "ReturnTo": returnTo, "Error": msg, "People": d.People})
+	e := html.EscapeString
+	var b strings.Builder
+	b.WriteString(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Development sign-in — countersign</title>
+<meta name="viewport" content="width=device-width, initial-scale=1"></head>
+<body style="font-family: system-ui, sans-serif; max-width: 36em; margin: 2em auto">
+<p role="alert" style="background:#fde68a;padding:.5em 1em"><strong>Development sign-in.</strong>
+No identity provider is configured, so anyone on this machine may sign in as anyone. This page answers only on loopback; never expose it.</p>
+<h1>Sign in to countersign</h1>
+`)
+	if msg != "" {
+		b.WriteString(`<p role="alert" style="color:#b91c1c">` + e(msg) + "</p>\n")
+	}
+	hidden := `<input type="hidden" name="csrf" value="` + e(csrf) + `"><input type="hidden" name="return_to" value="` + e(returnTo) + `">`
+	for _, p := range d.People {
+		b.WriteString(`<form method="post">` + hidden + `<input type="hidden" name="email" value="` + e(p) + `"><button type="submit" data-email="` +
+			e(p) + `">Sign in as ` + e(p) + "</button></form>\n")
+	}
+	b.WriteString(`<form method="post">` + hidden + `
+<label>E-mail <input type="email" name="email" id="email" required maxlength="200"></label> <button type="submit" id="signin">Sign in</button></form>
+</body></html>`)
+	_, _ = io.WriteString(w, b.String())
 }
 
 // csrf binds the form to the return URL (a form posted from another site

@@ -1,0 +1,168 @@
+package awsenv
+
+import (
+	"context"
+	"crypto/hkdf"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/countersign/countersign"
+	"github.com/countersign/countersign/shared/links"
+	"github.com/countersign/countersign/shared/oauth"
+)
+
+// Labels of the keys derived from the link signing key: each purpose has
+// its own key, so no key signs two kinds of thing.
+const (
+	labelOAuthSession = "countersign oauth session v1"
+	labelOAuthSignIn  = "countersign oauth sign-in v1"
+)
+
+// deriveKey derives the 32-byte key of one purpose (label) from the link
+// signing key with HKDF-SHA256 (RFC 5869); the key id salts it, so a
+// rotated signing key rotates every derived key with it.
+func deriveKey(k links.Key, label string) ([]byte, error) {
+	return hkdf.Key(sha256.New, k.Secret, []byte(k.ID), label, 32)
+}
+
+// withOAuth makes d the OAuth authorization server of its surfaces and
+// the resource server's token check (d.Calls.Tokens): access tokens work
+// on /v1 and /mcp, and a 401 there points at the resource's metadata.
+// Every instance derives the same session and sign-in keys from the link
+// signing key, so a consent form or sign-in cookie one instance sealed
+// opens on any other. People sign in through settings.json's sign_in
+// provider, else the template's (COUNTERSIGN_SIGNIN_ISSUER and
+// COUNTERSIGN_SIGNIN_CLIENT_ID: the stack's Cognito user pool or the
+// SignInIssuer parameter); with neither, the authorize endpoint says there
+// is no sign-in. The development sign-in page is never served here.
+func (d *Deployment) withOAuth(st oauth.Store, k links.Key) error {
+	session, err := deriveKey(k, labelOAuthSession)
+	if err != nil {
+		return err
+	}
+	signKey, err := deriveKey(k, labelOAuthSignIn)
+	if err != nil {
+		return err
+	}
+	si := &deployedSignIn{d: d, key: signKey}
+	d.OAuth, err = oauth.New(st, oauth.Options{
+		PublicURL:  func() string { return d.LinkBase() },
+		SignIn:     si,
+		Users:      func() []countersign.Credential { return d.Live().Credentials },
+		SessionKey: session,
+		Logger:     d.Logger,
+	})
+	if err != nil {
+		return err
+	}
+	d.Calls.Tokens = d.OAuth
+	return nil
+}
+
+// HTTP is the gateway function's handler: the OAuth server's paths
+// (oauth.Serves: the metadata documents, /oauth/...) go to the OAuth
+// server, every other to the agents' surface.
+func (d *Deployment) HTTP() http.Handler {
+	g := d.Gateway()
+	if d.OAuth == nil {
+		return g
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if oauth.Serves(r.URL.EscapedPath()) {
+			d.OAuth.ServeHTTP(w, r)
+			return
+		}
+		g.ServeHTTP(w, r)
+	})
+}
+
+// provider is one identity provider countersign is a client of.
+type provider struct{ issuer, clientID, secret string }
+
+// deployedSignIn signs people in through the provider in force: settings.json
+// sign_in when configured (it may change with the configuration), else
+// the template's. The provider is discovered at first use, not at start
+// (a cold start waits for no identity provider), and again after a failed
+// discovery or a change of provider.
+type deployedSignIn struct {
+	d   *Deployment
+	key []byte
+
+	mu   sync.Mutex
+	prov provider
+	oidc *oauth.OIDCSignIn
+}
+
+var _ oauth.SignIn = (*deployedSignIn)(nil)
+
+func (s *deployedSignIn) provider() provider {
+	if si := s.d.Live().Settings.SignIn; si.Configured() {
+		return provider{si.Issuer, si.ClientID, si.ClientSecret}
+	}
+	return provider{s.d.Env.SignInIssuer, s.d.Env.SignInClientID, ""}
+}
+
+// current returns the provider's sign-in, discovering it if need be.
+func (s *deployedSignIn) current(ctx context.Context) (*oauth.OIDCSignIn, error) {
+	p := s.provider()
+	if p.issuer == "" {
+		return nil, errNoSignIn
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.oidc != nil && s.prov == p {
+		return s.oidc, nil
+	}
+	o, err := oauth.NewOIDCSignIn(ctx, oauth.OIDCOptions{Issuer: p.issuer, ClientID: p.clientID, ClientSecret: p.secret,
+		RedirectURL: strings.TrimRight(s.d.LinkBase(), "/") + oauth.PathCallback, Key: s.key})
+	if err != nil {
+		return nil, err
+	}
+	s.oidc, s.prov = o, p
+	return o, nil
+}
+
+var errNoSignIn = errors.New("no identity provider: settings.json has no sign_in and the stack none (deploy with the SignInIssuer parameter empty for a Cognito user pool, or give one)")
+
+func (s *deployedSignIn) Person(r *http.Request) (oauth.Person, bool) {
+	o, err := s.current(r.Context())
+	if err != nil {
+		return oauth.Person{}, false
+	}
+	return o.Person(r)
+}
+
+func (s *deployedSignIn) Start(w http.ResponseWriter, r *http.Request, returnTo string) {
+	o, err := s.current(r.Context())
+	if err != nil {
+		s.unavailable(w, r, err)
+		return
+	}
+	o.Start(w, r, returnTo)
+}
+
+// ServeHTTP answers the provider's callback (/oauth/callback); every other
+// /oauth/ path, the development sign-in page's among them, is not found.
+func (s *deployedSignIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != oauth.PathCallback {
+		http.NotFound(w, r)
+		return
+	}
+	o, err := s.current(r.Context())
+	if err != nil {
+		s.unavailable(w, r, err)
+		return
+	}
+	o.ServeHTTP(w, r)
+}
+
+func (s *deployedSignIn) unavailable(w http.ResponseWriter, r *http.Request, err error) {
+	s.d.Logger.ErrorContext(r.Context(), "sign-in unavailable", "error", err)
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(http.StatusServiceUnavailable)
+	fmt.Fprintln(w, "Sign-in is unavailable:", err)
+}
