@@ -6,6 +6,11 @@ import (
 )
 
 func main() {
-	d := awsenv.MustLoad(awsenv.NeedWorkflow | awsenv.NeedSigningKey)
-	awsenv.StartHTTP(d, d.Approver())
+	// NeedOAuth: approvers sign in through the deployment's provider
+	// (approvers.sign_in), the sign-in the gateway function's /oauth
+	// routes complete.
+	d := awsenv.MustLoad(awsenv.NeedWorkflow | awsenv.NeedSigningKey | awsenv.NeedOAuth)
+	a := d.Approver()
+	a.SignIn = d.SignIn
+	awsenv.StartHTTP(d, a)
 }

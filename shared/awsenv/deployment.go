@@ -34,6 +34,11 @@ type Deployment struct {
 	Env Env
 	// OAuth is the OAuth authorization server (NeedOAuth), nil otherwise.
 	OAuth *oauth.Server
+	// SignIn signs people in through the deployment's provider
+	// (NeedOAuth): the authorization server's, and the approval page's
+	// for approvers.sign_in. Every function derives the same cookie key
+	// from the signing key, so a person signed in once is known to both.
+	SignIn oauth.SignIn
 
 	source   *s3config.Source
 	channels func(*config.Config) []notify.Channel

@@ -60,6 +60,7 @@ func (d *Deployment) withOAuth(st oauth.Store, k links.Key) error {
 		return err
 	}
 	d.Calls.Tokens = d.OAuth
+	d.SignIn = si
 	return nil
 }
 
