@@ -136,7 +136,12 @@ func (a *Approver) rulesOf(c *countersign.Confirmation) rules {
 // (approval.approvers) and this person is not one of them for every
 // operation; or under four eyes (approval.separate_approver) this is the
 // person who made the call.
-func (a *Approver) refusal(ctx context.Context, w approverCtx, c *countersign.Confirmation) string {
+func (a *Approver) refusal(ctx context.Context, w approverCtx, c *countersign.Confirmation, link links.Link) string {
+	if link.Approver == links.PrincipalApprover {
+		if why := a.principalRefusal(ctx, w, c); why != "" {
+			return why
+		}
+	}
 	rs := a.rulesOf(c)
 	if w.person == nil && (w.mode == config.ApproverSignInRequired || len(rs.approvers) > 0 || rs.separate || rs.required > 1) {
 		if a.SignIn == nil {
@@ -169,6 +174,31 @@ func (a *Approver) refusal(ctx context.Context, w approverCtx, c *countersign.Co
 		if samePerson(&cred, w.person) {
 			return "You made this call, and it needs another person's approval (four eyes)."
 		}
+	}
+	return ""
+}
+
+// principalRefusal says why this browser may not decide c through the link
+// given to the person who made the call (links.PrincipalApprover), or ""
+// when it may: that link decides only for that person, signed in (the same
+// subject at the same issuer as the calling credential), never for the
+// link alone, nor for anyone else.
+func (a *Approver) principalRefusal(ctx context.Context, w approverCtx, c *countersign.Confirmation) string {
+	if w.person == nil {
+		if a.SignIn == nil {
+			return "This link decides only for the person who made the call, signed in, and sign-in is not available here."
+		}
+		return "Sign in to decide: this link decides only for the person who made the call."
+	}
+	if a.Credentials == nil {
+		return "This link decides only for the person who made the call, and who made it cannot be read here."
+	}
+	cred, err := a.Credentials.GetCredential(ctx, c.Credential)
+	if err != nil {
+		return "This link decides only for the person who made the call, and who made it could not be read; try again."
+	}
+	if cred.Subject == "" || cred.Subject != w.person.Subject || cred.Issuer != w.person.Issuer {
+		return "You are signed in as " + w.label() + ", who did not make this call; this link decides only for the person who did."
 	}
 	return ""
 }
@@ -244,7 +274,7 @@ func (a *Approver) startSignIn(w http.ResponseWriter, r *http.Request) bool {
 	if _, _, err := a.verify(id, q); err != nil {
 		return false // the page says the link is not valid
 	}
-	if who.mode != config.ApproverSignInRequired {
+	if who.mode != config.ApproverSignInRequired && q.Get("a") != links.PrincipalApprover {
 		// The policy may still want a person for this call.
 		c, err := a.Calls.Lookup(r.Context(), id)
 		if err != nil || confirm.Effective(c, a.now()) != countersign.StatusPending {
@@ -316,7 +346,7 @@ func (a *Approver) show(ctx context.Context, r *http.Request, id string, head bo
 	a.describeAsker(ctx, c, &p)
 	switch st := confirm.Effective(c, a.now()); {
 	case st == countersign.StatusPending && !linkExpired:
-		p.Refusal = a.refusal(ctx, who, c)
+		p.Refusal = a.refusal(ctx, who, c, link)
 		if rs := a.rulesOf(c); rs.required > 1 {
 			p.Progress = fmt.Sprintf("%d of %d approvals", len(c.Approvals), rs.required)
 		}
@@ -403,7 +433,7 @@ func (a *Approver) decide(ctx context.Context, r *http.Request, b []byte, id str
 		}
 		return fail(fault.Internal, "Something went wrong; try again.", approvalpage.Page{State: approvalpage.NotFound})
 	}
-	if why := a.refusal(ctx, who, c); why != "" && confirm.Effective(c, a.now()) == countersign.StatusPending {
+	if why := a.refusal(ctx, who, c, link); why != "" && confirm.Effective(c, a.now()) == countersign.StatusPending {
 		p := a.pageOf(c, link)
 		p.SignedIn, p.Refusal = who.label(), why
 		a.describeAsker(ctx, c, &p)
@@ -437,7 +467,7 @@ func (a *Approver) decide(ctx context.Context, r *http.Request, b []byte, id str
 			}{Status: c.Status, Approvals: approvalsOf(c)})
 		}
 		p := a.pageOf(c, link)
-		p.SignedIn, p.Refusal = who.label(), a.refusal(ctx, who, c)
+		p.SignedIn, p.Refusal = who.label(), a.refusal(ctx, who, c, link)
 		p.Progress = fmt.Sprintf("%d of %d approvals", len(c.Approvals), c.Required)
 		a.describeAsker(ctx, c, &p)
 		return a.page(http.StatusOK, p, false)

@@ -120,6 +120,12 @@ func NewSigner(current Key, others ...Key) (*Signer, error) {
 // KeyID returns the id of the key new links are signed with.
 func (s *Signer) KeyID() string { return s.current.ID }
 
+// PrincipalApprover is the approver channel of a link given to the person
+// who made the call (an MCP client's URL-mode elicitation): the page decides
+// only for that person signed in. The colon keeps it apart from every
+// configured approver name ([a-z0-9][a-z0-9_-]*).
+const PrincipalApprover = "mcp:principal"
+
 // Link is a signed approval link, without the public URL it is served under.
 type Link struct {
 	ID       string // the confirmation id (path segment)

@@ -14,7 +14,9 @@ import (
 
 	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/calls"
+	"github.com/countersign/countersign/shared/display"
 	"github.com/countersign/countersign/shared/fault"
+	"github.com/countersign/countersign/shared/links"
 	"github.com/countersign/countersign/shared/policy"
 )
 
@@ -24,7 +26,14 @@ func (h *Handler) addOperationTools(s *mcp.Server, cred *countersign.Credential)
 	for _, op := range visibleOperations(cfg, cred) {
 		op := op
 		s.AddTool(toolOf(op, cfg), func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return h.callOperation(ctx, cred, h.clientOf(cred, req), op, req.Params), nil
+			client := h.clientOf(cred, req)
+			res := h.callOperation(ctx, cred, client, op, req.Params)
+			if client.URL {
+				if err := h.urlElicitation(res); err != nil {
+					return nil, err
+				}
+			}
+			return res, nil
 		})
 	}
 }
@@ -85,7 +94,7 @@ func (h *Handler) first(ctx context.Context, cred *countersign.Credential, clien
 		o.Pause = calls.PauseGatewayRuns
 	case client.Elicit:
 		o.Pause = calls.PauseCollect
-	case client.Apps, client.OutOfBand:
+	case client.Apps, client.OutOfBand, client.URL:
 		// The card decides it, or the approvers' links do; the gateway
 		// runs it once either way.
 		o.Pause = calls.PauseGatewayRuns
@@ -107,6 +116,13 @@ func (h *Handler) first(ctx context.Context, cred *countersign.Credential, clien
 			return outOfBandNotice(res)
 		case client.Apps:
 			return cardNotice(res)
+		case client.URL:
+			// The tool's handler answers it with the URL elicitation.
+			out := approversNotice(res, client)
+			v := out.StructuredContent.(pausedView)
+			v.askURL = true
+			out.StructuredContent = v
+			return out
 		}
 		return approversNotice(res, client)
 	}
@@ -115,6 +131,26 @@ func (h *Handler) first(ctx context.Context, cred *countersign.Credential, clien
 		return deniedResult(res, client.cannotAsk())
 	}
 	return deniedResult(res, res.Reason)
+}
+
+// urlElicitation is the URL-mode elicitation that asks the person about
+// a call paused for them (first marks it: never a call on an
+// out_of_band_only connection), nil for any other result: URLElicitationRequiredError (-32042) with one elicitation whose
+// elicitationId is the confirmation id and whose url is its approval page,
+// signed for links.PrincipalApprover, so it decides only for the person
+// of the calling credential, signed in (never the link alone). The
+// gateway runs what they approve, once; confirmation_status, or the same
+// call again with the confirmation id, returns its answer.
+func (h *Handler) urlElicitation(res *mcp.CallToolResult) error {
+	v, ok := res.StructuredContent.(pausedView)
+	if !ok || !v.askURL || v.ConfirmationID == "" {
+		return nil
+	}
+	link := h.o.Signer.Sign(v.ConfirmationID, links.PrincipalApprover, v.ExpiresAt)
+	msg := fmt.Sprintf("%s. Open the page, sign in as yourself and approve or reject; nothing runs before. Then call confirmation_status with {\"confirmation_id\": %q} for the outcome.",
+		display.Text(v.Reason), v.ConfirmationID)
+	return mcp.URLElicitationRequiredError([]*mcp.ElicitParams{{Mode: "url", ElicitationID: v.ConfirmationID,
+		URL: link.URL(h.o.Calls.Current().Settings.PublicURL), Message: msg}})
 }
 
 // deniedResult renders a denial with its tier, escalation and rule.
@@ -186,6 +222,10 @@ type pausedView struct {
 	ExpiresAt      time.Time `json:"expires_at"`
 	Reason         string    `json:"reason"`
 	Next           string    `json:"next"`
+	// askURL marks a pause the person decides on the approval page the
+	// client opens (URL-mode elicitation): never serialized, so a kept
+	// answer replayed is the approvers' notice, not a new link.
+	askURL bool
 }
 
 // cardNotice tells the model the call waits and how to show the card.

@@ -31,6 +31,11 @@ type Client struct {
 	// own dialog: a form elicitation in an input_required result, which
 	// needs protocol 2026-07-28 and a declared form elicitation capability.
 	Elicit bool
+	// URL is set when the client declared URL-mode elicitation and not
+	// form mode: a person is sent to the confirmation's approval page
+	// (URLElicitationRequiredError, -32042), where only they, signed in,
+	// may decide; the gateway runs the approved call once.
+	URL bool
 	// Apps is set when the client declared MCP Apps with HTML views, so it
 	// renders the confirmation card.
 	Apps bool
@@ -50,7 +55,7 @@ type Client struct {
 }
 
 // CanAsk reports whether the person can be asked through this client.
-func (c Client) CanAsk() bool { return c.Elicit || c.Apps || c.OutOfBand }
+func (c Client) CanAsk() bool { return c.Elicit || c.URL || c.Apps || c.OutOfBand }
 
 // label names the client in messages: its name in its own words, cut to
 // display.AgentLimit runes with hidden characters shown as escapes, so a
@@ -95,6 +100,11 @@ func (h *Handler) clientOf(cred *countersign.Credential, req mcp.Request) Client
 	c := h.clientDeclared(cred, req)
 	if (c.Elicit || c.Apps) && !cred.AsksInClient() {
 		c.Elicit, c.Apps, c.OutOfBand, c.NotPerson = false, false, true, true
+	}
+	if c.URL && !cred.IsPerson() {
+		// The page decides for the credential's person: a key has none
+		// (ask_in_client or not), so its approvers are asked instead.
+		c.URL, c.OutOfBand, c.NotPerson = false, true, true
 	}
 	return c
 }
@@ -157,8 +167,14 @@ func clientOf(req mcp.Request) Client {
 			c.OutOfBand = true
 		}
 	}
+	c.URL = !declaresForm(caps) && declaresURL(caps)
 	c.Apps = declaresApps(caps)
 	return c
+}
+
+// declaresURL reports a URL-mode elicitation capability.
+func declaresURL(caps *mcp.ClientCapabilities) bool {
+	return caps.Elicitation != nil && caps.Elicitation.URL != nil
 }
 
 // declaresForm reports a form elicitation capability ({} is form, for

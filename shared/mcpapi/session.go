@@ -49,11 +49,13 @@ type sessionState struct {
 	Protocol string `json:"protocol"`
 	Form     bool   `json:"form,omitempty"`
 	Apps     bool   `json:"apps,omitempty"`
+	URL      bool   `json:"url,omitempty"`
 }
 
 // client is the session's client on a request of revision proto.
 func (s *sessionState) client(proto string) Client {
-	return Client{Name: s.Name, Version: s.Version, Protocol: proto, OutOfBand: s.Form && proto < ProtocolMRTR, Apps: s.Apps}
+	return Client{Name: s.Name, Version: s.Version, Protocol: proto, OutOfBand: s.Form && proto < ProtocolMRTR, Apps: s.Apps,
+		URL: s.URL && !s.Form}
 }
 
 // negotiated is the revision the SDK answers an initialize asking for
@@ -74,7 +76,7 @@ func (h *Handler) newSession(cred *countersign.Credential, p *mcp.InitializePara
 		st.Name, st.Version = clip(p.ClientInfo.Name), clip(p.ClientInfo.Version)
 	}
 	if p.Capabilities != nil {
-		st.Form, st.Apps = declaresForm(p.Capabilities), declaresApps(p.Capabilities)
+		st.Form, st.Apps, st.URL = declaresForm(p.Capabilities), declaresApps(p.Capabilities), declaresURL(p.Capabilities)
 	}
 	b, err := json.Marshal(st)
 	if err != nil {

@@ -35,6 +35,8 @@ type clientKind struct {
 	apps bool
 	// protocol forces a protocol revision; empty is the newest.
 	protocol string
+	// url declares URL-mode elicitation (and not form mode).
+	url bool
 	// manual turns the SDK's automatic multi round-trip handling off.
 	manual bool
 }
@@ -54,6 +56,9 @@ func (h *harness) mcpSession(key string, k clientKind, transport http.RoundTripp
 		elicit := k.elicit
 		opts.ElicitationHandler = func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) { return elicit(r) }
 		opts.Capabilities.Elicitation = &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}}
+	}
+	if k.url {
+		opts.Capabilities.Elicitation = &mcp.ElicitationCapabilities{URL: &mcp.URLElicitationCapabilities{}}
 	}
 	if k.apps {
 		opts.Capabilities.AddExtension(mcpapi.AppsExtension, map[string]any{"mimeTypes": []any{mcpapi.AppsMIMEType}})

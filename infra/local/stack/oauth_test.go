@@ -145,6 +145,9 @@ func (h *harness) oauthSession(b *signInBrowser, name string, k clientKind) (*mc
 		opts.ElicitationHandler = func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) { return elicit(r) }
 		opts.Capabilities.Elicitation = &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}}
 	}
+	if k.url {
+		opts.Capabilities.Elicitation = &mcp.ElicitationCapabilities{URL: &mcp.URLElicitationCapabilities{}}
+	}
 	c := mcp.NewClient(&mcp.Implementation{Name: name, Version: "1.0"}, opts)
 	t := &mcp.StreamableClientTransport{Endpoint: h.stack.URL + "/mcp", DisableStandaloneSSE: true, OAuthHandler: handler,
 		HTTPClient: &http.Client{Timeout: 30 * time.Second}}
