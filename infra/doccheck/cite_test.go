@@ -31,7 +31,10 @@ func TestNoCitationOutsideRepository(t *testing.T) {
 		}
 	}
 	if len(names) == 0 {
-		t.Skip("every document this test looks for is in the repository")
+		// Both documents were added to the repository: citing them is then
+		// allowed, and there is nothing to refuse.
+		t.Log("every document this test looks for is in the repository: citations of them are allowed")
+		return
 	}
 	cite := regexp.MustCompile(`(?:^|[^A-Za-z0-9_/.-])(` + strings.Join(names, "|") + `)`)
 	scanned := 0

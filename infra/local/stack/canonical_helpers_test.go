@@ -93,7 +93,7 @@ func startWSGI(t *testing.T) *wsgiUpstream {
 	t.Helper()
 	py, err := exec.LookPath("python3")
 	if err != nil {
-		t.Skip("needs python3 on PATH: the upstream of these tests is a Python WSGI application")
+		t.Skip("needs python3 on PATH (apt-get install python3): the upstream of these tests is a Python WSGI application")
 	}
 	script := filepath.Join(t.TempDir(), "app.py")
 	if err := os.WriteFile(script, []byte(wsgiApp), 0o644); err != nil {
