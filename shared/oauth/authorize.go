@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/countersign/countersign"
+	"github.com/countersign/countersign/shared/display"
 )
 
 // authRequest is an authorization request that passed its checks, sealed
@@ -115,12 +116,12 @@ func (s *Server) authorizeGet(w http.ResponseWriter, r *http.Request) {
 	}
 	e := html.EscapeString
 	_, _ = io.WriteString(w, `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Allow `+e(name)+`? — countersign</title>
+<html lang="en"><head><meta charset="utf-8"><title>Allow `+e(display.Text(name))+`? — countersign</title>
 <meta name="viewport" content="width=device-width, initial-scale=1"></head>
 <body style="font-family: system-ui, sans-serif; max-width: 36em; margin: 2em auto">
-<h1>Allow <span id="client">`+e(name)+`</span> to act as you?</h1>
-<p>Signed in as <strong>`+e(who)+`</strong>.</p>
-<p><strong>`+e(name)+`</strong> (client <code>`+e(c.ID)+`</code>, returning to <code>`+e(host)+`</code>) asks for the scope
+<h1>Allow <span id="client">`+display.HTML(name)+`</span> to act as you?</h1>
+<p>Signed in as <strong>`+display.HTML(who)+`</strong>.</p>
+<p><strong>`+display.HTML(name)+`</strong> (client <code>`+e(c.ID)+`</code>, returning to <code>`+display.HTML(host)+`</code>) asks for the scope
 <code>countersign</code>: to list and call this gateway's tools at <code>`+e(resource)+`</code> as you, under your
 credential's choice. Calls that need a person will ask you in that client.</p>
 <form method="post"><input type="hidden" name="request" value="`+e(s.seal(req))+`">

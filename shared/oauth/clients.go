@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
 	"github.com/countersign/countersign"
+	"github.com/countersign/countersign/shared/callbody"
 	"github.com/countersign/countersign/shared/store"
 )
 
@@ -51,7 +52,14 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_client_metadata", "the body could not be read or is over 64 KiB")
 		return
 	}
+	// Strict JSON first (no duplicate keys, bounded nesting): a client
+	// that names redirect_uris twice must not get the second while a proxy
+	// or log reader sees the first.
 	var meta oauthex.ClientRegistrationMetadata
+	if err := callbody.Valid(body, nil); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_client_metadata", "the body is not client metadata: "+clip(err.Error()))
+		return
+	}
 	if err := json.Unmarshal(body, &meta); err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_client_metadata", "the body is not client metadata: "+clip(err.Error()))
 		return
@@ -222,6 +230,9 @@ func (s *Server) fetchDocument(ctx context.Context, id string) (countersign.OAut
 		return countersign.OAuthClient{}, fmt.Errorf("the client's metadata document could not be read or is over %d bytes", maxDocument)
 	}
 	var d document
+	if err := callbody.Valid(body, nil); err != nil {
+		return countersign.OAuthClient{}, fmt.Errorf("the client's metadata document is not strict JSON: %v", err)
+	}
 	if err := json.Unmarshal(body, &d); err != nil {
 		return countersign.OAuthClient{}, fmt.Errorf("the client's metadata document is not JSON: %v", err)
 	}

@@ -40,4 +40,17 @@ func TestPagesEscape(t *testing.T) {
 	if s := w.Body.String(); strings.Contains(s, "<script>") || !strings.Contains(s, "&lt;script&gt;") {
 		t.Fatalf("error page not escaped:\n%s", s)
 	}
+
+	// A name that reorders itself (bidi) or hides characters is shown
+	// with them marked, so the person reads the name the client sent.
+	_, reg = ts.register(t, `{"client_name": "Claude\u202e edoC\u200b", "redirect_uris": ["`+redirect+`"]}`)
+	resp, err = ts.http.Get(ts.authorizeURL(reg["client_id"].(string), verifier, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if strings.Contains(string(body), "\u202e") || strings.Contains(string(body), "\u200b") {
+		t.Fatalf("consent page shows the client's name with its bidi and zero-width characters raw:\n%s", body)
+	}
 }

@@ -354,6 +354,8 @@ func TestRegistrationRefusals(t *testing.T) {
 		"implicit grant":       `{"redirect_uris": ["https://a.example/cb"], "grant_types": ["implicit"]}`,
 		"unknown auth method":  `{"redirect_uris": ["https://a.example/cb"], "token_endpoint_auth_method": "private_key_jwt"}`,
 		"not JSON":             `redirect_uris=x`,
+		"redirect_uris twice":  `{"redirect_uris": ["https://a.example/cb"], "redirect_uris": ["https://evil.example/cb"]}`,
+		"nested too deep":      `{"redirect_uris": ["https://a.example/cb"], "x": ` + strings.Repeat("[", 200) + strings.Repeat("]", 200) + `}`,
 		"eleven redirect URIs": `{"redirect_uris": [` + strings.TrimSuffix(strings.Repeat(`"https://a.example/cb",`, 11), ",") + `]}`,
 	} {
 		t.Run(name, func(t *testing.T) {
