@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/cookiejar"
-	"net/http/httptest"
 	"net/url"
 	"os/exec"
 	"path/filepath"
@@ -13,10 +12,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/zitadel/oidc/v3/example/server/exampleop"
 	"github.com/zitadel/oidc/v3/example/server/storage"
 	"golang.org/x/oauth2"
 
+	"github.com/countersign/countersign/internal/oidctest"
 	"github.com/countersign/countersign/shared/oauth"
 )
 
@@ -31,21 +30,14 @@ const signInClientID = "countersign-aws"
 // COUNTERSIGN_SIGNIN_CLIENT_ID (UserPoolClient), with the API's
 // /oauth/callback as its redirect URI, as UserPoolClient registers it.
 func (s *stack) startProvider() {
-	hs := httptest.NewUnstartedServer(nil)
-	s.issuer = "http://" + hs.Listener.Addr().String()
-	storage.RegisterClients(storage.NativeClient(signInClientID, s.front.URL+oauth.PathCallback))
-	hs.Config.Handler = exampleop.SetupServer(s.issuer, storage.NewStorage(storage.NewUserStore(s.issuer)), nil, false)
-	hs.Start()
-	s.tb.Cleanup(hs.Close)
+	s.provider = oidctest.Start(s.tb, storage.NativeClient(signInClientID, s.front.URL+oauth.PathCallback))
+	s.issuer = s.provider.Issuer
 	s.res.attrs["UserPool.ProviderURL"] = s.issuer
 	s.res.refs["UserPool"] = "awstest-pool"
 	s.res.refs["UserPoolClient"] = signInClientID
 }
 
-var (
-	loginIDField = regexp.MustCompile(`name="id" value="([^"]+)"`)
-	consentField = regexp.MustCompile(`name="request" value="([^"]+)"`)
-)
+var consentField = regexp.MustCompile(`name="request" value="([^"]+)"`)
 
 const (
 	clientRedirect = "http://127.0.0.1:9/cb"
@@ -103,52 +95,25 @@ func oauthSignIn(f *flow) {
 		"code_challenge": {oauth2.S256ChallengeFromVerifier(pkceVerifier)}, "code_challenge_method": {"S256"}, "resource": {front + "/mcp"}}
 	jar, _ := cookiejar.New(nil)
 	browser := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	next := front + oauth.PathAuthorize + "?" + q.Encode()
-	var code string
-	sawProvider := false
-	for step := 0; step < 20 && code == ""; step++ {
-		resp, err := browser.Get(next)
+	end, sawProvider := f.s.provider.Walk(f, browser, front+oauth.PathAuthorize+"?"+q.Encode(), "ada", clientRedirect, func(at *url.URL, status int, body []byte) *url.URL {
+		if !consentField.Match(body) { // not countersign's consent page
+			f.Fatalf("GET %s: %d %s", at, status, body)
+		}
+		resp, err := browser.PostForm(front+oauth.PathAuthorize, url.Values{"request": {consentField.FindStringSubmatch(string(body))[1]}, "decision": {"allow"}})
 		if err != nil {
 			f.Fatal(err)
 		}
-		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		base, _ := url.Parse(next)
-		var loc *url.URL
-		switch {
-		case resp.StatusCode/100 == 3:
-			loc, _ = base.Parse(resp.Header.Get("Location"))
-		case strings.Contains(string(body), `name="username"`): // the provider's login form
-			sawProvider = true
-			resp, err = browser.PostForm(f.s.issuer+"/login/username", url.Values{"id": {loginIDField.FindStringSubmatch(string(body))[1]},
-				"username": {"test-user@127.0.0.1"}, "password": {"verysecure"}})
-			if err != nil {
-				f.Fatal(err)
-			}
-			resp.Body.Close()
-			loc, _ = url.Parse(f.s.issuer + "/")
-			loc, _ = loc.Parse(resp.Header.Get("Location"))
-		case consentField.Match(body): // countersign's consent page
-			resp, err = browser.PostForm(front+oauth.PathAuthorize, url.Values{"request": {consentField.FindStringSubmatch(string(body))[1]}, "decision": {"allow"}})
-			if err != nil {
-				f.Fatal(err)
-			}
-			resp.Body.Close()
-			loc, _ = url.Parse(resp.Header.Get("Location"))
-		default:
-			f.Fatalf("step %d: GET %s: %d %s", step, next, resp.StatusCode, body)
-		}
-		if strings.HasPrefix(loc.String(), clientRedirect) {
-			if e := loc.Query().Get("error"); e != "" {
-				f.Fatalf("refused: %s", loc)
-			}
-			if iss := loc.Query().Get("iss"); iss != front {
-				f.Fatalf("authorization response iss %q, want %s (RFC 9207)", iss, front)
-			}
-			code = loc.Query().Get("code")
-		}
-		next = loc.String()
+		loc, _ := url.Parse(resp.Header.Get("Location"))
+		return loc
+	})
+	if e := end.Query().Get("error"); e != "" {
+		f.Fatalf("refused: %s", end)
 	}
+	if iss := end.Query().Get("iss"); iss != front {
+		f.Fatalf("authorization response iss %q, want %s (RFC 9207)", iss, front)
+	}
+	code := end.Query().Get("code")
 	if !sawProvider || code == "" {
 		f.Fatalf("sign-in did not go through the provider (%v) or gave no code", sawProvider)
 	}

@@ -37,6 +37,7 @@ import (
 	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 
+	"github.com/countersign/countersign/internal/oidctest"
 	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/notify"
 	"github.com/countersign/countersign/shared/store/dynamostore"
@@ -61,7 +62,8 @@ type stack struct {
 	motoURL, dynamoURL string
 	// issuer is the OpenID provider (zitadel/oidc's, on loopback) the
 	// template's sign-in variables name in place of the Cognito user pool.
-	issuer string
+	issuer   string
+	provider *oidctest.Provider
 
 	table  string
 	bucket string // the configuration bucket

@@ -2,39 +2,25 @@ package oauth
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 
-	"github.com/zitadel/oidc/v3/example/server/exampleop"
 	"github.com/zitadel/oidc/v3/example/server/storage"
 
+	"github.com/countersign/countersign/internal/oidctest"
 	"github.com/countersign/countersign/shared/store/embedded"
 )
 
-// startProvider starts zitadel/oidc's OpenID provider (its op package,
-// certified, with the example's in-memory storage and login form) on
-// 127.0.0.1, with countersign registered as a web client.
+// startProvider starts a real OpenID provider on 127.0.0.1 with
+// countersign registered as a web client.
 func startProvider(tb testing.TB, redirectURL string) (issuer string) {
-	tb.Helper()
-	hs := httptest.NewUnstartedServer(nil)
-	issuer = "http://" + hs.Listener.Addr().String()
-	storage.RegisterClients(storage.WebClient("countersign", "provider-secret", redirectURL))
-	hs.Config.Handler = exampleop.SetupServer(issuer, storage.NewStorage(storage.NewUserStore(issuer)), nil, false)
-	hs.Start()
-	tb.Cleanup(hs.Close)
-	return issuer
+	return oidctest.Start(tb, storage.WebClient("countersign", "provider-secret", redirectURL)).Issuer
 }
-
-var (
-	loginIDField = regexp.MustCompile(`name="id" value="([^"]+)"`)
-)
 
 // TestOIDCSignInThroughARealProvider: the authorize endpoint sends the
 // person to the workspace's identity provider (a real zitadel/oidc
@@ -70,52 +56,26 @@ func TestOIDCSignInThroughARealProvider(t *testing.T) {
 
 	jar, _ := cookiejar.New(nil)
 	browser := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	next := ts.authorizeURL(clientID, verifier, nil)
-	var code string
-	sawProvider := false
-	for step := 0; step < 20 && code == ""; step++ {
-		resp, err := browser.Get(next)
+	p := &oidctest.Provider{Issuer: issuer}
+	end, sawProvider := p.Walk(t, browser, ts.authorizeURL(clientID, verifier, nil), "ada", redirect, func(at *url.URL, status int, body []byte) *url.URL {
+		if !requestField.Match(body) { // not countersign's consent page
+			t.Fatalf("GET %s: %d %s", at, status, body)
+		}
+		if !strings.Contains(string(body), "OIDC test client") {
+			t.Fatalf("consent page does not name the client: %s", body)
+		}
+		resp, err := browser.PostForm(csURL+PathAuthorize, url.Values{"request": {requestField.FindStringSubmatch(string(body))[1]}, "decision": {"allow"}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		base, _ := url.Parse(next)
-		var loc *url.URL
-		switch {
-		case resp.StatusCode/100 == 3:
-			loc, _ = base.Parse(resp.Header.Get("Location"))
-		case strings.Contains(string(body), `name="username"`): // the provider's login form
-			sawProvider = true
-			resp, err = browser.PostForm(issuer+"/login/username", url.Values{"id": {loginIDField.FindStringSubmatch(string(body))[1]},
-				"username": {"test-user@127.0.0.1"}, "password": {"verysecure"}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp.Body.Close()
-			loc, _ = url.Parse(issuer + "/")
-			loc, _ = loc.Parse(resp.Header.Get("Location"))
-		case requestField.Match(body): // countersign's consent page
-			if !strings.Contains(string(body), "OIDC test client") {
-				t.Fatalf("consent page does not name the client: %s", body)
-			}
-			resp, err = browser.PostForm(csURL+PathAuthorize, url.Values{"request": {requestField.FindStringSubmatch(string(body))[1]}, "decision": {"allow"}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp.Body.Close()
-			loc, _ = url.Parse(resp.Header.Get("Location"))
-		default:
-			t.Fatalf("step %d: GET %s: %d %s", step, next, resp.StatusCode, body)
-		}
-		if strings.HasPrefix(loc.String(), redirect) {
-			if e := loc.Query().Get("error"); e != "" {
-				t.Fatalf("refused: %s", loc)
-			}
-			code = loc.Query().Get("code")
-		}
-		next = loc.String()
+		loc, _ := url.Parse(resp.Header.Get("Location"))
+		return loc
+	})
+	if e := end.Query().Get("error"); e != "" {
+		t.Fatalf("refused: %s", end)
 	}
+	code := end.Query().Get("code")
 	if !sawProvider || code == "" {
 		t.Fatalf("sign-in did not go through the provider (%v) or gave no code", sawProvider)
 	}
