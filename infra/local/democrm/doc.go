@@ -13,6 +13,7 @@
 //	POST   /contacts/{id}/archive     contact with "archived": true
 //	GET    /payments                  {"payments": [...]}
 //	POST   /payments                  {"amount", "currency", "to"} → 201 payment with an id
+//	POST   /payouts                   the same as POST /payments (the demo policy wants two people for it)
 //	GET    /accounts/{id}             account
 //	POST   /accounts/{id}/close       account with "status": "closed"; 409 when already closed
 //	DELETE /accounts/{id}             204, then 404
