@@ -33,7 +33,8 @@ type Event struct {
 	Links []EventLink `json:"links,omitempty"`
 	// Decision is "approved" or "rejected" on decided events.
 	Decision string `json:"decision,omitempty"`
-	// Status is the confirmation's status on executed and expired events.
+	// Status is the confirmation's status on executed, expired and
+	// approval_counted (pending) events.
 	Status string `json:"status,omitempty"`
 }
 
