@@ -240,7 +240,9 @@ func TestQuorumAnnouncesEachCount(t *testing.T) {
 		// The announcements may arrive in any order (each is sent after its
 		// own write); each count is announced once.
 		evs := slices.Clone(tr.events)
-		slices.SortFunc(evs, func(a, b notify.Event) int { return a.Confirmation.Approvals.Received - b.Confirmation.Approvals.Received })
+		slices.SortFunc(evs, func(a, b notify.Event) int {
+			return a.Confirmation.Approvals.Received - b.Confirmation.Approvals.Received
+		})
 		seen := map[string]bool{}
 		for i, ev := range evs {
 			a := ev.Confirmation.Approvals
