@@ -2,11 +2,15 @@ package stack
 
 import (
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/shared/app"
+	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/notify"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -228,5 +232,69 @@ const p = call('team', 'POST', '/payments', {body: {amount: 5}});
 	h.webhook.waitEvent(t, notify.TypeExecuted, id)
 	if h.upstream.Count("DELETE", "/contacts/51") != 1 || h.upstream.Count("POST", "/payments") != 1 {
 		t.Errorf("after two approvals: DELETE ran %d, POST %d; want each once", h.upstream.Count("DELETE", "/contacts/51"), h.upstream.Count("POST", "/payments"))
+	}
+}
+
+// reconfigureLive is reconfigure keeping the approver webhooks and the
+// links' base, as a deployment re-reading its configuration does.
+func (h *harness) reconfigureLive(files map[string]string) {
+	h.t.Helper()
+	for rel, content := range files {
+		if err := os.WriteFile(filepath.Join(h.configDir, rel), []byte(content), 0o644); err != nil {
+			h.t.Fatal(err)
+		}
+	}
+	cfg, err := config.Load(h.configDir, nil)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var channels []notify.Channel
+	for _, w := range cfg.Settings.Approvers.Webhooks {
+		channels = append(channels, &notify.Webhook{Approver: w.Name, URL: w.URL, Format: w.Format, Secret: w.Secret,
+			Backoff: []time.Duration{10 * time.Millisecond, 20 * time.Millisecond}})
+	}
+	h.stack.app.Apply(app.Live{Config: cfg, Channels: channels, PublicURL: h.stack.PublicURL})
+}
+
+// TestRulesKeptFromThePause: a confirmation keeps the quorum in force
+// when its call paused. One paused under a quorum of two still needs two
+// after the configuration drops it; one paused without a quorum is
+// decided by one approval after the configuration adds it; calls made
+// after the change follow the new configuration.
+func TestRulesKeptFromThePause(t *testing.T) {
+	h := newHarness(t, harnessOptions{files: map[string]string{"connections/team/policy.json": quorumPolicy}})
+	upstreamURL := h.stack.Config.Connections["crm"].BaseURL
+	setTeam := func(policy string) {
+		h.reconfigureLive(map[string]string{"connections/team/policy.json": strings.ReplaceAll(policy, "%UPSTREAM%", upstreamURL)})
+	}
+	noQuorum := strings.Replace(quorumPolicy, `"required": 2`, `"out_of_band_only": false`, 1)
+
+	before, link := pauseQuorum(h, "61")
+	setTeam(noQuorum)
+	ada := newApproverBrowser(h, "ada@example.com")
+	expect(t, ada.press(ada.open(link), "approve"), http.StatusOK, "")
+	st := h.do(http.MethodGet, "/v1/confirmations/"+before, "cs_test_program", nil, nil)
+	if st.str("status") != "pending" || st.get("approvals.required") != 2.0 || st.get("approvals.received") != 1.0 {
+		t.Fatalf("paused under a quorum of 2, approved once after the quorum was dropped: %s", st.body)
+	}
+	bob := newApproverBrowser(h, "bob@example.com")
+	expect(t, bob.press(bob.open(link), "approve"), http.StatusOK, "")
+	if s := h.statusOf("cs_test_program", before); s != "approved" {
+		t.Fatalf("after the second approval: %s", s)
+	}
+
+	after, link := pauseQuorum(h, "62")
+	setTeam(quorumPolicy)
+	cy := newApproverBrowser(h, "cy@example.com")
+	expect(t, cy.press(cy.open(link), "approve"), http.StatusOK, "")
+	if s := h.statusOf("cs_test_program", after); s != "approved" {
+		t.Fatalf("paused without a quorum, approved once after one was added: %s", s)
+	}
+
+	// A call made now follows the quorum in force.
+	now, link := pauseQuorum(h, "63")
+	expect(t, cy.press(cy.open(link), "approve"), http.StatusOK, "")
+	if st := h.do(http.MethodGet, "/v1/confirmations/"+now, "cs_test_program", nil, nil); st.str("status") != "pending" || st.get("approvals.required") != 2.0 {
+		t.Fatalf("a call paused under the new quorum, approved once: %s", st.body)
 	}
 }
