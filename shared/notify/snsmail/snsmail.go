@@ -2,9 +2,11 @@
 // that publishes each approval request to an SNS topic, whose e-mail
 // subscribers (the template's ApproverEmail) receive it: the subject names
 // the operation, the body holds its arguments, the signed link and the
-// expiry (notify.EmailFor). It also sends the follow-ups of a request
-// (notify.FollowUpFor): each approval counted toward a quorum ("1 of 2
-// approvals", naming who approved) and the decision, naming who decided.
+// expiry (notify.EmailFor). Given them, it also sends the follow-ups of a
+// request (notify.FollowUpFor): each approval counted toward a quorum ("1
+// of 2 approvals", naming who approved) and the decision, naming who
+// decided. A deployment passes it only to the notify function, which
+// sends requests (awsenv.WithEmail).
 // Expiries and executions are on the webhooks, the approval page and the
 // status route, not in an inbox.
 package snsmail
