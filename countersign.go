@@ -126,9 +126,15 @@ type Confirmation struct {
 	// workspace's identity provider (approvers.sign_in); nil when the link
 	// was used without sign-in, and DecidedBy then names only the channel.
 	DecidedByPerson *Person `json:"decided_by_person,omitempty"`
-	// Required is the quorum (approval.required, 2 to 5) set at the first
-	// approval counted; 0 means one approval decides.
+	// Required is the quorum (approval.required, 2 to 5) in force when
+	// the call paused; 1 means one approval decides. 0 is a record made
+	// before the rules were recorded: the first approval counted sets it
+	// from the policy then in force.
 	Required int `json:"required,omitempty"`
+	// SeparateApprover is approval.separate_approver as it was when the
+	// call paused (four eyes): the person who made the call may not
+	// approve it.
+	SeparateApprover bool `json:"separate_approver,omitempty"`
 	// Approvals are the distinct people whose approvals a quorum has
 	// counted, in order; the N-th approves the confirmation.
 	Approvals []Approval `json:"approvals,omitempty"`

@@ -191,8 +191,9 @@ type EmailApprover func(topicARN, endpoint string, cfg aws.Config) func(workspac
 
 // WithEmail adds the e-mail approver (COUNTERSIGN_APPROVER_TOPIC_ARN) to
 // the channels. The notify function sends it the requests; the others
-// never would (it takes nothing else) and do not pass it, so only notify
-// links the SNS client.
+// do not pass it, so only notify links the SNS client. (The channel also
+// takes a request's follow-ups, approval_counted and decided, which the
+// functions that take answers would send if they passed it.)
 func WithEmail(f EmailApprover) Option {
 	return func(o *options) { o.email = f }
 }

@@ -244,9 +244,16 @@ func (s *Service) pause(ctx context.Context, cred *countersign.Credential, p *pr
 	if err := s.Reserve(ctx, cred, countersign.KindCall); err != nil {
 		return nil, err
 	}
+	// The record keeps the approval rules in force now (the endpoint's,
+	// else the connection's): who may decide does not change while it waits.
+	var rules policy.Rules
+	if m := res.Decision.Match; m.Connection != nil {
+		rules = m.Connection.RulesFor(m.Endpoint)
+	}
 	pctx, psp := telemetry.Start(ctx, "countersign.pause")
 	conf, err := s.Confirm.Create(pctx, confirm.Request{Kind: countersign.KindCall, Credential: cred.ID, Reason: res.Decision.Reason,
-		Operations: []countersign.Operation{op}, GatewayRuns: o.Pause == PauseGatewayRuns, Asker: o.Client.Asker()})
+		Operations: []countersign.Operation{op}, GatewayRuns: o.Pause == PauseGatewayRuns, Asker: o.Client.Asker(),
+		Required: rules.Required, SeparateApprover: rules.SeparateApprover})
 	psp.End("", err)
 	if err != nil {
 		s.logger().ErrorContext(ctx, "confirmation not created", "credential", cred.ID, "error", err)

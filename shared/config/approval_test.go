@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/countersign/countersign/shared/policy"
 )
 
 // TestApproverSignInSetting: approvers.sign_in is "required" or
@@ -77,13 +79,86 @@ func TestApprovalApprovers(t *testing.T) {
 		{`"approval": {"out_of_band_only": false}`, `"approval": {"required": 6}`, "approval.required", "from 2 to 5"},
 		{`"approval": {"out_of_band_only": false}`, `"approval": {"required": 2.5}`, "approval.required", "not a quorum"},
 		{`"approval": {"out_of_band_only": false}`, `"approval": {"quorum": 2}`, "approval.quorum", "unknown field"},
-		{`"confirm": true, "operation_id": "deleteContact"}`, `"confirm": true, "operation_id": "deleteContact", "approval": {"separate_approver": true}}`,
-			"endpoints[1].approval.separate_approver", "applies to the whole connection"},
+		{`"confirm": true, "operation_id": "deleteContact"}`, `"confirm": true, "operation_id": "deleteContact", "approval": {"separate_approver": 1}}`,
+			"endpoints[1].approval.separate_approver", "want true or false"},
+		{`"confirm": true, "operation_id": "deleteContact"}`, `"confirm": true, "operation_id": "deleteContact", "approval": {"required": 0}}`,
+			"endpoints[1].approval.required", "from 2 to 5, or 1 for one approval"},
+		{`"confirm": true, "operation_id": "deleteContact"}`, `"confirm": true, "operation_id": "deleteContact", "approval": {"required": 6}}`,
+			"endpoints[1].approval.required", "not a quorum"},
+		{`"confirm": true, "operation_id": "deleteContact"}`, `"confirm": true, "operation_id": "deleteContact", "approval": {"required": "2"}}`,
+			"endpoints[1].approval.required", "not a quorum"},
+		{`"confirm": true, "operation_id": "deleteContact"}`, `"confirm": true, "operation_id": "deleteContact", "approval": {"out_of_band_only": "no"}}`,
+			"endpoints[1].approval.out_of_band_only", "want true or false"},
+		{`"confirm": true, "operation_id": "deleteContact"}`, `"confirm": true, "operation_id": "deleteContact", "approval": {"quorum": 2}}`,
+			"endpoints[1].approval.quorum", "unknown field"},
 	} {
 		_, err := Load(writeConfig(t, with(c.old, c.new)), testEnv)
 		var pe *Error
 		if !errors.As(err, &pe) || !strings.HasSuffix(pe.File, crmFile) || pe.Path != c.path || !strings.Contains(pe.Msg, c.msg) {
 			t.Errorf("%s: %v, want %s: ~%q", c.new, err, c.path, c.msg)
 		}
+	}
+}
+
+// TestEndpointApprovalRules: an endpoint's approval.required,
+// separate_approver and out_of_band_only replace its connection's for
+// calls to it, and only for them; four eyes and a quorum keep asking out
+// of the client.
+func TestEndpointApprovalRules(t *testing.T) {
+	files := baseFiles()
+	sub(crmFile, `"confirm": true, "operation_id": "deleteContact"}`,
+		`"confirm": true, "operation_id": "deleteContact", "approval": {"required": 2}}`)(t, files)
+	sub(crmFile, `"confirm": "review"}`, `"confirm": "review", "approval": {"separate_approver": true}}`)(t, files)
+	cfg, err := Load(writeConfig(t, files), testEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := cfg.Policy
+	for _, c := range []struct {
+		method, path string
+		want         policy.Rules
+	}{
+		{"DELETE", "/contacts/1", policy.Rules{Required: 2, OutOfBandOnly: true}},
+		{"GET", "/contacts/1", policy.Rules{}},
+		{"POST", "/payments", policy.Rules{}},
+		{"POST", "/accounts/1/close", policy.Rules{SeparateApprover: true, OutOfBandOnly: true}},
+		{"PATCH", "/nowhere", policy.Rules{}},
+	} {
+		if got := set.RulesOf("crm", c.method, c.path); got != c.want {
+			t.Errorf("%s %s: %+v, want %+v", c.method, c.path, got, c.want)
+		}
+	}
+	if tc := set.Connection("crm"); tc.Required != 0 || tc.SeparateApprover || tc.OutOfBandOnly {
+		t.Errorf("the connection took an endpoint's rules: %+v", tc)
+	}
+
+	// An endpoint's own values replace the connection's, either way.
+	files = baseFiles()
+	sub(crmFile, `"approval": {"out_of_band_only": false}`, `"approval": {"required": 3, "separate_approver": true, "out_of_band_only": true}`)(t, files)
+	sub(crmFile, `"confirm": true, "operation_id": "deleteContact"}`,
+		`"confirm": true, "operation_id": "deleteContact", "approval": {"required": 1, "separate_approver": false, "out_of_band_only": false}}`)(t, files)
+	sub(crmFile, `"confirm": "review"}`, `"confirm": "review", "approval": {"required": 5}}`)(t, files)
+	if cfg, err = Load(writeConfig(t, files), testEnv); err != nil {
+		t.Fatal(err)
+	}
+	set = cfg.Policy
+	for _, c := range []struct {
+		method, path string
+		want         policy.Rules
+	}{
+		{"DELETE", "/contacts/1", policy.Rules{}},
+		{"GET", "/contacts/1", policy.Rules{Required: 3, SeparateApprover: true, OutOfBandOnly: true}},
+		{"POST", "/accounts/1/close", policy.Rules{Required: 5, SeparateApprover: true, OutOfBandOnly: true}},
+	} {
+		if got := set.RulesOf("crm", c.method, c.path); got != c.want {
+			t.Errorf("%s %s: %+v, want %+v", c.method, c.path, got, c.want)
+		}
+	}
+	if got := set.RulesOf("nowhere", "GET", "/"); got != (policy.Rules{}) {
+		t.Errorf("an unknown connection has rules %+v", got)
+	}
+	strict := set.RulesOf("crm", "DELETE", "/contacts/1").Strictest(set.RulesOf("crm", "POST", "/accounts/1/close"))
+	if strict != (policy.Rules{Required: 5, SeparateApprover: true, OutOfBandOnly: true}) {
+		t.Errorf("strictest %+v", strict)
 	}
 }

@@ -184,6 +184,7 @@ func (l *loader) connection(name string) (loadedConn, bool) {
 	// Under four eyes the approvers decide: nobody is asked in the client
 	// that made the call, which is the person who may not approve it.
 	// So under a quorum: one person in a client is not a quorum.
+	tc.OutOfBandOnlySet = conn.OutOfBandOnly
 	tc.OutOfBandOnly = conn.OutOfBandOnly || tc.SeparateApprover || tc.Required > 1
 
 	for _, t := range cl.loadTools() {
@@ -306,9 +307,23 @@ func (cl *connLoad) endpoint(s *src, rel, p string, raw json.RawMessage) *policy
 			if v, ok := a["approvers"]; ok {
 				ep.Approvers = s.approvers(field(p, "approval.approvers"), v)
 			}
-			for _, k := range []string{"separate_approver", "out_of_band_only", "required"} {
-				if _, ok := a[k]; ok {
-					s.errf(field(p, "approval."+k), "applies to the whole connection: set it in the connection's approval block")
+			// Each key replaces the connection's for calls to this endpoint.
+			if v, ok := a["required"]; ok {
+				var n int
+				if err := json.Unmarshal(v, &n); err != nil || n < 1 || n > 5 {
+					s.errf(field(p, "approval.required"), "%s is not a quorum: use a whole number of approvers from 2 to 5, or 1 for one approval whatever the connection asks", string(v))
+				} else {
+					ep.Required = n
+				}
+			}
+			if v, ok := a["separate_approver"]; ok {
+				if b, ok := s.boolean(field(p, "approval.separate_approver"), v); ok {
+					ep.SeparateApprover = &b
+				}
+			}
+			if v, ok := a["out_of_band_only"]; ok {
+				if b, ok := s.boolean(field(p, "approval.out_of_band_only"), v); ok {
+					ep.OutOfBandOnly = &b
 				}
 			}
 		}

@@ -203,3 +203,98 @@ func count(list []string, prefix string) int {
 	}
 	return n
 }
+
+// TestQuorumAnnouncesEachCount: a quorum of 3 approved by three people at
+// once announces each approval it counts once (1 of 3, 2 of 3, by whom),
+// then one decision carrying the full count; the same person approving
+// twice at once is counted and announced once.
+func TestQuorumAnnouncesEachCount(t *testing.T) {
+	people := func(n int) []countersign.Person {
+		out := make([]countersign.Person, n)
+		for i := range out {
+			s := string(rune('a' + i))
+			out[i] = countersign.Person{Issuer: "https://idp.example.com", Subject: s, Email: s + "@example.com"}
+		}
+		return out
+	}
+	t.Run("three people at once", func(t *testing.T) {
+		e, tr := announcing(t)
+		c, err := e.svc.Create(e.ctx, confirm.Request{Kind: countersign.KindCall, Credential: "chat-user", Reason: "r",
+			Operations: []countersign.Operation{deleteOp(t, "chat-user", "12")}, Required: 3, SeparateApprover: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := e.get(t, c.ID); got.Required != 3 || !got.SeparateApprover {
+			t.Fatalf("stored rules: required %d, separate_approver %v; want what the pause asked", got.Required, got.SeparateApprover)
+		}
+		e.ready(t, c.ID)
+		var wg sync.WaitGroup
+		for _, p := range people(3) {
+			wg.Go(func() {
+				if _, err := e.svc.Answer(e.ctx, c.ID, confirm.Answer{Approve: true, Approver: "ops", Person: &p}); err != nil {
+					t.Errorf("%s: %v", p.Email, err)
+				}
+			})
+		}
+		wg.Wait()
+		// The announcements may arrive in any order (each is sent after its
+		// own write); each count is announced once.
+		evs := slices.Clone(tr.events)
+		slices.SortFunc(evs, func(a, b notify.Event) int {
+			return a.Confirmation.Approvals.Received - b.Confirmation.Approvals.Received
+		})
+		seen := map[string]bool{}
+		for i, ev := range evs {
+			a := ev.Confirmation.Approvals
+			if want := []string{notify.TypeApprovalCounted, notify.TypeApprovalCounted, notify.TypeDecided}; len(evs) != 3 || ev.Type != want[i] {
+				_, types := tr.seen()
+				t.Fatalf("events %q, want two counts then a decision", types)
+			}
+			if a == nil || a.Required != 3 || a.Received != i+1 || len(a.By) != i+1 {
+				t.Fatalf("event %d (%s) approvals %+v, want %d of 3", i, ev.Type, a, i+1)
+			}
+			last := a.By[i].Email
+			if seen[last] {
+				t.Errorf("%s announced twice", last)
+			}
+			seen[last] = true
+		}
+		if d := evs[2].Confirmation.DecidedBy; d == nil || d.Email != evs[2].Confirmation.Approvals.By[2].Email {
+			t.Errorf("decided by %+v, want the third approver", d)
+		}
+	})
+	t.Run("one person twice at once", func(t *testing.T) {
+		e, tr := announcing(t)
+		c, err := e.svc.Create(e.ctx, confirm.Request{Kind: countersign.KindCall, Credential: "chat-user", Reason: "r",
+			Operations: []countersign.Operation{deleteOp(t, "chat-user", "12")}, Required: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.ready(t, c.ID)
+		p := people(1)[0]
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		var errs []error
+		for range 4 {
+			wg.Go(func() {
+				_, err := e.svc.Answer(e.ctx, c.ID, confirm.Answer{Approve: true, Approver: "ops", Person: &p})
+				mu.Lock()
+				defer mu.Unlock()
+				errs = append(errs, err)
+			})
+		}
+		wg.Wait()
+		refused := 0
+		for _, err := range errs {
+			if fault.CodeOf(err) == fault.Forbidden {
+				refused++
+			} else if err != nil {
+				t.Errorf("unexpected error %v", err)
+			}
+		}
+		_, evs := tr.seen()
+		if refused != 3 || !slices.Equal(evs, []string{"confirmation.approval_counted pending"}) || e.get(t, c.ID).Status != countersign.StatusPending {
+			t.Errorf("refused %d of 4, events %q, status %s; want 3 refused, one count announced, still pending", refused, evs, e.get(t, c.ID).Status)
+		}
+	})
+}

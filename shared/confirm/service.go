@@ -198,6 +198,12 @@ type Request struct {
 	// (the MCP card) instead of waiting for the agent to redeem; script
 	// batches always do.
 	GatewayRuns bool
+	// Required and SeparateApprover are the approval rules in force when
+	// the call paused (policy.Rules; a batch's strictest operation's): the
+	// record keeps them, so a configuration changed while it waits does
+	// not change who may decide it.
+	Required         int
+	SeparateApprover bool
 }
 
 // workflowInput is the execution input of the state machines.
@@ -240,8 +246,12 @@ func (s *Service) Create(ctx context.Context, r Request) (*countersign.Confirmat
 		ExpiresAt:   now.Add(wait),
 		Operations:  r.Operations,
 		GatewayRuns: r.GatewayRuns,
-		TTL:         now.Add(wait + s.timeouts().Redeem + retention).Unix(),
-		Trace:       telemetry.TraceParent(ctx),
+		// 1 records that one approval decides, apart from a record made
+		// before the rules were recorded (0).
+		Required:         min(max(r.Required, 1), maxRequired),
+		SeparateApprover: r.SeparateApprover,
+		TTL:              now.Add(wait + s.timeouts().Redeem + retention).Unix(),
+		Trace:            telemetry.TraceParent(ctx),
 	}
 	if err := s.create(ctx, c); err != nil {
 		return nil, fmt.Errorf("create confirmation %s: %w", id, err)
@@ -404,6 +414,9 @@ type Answer struct {
 	Keep []int
 }
 
+// maxRequired is the largest quorum (approval.required).
+const maxRequired = 5
+
 // count adds d's approval to c's quorum. It reports counted when the
 // approval leaves c pending (EventCountApproval), or false when it
 // completes the quorum and the caller approves c (EventApprove). The same
@@ -414,8 +427,8 @@ func (s *Service) count(c *countersign.Confirmation, d Answer, now time.Time) (c
 	if d.Person == nil {
 		return false, fault.Errorf(fault.Forbidden, "confirmation %s needs approvals by people signed in", c.ID)
 	}
-	if c.Required == 0 {
-		c.Required = min(max(d.Required, 2), 5)
+	if c.Required < 2 { // a record made before the rules were recorded
+		c.Required = min(max(d.Required, 2), maxRequired)
 	}
 	for _, a := range c.Approvals {
 		if a.Issuer == d.Person.Issuer && a.Subject == d.Person.Subject {
@@ -553,6 +566,10 @@ func (s *Service) Answer(ctx context.Context, id string, d Answer) (*countersign
 		// approval that completes the quorum.
 		s.logger().InfoContext(ctx, "approval counted", "confirmation", id, "approvals", len(c.Approvals), "required", c.Required)
 		s.record(ctx, d.actor(), "confirmation.approval_counted", c, fmt.Sprintf("%d of %d approvals", len(c.Approvals), c.Required))
+		// Only the write that counted this approval gets here (a lost race
+		// re-reads and counts again, or finds it counted): each approval is
+		// announced once.
+		s.emit(ctx, notify.Event{Type: notify.TypeApprovalCounted, Confirmation: notify.ConfirmationOf(c), Status: string(c.Status)})
 		return c, nil
 	}
 	if d.Approve {

@@ -84,7 +84,7 @@ func TestCreate(t *testing.T) {
 			stored := e.get(t, c.ID)
 			want := &countersign.Confirmation{
 				ID: "cf_testa", Kind: tt.kind, Credential: "chat-user", Status: countersign.StatusPending, Reason: "why",
-				CreatedAt: t0, ExpiresAt: t0.Add(tt.wantWait), Operations: ops, Version: 1,
+				CreatedAt: t0, ExpiresAt: t0.Add(tt.wantWait), Operations: ops, Version: 1, Required: 1,
 				TTL: t0.Add(tt.wantWait + 600*time.Second + 24*time.Hour).Unix(),
 			}
 			if stored.WriteID == "" {

@@ -95,38 +95,45 @@ func (w approverCtx) label() string {
 	return w.person.Label()
 }
 
-// rules are the approval rules of c's operations in the policy in force:
-// each operation's approvers (its endpoint's, else its connection's) and
-// whether its connection keeps four eyes.
+// rules are the approval rules of c: each operation's approvers (its
+// endpoint's, else its connection's) in the policy in force, and the four
+// eyes and quorum the record kept from when the call paused.
 type rules struct {
 	approvers []*policy.Approvers
 	where     []string
 	separate  bool
-	// required is the largest quorum of c's connections (approval.required).
+	// required is the quorum (approval.required) of c's strictest operation.
 	required int
 }
 
 func (a *Approver) rulesOf(c *countersign.Confirmation) rules {
 	var rs rules
 	set := a.Calls.Current().Policy
+	var strict policy.Rules
 	for _, op := range c.Operations {
 		tc := set.Connection(op.Connection)
 		if tc == nil {
 			continue
 		}
+		m, ok := set.Resolve(op.Connection, op.Method, op.Path)
 		list := tc.Approvers
-		if m, ok := set.Resolve(op.Connection, op.Method, op.Path); ok && m.Endpoint != nil && m.Endpoint.Approvers != nil {
+		if ok && m.Endpoint != nil && m.Endpoint.Approvers != nil {
 			list = m.Endpoint.Approvers
 		}
 		if list != nil {
 			rs.approvers = append(rs.approvers, list)
 			rs.where = append(rs.where, op.Connection+" "+op.Method+" "+op.Endpoint)
 		}
-		rs.separate = rs.separate || tc.SeparateApprover
-		rs.required = max(rs.required, tc.Required)
+		strict = strict.Strictest(set.RulesOf(op.Connection, op.Method, op.Path))
 	}
-	if c.Required > rs.required { // set at the first approval counted
-		rs.required = c.Required
+	if c.Required > 0 {
+		// Recorded when the call paused: a configuration changed since
+		// does not change who may decide it.
+		strict = policy.Rules{Required: c.Required, SeparateApprover: c.SeparateApprover}
+	}
+	rs.separate, rs.required = strict.SeparateApprover, strict.Required
+	if rs.required < 2 {
+		rs.required = 0
 	}
 	return rs
 }

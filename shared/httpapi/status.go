@@ -11,6 +11,7 @@ import (
 	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/calls"
 	"github.com/countersign/countersign/shared/fault"
+	"github.com/countersign/countersign/shared/notify"
 )
 
 // confirmationView is the JSON of a confirmation (docs/api.md, Confirmation status).
@@ -98,20 +99,8 @@ func (g *Gateway) status(ctx context.Context, r *http.Request, cred *countersign
 	return jsonReply(http.StatusOK, v)
 }
 
-// approvalsView is a quorum's count: "1 of 2 approvals", and by whom.
-type approvalsView struct {
-	Required int                   `json:"required"`
-	Received int                   `json:"received"`
-	By       []countersign.Decider `json:"by"`
-}
+// approvalsView is a quorum's count: "1 of 2 approvals", and by whom;
+// the webhooks carry the same (notify.Approvals).
+type approvalsView = notify.Approvals
 
-func approvalsOf(c *countersign.Confirmation) *approvalsView {
-	if c.Required < 2 {
-		return nil
-	}
-	v := &approvalsView{Required: c.Required, Received: len(c.Approvals), By: make([]countersign.Decider, 0, len(c.Approvals))}
-	for _, a := range c.Approvals {
-		v.By = append(v.By, countersign.Decider{Kind: "person", Issuer: a.Issuer, Subject: a.Subject, Email: a.Email, Name: a.Name, Channel: a.Channel})
-	}
-	return v
-}
+func approvalsOf(c *countersign.Confirmation) *approvalsView { return notify.ApprovalsOf(c) }

@@ -88,8 +88,9 @@ func (h *Handler) first(ctx context.Context, cred *countersign.Credential, clien
 	if client.Name != "" {
 		o.Client = &calls.Client{Name: client.Name, Version: client.Version, CanAsk: client.CanAsk()}
 	}
+	oob := op.conn.RulesFor(op.ep).OutOfBandOnly // the endpoint's rules, else the connection's
 	switch {
-	case op.conn.OutOfBandOnly:
+	case oob:
 		// Only the approvers decide; the gateway runs what they approve.
 		o.Pause = calls.PauseGatewayRuns
 	case client.Elicit:
@@ -112,7 +113,7 @@ func (h *Handler) first(ctx context.Context, cred *countersign.Credential, clien
 		return h.ask(cred, op, countersign.KindCall, []countersign.Operation{res.Operation}, res.Decision.Reason)
 	case calls.Paused:
 		switch {
-		case op.conn.OutOfBandOnly:
+		case oob:
 			return outOfBandNotice(res)
 		case client.Apps:
 			return cardNotice(res)

@@ -196,11 +196,17 @@ func (h *Handler) cardOf(c *countersign.Confirmation, effective countersign.Stat
 	return v
 }
 
-// outOfBand reports a confirmation that touches a connection whose
-// approvals come only from its approvers: the card never decides it.
+// outOfBand reports a confirmation whose approvals come only from its
+// approvers: one kept four eyes or a quorum when it paused, or one of its
+// operations is out of band only (its endpoint's rules, else its
+// connection's). The card and the client never decide it.
 func (h *Handler) outOfBand(c *countersign.Confirmation) bool {
+	if c.SeparateApprover || c.Required > 1 {
+		return true
+	}
+	set := h.o.Calls.Current().Policy
 	for _, op := range c.Operations {
-		if tc := h.o.Calls.Current().Policy.Connection(op.Connection); tc != nil && tc.OutOfBandOnly {
+		if set.RulesOf(op.Connection, op.Method, op.Path).OutOfBandOnly {
 			return true
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/countersign/countersign"
+
 	"github.com/countersign/countersign/shared/jsonview"
 )
 
@@ -40,6 +42,16 @@ func boundEvent(ev Event, div int) Event {
 	c.Credential = clipJSON(c.Credential, maxFieldCost)
 	c.Reason = clipJSON(c.Reason, maxReasonCost/div)
 	ev.Type = clipJSON(ev.Type, maxFieldCost)
+	if d := c.DecidedBy; d != nil {
+		c.DecidedBy = clipDecider(*d)
+	}
+	if a := c.Approvals; a != nil {
+		by := make([]countersign.Decider, len(a.By))
+		for i, d := range a.By {
+			by[i] = *clipDecider(d)
+		}
+		c.Approvals = &Approvals{Required: a.Required, Received: a.Received, By: by}
+	}
 	ev.Decision = clipJSON(ev.Decision, maxFieldCost)
 	ev.Status = clipJSON(ev.Status, maxFieldCost)
 	ops := c.Operations
@@ -67,6 +79,16 @@ func boundEvent(ev Event, div int) Event {
 		c.Operations[i] = op
 	}
 	return ev
+}
+
+// clipDecider returns a copy of d with each field clipped: what an
+// identity provider says of a person is not the agent's, but no value
+// grows a payload without bound.
+func clipDecider(d countersign.Decider) *countersign.Decider {
+	d.Kind, d.Channel = clipJSON(d.Kind, maxFieldCost), clipJSON(d.Channel, maxFieldCost)
+	d.Issuer, d.Subject = clipJSON(d.Issuer, maxFieldCost), clipJSON(d.Subject, maxFieldCost)
+	d.Email, d.Name = clipJSON(d.Email, maxFieldCost), clipJSON(d.Name, maxFieldCost)
+	return &d
 }
 
 // encodeBounded encodes ev with encode, within MaxPayloadBytes. With

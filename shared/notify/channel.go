@@ -72,8 +72,10 @@ func (c *Console) Send(ctx context.Context, ev Event) error {
 		for _, l := range ev.Links {
 			b.WriteString(clean(l.URL) + "\n")
 		}
+	case TypeApprovalCounted:
+		fmt.Fprintf(&b, "countersign: %s: %s\n", clean(conf.ID), orDefault(conf.Approvals.Progress(clean), "approval counted"))
 	case TypeDecided:
-		fmt.Fprintf(&b, "countersign: %s %s\n", clean(conf.ID), orDefault(clean(ev.Decision), "decided"))
+		fmt.Fprintf(&b, "countersign: %s %s%s\n", clean(conf.ID), orDefault(clean(ev.Decision), "decided"), clean(byWhom(conf.DecidedBy)))
 	case TypeExpired:
 		fmt.Fprintf(&b, "countersign: %s expired\n", clean(conf.ID))
 	case TypeExecuted:

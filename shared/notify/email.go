@@ -113,3 +113,72 @@ func roughly(d time.Duration) string {
 	}
 	return plural(int(d.Round(time.Second)/time.Second), "second")
 }
+
+// FollowUpFor renders what became of a request, for the e-mail approvers
+// who were asked: a counted approval of a quorum ("1 of 2 approvals",
+// naming who approved) or the decision, naming who decided: the person
+// signed in (their e-mail, else name, else subject), else the channel
+// whose link was used. ok is false for events that get no follow-up
+// (requests have EmailFor; expiries and executions are on the webhooks
+// and the status route). Values are clipped and show hidden characters
+// as escapes (display.Text), as in EmailFor.
+func FollowUpFor(ev Event, workspace string) (m Email, ok bool) {
+	conf := ev.Confirmation
+	ws := orDefault(workspace, "countersign")
+	n := len(conf.Operations) + conf.OmittedOperations
+	what := plural(n, "operation")
+	if n == 1 && len(conf.Operations) == 1 {
+		op := conf.Operations[0]
+		what = fmt.Sprintf("%s %s on %s", op.Method, op.Path, op.Connection)
+	}
+	id := clean(clipJSON(conf.ID, maxFieldCost))
+	progress := conf.Approvals.Progress(clean)
+	var b strings.Builder
+	switch ev.Type {
+	case TypeApprovalCounted:
+		m.Subject = subjectText(fmt.Sprintf("%d of %d approvals: %s (%s)", conf.Approvals.count(), conf.Approvals.required(), what, ws))
+		fmt.Fprintf(&b, "%s: an approval of confirmation %s was counted: %s.\n", clean(clipJSON(ws, maxFieldCost)), id, orDefault(progress, "approval counted"))
+		b.WriteString("It stays pending until the other approvals are in; nothing runs before.\n")
+	case TypeDecided:
+		decision := orDefault(clipJSON(ev.Decision, maxFieldCost), "decided")
+		m.Subject = subjectText(fmt.Sprintf("%s: %s (%s)", upperFirst(decision), what, ws))
+		fmt.Fprintf(&b, "%s: confirmation %s was %s%s.\n", clean(clipJSON(ws, maxFieldCost)), id, clean(decision), clean(byWhom(conf.DecidedBy)))
+		if progress != "" {
+			fmt.Fprintf(&b, "%s.\n", progress)
+		}
+	default:
+		return Email{}, false
+	}
+	b.WriteString("\n")
+	for i, op := range conf.Operations {
+		if i == maxEmailOps {
+			fmt.Fprintf(&b, "  ... and %d more\n", n-maxEmailOps)
+			break
+		}
+		fmt.Fprintf(&b, "  %s %s on %s\n", clean(clipJSON(op.Method, 64)), clean(clipJSON(op.Path, 512)), clean(clipJSON(op.Connection, 128)))
+	}
+	m.Body = b.String()
+	return m, true
+}
+
+func (a *Approvals) count() int {
+	if a == nil {
+		return 0
+	}
+	return a.Received
+}
+
+func (a *Approvals) required() int {
+	if a == nil {
+		return 0
+	}
+	return a.Required
+}
+
+// upperFirst capitalises an ASCII first letter: "approved" → "Approved".
+func upperFirst(s string) string {
+	if s != "" && s[0] >= 'a' && s[0] <= 'z' {
+		return string(s[0]-'a'+'A') + s[1:]
+	}
+	return s
+}

@@ -2,6 +2,8 @@ package notify
 
 import (
 	"encoding/json"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/countersign/countersign"
@@ -13,12 +15,17 @@ const (
 	TypeDecided   = "confirmation.decided"
 	TypeExpired   = "confirmation.expired"
 	TypeExecuted  = "confirmation.executed"
+	// TypeApprovalCounted: a person's approval was counted toward a quorum
+	// (approval.required) that it does not complete; the confirmation
+	// stays pending. The approval that completes it is a decided event.
+	TypeApprovalCounted = "confirmation.approval_counted"
 )
 
 // Event is what approver channels receive. Its JSON form is the webhook body
 // of the json format.
 type Event struct {
-	// Type is one of TypeRequested, TypeDecided, TypeExpired, TypeExecuted.
+	// Type is one of TypeRequested, TypeApprovalCounted, TypeDecided,
+	// TypeExpired, TypeExecuted.
 	Type         string            `json:"type"`
 	Confirmation EventConfirmation `json:"confirmation"`
 	// Links are set on requested events only. A channel sends only the links
@@ -26,7 +33,8 @@ type Event struct {
 	Links []EventLink `json:"links,omitempty"`
 	// Decision is "approved" or "rejected" on decided events.
 	Decision string `json:"decision,omitempty"`
-	// Status is the confirmation's status on executed and expired events.
+	// Status is the confirmation's status on executed, expired and
+	// approval_counted (pending) events.
 	Status string `json:"status,omitempty"`
 }
 
@@ -40,6 +48,9 @@ type EventConfirmation struct {
 	Operations []EventOperation `json:"operations"`
 	// DecidedBy is who decided, once someone has (decided and executed events).
 	DecidedBy *countersign.Decider `json:"decided_by,omitempty"`
+	// Approvals is the count of a quorum (approval.required), as
+	// GET /v1/confirmations/<id> shows it; nil when one approval decides.
+	Approvals *Approvals `json:"approvals,omitempty"`
 	// OmittedOperations counts the operations left out of a webhook payload
 	// (beyond MaxEventOperations).
 	OmittedOperations int `json:"omitted_operations,omitempty"`
@@ -47,7 +58,8 @@ type EventConfirmation struct {
 
 // ConfirmationOf is the event view of a stored confirmation.
 func ConfirmationOf(c *countersign.Confirmation) EventConfirmation {
-	ec := EventConfirmation{ID: c.ID, Kind: string(c.Kind), ExpiresAt: c.ExpiresAt, Credential: c.Credential, Reason: c.Reason, DecidedBy: c.DecidedByView()}
+	ec := EventConfirmation{ID: c.ID, Kind: string(c.Kind), ExpiresAt: c.ExpiresAt, Credential: c.Credential, Reason: c.Reason,
+		DecidedBy: c.DecidedByView(), Approvals: ApprovalsOf(c)}
 	for _, op := range c.Operations {
 		args, _ := json.Marshal(op.Args)
 		eo := EventOperation{Connection: op.Connection, Method: op.Method, Path: op.Path, Endpoint: op.Endpoint, Args: args}
@@ -57,6 +69,56 @@ func ConfirmationOf(c *countersign.Confirmation) EventConfirmation {
 		ec.Operations = append(ec.Operations, eo)
 	}
 	return ec
+}
+
+// Approvals is a quorum's count: "1 of 2 approvals", and by whom, in the
+// order they were counted.
+type Approvals struct {
+	Required int                   `json:"required"`
+	Received int                   `json:"received"`
+	By       []countersign.Decider `json:"by"`
+}
+
+// ApprovalsOf is c's quorum count, nil when c needs one approval.
+func ApprovalsOf(c *countersign.Confirmation) *Approvals {
+	if c.Required < 2 {
+		return nil
+	}
+	v := &Approvals{Required: c.Required, Received: len(c.Approvals), By: make([]countersign.Decider, 0, len(c.Approvals))}
+	for _, a := range c.Approvals {
+		v.By = append(v.By, countersign.Decider{Kind: "person", Issuer: a.Issuer, Subject: a.Subject, Email: a.Email, Name: a.Name, Channel: a.Channel})
+	}
+	return v
+}
+
+// Progress says a quorum's count as people read it, "1 of 2 approvals
+// (by ana@example.com)"; each person by their label (personLabel), shown
+// through show (the channel's escaping).
+func (a *Approvals) Progress(show func(string) string) string {
+	if a == nil {
+		return ""
+	}
+	s := fmt.Sprintf("%d of %d approvals", a.Received, a.Required)
+	if len(a.By) == 0 {
+		return s
+	}
+	names := make([]string, len(a.By))
+	for i, d := range a.By {
+		names[i] = show(clipJSON(personLabel(d), maxFieldCost))
+	}
+	return s + " (by " + strings.Join(names, ", ") + ")"
+}
+
+// personLabel names a person in a message: their e-mail, else their name,
+// else their subject at the issuer.
+func personLabel(d countersign.Decider) string {
+	switch {
+	case d.Email != "":
+		return d.Email
+	case d.Name != "":
+		return d.Name
+	}
+	return d.Subject + " at " + d.Issuer
 }
 
 // EventOperation is one operation of a confirmation.

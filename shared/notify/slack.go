@@ -71,9 +71,17 @@ func slackMessageFor(ev Event) slackMessage {
 		}
 		fmt.Fprintf(&b, "%s, expires %s", id, conf.ExpiresAt.UTC().Format(time.RFC3339))
 		text, summary = title+" "+id, b.String()
+	case TypeApprovalCounted:
+		progress := conf.Approvals.Progress(slackEscape)
+		text = fmt.Sprintf("%s: %s", id, orDefault(progress, "approval counted"))
+		summary = fmt.Sprintf("Confirmation %s: %s. It waits for the other approvals.", id, orDefault(progress, "an approval was counted"))
 	case TypeDecided:
 		text = fmt.Sprintf("%s %s", id, slackEscape(orDefault(ev.Decision, "decided")))
-		summary = fmt.Sprintf("Confirmation %s was %s%s.", id, slackEscape(orDefault(ev.Decision, "decided")), slackEscape(byWhom(conf.DecidedBy)))
+		summary = fmt.Sprintf("Confirmation %s was %s%s", id, slackEscape(orDefault(ev.Decision, "decided")), slackEscape(byWhom(conf.DecidedBy)))
+		if conf.Approvals != nil {
+			summary += ": " + conf.Approvals.Progress(slackEscape)
+		}
+		summary += "."
 	case TypeExpired:
 		text = id + " expired"
 		summary = fmt.Sprintf("Confirmation %s expired before anyone decided.", id)
@@ -133,18 +141,18 @@ func truncateUTF8(s string, n int) string {
 
 func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
 
-// byWhom names who decided, for a follow-up: " by <person>" or " by the
-// <channel> link"; empty when nobody is named.
+// byWhom names who decided, for a follow-up: " by <person>" (their
+// label: e-mail, else name, else subject at the issuer) or " through the
+// <channel> link"; empty when nobody is named. It is not escaped: the
+// caller shows it the way its channel does.
 func byWhom(d *countersign.Decider) string {
 	switch {
 	case d == nil:
 		return ""
-	case d.Kind == "person" && d.Email != "":
-		return " by " + d.Email
 	case d.Kind == "person":
-		return " by " + d.Subject + " at " + d.Issuer
+		return " by " + clipJSON(personLabel(*d), maxFieldCost)
 	case d.Channel != "":
-		return " through the " + d.Channel + " link"
+		return " through the " + clipJSON(d.Channel, maxFieldCost) + " link"
 	}
 	return ""
 }

@@ -35,10 +35,17 @@ type Threshold struct {
 type Endpoint struct {
 	// Approvers is the endpoint's approval.approvers, replacing its
 	// connection's; nil means the connection's.
-	Approvers   *Approvers
-	Method      string
-	Path        string // the template, e.g. /contacts/{id}
-	OperationID string
+	Approvers *Approvers
+	// Required, SeparateApprover and OutOfBandOnly are the endpoint's
+	// approval.required, approval.separate_approver and
+	// approval.out_of_band_only, replacing its connection's for calls to
+	// it; 0 and nil mean the connection's (Connection.RulesFor).
+	Required         int
+	SeparateApprover *bool
+	OutOfBandOnly    *bool
+	Method           string
+	Path             string // the template, e.g. /contacts/{id}
+	OperationID      string
 	// Tool is the custom tool's name when the operation comes from tools/*.json.
 	Tool string
 	// Tier is the configured tier an agent's call starts from. An
@@ -88,9 +95,13 @@ type Connection struct {
 	EscalateDelegated bool
 	// Hooked is true when the connection has hooks to ask.
 	Hooked bool
-	// OutOfBandOnly forbids approval through the client (approval.out_of_band_only,
-	// and approval.separate_approver).
+	// OutOfBandOnly forbids approval through the client
+	// (approval.out_of_band_only, and implied by approval.separate_approver
+	// and approval.required); an endpoint may set its own (RulesFor).
 	OutOfBandOnly bool
+	// OutOfBandOnlySet is approval.out_of_band_only as configured, before
+	// four eyes and a quorum imply it.
+	OutOfBandOnlySet bool
 	// Approvers is approval.approvers: who may approve its calls (nil:
 	// anyone holding a link); an endpoint's own list replaces it.
 	Approvers *Approvers
@@ -103,6 +114,50 @@ type Connection struct {
 
 	router router
 	text   *connText
+}
+
+// Rules are the approval rules in force for calls to one endpoint: its
+// own approval block's, else its connection's.
+type Rules struct {
+	// Required is how many distinct people must approve (2 to 5); 0 or 1:
+	// one approval decides.
+	Required int
+	// SeparateApprover: the person who made the call may not approve it.
+	SeparateApprover bool
+	// OutOfBandOnly: only the approvers decide, never the client that made
+	// the call. Four eyes and a quorum imply it: the person in the client
+	// may not approve, and one person is not a quorum.
+	OutOfBandOnly bool
+}
+
+// RulesFor is the approval rules for calls to ep, one of c's endpoints (nil:
+// the connection's own): each of ep's approval keys replaces c's.
+func (c *Connection) RulesFor(ep *Endpoint) Rules {
+	r := Rules{Required: c.Required, SeparateApprover: c.SeparateApprover, OutOfBandOnly: c.OutOfBandOnlySet}
+	if ep != nil {
+		if ep.Required > 0 {
+			r.Required = ep.Required
+		}
+		if ep.SeparateApprover != nil {
+			r.SeparateApprover = *ep.SeparateApprover
+		}
+		if ep.OutOfBandOnly != nil {
+			r.OutOfBandOnly = *ep.OutOfBandOnly
+		}
+	}
+	if r.Required < 2 {
+		r.Required = 0
+	}
+	r.OutOfBandOnly = r.OutOfBandOnly || r.SeparateApprover || r.Required > 1
+	return r
+}
+
+// Strictest is what r and o both ask: the larger quorum, four eyes if
+// either keeps it, out of band if either is (a batch of operations asks
+// what its strictest operation does).
+func (r Rules) Strictest(o Rules) Rules {
+	return Rules{Required: max(r.Required, o.Required), SeparateApprover: r.SeparateApprover || o.SeparateApprover,
+		OutOfBandOnly: r.OutOfBandOnly || o.OutOfBandOnly}
 }
 
 // Params holds the path parameters of a match without allocating.

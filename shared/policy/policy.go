@@ -169,6 +169,20 @@ func (p *Set) Resolve(connection, method, path string) (Match, bool) {
 	return m, c.router.match(method, path, &m)
 }
 
+// RulesOf is the approval rules for a call to connection, method and
+// concrete path (Connection.RulesFor its endpoint); a connection that no
+// longer exists has none.
+func (p *Set) RulesOf(connection, method, path string) Rules {
+	m, ok := p.Resolve(connection, method, path)
+	if m.Connection == nil {
+		return Rules{}
+	}
+	if !ok {
+		m.Endpoint = nil
+	}
+	return m.Connection.RulesFor(m.Endpoint)
+}
+
 // Built-in rule names reported in Decision.Rule.
 const (
 	RuleUnknownConnection     = "unknown connection"

@@ -275,7 +275,7 @@ func (s *Service) decide(ctx context.Context, cred *countersign.Credential, c *c
 	// script that collects nothing hashes nothing.
 	e := &entry{index: pos, call: Call{Connection: c.Connection, Method: c.Method, Path: c.Path}, req: c}
 	o := calls.Options{Pause: calls.PauseCollect}
-	if fr.cannotAsk != "" && !s.outOfBandOnly(c.Connection) {
+	if fr.cannotAsk != "" && !s.outOfBandOnly(c.Connection, c.Method, c.Path) {
 		o = calls.Options{Pause: calls.PauseRefuse, RefuseReason: fr.cannotAsk}
 	}
 	// A call on its way upstream finishes even if the run is stopped.
@@ -306,11 +306,10 @@ func (s *Service) decide(ctx context.Context, cred *countersign.Credential, c *c
 	return e, nil
 }
 
-// outOfBandOnly reports a connection whose approvals come only from its
-// approvers.
-func (s *Service) outOfBandOnly(connection string) bool {
-	tc := s.Calls.Current().Policy.Connection(connection)
-	return tc != nil && tc.OutOfBandOnly
+// outOfBandOnly reports a call whose approvals come only from its
+// approvers (its endpoint's approval rules, else its connection's).
+func (s *Service) outOfBandOnly(connection, method, path string) bool {
+	return s.Calls.Current().Policy.RulesOf(connection, method, path).OutOfBandOnly
 }
 
 // pause stores the journal and creates the batch confirmation; the
@@ -358,7 +357,15 @@ func (s *Service) pause(ctx context.Context, cred *countersign.Credential, asker
 	if len(batch) > 1 {
 		reason = fmt.Sprintf("a script made %d calls that require confirmation", len(batch))
 	}
-	conf, err := s.Calls.CreateBatch(ctx, confirm.Request{ID: id, Credential: cred.ID, Reason: reason, Asker: asker, Operations: ops})
+	// The batch is decided as its strictest operation asks: the largest
+	// quorum, four eyes if any keeps them.
+	var rules policy.Rules
+	set := s.Calls.Current().Policy
+	for _, op := range ops {
+		rules = rules.Strictest(set.RulesOf(op.Connection, op.Method, op.Path))
+	}
+	conf, err := s.Calls.CreateBatch(ctx, confirm.Request{ID: id, Credential: cred.ID, Reason: reason, Asker: asker, Operations: ops,
+		Required: rules.Required, SeparateApprover: rules.SeparateApprover})
 	if err != nil {
 		return nil, fault.Wrap(err, "the confirmation could not be created")
 	}

@@ -2,8 +2,12 @@
 // that publishes each approval request to an SNS topic, whose e-mail
 // subscribers (the template's ApproverEmail) receive it: the subject names
 // the operation, the body holds its arguments, the signed link and the
-// expiry (notify.EmailFor). It takes only confirmation.requested events;
-// what became of a request is on the webhooks, the approval page and the
+// expiry (notify.EmailFor). Given them, it also sends the follow-ups of a
+// request (notify.FollowUpFor): each approval counted toward a quorum ("1
+// of 2 approvals", naming who approved) and the decision, naming who
+// decided. A deployment passes it only to the notify function, which
+// sends requests (awsenv.WithEmail).
+// Expiries and executions are on the webhooks, the approval page and the
 // status route, not in an inbox.
 package snsmail
 
@@ -66,10 +70,14 @@ func Deployed(topicARN, endpoint string, cfg aws.Config) func(workspace string) 
 // Name returns Approver.
 func (c *Channel) Name() string { return Approver }
 
-// Wants reports whether the channel takes events of type typ: requests only.
-func (c *Channel) Wants(typ string) bool { return typ == notify.TypeRequested }
+// Wants reports whether the channel takes events of type typ: requests,
+// approvals counted toward a quorum, and decisions.
+func (c *Channel) Wants(typ string) bool {
+	return typ == notify.TypeRequested || typ == notify.TypeApprovalCounted || typ == notify.TypeDecided
+}
 
-// Send publishes a requested event (with the e-mail approver's link).
+// Send publishes a requested event (with the e-mail approver's link), or
+// the follow-up of one.
 func (c *Channel) Send(ctx context.Context, ev notify.Event) error {
 	if !c.Wants(ev.Type) {
 		return nil
@@ -78,7 +86,12 @@ func (c *Channel) Send(ctx context.Context, ev notify.Event) error {
 	if c.Now != nil {
 		now = c.Now
 	}
-	m := notify.EmailFor(ev, Approver, c.Workspace, now())
+	m, ok := notify.EmailFor(ev, Approver, c.Workspace, now()), true
+	if ev.Type != notify.TypeRequested {
+		if m, ok = notify.FollowUpFor(ev, c.Workspace); !ok {
+			return nil
+		}
+	}
 	out, err := c.API.Publish(ctx, &sns.PublishInput{
 		TopicArn: aws.String(c.TopicARN), Subject: aws.String(m.Subject), Message: aws.String(m.Body),
 	})

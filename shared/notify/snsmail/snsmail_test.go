@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/smithy-go"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/notify"
 	"github.com/countersign/countersign/shared/notify/snsmail"
 )
@@ -61,7 +62,7 @@ func TestPublish(t *testing.T) {
 		!strings.Contains(msg, "expires at 2026-11-30 12:10:00 UTC (in 10 minutes)") {
 		t.Errorf("message:\n%s", msg)
 	}
-	for _, typ := range []string{notify.TypeDecided, notify.TypeExpired, notify.TypeExecuted} {
+	for _, typ := range []string{notify.TypeExpired, notify.TypeExecuted} {
 		if c.Wants(typ) {
 			t.Errorf("wants %s", typ)
 		}
@@ -71,6 +72,45 @@ func TestPublish(t *testing.T) {
 	}
 	if len(api.got) != 1 {
 		t.Errorf("%d publishes after later events, want still 1", len(api.got))
+	}
+}
+
+// TestFollowUps: an approval counted toward a quorum and the decision are
+// mailed to the approvers, naming the person; never a link.
+func TestFollowUps(t *testing.T) {
+	api := &fakeSNS{}
+	c := &snsmail.Channel{TopicARN: topic, API: api, Workspace: "Acme", Now: func() time.Time { return now }}
+	ana := countersign.Decider{Kind: "person", Issuer: "https://idp", Subject: "u1", Email: "ana@example.com", Channel: "email"}
+	bo := countersign.Decider{Kind: "person", Issuer: "https://idp", Subject: "u2", Name: "Bo", Channel: "email"}
+	counted := event(notify.TypeApprovalCounted)
+	counted.Links = nil
+	counted.Confirmation.Approvals = &notify.Approvals{Required: 2, Received: 1, By: []countersign.Decider{ana}}
+	decided := event(notify.TypeDecided)
+	decided.Links, decided.Decision = nil, "approved"
+	decided.Confirmation.DecidedBy = &bo
+	decided.Confirmation.Approvals = &notify.Approvals{Required: 2, Received: 2, By: []countersign.Decider{ana, bo}}
+	for _, ev := range []notify.Event{counted, decided} {
+		if !c.Wants(ev.Type) {
+			t.Errorf("does not want %s", ev.Type)
+		}
+		if err := c.Send(context.Background(), ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(api.got) != 2 {
+		t.Fatalf("%d publishes, want 2", len(api.got))
+	}
+	for i, want := range []struct{ subject, body string }{
+		{"1 of 2 approvals: DELETE /contacts/12 on crm (Acme)", "1 of 2 approvals (by ana@example.com)"},
+		{"Approved: DELETE /contacts/12 on crm (Acme)", "confirmation cf_1 was approved by Bo.\n2 of 2 approvals (by ana@example.com, Bo)."},
+	} {
+		in := api.got[i]
+		if got := aws.ToString(in.Subject); got != want.subject {
+			t.Errorf("subject %q, want %q", got, want.subject)
+		}
+		if msg := aws.ToString(in.Message); !strings.Contains(msg, want.body) || strings.Contains(msg, "sig=") {
+			t.Errorf("message:\n%s\nwant it to say %q, with no link", msg, want.body)
+		}
 	}
 }
 
