@@ -2,12 +2,17 @@ package calls
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/telemetry"
 )
+
+// readyWait bounds how long an answer waits for a new confirmation's
+// workflow to hand over its task token.
+const readyWait = 10 * time.Second
 
 // Lookup returns a confirmation for an approver, whose signed link is the
 // check (the approval page); unknown_confirmation when there is none.
@@ -25,9 +30,22 @@ func (s *Service) Lookup(ctx context.Context, id string) (*countersign.Confirmat
 // lifecycle's code: confirmation_decided, confirmation_expired,
 // confirmation_pending (not ready), invalid_request (a selection that is
 // not part of it), unknown_confirmation; anything else is internal.
+//
+// A confirmation only just created is not ready until its workflow has
+// handed over its task token (the notify task): the answer waits for that,
+// up to readyWait, on every surface (the approval page, the card).
 func (s *Service) Answer(ctx context.Context, id string, a confirm.Answer) (*countersign.Confirmation, error) {
 	began := time.Now()
 	c, err := s.Confirm.Answer(ctx, id, a)
+	for pause, deadline := 20*time.Millisecond, began.Add(readyWait); errors.Is(err, confirm.ErrNotReady) && time.Now().Before(deadline); {
+		select {
+		case <-ctx.Done():
+			return c, lifecycleError(ctx, s, err)
+		case <-time.After(pause):
+		}
+		pause = min(pause*2, 500*time.Millisecond)
+		c, err = s.Confirm.Answer(ctx, id, a)
+	}
 	if err != nil {
 		return c, lifecycleError(ctx, s, err)
 	}

@@ -1,9 +1,11 @@
 package calls_test
 
 import (
+	"context"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/calls"
@@ -188,5 +190,46 @@ func TestExecuteRefusesScriptBatches(t *testing.T) {
 	}
 	if n := len(e.up.seen()); n != 0 {
 		t.Errorf("upstream called %d times", n)
+	}
+}
+
+// TestAnswerWaitsUntilReady: an answer to a confirmation whose workflow has
+// not yet handed over its task token (a person who pressed the button the
+// moment the link appeared) waits for it instead of failing, and then
+// decides; one to a confirmation whose token never comes still fails with
+// confirmation_pending, after the wait.
+func TestAnswerWaitsUntilReady(t *testing.T) {
+	e := newEnv(t)
+	res, err := e.svc.Do(e.ctx, e.creds["chat-user"], &calls.Call{Connection: "crm", Method: "DELETE", Path: "/contacts/9", Intent: policy.IntentWrite},
+		calls.Options{Pause: calls.PauseCollect})
+	if err != nil || res.Outcome != calls.Collected {
+		t.Fatalf("collect: %+v, %v", res, err)
+	}
+	c, err := e.svc.Confirm.Create(e.ctx, confirm.Request{Kind: countersign.KindCall, Credential: "chat-user", Operations: []countersign.Operation{res.Operation}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	attached := make(chan error, 1)
+	go func() {
+		time.Sleep(150 * time.Millisecond)
+		_, _, err := e.svc.Confirm.AttachToken(e.ctx, c.ID, "tok-"+c.ID)
+		attached <- err
+	}()
+	got, err := e.svc.Answer(e.ctx, c.ID, confirm.Answer{Approve: true, Approver: "ops"})
+	if err != nil || got.Status != countersign.StatusApproved {
+		t.Fatalf("answer before the token: %v, %v; want approved once the token came", got, err)
+	}
+	if err := <-attached; err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, cancel := context.WithTimeout(e.ctx, 300*time.Millisecond)
+	defer cancel()
+	c2, err := e.svc.Confirm.Create(e.ctx, confirm.Request{Kind: countersign.KindCall, Credential: "chat-user", Operations: []countersign.Operation{res.Operation}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.svc.Answer(ctx, c2.ID, confirm.Answer{Approve: true, Approver: "ops"}); fault.CodeOf(err) != fault.ConfirmationPending {
+		t.Fatalf("answer with no token ever: %v, want confirmation_pending", err)
 	}
 }

@@ -394,6 +394,12 @@ func (s *Service) AttachToken(ctx context.Context, id, token string) (c *counter
 	return c, true, nil
 }
 
+// ErrNotReady is in the chain of Answer's error when the confirmation was
+// only just created and its workflow has not yet handed over its task
+// token: nobody can have been asked yet, and an answer a moment later
+// succeeds (calls.Service.Answer waits for it).
+var ErrNotReady = errors.New("the workflow has not handed over its task token yet")
+
 // Answer is an approver's answer to a confirmation: approve (all of it,
 // or the operations kept) or reject. The policy's decision on a call is
 // policy.Decision; this is the person's.
@@ -526,7 +532,7 @@ func (s *Service) Answer(ctx context.Context, id string, d Answer) (*countersign
 		if token == "" {
 			// The link is sent only after the token is stored; without one
 			// nobody can have been asked yet.
-			return fault.Errorf(fault.ConfirmationPending, "confirmation %s is not ready for a decision", c.ID)
+			return &fault.Error{Code: fault.ConfirmationPending, Reason: fmt.Sprintf("confirmation %s is not ready for a decision", c.ID), Err: ErrNotReady}
 		}
 		at := now
 		c.DecidedAt, c.DecidedBy, c.DecidedByPerson, c.DecisionReason = &at, d.Approver, d.Person, d.Reason

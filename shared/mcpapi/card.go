@@ -340,7 +340,7 @@ func (h *Handler) cardDecide(cred *countersign.Credential) mcp.ToolHandler {
 				return faultResult(fault.InvalidRequest, "select at least one operation to approve, or choose Reject all"), nil
 			}
 		}
-		c, err := h.decide(ctx, a.ConfirmationID, d)
+		c, err := h.o.Calls.Decide(ctx, a.ConfirmationID, d)
 		if err != nil {
 			if fault.CodeOf(err) == fault.ConfirmationExpired {
 				return faultResult(fault.ConfirmationExpired, expiredText+"; nothing ran"), nil
@@ -367,26 +367,6 @@ func (h *Handler) cardDecide(cred *countersign.Credential) mcp.ToolHandler {
 		v := h.cardOf(c, confirm.Effective(c, h.now()))
 		h.withScript(ctx, &v, c)
 		return textResult(cardText(v), v), nil
-	}
-}
-
-// decide records the card's decision. A confirmation only just created is
-// not ready until its workflow has handed over its task token (the notify
-// task); the decision waits for that, up to ReadyWait.
-func (h *Handler) decide(ctx context.Context, id string, d confirm.Decision) (*countersign.Confirmation, error) {
-	deadline := time.Now().Add(h.o.ReadyWait)
-	pause := 20 * time.Millisecond
-	for {
-		c, err := h.o.Calls.Decide(ctx, id, d)
-		if fault.CodeOf(err) != fault.ConfirmationPending || time.Now().After(deadline) {
-			return c, err
-		}
-		select {
-		case <-ctx.Done():
-			return c, err
-		case <-time.After(pause):
-		}
-		pause = min(pause*2, 500*time.Millisecond)
 	}
 }
 

@@ -309,7 +309,7 @@ func (h *Handler) scriptAnswered(ctx context.Context, cred *countersign.Credenti
 			}
 		}
 	}
-	c, err := h.decide(ctx, conf.ID, d)
+	c, err := h.o.Calls.Decide(ctx, conf.ID, d)
 	if fault.CodeOf(err) == fault.ConfirmationDecided || fault.CodeOf(err) == fault.ConfirmationExpired {
 		if now, gerr := h.o.Calls.Confirmation(ctx, cred, conf.ID, calls.WaitOptions{}); gerr == nil {
 			return spentAnswer(now.Confirmation, now.Effective, ans)

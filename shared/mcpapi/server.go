@@ -45,10 +45,6 @@ type Options struct {
 	Scripts Scripts
 	// Extra are tools added to every server.
 	Extra []ExtraTool
-	// ReadyWait bounds how long the card's decision waits for a new
-	// confirmation to be ready (its workflow started and its approvers
-	// told); 0 means 10 s.
-	ReadyWait time.Duration
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time
 	// Logger receives the surface's warnings; nil discards.
@@ -65,9 +61,6 @@ type Handler struct {
 // that answers every POST with one response and holds no session (the
 // session ids of older revisions are sealed, not stored: session.go).
 func New(o Options) *Handler {
-	if o.ReadyWait <= 0 {
-		o.ReadyWait = 10 * time.Second
-	}
 	h := &Handler{o: o}
 	h.sdk = mcp.NewStreamableHTTPHandler(h.serverFor, &mcp.StreamableHTTPOptions{
 		Stateless:    true,

@@ -45,7 +45,9 @@ var (
 //  7. the tier: Auto executes; Never denies (blocked); Review denies
 //     (review_required); Confirm follows Credential.Choice: Refuse denies
 //     (requires_confirmation), AskPerson pauses, AskAgent executes with
-//     Notice, RunWithoutAsking executes.
+//     Notice, RunWithoutAsking executes; but where the endpoint's rules ask
+//     for people (a quorum or four eyes: Connection.RulesFor), AskAgent
+//     and RunWithoutAsking pause as AskPerson does (RulePeople).
 //
 // Pause means the call needs a person's approval: with intent write the
 // caller creates a confirmation, with intent confirmed_write it redeems the
@@ -216,6 +218,11 @@ func Decide(m Match, ok bool, in Input) Decision {
 		d.Outcome, d.Notice = Execute, true
 	case RunWithoutAsking:
 		d.Outcome = Execute
+	}
+	if d.Outcome == Execute && et.people != "" {
+		// A quorum or four eyes is the organisation's rule for this
+		// operation: no credential's choice runs it without its people.
+		d.Outcome, d.Notice, d.Rule, d.Reason = Pause, false, RulePeople, et.people
 	}
 	return d
 }

@@ -588,3 +588,49 @@ func TestDecideAllocations(t *testing.T) {
 		})
 	}
 }
+
+// TestPeopleRulesOverrideTheChoice: where a quorum or four eyes is the
+// endpoint's rule, ask_agent and run_without_asking pause for the people
+// as ask_person does (RulePeople); refuse still refuses; an endpoint's
+// "required": 1 lifts a connection's quorum, and the choice applies again.
+func TestPeopleRulesOverrideTheChoice(t *testing.T) {
+	yes := true
+	pay := &Connection{Name: "pay", Required: 2, Endpoints: []*Endpoint{
+		{Method: "POST", Path: "/payouts", Tier: Confirm},
+		{Method: "POST", Path: "/refunds", Tier: Confirm, Required: 1},
+		{Method: "GET", Path: "/payouts", Tier: Auto},
+	}}
+	crm := &Connection{Name: "crm", Endpoints: []*Endpoint{
+		{Method: "DELETE", Path: "/contacts/{id}", Tier: Confirm, SeparateApprover: &yes},
+		{Method: "PATCH", Path: "/contacts/{id}", Tier: Confirm},
+	}}
+	p, err := NewPolicy([]*Connection{pay, crm})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		call    Call
+		cred    *Credential
+		outcome Outcome
+		rule    string
+		reason  string
+	}{
+		{"quorum, run_without_asking", call("pay", "POST", "/payouts", IntentWrite), runAlways, Pause, RulePeople, "POST /payouts requires the approval of 2 people (approval.required)"},
+		{"quorum, ask_agent", call("pay", "POST", "/payouts", IntentWrite), askAgent, Pause, RulePeople, "requires the approval of 2 people"},
+		{"quorum, ask_person", call("pay", "POST", "/payouts", IntentWrite), askPerson, Pause, "choice ask_person", "waiting for a person"},
+		{"quorum, refuse", call("pay", "POST", "/payouts", IntentWrite), refuse, Deny, "choice refuse", "choice is refuse"},
+		{"quorum lifted by the endpoint", call("pay", "POST", "/refunds", IntentWrite), runAlways, Execute, "choice run_without_asking", "run_without_asking"},
+		{"auto stays auto", call("pay", "GET", "/payouts", IntentRead), runAlways, Execute, "", "auto tier"},
+		{"four eyes, run_without_asking", call("crm", "DELETE", "/contacts/1", IntentWrite), runAlways, Pause, RulePeople, "a person other than the caller (approval.separate_approver)"},
+		{"no rule, run_without_asking", call("crm", "PATCH", "/contacts/1", IntentWrite), runAlways, Execute, "choice run_without_asking", "run_without_asking"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := tc.call
+			d := Evaluate(p, Input{Call: &c, Credential: tc.cred})
+			if d.Outcome != tc.outcome || tc.rule != "" && d.Rule != tc.rule || !strings.Contains(d.Reason, tc.reason) || d.Notice {
+				t.Fatalf("got %s rule %q reason %q notice %v; want %s rule %q reason with %q", d.Outcome, d.Rule, d.Reason, d.Notice, tc.outcome, tc.rule, tc.reason)
+			}
+		})
+	}
+}

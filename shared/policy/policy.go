@@ -193,6 +193,10 @@ const (
 	RuleHook                  = "hook"
 	RuleReadOnly              = "credential read_only"
 	RuleIntent                = "intent"
+	// RulePeople: a quorum or four eyes (approval.required,
+	// approval.separate_approver) pauses a call the credential's choice
+	// would have run without a person.
+	RulePeople = "approval rules ask people"
 )
 
 var choiceRules = [...]string{"choice refuse", "choice ask_person", "choice ask_agent", "choice run_without_asking"}
@@ -233,7 +237,11 @@ type endpointText struct {
 	hookCause string
 	confirm   [len(choiceSuffix)]string
 	hookAsk   [len(choiceSuffix)]string
-	esc       []escText
+	// people, when set, is the reason a call that would run without a
+	// person (ask_agent, run_without_asking) pauses instead: the
+	// endpoint's rules ask for people (a quorum or four eyes).
+	people string
+	esc    []escText
 	// sameField[i] is the first earlier threshold that reads the same
 	// field as threshold i (two levels on one amount), or -1: the field is
 	// read once per decision.
@@ -267,6 +275,12 @@ func newEndpointText(c *Connection, ep *Endpoint) *endpointText {
 	for i, s := range choiceSuffix {
 		t.confirm[i] = label + " requires confirmation" + s
 		t.hookAsk[i] = t.hookCause + s
+	}
+	switch r := c.RulesFor(ep); {
+	case r.Required > 1:
+		t.people = fmt.Sprintf("%s requires the approval of %d people (approval.required), whatever this credential's choice: waiting for them to approve it", label, r.Required)
+	case r.SeparateApprover:
+		t.people = label + " requires the approval of a person other than the caller (approval.separate_approver), whatever this credential's choice: waiting for them to approve it"
 	}
 	for i, th := range ep.Escalate {
 		t.esc = append(t.esc, escText{

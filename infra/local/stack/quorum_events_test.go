@@ -298,3 +298,24 @@ func TestRulesKeptFromThePause(t *testing.T) {
 		t.Fatalf("a call paused under the new quorum, approved once: %s", st.body)
 	}
 }
+
+// TestPeopleRulesOverrideTheChoice: a key whose choice runs confirm-tier
+// calls without asking (run_without_asking, ask_agent) still pauses where
+// the endpoint asks for people: its DELETE under a quorum waits for two
+// approvals and nothing reaches the upstream before; its POST, with no such
+// rule, runs at once as the choice says.
+func TestPeopleRulesOverrideTheChoice(t *testing.T) {
+	h := newHarness(t, harnessOptions{files: map[string]string{"connections/team/policy.json": endpointRulesPolicy}})
+	for _, key := range []string{"cs_test_run", "cs_test_agent"} {
+		r := h.call(key, map[string]any{"connection": "team", "method": "DELETE", "path": "/contacts/43", "intent": "write"})
+		expect(t, r, http.StatusAccepted, "")
+		if !strings.Contains(r.str("reason"), "requires the approval of 2 people") {
+			t.Errorf("%s: reason %q, want the quorum named", key, r.str("reason"))
+		}
+		if n := h.upstream.Count("DELETE", "/contacts/43"); n != 0 {
+			t.Fatalf("%s: DELETE ran %d times with nobody asked", key, n)
+		}
+	}
+	expect(t, h.call("cs_test_run", map[string]any{"connection": "team", "method": "POST", "path": "/payments",
+		"body": map[string]any{"amount": 5}, "intent": "write"}), http.StatusOK, "")
+}
