@@ -53,6 +53,15 @@ type Credential struct {
 // issuer and subject), who authenticates only with an access token.
 func (c *Credential) IsPerson() bool { return c != nil && (c.Subject != "" || c.Email != "") }
 
+// Person is the person of a user credential, as a decision records who
+// made it in their client; nil for a key, which is a program's.
+func (c *Credential) Person() *Person {
+	if !c.IsPerson() {
+		return nil
+	}
+	return &Person{Issuer: c.Issuer, Subject: c.Subject, Email: c.Email}
+}
+
 // AsksInClient reports whether a call of this credential that needs a
 // person may ask in the client that made it: the client's person is the
 // credential's own (a user), or the key opted in (AskInClient).

@@ -33,7 +33,7 @@ func runValidate(args []string, stdout, stderr io.Writer) int {
 }
 
 // summary is the one line validate prints for a valid configuration, e.g.
-// "infra/config is valid: 1 connection (crm: 10 endpoints, 2 tools), 6 credentials, approvers: console".
+// "infra/config is valid: 1 connection (crm: 11 endpoints, 2 tools), 8 credentials, approvers: console".
 func summary(cfg *config.Config) string {
 	names := make([]string, 0, len(cfg.Connections))
 	for n := range cfg.Connections {

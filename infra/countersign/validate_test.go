@@ -59,7 +59,7 @@ func TestValidate(t *testing.T) {
 	}{
 		{name: "the demo configuration",
 			dir:    func(*testing.T) string { return "../config" },
-			stdout: "../config is valid: 1 connection (crm: 10 endpoints, 2 tools), 8 credentials, approvers: console\n"},
+			stdout: "../config is valid: 1 connection (crm: 11 endpoints, 2 tools), 8 credentials, approvers: console\n"},
 		{name: "the tier table's configuration",
 			dir:    func(*testing.T) string { return tierTableDir },
 			stdout: "testdata/tiertable is valid: 2 connections (billing: 2 endpoints, 0 tools; crm: 12 endpoints, 5 tools), 11 credentials, approvers: console\n"},

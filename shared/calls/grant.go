@@ -24,6 +24,8 @@ type Grant struct {
 	Approve bool
 	// By names who answered, e.g. "client:Claude Code".
 	By string
+	// Person is who answered, when the credential is a person's.
+	Person *countersign.Person
 	// ExpiresAt is when the question expires.
 	ExpiresAt time.Time
 }
@@ -41,7 +43,7 @@ func (s *Service) granted(ctx context.Context, cred *countersign.Credential, p *
 			"the answer was given for another call: the credential, method, path, query and body must be the same; nothing ran")
 	}
 	ran, err := s.Confirm.GrantCall(ctx, confirm.GrantRequest{ID: g.ID, Credential: cred.ID, Reason: res.Decision.Reason,
-		Operations: []countersign.Operation{op}, Approve: g.Approve, By: g.By, ExpiresAt: g.ExpiresAt},
+		Operations: []countersign.Operation{op}, Approve: g.Approve, By: g.By, Person: g.Person, ExpiresAt: g.ExpiresAt},
 		s.replayer(), s.callRecord(cred, p, res.Decision))
 	if err != nil {
 		return nil, lifecycleError(ctx, s, err)

@@ -884,6 +884,9 @@ type GrantRequest struct {
 	Approve bool
 	// By names who answered, e.g. "client:Claude Code".
 	By string
+	// Person is who answered when the credential is a person's (a user
+	// signed in to the client); nil for a key.
+	Person *countersign.Person
 	// ExpiresAt is when the question expired; the record is kept past it.
 	ExpiresAt time.Time
 }
@@ -909,7 +912,7 @@ func (s *Service) Grant(ctx context.Context, r GrantRequest) (*countersign.Confi
 	}
 	c := &countersign.Confirmation{
 		ID: r.ID, Kind: kind, Credential: r.Credential, Reason: r.Reason,
-		CreatedAt: now, ExpiresAt: r.ExpiresAt, DecidedAt: &now, DecidedBy: r.By,
+		CreatedAt: now, ExpiresAt: r.ExpiresAt, DecidedAt: &now, DecidedBy: r.By, DecidedByPerson: r.Person,
 		Operations: append([]countersign.Operation(nil), r.Operations...),
 		TTL:        r.ExpiresAt.Add(s.timeouts().Redeem + retention).Unix(),
 	}

@@ -218,7 +218,7 @@ func (h *Handler) answered(ctx context.Context, cred *countersign.Credential, cl
 	if len(a.Bindings) != 1 {
 		return faultResult(fault.ConfirmationMismatch, "the requestState is not for a single call; nothing ran")
 	}
-	g := &calls.Grant{ID: a.ID, Binding: a.Bindings[0], Approve: !a.Declined, By: a.By, ExpiresAt: a.ExpiresAt}
+	g := &calls.Grant{ID: a.ID, Binding: a.Bindings[0], Approve: !a.Declined, By: a.By, Person: cred.Person(), ExpiresAt: a.ExpiresAt}
 	res, err := h.o.Calls.Do(ctx, cred, c, calls.Options{Grant: g})
 	if err != nil {
 		return errorResult(err)

@@ -333,7 +333,7 @@ func (h *Handler) cardDecide(cred *countersign.Credential) mcp.ToolHandler {
 		if !confirm.GatewayExecutes(st.Confirmation) || h.outOfBand(st.Confirmation) {
 			return faultResult(fault.Forbidden, "this confirmation is not decided in the card"), nil
 		}
-		d := confirm.Decision{Approve: a.Decision == "approve", Approver: "card"}
+		d := confirm.Decision{Approve: a.Decision == "approve", Approver: "card", Person: cred.Person()}
 		if d.Approve && a.Operations != nil {
 			d.Keep = a.Operations
 			if len(d.Keep) == 0 {

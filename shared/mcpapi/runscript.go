@@ -299,7 +299,7 @@ func (h *Handler) scriptAnswered(ctx context.Context, cred *countersign.Credenti
 		}
 		return scriptErrorResult(err, conf.ID)
 	}
-	d := confirm.Decision{Approve: !ans.Declined, Approver: ans.By}
+	d := confirm.Decision{Approve: !ans.Declined, Approver: ans.By, Person: cred.Person()}
 	if ans.Declined {
 		d.Reason = "declined in " + client.label()
 	} else {

@@ -125,8 +125,9 @@ type Rules struct {
 	// SeparateApprover: the person who made the call may not approve it.
 	SeparateApprover bool
 	// OutOfBandOnly: only the approvers decide, never the client that made
-	// the call. Four eyes and a quorum imply it: the person in the client
-	// may not approve, and one person is not a quorum.
+	// the call. Four eyes, a quorum and named approvers imply it: the
+	// person in the client may not approve, one person is not a quorum,
+	// and the person in the client may not be among those named.
 	OutOfBandOnly bool
 }
 
@@ -148,7 +149,13 @@ func (c *Connection) RulesFor(ep *Endpoint) Rules {
 	if r.Required < 2 {
 		r.Required = 0
 	}
-	r.OutOfBandOnly = r.OutOfBandOnly || r.SeparateApprover || r.Required > 1
+	// Named approvers decide through their links, signed in: the client
+	// that made the call is not asked, as its person may not be one of them.
+	named := c.Approvers != nil
+	if ep != nil && ep.Approvers != nil {
+		named = true
+	}
+	r.OutOfBandOnly = r.OutOfBandOnly || r.SeparateApprover || r.Required > 1 || named
 	return r
 }
 

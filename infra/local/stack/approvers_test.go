@@ -513,3 +513,30 @@ func TestQuorumRaces(t *testing.T) {
 		}
 	})
 }
+
+// TestListedApproversAreNotAskedInTheClient: a connection that names its
+// approvers is decided by them through their links, signed in: a person
+// calling from a client that could ask them in its own dialog is not
+// asked there (they may not be among those named), and nothing runs until
+// a listed approver approves.
+func TestListedApproversAreNotAskedInTheClient(t *testing.T) {
+	h := newHarness(t, harnessOptions{files: map[string]string{"connections/team/policy.json": teamPolicy}})
+	asked := 0
+	s, _ := h.oauthSession(newSignInBrowser(t, "zed@example.com"), "Zed's client", clientKind{elicit: func(r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		asked++
+		return accept(true)(r)
+	}})
+	res := callTool(t, s, "team__delete_contacts_by_id", map[string]any{"id": "88"}, nil)
+	id, _ := structured(t, res)["confirmation_id"].(string)
+	if asked != 0 || id == "" || h.upstream.Count("DELETE", "/contacts/88") != 0 {
+		t.Fatalf("asked in the client %d times, result %q; want paused for the listed approvers with nothing run", asked, text(res))
+	}
+	link := h.approvalLink(id)
+	zed := newApproverBrowser(h, "zed@example.com")
+	if page := zed.open(link); strings.Contains(string(page.body), `name="decision"`) {
+		t.Fatalf("zed, not listed, may decide on the page")
+	}
+	ada := newApproverBrowser(h, "ada@example.com")
+	expect(t, ada.press(ada.open(link), "approve"), http.StatusOK, "")
+	waitFor(t, func() bool { return h.upstream.Count("DELETE", "/contacts/88") == 1 })
+}

@@ -350,5 +350,14 @@ func TestAskPersonKeyCannotApproveItself(t *testing.T) {
 		if personAsked != 1 || !strings.HasPrefix(text(r), "404") || h.upstream.Count("DELETE", "/contacts/56") != 1 {
 			t.Fatalf("person: asked %d times, result %q, DELETE ran %d times; want asked once and run once", personAsked, text(r), h.upstream.Count("DELETE", "/contacts/56"))
 		}
+		// The record names carol, who answered in her client, as a person.
+		list := h.do(http.MethodGet, "/v1/operator/confirmations?limit=1", operatorKey, nil, nil)
+		if list.str("confirmations.0.operations.0.path") != "/contacts/56" {
+			t.Fatalf("the newest confirmation is not the answer in the client: %s", list.body)
+		}
+		c, err := h.stack.app.Confirm.Get(context.Background(), list.str("confirmations.0.id"))
+		if by := c.DecidedByView(); err != nil || by == nil || by.Kind != "person" || by.Email != "carol@example.com" || by.Channel != "client:Person client" {
+			t.Fatalf("the answer in the client is recorded as %+v (%v), want carol, a person, in her client", by, err)
+		}
 	})
 }
