@@ -81,22 +81,31 @@ type tab struct {
 // first tab; screenshots go to shots.
 func startChrome(t *testing.T, bin, shots string) *tab {
 	t.Helper()
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(bin), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
-		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1100, 1400),
+	// A browser that fails to come up on a loaded machine (its DevTools
+	// endpoint not announced in time) is started again, up to three times.
+	var err error
+	for attempt := 1; attempt <= 3; attempt++ {
+		opts := []chromedp.ExecAllocatorOption{
+			chromedp.ExecPath(bin), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+			chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
+			chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
+			chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1100, 1400),
+		}
+		actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+		ctx, cancelCtx := chromedp.NewContext(actx)
+		// The first run starts the browser; it lives as long as ctx (no
+		// timeout on it, as chromedp asks), and each step gets its own.
+		if err = chromedp.Do(ctx); err == nil {
+			t.Cleanup(cancelAlloc)
+			t.Cleanup(cancelCtx)
+			return &tab{t: t, ctx: ctx, shots: shots, n: new(int)}
+		}
+		cancelCtx()
+		cancelAlloc()
+		t.Logf("start chromium (attempt %d of 3): %v", attempt, err)
 	}
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	t.Cleanup(cancelAlloc)
-	ctx, cancelCtx := chromedp.NewContext(actx)
-	t.Cleanup(cancelCtx)
-	// The first run starts the browser; it lives as long as ctx (no timeout
-	// on it, as chromedp asks), and each step gets its own.
-	if err := chromedp.Do(ctx); err != nil {
-		t.Fatalf("start chromium: %v", err)
-	}
-	return &tab{t: t, ctx: ctx, shots: shots, n: new(int)}
+	t.Fatalf("start chromium: %v", err)
+	return nil
 }
 
 // person opens a tab in a new browser context: another person, who shares
