@@ -98,6 +98,10 @@ type emulator struct {
 // settings are what a flow may change in the deployed configuration.
 type settings struct {
 	CallSeconds, ScriptSeconds, RedeemSeconds int
+	// SignInByDefault leaves approvers.sign_in out of settings.json, so
+	// the template's identity provider makes it "required"; otherwise it
+	// is "optional", as the flows that decide by the link alone need.
+	SignInByDefault bool
 }
 
 // defaultSettings leave a person time to act under a loaded machine.
@@ -450,15 +454,19 @@ func (s *stack) configDir(set settings, tiers map[string]any) string {
 	tb := s.tb
 	s.configs++
 	dir := filepath.Join(s.dir, fmt.Sprintf("config-%d", s.configs))
+	approvers := map[string]any{"console": false, "webhooks": []any{map[string]any{
+		"name": approverName, "url": s.Hooks.URL + "/hook", "format": "json",
+		"secret": map[string]any{"secretsmanager": hookSecretName},
+	}}}
+	if !set.SignInByDefault {
+		approvers["sign_in"] = "optional"
+	}
 	files := map[string]any{
 		"settings.json": map[string]any{
 			"workspace":  map[string]any{"name": "awstest", "accent_color": "#5b21b6"},
 			"public_url": s.front.URL,
-			"approvers": map[string]any{"console": false, "webhooks": []any{map[string]any{
-				"name": approverName, "url": s.Hooks.URL + "/hook", "format": "json",
-				"secret": map[string]any{"secretsmanager": hookSecretName},
-			}}},
-			"timeouts": map[string]any{"call_seconds": set.CallSeconds, "script_seconds": set.ScriptSeconds, "redeem_seconds": set.RedeemSeconds},
+			"approvers":  approvers,
+			"timeouts":   map[string]any{"call_seconds": set.CallSeconds, "script_seconds": set.ScriptSeconds, "redeem_seconds": set.RedeemSeconds},
 		},
 		// Not uploaded by config push: deployed credentials live in the table.
 		"credentials.json": []any{map[string]any{"id": askCredential, "key": askKey, "choice": "ask_person"},
