@@ -128,26 +128,35 @@ func runKeys(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "countersign: unknown keys subcommand %q\n\n%s", sub, keysUsage)
 		return exitUsage
 	}
+	return k.execute("keys "+sub, "the credential's id", rest, stdout, stderr, func() {
+		if sub == "create" || sub == "set-choice" {
+			k.fs.StringVar(&k.choice, "choice", "", "refuse, ask_person, ask_agent or run_without_asking")
+		}
+		if sub == "create" {
+			k.fs.BoolVar(&k.readOnly, "read-only", false, "refuse every write")
+			k.fs.BoolVar(&k.operator, "operator", false, "may use the operator surface (role operator)")
+			k.fs.StringVar(&k.connections, "connections", "", "comma-separated connections the credential may use (default: all)")
+			k.fs.StringVar(&k.origin, "origin", "operator", "who the key is for: operator (starts on refuse) or chat (starts on ask_person)")
+		}
+		if sub == "list" {
+			k.fs.BoolVar(&k.json, "json", false, "print a JSON array")
+		}
+	})
+}
+
+// execute runs the subcommand k.run, named name, with its flags: the
+// store's (--data, --table, --region, --endpoint), --id (idHelp), and
+// those own adds; it is what `keys` and `users` share.
+func (k *keysCmd) execute(name, idHelp string, args []string, stdout, stderr io.Writer, own func()) int {
 	k.stdout, k.stderr = stdout, stderr
-	k.fs = newFlags("keys "+sub, k.synopsis, stderr)
+	k.fs = newFlags(name, k.synopsis, stderr)
 	k.fs.StringVar(&k.data, "data", "", "the local stack's data directory (its store is DIR/countersign.db)")
 	k.fs.StringVar(&k.table, "table", "", "DynamoDB table (default $"+envTable+")")
 	k.fs.StringVar(&k.region, "region", "", "AWS region (default $"+envRegion+")")
 	k.fs.StringVar(&k.endpoint, "endpoint", "", "DynamoDB endpoint URL (default $"+envEndpoint+")")
-	k.fs.StringVar(&k.id, "id", "", "the credential's id")
-	if sub == "create" || sub == "set-choice" {
-		k.fs.StringVar(&k.choice, "choice", "", "refuse, ask_person, ask_agent or run_without_asking")
-	}
-	if sub == "create" {
-		k.fs.BoolVar(&k.readOnly, "read-only", false, "refuse every write")
-		k.fs.BoolVar(&k.operator, "operator", false, "may use the operator surface (role operator)")
-		k.fs.StringVar(&k.connections, "connections", "", "comma-separated connections the credential may use (default: all)")
-		k.fs.StringVar(&k.origin, "origin", "operator", "who the key is for: operator (starts on refuse) or chat (starts on ask_person)")
-	}
-	if sub == "list" {
-		k.fs.BoolVar(&k.json, "json", false, "print a JSON array")
-	}
-	pos, err := parseFlags(k.fs, rest)
+	k.fs.StringVar(&k.id, "id", "", idHelp)
+	own()
+	pos, err := parseFlags(k.fs, args)
 	if err != nil {
 		return finish(k.fs, err, stderr)
 	}

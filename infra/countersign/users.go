@@ -82,29 +82,16 @@ func runUsers(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "countersign: unknown users subcommand %q\n\n%s", sub, usersUsage)
 		return exitUsage
 	}
-	k.stdout, k.stderr = stdout, stderr
-	k.fs = newFlags("users "+sub, k.synopsis, stderr)
-	k.fs.StringVar(&k.data, "data", "", "the local stack's data directory (its store is DIR/countersign.db)")
-	k.fs.StringVar(&k.table, "table", "", "DynamoDB table (default $"+envTable+")")
-	k.fs.StringVar(&k.region, "region", "", "AWS region (default $"+envRegion+")")
-	k.fs.StringVar(&k.endpoint, "endpoint", "", "DynamoDB endpoint URL (default $"+envEndpoint+")")
-	k.fs.StringVar(&k.id, "id", "", "the user's credential id")
-	switch sub {
-	case "set-choice":
-		k.fs.StringVar(&k.choice, "choice", "", "refuse, ask_person, ask_agent or run_without_asking")
-	case "revoke-grant":
-		k.fs.StringVar(&grant, "grant", "", "the grant's id (countersign users grants --id ID)")
-	case "list", "grants":
-		k.fs.BoolVar(&k.json, "json", false, "print a JSON array")
-	}
-	pos, err := parseFlags(k.fs, rest)
-	if err != nil {
-		return finish(k.fs, err, stderr)
-	}
-	k.args = pos
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	return finish(k.fs, k.run(ctx), stderr)
+	return k.execute("users "+sub, "the user's credential id", rest, stdout, stderr, func() {
+		switch sub {
+		case "set-choice":
+			k.fs.StringVar(&k.choice, "choice", "", "refuse, ask_person, ask_agent or run_without_asking")
+		case "revoke-grant":
+			k.fs.StringVar(&grant, "grant", "", "the grant's id (countersign users grants --id ID)")
+		case "list", "grants":
+			k.fs.BoolVar(&k.json, "json", false, "print a JSON array")
+		}
+	})
 }
 
 // openGrants opens the store with its grants.

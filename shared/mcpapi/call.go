@@ -134,22 +134,39 @@ func (h *Handler) first(ctx context.Context, cred *countersign.Credential, clien
 }
 
 // urlElicitation is the URL-mode elicitation that asks the person about
-// a call paused for them (first marks it: never a call on an
-// out_of_band_only connection), nil for any other result: URLElicitationRequiredError (-32042) with one elicitation whose
+// a call or a run_script batch paused for them (first and scriptPaused
+// mark it: never on an out_of_band_only connection), nil for any other
+// result: URLElicitationRequiredError (-32042) with one elicitation whose
 // elicitationId is the confirmation id and whose url is its approval page,
 // signed for links.PrincipalApprover, so it decides only for the person
 // of the calling credential, signed in (never the link alone). The
 // gateway runs what they approve, once; confirmation_status, or the same
 // call again with the confirmation id, returns its answer.
 func (h *Handler) urlElicitation(res *mcp.CallToolResult) error {
-	v, ok := res.StructuredContent.(pausedView)
-	if !ok || !v.askURL || v.ConfirmationID == "" {
+	var id, reason, then string
+	var exp time.Time
+	switch v := res.StructuredContent.(type) {
+	case pausedView:
+		if !v.askURL {
+			return nil
+		}
+		id, reason, exp = v.ConfirmationID, v.Reason, v.ExpiresAt
+		then = fmt.Sprintf("call confirmation_status with {\"confirmation_id\": %q} for the outcome", id)
+	case scriptView: // a run_script batch
+		if !v.askURL || v.ExpiresAt == nil {
+			return nil
+		}
+		id, reason, exp = v.ConfirmationID, v.Reason, *v.ExpiresAt
+		then = fmt.Sprintf("call run_script with the same script and {\"confirmation_id\": %q} for its result", id)
+	default:
 		return nil
 	}
-	link := h.o.Signer.Sign(v.ConfirmationID, links.PrincipalApprover, v.ExpiresAt)
-	msg := fmt.Sprintf("%s. Open the page, sign in as yourself and approve or reject; nothing runs before. Then call confirmation_status with {\"confirmation_id\": %q} for the outcome.",
-		display.Text(v.Reason), v.ConfirmationID)
-	return mcp.URLElicitationRequiredError([]*mcp.ElicitParams{{Mode: "url", ElicitationID: v.ConfirmationID,
+	if id == "" {
+		return nil
+	}
+	link := h.o.Signer.Sign(id, links.PrincipalApprover, exp)
+	msg := fmt.Sprintf("%s. Open the page, sign in as yourself and approve or reject; nothing runs before. Then %s.", display.Text(reason), then)
+	return mcp.URLElicitationRequiredError([]*mcp.ElicitParams{{Mode: "url", ElicitationID: id,
 		URL: link.URL(h.o.Calls.Current().Settings.PublicURL), Message: msg}})
 }
 

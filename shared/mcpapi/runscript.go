@@ -76,6 +76,9 @@ type scriptView struct {
 	Next           string                  `json:"next,omitempty"`
 	Calls          []countersign.ShownCall `json:"calls"`
 	Logs           []string                `json:"logs"`
+	// askURL marks a batch the person decides on its approval page, which
+	// the client opens (URL-mode elicitation); never serialized.
+	askURL bool
 }
 
 // addScriptTool adds run_script when code mode is attached.
@@ -84,7 +87,14 @@ func (h *Handler) addScriptTool(s *mcp.Server, cred *countersign.Credential) {
 		return
 	}
 	s.AddTool(h.scriptTool(cred), func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return h.runScript(ctx, cred, h.clientOf(cred, req), req.Params), nil
+		client := h.clientOf(cred, req)
+		res := h.runScript(ctx, cred, client, req.Params)
+		if client.URL {
+			if err := h.urlElicitation(res); err != nil {
+				return nil, err
+			}
+		}
+		return res, nil
 	})
 }
 
@@ -195,7 +205,7 @@ func scriptCompleted(run *countersign.ScriptResult, cannotAsk string) *mcp.CallT
 func (h *Handler) scriptPaused(cred *countersign.Credential, client Client, run *countersign.ScriptResult, cannotAsk string) *mcp.CallToolResult {
 	conf := run.Confirmation
 	switch {
-	case h.outOfBand(conf) || !client.Elicit && !client.Apps:
+	case h.outOfBand(conf) || !client.Elicit && !client.Apps && !client.URL:
 		// The approvers decide: the connection wants them, or the client
 		// can be asked only out of band (Client.OutOfBand), or not at all
 		// (the batch then holds only out_of_band_only calls).
@@ -206,6 +216,15 @@ func (h *Handler) scriptPaused(cred *countersign.Credential, client Client, run 
 		// (once) and nothing else.
 		st := requestState{ID: conf.ID, Cred: cred.ID, Tool: ToolRunScript, Kind: countersign.KindScript}
 		return h.question(st, operation{name: ToolRunScript}, conf.Operations, conf.Reason, conf.ExpiresAt)
+	case client.URL:
+		// The person decides the batch on its approval page, signed in
+		// (the tool's handler answers with the URL elicitation); the
+		// approvers' links stay a way to decide it, as for a card.
+		out := scriptWaiting(run, false, cannotAsk)
+		v := out.StructuredContent.(scriptView)
+		v.askURL = true
+		out.StructuredContent = v
+		return out
 	}
 	id := conf.ID
 	next := fmt.Sprintf(`call review_pending with {"confirmation_id": %q} to show the person the confirmation card`, id)

@@ -46,6 +46,7 @@ type OIDCSignIn struct {
 	o        OIDCOptions
 	config   oauth2.Config
 	verifier *oidc.IDTokenVerifier
+	provider *oidc.Provider
 }
 
 var _ SignIn = (*OIDCSignIn)(nil)
@@ -69,6 +70,7 @@ func NewOIDCSignIn(ctx context.Context, o OIDCOptions) (*OIDCSignIn, error) {
 	return &OIDCSignIn{o: o,
 		config:   oauth2.Config{ClientID: o.ClientID, ClientSecret: o.ClientSecret, Endpoint: p.Endpoint(), RedirectURL: o.RedirectURL, Scopes: []string{oidc.ScopeOpenID, "email", "profile"}},
 		verifier: p.Verifier(&oidc.Config{ClientID: o.ClientID, Now: o.Now}),
+		provider: p,
 	}, nil
 }
 
@@ -162,6 +164,28 @@ func (s *OIDCSignIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Groups        []string `json:"groups"`
 	}
 	_ = idt.Claims(&claims)
+	if claims.Email == "" || claims.Name == "" {
+		// Many providers give the email and profile scopes' claims only at
+		// the UserInfo endpoint (OpenID Connect Core 5.4). Its answer
+		// counts only for the ID token's subject (5.3.2).
+		if ui, err := s.provider.UserInfo(ctx, oauth2.StaticTokenSource(tok)); err == nil && equal(ui.Subject, idt.Subject) {
+			var more struct {
+				Name   string   `json:"name"`
+				Groups []string `json:"groups"`
+			}
+			_ = ui.Claims(&more)
+			if claims.Email == "" {
+				// go-oidc reads email_verified given as a string too (Cognito's "true").
+				claims.Email, claims.EmailVerified = ui.Email, ui.EmailVerified
+			}
+			if claims.Name == "" {
+				claims.Name = more.Name
+			}
+			if claims.Groups == nil {
+				claims.Groups = more.Groups
+			}
+		}
+	}
 	if len(claims.Groups) > 50 { // a session cookie stays small
 		claims.Groups = claims.Groups[:50]
 	}

@@ -85,7 +85,7 @@ func TestOIDCSignInThroughARealProvider(t *testing.T) {
 		t.Fatalf("token: %d %v", status, tokens)
 	}
 	cred, ok, err := srv.Verify(context.Background(), tokens["access_token"].(string))
-	if !ok || err != nil || cred.Issuer != issuer || cred.Subject != "id1" || cred.ID != CredentialID(Person{Issuer: issuer, Subject: "id1"}) {
+	if !ok || err != nil || cred.Issuer != issuer || cred.Subject != "id1" || cred.ID != CredentialID(Person{Issuer: issuer, Subject: "id1"}) || cred.Email != "ada@example.com" {
 		t.Fatalf("credential %+v, %v, %v; want the provider's issuer and subject id1", cred, ok, err)
 	}
 }

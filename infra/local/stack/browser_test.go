@@ -68,6 +68,95 @@ func artifacts(t *testing.T) string {
 	return dir
 }
 
+// tab is one person's view in headless Chromium: a browser context of its
+// own (its own cookies), driven over the DevTools protocol.
+type tab struct {
+	t     *testing.T
+	ctx   context.Context
+	shots string
+	n     *int // screenshots taken, across a test's tabs
+}
+
+// startChrome starts headless Chromium (bin) for the test and returns its
+// first tab; screenshots go to shots.
+func startChrome(t *testing.T, bin, shots string) *tab {
+	t.Helper()
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(bin), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1100, 1400),
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancelAlloc)
+	ctx, cancelCtx := chromedp.NewContext(actx)
+	t.Cleanup(cancelCtx)
+	// The first run starts the browser; it lives as long as ctx (no timeout
+	// on it, as chromedp asks), and each step gets its own.
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("start chromium: %v", err)
+	}
+	return &tab{t: t, ctx: ctx, shots: shots, n: new(int)}
+}
+
+// person opens a tab in a new browser context: another person, who shares
+// no cookie with the others.
+func (b *tab) person() *tab {
+	b.t.Helper()
+	ctx, cancel := chromedp.NewContext(b.ctx, chromedp.WithNewBrowserContext())
+	b.t.Cleanup(cancel)
+	if err := chromedp.Do(ctx); err != nil {
+		b.t.Fatalf("open a browser context: %v", err)
+	}
+	return &tab{t: b.t, ctx: ctx, shots: b.shots, n: b.n}
+}
+
+// shot saves a full-page screenshot named name.
+func (b *tab) shot(name string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		buf, err := chromedp.FullScreenshot(90)(ctx, tg)
+		if err != nil {
+			return err
+		}
+		*b.n++
+		return os.WriteFile(filepath.Join(b.shots, fmt.Sprintf("%02d-%s.png", *b.n, name)), buf, 0o644)
+	})
+}
+
+// run runs a step's actions in order; an action cut off by the page
+// navigating (a form just submitted) is retried until the new page
+// answers, for 15 s.
+func (b *tab) run(step string, actions ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	for _, a := range actions {
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			sctx, cancel := context.WithTimeout(b.ctx, 15*time.Second)
+			err := chromedp.Do(sctx, a)
+			cancel()
+			if err == nil {
+				break
+			}
+			if !strings.Contains(err.Error(), "navigated or closed") && !strings.Contains(err.Error(), "Cannot find context") || time.Now().After(deadline) {
+				b.t.Fatalf("%s: %v\n%s", step, err, b.where())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+}
+
+// where says where the tab is and what it shows, for a failure's message.
+func (b *tab) where() string {
+	ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
+	defer cancel()
+	var at, shown string
+	_ = chromedp.Do(ctx, into(&at, chromedp.Location()), into(&shown, chromedp.Evaluate[string](`document.body ? document.body.innerText : ""`)))
+	if len(shown) > 2000 {
+		shown = shown[:2000] + "…"
+	}
+	return fmt.Sprintf("at %s, showing:\n%s", at, shown)
+}
+
 // TestBrowser drives the approval page and the operator page in headless
 // Chromium over the DevTools protocol, as a person would: it reads what
 // the pages show and presses their buttons, and screenshots each page.
@@ -79,53 +168,8 @@ func TestBrowser(t *testing.T) {
 	shots := artifacts(t)
 	h := newHarness(t, harnessOptions{})
 
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(bin), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
-		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1100, 1400),
-	}
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelAlloc()
-	ctx, cancelCtx := chromedp.NewContext(actx)
-	defer cancelCtx()
-	// The first run starts the browser; it lives as long as ctx (no timeout
-	// on it, as chromedp asks), and each step below gets its own.
-	if err := chromedp.Do(ctx); err != nil {
-		t.Fatalf("start chromium: %v", err)
-	}
-	n := 0
-	shot := func(name string) chromedp.Action[chromedp.Void] {
-		return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-			buf, err := chromedp.FullScreenshot(90)(ctx, tg)
-			if err != nil {
-				return err
-			}
-			n++
-			return os.WriteFile(filepath.Join(shots, fmt.Sprintf("%02d-%s.png", n, name)), buf, 0o644)
-		})
-	}
-	// run runs a step's actions in order; an action cut off by the page
-	// navigating (a form just submitted) is retried until the new page
-	// answers, for 15 s.
-	run := func(step string, actions ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		for _, a := range actions {
-			deadline := time.Now().Add(15 * time.Second)
-			for {
-				sctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-				err := chromedp.Do(sctx, a)
-				cancel()
-				if err == nil {
-					break
-				}
-				if !strings.Contains(err.Error(), "navigated or closed") && !strings.Contains(err.Error(), "Cannot find context") || time.Now().After(deadline) {
-					t.Fatalf("%s: %v", step, err)
-				}
-				time.Sleep(50 * time.Millisecond)
-			}
-		}
-	}
+	br := startChrome(t, bin, shots)
+	run, shot := br.run, br.shot
 	heading := func(want string) chromedp.Action[chromedp.Void] {
 		return poll(fmt.Sprintf(`(document.querySelector("h1")||{}).textContent === %q`, want))
 	}

@@ -57,19 +57,7 @@ func TestDisplayInBrowser(t *testing.T) {
 	expect(t, r, http.StatusAccepted, "")
 	link := h.stack.URL + h.approvalLink(r.str("confirmation.id"))
 
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(bin), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
-		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1100, 1400),
-	}
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelAlloc()
-	ctx, cancelCtx := chromedp.NewContext(actx)
-	defer cancelCtx()
-	if err := chromedp.Do(ctx); err != nil {
-		t.Fatalf("start chromium: %v", err)
-	}
+	ctx := startChrome(t, bin, shots).ctx
 	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	var args, seen, asked string

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"html"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -20,7 +21,10 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/infra/local/democrm"
+	"github.com/countersign/countersign/internal/oidctest"
 	"github.com/countersign/countersign/shared/notify"
+	"github.com/countersign/countersign/shared/oauth"
+	"github.com/zitadel/oidc/v3/example/server/storage"
 )
 
 const webhookSecret = "whsec_test_secret_for_the_receiver"
@@ -61,6 +65,10 @@ type harnessOptions struct {
 	bodyTimeout time.Duration
 	// approverSignIn, when set, is settings.json's approvers.sign_in.
 	approverSignIn string
+	// provider, when set, starts a real OpenID provider (oidctest) and
+	// makes it settings.json's sign_in: people sign in there, and
+	// approvers.sign_in defaults to required.
+	provider bool
 }
 
 // harness is a running local stack with a recording upstream and a webhook
@@ -73,6 +81,13 @@ type harness struct {
 	configDir, dataDir string
 	console            *syncBuffer
 	opts               harnessOptions
+	// provider is the OpenID provider of harnessOptions.provider.
+	provider *oidctest.Provider
+	// ln is where the stack first listens (with a provider, whose client
+	// needs the stack's redirect URI before the stack starts).
+	ln net.Listener
+	// addr is where the stack first listened.
+	addr string
 }
 
 // receiver collects webhook events after checking their signature.
@@ -208,12 +223,23 @@ func newHarness(t testing.TB, o harnessOptions) *harness {
 			t.Fatal(err)
 		}
 	}
+	signIn := ""
+	if o.provider {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.ln = ln
+		h.provider = oidctest.Start(t, storage.WebClient(providerClient, providerSecret, "http://"+ln.Addr().String()+oauth.PathCallback))
+		signIn = fmt.Sprintf(`,
+  "sign_in": {"issuer": %q, "client_id": %q, "client_secret": %q}`, h.provider.Issuer, providerClient, providerSecret)
+	}
 	write("settings.json", fmt.Sprintf(`{
   "workspace": {"name": "Test Co", "accent_color": "#0f766e"},
   "public_url": "http://127.0.0.1:1",
   "approvers": {"console": true, "webhooks": [{"name": "ops", "url": %q, "format": "json", "secret": %q}]%s},
   "timeouts": {"call_seconds": %d, "script_seconds": 1800, "redeem_seconds": %d}%s
-}`, wh.URL, webhookSecret, approverSignInJSON(o.approverSignIn), o.callSeconds, o.redeemSeconds, limitsJSON(o.limits)+scriptsBlock(o.scripts)+mcpBlock(o.mcp)))
+}`, wh.URL, webhookSecret, approverSignInJSON(o.approverSignIn), o.callSeconds, o.redeemSeconds, limitsJSON(o.limits)+scriptsBlock(o.scripts)+mcpBlock(o.mcp)+signIn))
 	write("credentials.json", testCredentials)
 	write("connections/crm/policy.json", fmt.Sprintf(`{
   "base_url": %q,
@@ -256,6 +282,12 @@ func newHarness(t testing.TB, o harnessOptions) *harness {
 	return h
 }
 
+// countersign's client at the harness's OpenID provider.
+const (
+	providerClient = "countersign-local"
+	providerSecret = "provider-secret"
+)
+
 func approverSignInJSON(mode string) string {
 	if mode == "" {
 		return ""
@@ -280,8 +312,14 @@ func scriptsBlock(b string) string {
 // start starts (or restarts) the stack on the same data directory.
 func (h *harness) start() {
 	h.t.Helper()
+	addr := "127.0.0.1:0"
+	if h.provider != nil && h.addr != "" { // a restart: where the provider sends people back
+		addr = h.addr
+	}
+	ln := h.ln
+	h.ln = nil
 	s, err := Start(context.Background(), Options{
-		ConfigDir: h.configDir, Addr: "127.0.0.1:0", DataDir: h.dataDir, Stdout: h.console,
+		ConfigDir: h.configDir, Addr: addr, Listener: ln, DataDir: h.dataDir, Stdout: h.console,
 		WebhookBackoff: []time.Duration{10 * time.Millisecond, 20 * time.Millisecond},
 		BodyTimeout:    h.opts.bodyTimeout,
 	})
@@ -289,6 +327,9 @@ func (h *harness) start() {
 		h.t.Fatalf("start stack: %v", err)
 	}
 	h.stack = s
+	if h.addr == "" {
+		h.addr = strings.TrimPrefix(s.URL, "http://")
+	}
 	h.t.Cleanup(func() { h.stop() })
 }
 

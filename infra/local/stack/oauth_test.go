@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/internal/oidctest"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
@@ -34,6 +35,9 @@ type signInBrowser struct {
 	consent string
 	// clientID is the client_id of the last authorization URL.
 	clientID string
+	// provider, when set, is the identity provider people sign in at: the
+	// browser signs in on its login form as email (a username there).
+	provider *oidctest.Provider
 }
 
 func newSignInBrowser(tb testing.TB, email string) *signInBrowser {
@@ -51,10 +55,17 @@ var (
 // fetch is an auth.AuthorizationCodeFetcher.
 func (b *signInBrowser) fetch(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
 	next := args.URL
-	if u, err := url.Parse(next); err == nil {
-		b.clientID = u.Query().Get("client_id")
+	start, err := url.Parse(next)
+	if err != nil {
+		return nil, err
 	}
-	for range 8 {
+	b.clientID = start.Query().Get("client_id")
+	visited := map[string]bool{start.Host: true} // countersign, and its provider
+	if b.provider != nil {
+		p, _ := url.Parse(b.provider.Issuer)
+		visited[p.Host] = true
+	}
+	for range 16 {
 		resp, err := b.client.Get(next)
 		if err != nil {
 			return nil, err
@@ -68,10 +79,12 @@ func (b *signInBrowser) fetch(ctx context.Context, args *auth.AuthorizationArgs)
 			if err != nil {
 				return nil, err
 			}
-			if loc.Host != base.Host { // back to the client
+			if !visited[loc.Host] { // back to the client
 				return b.result(loc)
 			}
 			next = loc.String()
+		case b.provider != nil && oidctest.IsLoginForm(body): // the provider's sign-in
+			next = b.provider.LogIn(b.tb, b.client, body, b.email).String()
 		case csrfRE.Match(body): // the sign-in page
 			f := url.Values{"csrf": {formValue(csrfRE, body)}, "return_to": {formValue(returnRE, body)}, "email": {b.email}}
 			loc, err := b.post(base, f)

@@ -39,6 +39,11 @@ type Options struct {
 	ConfigDir string
 	// Addr is where the gateway listens (default 127.0.0.1:8080; port 0 picks one).
 	Addr string
+	// Listener, when set, is where the gateway listens instead of Addr: a
+	// caller that must know the address before the stack starts (to
+	// register its redirect URI at an identity provider, say) opens it.
+	// The stack closes it.
+	Listener net.Listener
 	// DataDir keeps the store and the signing key (default .countersign).
 	DataDir string
 	// DemoUpstream is where the demo CRM listens; empty runs none.
@@ -139,7 +144,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	s := &Stack{Config: cfg, served: make(chan error, 1), stopping: make(chan struct{})}
 	// Whatever was opened before a failure is closed again (s, not the
 	// result, which is nil on failure).
-	var ln net.Listener
+	ln := o.Listener
 	defer func() {
 		if err != nil {
 			if ln != nil {
@@ -161,9 +166,10 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	}
 	s.signer = signer
 
-	ln, err = net.Listen("tcp", o.Addr)
-	if err != nil {
-		return nil, fmt.Errorf("listen on %s: %w", o.Addr, err)
+	if ln == nil {
+		if ln, err = net.Listen("tcp", o.Addr); err != nil {
+			return nil, fmt.Errorf("listen on %s: %w", o.Addr, err)
+		}
 	}
 	s.URL = "http://" + ln.Addr().String()
 

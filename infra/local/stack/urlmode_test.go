@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/countersign/countersign/shared/links"
+	"github.com/countersign/countersign/shared/mcpapi"
 )
 
 // urlElicitationOf calls tool and returns the one URL-mode elicitation of
@@ -125,5 +126,33 @@ func TestURLElicitationAsksThePersonSignedIn(t *testing.T) {
 		if !strings.Contains(text(r), "not a person signed in to this client") || structured(t, r)["status"] != "confirmation_required" {
 			t.Fatalf("result %q, want paused for the approvers", text(r))
 		}
+	})
+	t.Run("a run_script batch", func(t *testing.T) {
+		s, _ := h.oauthSession(newSignInBrowser(t, "dana@example.com"), "URL client", clientKind{url: true})
+		e := urlElicitationOf(t, s, mcpapi.ToolRunScript, map[string]any{"script": mcpBatchScript})
+		id := e.ElicitationID
+		if u, err := url.Parse(e.URL); err != nil || u.Path != "/approve/"+id || u.Query().Get("a") != links.PrincipalApprover ||
+			!strings.Contains(e.Message, "run_script") {
+			t.Fatalf("elicitation %+v, want the batch's approval page for %s, and how to read the script's result", e, links.PrincipalApprover)
+		}
+		wantCounts(t, h, map[string]int{"DELETE /contacts/3": 0, "DELETE /contacts/4": 0})
+		link := h.link(e.URL)
+		eve := newApproverBrowser(h, "eve@example.com")
+		if page := eve.open(link); strings.Contains(string(page.body), `name="decision"`) {
+			t.Fatalf("someone else may decide dana's batch:\n%s", visibleText(page.body))
+		}
+		dana := newApproverBrowser(h, "dana@example.com")
+		expect(t, dana.press(dana.open(link), "approve"), http.StatusOK, "")
+		var r *mcp.CallToolResult
+		for range 40 {
+			if r = runScript(t, s, mcpBatchScript, id, nil); structured(t, r)["status"] == "completed" {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if structured(t, r)["status"] != "completed" {
+			t.Fatalf("after dana approved the batch: %q", text(r))
+		}
+		wantCounts(t, h, map[string]int{"DELETE /contacts/3": 1, "DELETE /contacts/4": 1})
 	})
 }
