@@ -21,6 +21,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -37,6 +38,7 @@ import (
 	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/internal/oidctest"
 	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/notify"
@@ -86,14 +88,29 @@ type stack struct {
 }
 
 // emulator is one function under the runtime interface emulator, with the
-// proxy its AWS clients go through.
+// proxy its AWS clients go through. The emulator runs one invocation at a
+// time, as one Lambda execution environment does; a function that must
+// take concurrent invocations (concurrency) has spares, more execution
+// environments of the same function behind the same proxy.
 type emulator struct {
-	fn    *function
-	url   string
-	proc  *proc
-	aws   *awsProxy
-	invMu sync.Mutex // the emulator runs one invocation at a time
+	fn     *function
+	url    string
+	proc   *proc
+	aws    *awsProxy
+	invMu  sync.Mutex // held for the invocation in progress
+	spares []*emulator
+	served atomic.Int64 // invocations this environment ran
 }
+
+// concurrency is how many execution environments a function has, by its
+// short name (1 when not listed): Lambda runs an invocation that comes
+// while every environment is busy in a new one. The approve function has
+// two, so that two approvers' POSTs at once run at once, each in its own
+// environment, as they would on AWS (the people flows' races).
+var concurrency = map[string]int{"approve": 2}
+
+// environments are e and its spares.
+func (e *emulator) environments() []*emulator { return append([]*emulator{e}, e.spares...) }
 
 // settings are what a flow may change in the deployed configuration.
 type settings struct {
@@ -476,6 +493,18 @@ func (s *stack) configDir(set settings, tiers map[string]any) string {
 			"endpoints": []any{endpoint("GET", tiers), endpoint("DELETE", tiers),
 				map[string]any{"method": "POST", "path": "/contacts/{id}/close", "confirm": "review"}},
 		},
+		// The people flows': the same upstream, its DELETE decided by two
+		// people (a quorum), or by someone other than the caller (four eyes).
+		"connections/" + quorumConnection + "/policy.json": map[string]any{
+			"base_url":  s.Upstream.URL,
+			"endpoints": []any{map[string]any{"method": "DELETE", "path": "/contacts/{id}", "confirm": true}},
+			"approval":  map[string]any{"required": 2},
+		},
+		"connections/" + fourEyesConnection + "/policy.json": map[string]any{
+			"base_url":  s.Upstream.URL,
+			"endpoints": []any{map[string]any{"method": "DELETE", "path": "/contacts/{id}", "confirm": true}},
+			"approval":  map[string]any{"separate_approver": true},
+		},
 	}
 	for name, v := range files {
 		b, _ := json.MarshalIndent(v, "", "  ")
@@ -562,50 +591,32 @@ func (s *stack) deploy(set settings) {
 	tb := s.tb
 	s.writeConfig(set)
 	for _, e := range s.emulators {
-		e.invMu.Lock()
-		e.proc.stop()
-		e.invMu.Unlock()
+		for _, env := range e.environments() {
+			env.invMu.Lock()
+			env.proc.stop()
+			env.invMu.Unlock()
+		}
 	}
 	lambdas := map[string]string{}
 	for _, fn := range s.fns {
 		e := s.emulators[fn.Name]
 		if e == nil {
 			e = &emulator{fn: fn, aws: newAWSProxy(tb, s.dynamoURL, s.motoURL)}
+			for range max(concurrency[fn.Short], 1) - 1 {
+				e.spares = append(e.spares, &emulator{fn: fn, aws: e.aws})
+			}
 			s.emulators[fn.Name] = e
 		}
-		port, rapi := freePort(tb), freePort(tb)
-		url := fmt.Sprintf("http://127.0.0.1:%d", port)
-		env := []string{
-			"PATH=" + os.Getenv("PATH"), "HOME=" + s.dir, "TZ=UTC",
-			"AWS_REGION=" + region, "AWS_DEFAULT_REGION=" + region,
-			"AWS_ACCESS_KEY_ID=awstest", "AWS_SECRET_ACCESS_KEY=awstest", "AWS_EC2_METADATA_DISABLED=true",
-			"AWS_LAMBDA_FUNCTION_NAME=" + fn.Name,
-			"AWS_LAMBDA_FUNCTION_TIMEOUT=" + strconv.Itoa(fn.Timeout),
-			"LOG_LEVEL=warn",
+		for _, env := range e.environments() {
+			s.startEmulator(env)
 		}
-		for k, v := range fn.Env {
-			if k == "COUNTERSIGN_PUBLIC_URL" {
-				v = s.front.URL // the API's URL: the test is API Gateway
-			}
-			env = append(env, k+"="+v)
-		}
-		for _, k := range []string{"COUNTERSIGN_DYNAMODB_ENDPOINT", "COUNTERSIGN_SFN_ENDPOINT", "COUNTERSIGN_SECRETSMANAGER_ENDPOINT",
-			"COUNTERSIGN_S3_ENDPOINT", "COUNTERSIGN_SNS_ENDPOINT"} {
-			env = append(env, k+"="+e.aws.URL)
-		}
-		cmd := exec.Command(filepath.Join(s.dir, "aws-lambda-rie"),
-			"--runtime-interface-emulator-address", fmt.Sprintf("127.0.0.1:%d", port),
-			"--runtime-api-address", fmt.Sprintf("127.0.0.1:%d", rapi),
-			filepath.Join(s.dir, fn.Short, "bootstrap"))
-		cmd.Dir = filepath.Join(s.dir, fn.Short)
-		cmd.Env = env
-		e.invMu.Lock()
-		e.url, e.proc = url, start(tb, fn.Short, cmd)
-		e.invMu.Unlock()
-		lambdas[fn.Name] = url
+		// Step Functions' tasks go to the first environment.
+		lambdas[fn.Name] = e.url
 	}
 	for _, e := range s.emulators {
-		waitTCP(tb, e.proc, strings.TrimPrefix(e.url, "http://"), 30*time.Second)
+		for _, env := range e.environments() {
+			waitTCP(tb, env.proc, strings.TrimPrefix(env.url, "http://"), 30*time.Second)
+		}
 	}
 	// The shim re-reads the map on every invocation: replace it whole.
 	b, _ := json.Marshal(lambdas)
@@ -617,6 +628,42 @@ func (s *stack) deploy(set settings) {
 		tb.Fatal(err)
 	}
 	s.settings, s.deployed = set, true
+}
+
+// startEmulator starts (or restarts) one execution environment of e.fn
+// under the runtime interface emulator, with the environment the template
+// gives the function.
+func (s *stack) startEmulator(e *emulator) {
+	tb, fn := s.tb, e.fn
+	port, rapi := freePort(tb), freePort(tb)
+	url := fmt.Sprintf("http://127.0.0.1:%d", port)
+	env := []string{
+		"PATH=" + os.Getenv("PATH"), "HOME=" + s.dir, "TZ=UTC",
+		"AWS_REGION=" + region, "AWS_DEFAULT_REGION=" + region,
+		"AWS_ACCESS_KEY_ID=awstest", "AWS_SECRET_ACCESS_KEY=awstest", "AWS_EC2_METADATA_DISABLED=true",
+		"AWS_LAMBDA_FUNCTION_NAME=" + fn.Name,
+		"AWS_LAMBDA_FUNCTION_TIMEOUT=" + strconv.Itoa(fn.Timeout),
+		"LOG_LEVEL=warn",
+	}
+	for k, v := range fn.Env {
+		if k == "COUNTERSIGN_PUBLIC_URL" {
+			v = s.front.URL // the API's URL: the test is API Gateway
+		}
+		env = append(env, k+"="+v)
+	}
+	for _, k := range []string{"COUNTERSIGN_DYNAMODB_ENDPOINT", "COUNTERSIGN_SFN_ENDPOINT", "COUNTERSIGN_SECRETSMANAGER_ENDPOINT",
+		"COUNTERSIGN_S3_ENDPOINT", "COUNTERSIGN_SNS_ENDPOINT"} {
+		env = append(env, k+"="+e.aws.URL)
+	}
+	cmd := exec.Command(filepath.Join(s.dir, "aws-lambda-rie"),
+		"--runtime-interface-emulator-address", fmt.Sprintf("127.0.0.1:%d", port),
+		"--runtime-api-address", fmt.Sprintf("127.0.0.1:%d", rapi),
+		filepath.Join(s.dir, fn.Short, "bootstrap"))
+	cmd.Dir = filepath.Join(s.dir, fn.Short)
+	cmd.Env = env
+	e.invMu.Lock()
+	e.url, e.proc = url, start(tb, fn.Short, cmd)
+	e.invMu.Unlock()
 }
 
 // snsMail is one message published to the approvers' topic.
@@ -872,18 +919,22 @@ func (s *stack) dumpLogs(tb testing.TB) {
 	tb.Logf("moto_server:\n%s", s.moto.tail(3000))
 	for _, fn := range s.fns {
 		if e := s.emulators[fn.Name]; e != nil {
-			tb.Logf("%s (emulator and function):\n%s", fn.Short, e.logTail(3000))
+			for i, env := range e.environments() {
+				tb.Logf("%s #%d (emulator and function):\n%s", fn.Short, i+1, env.logTail(3000))
+			}
 		}
 	}
 }
 
-// invoke sends the event to the emulator and returns the function's result;
-// a function error is an error.
+// invoke sends the event to an idle execution environment of the function
+// (the first, else a spare), or waits for the first when all are busy, and
+// returns the function's result; a function error is an error.
 func (e *emulator) invoke(ctx context.Context, ev any) ([]byte, error) {
-	e.invMu.Lock()
-	defer e.invMu.Unlock()
+	env := e.acquire()
+	defer env.invMu.Unlock()
+	env.served.Add(1)
 	b, _ := json.Marshal(ev)
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, e.url+"/2015-03-31/functions/function/invocations", bytes.NewReader(b))
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, env.url+"/2015-03-31/functions/function/invocations", bytes.NewReader(b))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("invoke %s: %w", e.fn.Name, err)
@@ -898,6 +949,17 @@ func (e *emulator) invoke(ctx context.Context, ev any) ([]byte, error) {
 		return nil, fmt.Errorf("invoke %s: HTTP %d: %s", e.fn.Name, resp.StatusCode, out)
 	}
 	return out, nil
+}
+
+// acquire returns an execution environment of e, locked for one invocation.
+func (e *emulator) acquire() *emulator {
+	for _, env := range e.environments() {
+		if env.invMu.TryLock() {
+			return env
+		}
+	}
+	e.invMu.Lock()
+	return e
 }
 
 // awsProxy sits between one function and the emulated AWS services: it
@@ -1061,9 +1123,11 @@ type hookEvent struct {
 			Method string `json:"method"`
 			Path   string `json:"path"`
 		} `json:"operations"`
+		DecidedBy *countersign.Decider `json:"decided_by"`
 	} `json:"confirmation"`
-	Status string `json:"status"`
-	Links  []struct {
+	Decision string `json:"decision"`
+	Status   string `json:"status"`
+	Links    []struct {
 		Approver string `json:"approver"`
 		URL      string `json:"url"`
 	} `json:"links"`
@@ -1116,6 +1180,19 @@ func (h *webhooks) wait(tb testing.TB, typ, id string, timeout time.Duration) ho
 			tb.Fatalf("no %s webhook for %s within %s (got %s)", typ, id, timeout, h.types())
 		}
 	}
+}
+
+// count is how many events of type typ for confirmation id came so far.
+func (h *webhooks) count(typ, id string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for _, ev := range h.events {
+		if ev.Type == typ && ev.Confirmation.ID == id {
+			n++
+		}
+	}
+	return n
 }
 
 // types lists the events received, for messages.
