@@ -55,6 +55,7 @@ var flows = []struct {
 	{name: "people: quorum of 2, ada and grace approve at once", settings: peopleSettings, run: quorumTwoAtOnce},
 	{name: "people: quorum of 2, ada twice at once counts once, then grace", settings: peopleSettings, run: quorumSameTwice},
 	{name: "people: quorum of 2, ada approves while grace rejects", settings: peopleSettings, run: quorumApproveReject},
+	{name: "people: quorum of 2 approved by ada, grace's completing approval and mallory's rejection at once", settings: peopleSettings, run: quorumCompleteOrReject},
 	{name: "people: four eyes, the caller's own approval refused, grace approves", settings: peopleSettings, run: fourEyes},
 }
 

@@ -433,7 +433,7 @@ func quorumSameTwice(f *flow) {
 	}
 	f.Logf("ada twice at once: one counted (200, pending), one refused (403)")
 	st := f.confirmation(askKey, id)
-	if received, _, by := approvals(st); st.str("status") != "pending" || received != 1 || !slices.Equal(by, []string{"ada@example.com"}) {
+	if received, required, by := approvals(st); st.str("status") != "pending" || received != 1 || required != 2 || !slices.Equal(by, []string{"ada@example.com"}) {
 		f.Fatalf("after ada twice: %s", st.Raw)
 	}
 	if success, failure := f.taskCalls(); success != success0 || failure != failure0 || f.s.Hooks.count("confirmation.decided", id) != 0 {
@@ -441,6 +441,9 @@ func quorumSameTwice(f *flow) {
 	}
 	if st, page, _ := ada.open(link); st != http.StatusOK || !strings.Contains(page, "You approved this already") || strings.Contains(page, `name="decision"`) {
 		f.Fatalf("ada's page after her approval: %d\n%s", st, page)
+	}
+	if st, page, _ := grace.open(link); st != http.StatusOK || !strings.Contains(page, "1 of 2 approvals") || !strings.Contains(page, `name="decision"`) {
+		f.Fatalf("grace's page after ada's approval: %d, want \"1 of 2 approvals\" and the buttons\n%s", st, page)
 	}
 	f.expect("grace approves", grace.mustDecide(link, "approve"), http.StatusOK, "approved")
 	f.execution("ConfirmStateMachine", id, "Approved", 30*time.Second)
@@ -494,6 +497,62 @@ func quorumApproveReject(f *flow) {
 	f.toldOnce(id, success0, failure0, "rejected")
 	f.expect("redeem", f.callAs(askKey, quorumConnection, "DELETE", "/contacts/113", "confirmed_write", id), http.StatusForbidden, "confirmation_rejected")
 	if hits := f.s.Upstream.Hits("DELETE /contacts/113"); len(hits) != 0 {
+		f.Fatalf("upstream called after a rejection: %v", hits)
+	}
+}
+
+// quorumCompleteOrReject: a quorum of 2 that ada has approved; grace's
+// approval, which would complete it, and mallory's rejection come at once.
+// Either may win, never both: approved by grace (the workflow told
+// SendTaskSuccess once, the redeemed DELETE run once) with mallory's
+// rejection finding it decided (409), or rejected by mallory (told
+// SendTaskFailure once, nothing run) with grace's approval finding it
+// decided (409). One decided webhook either way.
+func quorumCompleteOrReject(f *flow) {
+	id, link, ada, grace := f.quorumPause("114")
+	mallory := f.browser("mallory")
+	mallory.signIn(link, "mallory@elsewhere.test")
+	success0, failure0 := f.taskCalls()
+	if a := ada.mustDecide(link, "approve"); a.Status != http.StatusOK || a.str("status") != "pending" {
+		f.Fatalf("ada's approval: %d %s, want 200 pending (1 of 2)", a.Status, a.Raw)
+	}
+	before := f.served()
+	var approve, reject answer
+	var errs [2]error
+	atOnce(func() { approve, errs[0] = grace.decide(link, "approve") },
+		func() { reject, errs[1] = mallory.decide(link, "reject") })
+	for _, err := range errs {
+		if err != nil {
+			f.Fatal(err)
+		}
+	}
+	f.ranAtOnce(before)
+	decided := func(a answer) bool { return a.Status == http.StatusConflict && a.str("code") == "confirmation_decided" }
+	var want, last, subject, email string
+	switch {
+	case approve.Status == http.StatusOK && approve.str("status") == "approved" && decided(reject):
+		want, last, subject, email = "approved", "Approved", "id2", "grace@example.com"
+	case reject.Status == http.StatusOK && reject.str("status") == "rejected" && decided(approve):
+		want, last, subject, email = "rejected", "Rejected", "id3", "mallory@elsewhere.test"
+	default:
+		f.Fatalf("grace's approval %d %s, mallory's rejection %d %s: want one decision and the other 409", approve.Status, approve.Raw, reject.Status, reject.Raw)
+	}
+	f.Logf("grace's completing approval and mallory's rejection at once: %s won, the other found it decided (409)", want)
+	f.execution("ConfirmStateMachine", id, last, 30*time.Second)
+	st := f.confirmation(askKey, id)
+	if st.str("status") != want {
+		f.Fatalf("after the race: %s, want %s", st.Raw, want)
+	}
+	f.decidedBy(st, subject, email)
+	f.toldOnce(id, success0, failure0, want)
+	redeem := f.callAs(askKey, quorumConnection, "DELETE", "/contacts/114", "confirmed_write", id)
+	if want == "approved" {
+		f.expect("redeem", redeem, http.StatusOK, "executed")
+		f.upstreamOnce("DELETE", "/contacts/114", id)
+		return
+	}
+	f.expect("redeem", redeem, http.StatusForbidden, "confirmation_rejected")
+	if hits := f.s.Upstream.Hits("DELETE /contacts/114"); len(hits) != 0 {
 		f.Fatalf("upstream called after a rejection: %v", hits)
 	}
 }

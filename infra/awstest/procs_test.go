@@ -135,19 +135,26 @@ func waitHTTP(tb testing.TB, p *proc, url string, timeout time.Duration) {
 // waitTCP polls addr until it accepts a connection or the process exits.
 func waitTCP(tb testing.TB, p *proc, addr string, timeout time.Duration) {
 	tb.Helper()
+	if err := listening(p, addr, timeout); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// listening is waitTCP's wait, reporting instead of failing.
+func listening(p *proc, addr string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
 		if p.exited() {
-			tb.Fatalf("%s exited before listening on %s:\n%s", p.name, addr, p.tail(4000))
+			return fmt.Errorf("%s exited before listening on %s:\n%s", p.name, addr, p.tail(4000))
 		}
 		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
 		if err == nil {
 			c.Close()
-			return
+			return nil
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	tb.Fatalf("%s did not listen on %s within %s:\n%s", p.name, addr, timeout, p.tail(4000))
+	return fmt.Errorf("%s did not listen on %s within %s:\n%s", p.name, addr, timeout, p.tail(4000))
 }
 
 // buildLambdas builds the functions' bootstraps as the Makefile does for

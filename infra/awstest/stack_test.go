@@ -610,13 +610,13 @@ func (s *stack) deploy(set settings) {
 		for _, env := range e.environments() {
 			s.startEmulator(env)
 		}
-		// Step Functions' tasks go to the first environment.
-		lambdas[fn.Name] = e.url
 	}
 	for _, e := range s.emulators {
 		for _, env := range e.environments() {
-			waitTCP(tb, env.proc, strings.TrimPrefix(env.url, "http://"), 30*time.Second)
+			s.waitEmulator(env)
 		}
+		// Step Functions' tasks go to the first environment.
+		lambdas[e.fn.Name] = e.url
 	}
 	// The shim re-reads the map on every invocation: replace it whole.
 	b, _ := json.Marshal(lambdas)
@@ -628,6 +628,26 @@ func (s *stack) deploy(set settings) {
 		tb.Fatal(err)
 	}
 	s.settings, s.deployed = set, true
+}
+
+// waitEmulator waits until env listens. An emulator whose port another
+// process took between freePort and its bind ("address already in use")
+// is started again on other ports, at most twice.
+func (s *stack) waitEmulator(env *emulator) {
+	tb := s.tb
+	tb.Helper()
+	for attempt := 1; ; attempt++ {
+		err := listening(env.proc, strings.TrimPrefix(env.url, "http://"), 30*time.Second)
+		if err == nil {
+			return
+		}
+		if attempt < 3 && env.proc.exited() && strings.Contains(env.proc.tail(4000), "address already in use") {
+			tb.Logf("%s lost its port to another process before it listened; starting it again on other ports", env.fn.Short)
+			s.startEmulator(env)
+			continue
+		}
+		tb.Fatal(err)
+	}
 }
 
 // startEmulator starts (or restarts) one execution environment of e.fn
