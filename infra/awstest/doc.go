@@ -37,8 +37,11 @@
 //   - A function runs one invocation at a time per emulator, as one
 //     execution environment does; the approve function has two
 //     (concurrency), so that two approvers' POSTs at once run at once, as
-//     on AWS, and the races of a quorum meet in DynamoDB's conditional
-//     writes and the state machine, not in the test.
+//     on AWS. Its proxy to the AWS services holds the first of their
+//     writes of the confirmation until the second comes (a meeting), so
+//     each has read the record before either writes it: the races of a
+//     quorum are met by DynamoDB's conditional writes and the state
+//     machine every time, not only when the timing happens to be close.
 //
 // A flow is a name, the settings it needs and a function of a *flow (see
 // flows in awstest_test.go); the gateway's cold start is the first.

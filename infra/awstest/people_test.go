@@ -2,6 +2,7 @@ package awstest
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -175,11 +176,31 @@ func (f *flow) served() []int64 {
 	return out
 }
 
-// ranAtOnce checks that the race's two POSTs ran in the approve function's
-// two execution environments, one each: the second came while the first
-// was still running, as two approvers at once would on AWS.
-func (f *flow) ranAtOnce(before []int64) {
+// race runs the two decisions at once, each in its own goroutine released
+// together, and returns their answers. Their writes of the confirmation
+// meet: the approve function's proxy holds the first write of its state
+// until the second comes (within 20 s), so each POST has read the record
+// before either writes it, whichever environment started first; the
+// store's conditional writes must then let one through and make the other
+// read again. It checks that the two POSTs ran in the approve function's
+// two execution environments, one each, and that the writes met.
+func (f *flow) race(id string, first, second func() (answer, error)) (answer, answer) {
 	f.Helper()
+	before := f.served()
+	proxy := f.s.emulator("approve").aws
+	state := []byte(`{"S":"CONF#` + id + `"}`)
+	m := proxy.meet(2, 20*time.Second, func(action string, body []byte) bool {
+		return (action == "dynamodb:UpdateItem" || action == "dynamodb:PutItem") && bytes.Contains(body, state) && bytes.Contains(body, []byte(`{"S":"STATE"}`))
+	})
+	defer proxy.meet(0, 0, nil)
+	var a, b answer
+	var errA, errB error
+	atOnce(func() { a, errA = first() }, func() { b, errB = second() })
+	for _, err := range []error{errA, errB} {
+		if err != nil {
+			f.Fatal(err)
+		}
+	}
 	after := f.served()
 	var delta []int64
 	for i := range after {
@@ -188,7 +209,11 @@ func (f *flow) ranAtOnce(before []int64) {
 	if !slices.Equal(delta, []int64{1, 1}) {
 		f.Fatalf("the two POSTs ran %v times in the approve function's environments, want [1 1]: they did not run at once", delta)
 	}
-	f.Logf("the two POSTs ran at once, one in each of the approve function's two execution environments")
+	if !m.met() {
+		f.Fatalf("the two POSTs' writes of %s did not meet: one of them did not write its state (answers %d %s, %d %s)", id, a.Status, a.Raw, b.Status, b.Raw)
+	}
+	f.Logf("the two POSTs ran at once, one in each of the approve function's execution environments, and both read %s before either wrote it", id)
+	return a, b
 }
 
 // taskCalls is how many times the approve function told the workflow
@@ -369,17 +394,9 @@ func (f *flow) quorumPause(contact string) (id string, link *url.URL, ada, grace
 func quorumTwoAtOnce(f *flow) {
 	id, link, ada, grace := f.quorumPause("111")
 	success0, failure0 := f.taskCalls()
-	before := f.served()
 	var answers [2]answer
-	var errs [2]error
-	atOnce(func() { answers[0], errs[0] = ada.decide(link, "approve") },
-		func() { answers[1], errs[1] = grace.decide(link, "approve") })
-	for _, err := range errs {
-		if err != nil {
-			f.Fatal(err)
-		}
-	}
-	f.ranAtOnce(before)
+	answers[0], answers[1] = f.race(id, func() (answer, error) { return ada.decide(link, "approve") },
+		func() (answer, error) { return grace.decide(link, "approve") })
 	got := []string{answers[0].str("status"), answers[1].str("status")}
 	if answers[0].Status != http.StatusOK || answers[1].Status != http.StatusOK || !slices.Contains(got, "pending") || !slices.Contains(got, "approved") {
 		f.Fatalf("ada %d %s, grace %d %s: want both counted, one completing the quorum", answers[0].Status, answers[0].Raw, answers[1].Status, answers[1].Raw)
@@ -410,17 +427,9 @@ func quorumTwoAtOnce(f *flow) {
 func quorumSameTwice(f *flow) {
 	id, link, ada, grace := f.quorumPause("112")
 	success0, failure0 := f.taskCalls()
-	before := f.served()
 	var answers [2]answer
-	var errs [2]error
-	atOnce(func() { answers[0], errs[0] = ada.decide(link, "approve") },
-		func() { answers[1], errs[1] = ada.decide(link, "approve") })
-	for _, err := range errs {
-		if err != nil {
-			f.Fatal(err)
-		}
-	}
-	f.ranAtOnce(before)
+	answers[0], answers[1] = f.race(id, func() (answer, error) { return ada.decide(link, "approve") },
+		func() (answer, error) { return ada.decide(link, "approve") })
 	codes := []int{answers[0].Status, answers[1].Status}
 	slices.Sort(codes)
 	if !slices.Equal(codes, []int{http.StatusOK, http.StatusForbidden}) {
@@ -466,17 +475,8 @@ func quorumSameTwice(f *flow) {
 func quorumApproveReject(f *flow) {
 	id, link, ada, grace := f.quorumPause("113")
 	success0, failure0 := f.taskCalls()
-	before := f.served()
-	var approve, reject answer
-	var errs [2]error
-	atOnce(func() { approve, errs[0] = ada.decide(link, "approve") },
-		func() { reject, errs[1] = grace.decide(link, "reject") })
-	for _, err := range errs {
-		if err != nil {
-			f.Fatal(err)
-		}
-	}
-	f.ranAtOnce(before)
+	approve, reject := f.race(id, func() (answer, error) { return ada.decide(link, "approve") },
+		func() (answer, error) { return grace.decide(link, "reject") })
 	if reject.Status != http.StatusOK || reject.str("status") != "rejected" {
 		f.Fatalf("grace's rejection: %d %s, want 200 rejected", reject.Status, reject.Raw)
 	}
@@ -516,17 +516,8 @@ func quorumCompleteOrReject(f *flow) {
 	if a := ada.mustDecide(link, "approve"); a.Status != http.StatusOK || a.str("status") != "pending" {
 		f.Fatalf("ada's approval: %d %s, want 200 pending (1 of 2)", a.Status, a.Raw)
 	}
-	before := f.served()
-	var approve, reject answer
-	var errs [2]error
-	atOnce(func() { approve, errs[0] = grace.decide(link, "approve") },
-		func() { reject, errs[1] = mallory.decide(link, "reject") })
-	for _, err := range errs {
-		if err != nil {
-			f.Fatal(err)
-		}
-	}
-	f.ranAtOnce(before)
+	approve, reject := f.race(id, func() (answer, error) { return grace.decide(link, "approve") },
+		func() (answer, error) { return mallory.decide(link, "reject") })
 	decided := func(a answer) bool { return a.Status == http.StatusConflict && a.str("code") == "confirmation_decided" }
 	var want, last, subject, email string
 	switch {

@@ -990,6 +990,59 @@ type awsProxy struct {
 	mu      sync.Mutex
 	actions map[string]int
 	failing map[string]bool
+	meeting *meeting
+}
+
+// meeting holds the requests it matches until n of them have come (or its
+// wait ends), then lets them all go on at once: the writes of racing
+// invocations meet in the store only after each has read what it writes
+// over, as on a slow network, whichever of them ran faster.
+type meeting struct {
+	match   func(action string, body []byte) bool
+	n       int
+	wait    time.Duration
+	mu      sync.Mutex
+	arrived int
+	all     chan struct{} // closed when n have come
+}
+
+// join holds a matched request until the meeting is complete or its wait
+// ends; a request that comes after it completed goes on at once.
+func (m *meeting) join() {
+	m.mu.Lock()
+	if m.arrived >= m.n {
+		m.mu.Unlock()
+		return
+	}
+	m.arrived++
+	if m.arrived == m.n {
+		close(m.all)
+	}
+	m.mu.Unlock()
+	select {
+	case <-m.all:
+	case <-time.After(m.wait):
+	}
+}
+
+// met reports whether n matched requests came.
+func (m *meeting) met() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.arrived >= m.n
+}
+
+// meet makes the proxy hold the next n requests that match until all n
+// have come, waiting at most wait; it returns the meeting, to ask whether
+// it was met. meet(0, ...) ends it.
+func (p *awsProxy) meet(n int, wait time.Duration, match func(action string, body []byte) bool) *meeting {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.meeting = nil
+	if n > 0 {
+		p.meeting = &meeting{match: match, n: n, wait: wait, all: make(chan struct{})}
+	}
+	return p.meeting
 }
 
 func newAWSProxy(tb testing.TB, dynamoURL, motoURL string) *awsProxy {
@@ -1004,7 +1057,11 @@ func newAWSProxy(tb testing.TB, dynamoURL, motoURL string) *awsProxy {
 		p.mu.Lock()
 		p.actions[action]++
 		fail := p.failing[action]
+		m := p.meeting
 		p.mu.Unlock()
+		if m != nil && m.match(action, body) {
+			m.join()
+		}
 		if fail {
 			w.Header().Set("Content-Type", "application/x-amz-json-1.0")
 			w.WriteHeader(http.StatusServiceUnavailable)
