@@ -7,10 +7,8 @@ import (
 
 func main() {
 	// NeedOAuth: approvers sign in through the deployment's provider
-	// (approvers.sign_in), the sign-in the gateway function's /oauth
-	// routes complete.
+	// (approvers.sign_in, "required" by default when there is one), the
+	// sign-in the gateway function's /oauth routes complete.
 	d := awsenv.MustLoad(awsenv.NeedWorkflow | awsenv.NeedSigningKey | awsenv.NeedOAuth)
-	a := d.Approver()
-	a.SignIn = d.SignIn
-	awsenv.StartHTTP(d, a)
+	awsenv.StartHTTP(d, d.Approver())
 }

@@ -48,6 +48,15 @@ var flows = []struct {
 
 	{name: "configuration change picked up from S3, a bad one refused", run: configChange},
 	{name: "key created and revoked with countersign keys", run: keyRevoked},
+
+	// People (people_test.go): approvers.sign_in not given, so the
+	// template's identity provider makes sign-in required.
+	{name: "people: sign-in required by default, ada signs in, approves and is recorded", settings: peopleSettings, run: signedInApproval},
+	{name: "people: quorum of 2, ada and grace approve at once", settings: peopleSettings, run: quorumTwoAtOnce},
+	{name: "people: quorum of 2, ada twice at once counts once, then grace", settings: peopleSettings, run: quorumSameTwice},
+	{name: "people: quorum of 2, ada approves while grace rejects", settings: peopleSettings, run: quorumApproveReject},
+	{name: "people: quorum of 2 approved by ada, grace's completing approval and mallory's rejection at once", settings: peopleSettings, run: quorumCompleteOrReject},
+	{name: "people: four eyes, the caller's own approval refused, grace approves", settings: peopleSettings, run: fourEyes},
 }
 
 // shortWait makes a confirmation expire 8 s after it is created: time
@@ -149,18 +158,25 @@ func (f *flow) do(method, path string, header http.Header, body string) answer {
 	return a
 }
 
-// call is POST /v1/calls as the ask_person agent.
+// call is POST /v1/calls on crm as the ask_person agent.
 func (f *flow) call(method, path, intent, confirmation string) answer {
+	f.Helper()
+	return f.callAs(askKey, "crm", method, path, intent, confirmation)
+}
+
+// callAs is POST /v1/calls on connection with token (a key or an access
+// token).
+func (f *flow) callAs(token, connection, method, path, intent, confirmation string) answer {
 	f.Helper()
 	// The client is recorded on the credential (an UpdateItem the gateway's
 	// role must allow; a failure there is only logged).
-	req := map[string]any{"connection": "crm", "method": method, "path": path, "intent": intent,
+	req := map[string]any{"connection": connection, "method": method, "path": path, "intent": intent,
 		"client": map[string]any{"name": "awstest", "version": "1.0"}}
 	if confirmation != "" {
 		req["confirmation_id"] = confirmation
 	}
 	b, _ := json.Marshal(req)
-	return f.do(http.MethodPost, "/v1/calls", http.Header{"Authorization": {"Bearer " + askKey}, "Content-Type": {"application/json"}}, string(b))
+	return f.do(http.MethodPost, "/v1/calls", http.Header{"Authorization": {"Bearer " + token}, "Content-Type": {"application/json"}}, string(b))
 }
 
 // expect fails unless a has the status and, when code is set, the code
@@ -177,11 +193,17 @@ func (f *flow) expect(step string, a answer, status int, code string) {
 	f.Logf("%s: %d %s", step, a.Status, got)
 }
 
-// pause makes a confirm-tier call and returns the confirmation id; nothing
-// reaches the upstream.
+// pause makes a confirm-tier call on crm as the ask_person agent and
+// returns the confirmation id; nothing reaches the upstream.
 func (f *flow) pause(method, path string) string {
 	f.Helper()
-	a := f.call(method, path, "write", "")
+	return f.pauseAs(askKey, "crm", method, path)
+}
+
+// pauseAs is pause on connection with token.
+func (f *flow) pauseAs(token, connection, method, path string) string {
+	f.Helper()
+	a := f.callAs(token, connection, method, path, "write", "")
 	f.expect("call "+method+" "+path, a, http.StatusAccepted, "confirmation_required")
 	c, _ := a.Body["confirmation"].(map[string]any)
 	id, _ := c["id"].(string)

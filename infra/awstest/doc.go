@@ -29,7 +29,19 @@
 //     package with the example's storage and login form) on loopback, put
 //     where the template's Cognito user pool would be (the functions'
 //     COUNTERSIGN_SIGNIN_ISSUER and COUNTERSIGN_SIGNIN_CLIENT_ID); the
-//     OAuth flow signs in there through the gateway function.
+//     OAuth flow signs in there through the gateway function, and the
+//     people flows (people_test.go) sign approvers in there through the
+//     approve function: each person (ada, grace) a browser with its own
+//     cookie jar, through the provider's login form and the gateway's
+//     /oauth/callback back to the approval page.
+//   - A function runs one invocation at a time per emulator, as one
+//     execution environment does; the approve function has two
+//     (concurrency), so that two approvers' POSTs at once run at once, as
+//     on AWS. Its proxy to the AWS services holds the first of their
+//     writes of the confirmation until the second comes (a meeting), so
+//     each has read the record before either writes it: the races of a
+//     quorum are met by DynamoDB's conditional writes and the state
+//     machine every time, not only when the timing happens to be close.
 //
 // A flow is a name, the settings it needs and a function of a *flow (see
 // flows in awstest_test.go); the gateway's cold start is the first.

@@ -102,15 +102,36 @@ func (p *proc) tail(n int) string {
 	return s
 }
 
-// freePort returns a loopback port nothing listens on right now.
+// givenPorts are the ports freePort has handed out in this process.
+var givenPorts = struct {
+	sync.Mutex
+	m map[int]bool
+}{m: map[int]bool{}}
+
+// freePort returns a loopback port nothing listens on right now, and that
+// it never returned before: the kernel may hand out a port it just freed
+// again, and two emulators given the same port would both pass waitTCP
+// (the one that failed to bind finds the other listening), one of them
+// answering for the other.
 func freePort(tb testing.TB) int {
 	tb.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			tb.Fatal(err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		givenPorts.Lock()
+		fresh := !givenPorts.m[port]
+		givenPorts.m[port] = true
+		givenPorts.Unlock()
+		if fresh {
+			return port
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	tb.Fatal("no loopback port that was not handed out before in 100 tries")
+	return 0
 }
 
 // waitHTTP polls url until it answers (any status) or the process exits.
@@ -135,19 +156,29 @@ func waitHTTP(tb testing.TB, p *proc, url string, timeout time.Duration) {
 // waitTCP polls addr until it accepts a connection or the process exits.
 func waitTCP(tb testing.TB, p *proc, addr string, timeout time.Duration) {
 	tb.Helper()
+	if err := listening(p, addr, timeout); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// listening is waitTCP's wait, reporting instead of failing.
+func listening(p *proc, addr string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
 		if p.exited() {
-			tb.Fatalf("%s exited before listening on %s:\n%s", p.name, addr, p.tail(4000))
+			return fmt.Errorf("%s exited before listening on %s:\n%s", p.name, addr, p.tail(4000))
 		}
 		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
 		if err == nil {
 			c.Close()
-			return
+			if p.exited() { // another process listens there
+				return fmt.Errorf("%s exited, and another process listens on %s:\n%s", p.name, addr, p.tail(4000))
+			}
+			return nil
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	tb.Fatalf("%s did not listen on %s within %s:\n%s", p.name, addr, timeout, p.tail(4000))
+	return fmt.Errorf("%s did not listen on %s within %s:\n%s", p.name, addr, timeout, p.tail(4000))
 }
 
 // buildLambdas builds the functions' bootstraps as the Makefile does for

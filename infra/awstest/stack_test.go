@@ -21,6 +21,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -37,6 +38,7 @@ import (
 	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/internal/oidctest"
 	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/notify"
@@ -86,18 +88,37 @@ type stack struct {
 }
 
 // emulator is one function under the runtime interface emulator, with the
-// proxy its AWS clients go through.
+// proxy its AWS clients go through. The emulator runs one invocation at a
+// time, as one Lambda execution environment does; a function that must
+// take concurrent invocations (concurrency) has spares, more execution
+// environments of the same function behind the same proxy.
 type emulator struct {
-	fn    *function
-	url   string
-	proc  *proc
-	aws   *awsProxy
-	invMu sync.Mutex // the emulator runs one invocation at a time
+	fn     *function
+	url    string
+	proc   *proc
+	aws    *awsProxy
+	invMu  sync.Mutex // held for the invocation in progress
+	spares []*emulator
+	served atomic.Int64 // invocations this environment ran
 }
+
+// concurrency is how many execution environments a function has, by its
+// short name (1 when not listed): Lambda runs an invocation that comes
+// while every environment is busy in a new one. The approve function has
+// two, so that two approvers' POSTs at once run at once, each in its own
+// environment, as they would on AWS (the people flows' races).
+var concurrency = map[string]int{"approve": 2}
+
+// environments are e and its spares.
+func (e *emulator) environments() []*emulator { return append([]*emulator{e}, e.spares...) }
 
 // settings are what a flow may change in the deployed configuration.
 type settings struct {
 	CallSeconds, ScriptSeconds, RedeemSeconds int
+	// SignInByDefault leaves approvers.sign_in out of settings.json, so
+	// the template's identity provider makes it "required"; otherwise it
+	// is "optional", as the flows that decide by the link alone need.
+	SignInByDefault bool
 }
 
 // defaultSettings leave a person time to act under a loaded machine.
@@ -450,15 +471,19 @@ func (s *stack) configDir(set settings, tiers map[string]any) string {
 	tb := s.tb
 	s.configs++
 	dir := filepath.Join(s.dir, fmt.Sprintf("config-%d", s.configs))
+	approvers := map[string]any{"console": false, "webhooks": []any{map[string]any{
+		"name": approverName, "url": s.Hooks.URL + "/hook", "format": "json",
+		"secret": map[string]any{"secretsmanager": hookSecretName},
+	}}}
+	if !set.SignInByDefault {
+		approvers["sign_in"] = "optional"
+	}
 	files := map[string]any{
 		"settings.json": map[string]any{
 			"workspace":  map[string]any{"name": "awstest", "accent_color": "#5b21b6"},
 			"public_url": s.front.URL,
-			"approvers": map[string]any{"console": false, "webhooks": []any{map[string]any{
-				"name": approverName, "url": s.Hooks.URL + "/hook", "format": "json",
-				"secret": map[string]any{"secretsmanager": hookSecretName},
-			}}},
-			"timeouts": map[string]any{"call_seconds": set.CallSeconds, "script_seconds": set.ScriptSeconds, "redeem_seconds": set.RedeemSeconds},
+			"approvers":  approvers,
+			"timeouts":   map[string]any{"call_seconds": set.CallSeconds, "script_seconds": set.ScriptSeconds, "redeem_seconds": set.RedeemSeconds},
 		},
 		// Not uploaded by config push: deployed credentials live in the table.
 		"credentials.json": []any{map[string]any{"id": askCredential, "key": askKey, "choice": "ask_person"},
@@ -467,6 +492,18 @@ func (s *stack) configDir(set settings, tiers map[string]any) string {
 			"base_url": s.Upstream.URL,
 			"endpoints": []any{endpoint("GET", tiers), endpoint("DELETE", tiers),
 				map[string]any{"method": "POST", "path": "/contacts/{id}/close", "confirm": "review"}},
+		},
+		// The people flows': the same upstream, its DELETE decided by two
+		// people (a quorum), or by someone other than the caller (four eyes).
+		"connections/" + quorumConnection + "/policy.json": map[string]any{
+			"base_url":  s.Upstream.URL,
+			"endpoints": []any{map[string]any{"method": "DELETE", "path": "/contacts/{id}", "confirm": true}},
+			"approval":  map[string]any{"required": 2},
+		},
+		"connections/" + fourEyesConnection + "/policy.json": map[string]any{
+			"base_url":  s.Upstream.URL,
+			"endpoints": []any{map[string]any{"method": "DELETE", "path": "/contacts/{id}", "confirm": true}},
+			"approval":  map[string]any{"separate_approver": true},
 		},
 	}
 	for name, v := range files {
@@ -554,50 +591,32 @@ func (s *stack) deploy(set settings) {
 	tb := s.tb
 	s.writeConfig(set)
 	for _, e := range s.emulators {
-		e.invMu.Lock()
-		e.proc.stop()
-		e.invMu.Unlock()
+		for _, env := range e.environments() {
+			env.invMu.Lock()
+			env.proc.stop()
+			env.invMu.Unlock()
+		}
 	}
 	lambdas := map[string]string{}
 	for _, fn := range s.fns {
 		e := s.emulators[fn.Name]
 		if e == nil {
 			e = &emulator{fn: fn, aws: newAWSProxy(tb, s.dynamoURL, s.motoURL)}
+			for range max(concurrency[fn.Short], 1) - 1 {
+				e.spares = append(e.spares, &emulator{fn: fn, aws: e.aws})
+			}
 			s.emulators[fn.Name] = e
 		}
-		port, rapi := freePort(tb), freePort(tb)
-		url := fmt.Sprintf("http://127.0.0.1:%d", port)
-		env := []string{
-			"PATH=" + os.Getenv("PATH"), "HOME=" + s.dir, "TZ=UTC",
-			"AWS_REGION=" + region, "AWS_DEFAULT_REGION=" + region,
-			"AWS_ACCESS_KEY_ID=awstest", "AWS_SECRET_ACCESS_KEY=awstest", "AWS_EC2_METADATA_DISABLED=true",
-			"AWS_LAMBDA_FUNCTION_NAME=" + fn.Name,
-			"AWS_LAMBDA_FUNCTION_TIMEOUT=" + strconv.Itoa(fn.Timeout),
-			"LOG_LEVEL=warn",
+		for _, env := range e.environments() {
+			s.startEmulator(env)
 		}
-		for k, v := range fn.Env {
-			if k == "COUNTERSIGN_PUBLIC_URL" {
-				v = s.front.URL // the API's URL: the test is API Gateway
-			}
-			env = append(env, k+"="+v)
-		}
-		for _, k := range []string{"COUNTERSIGN_DYNAMODB_ENDPOINT", "COUNTERSIGN_SFN_ENDPOINT", "COUNTERSIGN_SECRETSMANAGER_ENDPOINT",
-			"COUNTERSIGN_S3_ENDPOINT", "COUNTERSIGN_SNS_ENDPOINT"} {
-			env = append(env, k+"="+e.aws.URL)
-		}
-		cmd := exec.Command(filepath.Join(s.dir, "aws-lambda-rie"),
-			"--runtime-interface-emulator-address", fmt.Sprintf("127.0.0.1:%d", port),
-			"--runtime-api-address", fmt.Sprintf("127.0.0.1:%d", rapi),
-			filepath.Join(s.dir, fn.Short, "bootstrap"))
-		cmd.Dir = filepath.Join(s.dir, fn.Short)
-		cmd.Env = env
-		e.invMu.Lock()
-		e.url, e.proc = url, start(tb, fn.Short, cmd)
-		e.invMu.Unlock()
-		lambdas[fn.Name] = url
 	}
 	for _, e := range s.emulators {
-		waitTCP(tb, e.proc, strings.TrimPrefix(e.url, "http://"), 30*time.Second)
+		for _, env := range e.environments() {
+			s.waitEmulator(env)
+		}
+		// Step Functions' tasks go to the first environment.
+		lambdas[e.fn.Name] = e.url
 	}
 	// The shim re-reads the map on every invocation: replace it whole.
 	b, _ := json.Marshal(lambdas)
@@ -609,6 +628,62 @@ func (s *stack) deploy(set settings) {
 		tb.Fatal(err)
 	}
 	s.settings, s.deployed = set, true
+}
+
+// waitEmulator waits until env listens. An emulator whose port another
+// process took between freePort and its bind ("address already in use")
+// is started again on other ports, at most twice.
+func (s *stack) waitEmulator(env *emulator) {
+	tb := s.tb
+	tb.Helper()
+	for attempt := 1; ; attempt++ {
+		err := listening(env.proc, strings.TrimPrefix(env.url, "http://"), 30*time.Second)
+		if err == nil {
+			return
+		}
+		if attempt < 3 && env.proc.exited() && strings.Contains(env.proc.tail(4000), "address already in use") {
+			tb.Logf("%s lost its port to another process before it listened; starting it again on other ports", env.fn.Short)
+			s.startEmulator(env)
+			continue
+		}
+		tb.Fatal(err)
+	}
+}
+
+// startEmulator starts (or restarts) one execution environment of e.fn
+// under the runtime interface emulator, with the environment the template
+// gives the function.
+func (s *stack) startEmulator(e *emulator) {
+	tb, fn := s.tb, e.fn
+	port, rapi := freePort(tb), freePort(tb)
+	url := fmt.Sprintf("http://127.0.0.1:%d", port)
+	env := []string{
+		"PATH=" + os.Getenv("PATH"), "HOME=" + s.dir, "TZ=UTC",
+		"AWS_REGION=" + region, "AWS_DEFAULT_REGION=" + region,
+		"AWS_ACCESS_KEY_ID=awstest", "AWS_SECRET_ACCESS_KEY=awstest", "AWS_EC2_METADATA_DISABLED=true",
+		"AWS_LAMBDA_FUNCTION_NAME=" + fn.Name,
+		"AWS_LAMBDA_FUNCTION_TIMEOUT=" + strconv.Itoa(fn.Timeout),
+		"LOG_LEVEL=warn",
+	}
+	for k, v := range fn.Env {
+		if k == "COUNTERSIGN_PUBLIC_URL" {
+			v = s.front.URL // the API's URL: the test is API Gateway
+		}
+		env = append(env, k+"="+v)
+	}
+	for _, k := range []string{"COUNTERSIGN_DYNAMODB_ENDPOINT", "COUNTERSIGN_SFN_ENDPOINT", "COUNTERSIGN_SECRETSMANAGER_ENDPOINT",
+		"COUNTERSIGN_S3_ENDPOINT", "COUNTERSIGN_SNS_ENDPOINT"} {
+		env = append(env, k+"="+e.aws.URL)
+	}
+	cmd := exec.Command(filepath.Join(s.dir, "aws-lambda-rie"),
+		"--runtime-interface-emulator-address", fmt.Sprintf("127.0.0.1:%d", port),
+		"--runtime-api-address", fmt.Sprintf("127.0.0.1:%d", rapi),
+		filepath.Join(s.dir, fn.Short, "bootstrap"))
+	cmd.Dir = filepath.Join(s.dir, fn.Short)
+	cmd.Env = env
+	e.invMu.Lock()
+	e.url, e.proc = url, start(tb, fn.Short, cmd)
+	e.invMu.Unlock()
 }
 
 // snsMail is one message published to the approvers' topic.
@@ -864,18 +939,22 @@ func (s *stack) dumpLogs(tb testing.TB) {
 	tb.Logf("moto_server:\n%s", s.moto.tail(3000))
 	for _, fn := range s.fns {
 		if e := s.emulators[fn.Name]; e != nil {
-			tb.Logf("%s (emulator and function):\n%s", fn.Short, e.logTail(3000))
+			for i, env := range e.environments() {
+				tb.Logf("%s #%d (emulator and function):\n%s", fn.Short, i+1, env.logTail(3000))
+			}
 		}
 	}
 }
 
-// invoke sends the event to the emulator and returns the function's result;
-// a function error is an error.
+// invoke sends the event to an idle execution environment of the function
+// (the first, else a spare), or waits for the first when all are busy, and
+// returns the function's result; a function error is an error.
 func (e *emulator) invoke(ctx context.Context, ev any) ([]byte, error) {
-	e.invMu.Lock()
-	defer e.invMu.Unlock()
+	env := e.acquire()
+	defer env.invMu.Unlock()
+	env.served.Add(1)
 	b, _ := json.Marshal(ev)
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, e.url+"/2015-03-31/functions/function/invocations", bytes.NewReader(b))
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, env.url+"/2015-03-31/functions/function/invocations", bytes.NewReader(b))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("invoke %s: %w", e.fn.Name, err)
@@ -892,6 +971,17 @@ func (e *emulator) invoke(ctx context.Context, ev any) ([]byte, error) {
 	return out, nil
 }
 
+// acquire returns an execution environment of e, locked for one invocation.
+func (e *emulator) acquire() *emulator {
+	for _, env := range e.environments() {
+		if env.invMu.TryLock() {
+			return env
+		}
+	}
+	e.invMu.Lock()
+	return e
+}
+
 // awsProxy sits between one function and the emulated AWS services: it
 // records the IAM action of every call (to hold against the role the
 // template gives the function) and can fail chosen actions.
@@ -900,6 +990,59 @@ type awsProxy struct {
 	mu      sync.Mutex
 	actions map[string]int
 	failing map[string]bool
+	meeting *meeting
+}
+
+// meeting holds the requests it matches until n of them have come (or its
+// wait ends), then lets them all go on at once: the writes of racing
+// invocations meet in the store only after each has read what it writes
+// over, as on a slow network, whichever of them ran faster.
+type meeting struct {
+	match   func(action string, body []byte) bool
+	n       int
+	wait    time.Duration
+	mu      sync.Mutex
+	arrived int
+	all     chan struct{} // closed when n have come
+}
+
+// join holds a matched request until the meeting is complete or its wait
+// ends; a request that comes after it completed goes on at once.
+func (m *meeting) join() {
+	m.mu.Lock()
+	if m.arrived >= m.n {
+		m.mu.Unlock()
+		return
+	}
+	m.arrived++
+	if m.arrived == m.n {
+		close(m.all)
+	}
+	m.mu.Unlock()
+	select {
+	case <-m.all:
+	case <-time.After(m.wait):
+	}
+}
+
+// met reports whether n matched requests came.
+func (m *meeting) met() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.arrived >= m.n
+}
+
+// meet makes the proxy hold the next n requests that match until all n
+// have come, waiting at most wait; it returns the meeting, to ask whether
+// it was met. meet(0, ...) ends it.
+func (p *awsProxy) meet(n int, wait time.Duration, match func(action string, body []byte) bool) *meeting {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.meeting = nil
+	if n > 0 {
+		p.meeting = &meeting{match: match, n: n, wait: wait, all: make(chan struct{})}
+	}
+	return p.meeting
 }
 
 func newAWSProxy(tb testing.TB, dynamoURL, motoURL string) *awsProxy {
@@ -914,7 +1057,11 @@ func newAWSProxy(tb testing.TB, dynamoURL, motoURL string) *awsProxy {
 		p.mu.Lock()
 		p.actions[action]++
 		fail := p.failing[action]
+		m := p.meeting
 		p.mu.Unlock()
+		if m != nil && m.match(action, body) {
+			m.join()
+		}
 		if fail {
 			w.Header().Set("Content-Type", "application/x-amz-json-1.0")
 			w.WriteHeader(http.StatusServiceUnavailable)
@@ -1053,9 +1200,11 @@ type hookEvent struct {
 			Method string `json:"method"`
 			Path   string `json:"path"`
 		} `json:"operations"`
+		DecidedBy *countersign.Decider `json:"decided_by"`
 	} `json:"confirmation"`
-	Status string `json:"status"`
-	Links  []struct {
+	Decision string `json:"decision"`
+	Status   string `json:"status"`
+	Links    []struct {
 		Approver string `json:"approver"`
 		URL      string `json:"url"`
 	} `json:"links"`
@@ -1108,6 +1257,19 @@ func (h *webhooks) wait(tb testing.TB, typ, id string, timeout time.Duration) ho
 			tb.Fatalf("no %s webhook for %s within %s (got %s)", typ, id, timeout, h.types())
 		}
 	}
+}
+
+// count is how many events of type typ for confirmation id came so far.
+func (h *webhooks) count(typ, id string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for _, ev := range h.events {
+		if ev.Type == typ && ev.Confirmation.ID == id {
+			n++
+		}
+	}
+	return n
 }
 
 // types lists the events received, for messages.

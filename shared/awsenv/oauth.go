@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/countersign/countersign"
+	"github.com/countersign/countersign/shared/httpapi"
 	"github.com/countersign/countersign/shared/links"
 	"github.com/countersign/countersign/shared/oauth"
 )
@@ -62,6 +63,18 @@ func (d *Deployment) withOAuth(st oauth.Store, k links.Key) error {
 	d.Calls.Tokens = d.OAuth
 	d.SignIn = si
 	return nil
+}
+
+// Approver is the approval page of the deployment: approvers sign in
+// through its provider (d.SignIn, with NeedOAuth), and approvers.sign_in
+// defaults to "required" when the stack names a provider (the Cognito
+// user pool or the SignInIssuer parameter, COUNTERSIGN_SIGNIN_ISSUER), as
+// it does when settings.json's sign_in names one.
+func (d *Deployment) Approver() *httpapi.Approver {
+	a := d.App.Approver()
+	a.SignIn = d.SignIn
+	a.Provider = d.Env.SignInIssuer != ""
+	return a
 }
 
 // HTTP is the gateway function's handler: the OAuth server's paths

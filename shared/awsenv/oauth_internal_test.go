@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/countersign/countersign/shared/app"
 	"github.com/countersign/countersign/shared/links"
 	"github.com/countersign/countersign/shared/oauth"
 )
@@ -88,6 +89,21 @@ func TestNoDevSignInOnAWS(t *testing.T) {
 		s.ServeHTTP(w, r)
 		if w.Code != http.StatusNotFound {
 			t.Errorf("GET %s: %d, want 404", p, w.Code)
+		}
+	}
+}
+
+// TestApproverProviderFromTheStack: the approval page of a deployment
+// signs approvers in through its sign-in, and counts the stack's provider
+// (COUNTERSIGN_SIGNIN_ISSUER) as configured, so approvers.sign_in
+// defaults to "required" there; without one it does not.
+func TestApproverProviderFromTheStack(t *testing.T) {
+	si := &deployedSignIn{d: &Deployment{}, key: bytes.Repeat([]byte{1}, 32)}
+	for _, issuer := range []string{"", "https://cognito-idp.us-east-1.amazonaws.com/us-east-1_abc"} {
+		d := &Deployment{App: &app.App{}, Env: Env{SignInIssuer: issuer, SignInClientID: "c1"}, SignIn: si}
+		a := d.Approver()
+		if a.Provider != (issuer != "") || a.SignIn != si {
+			t.Errorf("issuer %q: Provider %v, SignIn %v; want Provider %v and the deployment's sign-in", issuer, a.Provider, a.SignIn, issuer != "")
 		}
 	}
 }

@@ -152,8 +152,9 @@ type Approvers struct {
 	Webhooks []Webhook `json:"webhooks"`
 	// SignIn is "required" (approvers sign in before they decide, and the
 	// decision names the person) or "optional" (they may); empty means
-	// required when an identity provider is configured (Settings.SignIn)
-	// and off otherwise. See Settings.ApproverSignIn.
+	// required when an identity provider is configured (Settings.SignIn,
+	// or a deployment's own provider: httpapi.Approver.Provider) and off
+	// otherwise. See Settings.ApproverSignIn.
 	SignIn string `json:"sign_in,omitempty"`
 }
 

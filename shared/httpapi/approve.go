@@ -53,6 +53,12 @@ type Approver struct {
 	// Credentials reads who made a call, for four eyes
 	// (approval.separate_approver); nil refuses every such decision.
 	Credentials Credentials
+	// Provider is set when the deployment itself names an identity
+	// provider (the template's user pool or SignInIssuer), so that
+	// approvers.sign_in defaults to "required" as it does with
+	// settings.json's sign_in. The local stack's development sign-in page
+	// is no configured provider: it leaves this unset.
+	Provider bool
 }
 
 var _ http.Handler = (*Approver)(nil)
@@ -73,7 +79,7 @@ type approverCtx struct {
 
 // who reads the sign-in mode in force and the person signed in.
 func (a *Approver) who(r *http.Request) approverCtx {
-	w := approverCtx{mode: a.Calls.Current().Settings.ApproverSignIn()}
+	w := approverCtx{mode: a.signInMode()}
 	if a.SignIn == nil {
 		return w
 	}
@@ -82,6 +88,17 @@ func (a *Approver) who(r *http.Request) approverCtx {
 		w.emailVerified, w.groups = p.EmailVerified, p.Groups
 	}
 	return w
+}
+
+// signInMode is approvers.sign_in in force: as settings.json gives it,
+// else "required" when an identity provider is configured there or by
+// the deployment (Provider), else off.
+func (a *Approver) signInMode() string {
+	s := a.Calls.Current().Settings
+	if s.Approvers.SignIn == "" && a.Provider {
+		return config.ApproverSignInRequired
+	}
+	return s.ApproverSignIn()
 }
 
 // label is how the page shows the person signed in.

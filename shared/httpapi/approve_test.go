@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"net/http"
 	"net/url"
 	"strings"
 	"testing"
@@ -10,8 +11,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/countersign/countersign"
+	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/links"
+	"github.com/countersign/countersign/shared/oauth"
 )
 
 // pendingCall creates a confirmation through the gateway, attaches the task
@@ -252,6 +255,64 @@ func TestApproverDecide(t *testing.T) {
 		expect(t, r, 410, string(fault.ConfirmationExpired))
 		if len(e.wf.told()) != 0 {
 			t.Error("the workflow was told")
+		}
+	})
+}
+
+// headerSignIn is a sign-in for tests: the person is named by the
+// X-Test-Subject header; Start sends the browser to /signin.
+type headerSignIn struct{}
+
+func (headerSignIn) Person(r *http.Request) (oauth.Person, bool) {
+	sub := r.Header.Get("X-Test-Subject")
+	if sub == "" {
+		return oauth.Person{}, false
+	}
+	return oauth.Person{Issuer: "https://idp.example.test", Subject: sub, Email: sub + "@example.com", EmailVerified: true}, true
+}
+
+func (headerSignIn) Start(w http.ResponseWriter, r *http.Request, returnTo string) {
+	http.Redirect(w, r, "/signin?return_to="+url.QueryEscape(returnTo), http.StatusSeeOther)
+}
+
+// TestApproverSignInRequiredWithDeploymentProvider: when the deployment
+// names an identity provider (Approver.Provider: the template's user pool
+// or SignInIssuer) and settings.json gives no approvers.sign_in, sign-in
+// is required: the link alone is sent to sign in and its POST refused,
+// changing nothing; a person signed in decides and is recorded.
+// approvers.sign_in "optional" lets the link alone decide again.
+func TestApproverSignInRequiredWithDeploymentProvider(t *testing.T) {
+	h := map[string]string{"content-type": "application/x-www-form-urlencoded", "accept": "application/json"}
+	t.Run("default required", func(t *testing.T) {
+		e := newEnv(t)
+		e.approver.Provider, e.approver.SignIn = true, headerSignIn{}
+		c, l := e.pendingCall(t)
+		page := invoke(t, e.approver, approveEvent("GET", c.ID, l.Query().Encode(), "", nil))
+		if page.StatusCode != http.StatusSeeOther || !strings.HasPrefix(page.Headers["Location"], "/signin?") {
+			t.Fatalf("GET the link without sign-in: %d %v, want 303 to the sign-in", page.StatusCode, page.Headers)
+		}
+		r := invoke(t, e.approver, approveEvent("POST", c.ID, "", form(l, "decision", "approve"), h))
+		expect(t, r, http.StatusForbidden, string(fault.Forbidden))
+		if st := e.stored(t, c.ID); st.Status != countersign.StatusPending || len(e.wf.told()) != 0 {
+			t.Fatalf("a refused POST left %s, told the workflow %v", st.Status, e.wf.told())
+		}
+		signed := map[string]string{"x-test-subject": "ada"}
+		for k, v := range h {
+			signed[k] = v
+		}
+		expect(t, invoke(t, e.approver, approveEvent("POST", c.ID, "", form(l, "decision", "approve"), signed)), http.StatusOK, "")
+		if st := e.stored(t, c.ID); st.Status != countersign.StatusApproved || st.DecidedByPerson == nil || st.DecidedByPerson.Subject != "ada" {
+			t.Fatalf("after ada approved: %s by %+v", st.Status, st.DecidedByPerson)
+		}
+	})
+	t.Run("optional given", func(t *testing.T) {
+		e := newEnv(t)
+		e.approver.Provider, e.approver.SignIn = true, headerSignIn{}
+		e.cfg.Settings.Approvers.SignIn = config.ApproverSignInOptional
+		c, l := e.pendingCall(t)
+		expect(t, invoke(t, e.approver, approveEvent("POST", c.ID, "", form(l, "decision", "approve"), h)), http.StatusOK, "")
+		if st := e.stored(t, c.ID); st.Status != countersign.StatusApproved || st.DecidedByPerson != nil || st.DecidedBy != "ops" {
+			t.Fatalf("after the link alone approved: %s by %q %+v", st.Status, st.DecidedBy, st.DecidedByPerson)
 		}
 	})
 }
