@@ -3,12 +3,15 @@ package main
 
 import (
 	"github.com/countersign/countersign/shared/awsenv"
+	"github.com/countersign/countersign/shared/notify/snsmail"
 )
 
 func main() {
 	// NeedOAuth: approvers sign in through the deployment's provider
 	// (approvers.sign_in, "required" by default when there is one), the
 	// sign-in the gateway function's /oauth routes complete.
-	d := awsenv.MustLoad(awsenv.NeedWorkflow | awsenv.NeedSigningKey | awsenv.NeedOAuth)
+	// WithEmail: the e-mail approvers are mailed each approval counted
+	// toward a quorum and the decision (their follow-ups).
+	d := awsenv.MustLoad(awsenv.NeedWorkflow|awsenv.NeedSigningKey|awsenv.NeedOAuth, awsenv.WithEmail(snsmail.Deployed))
 	awsenv.StartHTTP(d, d.Approver())
 }

@@ -549,6 +549,14 @@ func emailApproval(f *flow) {
 		f.Fatalf("GET approval page from the e-mail: %d", st)
 	}
 	f.expect("POST approve from the e-mail's link", f.decide(link, "approve"), http.StatusOK, "approved")
+	// The approve function mails the decision to the e-mail approvers too.
+	followUp := f.s.snsMessageWhere(f, "the decision's follow-up for "+id, func(m snsMail) bool {
+		return strings.Contains(m.Body, "confirmation "+id+" was approved")
+	}, 30*time.Second)
+	if want := "Approved: DELETE /contacts/71 on crm (awstest)"; followUp.Subject != want {
+		f.Fatalf("follow-up subject %q, want %q:\n%s", followUp.Subject, want, followUp.Body)
+	}
+	f.Logf("SNS e-mail follow-up %q", followUp.Subject)
 	f.execution("ConfirmStateMachine", id, "Approved", 30*time.Second)
 	f.expect("redeem", f.call("DELETE", "/contacts/71", "confirmed_write", id), http.StatusOK, "executed")
 	f.upstreamOnce("DELETE", "/contacts/71", id)

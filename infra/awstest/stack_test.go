@@ -691,11 +691,19 @@ type snsMail struct {
 	Subject, Body string
 }
 
-// snsMessage waits for the message published to the approvers' topic for
-// confirmation id, read from moto's store of sent notifications
-// (GET /moto-api/data.json: sns.Topic[].sent_notifications, each
-// [message id, message, subject, attributes, group]).
+// snsMessage waits for the request published to the approvers' topic for
+// confirmation id (its body names "Confirmation <id>").
 func (s *stack) snsMessage(tb testing.TB, id string, timeout time.Duration) snsMail {
+	tb.Helper()
+	return s.snsMessageWhere(tb, "the request for "+id, func(m snsMail) bool { return strings.Contains(m.Body, "Confirmation "+id) }, timeout)
+}
+
+// snsMessageWhere waits for a message published to the approvers' topic
+// that match accepts (what describes it in a failure), read from moto's
+// store of sent notifications (GET /moto-api/data.json:
+// sns.Topic[].sent_notifications, each [message id, message, subject,
+// attributes, group]).
+func (s *stack) snsMessageWhere(tb testing.TB, what string, match func(snsMail) bool, timeout time.Duration) snsMail {
 	tb.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
@@ -724,14 +732,14 @@ func (s *stack) snsMessage(tb testing.TB, id string, timeout time.Duration) snsM
 				if len(n) >= 3 {
 					body, _ := n[1].(string)
 					subject, _ := n[2].(string)
-					if strings.Contains(body, "Confirmation "+id) {
-						return snsMail{Subject: subject, Body: body}
+					if m := (snsMail{Subject: subject, Body: body}); match(m) {
+						return m
 					}
 				}
 			}
 		}
 		if time.Now().After(deadline) {
-			tb.Fatalf("no message for %s on %s within %s", id, s.topic, timeout)
+			tb.Fatalf("no message (%s) on %s within %s", what, s.topic, timeout)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

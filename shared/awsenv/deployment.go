@@ -190,10 +190,11 @@ type options struct {
 type EmailApprover func(topicARN, endpoint string, cfg aws.Config) func(workspace string) notify.Channel
 
 // WithEmail adds the e-mail approver (COUNTERSIGN_APPROVER_TOPIC_ARN) to
-// the channels. The notify function sends it the requests; the others
-// do not pass it, so only notify links the SNS client. (The channel also
-// takes a request's follow-ups, approval_counted and decided, which the
-// functions that take answers would send if they passed it.)
+// the channels. The notify function sends it the requests, and the approve
+// function the follow-ups of the answers given on the approval page
+// (approval_counted and decided); the others do not pass it, so they do
+// not link the SNS client: an answer given in an MCP client (the gateway
+// and scripts functions) is not mailed.
 func WithEmail(f EmailApprover) Option {
 	return func(o *options) { o.email = f }
 }
