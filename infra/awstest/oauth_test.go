@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/cookiejar"
 	"net/url"
 	"os/exec"
 	"path/filepath"
@@ -13,7 +12,6 @@ import (
 	"testing"
 
 	"github.com/zitadel/oidc/v3/example/server/storage"
-	"golang.org/x/oauth2"
 
 	"github.com/countersign/countersign/internal/oidctest"
 	"github.com/countersign/countersign/shared/oauth"
@@ -83,47 +81,9 @@ func oauthSignIn(f *flow) {
 	if dev := f.do(http.MethodGet, oauth.PathDevSignIn, nil, ""); dev.Status != http.StatusNotFound {
 		f.Fatalf("GET %s: %d, want 404 (never on AWS)", oauth.PathDevSignIn, dev.Status)
 	}
-	// RFC 7591 registration.
-	reg := f.do(http.MethodPost, oauth.PathRegister, http.Header{"Content-Type": {"application/json"}},
-		`{"client_name": "AWS test client", "redirect_uris": ["`+clientRedirect+`"], "token_endpoint_auth_method": "none"}`)
-	clientID := reg.str("client_id")
-	if reg.Status != http.StatusCreated || clientID == "" {
-		f.Fatalf("register: %d %s", reg.Status, reg.Raw)
-	}
-	// The browser: authorize, the provider's login form, the callback, consent.
-	q := url.Values{"response_type": {"code"}, "client_id": {clientID}, "redirect_uri": {clientRedirect}, "state": {"st8"},
-		"code_challenge": {oauth2.S256ChallengeFromVerifier(pkceVerifier)}, "code_challenge_method": {"S256"}, "resource": {front + "/mcp"}}
-	jar, _ := cookiejar.New(nil)
-	browser := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	end, sawProvider := f.s.provider.Walk(f, browser, front+oauth.PathAuthorize+"?"+q.Encode(), "ada", clientRedirect, func(at *url.URL, status int, body []byte) *url.URL {
-		if !consentField.Match(body) { // not countersign's consent page
-			f.Fatalf("GET %s: %d %s", at, status, body)
-		}
-		resp, err := browser.PostForm(front+oauth.PathAuthorize, url.Values{"request": {consentField.FindStringSubmatch(string(body))[1]}, "decision": {"allow"}})
-		if err != nil {
-			f.Fatal(err)
-		}
-		resp.Body.Close()
-		loc, _ := url.Parse(resp.Header.Get("Location"))
-		return loc
-	})
-	if e := end.Query().Get("error"); e != "" {
-		f.Fatalf("refused: %s", end)
-	}
-	if iss := end.Query().Get("iss"); iss != front {
-		f.Fatalf("authorization response iss %q, want %s (RFC 9207)", iss, front)
-	}
-	code := end.Query().Get("code")
-	if !sawProvider || code == "" {
-		f.Fatalf("sign-in did not go through the provider (%v) or gave no code", sawProvider)
-	}
-	tok := f.do(http.MethodPost, oauth.PathToken, http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}, url.Values{
-		"grant_type": {"authorization_code"}, "code": {code}, "client_id": {clientID}, "redirect_uri": {clientRedirect},
-		"code_verifier": {pkceVerifier}, "resource": {front + "/mcp"}}.Encode())
-	access := tok.str("access_token")
-	if tok.Status != 200 || !strings.HasPrefix(access, oauth.AccessPrefix) {
-		f.Fatalf("token: %d %s", tok.Status, tok.Raw)
-	}
+	// RFC 7591 registration, the provider's login form, the callback,
+	// consent, and the code for a token (accessToken).
+	access, clientID := f.accessToken(f.browser("ada"))
 	// The token works on /mcp (the scripts function).
 	req, _ = http.NewRequestWithContext(f.ctx, http.MethodPost, front+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"awstest","version":"1"}}}`))
 	req.Header.Set("Content-Type", "application/json")

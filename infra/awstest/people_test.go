@@ -551,13 +551,13 @@ func quorumCompleteOrReject(f *flow) {
 // accessToken signs the browser's person in from an MCP client, as
 // oauthSignIn does: registration, /oauth/authorize, the provider's login
 // form, the gateway's /oauth/callback, consent; it returns the access
-// token for /v1.
-func (f *flow) accessToken(b *browser) string {
+// token for /v1 and /mcp, and the client it was issued to.
+func (f *flow) accessToken(b *browser) (access, clientID string) {
 	f.Helper()
 	front := f.s.front.URL
 	reg := f.do(http.MethodPost, oauth.PathRegister, http.Header{"Content-Type": {"application/json"}},
 		`{"client_name": "awstest people", "redirect_uris": ["`+clientRedirect+`"], "token_endpoint_auth_method": "none"}`)
-	clientID := reg.str("client_id")
+	clientID = reg.str("client_id")
 	if reg.Status != http.StatusCreated || clientID == "" {
 		f.Fatalf("register: %d %s", reg.Status, reg.Raw)
 	}
@@ -578,6 +578,12 @@ func (f *flow) accessToken(b *browser) string {
 		loc, _ := url.Parse(resp.Header.Get("Location"))
 		return loc
 	})
+	if e := end.Query().Get("error"); e != "" {
+		f.Fatalf("refused: %s", end)
+	}
+	if iss := end.Query().Get("iss"); iss != front {
+		f.Fatalf("authorization response iss %q, want %s (RFC 9207)", iss, front)
+	}
 	code := end.Query().Get("code")
 	if !sawLogin || code == "" {
 		f.Fatalf("%s's sign-in from the client: login form seen %v, ended at %s", b.user, sawLogin, end)
@@ -585,11 +591,11 @@ func (f *flow) accessToken(b *browser) string {
 	tok := f.do(http.MethodPost, oauth.PathToken, http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}, url.Values{
 		"grant_type": {"authorization_code"}, "code": {code}, "client_id": {clientID}, "redirect_uri": {clientRedirect},
 		"code_verifier": {pkceVerifier}, "resource": {front + "/mcp"}}.Encode())
-	access := tok.str("access_token")
+	access = tok.str("access_token")
 	if tok.Status != http.StatusOK || !strings.HasPrefix(access, oauth.AccessPrefix) {
 		f.Fatalf("token: %d %s", tok.Status, tok.Raw)
 	}
-	return access
+	return access, clientID
 }
 
 // fourEyes: ada signs in from her client (OAuth, at the template's
@@ -599,7 +605,7 @@ func (f *flow) accessToken(b *browser) string {
 // approves; ada redeems with her token, once.
 func fourEyes(f *flow) {
 	ada := f.browser("ada")
-	token := f.accessToken(ada)
+	token, _ := f.accessToken(ada)
 	id := f.pauseAs(token, fourEyesConnection, "DELETE", "/contacts/121")
 	link := f.link(id)
 	st, page, signedIn := ada.open(link)

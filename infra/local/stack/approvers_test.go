@@ -319,14 +319,10 @@ func TestFourEyes(t *testing.T) {
   "endpoints": [{"method": "DELETE", "path": "/contacts/{id}", "confirm": true}],
   "approval": {"separate_approver": true}
 }`}})
-	asked := 0
-	s, _ := h.oauthSession(newSignInBrowser(t, "ann@example.com"), "Ann's client", clientKind{elicit: func(r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-		asked++
-		return accept(true)(r)
-	}})
+	s, asked := h.askingPerson("ann@example.com", "Ann's client")
 	res := callTool(t, s, "team__delete_contacts_by_id", map[string]any{"id": "77"}, nil)
-	if asked != 0 {
-		t.Fatalf("ann's client was asked %d times under four eyes", asked)
+	if *asked != 0 {
+		t.Fatalf("ann's client was asked %d times under four eyes", *asked)
 	}
 	id, _ := structured(t, res)["confirmation_id"].(string)
 	if id == "" || h.upstream.Count("DELETE", "/contacts/77") != 0 {
@@ -521,15 +517,11 @@ func TestQuorumRaces(t *testing.T) {
 // a listed approver approves.
 func TestListedApproversAreNotAskedInTheClient(t *testing.T) {
 	h := newHarness(t, harnessOptions{files: map[string]string{"connections/team/policy.json": teamPolicy}})
-	asked := 0
-	s, _ := h.oauthSession(newSignInBrowser(t, "zed@example.com"), "Zed's client", clientKind{elicit: func(r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-		asked++
-		return accept(true)(r)
-	}})
+	s, asked := h.askingPerson("zed@example.com", "Zed's client")
 	res := callTool(t, s, "team__delete_contacts_by_id", map[string]any{"id": "88"}, nil)
 	id, _ := structured(t, res)["confirmation_id"].(string)
-	if asked != 0 || id == "" || h.upstream.Count("DELETE", "/contacts/88") != 0 {
-		t.Fatalf("asked in the client %d times, result %q; want paused for the listed approvers with nothing run", asked, text(res))
+	if *asked != 0 || id == "" || h.upstream.Count("DELETE", "/contacts/88") != 0 {
+		t.Fatalf("asked in the client %d times, result %q; want paused for the listed approvers with nothing run", *asked, text(res))
 	}
 	link := h.approvalLink(id)
 	zed := newApproverBrowser(h, "zed@example.com")
@@ -539,4 +531,17 @@ func TestListedApproversAreNotAskedInTheClient(t *testing.T) {
 	ada := newApproverBrowser(h, "ada@example.com")
 	expect(t, ada.press(ada.open(link), "approve"), http.StatusOK, "")
 	waitFor(t, func() bool { return h.upstream.Count("DELETE", "/contacts/88") == 1 })
+}
+
+// askingPerson connects email's MCP client with OAuth, a client that
+// declares form elicitation and accepts whatever it is asked; the count
+// says how often it was asked.
+func (h *harness) askingPerson(email, client string) (*mcp.ClientSession, *int) {
+	h.t.Helper()
+	asked := new(int)
+	s, _ := h.oauthSession(newSignInBrowser(h.t, email), client, clientKind{elicit: func(r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		*asked++
+		return accept(true)(r)
+	}})
+	return s, asked
 }

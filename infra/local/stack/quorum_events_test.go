@@ -12,7 +12,6 @@ import (
 	"github.com/countersign/countersign/shared/app"
 	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/notify"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // countedEvents are the approval_counted events received for id.
@@ -170,15 +169,11 @@ func TestEndpointFourEyes(t *testing.T) {
     {"method": "POST", "path": "/payments", "confirm": true}
   ]
 }`}})
-	asked := 0
-	s, _ := h.oauthSession(newSignInBrowser(t, "ann@example.com"), "Ann's client", clientKind{elicit: func(r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-		asked++
-		return accept(true)(r)
-	}})
+	s, asked := h.askingPerson("ann@example.com", "Ann's client")
 	res := callTool(t, s, "team__delete_contacts_by_id", map[string]any{"id": "77"}, nil)
 	id, _ := structured(t, res)["confirmation_id"].(string)
-	if asked != 0 || id == "" || h.upstream.Count("DELETE", "/contacts/77") != 0 {
-		t.Fatalf("DELETE: asked %d times, result %q; want paused for the approvers, nothing run", asked, text(res))
+	if *asked != 0 || id == "" || h.upstream.Count("DELETE", "/contacts/77") != 0 {
+		t.Fatalf("DELETE: asked %d times, result %q; want paused for the approvers, nothing run", *asked, text(res))
 	}
 	link := h.approvalLink(id)
 	ann := newApproverBrowser(h, "ann@example.com")
@@ -198,8 +193,8 @@ func TestEndpointFourEyes(t *testing.T) {
 	}
 
 	callTool(t, s, "team__post_payments", map[string]any{"body": map[string]any{"amount": 5}}, nil)
-	if asked != 1 || h.upstream.Count("POST", "/payments") != 1 {
-		t.Errorf("POST: asked %d times, ran %d times; want asked in the client once and run once", asked, h.upstream.Count("POST", "/payments"))
+	if *asked != 1 || h.upstream.Count("POST", "/payments") != 1 {
+		t.Errorf("POST: asked %d times, ran %d times; want asked in the client once and run once", *asked, h.upstream.Count("POST", "/payments"))
 	}
 }
 
