@@ -111,6 +111,10 @@ type Page struct {
 	// SignedIn is who is signed in on this browser (approvers.sign_in),
 	// shown on the page; empty when nobody is.
 	SignedIn string
+	// SignInURL, when set and nobody is signed in, is where this browser
+	// may sign in to be named by its decision (approvers.sign_in not
+	// required): the page offers it beside the buttons.
+	SignInURL string
 	// Progress is a quorum's count on the pending page ("1 of 2 approvals").
 	Progress string
 	// Refusal, on a pending page, says why this person may not decide:

@@ -90,6 +90,10 @@ func (v *view) html() []byte {
 		b.WriteString("\n<p class=\"who\">Signed in as <strong>")
 		value(&b, v.SignedIn)
 		b.WriteString("</strong></p>")
+	} else if v.SignInURL != "" && v.State == Pending {
+		b.WriteString("\n<p class=\"who\">Not signed in: a decision here names only the link. <a id=\"signin\" href=\"")
+		text(&b, safeURL(v.SignInURL))
+		b.WriteString("\">Sign in</a> to be named as the approver.</p>")
 	}
 	if v.Progress != "" {
 		b.WriteString("\n<p class=\"meta\" role=\"status\">")

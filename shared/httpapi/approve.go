@@ -295,10 +295,12 @@ func (a *Approver) startSignIn(w http.ResponseWriter, r *http.Request) bool {
 	if err != nil {
 		return false
 	}
-	if _, _, err := a.verify(id, q); err != nil {
+	link, _, err := a.verify(id, q)
+	if err != nil {
 		return false // the page says the link is not valid
 	}
-	if who.mode != config.ApproverSignInRequired && q.Get("a") != links.PrincipalApprover {
+	asked := q.Get("signin") == "1" // the page's "Sign in" link, where sign-in is not required
+	if !asked && who.mode != config.ApproverSignInRequired && q.Get("a") != links.PrincipalApprover {
 		// The policy may still want a person for this call.
 		c, err := a.Calls.Lookup(r.Context(), id)
 		if err != nil || confirm.Effective(c, a.now()) != countersign.StatusPending {
@@ -308,7 +310,8 @@ func (a *Approver) startSignIn(w http.ResponseWriter, r *http.Request) bool {
 			return false
 		}
 	}
-	a.SignIn.Start(w, r, "/approve/"+url.PathEscape(id)+"?"+r.URL.RawQuery)
+	// Back to the link itself: its signed fields, nothing else of the query.
+	a.SignIn.Start(w, r, "/approve/"+url.PathEscape(id)+"?"+link.Query().Encode())
 	return true
 }
 
@@ -367,6 +370,11 @@ func (a *Approver) show(ctx context.Context, r *http.Request, id string, head bo
 	who := a.who(r)
 	p := a.pageOf(c, link)
 	p.SignedIn = who.label()
+	if who.person == nil && a.SignIn != nil && link.Approver != links.PrincipalApprover {
+		// Sign-in is not required here (else startSignIn sent the browser
+		// there): offer it, so that the decision can name the person.
+		p.SignInURL = "/approve/" + url.PathEscape(id) + "?" + link.Query().Encode() + "&signin=1"
+	}
 	a.describeAsker(ctx, c, &p)
 	switch st := confirm.Effective(c, a.now()); {
 	case st == countersign.StatusPending && !linkExpired:

@@ -7,6 +7,7 @@ import (
 	"net/http/cookiejar"
 	"net/url"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -224,7 +225,34 @@ func TestApproverSignInOptional(t *testing.T) {
 	if st := h.do(http.MethodGet, "/v1/confirmations/"+id, "cs_test_program", nil, nil); st.str("decided_by.kind") != "channel" {
 		t.Errorf("decided_by = %v, want the channel", st.get("decided_by"))
 	}
+
+	// The page offers sign-in; following it signs in and comes back to the
+	// same link, and the decision names the person.
+	id, link = pauseForApprovers(h)
+	ada := newApproverBrowser(h, "ada@example.com")
+	page = ada.open(link)
+	m := signInLinkRE.FindSubmatch(page.body)
+	if m == nil || !strings.Contains(visibleText(page.body), "Not signed in") {
+		t.Fatalf("the page offers no sign-in:\n%s", page.body)
+	}
+	signIn := strings.ReplaceAll(string(m[1]), "&amp;", "&")
+	if u, err := url.Parse(signIn); err != nil || u.Path != "/approve/"+id || u.Query().Get("signin") != "1" || u.Query().Get("sig") == "" {
+		t.Fatalf("sign-in link %q, want the same link with signin=1", signIn)
+	}
+	page = ada.open(signIn)
+	if ada.signIns != 1 || !strings.Contains(visibleText(page.body), "Signed in as ada@example.com") {
+		t.Fatalf("after following the sign-in link (%d sign-ins):\n%s", ada.signIns, visibleText(page.body))
+	}
+	if h.statusOf("cs_test_program", id) != "pending" {
+		t.Fatal("signing in decided something")
+	}
+	expect(t, ada.press(page, "approve"), http.StatusOK, "")
+	if st := h.do(http.MethodGet, "/v1/confirmations/"+id, "cs_test_program", nil, nil); st.str("decided_by.kind") != "person" || st.str("decided_by.email") != "ada@example.com" {
+		t.Errorf("decided_by = %v, want ada", st.get("decided_by"))
+	}
 }
+
+var signInLinkRE = regexp.MustCompile(`<a id="signin" href="([^"]+)"`)
 
 // teamPolicy is a connection whose approvals come from named people: its
 // DELETE from ada or anyone at finance.example.com, its POST /payments
