@@ -120,6 +120,10 @@ func (s *deployedSignIn) provider() provider {
 	return provider{s.d.Env.SignInIssuer, s.d.Env.SignInClientID, ""}
 }
 
+// Available reports whether there is a provider to sign in at: the
+// approval page offers sign-in only then (httpapi.Approver).
+func (s *deployedSignIn) Available() bool { return s.provider().issuer != "" }
+
 // current returns the provider's sign-in, discovering it if need be.
 func (s *deployedSignIn) current(ctx context.Context) (*oauth.OIDCSignIn, error) {
 	p := s.provider()

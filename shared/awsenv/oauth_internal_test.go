@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/countersign/countersign/shared/app"
+	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/links"
 	"github.com/countersign/countersign/shared/oauth"
 )
@@ -105,5 +106,30 @@ func TestApproverProviderFromTheStack(t *testing.T) {
 		if a.Provider != (issuer != "") || a.SignIn != si {
 			t.Errorf("issuer %q: Provider %v, SignIn %v; want Provider %v and the deployment's sign-in", issuer, a.Provider, a.SignIn, issuer != "")
 		}
+	}
+}
+
+// TestSignInAvailable: the approval page offers sign-in only where there
+// is a provider to send people to: the stack's, or settings.json's
+// sign_in; a deployment with neither has no sign-in to offer.
+func TestSignInAvailable(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		env      Env
+		settings config.SignIn
+		want     bool
+	}{
+		{"neither", Env{}, config.SignIn{}, false},
+		{"the stack's", Env{SignInIssuer: "https://cognito-idp.us-east-1.amazonaws.com/us-east-1_abc", SignInClientID: "c1"}, config.SignIn{}, true},
+		{"settings.json's", Env{}, config.SignIn{Issuer: "https://idp.example.com", ClientID: "c2", ClientSecret: "s"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := &config.Config{Settings: config.Settings{SignIn: tc.settings}}
+			d := &Deployment{App: app.New(cfg, app.Adapters{}, app.Options{}), Env: tc.env}
+			s := &deployedSignIn{d: d, key: bytes.Repeat([]byte{1}, 32)}
+			if got := s.Available(); got != tc.want {
+				t.Errorf("Available() = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

@@ -101,6 +101,19 @@ func (a *Approver) signInMode() string {
 	return s.ApproverSignIn()
 }
 
+// signInAvailable reports whether a browser can sign in here: a sign-in
+// that may have no provider to send people to (a deployment with none)
+// says so with Available.
+func (a *Approver) signInAvailable() bool {
+	if a.SignIn == nil {
+		return false
+	}
+	if s, ok := a.SignIn.(interface{ Available() bool }); ok {
+		return s.Available()
+	}
+	return true
+}
+
 // label is how the page shows the person signed in.
 func (w approverCtx) label() string {
 	if w.person == nil {
@@ -370,7 +383,7 @@ func (a *Approver) show(ctx context.Context, r *http.Request, id string, head bo
 	who := a.who(r)
 	p := a.pageOf(c, link)
 	p.SignedIn = who.label()
-	if who.person == nil && a.SignIn != nil && link.Approver != links.PrincipalApprover {
+	if who.person == nil && a.signInAvailable() && link.Approver != links.PrincipalApprover {
 		// Sign-in is not required here (else startSignIn sent the browser
 		// there): offer it, so that the decision can name the person.
 		p.SignInURL = "/approve/" + url.PathEscape(id) + "?" + link.Query().Encode() + "&signin=1"
