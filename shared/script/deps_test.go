@@ -18,7 +18,7 @@ func TestLinkedOnlyWhereScriptsRun(t *testing.T) {
 	}
 	goTool, err := exec.LookPath("go")
 	if err != nil {
-		t.Skip("the go command is not installed on PATH")
+		t.Skip("the go command is not on PATH; install Go 1.26 (https://go.dev/dl/) and run: go test ./shared/script")
 	}
 	root := filepath.Join("..", "..")
 	for pkg, want := range map[string]bool{

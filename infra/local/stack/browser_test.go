@@ -19,19 +19,32 @@ import (
 )
 
 // chromium finds Debian's chromium, installing it with apt-get when it is
-// missing and this runs as root (as CI does); it skips, naming the
-// command, only when it cannot.
+// missing and this runs as root (as CI does).
 func chromium(t *testing.T) string {
 	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
+	return aptBinary(t, "chromium", "chromium", "chromium-browser")
+}
+
+// aptBinary finds the first of names on PATH, installing Debian's package
+// pkg with apt-get when none is there and this runs as root (as CI does);
+// it skips, naming the command, only when it cannot.
+func aptBinary(t *testing.T, pkg string, names ...string) string {
+	t.Helper()
+	look := func() string {
+		for _, name := range names {
+			if p, err := exec.LookPath(name); err == nil {
+				return p
+			}
 		}
+		return ""
 	}
-	const install = "apt-get install -y chromium"
+	if p := look(); p != "" {
+		return p
+	}
+	install := "apt-get install -y " + pkg
 	if os.Geteuid() == 0 {
 		if _, err := exec.LookPath("apt-get"); err == nil {
-			t.Logf("chromium is missing: running %s", install)
+			t.Logf("%s is missing: running %s", names[0], install)
 			run := func(args ...string) error {
 				cmd := exec.Command("apt-get", args...)
 				cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
@@ -41,16 +54,16 @@ func chromium(t *testing.T) string {
 				}
 				return err
 			}
-			if run("install", "-y", "chromium") != nil {
+			if run("install", "-y", pkg) != nil {
 				_ = run("update")
-				_ = run("install", "-y", "chromium")
+				_ = run("install", "-y", pkg)
 			}
-			if p, err := exec.LookPath("chromium"); err == nil {
+			if p := look(); p != "" {
 				return p
 			}
 		}
 	}
-	t.Skipf("chromium is missing and could not be installed; run: %s", install)
+	t.Skipf("%s is missing and could not be installed; run: %s", names[0], install)
 	return ""
 }
 

@@ -88,13 +88,11 @@ type wsgiUpstream struct {
 }
 
 // startWSGI starts the WSGI application on 127.0.0.1 and stops it at the
-// end of the test. It needs python3 on PATH (it is in CI).
+// end of the test. It needs python3 (the standard library alone),
+// installed with apt-get when it is missing and this runs as root.
 func startWSGI(t *testing.T) *wsgiUpstream {
 	t.Helper()
-	py, err := exec.LookPath("python3")
-	if err != nil {
-		t.Skip("needs python3 on PATH (apt-get install python3): the upstream of these tests is a Python WSGI application")
-	}
+	py := aptBinary(t, "python3", "python3")
 	script := filepath.Join(t.TempDir(), "app.py")
 	if err := os.WriteFile(script, []byte(wsgiApp), 0o644); err != nil {
 		t.Fatal(err)

@@ -45,7 +45,7 @@ func sessionCookieOf(t *testing.T, b *browser) string {
 // the global budget, never refused).
 func TestOperatorSignInIsNotAGlobalLockout(t *testing.T) {
 	if testing.Short() {
-		t.Skip("55 sign-ins, the last ones slowed by a second each: run without -short")
+		t.Skip("skipped under -short (testing.Short): 55 sign-ins, the last ones slowed by a second each")
 	}
 	h := newHarness(t, harnessOptions{})
 	for a := range 11 {
