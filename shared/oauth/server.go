@@ -16,22 +16,13 @@ import (
 	"time"
 
 	"github.com/countersign/countersign"
+	"github.com/countersign/countersign/shared/store"
 )
 
 // Store is what the server keeps: its clients, codes, tokens and grants,
 // and the users' credentials.
 type Store interface {
-	CreateOAuthClient(ctx context.Context, c countersign.OAuthClient) error
-	PutOAuthClient(ctx context.Context, c countersign.OAuthClient) error
-	OAuthClient(ctx context.Context, id string) (countersign.OAuthClient, error)
-	CreateOAuthCode(ctx context.Context, c countersign.OAuthCode) error
-	TakeOAuthCode(ctx context.Context, hash string) (countersign.OAuthCode, error)
-	CreateOAuthToken(ctx context.Context, t countersign.OAuthToken) error
-	OAuthToken(ctx context.Context, hash string) (countersign.OAuthToken, error)
-	DeleteOAuthToken(ctx context.Context, hash string) error
-	CreateOAuthGrant(ctx context.Context, g *countersign.OAuthGrant) error
-	OAuthGrant(ctx context.Context, id string) (*countersign.OAuthGrant, error)
-	UpdateOAuthGrant(ctx context.Context, g *countersign.OAuthGrant) error
+	store.OAuth
 	GetCredential(ctx context.Context, id string) (countersign.Credential, error)
 	CreateCredential(ctx context.Context, c countersign.Credential) error
 }

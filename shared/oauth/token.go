@@ -52,6 +52,22 @@ func form(w http.ResponseWriter, r *http.Request) (map[string]string, bool) {
 	return out, true
 }
 
+// clientForm begins a token or revocation request: its form (form) and
+// its client, authenticated (authenticateClient). On a failure the answer
+// is written and ok is false.
+func (s *Server) clientForm(w http.ResponseWriter, r *http.Request) (c countersign.OAuthClient, f map[string]string, ok bool) {
+	w.Header().Set("Access-Control-Allow-Origin", "*")
+	if f, ok = form(w, r); !ok {
+		return c, nil, false
+	}
+	c, why, ok := s.authenticateClient(r.Context(), r, f)
+	if !ok {
+		writeError(w, http.StatusUnauthorized, "invalid_client", why)
+		return c, nil, false
+	}
+	return c, f, true
+}
+
 // authenticateClient checks the client of a token or revocation request:
 // a public client names itself; a confidential one proves its secret
 // (client_secret_basic or client_secret_post), compared by hash in
@@ -73,14 +89,8 @@ func (s *Server) authenticateClient(ctx context.Context, r *http.Request, f map[
 
 // token is the token endpoint.
 func (s *Server) token(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Access-Control-Allow-Origin", "*")
-	f, ok := form(w, r)
+	c, f, ok := s.clientForm(w, r)
 	if !ok {
-		return
-	}
-	c, why, ok := s.authenticateClient(r.Context(), r, f)
-	if !ok {
-		writeError(w, http.StatusUnauthorized, "invalid_client", why)
 		return
 	}
 	switch f["grant_type"] {
@@ -249,14 +259,8 @@ func (s *Server) RevokeGrant(ctx context.Context, credentialID, grantID string) 
 // token revokes its grant. An unknown token, or one of another client,
 // is answered 200 as the RFC asks, and nothing changes.
 func (s *Server) revoke(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Access-Control-Allow-Origin", "*")
-	f, ok := form(w, r)
+	c, f, ok := s.clientForm(w, r)
 	if !ok {
-		return
-	}
-	c, why, ok := s.authenticateClient(r.Context(), r, f)
-	if !ok {
-		writeError(w, http.StatusUnauthorized, "invalid_client", why)
 		return
 	}
 	ctx := r.Context()

@@ -200,33 +200,9 @@ type Store interface {
 	// in Key order.
 	ScriptParts(ctx context.Context, runID, prefix string) ([]*countersign.ScriptPart, error)
 
-	// CreateOAuthClient stores a registered client; ErrConflict if its ID exists.
-	CreateOAuthClient(ctx context.Context, c countersign.OAuthClient) error
-	// PutOAuthClient creates or replaces a client (a metadata document's
-	// cache, refreshed when fetched again).
-	PutOAuthClient(ctx context.Context, c countersign.OAuthClient) error
-	// OAuthClient returns the client with the ID, or ErrNotFound.
-	OAuthClient(ctx context.Context, id string) (countersign.OAuthClient, error)
-	// CreateOAuthCode stores an authorization code by its hash; ErrConflict if it exists.
-	CreateOAuthCode(ctx context.Context, c countersign.OAuthCode) error
-	// TakeOAuthCode deletes the code with the hash and returns it, in one
-	// conditional step: of two racing takers one gets it, the other
-	// ErrNotFound, as does every later taker.
-	TakeOAuthCode(ctx context.Context, hash string) (countersign.OAuthCode, error)
-	// CreateOAuthToken stores a token by its hash; ErrConflict if it exists.
-	CreateOAuthToken(ctx context.Context, t countersign.OAuthToken) error
-	// OAuthToken returns the token with the hash (consistently), or ErrNotFound.
-	OAuthToken(ctx context.Context, hash string) (countersign.OAuthToken, error)
-	// DeleteOAuthToken deletes the token with the hash; ErrNotFound if there is none.
-	DeleteOAuthToken(ctx context.Context, hash string) error
-	// CreateOAuthGrant stores a new grant with Version 1; ErrConflict if its ID exists.
-	CreateOAuthGrant(ctx context.Context, g *countersign.OAuthGrant) error
-	// OAuthGrant returns the grant (consistently), or ErrNotFound.
-	OAuthGrant(ctx context.Context, id string) (*countersign.OAuthGrant, error)
-	// UpdateOAuthGrant replaces the grant only if its stored Version equals
-	// g.Version; on success g.Version is incremented. ErrConflict
-	// otherwise, ErrNotFound if it does not exist.
-	UpdateOAuthGrant(ctx context.Context, g *countersign.OAuthGrant) error
+	// OAuth keeps the authorization server's clients, codes, tokens and
+	// grants.
+	OAuth
 	// OAuthGrants returns the grants of a credential, ordered by ID. It is
 	// for the operator's tools and the credential's page: on DynamoDB it
 	// scans the table.
@@ -257,4 +233,36 @@ func All[T any](ctx context.Context, list func(context.Context, countersign.List
 		q.Cursor = p.Next
 	}
 	return nil, fmt.Errorf("the list holds more than %d items", max)
+}
+
+// OAuth is what the OAuth authorization server (shared/oauth) keeps: its
+// registered clients, authorization codes, tokens and grants.
+type OAuth interface {
+	// CreateOAuthClient stores a registered client; ErrConflict if its ID exists.
+	CreateOAuthClient(ctx context.Context, c countersign.OAuthClient) error
+	// PutOAuthClient creates or replaces a client (a metadata document's
+	// cache, refreshed when fetched again).
+	PutOAuthClient(ctx context.Context, c countersign.OAuthClient) error
+	// OAuthClient returns the client with the ID, or ErrNotFound.
+	OAuthClient(ctx context.Context, id string) (countersign.OAuthClient, error)
+	// CreateOAuthCode stores an authorization code by its hash; ErrConflict if it exists.
+	CreateOAuthCode(ctx context.Context, c countersign.OAuthCode) error
+	// TakeOAuthCode deletes the code with the hash and returns it, in one
+	// conditional step: of two racing takers one gets it, the other
+	// ErrNotFound, as does every later taker.
+	TakeOAuthCode(ctx context.Context, hash string) (countersign.OAuthCode, error)
+	// CreateOAuthToken stores a token by its hash; ErrConflict if it exists.
+	CreateOAuthToken(ctx context.Context, t countersign.OAuthToken) error
+	// OAuthToken returns the token with the hash (consistently), or ErrNotFound.
+	OAuthToken(ctx context.Context, hash string) (countersign.OAuthToken, error)
+	// DeleteOAuthToken deletes the token with the hash; ErrNotFound if there is none.
+	DeleteOAuthToken(ctx context.Context, hash string) error
+	// CreateOAuthGrant stores a new grant with Version 1; ErrConflict if its ID exists.
+	CreateOAuthGrant(ctx context.Context, g *countersign.OAuthGrant) error
+	// OAuthGrant returns the grant (consistently), or ErrNotFound.
+	OAuthGrant(ctx context.Context, id string) (*countersign.OAuthGrant, error)
+	// UpdateOAuthGrant replaces the grant only if its stored Version equals
+	// g.Version; on success g.Version is incremented. ErrConflict
+	// otherwise, ErrNotFound if it does not exist.
+	UpdateOAuthGrant(ctx context.Context, g *countersign.OAuthGrant) error
 }

@@ -28,30 +28,8 @@ type Reader struct {
 	Store Store
 }
 
-// CallState is what became of a call() in a run (countersign.ShownCallState).
-type CallState = countersign.ShownCallState
-
-// Call states (docs/scripts.md, and denied).
-const (
-	StateRan      = countersign.ShownRan
-	StateReplayed = countersign.ShownReplayed
-	StatePending  = countersign.ShownPending
-	StateRejected = countersign.ShownRejected
-	StateDenied   = countersign.ShownDenied
-)
-
-// Call is one call() of a run, as the agent is shown it (countersign.ShownCall).
-type Call = countersign.ShownCall
-
-// Outcome is a script batch's script as its owner reads it: Status
-// ScriptDone and Value once its run after approval completed, Error once
-// it failed, and the calls and logs of its last run that ended (the first
-// run's until then). It is code mode's one result type,
-// countersign.ScriptResult.
-type Outcome = countersign.ScriptResult
-
 // Describe returns the script of a script batch, for its status.
-func (j Reader) Describe(ctx context.Context, conf *countersign.Confirmation) (*Outcome, error) {
+func (j Reader) Describe(ctx context.Context, conf *countersign.Confirmation) (*countersign.ScriptResult, error) {
 	run, err := j.Store.GetScriptRun(ctx, conf.ID)
 	if err != nil {
 		return nil, fault.Wrap(err, "the script's journal could not be read")
@@ -60,13 +38,16 @@ func (j Reader) Describe(ctx context.Context, conf *countersign.Confirmation) (*
 }
 
 // Outcome returns run as its owner reads it: the calls it reached, its
-// logs, and its value or failure once it ended.
-func (j Reader) Outcome(ctx context.Context, run *countersign.ScriptRun) (*Outcome, error) {
+// logs, and its value or failure once it ended (Status ScriptDone and
+// Value once its run after approval completed, Error once it failed, and
+// the calls and logs of its last run that ended: the first run's until
+// then).
+func (j Reader) Outcome(ctx context.Context, run *countersign.ScriptRun) (*countersign.ScriptResult, error) {
 	recs, err := j.Store.ScriptCalls(ctx, run.ID)
 	if err != nil {
 		return nil, fault.Wrap(err, "the script's journal could not be read")
 	}
-	out := &Outcome{Logs: run.Logs, Error: run.Error}
+	out := &countersign.ScriptResult{Logs: run.Logs, Error: run.Error}
 	finished := run.Status == countersign.ScriptCompleted || run.Status == countersign.ScriptFailed
 	for _, r := range recs {
 		if r.Index >= run.Reached {
@@ -91,8 +72,8 @@ func (j Reader) Outcome(ctx context.Context, run *countersign.ScriptRun) (*Outco
 
 // ViewOf shows a journaled call; after the run after approval, calls of
 // the first run that ran are replayed.
-func ViewOf(r *countersign.ScriptCall, afterApproval bool) Call {
-	c := Call{Connection: r.Connection, Method: r.Method, Path: r.Path, Response: Listed(r.Value)}
+func ViewOf(r *countersign.ScriptCall, afterApproval bool) countersign.ShownCall {
+	c := countersign.ShownCall{Connection: r.Connection, Method: r.Method, Path: r.Path, Response: Listed(r.Value)}
 	if r.ValueParts > 0 {
 		c.Response = json.RawMessage(`{"truncated":true}`)
 	}
@@ -102,16 +83,16 @@ func ViewOf(r *countersign.ScriptCall, afterApproval bool) Call {
 	}
 	switch r.State {
 	case countersign.ScriptCallRan:
-		c.State = StateRan
+		c.State = countersign.ShownRan
 		if afterApproval && !r.Rerun {
-			c.State = StateReplayed
+			c.State = countersign.ShownReplayed
 		}
 	case countersign.ScriptCallRejected:
-		c.State = StateRejected
+		c.State = countersign.ShownRejected
 	case countersign.ScriptCallDenied:
-		c.State = StateDenied
+		c.State = countersign.ShownDenied
 	default:
-		c.State = StatePending
+		c.State = countersign.ShownPending
 	}
 	return c
 }
@@ -136,7 +117,7 @@ func Listed(v json.RawMessage) json.RawMessage {
 const MaxListing = 2 << 20
 
 // Bounded keeps a listing's responses within MaxListing.
-func Bounded(cs []Call) []Call {
+func Bounded(cs []countersign.ShownCall) []countersign.ShownCall {
 	total := 0
 	for i := range cs {
 		if total += len(cs[i].Response); total > MaxListing && len(cs[i].Response) > 64 {

@@ -158,19 +158,25 @@ func (s *Store) OAuthToken(ctx context.Context, hash string) (countersign.OAuthT
 
 // DeleteOAuthToken deletes the token's item; store.ErrNotFound if there is none.
 func (s *Store) DeleteOAuthToken(ctx context.Context, hash string) error {
+	if err := s.deleteExisting(ctx, itemKey(prefixOAuthToken+hash, skOAuth)); err != nil {
+		return fmt.Errorf("delete oauth token: %w", err)
+	}
+	return nil
+}
+
+// deleteExisting deletes the item at key in one conditional write;
+// store.ErrNotFound if there is none.
+func (s *Store) deleteExisting(ctx context.Context, key map[string]types.AttributeValue) error {
 	_, err := s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 		TableName:                aws.String(s.table),
-		Key:                      itemKey(prefixOAuthToken+hash, skOAuth),
+		Key:                      key,
 		ConditionExpression:      aws.String("attribute_exists(#pk)"),
 		ExpressionAttributeNames: map[string]string{"#pk": attrPK},
 	})
 	if isConditionFailed(err) {
-		err = store.ErrNotFound
+		return store.ErrNotFound
 	}
-	if err != nil {
-		return fmt.Errorf("delete oauth token: %w", err)
-	}
-	return nil
+	return err
 }
 
 // grantItem is the grant's item with its version and TTL.

@@ -86,16 +86,7 @@ func (s *Store) GetCredential(ctx context.Context, id string) (countersign.Crede
 // the item consistently, so a lagging index entry cannot authenticate the
 // deleted key.
 func (s *Store) DeleteCredential(ctx context.Context, id string) error {
-	_, err := s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
-		TableName:                aws.String(s.table),
-		Key:                      itemKey(prefixCredential+id, skCredential),
-		ConditionExpression:      aws.String("attribute_exists(#pk)"),
-		ExpressionAttributeNames: map[string]string{"#pk": attrPK},
-	})
-	if isConditionFailed(err) {
-		err = store.ErrNotFound
-	}
-	if err != nil {
+	if err := s.deleteExisting(ctx, itemKey(prefixCredential+id, skCredential)); err != nil {
 		return fmt.Errorf("delete credential %s: %w", id, err)
 	}
 	return nil
