@@ -162,3 +162,23 @@ func TestEndpointApprovalRules(t *testing.T) {
 		t.Errorf("strictest %+v", strict)
 	}
 }
+
+// TestDuplicateKeysRefused: a key given twice in a configuration file, at
+// any depth, is refused, naming where: encoding/json would keep the last
+// (a quorum of 1 after 2), another reader the first.
+func TestDuplicateKeysRefused(t *testing.T) {
+	for name, edit := range map[string]func(testing.TB, map[string]string){
+		"in an endpoint's approval": sub(crmFile, `"confirm": true, "operation_id": "deleteContact"}`,
+			`"confirm": true, "operation_id": "deleteContact", "approval": {"required": 2, "required": 1}}`),
+		"at the top": sub(crmFile, `"endpoints"`, `"base_url": "https://example.com", "endpoints"`),
+	} {
+		t.Run(name, func(t *testing.T) {
+			files := baseFiles()
+			edit(t, files)
+			_, err := Load(writeConfig(t, files), testEnv)
+			if err == nil || !strings.Contains(err.Error(), "duplicate key") {
+				t.Fatalf("err = %v, want a duplicate key refused", err)
+			}
+		})
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign"
+	"github.com/countersign/countersign/shared/callbody"
 	"github.com/countersign/countersign/shared/policy"
 )
 
@@ -415,6 +416,13 @@ func (l *loader) read(rel string) (s *src, raw json.RawMessage, missing bool) {
 	}
 	if err := json.Unmarshal(data, &raw); err != nil {
 		l.errs = append(l.errs, syntaxError(s.file, data, err))
+		return s, nil, false
+	}
+	// encoding/json keeps the last of a key given twice, and another
+	// reader may keep the first: a key twice, at any depth, is refused, as
+	// is nesting deeper than any request may be.
+	if err := callbody.Valid(data, nil); errors.Is(err, callbody.ErrDuplicateKey) || errors.Is(err, callbody.ErrTooDeep) {
+		s.errf("", "%v", err)
 		return s, nil, false
 	}
 	return s, raw, false
