@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"time"
+	"unicode/utf8"
 
 	"github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/oauth2"
@@ -186,15 +187,50 @@ func (s *OIDCSignIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	if len(claims.Groups) > 50 { // a session cookie stays small
-		claims.Groups = claims.Groups[:50]
+	p, ok := boundedPerson(Person{Issuer: s.o.Issuer, Subject: idt.Subject, Email: claims.Email, EmailVerified: claims.EmailVerified, Name: claims.Name, Groups: claims.Groups})
+	if !ok {
+		fail(http.StatusBadGateway, "The identity provider named the person with a subject countersign cannot use (empty, or over 255 bytes).")
+		return
 	}
-	sess := session{Person{Issuer: s.o.Issuer, Subject: idt.Subject, Email: claims.Email, EmailVerified: claims.EmailVerified, Name: claims.Name, Groups: claims.Groups},
-		s.o.Now().Add(sessionTTL).Unix()}
+	sess := session{p, s.o.Now().Add(sessionTTL).Unix()}
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: sealWith(s.o.Key, sess), Path: "/", HttpOnly: true, Secure: r.TLS != nil,
 		SameSite: http.SameSiteLaxMode, MaxAge: int(sessionTTL.Seconds())})
 	if !returnable(f.ReturnTo) {
 		f.ReturnTo = PathAuthorize
 	}
 	http.Redirect(w, r, f.ReturnTo, http.StatusSeeOther)
+}
+
+// boundedPerson keeps what a provider said of a person within bounds, so
+// that the session cookie stays small (under a browser's 4 KiB) and no
+// claim floods a page. The subject is who they are: over 255 bytes (OpenID
+// Connect Core 2's bound) or empty, the sign-in is refused. An e-mail over
+// 254 bytes is dropped, never cut, so that no list of approvers matches a
+// different address. The name is cut at a character boundary to 200
+// bytes; groups are kept while each is at most 128 bytes and all of them
+// 1 KiB, at most 50.
+func boundedPerson(p Person) (Person, bool) {
+	if p.Subject == "" || len(p.Subject) > 255 {
+		return p, false
+	}
+	if len(p.Email) > 254 {
+		p.Email, p.EmailVerified = "", false
+	}
+	if len(p.Name) > 200 {
+		cut := 200
+		for cut > 0 && !utf8.RuneStart(p.Name[cut]) {
+			cut--
+		}
+		p.Name = p.Name[:cut] + "…"
+	}
+	var groups []string
+	total := 0
+	for _, g := range p.Groups {
+		if g == "" || len(g) > 128 || total+len(g) > 1024 || len(groups) == 50 {
+			continue
+		}
+		groups, total = append(groups, g), total+len(g)
+	}
+	p.Groups = groups
+	return p, true
 }

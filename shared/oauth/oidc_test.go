@@ -7,8 +7,10 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/zitadel/oidc/v3/example/server/storage"
 
@@ -143,4 +145,23 @@ func TestOIDCCallbackRefusals(t *testing.T) {
 			t.Fatal("no error for an unreachable provider")
 		}
 	})
+}
+
+// TestBoundedPerson: what a provider says of a person stays within bounds:
+// a subject past 255 bytes refuses the sign-in, a long e-mail is dropped
+// (never cut into another address), a long name is cut at a character,
+// and groups stop at 1 KiB.
+func TestBoundedPerson(t *testing.T) {
+	if _, ok := boundedPerson(Person{Subject: strings.Repeat("s", 256)}); ok {
+		t.Error("a 256-byte subject was kept")
+	}
+	if _, ok := boundedPerson(Person{}); ok {
+		t.Error("an empty subject was kept")
+	}
+	long := strings.Repeat("a", 250) + "@example.com"
+	p, ok := boundedPerson(Person{Subject: "id1", Email: long, EmailVerified: true, Name: strings.Repeat("é", 150),
+		Groups: append([]string{strings.Repeat("g", 129)}, slices.Repeat([]string{strings.Repeat("h", 100)}, 20)...)})
+	if !ok || p.Email != "" || p.EmailVerified || !utf8.ValidString(p.Name) || len(p.Name) > 200+len("…") || len(p.Groups) != 10 {
+		t.Fatalf("bounded %+v, %v", p, ok)
+	}
 }
