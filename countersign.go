@@ -144,6 +144,11 @@ type Confirmation struct {
 	// call paused (four eyes): the person who made the call may not
 	// approve it.
 	SeparateApprover bool `json:"separate_approver,omitempty"`
+	// Rules are the rest of who may approve it, recorded when the call
+	// paused (confirm checks them on every answer, from every surface);
+	// nil on a record made before they were recorded, which is then
+	// checked against the policy in force.
+	Rules *ApprovalRules `json:"rules,omitempty"`
 	// Approvals are the distinct people whose approvals a quorum has
 	// counted, in order; the N-th approves the confirmation.
 	Approvals []Approval `json:"approvals,omitempty"`
@@ -174,14 +179,44 @@ type Confirmation struct {
 	TTL int64 `json:"ttl"`
 }
 
+// ApprovalRules are who may approve a confirmation, besides its quorum
+// (Required) and four eyes (SeparateApprover): the policy's rules as they
+// were when the call paused, so a configuration changed while it waits
+// does not change who may decide it. A later rule (a passkey) joins here.
+type ApprovalRules struct {
+	// Approvers are the approval.approvers lists of its operations (each
+	// the endpoint's, else its connection's): an approver must be on every one.
+	Approvers []ApproverList `json:"approvers,omitempty"`
+	// OutOfBandOnly is approval.out_of_band_only: only the approvers
+	// decide, through their links, never the client that made the call.
+	OutOfBandOnly bool `json:"out_of_band_only,omitempty"`
+}
+
+// ApproverList is one approval.approvers list as recorded: verified
+// e-mails, e-mail domains ("@example.com") and groups.
+type ApproverList struct {
+	// Where names what it guards: "<connection> <METHOD> <endpoint>".
+	Where   string   `json:"where"`
+	Emails  []string `json:"emails,omitempty"`
+	Domains []string `json:"domains,omitempty"`
+	Groups  []string `json:"groups,omitempty"`
+}
+
 // Person is someone signed in at an identity provider: the issuer and
-// their subject there identify them; the e-mail and name are what the
-// provider said of them.
+// their subject there identify them; the e-mail (only one the provider
+// verified) and name are what the provider said of them, labels, never
+// who they are.
 type Person struct {
 	Issuer  string `json:"issuer"`
 	Subject string `json:"subject"`
 	Email   string `json:"email,omitempty"`
 	Name    string `json:"name,omitempty"`
+}
+
+// Same reports whether p and o are the same person: the same subject at
+// the same issuer. An e-mail is a label, never an identity.
+func (p *Person) Same(o *Person) bool {
+	return p != nil && o != nil && p.Subject != "" && p.Issuer == o.Issuer && p.Subject == o.Subject
 }
 
 // Label is how the person is shown and recorded as an actor: their

@@ -171,6 +171,7 @@ func New(cfg *config.Config, ad Adapters, o Options) *App {
 		Timeouts: confirm.Timeouts{Call: t.Call(), Script: t.Script(), Redeem: t.Redeem()},
 		Now:      ad.Now, NewID: ad.NewID, Logger: logger,
 		Audit: a.Audit, Events: a.Dispatcher, SyncEvents: o.SyncEvents,
+		Credentials: ad.Store,
 	}
 	if digest, err := audit.DirDigest(cfg.Dir); err == nil {
 		a.Audit.ConfigDigest = digest
@@ -181,6 +182,9 @@ func New(cfg *config.Config, ad Adapters, o Options) *App {
 		Store: ad.Store, Confirm: a.Confirm, Upstream: ad.Upstream, Hooks: ad.Hooks,
 		Now: ad.Now, Logger: logger, Audit: a.Audit,
 	}).WithConfig(cfg)
+	a.Confirm.RulesInForce = func(ops []countersign.Operation) *countersign.ApprovalRules {
+		return confirm.RulesOf(a.Calls.Current().Policy, ops)
+	}
 	return a
 }
 
@@ -225,7 +229,7 @@ func (s scriptStatus) DescribeScript(ctx context.Context, c *countersign.Confirm
 
 // Approver is the approvers' surface (the approval page).
 func (a *App) Approver() *httpapi.Approver {
-	return &httpapi.Approver{Calls: a.Calls, Signer: a.Signer, Now: a.now, Logger: a.Logger, BodyTimeout: a.options.BodyTimeout, Credentials: a.Store}
+	return &httpapi.Approver{Calls: a.Calls, Signer: a.Signer, Now: a.now, Logger: a.Logger, BodyTimeout: a.options.BodyTimeout}
 }
 
 // Operator is the operator surface: /v1/operator/... and the /operator page.

@@ -21,7 +21,25 @@ func (s *Service) Lookup(ctx context.Context, id string) (*countersign.Confirmat
 	if err != nil {
 		return nil, lifecycleError(ctx, s, err)
 	}
+	s.withRules(c)
 	return c, nil
+}
+
+// withRules gives a record made before its approval rules were recorded
+// the rules in force, for this read (the record is not changed).
+func (s *Service) withRules(c *countersign.Confirmation) {
+	if c != nil && c.Rules == nil && c.Kind != countersign.KindReview {
+		c.Rules = confirm.RulesOf(s.Current().Policy, c.Operations)
+	}
+}
+
+// MayAnswer reports why a would be refused as c's answer (a forbidden
+// fault, whose reason speaks to the person), or nil: the lifecycle's rules
+// of who may answer (confirm.Service.MayAnswer), which Answer applies.
+// The approval page shows it before anyone presses a button.
+func (s *Service) MayAnswer(ctx context.Context, c *countersign.Confirmation, a confirm.Answer) error {
+	s.withRules(c)
+	return s.Confirm.MayAnswer(ctx, c, a)
 }
 
 // Answer records an approver's answer, exactly once

@@ -7,6 +7,7 @@ import (
 	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/fault"
+	"github.com/countersign/countersign/shared/policy"
 )
 
 // Grant is a person's answer to a question the client showed (an MCP input
@@ -42,8 +43,13 @@ func (s *Service) granted(ctx context.Context, cred *countersign.Credential, p *
 		return nil, fault.New(fault.ConfirmationMismatch,
 			"the answer was given for another call: the credential, method, path, query and body must be the same; nothing ran")
 	}
+	var rules policy.Rules
+	if m := res.Decision.Match; m.Connection != nil {
+		rules = m.Connection.RulesFor(m.Endpoint)
+	}
 	ran, err := s.Confirm.GrantCall(ctx, confirm.GrantRequest{ID: g.ID, Credential: cred.ID, Reason: res.Decision.Reason,
-		Operations: []countersign.Operation{op}, Approve: g.Approve, By: g.By, Person: g.Person, ExpiresAt: g.ExpiresAt},
+		Operations: []countersign.Operation{op}, Approve: g.Approve, By: g.By, Person: g.Person, ExpiresAt: g.ExpiresAt,
+		Required: rules.Required, SeparateApprover: rules.SeparateApprover, Rules: confirm.RulesOf(p.cfg.Policy, []countersign.Operation{op})},
 		s.replayer(), s.callRecord(cred, p, res.Decision))
 	if err != nil {
 		return nil, lifecycleError(ctx, s, err)

@@ -162,7 +162,7 @@ func loadPipeline(tb testing.TB, dir string, open func(now func() time.Time) tes
 		}
 		e.creds[c.ID] = &c
 	}
-	conf := &confirm.Service{Store: st, Workflow: nopWorkflow{}, Now: clock.Now}
+	conf := &confirm.Service{Store: st, Workflow: nopWorkflow{}, Now: clock.Now, Credentials: st}
 	e.svc = (&calls.Service{Store: st, Confirm: conf, Now: clock.Now}).WithConfig(cfg)
 	return e
 }

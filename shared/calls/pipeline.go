@@ -253,7 +253,7 @@ func (s *Service) pause(ctx context.Context, cred *countersign.Credential, p *pr
 	pctx, psp := telemetry.Start(ctx, "countersign.pause")
 	conf, err := s.Confirm.Create(pctx, confirm.Request{Kind: countersign.KindCall, Credential: cred.ID, Reason: res.Decision.Reason,
 		Operations: []countersign.Operation{op}, GatewayRuns: o.Pause == PauseGatewayRuns, Asker: o.Client.Asker(),
-		Required: rules.Required, SeparateApprover: rules.SeparateApprover})
+		Required: rules.Required, SeparateApprover: rules.SeparateApprover, Rules: confirm.RulesOf(p.cfg.Policy, []countersign.Operation{op})})
 	psp.End("", err)
 	if err != nil {
 		s.logger().ErrorContext(ctx, "confirmation not created", "credential", cred.ID, "error", err)

@@ -27,6 +27,9 @@ func (s *Service) NewConfirmationID() string {
 // starts its workflow; the lifecycle records it (script.paused).
 func (s *Service) CreateBatch(ctx context.Context, r confirm.Request) (*countersign.Confirmation, error) {
 	r.Kind = countersign.KindScript
+	if r.Rules == nil {
+		r.Rules = confirm.RulesOf(s.Current().Policy, r.Operations)
+	}
 	return s.Confirm.Create(ctx, r)
 }
 

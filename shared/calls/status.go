@@ -49,6 +49,7 @@ func (s *Service) Confirmation(ctx context.Context, cred *countersign.Credential
 	if wait := min(o.Wait, MaxWait); wait > 0 && confirm.Effective(c, s.now()) == countersign.StatusPending {
 		c = s.waitAnswered(ctx, c, wait, o)
 	}
+	s.withRules(c)
 	return Status{Confirmation: c, Effective: confirm.Effective(c, s.now())}, nil
 }
 

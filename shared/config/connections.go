@@ -631,7 +631,7 @@ func (s *src) approvers(p string, raw json.RawMessage) *policy.Approvers {
 		if !ok {
 			continue
 		}
-		key := strings.ToLower(strings.TrimSpace(v))
+		key := policy.EmailKey(v) // NFC and ASCII case: how approvers are matched
 		if j, dup := seen[key]; dup {
 			s.errf(ip, "%q is already %s", v, index(p, j))
 			continue

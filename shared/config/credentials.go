@@ -65,10 +65,10 @@ func (l *loader) credentials(connections map[string]bool) []countersign.Credenti
 				u = strings.TrimSpace(u)
 				if at := strings.LastIndexByte(u, '@'); at <= 0 || at == len(u)-1 || len(u) > 254 || strings.ContainsAny(u, " \t<>\"") {
 					s.errf(field(p, "user"), "%q is not an e-mail address (the one the person signs in as)", u)
-				} else if j, dup := users[strings.ToLower(u)]; dup {
+				} else if j, dup := users[policy.EmailKey(u)]; dup {
 					s.errf(field(p, "user"), "%q is already the user of [%d]: one credential per person", u, j)
 				} else {
-					users[strings.ToLower(u)] = i
+					users[policy.EmailKey(u)] = i
 				}
 				c.Email = u
 				c.Origin = policy.OriginChat

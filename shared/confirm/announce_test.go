@@ -219,6 +219,9 @@ func TestQuorumAnnouncesEachCount(t *testing.T) {
 	}
 	t.Run("three people at once", func(t *testing.T) {
 		e, tr := announcing(t)
+		if err := e.st.PutCredential(e.ctx, countersign.Credential{ID: "chat-user", Issuer: "https://idp.example.com", Subject: "caller"}); err != nil {
+			t.Fatal(err)
+		}
 		c, err := e.svc.Create(e.ctx, confirm.Request{Kind: countersign.KindCall, Credential: "chat-user", Reason: "r",
 			Operations: []countersign.Operation{deleteOp(t, "chat-user", "12")}, Required: 3, SeparateApprover: true})
 		if err != nil {

@@ -124,7 +124,7 @@ func newEnv(tb testing.TB) *env {
 	n := 0
 	var mu sync.Mutex
 	svc := &confirm.Service{
-		Store: st, Workflow: wf, Now: clock.Now,
+		Store: st, Workflow: wf, Now: clock.Now, Credentials: st,
 		NewID: func() string {
 			mu.Lock()
 			defer mu.Unlock()

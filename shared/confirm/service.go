@@ -76,6 +76,14 @@ type Service struct {
 	Now func() time.Time
 	// NewID returns a new confirmation id; nil means random "cf_" ids.
 	NewID func() string
+	// Credentials reads the credential that made a call, for the rules
+	// that compare its person with the one answering (four eyes, the link
+	// given to the caller); nil refuses every answer such a rule governs.
+	Credentials Credentials
+	// RulesInForce are the approval rules the policy in force gives
+	// operations (RulesOf): a record made before its rules were recorded
+	// is checked against them. nil: such a record has no approvers lists.
+	RulesInForce func(ops []countersign.Operation) *countersign.ApprovalRules
 	// Logger receives lifecycle events; nil discards.
 	Logger *slog.Logger
 	// Audit records every transition (answers, expiries, redemptions,
@@ -204,6 +212,8 @@ type Request struct {
 	// not change who may decide it.
 	Required         int
 	SeparateApprover bool
+	// Rules are the rest of the rules in force (RulesOf), recorded with them.
+	Rules *countersign.ApprovalRules
 }
 
 // workflowInput is the execution input of the state machines.
@@ -250,6 +260,7 @@ func (s *Service) Create(ctx context.Context, r Request) (*countersign.Confirmat
 		// before the rules were recorded (0).
 		Required:         min(max(r.Required, 1), maxRequired),
 		SeparateApprover: r.SeparateApprover,
+		Rules:            r.Rules,
 		TTL:              now.Add(wait + s.timeouts().Redeem + retention).Unix(),
 		Trace:            telemetry.TraceParent(ctx),
 	}
@@ -404,11 +415,26 @@ var ErrNotReady = errors.New("the workflow has not handed over its task token ye
 // or the operations kept) or reject. The policy's decision on a call is
 // policy.Decision; this is the person's.
 type Answer struct {
-	Approve  bool
+	Approve bool
+	// Approver is the channel the answer came through: the approver whose
+	// link was used (links.PrincipalApprover for the link given to the
+	// person who made the call), "card", "client:<name>".
 	Approver string
-	// Person is who answered, signed in (approvers.sign_in); nil when the
-	// link was used without sign-in: the record then names the channel.
+	// Person is who answered, signed in (approvers.sign_in), or the person
+	// of the credential answering in its client; nil when the link was
+	// used without sign-in: the record then names the channel. Its Email
+	// is set only when the identity provider verified it.
 	Person *countersign.Person
+	// Groups are the identity provider's groups of Person (approvers
+	// lists' "group:<name>").
+	Groups []string
+	// Credential is set when the answer is given in the client that made
+	// the call (the card, its dialog, a run_script answer): the credential
+	// of that call, whose person is the caller. Empty on the approval page.
+	Credential string
+	// Rules stand in for the rules of a record made before they were
+	// recorded (Service.RulesInForce fills them when it is set).
+	Rules *countersign.ApprovalRules
 	// Required is the quorum the policy asks (approval.required): an
 	// approval then counts toward it, and only the Required-th distinct
 	// person's approves. 0 or 1: one approval decides. A quorum counts
@@ -512,10 +538,14 @@ func (s *Service) Answer(ctx context.Context, id string, d Answer) (*countersign
 		return nil, fault.Errorf(fault.Forbidden, "confirmation %s needs %d approvals by people signed in", id, d.Required)
 	}
 	counted := false // this approval was counted toward a quorum it does not complete
+	cc := &callerCache{}
 	c, err := s.update(ctx, id, func(c *countersign.Confirmation, now time.Time) error {
 		counted = false
 		t := On(c, ev, now)
 		if err := t.Err(c); err != nil {
+			return err
+		}
+		if err := s.mayAnswer(ctx, c, d, cc); err != nil {
 			return err
 		}
 		keepOps := d.Keep
@@ -889,6 +919,12 @@ type GrantRequest struct {
 	Person *countersign.Person
 	// ExpiresAt is when the question expired; the record is kept past it.
 	ExpiresAt time.Time
+	// Required, SeparateApprover and Rules are the approval rules in force
+	// for the operations: a call they leave to its approvers (OutOfBand)
+	// is never answered in the client, and the answer is refused.
+	Required         int
+	SeparateApprover bool
+	Rules            *countersign.ApprovalRules
 }
 
 // Grant records an answer given in the client, once: a single conditional
@@ -915,6 +951,10 @@ func (s *Service) Grant(ctx context.Context, r GrantRequest) (*countersign.Confi
 		CreatedAt: now, ExpiresAt: r.ExpiresAt, DecidedAt: &now, DecidedBy: r.By, DecidedByPerson: r.Person,
 		Operations: append([]countersign.Operation(nil), r.Operations...),
 		TTL:        r.ExpiresAt.Add(s.timeouts().Redeem + retention).Unix(),
+		Required:   max(r.Required, 1), SeparateApprover: r.SeparateApprover, Rules: r.Rules,
+	}
+	if err := s.mayAnswer(ctx, c, Answer{Approve: r.Approve, Approver: r.By, Person: r.Person, Credential: r.Credential}, &callerCache{}); err != nil {
+		return nil, err
 	}
 	claimed := 0
 	for i := range c.Operations {

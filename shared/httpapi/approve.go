@@ -23,12 +23,13 @@ import (
 )
 
 // Decider is what the approval page asks of the pipeline
-// (calls.Service): the configuration in force, a confirmation, and an
-// approver's decision.
+// (calls.Service): the configuration in force, a confirmation, whether
+// the lifecycle lets this person answer it, and an approver's answer.
 type Decider interface {
 	Current() *config.Config
 	Lookup(ctx context.Context, id string) (*countersign.Confirmation, error)
-	Decide(ctx context.Context, id string, d confirm.Decision) (*countersign.Confirmation, error)
+	Answer(ctx context.Context, id string, d confirm.Answer) (*countersign.Confirmation, error)
+	MayAnswer(ctx context.Context, c *countersign.Confirmation, d confirm.Answer) error
 }
 
 var _ Decider = (*calls.Service)(nil)
@@ -50,9 +51,6 @@ type Approver struct {
 	// the same sign-in as OAuth's authorize endpoint; nil when this
 	// surface has none, and then a required sign-in refuses every decision.
 	SignIn oauth.SignIn
-	// Credentials reads who made a call, for four eyes
-	// (approval.separate_approver); nil refuses every such decision.
-	Credentials Credentials
 	// Provider is set when the deployment itself names an identity
 	// provider (the template's user pool or SignInIssuer), so that
 	// approvers.sign_in defaults to "required" as it does with
@@ -63,18 +61,12 @@ type Approver struct {
 
 var _ http.Handler = (*Approver)(nil)
 
-// Credentials reads the credential that made a call (store.Store).
-type Credentials interface {
-	GetCredential(ctx context.Context, id string) (countersign.Credential, error)
-}
-
 // approverCtx is who is deciding: the person signed in on this browser,
 // if any, and the sign-in mode in force.
 type approverCtx struct {
-	person        *countersign.Person
-	emailVerified bool
-	groups        []string
-	mode          string
+	person *countersign.Person // its Email only if verified
+	groups []string
+	mode   string
 }
 
 // who reads the sign-in mode in force and the person signed in.
@@ -84,8 +76,13 @@ func (a *Approver) who(r *http.Request) approverCtx {
 		return w
 	}
 	if p, ok := a.SignIn.Person(r); ok && p.Subject != "" {
-		w.person = &countersign.Person{Issuer: p.Issuer, Subject: p.Subject, Email: p.Email, Name: p.Name}
-		w.emailVerified, w.groups = p.EmailVerified, p.Groups
+		// An e-mail the provider did not verify is nobody's: it never
+		// names the person, matches a list or reaches the record.
+		w.person = &countersign.Person{Issuer: p.Issuer, Subject: p.Subject, Name: p.Name}
+		if p.EmailVerified {
+			w.person.Email = p.Email
+		}
+		w.groups = p.Groups
 	}
 	return w
 }
@@ -125,129 +122,52 @@ func (w approverCtx) label() string {
 	return w.person.Label()
 }
 
-// rules are the approval rules of c: each operation's approvers (its
-// endpoint's, else its connection's) in the policy in force, and the four
-// eyes and quorum the record kept from when the call paused.
-type rules struct {
-	approvers []*policy.Approvers
-	where     []string
-	separate  bool
-	// required is the quorum (approval.required) of c's strictest operation.
-	required int
+// required is c's quorum: as recorded when it paused, else (a record
+// made before the rules were recorded) the policy's in force; 0 when one
+// approval decides.
+func (a *Approver) required(c *countersign.Confirmation) int {
+	n := c.Required
+	if n == 0 {
+		set := a.Calls.Current().Policy
+		var strict policy.Rules
+		for _, op := range c.Operations {
+			strict = strict.Strictest(set.RulesOf(op.Connection, op.Method, op.Path))
+		}
+		n = strict.Required
+	}
+	if n < 2 {
+		return 0
+	}
+	return n
 }
 
-func (a *Approver) rulesOf(c *countersign.Confirmation) rules {
-	var rs rules
-	set := a.Calls.Current().Policy
-	var strict policy.Rules
-	for _, op := range c.Operations {
-		tc := set.Connection(op.Connection)
-		if tc == nil {
-			continue
-		}
-		m, ok := set.Resolve(op.Connection, op.Method, op.Path)
-		list := tc.Approvers
-		if ok && m.Endpoint != nil && m.Endpoint.Approvers != nil {
-			list = m.Endpoint.Approvers
-		}
-		if list != nil {
-			rs.approvers = append(rs.approvers, list)
-			rs.where = append(rs.where, op.Connection+" "+op.Method+" "+op.Endpoint)
-		}
-		strict = strict.Strictest(set.RulesOf(op.Connection, op.Method, op.Path))
-	}
-	if c.Required > 0 {
-		// Recorded when the call paused: a configuration changed since
-		// does not change who may decide it.
-		strict = policy.Rules{Required: c.Required, SeparateApprover: c.SeparateApprover}
-	}
-	rs.separate, rs.required = strict.SeparateApprover, strict.Required
-	if rs.required < 2 {
-		rs.required = 0
-	}
-	return rs
+// answer is who answers from this browser, as the lifecycle judges it.
+func (w approverCtx) answer(link links.Link) confirm.Answer {
+	return confirm.Answer{Approver: link.Approver, Person: w.person, Groups: w.groups}
 }
 
 // refusal says why this browser may not decide c, or "" when it may:
-// sign-in is required and nobody is signed in; the policy names approvers
-// (approval.approvers) and this person is not one of them for every
-// operation; or under four eyes (approval.separate_approver) this is the
-// person who made the call.
+// sign-in is required and nobody is signed in, or the lifecycle's rules
+// of who may answer refuse this person (confirm.Service.MayAnswer: the
+// approvers lists, four eyes, a quorum's second approval, the link given
+// to the person who made the call).
 func (a *Approver) refusal(ctx context.Context, w approverCtx, c *countersign.Confirmation, link links.Link) string {
-	if link.Approver == links.PrincipalApprover {
-		if why := a.principalRefusal(ctx, w, c); why != "" {
-			return why
-		}
-	}
-	rs := a.rulesOf(c)
-	if w.person == nil && (w.mode == config.ApproverSignInRequired || len(rs.approvers) > 0 || rs.separate || rs.required > 1) {
-		if a.SignIn == nil {
+	principal := link.Approver == links.PrincipalApprover
+	if w.person == nil && (principal || w.mode == config.ApproverSignInRequired || confirm.NeedsPerson(c, nil) || a.required(c) > 1) {
+		switch {
+		case principal && a.SignIn == nil:
+			return "This link decides only for the person who made the call, signed in, and sign-in is not available here."
+		case principal:
+			return "Sign in to decide: this link decides only for the person who made the call."
+		case a.SignIn == nil:
 			return "Approvers must sign in to decide, and sign-in is not available here."
 		}
 		return "Sign in to decide: approvers of this call must sign in."
 	}
-	email := ""
-	if w.person != nil && w.emailVerified {
-		email = w.person.Email
-	}
-	for i, list := range rs.approvers {
-		if !list.Allows(email, w.groups) {
-			return "You are signed in as " + w.label() + ", who is not among the approvers of " + rs.where[i] + "; only they may decide it."
-		}
-	}
-	for _, ap := range c.Approvals {
-		if ap.Issuer == w.person.Issuer && ap.Subject == w.person.Subject {
-			return fmt.Sprintf("You approved this already; it needs %d approvals from different people.", rs.required)
-		}
-	}
-	if rs.separate {
-		if a.Credentials == nil {
-			return "This call needs an approver other than the person who made it, and who made it cannot be read here."
-		}
-		cred, err := a.Credentials.GetCredential(ctx, c.Credential)
-		if err != nil {
-			return "This call needs an approver other than the person who made it, and who made it could not be read; try again."
-		}
-		if samePerson(&cred, w.person) {
-			return "You made this call, and it needs another person's approval (four eyes)."
-		}
+	if err := a.Calls.MayAnswer(ctx, c, w.answer(link)); err != nil {
+		return fault.ReasonOf(err)
 	}
 	return ""
-}
-
-// principalRefusal says why this browser may not decide c through the link
-// given to the person who made the call (links.PrincipalApprover), or ""
-// when it may: that link decides only for that person, signed in (the same
-// subject at the same issuer as the calling credential), never for the
-// link alone, nor for anyone else.
-func (a *Approver) principalRefusal(ctx context.Context, w approverCtx, c *countersign.Confirmation) string {
-	if w.person == nil {
-		if a.SignIn == nil {
-			return "This link decides only for the person who made the call, signed in, and sign-in is not available here."
-		}
-		return "Sign in to decide: this link decides only for the person who made the call."
-	}
-	if a.Credentials == nil {
-		return "This link decides only for the person who made the call, and who made it cannot be read here."
-	}
-	cred, err := a.Credentials.GetCredential(ctx, c.Credential)
-	if err != nil {
-		return "This link decides only for the person who made the call, and who made it could not be read; try again."
-	}
-	if cred.Subject == "" || cred.Subject != w.person.Subject || cred.Issuer != w.person.Issuer {
-		return "You are signed in as " + w.label() + ", who did not make this call; this link decides only for the person who did."
-	}
-	return ""
-}
-
-// samePerson reports whether the person signed in is the person of the
-// credential: the same subject at the same issuer, or the same e-mail.
-// A key is nobody's: any signed-in approver is someone else.
-func samePerson(cred *countersign.Credential, p *countersign.Person) bool {
-	if cred.Subject != "" && cred.Subject == p.Subject && cred.Issuer == p.Issuer {
-		return true
-	}
-	return cred.Email != "" && strings.EqualFold(cred.Email, p.Email)
 }
 
 func (a *Approver) now() time.Time {
@@ -319,7 +239,7 @@ func (a *Approver) startSignIn(w http.ResponseWriter, r *http.Request) bool {
 		if err != nil || confirm.Effective(c, a.now()) != countersign.StatusPending {
 			return false
 		}
-		if rs := a.rulesOf(c); len(rs.approvers) == 0 && !rs.separate && rs.required < 2 {
+		if !confirm.NeedsPerson(c, nil) && a.required(c) < 2 {
 			return false
 		}
 	}
@@ -392,8 +312,8 @@ func (a *Approver) show(ctx context.Context, r *http.Request, id string, head bo
 	switch st := confirm.Effective(c, a.now()); {
 	case st == countersign.StatusPending && !linkExpired:
 		p.Refusal = a.refusal(ctx, who, c, link)
-		if rs := a.rulesOf(c); rs.required > 1 {
-			p.Progress = fmt.Sprintf("%d of %d approvals", len(c.Approvals), rs.required)
+		if n := a.required(c); n > 1 {
+			p.Progress = fmt.Sprintf("%d of %d approvals", len(c.Approvals), n)
 		}
 		return a.page(http.StatusOK, p, head)
 	case st == countersign.StatusPending || st == countersign.StatusExpired && c.DecidedAt == nil:
@@ -487,8 +407,9 @@ func (a *Approver) decide(ctx context.Context, r *http.Request, b []byte, id str
 		}
 		return a.page(http.StatusForbidden, p, false)
 	}
-	c, err = a.Calls.Decide(ctx, id, confirm.Decision{Approve: decision == "approve", Approver: link.Approver, Person: who.person, Keep: keep, Reason: reason,
-		Required: a.rulesOf(c).required})
+	ans := who.answer(link)
+	ans.Approve, ans.Keep, ans.Reason, ans.Required = decision == "approve", keep, reason, a.required(c)
+	c, err = a.Calls.Answer(ctx, id, ans)
 	if err != nil {
 		switch code := fault.CodeOf(err); code {
 		case fault.ConfirmationDecided:

@@ -180,7 +180,7 @@ func newEnv(tb testing.TB) *env {
 	wf := &fakeWorkflow{}
 	var mu sync.Mutex
 	n := 0
-	svc := &confirm.Service{Store: st, Workflow: wf, Now: clock.Now, NewID: func() string {
+	svc := &confirm.Service{Store: st, Workflow: wf, Now: clock.Now, Credentials: st, NewID: func() string {
 		mu.Lock()
 		defer mu.Unlock()
 		n++

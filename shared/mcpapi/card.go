@@ -197,21 +197,9 @@ func (h *Handler) cardOf(c *countersign.Confirmation, effective countersign.Stat
 }
 
 // outOfBand reports a confirmation whose approvals come only from its
-// approvers: one kept four eyes or a quorum when it paused, or one of its
-// operations is out of band only (its endpoint's rules, else its
-// connection's). The card and the client never decide it.
-func (h *Handler) outOfBand(c *countersign.Confirmation) bool {
-	if c.SeparateApprover || c.Required > 1 {
-		return true
-	}
-	set := h.o.Calls.Current().Policy
-	for _, op := range c.Operations {
-		if set.RulesOf(op.Connection, op.Method, op.Path).OutOfBandOnly {
-			return true
-		}
-	}
-	return false
-}
+// approvers (confirm.OutOfBand, from the rules recorded when it paused):
+// the card shows it so; the lifecycle refuses the card's answer.
+func (h *Handler) outOfBand(c *countersign.Confirmation) bool { return confirm.OutOfBand(c, nil) }
 
 func outcomeText(o *countersign.Outcome) string {
 	if o.Error != "" {
@@ -330,17 +318,19 @@ func (h *Handler) cardDecide(cred *countersign.Credential) mcp.ToolHandler {
 		if err != nil {
 			return errorResult(err), nil
 		}
-		if !confirm.GatewayExecutes(st.Confirmation) || h.outOfBand(st.Confirmation) {
+		if !confirm.GatewayExecutes(st.Confirmation) {
 			return faultResult(fault.Forbidden, "this confirmation is not decided in the card"), nil
 		}
-		d := confirm.Decision{Approve: a.Decision == "approve", Approver: "card", Person: cred.Person()}
+		// The caller answers in their own client: the lifecycle decides
+		// whether they may (never under four eyes, a quorum or approvers).
+		d := confirm.Answer{Approve: a.Decision == "approve", Approver: "card", Person: cred.Person(), Credential: cred.ID}
 		if d.Approve && a.Operations != nil {
 			d.Keep = a.Operations
 			if len(d.Keep) == 0 {
 				return faultResult(fault.InvalidRequest, "select at least one operation to approve, or choose Reject all"), nil
 			}
 		}
-		c, err := h.o.Calls.Decide(ctx, a.ConfirmationID, d)
+		c, err := h.o.Calls.Answer(ctx, a.ConfirmationID, d)
 		if err != nil {
 			if fault.CodeOf(err) == fault.ConfirmationExpired {
 				return faultResult(fault.ConfirmationExpired, expiredText+"; nothing ran"), nil

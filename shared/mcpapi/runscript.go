@@ -283,6 +283,7 @@ func (h *Handler) scriptAnswered(ctx context.Context, cred *countersign.Credenti
 		return faultResult(fault.ConfirmationMismatch, "the answer was given for another batch; nothing ran")
 	}
 	if h.outOfBand(conf) {
+		// Before the script runs again; the lifecycle refuses the answer too.
 		return faultResult(fault.Forbidden, conf.ID+" is decided by its approvers only; nothing ran")
 	}
 	if st.Effective != countersign.StatusPending {
@@ -299,7 +300,7 @@ func (h *Handler) scriptAnswered(ctx context.Context, cred *countersign.Credenti
 		}
 		return scriptErrorResult(err, conf.ID)
 	}
-	d := confirm.Decision{Approve: !ans.Declined, Approver: ans.By, Person: cred.Person()}
+	d := confirm.Answer{Approve: !ans.Declined, Approver: ans.By, Person: cred.Person(), Credential: cred.ID}
 	if ans.Declined {
 		d.Reason = "declined in " + client.label()
 	} else {
@@ -309,7 +310,7 @@ func (h *Handler) scriptAnswered(ctx context.Context, cred *countersign.Credenti
 			}
 		}
 	}
-	c, err := h.o.Calls.Decide(ctx, conf.ID, d)
+	c, err := h.o.Calls.Answer(ctx, conf.ID, d)
 	if fault.CodeOf(err) == fault.ConfirmationDecided || fault.CodeOf(err) == fault.ConfirmationExpired {
 		if now, gerr := h.o.Calls.Confirmation(ctx, cred, conf.ID, calls.WaitOptions{}); gerr == nil {
 			return spentAnswer(now.Confirmation, now.Effective, ans)

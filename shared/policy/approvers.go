@@ -5,7 +5,8 @@ import "strings"
 // Approvers is an approval.approvers list: the people who may approve a
 // connection's or an endpoint's calls, by verified e-mail, by e-mail
 // domain ("@example.com") or by the identity provider's group
-// ("group:payments"). Entries are stored lowercase, groups as given.
+// ("group:payments"). E-mails and domains are stored as EmailKey gives
+// them, groups as given.
 type Approvers struct {
 	Emails  []string
 	Domains []string // with the leading "@"
@@ -13,12 +14,14 @@ type Approvers struct {
 }
 
 // Allows reports whether a person with this e-mail (verified by the
-// identity provider, or "") and these groups is on the list.
+// identity provider, or "": an unverified one must never be given) and
+// these groups is on the list. E-mails compare as EmailKey does: NFC,
+// ASCII letters folded, nothing else.
 func (a *Approvers) Allows(verifiedEmail string, groups []string) bool {
 	if a == nil {
 		return true
 	}
-	if e := strings.ToLower(verifiedEmail); e != "" {
+	if e := EmailKey(verifiedEmail); e != "" {
 		for _, x := range a.Emails {
 			if x == e {
 				return true
