@@ -46,7 +46,16 @@ type Credential struct {
 	// holds the key to be the person. Users are always asked in the
 	// client; other keys are asked out of band (the approvers' links).
 	AskInClient bool `json:"ask_in_client,omitempty"`
+	// Source is where the credential came from: SourceConfig for one
+	// written from credentials.json at start-up, which the next start-up
+	// revokes once the file no longer lists it; empty for one made by
+	// other means (countersign keys, a first sign-in), which start-up
+	// never touches.
+	Source string `json:"source,omitempty"`
 }
+
+// SourceConfig marks a credential written from credentials.json.
+const SourceConfig = "config"
 
 // IsPerson reports whether the credential is a user: a person who signs
 // in (a configured user, by e-mail, or one created at first sign-in, by

@@ -8,6 +8,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -23,8 +24,10 @@ import (
 	"github.com/countersign/countersign/shared/httpapi"
 	"github.com/countersign/countersign/shared/links"
 	"github.com/countersign/countersign/shared/notify"
+	"github.com/countersign/countersign/shared/policy"
 	"github.com/countersign/countersign/shared/reqlog"
 	"github.com/countersign/countersign/shared/script/journal"
+	"github.com/countersign/countersign/shared/store"
 	"github.com/countersign/countersign/shared/tasks"
 	"github.com/countersign/countersign/shared/workflow"
 )
@@ -37,6 +40,7 @@ type Store interface {
 	calls.Store
 	audit.Store
 	PutCredential(ctx context.Context, c countersign.Credential) error
+	DeleteCredential(ctx context.Context, id string) error
 
 	// Scripts' journals (code mode, shared/script, attached by gatewayapp).
 	CreateScriptRun(ctx context.Context, r *countersign.ScriptRun) error
@@ -192,16 +196,95 @@ func New(cfg *config.Config, ad Adapters, o Options) *App {
 func (a *App) SetWorkflow(w workflow.Workflow) { a.Confirm.Workflow = w }
 
 // SeedCredentials writes the configuration's credentials (credentials.json)
-// to the store: the local stack and tests do; a deployment keeps its
-// credentials only in the table and seeds them only when told to
-// (shared/awsenv).
-func (a *App) SeedCredentials(ctx context.Context) error {
+// to the store, marked as from the configuration (countersign.SourceConfig),
+// and revokes those it wrote before that the file no longer lists: the
+// local stack and tests do; a deployment keeps its credentials only in the
+// table and seeds them only when told to (shared/awsenv). A configured
+// user keeps the subject their first sign-in bound them to, as long as the
+// file gives them the same e-mail. A revoked credential is deleted (its
+// key is refused from the next call on), every OAuth grant of it is
+// revoked (its access and refresh tokens with it), and the revocation is
+// recorded on the audit trail ("credential.revoked"). Credentials made by
+// other means (countersign keys, a first sign-in) carry no mark and are
+// never revoked here. It returns the ids it revoked.
+func (a *App) SeedCredentials(ctx context.Context) (revoked []string, err error) {
+	listed := map[string]bool{}
 	for _, c := range a.Live().Credentials {
+		listed[c.ID] = true
+		c.Source = countersign.SourceConfig
+		if c.Email != "" {
+			if was, err := a.Store.GetCredential(ctx, c.ID); err == nil && was.Subject != "" && policy.SameEmail(was.Email, c.Email) {
+				c.Issuer, c.Subject = was.Issuer, was.Subject
+			}
+		}
 		if err := a.Store.PutCredential(ctx, c); err != nil {
-			return fmt.Errorf("store credential %s: %w", c.ID, err)
+			return nil, fmt.Errorf("store credential %s: %w", c.ID, err)
 		}
 	}
+	var stale []countersign.Credential
+	q := countersign.ListQuery{Limit: 100}
+	for {
+		page, err := a.Store.ListCredentials(ctx, q)
+		if err != nil {
+			return revoked, fmt.Errorf("list credentials: %w", err)
+		}
+		for _, c := range page.Items {
+			if c.Source == countersign.SourceConfig && !listed[c.ID] {
+				stale = append(stale, c)
+			}
+		}
+		if page.Next == "" {
+			break
+		}
+		q.Cursor = page.Next
+	}
+	for _, c := range stale {
+		if err := a.revokeCredential(ctx, c); err != nil {
+			return revoked, err
+		}
+		revoked = append(revoked, c.ID)
+	}
+	return revoked, nil
+}
+
+// revokeCredential revokes a credential the configuration no longer lists.
+func (a *App) revokeCredential(ctx context.Context, c countersign.Credential) error {
+	if gs, ok := a.Store.(grantRevoker); ok {
+		grants, err := gs.OAuthGrants(ctx, c.ID)
+		if err != nil {
+			return fmt.Errorf("revoke credential %s: its grants: %w", c.ID, err)
+		}
+		for _, g := range grants {
+			for attempt := 0; !g.Revoked; attempt++ {
+				g.Revoked = true
+				err := gs.UpdateOAuthGrant(ctx, g)
+				if err == nil || errors.Is(err, store.ErrNotFound) {
+					break
+				}
+				if !errors.Is(err, store.ErrConflict) || attempt == 5 {
+					return fmt.Errorf("revoke credential %s: grant %s: %w", c.ID, g.ID, err)
+				}
+				if g, err = gs.OAuthGrant(ctx, g.ID); err != nil {
+					return fmt.Errorf("revoke credential %s: grant: %w", c.ID, err)
+				}
+			}
+		}
+	}
+	if err := a.Store.DeleteCredential(ctx, c.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("revoke credential %s: %w", c.ID, err)
+	}
+	a.Audit.Record(ctx, countersign.AuditRecord{Chain: "system", Actor: "system", Action: "credential.revoked", Subject: c.ID,
+		Credential: c.ID, Reason: "no longer in credentials.json"})
+	a.Logger.WarnContext(ctx, "credential revoked: no longer in credentials.json", "credential", c.ID)
 	return nil
+}
+
+// grantRevoker is the OAuth grants of a store that keeps them (both
+// adapters do).
+type grantRevoker interface {
+	OAuthGrants(ctx context.Context, credentialID string) ([]*countersign.OAuthGrant, error)
+	OAuthGrant(ctx context.Context, id string) (*countersign.OAuthGrant, error)
+	UpdateOAuthGrant(ctx context.Context, g *countersign.OAuthGrant) error
 }
 
 // Gateway is the agents' surface without code mode's engine: the status

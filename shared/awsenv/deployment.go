@@ -159,10 +159,11 @@ func Load(ctx context.Context, need Needs, opts ...Option) (*Deployment, error) 
 		}
 	}
 	if env.SeedCredentials {
-		if err := d.SeedCredentials(ctx); err != nil {
+		revoked, err := d.SeedCredentials(ctx)
+		if err != nil {
 			return nil, err
 		}
-		logger.WarnContext(ctx, "credentials.json seeded into the table (COUNTERSIGN_SEED_CREDENTIALS=true)", "credentials", len(cfg.Credentials))
+		logger.WarnContext(ctx, "credentials.json seeded into the table (COUNTERSIGN_SEED_CREDENTIALS=true)", "credentials", len(cfg.Credentials), "revoked", revoked)
 	}
 	return d, nil
 }

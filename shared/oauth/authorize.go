@@ -147,6 +147,11 @@ func (s *Server) authorizePost(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cred, err := s.userCredential(r.Context(), person)
+	if errors.Is(err, errBoundElsewhere) {
+		s.o.Logger.WarnContext(r.Context(), "oauth: sign-in with a bound user's e-mail from another account", "issuer", person.Issuer, "client_id", req.ClientID)
+		s.page(w, http.StatusForbidden, "The workspace's user with your e-mail signs in with another account: sign in with that one, or ask the operator.")
+		return
+	}
 	if errors.Is(err, errNotAUser) {
 		s.o.Logger.WarnContext(r.Context(), "oauth: sign-in of someone who is not a user", "issuer", person.Issuer, "client_id", req.ClientID)
 		s.page(w, http.StatusForbidden, "You ("+person.Email+") are not a user of this workspace: ask its operator to add you (credentials.json, \"user\").")

@@ -25,6 +25,8 @@ type Store interface {
 	store.OAuth
 	GetCredential(ctx context.Context, id string) (countersign.Credential, error)
 	CreateCredential(ctx context.Context, c countersign.Credential) error
+	// PutCredential binds a configured user to their subject.
+	PutCredential(ctx context.Context, c countersign.Credential) error
 }
 
 // Token prefixes: an access token is told from an API key (cs_...) by

@@ -58,30 +58,65 @@ func CredentialID(p Person) string {
 // errNotAUser is the refusal of a person the configuration does not list.
 var errNotAUser = errors.New("not a user of this workspace")
 
-// userCredential returns the person's credential. A person whose verified
-// e-mail is a configured user's (credentials.json "user") is that user.
-// When the configuration lists users, nobody else is let in
-// (errNotAUser). When it lists none, the first sign-in creates the
-// person's credential: a user created for chat and coding agents starts
-// on Ask the person (origin chat). A user has no key: its KeyHash is
-// empty, so no key reaches it, only an access token.
+// errBoundElsewhere is the refusal of a person whose verified e-mail is a
+// configured user's already bound to another subject.
+var errBoundElsewhere = errors.New("this workspace's user with that e-mail is bound to another account")
+
+// userCredential returns the person's credential. A person is their
+// issuer and subject; an e-mail only finds a configured user the first
+// time:
+//   - A configured user (credentials.json "user") is bound to the
+//     (issuer, subject) of their first sign-in whose e-mail the identity
+//     provider verified and which matches theirs (policy.SameEmail); the
+//     binding is stored, and every later sign-in must be that subject at
+//     that issuer: the same e-mail from another account is refused
+//     (errBoundElsewhere), and a changed e-mail on the bound account is
+//     still them.
+//   - When the configuration lists users, nobody else is let in
+//     (errNotAUser). When it lists none, the first sign-in creates the
+//     person's credential: a user created for chat and coding agents
+//     starts on Ask the person (origin chat). Its e-mail is kept only when
+//     the provider verified it.
+//
+// A user has no key: its KeyHash is empty, so no key reaches it, only an
+// access token.
 func (s *Server) userCredential(ctx context.Context, p Person) (countersign.Credential, error) {
 	var users []countersign.Credential
 	if s.o.Users != nil {
 		for _, u := range s.o.Users() {
-			if u.Email != "" && u.Subject == "" {
+			if u.Email != "" {
 				users = append(users, u)
 			}
 		}
 	}
-	if p.EmailVerified && p.Email != "" {
-		for _, u := range users {
-			if strings.EqualFold(u.Email, p.Email) {
-				return s.store.GetCredential(ctx, u.ID)
+	var byEmail []countersign.Credential
+	for _, u := range users {
+		stored, err := s.store.GetCredential(ctx, u.ID)
+		if errors.Is(err, store.ErrNotFound) {
+			continue // not seeded (yet): nobody signs in as it
+		}
+		if err != nil {
+			return countersign.Credential{}, err
+		}
+		if stored.Subject != "" {
+			if stored.Issuer == p.Issuer && stored.Subject == p.Subject {
+				return stored, nil
 			}
+			continue
+		}
+		if p.EmailVerified && policy.SameEmail(stored.Email, p.Email) {
+			byEmail = append(byEmail, stored)
 		}
 	}
+	if len(byEmail) > 0 {
+		return s.bindUser(ctx, byEmail[0], p)
+	}
 	if len(users) > 0 {
+		for _, u := range users {
+			if p.EmailVerified && policy.SameEmail(u.Email, p.Email) {
+				return countersign.Credential{}, errBoundElsewhere
+			}
+		}
 		return countersign.Credential{}, errNotAUser
 	}
 	id := CredentialID(p)
@@ -92,12 +127,35 @@ func (s *Server) userCredential(ctx context.Context, p Person) (countersign.Cred
 	if !errors.Is(err, store.ErrNotFound) {
 		return countersign.Credential{}, err
 	}
-	c = countersign.Credential{ID: id, Choice: policy.AskPerson, Origin: policy.OriginChat, Issuer: p.Issuer, Subject: p.Subject, Email: p.Email}
+	c = countersign.Credential{ID: id, Choice: policy.AskPerson, Origin: policy.OriginChat, Issuer: p.Issuer, Subject: p.Subject}
+	if p.EmailVerified {
+		// An unverified e-mail is anybody's: it never names the user.
+		c.Email = p.Email
+	}
 	err = s.store.CreateCredential(ctx, c)
 	if errors.Is(err, store.ErrConflict) { // a concurrent first sign-in created it
 		return s.store.GetCredential(ctx, id)
 	}
 	return c, err
+}
+
+// bindUser binds configured user u to the person p, at p's first verified
+// sign-in as them, and returns the bound credential. Of two first
+// sign-ins at once with the same e-mail from different accounts, the
+// binding read back after the write decides: the other is refused.
+func (s *Server) bindUser(ctx context.Context, u countersign.Credential, p Person) (countersign.Credential, error) {
+	u.Issuer, u.Subject = p.Issuer, p.Subject
+	if err := s.store.PutCredential(ctx, u); err != nil {
+		return countersign.Credential{}, err
+	}
+	got, err := s.store.GetCredential(ctx, u.ID)
+	if err != nil {
+		return countersign.Credential{}, err
+	}
+	if got.Issuer != p.Issuer || got.Subject != p.Subject {
+		return countersign.Credential{}, errBoundElsewhere
+	}
+	return got, nil
 }
 
 // PathApprove is the approval pages' prefix: approvers sign in with the

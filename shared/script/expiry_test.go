@@ -103,7 +103,7 @@ func newStack(t *testing.T) *stack {
 	}
 	s := &stack{st: st, up: &sender{}, ch: &channel{}}
 	s.a = app.New(cfg, app.Adapters{Store: st, Signer: signer, Channels: []notify.Channel{s.ch}, Upstream: s.up}, app.Options{})
-	if err := s.a.SeedCredentials(context.Background()); err != nil {
+	if _, err := s.a.SeedCredentials(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	s.cred = &cfg.Credentials[0]

@@ -542,7 +542,7 @@ func newFaultStack(t *testing.T) *faultStack {
 	client := &upstream.Client{HTTP: &http.Client{Transport: f.up}}
 	f.app = app.New(cfg, app.Adapters{Store: f.st, Signer: signer, Channels: []notify.Channel{f.inbox}, Upstream: client},
 		app.Options{PublicURL: "http://countersign.test"})
-	if err := f.app.SeedCredentials(context.Background()); err != nil {
+	if _, err := f.app.SeedCredentials(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	defs, err := statemachines.Definitions()

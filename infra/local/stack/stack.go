@@ -230,8 +230,12 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 		return nil, err
 	}
 	s.app.Calls.Tokens = s.oauth
-	if err := s.app.SeedCredentials(ctx); err != nil {
+	revoked, err := s.app.SeedCredentials(ctx)
+	if err != nil {
 		return nil, err
+	}
+	if len(revoked) > 0 {
+		s.notes = append(s.notes, "revoked: "+strings.Join(revoked, ", ")+" (no longer in credentials.json; their keys and tokens are refused)")
 	}
 	defs, err := statemachines.Definitions()
 	if err != nil {
