@@ -72,6 +72,8 @@ func TestApprovalApprovers(t *testing.T) {
 		{`"approval": {"out_of_band_only": false}`, `"approval": {"approvers": []}`, "approval.approvers", "lets nobody approve"},
 		{`"approval": {"out_of_band_only": false}`, `"approval": {"approvers": ["ada"]}`, "approval.approvers[0]", "is not an approver"},
 		{`"approval": {"out_of_band_only": false}`, `"approval": {"approvers": ["@localhost"]}`, "approval.approvers[0]", "not an e-mail domain"},
+		{`"approval": {"out_of_band_only": false}`, `"approval": {"approvers": ["\u212aate@example.com"]}`, "approval.approvers[0]", "Kelvin sign"},
+		{`"approval": {"out_of_band_only": false}`, `"approval": {"approvers": ["@\u212a.example.com"]}`, "approval.approvers[0]", "Kelvin sign"},
 		{`"approval": {"out_of_band_only": false}`, `"approval": {"approvers": ["group:"]}`, "approval.approvers[0]", "name the identity provider's group"},
 		{`"approval": {"out_of_band_only": false}`, `"approval": {"approvers": ["a@x.io", "A@X.io"]}`, "approval.approvers[1]", "is already approval.approvers[0]"},
 		{`"approval": {"out_of_band_only": false}`, `"approval": {"separate_approver": "yes"}`, "approval.separate_approver", "want"},

@@ -631,7 +631,14 @@ func (s *src) approvers(p string, raw json.RawMessage) *policy.Approvers {
 		if !ok {
 			continue
 		}
-		key := policy.EmailKey(v) // NFC and ASCII case: how approvers are matched
+		key := v // a group as given
+		if !strings.HasPrefix(v, "group:") {
+			key = policy.EmailKey(v) // NFC and ASCII case: how approvers are matched
+		}
+		if key == "" && strings.TrimSpace(v) != "" {
+			s.errf(ip, "%q holds a character that Unicode normalization turns into ASCII (such as the Kelvin sign): write the address in plain letters", v)
+			continue
+		}
 		if j, dup := seen[key]; dup {
 			s.errf(ip, "%q is already %s", v, index(p, j))
 			continue

@@ -65,6 +65,8 @@ func (l *loader) credentials(connections map[string]bool) []countersign.Credenti
 				u = strings.TrimSpace(u)
 				if at := strings.LastIndexByte(u, '@'); at <= 0 || at == len(u)-1 || len(u) > 254 || strings.ContainsAny(u, " \t<>\"") {
 					s.errf(field(p, "user"), "%q is not an e-mail address (the one the person signs in as)", u)
+				} else if policy.EmailKey(u) == "" {
+					s.errf(field(p, "user"), "%q holds a character that Unicode normalization turns into ASCII (such as the Kelvin sign): write the address in plain letters", u)
 				} else if j, dup := users[policy.EmailKey(u)]; dup {
 					s.errf(field(p, "user"), "%q is already the user of [%d]: one credential per person", u, j)
 				} else {

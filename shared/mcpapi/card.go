@@ -330,7 +330,9 @@ func (h *Handler) cardDecide(cred *countersign.Credential) mcp.ToolHandler {
 				return faultResult(fault.InvalidRequest, "select at least one operation to approve, or choose Reject all"), nil
 			}
 		}
-		c, err := h.o.Calls.Answer(ctx, a.ConfirmationID, d)
+		// The use case answers and runs what was approved, once (a
+		// script batch by running its script again).
+		c, err := h.o.Calls.AnswerAndRun(ctx, a.ConfirmationID, d, h.rerunner())
 		if err != nil {
 			if fault.CodeOf(err) == fault.ConfirmationExpired {
 				return faultResult(fault.ConfirmationExpired, expiredText+"; nothing ran"), nil
@@ -338,20 +340,7 @@ func (h *Handler) cardDecide(cred *countersign.Credential) mcp.ToolHandler {
 			return errorResult(err), nil
 		}
 		h.logger().InfoContext(ctx, "card decided", "confirmation", c.ID, "credential", cred.ID, "decision", a.Decision)
-		switch {
-		case d.Approve && c.Kind == countersign.KindScript:
-			// A script batch's operations run only inside its script,
-			// when it runs again (calls.Service.Execute refuses them).
-			c = h.rerunScript(ctx, c)
-		case d.Approve:
-			done, err := h.o.Calls.Execute(ctx, c.ID)
-			if err != nil {
-				// The workflow's execute task runs it too; show what is stored.
-				h.logger().WarnContext(ctx, "card: execute failed", "confirmation", c.ID, "error", err)
-			}
-			if done != nil {
-				c = done
-			}
+		if d.Approve && c.Kind != countersign.KindScript {
 			c = h.settled(ctx, cred, c)
 		}
 		v := h.cardOf(c, confirm.Effective(c, h.now()))

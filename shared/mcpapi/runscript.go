@@ -310,7 +310,7 @@ func (h *Handler) scriptAnswered(ctx context.Context, cred *countersign.Credenti
 			}
 		}
 	}
-	c, err := h.o.Calls.Answer(ctx, conf.ID, d)
+	c, err := h.o.Calls.AnswerAndRun(ctx, conf.ID, d, h.rerunner())
 	if fault.CodeOf(err) == fault.ConfirmationDecided || fault.CodeOf(err) == fault.ConfirmationExpired {
 		if now, gerr := h.o.Calls.Confirmation(ctx, cred, conf.ID, calls.WaitOptions{}); gerr == nil {
 			return spentAnswer(now.Confirmation, now.Effective, ans)
@@ -332,7 +332,6 @@ func (h *Handler) scriptAnswered(ctx context.Context, cred *countersign.Credenti
 		out.StructuredContent = v
 		return out
 	}
-	c = h.rerunScript(ctx, c)
 	run, err := h.o.Scripts.DescribeScript(ctx, c)
 	if err != nil {
 		return errorResult(err)
@@ -367,27 +366,13 @@ func sameBindings(ops []countersign.Operation, binds []string) bool {
 	return true
 }
 
-// rerunScript runs an approved script batch's script again and returns
-// the batch as it then stands. The workflow's Execute task runs it too;
-// the script's journal lets one of them run it and the other wait for it
-// and replay, so nothing runs twice. Running it here answers without
-// waiting for the workflow. The wait is bounded (calls.MaxWait) and the
-// run is not tied to the request: a run still going when the wait ends
-// finishes on its own (or, if this process stops, in the Execute task).
-func (h *Handler) rerunScript(ctx context.Context, c *countersign.Confirmation) *countersign.Confirmation {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), calls.MaxWait)
-	defer cancel()
-	done, err := h.o.Scripts.RerunScript(ctx, c.ID)
-	if err != nil {
-		h.logger().WarnContext(ctx, "script batch not run again here", "confirmation", c.ID, "error", err)
+// rerunner is code mode's rerun of an approved batch's script, nil
+// without code mode.
+func (h *Handler) rerunner() calls.Rerunner {
+	if h.o.Scripts == nil {
+		return nil
 	}
-	if done != nil {
-		return done
-	}
-	if fresh, err := h.o.Calls.Lookup(ctx, c.ID); err == nil {
-		return fresh
-	}
-	return c
+	return h.o.Scripts
 }
 
 // scriptOutcome is what became of an approved script batch: the script's

@@ -36,7 +36,7 @@ type ExtraTool struct {
 type Options struct {
 	// Calls is the call pipeline every operation tool goes through; its
 	// Config gives the connections, the workspace and the timeouts.
-	Calls *calls.Service
+	Calls Pipeline
 	// Signer seals the request states and the card tokens with the link key.
 	Signer *links.Signer
 	// Scripts is code mode: with it every credential gets run_script,

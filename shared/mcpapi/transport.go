@@ -89,7 +89,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			rw.Header().Set("WWW-Authenticate", h.challenge(r))
 		}
 		how := "; this server takes an API key as Authorization: Bearer <key>, not OAuth"
-		if h.o.Calls.Tokens != nil {
+		if h.o.Calls.SignsIn() {
 			how = "; sign in with OAuth (see WWW-Authenticate) or send an API key as Authorization: Bearer <key>"
 		}
 		writeRPCError(rw, status, nil, &jsonrpc.Error{Code: codeUnauthenticated, Message: faultText(fault.CodeOf(err), fault.ReasonOf(err)) + how})
@@ -246,8 +246,8 @@ func loopbackAddr(addr string) bool {
 // (Calls.Tokens), one that points at /mcp's Protected Resource Metadata;
 // without, one that names the scheme this server takes.
 func (h *Handler) challenge(r *http.Request) string {
-	if h.o.Calls.Tokens != nil {
-		return h.o.Calls.Tokens.Challenge("/mcp", bearerKey(r.Header.Get("Authorization")) != "")
+	if h.o.Calls.SignsIn() {
+		return h.o.Calls.Challenge("/mcp", bearerKey(r.Header.Get("Authorization")) != "")
 	}
 	if bearerKey(r.Header.Get("Authorization")) == "" {
 		return `Bearer realm="countersign", error_description="this server takes an API key, not OAuth: send Authorization: Bearer <key>"`

@@ -2,6 +2,7 @@ package stack
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -91,5 +92,36 @@ func TestRemovedCredentialsAreRevoked(t *testing.T) {
 	banner := h.stack.Banner()
 	if !strings.Contains(banner, "revoked: ") || !strings.Contains(banner, "ada") || !strings.Contains(banner, "chatty") {
 		t.Fatalf("banner does not say what was revoked:\n%s", banner)
+	}
+}
+
+// TestCardCannotApproveOwnFourEyesCall: the MCP card never approves the
+// caller's own four-eyes call, even with a card token (which the gateway
+// does not hand out for it): the lifecycle refuses the answer and nothing
+// runs; an approver on the page still decides it.
+func TestCardCannotApproveOwnFourEyesCall(t *testing.T) {
+	h := newHarness(t, harnessOptions{files: map[string]string{"connections/team/policy.json": `{
+  "base_url": "%UPSTREAM%",
+  "endpoints": [{"method": "DELETE", "path": "/contacts/{id}", "confirm": true}],
+  "approval": {"separate_approver": true}
+}`}})
+	s := h.mcpSession("cs_test_ask", clientKind{apps: true}, nil)
+	r := callTool(t, s, "team__delete_contacts_by_id", map[string]any{"id": "78"}, nil)
+	id, _ := structured(t, r)["confirmation_id"].(string)
+	if id == "" {
+		t.Fatalf("result %q, want paused", text(r))
+	}
+	c, err := h.stack.app.Calls.Lookup(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, _ := json.Marshal(map[string]string{"id": id, "cred": "chat-user"})
+	sealed := h.stack.signer.Seal("mcp-card", tok, c.ExpiresAt)
+	d := callTool(t, s, "card_decide", map[string]any{"confirmation_id": id, "token": sealed, "decision": "approve"}, nil)
+	if !d.IsError || !strings.Contains(text(d), "forbidden") {
+		t.Fatalf("card_decide by the caller: %q, want forbidden", text(d))
+	}
+	if st := h.statusOf("cs_test_ask", id); st != "pending" || h.upstream.Count("DELETE", "/contacts/78") != 0 {
+		t.Fatalf("after the caller's card answer: %s, %d upstream calls; want pending, none", st, h.upstream.Count("DELETE", "/contacts/78"))
 	}
 }
