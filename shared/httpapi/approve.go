@@ -409,6 +409,7 @@ func (a *Approver) decide(ctx context.Context, r *http.Request, b []byte, id str
 	}
 	ans := who.answer(link)
 	ans.Approve, ans.Keep, ans.Reason, ans.Required = decision == "approve", keep, reason, a.required(c)
+	shown := c
 	c, err = a.Calls.Answer(ctx, id, ans)
 	if err != nil {
 		switch code := fault.CodeOf(err); code {
@@ -420,6 +421,16 @@ func (a *Approver) decide(ctx context.Context, r *http.Request, b []byte, id str
 			return fail(code, "There is no such confirmation.", approvalpage.Page{State: approvalpage.NotFound})
 		case fault.Internal:
 			return fail(code, "Something went wrong; try again.", approvalpage.Page{State: approvalpage.NotFound})
+		case fault.Forbidden:
+			// The lifecycle refused who is answering (a rule the check
+			// above passed changed under it): the page says why.
+			p := a.pageOf(shown, link)
+			p.SignedIn, p.Refusal = who.label(), fault.ReasonOf(err)
+			a.describeAsker(ctx, shown, &p)
+			if wantJSON {
+				return codeError(code, p.Refusal)
+			}
+			return a.page(http.StatusForbidden, p, false)
 		default:
 			return fail(code, fault.ReasonOf(err), invalid)
 		}
