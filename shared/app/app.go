@@ -273,8 +273,10 @@ func (a *App) revokeCredential(ctx context.Context, c countersign.Credential) er
 	if err := a.Store.DeleteCredential(ctx, c.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
 		return fmt.Errorf("revoke credential %s: %w", c.ID, err)
 	}
-	a.Audit.Record(ctx, countersign.AuditRecord{Chain: "system", Actor: "system", Action: "credential.revoked", Subject: c.ID,
-		Credential: c.ID, Reason: "no longer in credentials.json"})
+	if _, err := a.Audit.Append(ctx, countersign.AuditRecord{Chain: audit.System, Actor: "system", Action: "credential.revoked", Subject: c.ID,
+		Credential: c.ID, Reason: "no longer in credentials.json"}); err != nil {
+		return fmt.Errorf("revoke credential %s: record it: %w", c.ID, err)
+	}
 	a.Logger.WarnContext(ctx, "credential revoked: no longer in credentials.json", "credential", c.ID)
 	return nil
 }

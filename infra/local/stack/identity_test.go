@@ -9,6 +9,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/countersign/countersign"
+	"github.com/countersign/countersign/shared/audit"
+	"github.com/countersign/countersign/shared/store/embedded"
 )
 
 // withUsers is the harness's credentials.json with configured users added.
@@ -92,6 +96,29 @@ func TestRemovedCredentialsAreRevoked(t *testing.T) {
 	banner := h.stack.Banner()
 	if !strings.Contains(banner, "revoked: ") || !strings.Contains(banner, "ada") || !strings.Contains(banner, "chatty") {
 		t.Fatalf("banner does not say what was revoked:\n%s", banner)
+	}
+
+	h.stop()
+	st, err := embedded.Open(filepath.Join(h.dataDir, "countersign.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	recs, err := st.ListAudit(context.Background(), countersign.AuditQuery{Chain: audit.System})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recorded := map[string]bool{}
+	for _, r := range recs {
+		if r.Action == "credential.revoked" {
+			recorded[r.Subject] = true
+		}
+	}
+	if !recorded["ada"] || !recorded["chatty"] || len(recorded) != 2 {
+		t.Fatalf("the audit trail records the revocations of %v, want ada and chatty", recorded)
+	}
+	if rep, err := audit.Verify(context.Background(), st); err != nil || !rep.OK() {
+		t.Errorf("audit verify: %v, breaks %v", err, rep.Breaks())
 	}
 }
 
