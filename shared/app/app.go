@@ -181,6 +181,7 @@ func New(cfg *config.Config, ad Adapters, o Options) *App {
 		Store: ad.Store, Confirm: a.Confirm, Upstream: ad.Upstream, Hooks: ad.Hooks,
 		Now: ad.Now, Logger: logger, Audit: a.Audit,
 	}).WithConfig(cfg)
+	a.Confirm.Reader = calls.ShowReader{Config: a.Calls.Current}
 	return a
 }
 
