@@ -28,6 +28,10 @@ type Grant struct {
 	Person *countersign.Person
 	// ExpiresAt is when the question expires.
 	ExpiresAt time.Time
+	// Current is what the person was shown of the resource (the
+	// endpoint's show read) when asked; the write runs only if it is
+	// unchanged (the recheck). Nil when nothing was read.
+	Current *countersign.Current
 }
 
 // granted runs a call the person approved in the client, once, or records
@@ -41,6 +45,9 @@ func (s *Service) granted(ctx context.Context, cred *countersign.Credential, p *
 	if op.Binding != g.Binding {
 		return nil, fault.New(fault.ConfirmationMismatch,
 			"the answer was given for another call: the credential, method, path, query and body must be the same; nothing ran")
+	}
+	if op.Show != nil {
+		op.Current = g.Current
 	}
 	ran, err := s.Confirm.GrantCall(ctx, confirm.GrantRequest{ID: g.ID, Credential: cred.ID, Reason: res.Decision.Reason,
 		Operations: []countersign.Operation{op}, Approve: g.Approve, By: g.By, Person: g.Person, ExpiresAt: g.ExpiresAt},

@@ -68,7 +68,7 @@ func (s *Service) ReadCurrent(ctx context.Context, ops []countersign.Operation) 
 			now := s.now()
 			cur.ReadAt = &now
 			if cur.Error == "" && cur.Status < 300 {
-				op.Changes = Changes(op.Method, op.Args.Body, cur.Body)
+				op.Changes = countersign.Changes(op.Method, op.Args.Body, cur.Body)
 			}
 			cur = boundCurrent(cur, share)
 			op.Current = &cur

@@ -1,4 +1,4 @@
-package confirm_test
+package countersign_test
 
 import (
 	"encoding/json"
@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/countersign/countersign"
-	"github.com/countersign/countersign/shared/confirm"
 )
 
 func TestChanges(t *testing.T) {
@@ -54,7 +53,7 @@ func TestChanges(t *testing.T) {
 			var buf strings.Builder
 			enc := json.NewEncoder(&buf)
 			enc.SetEscapeHTML(false)
-			if err := enc.Encode(confirm.Changes(tt.method, json.RawMessage(tt.body), json.RawMessage(tt.current))); err != nil {
+			if err := enc.Encode(countersign.Changes(tt.method, json.RawMessage(tt.body), json.RawMessage(tt.current))); err != nil {
 				t.Fatal(err)
 			}
 			got := strings.TrimSuffix(buf.String(), "\n")
@@ -80,7 +79,7 @@ func TestChangesBounded(t *testing.T) {
 		b.WriteString(`"f` + strings.Repeat("0", 4-len(itoa(i))) + itoa(i) + `":1`)
 	}
 	b.WriteString("}")
-	got := confirm.Changes("PATCH", json.RawMessage(b.String()), json.RawMessage(`{}`))
+	got := countersign.Changes("PATCH", json.RawMessage(b.String()), json.RawMessage(`{}`))
 	if len(got) != 100 {
 		t.Errorf("%d changes kept, want 100", len(got))
 	}

@@ -1,12 +1,10 @@
-package confirm
+package countersign
 
 import (
 	"bytes"
 	"encoding/json"
 	"slices"
 	"unicode/utf8"
-
-	"github.com/countersign/countersign"
 )
 
 // Bounds of what Changes keeps: the record must fit a store item whatever
@@ -24,7 +22,7 @@ const (
 // removes one. Objects are compared member by member; arrays and other
 // values whole. Anything else (another method, a body or an answer that
 // is not a JSON object) has no changes: nil.
-func Changes(method string, body, current json.RawMessage) []countersign.Change {
+func Changes(method string, body, current json.RawMessage) []Change {
 	if method != "PUT" && method != "PATCH" {
 		return nil
 	}
@@ -33,7 +31,7 @@ func Changes(method string, body, current json.RawMessage) []countersign.Change 
 	if !ok1 || !ok2 {
 		return nil
 	}
-	var out []countersign.Change
+	var out []Change
 	diffObjects(&out, "", from, to, method == "PATCH")
 	return out
 }
@@ -51,7 +49,7 @@ func decodeObject(raw json.RawMessage) (map[string]any, bool) {
 	return m, true
 }
 
-func diffObjects(out *[]countersign.Change, prefix string, from, to map[string]any, patch bool) {
+func diffObjects(out *[]Change, prefix string, from, to map[string]any, patch bool) {
 	keys := make([]string, 0, len(from)+len(to))
 	for k := range to {
 		keys = append(keys, k)
@@ -90,7 +88,7 @@ func diffObjects(out *[]countersign.Change, prefix string, from, to map[string]a
 			// A new object member of a merge patch adds each of its leaves.
 			diffObjects(out, path, map[string]any{}, to2, patch)
 		default:
-			c := countersign.Change{Field: path}
+			c := Change{Field: path}
 			if had {
 				c.From = boundedValue(old)
 			}
