@@ -45,6 +45,7 @@ var flows = []struct {
 	{name: "review item run once by the operator function", run: reviewRun},
 	{name: "script batch approved but SendTaskSuccess failed, still rerun by the Execute task", settings: shortWait, run: batchTaskLost},
 	{name: "card call approved on the page but SendTaskSuccess failed, run by the Execute task", settings: shortWait, run: cardTaskLost},
+	{name: "show: the notify task reads the contact before the links, the redemption and the Execute task read it again", run: showRechecked},
 
 	{name: "configuration change picked up from S3, a bad one refused", run: configChange},
 	{name: "key created and revoked with countersign keys", run: keyRevoked},
