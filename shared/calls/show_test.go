@@ -12,6 +12,7 @@ import (
 	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/calls"
 	"github.com/countersign/countersign/shared/config"
+	"github.com/countersign/countersign/shared/upstream"
 )
 
 // showReader reads from srv as connection "crm", with a configured header.
@@ -120,5 +121,46 @@ func TestShowReaderNoConnection(t *testing.T) {
 	cur := calls.ShowReader{Config: func() *config.Config { return cfg }}.Read(context.Background(), showOp())
 	if !strings.Contains(cur.Error, `connection "crm" is no longer configured`) {
 		t.Errorf("current %+v", cur)
+	}
+}
+
+// captureSender records the request it is asked to send.
+type captureSender struct{ got *upstream.Request }
+
+func (c captureSender) Do(_ context.Context, r upstream.Request) (*upstream.Response, error) {
+	*c.got = r
+	return &upstream.Response{Status: 204}, nil
+}
+
+// TestReplayIfMatch: a write whose resource the person saw with an ETag
+// carries If-Match, so an API that honours it refuses a resource changed
+// after the recheck; without an ETag, or with the recheck off, none.
+func TestReplayIfMatch(t *testing.T) {
+	cfg := &config.Config{Connections: map[string]*config.Connection{"crm": {Name: "crm", BaseURL: "http://127.0.0.1:1"}}}
+	tests := []struct {
+		name string
+		show *countersign.Show
+		cur  *countersign.Current
+		want string
+	}{
+		{"etag seen", &countersign.Show{Recheck: true}, &countersign.Current{Status: 200, SHA256: "a", ETag: `"v7"`}, `"v7"`},
+		{"no etag", &countersign.Show{Recheck: true}, &countersign.Current{Status: 200, SHA256: "a"}, ""},
+		{"recheck off", &countersign.Show{}, &countersign.Current{Status: 200, SHA256: "a", ETag: `"v7"`}, ""},
+		{"not read", &countersign.Show{Recheck: true}, &countersign.Current{Error: "timeout"}, ""},
+		{"no show", nil, nil, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got upstream.Request
+			r := calls.Replayer{Config: func() *config.Config { return cfg }, Sender: captureSender{&got}}
+			op := showOp()
+			op.Show, op.Current = tt.show, tt.cur
+			if _, err := r.Send(context.Background(), op, "k"); err != nil {
+				t.Fatal(err)
+			}
+			if got.IfMatch != tt.want {
+				t.Errorf("If-Match %q, want %q", got.IfMatch, tt.want)
+			}
+		})
 	}
 }
