@@ -318,6 +318,12 @@ type Operation struct {
 	Selected    bool              `json:"selected"`
 	State       OpState           `json:"state,omitempty"`
 	Outcome     *Outcome          `json:"outcome,omitempty"`
+	// Show is the endpoint's show read for this call (nil without one);
+	// Current is its answer when the person was asked, and Changes what
+	// a PUT or PATCH changes in it.
+	Show    *Show    `json:"show,omitempty"`
+	Current *Current `json:"current,omitempty"`
+	Changes []Change `json:"changes,omitempty"`
 }
 
 // Body returns the bytes to send upstream when the operation is replayed:

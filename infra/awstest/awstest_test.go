@@ -45,6 +45,9 @@ var flows = []struct {
 	{name: "review item run once by the operator function", run: reviewRun},
 	{name: "script batch approved but SendTaskSuccess failed, still rerun by the Execute task", settings: shortWait, run: batchTaskLost},
 	{name: "card call approved on the page but SendTaskSuccess failed, run by the Execute task", settings: shortWait, run: cardTaskLost},
+	{name: "show: the notify task reads the contact before the links; changed before the redemption, 409", run: showRechecked},
+	{name: "show: changed before the Execute task runs a card's call, nothing sent", run: showExecuteChanged},
+	{name: "show: unchanged when the Execute task runs a card's call, sent once", run: showExecuteUnchanged},
 
 	{name: "configuration change picked up from S3, a bad one refused", run: configChange},
 	{name: "key created and revoked with countersign keys", run: keyRevoked},

@@ -493,6 +493,14 @@ func (s *stack) configDir(set settings, tiers map[string]any) string {
 			"endpoints": []any{endpoint("GET", tiers), endpoint("DELETE", tiers),
 				map[string]any{"method": "POST", "path": "/contacts/{id}/close", "confirm": "review"}},
 		},
+		// The show flow's: the same upstream, its DELETE showing the
+		// contact as it is now (read by the notify task) and checking it
+		// again before the write.
+		"connections/" + showConnection + "/policy.json": map[string]any{
+			"base_url": s.Upstream.URL,
+			"endpoints": []any{map[string]any{"method": "GET", "path": "/contacts/{id}"},
+				map[string]any{"method": "DELETE", "path": "/contacts/{id}", "confirm": true, "show": map[string]any{"path": "/contacts/{id}"}}},
+		},
 		// The people flows': the same upstream, its DELETE decided by two
 		// people (a quorum), or by someone other than the caller (four eyes).
 		"connections/" + quorumConnection + "/policy.json": map[string]any{
@@ -1157,19 +1165,34 @@ type upstream struct {
 	*httptest.Server
 	mu   sync.Mutex
 	hits []string // "DELETE /contacts/12 key=<Idempotency-Key>"
+	// versions changes what a GET of a path answers (change): the show
+	// flow's resource changed by someone else.
+	versions map[string]int
+}
+
+// change makes the next GETs of path answer another version of it.
+func (u *upstream) change(path string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.versions[path]++
 }
 
 func newUpstream(tb testing.TB) *upstream {
-	u := &upstream{}
+	u := &upstream{versions: map[string]int{}}
 	u.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		u.mu.Lock()
 		u.hits = append(u.hits, fmt.Sprintf("%s %s key=%s", r.Method, r.URL.Path, r.Header.Get("Idempotency-Key")))
+		version := u.versions[r.URL.Path]
 		u.mu.Unlock()
 		if r.Method == http.MethodDelete {
 			w.WriteHeader(http.StatusNoContent)
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
+		if version > 0 {
+			fmt.Fprintf(w, `{"path":%q,"version":%d}`, r.URL.Path, version)
+			return
+		}
 		fmt.Fprintf(w, `{"path":%q}`, r.URL.Path)
 	}))
 	tb.Cleanup(u.Close)

@@ -189,6 +189,7 @@ func New(cfg *config.Config, ad Adapters, o Options) *App {
 	a.Confirm.RulesInForce = func(ops []countersign.Operation) *countersign.ApprovalRules {
 		return confirm.RulesOf(a.Calls.Current().Policy, ops)
 	}
+	a.Confirm.Reader = calls.ShowReader{Config: a.Calls.Current}
 	return a
 }
 

@@ -91,8 +91,19 @@ func clipOps(ops []Operation) (shown []Operation, hidden int) {
 		// arguments 1/2 and the outcome 1/4.
 		op.Path = clip(op.Path, perOp/8)
 		op.Endpoint = clip(op.Endpoint, perOp/8)
-		op.Args = clip(op.Args, perOp/2)
-		op.Outcome = clip(op.Outcome, perOp/4)
+		if op.Now == "" && len(op.Changes) == 0 {
+			op.Args = clip(op.Args, perOp/2)
+			op.Outcome = clip(op.Outcome, perOp/4)
+		} else {
+			// With the resource shown: the arguments 1/4, the outcome
+			// 1/8, the resource 1/4 and its changes 1/8.
+			op.Args = clip(op.Args, perOp/4)
+			op.Outcome = clip(op.Outcome, perOp/8)
+			op.Now = clip(op.Now, perOp/4)
+			op.Changes = clipChanges(op.Changes, perOp/8)
+		}
+		op.Summary = clip(op.Summary, maxMessageCost/4)
+		op.NowNote = clip(op.NowNote, maxMessageCost/4)
 		shown[i] = op
 	}
 	return shown, hidden
@@ -108,4 +119,21 @@ func hiddenText(n int, pending bool) string {
 		return s + "; approving from this page leaves them out."
 	}
 	return s + "."
+}
+
+// maxChangesShown is how many rows the before and after table has.
+const maxChangesShown = 50
+
+// clipChanges keeps at most maxChangesShown rows, each value clipped to
+// its share of budget.
+func clipChanges(cs []Change, budget int) []Change {
+	if len(cs) > maxChangesShown {
+		cs = cs[:maxChangesShown]
+	}
+	share := budget / max(3*len(cs), 1)
+	out := make([]Change, len(cs))
+	for i, c := range cs {
+		out[i] = Change{Field: clip(c.Field, share), From: clip(c.From, share), To: clip(c.To, share)}
+	}
+	return out
 }

@@ -138,6 +138,23 @@ type Operation struct {
 	Selected bool
 	// Outcome is shown on the decided page (pretty JSON or text).
 	Outcome string
+	// Summary says in words what the operation will do ("Delete contact
+	// 12, John McCarthy <john@example.com>"), shown first on the pending page.
+	Summary string
+	// Now is the resource as it is now (the endpoint's show read), pretty
+	// JSON or text (PrettyJSON), shown under "Now" on the pending page
+	// with NowNote ("Read at 12:00 UTC", "Reading it answered 404", "It
+	// could not be read: ..."); NowNote alone when nothing was read.
+	Now, NowNote string
+	// Changes are what a PUT or PATCH changes in it, a table of before
+	// and after.
+	Changes []Change
+}
+
+// Change is one row of the before and after table: the dotted field and
+// its values as JSON ("" when absent: the write adds or removes it).
+type Change struct {
+	Field, From, To string
 }
 
 // Form holds the signed link's fields, posted back as hidden inputs a, exp,
@@ -186,6 +203,8 @@ type view struct {
 	Selection  [2]string
 	// Hidden says how many operations are not listed (MaxOperationsShown).
 	Hidden string
+	// HasNow says whether an operation shown has a Summary, Now or Changes.
+	HasNow bool
 }
 
 type opView struct {
@@ -278,6 +297,7 @@ func Render(p Page) (body []byte, headers map[string]string, err error) {
 			ov.State = "Approved"
 		}
 		v.Ops = append(v.Ops, ov)
+		v.HasNow = v.HasNow || (v.ShowForm && (op.Summary != "" || op.Now != "" || op.NowNote != "" || len(op.Changes) > 0))
 	}
 	body, headers, err = render(v)
 	if err == nil && len(body) > MaxPageBytes {
@@ -285,6 +305,7 @@ func Render(p Page) (body []byte, headers map[string]string, err error) {
 		// whatever the markup becomes.
 		for i := range v.Ops {
 			v.Ops[i].Args, v.Ops[i].Outcome = "(not shown: too large for the page)", ""
+			v.Ops[i].Now, v.Ops[i].Changes = "", nil
 		}
 		body, headers, err = render(v)
 	}

@@ -55,6 +55,15 @@ button:focus-visible, input:focus-visible { outline: 3px solid #1d4ed8; outline-
 @media (max-width: 30rem) { .actions button { flex: 1 1 100%; } h1 { font-size: 1.25rem; } }
 `
 
+// nowStyle styles what a page shows of the resources (Operation.Summary,
+// Now, Changes), only on a page that shows some.
+const nowStyle = `.summary { font-weight: 600; margin: .5rem 0 0; overflow-wrap: anywhere; }
+.now { font-size: 1rem; margin: .75rem 0 0; }
+.changes { border-collapse: collapse; width: 100%; margin: .25rem 0 0; font-size: .875rem; }
+.changes th, .changes td { border: 1px solid #d1d5db; padding: .25rem .5rem; text-align: left; vertical-align: top; overflow-wrap: anywhere; }
+.changes td { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; }
+`
+
 // html writes the page.
 func (v *view) html() []byte {
 	var b strings.Builder
@@ -70,6 +79,9 @@ func (v *view) html() []byte {
 	// Accent and OnAccent are validated colours (render), written as they are.
 	b.WriteString("\">\n:root { --accent: " + v.Accent + "; --on-accent: " + v.OnAccent + "; }\n")
 	b.WriteString(pageStyle)
+	if v.HasNow {
+		b.WriteString(nowStyle)
+	}
 	b.WriteString(display.CSS)
 	b.WriteString("</style>\n</head>\n<body>\n<header class=\"bar\"><p>")
 	value(&b, v.Workspace)
@@ -215,7 +227,9 @@ func (v *view) form(b *strings.Builder) {
 		b.WriteString("\n<li class=\"op\">\n<div class=\"op-head\">\n<input type=\"checkbox\" name=\"op\" value=\"" + index +
 			"\" id=\"op-" + index + "\" checked>\n<label for=\"op-" + index + "\">")
 		op.head(b)
-		b.WriteString("</label>\n</div>\n<p class=\"caption\">Arguments</p>\n<pre>")
+		b.WriteString("</label>\n</div>")
+		op.now(b)
+		b.WriteString("\n<p class=\"caption\">Arguments</p>\n<pre>")
 		if op.Args != "" {
 			display.WriteJSONHTML(b, op.Args)
 		} else {
@@ -244,6 +258,50 @@ func (op *opView) head(b *strings.Builder) {
 		b.WriteString(" <span class=\"endpoint\">(")
 		value(b, op.Endpoint)
 		b.WriteString(")</span>")
+	}
+}
+
+// now writes what the operation will do in words, the before and after
+// of what it changes, and the resource as it is now.
+func (op *opView) now(b *strings.Builder) {
+	if op.Summary != "" {
+		b.WriteString("\n<p class=\"summary\">")
+		value(b, op.Summary)
+		b.WriteString("</p>")
+	}
+	if len(op.Changes) > 0 {
+		b.WriteString("\n<table class=\"changes\">\n<caption class=\"caption\">What changes</caption>\n<thead><tr><th>Field</th><th>Now</th><th>After</th></tr></thead>\n<tbody>")
+		for _, c := range op.Changes {
+			b.WriteString("\n<tr><td>")
+			value(b, c.Field)
+			b.WriteString("</td><td>")
+			if c.From != "" {
+				display.WriteJSONHTML(b, c.From)
+			} else {
+				b.WriteString("(absent)")
+			}
+			b.WriteString("</td><td>")
+			if c.To != "" {
+				display.WriteJSONHTML(b, c.To)
+			} else {
+				b.WriteString("(removed)")
+			}
+			b.WriteString("</td></tr>")
+		}
+		b.WriteString("\n</tbody>\n</table>")
+	}
+	if op.Now != "" || op.NowNote != "" {
+		b.WriteString("\n<h2 class=\"now\">Now</h2>")
+		if op.NowNote != "" {
+			b.WriteString("\n<p class=\"caption\">")
+			value(b, op.NowNote)
+			b.WriteString("</p>")
+		}
+		if op.Now != "" {
+			b.WriteString("\n<pre>")
+			display.WriteJSONHTML(b, op.Now)
+			b.WriteString("</pre>")
+		}
 	}
 }
 

@@ -240,6 +240,9 @@ func (p *prepared) operationWith(cred *countersign.Credential, m *policy.Match, 
 		}
 	}
 	op.RawQuery, op.Negotiation = p.RawQuery, p.negotiation
+	if m.Endpoint != nil && m.Endpoint.Show != nil {
+		op.Show = showRead(m.Endpoint.Show, params)
+	}
 	return op, nil
 }
 

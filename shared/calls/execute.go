@@ -54,6 +54,10 @@ func (r Replayer) Send(ctx context.Context, op countersign.Operation, idemKey st
 		IdempotencyKey: idemKey, Forward: forwarded(op.Args.Headers, op.Negotiation),
 		Connection: op.Connection,
 	}
+	if op.Show != nil && op.Show.Recheck && op.Current.Read() {
+		// The recheck found the ETag the person saw (confirm's runClaimed).
+		req.IfMatch = op.Current.ETag
+	}
 	resp, err := r.Sender.Do(ctx, req)
 	return resp, upstreamError(err)
 }

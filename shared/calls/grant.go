@@ -29,6 +29,10 @@ type Grant struct {
 	Person *countersign.Person
 	// ExpiresAt is when the question expires.
 	ExpiresAt time.Time
+	// Current is what the person was shown of the resource (the
+	// endpoint's show read) when asked; the write runs only if it is
+	// unchanged (the recheck). Nil when nothing was read.
+	Current *countersign.Current
 }
 
 // granted runs a call the person approved in the client, once, or records
@@ -46,6 +50,9 @@ func (s *Service) granted(ctx context.Context, cred *countersign.Credential, p *
 	var rules policy.Rules
 	if m := res.Decision.Match; m.Connection != nil {
 		rules = m.Connection.RulesFor(m.Endpoint)
+	}
+	if op.Show != nil {
+		op.Current = g.Current
 	}
 	ran, err := s.Confirm.GrantCall(ctx, confirm.GrantRequest{ID: g.ID, Credential: cred.ID, Reason: res.Decision.Reason,
 		Operations: []countersign.Operation{op}, Approve: g.Approve, By: g.By, Person: g.Person, ExpiresAt: g.ExpiresAt,

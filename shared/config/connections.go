@@ -71,6 +71,9 @@ type connLoad struct {
 	shapes map[string]shapeOwner
 	opIDs  map[string]string
 	tools  map[string]string // tool name → relative file
+	// shows are the endpoints' show reads, resolved once every endpoint
+	// of the connection is loaded (resolveShows).
+	shows []pendingShow
 }
 
 func (l *loader) connection(name string) (loadedConn, bool) {
@@ -192,6 +195,7 @@ func (l *loader) connection(name string) (loadedConn, bool) {
 		tc.Endpoints = append(tc.Endpoints, t.ep)
 		locs = append(locs, epLoc{ep: t.ep, file: t.file, path: "name"})
 	}
+	cl.resolveShows(tc.Endpoints)
 	return loadedConn{conn: conn, tier: tc, locs: locs}, len(l.errs) == nerr
 }
 
@@ -296,7 +300,7 @@ func (cl *connLoad) claim(s *src, p string, o shapeOwner, shape string) bool {
 }
 
 func (cl *connLoad) endpoint(s *src, rel, p string, raw json.RawMessage) *policy.Endpoint {
-	m, ok := s.object(p, raw, "method", "path", "confirm", "operation_id", "escalate", "encoded_slash_params", "approval")
+	m, ok := s.object(p, raw, "method", "path", "confirm", "operation_id", "escalate", "encoded_slash_params", "approval", "show")
 	if !ok {
 		return nil
 	}
@@ -400,6 +404,13 @@ func (cl *connLoad) endpoint(s *src, rel, p string, raw json.RawMessage) *policy
 					ep.SlashParams = append(ep.SlashParams, name)
 				}
 			}
+		}
+	}
+	if v, ok := m["show"]; ok {
+		if show, ok := s.show(field(p, "show"), v, params, tmplOK); ok {
+			ep.Show = show.show
+			show.ep = ep
+			cl.shows = append(cl.shows, show)
 		}
 	}
 	if ep.Method != "" && tmplOK {

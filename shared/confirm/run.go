@@ -25,6 +25,10 @@ type Ran struct {
 	Confirmation *countersign.Confirmation
 	Response     *upstream.Response
 	Err          error
+	// Stopped is the stored outcome of an operation the recheck stopped
+	// before its write (resource_changed, or a read that failed): nothing
+	// was sent, and Err says so with a code.
+	Stopped *countersign.Outcome
 }
 
 // OutcomeOf turns an upstream response or error into a stored outcome.
@@ -56,7 +60,9 @@ func OutcomeOf(resp *upstream.Response, err error) countersign.Outcome {
 // caller still gets the answer.
 func (s *Service) run(ctx context.Context, c *countersign.Confirmation, index int, up Upstream) (ran Ran, stored bool) {
 	ran.Confirmation = c
+	sent := false
 	done, err := s.RunClaimed(ctx, c, index, func(ctx context.Context, op countersign.Operation, key string) countersign.Outcome {
+		sent = true
 		ran.Response, ran.Err = up.Send(ctx, op, key)
 		if ran.Err != nil {
 			ran.Response = nil
@@ -65,9 +71,19 @@ func (s *Service) run(ctx context.Context, c *countersign.Confirmation, index in
 	})
 	if err != nil {
 		s.logger().ErrorContext(ctx, "outcome not stored", "confirmation", c.ID, "operation", index, "error", err)
+		if !sent {
+			ran.Err = fault.New(fault.ResourceChanged, "the resource was read again before the write and nothing was sent, but the outcome could not be stored; ask the person again")
+		}
 		return ran, false
 	}
 	ran.Confirmation = done
+	if !sent {
+		stopped := countersign.Outcome{Error: ResourceChanged}
+		if o := done.Operations[index].Outcome; o != nil {
+			stopped = *o
+		}
+		ran.Stopped, ran.Err = &stopped, stopError(stopped)
+	}
 	return ran, true
 }
 
@@ -214,6 +230,9 @@ func (s *Service) RunOne(ctx context.Context, id string, index int, up Upstream)
 	}
 	ran, _ := s.run(ctx, c, index, up)
 	out = OutcomeOf(ran.Response, ran.Err)
+	if ran.Stopped != nil {
+		out = *ran.Stopped
+	}
 	// The call was made: it is recorded whether or not its outcome was stored.
 	s.recordOperation(ctx, c, index, out)
 	return out, false, nil

@@ -96,6 +96,10 @@ type Service struct {
 	// SyncEvents delivers events before returning (Lambda freezes work
 	// left running after the response); otherwise they go in the background.
 	SyncEvents bool
+	// Reader makes the operations' show reads (Observe, ReadCurrent, and
+	// the recheck before each write); nil reads nothing, and an operation
+	// that must be rechecked then does not run.
+	Reader Reader
 
 	live atomic.Pointer[Timeouts]
 }
@@ -827,7 +831,14 @@ func (s *Service) runClaimed(ctx context.Context, c *countersign.Confirmation, i
 	if index < 0 || index >= len(c.Operations) || c.Operations[index].State != countersign.OpClaimed {
 		return c, false, fmt.Errorf("run %s operation %d: not claimed", c.ID, index)
 	}
-	out := run(ctx, c.Operations[index], IdempotencyKey(c.ID, index))
+	// The recheck is here, between the claim and the write, so that every
+	// path that runs an approved operation makes it.
+	out, ok := s.recheck(ctx, c.Operations[index])
+	if ok {
+		out = run(ctx, c.Operations[index], IdempotencyKey(c.ID, index))
+	} else {
+		s.logger().InfoContext(ctx, "recheck stopped the write", "confirmation", c.ID, "operation", index, "outcome", out.Error)
+	}
 	return s.complete(context.WithoutCancel(ctx), c.ID, index, out)
 }
 

@@ -37,6 +37,9 @@ const (
 	ConfirmationRejected Code = "confirmation_rejected"
 	ConfirmationMismatch Code = "confirmation_mismatch"
 	ConfirmationDecided  Code = "confirmation_decided"
+	// ResourceChanged: the resource an approved operation acts on changed
+	// between what the person saw and the write; nothing was sent.
+	ResourceChanged Code = "resource_changed"
 
 	// Routes.
 	NotFound         Code = "not_found"
@@ -71,7 +74,7 @@ var all = []Code{
 	InvalidRequest, Unauthenticated, Forbidden, BadSignature,
 	RequiresConfirmation, ReviewRequired, Blocked, ReadOnly, WriteIntentRequired, HookDenied, UnknownOperation,
 	UnknownConfirmation, ConfirmationPending, ConfirmationUsed, ConfirmationExpired, ConfirmationRejected,
-	ConfirmationMismatch, ConfirmationDecided,
+	ConfirmationMismatch, ConfirmationDecided, ResourceChanged,
 	NotFound, MethodNotAllowed,
 	PayloadTooLarge, IdempotencyKeyReused, IdempotencyInProgress, RateLimited,
 	ScriptError, ScriptLimit, ScriptDiverged,

@@ -501,6 +501,7 @@ func (a *Approver) pageOf(c *countersign.Confirmation, link links.Link) approval
 		if op.Outcome != nil {
 			po.Outcome = outcomeText(op.Outcome)
 		}
+		approvalpage.ShowNow(&po, &op)
 		p.Operations = append(p.Operations, po)
 	}
 	return p

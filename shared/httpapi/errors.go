@@ -30,6 +30,7 @@ var statusOf = map[fault.Code]int{
 	fault.ConfirmationPending:   http.StatusConflict,
 	fault.ConfirmationUsed:      http.StatusConflict,
 	fault.ConfirmationDecided:   http.StatusConflict,
+	fault.ResourceChanged:       http.StatusConflict,
 	fault.IdempotencyInProgress: http.StatusConflict,
 	fault.ConfirmationExpired:   http.StatusGone,
 	fault.PayloadTooLarge:       http.StatusRequestEntityTooLarge,

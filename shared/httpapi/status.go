@@ -49,6 +49,10 @@ type operationView struct {
 	Endpoint   string               `json:"endpoint"`
 	Selected   bool                 `json:"selected"`
 	Outcome    *countersign.Outcome `json:"outcome"`
+	// Current and Changes are what the person was shown of the resource
+	// (the endpoint's show read), without what only the recheck reads.
+	Current *countersign.Current `json:"current,omitempty"`
+	Changes []countersign.Change `json:"changes,omitempty"`
 }
 
 // viewConfirmation shows a confirmation with its effective status, never
@@ -62,7 +66,7 @@ func viewConfirmation(c *countersign.Confirmation, effective countersign.Status)
 	}
 	for _, op := range c.Operations {
 		v.Operations = append(v.Operations, operationView{Connection: op.Connection, Method: op.Method, Path: op.Path,
-			Endpoint: op.Endpoint, Selected: op.Selected, Outcome: op.Outcome})
+			Endpoint: op.Endpoint, Selected: op.Selected, Outcome: op.Outcome, Current: op.Current.Shown(), Changes: op.Changes})
 	}
 	return v
 }

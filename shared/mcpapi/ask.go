@@ -37,6 +37,17 @@ type requestState struct {
 	Tool  string           `json:"tool"`
 	Kind  countersign.Kind `json:"kind"`
 	Binds []string         `json:"binds"`
+	// Seen is, for each operation the person was shown its resource of
+	// (its endpoint's show read), what the recheck compares before the
+	// write: the answer's status, SHA-256 and ETag. Absent when none was.
+	Seen []*seen `json:"seen,omitempty"`
+}
+
+// seen is what the recheck needs of a show read the person was shown.
+type seen struct {
+	Status int    `json:"status"`
+	SHA256 string `json:"sha256,omitempty"`
+	ETag   string `json:"etag,omitempty"`
 }
 
 // Ask is the input_required result that asks the person, in the client's
@@ -67,8 +78,18 @@ func (h *Handler) ask(cred *countersign.Credential, op operation, kind countersi
 // bindings are filled from ops), valid until exp.
 func (h *Handler) question(st requestState, op operation, ops []countersign.Operation, reason string, exp time.Time) *mcp.CallToolResult {
 	st.Binds = st.Binds[:0]
+	st.Seen = nil
+	anySeen := false
 	for _, o := range ops {
 		st.Binds = append(st.Binds, o.Binding)
+		var sn *seen
+		if o.Current.Read() {
+			sn, anySeen = &seen{Status: o.Current.Status, SHA256: o.Current.SHA256, ETag: o.Current.ETag}, true
+		}
+		st.Seen = append(st.Seen, sn)
+	}
+	if !anySeen {
+		st.Seen = nil
 	}
 	payload, err := json.Marshal(st)
 	if err != nil {
@@ -94,7 +115,15 @@ func (h *Handler) elicitation(op operation, ops []countersign.Operation, reason 
 		title = op.ep.Prompt
 	}
 	// The person reads this text: hidden characters are shown as escapes.
-	fmt.Fprintf(&b, "%s (%s)\n", display.Text(title), display.Text(h.o.Calls.Current().Settings.Workspace.Name))
+	// What will happen comes first, in words, when the resource was read
+	// (a client may show only the first line): then the title and the
+	// arguments.
+	ws := display.Text(h.o.Calls.Current().Settings.Workspace.Name)
+	if len(ops) == 1 && ops[0].Current != nil {
+		fmt.Fprintf(&b, "%s (%s)\n%s\n", display.Agent(ops[0].Sentence(), 300), ws, display.Text(title))
+	} else {
+		fmt.Fprintf(&b, "%s (%s)\n", display.Text(title), ws)
+	}
 	props := map[string]any{}
 	required := []string{}
 	for i, o := range ops {
@@ -102,12 +131,22 @@ func (h *Handler) elicitation(op operation, ops []countersign.Operation, reason 
 		if err != nil {
 			args, _ = json.Marshal(o.Args)
 		}
-		fmt.Fprintf(&b, "\n%d. %s\n   arguments: %s", i+1, display.Text(opLine(o)), display.Text(string(args)))
+		fmt.Fprintf(&b, "\n%d. ", i+1)
+		if o.Current != nil {
+			fmt.Fprintf(&b, "%s\n   ", display.Agent(o.Sentence(), 300))
+		}
+		fmt.Fprintf(&b, "%s\n", display.Text(opLine(o)))
+		writeChanges(&b, o.Changes)
+		fmt.Fprintf(&b, "   arguments: %s", display.Text(string(args)))
 		key := "approve"
 		if len(ops) > 1 {
 			key = fmt.Sprintf("op%d", i)
 		}
-		props[key] = map[string]any{"type": "boolean", "title": "Run " + display.Text(o.Method+" "+o.Path), "default": true}
+		what := "Run " + display.Text(o.Method+" "+o.Path)
+		if o.Current != nil {
+			what = display.Agent(o.Sentence(), 200)
+		}
+		props[key] = map[string]any{"type": "boolean", "title": what, "default": true}
 		required = append(required, key)
 	}
 	if reason != "" {
@@ -116,6 +155,27 @@ func (h *Handler) elicitation(op operation, ops []countersign.Operation, reason 
 	fmt.Fprintf(&b, "\nAccept runs what is selected, once; decline runs nothing. The question expires at %s.", exp.Format(time.RFC3339))
 	return &mcp.ElicitParams{Mode: "form", Message: b.String(),
 		RequestedSchema: map[string]any{"type": "object", "properties": props, "required": required}}
+}
+
+// maxDialogChanges is how many changed fields the dialog lists.
+const maxDialogChanges = 10
+
+// writeChanges lists what a PUT or PATCH changes, one line per field.
+func writeChanges(b *strings.Builder, cs []countersign.Change) {
+	for i, c := range cs {
+		if i == maxDialogChanges {
+			fmt.Fprintf(b, "   and %d more changes\n", len(cs)-maxDialogChanges)
+			break
+		}
+		from, to := "(absent)", "(removed)"
+		if c.From != nil {
+			from = display.Agent(string(c.From), 80)
+		}
+		if c.To != nil {
+			to = display.Agent(string(c.To), 80)
+		}
+		fmt.Fprintf(b, "   %s: %s → %s\n", display.Agent(c.Field, 80), from, to)
+	}
 }
 
 // Answer is the person's answer carried by a retried call.
@@ -132,6 +192,9 @@ type Answer struct {
 	// By names who answered: "client:<name>".
 	By        string
 	ExpiresAt time.Time
+	// Seen is what the person was shown of each operation's resource
+	// (nil where nothing was read), for the recheck before the write.
+	Seen []*countersign.Current
 }
 
 // Answer reads the answer of a retried call: the request state must be one
@@ -161,6 +224,15 @@ func (h *Handler) Answer(cred *countersign.Credential, client Client, tool strin
 		return nil, fault.Errorf(fault.ConfirmationMismatch, "the requestState was issued for the tool %q, not %q; nothing ran", st.Tool, tool)
 	}
 	a := &Answer{ID: st.ID, Kind: st.Kind, Bindings: st.Binds, Approved: make([]bool, len(st.Binds)), By: "client:" + client.label(), ExpiresAt: exp}
+	if len(st.Seen) == len(st.Binds) {
+		for _, sn := range st.Seen {
+			var cur *countersign.Current
+			if sn != nil {
+				cur = &countersign.Current{Status: sn.Status, SHA256: sn.SHA256, ETag: sn.ETag}
+			}
+			a.Seen = append(a.Seen, cur)
+		}
+	}
 	r, ok := p.InputResponses[inputKey].(*mcp.ElicitResult)
 	if !ok {
 		return nil, fault.Errorf(fault.InvalidRequest, "the retried call carries no answer to the input request %q; nothing ran", inputKey)
@@ -219,6 +291,9 @@ func (h *Handler) answered(ctx context.Context, cred *countersign.Credential, cl
 		return faultResult(fault.ConfirmationMismatch, "the requestState is not for a single call; nothing ran")
 	}
 	g := &calls.Grant{ID: a.ID, Binding: a.Bindings[0], Approve: !a.Declined, By: a.By, Person: cred.Person(), ExpiresAt: a.ExpiresAt}
+	if len(a.Seen) == 1 {
+		g.Current = a.Seen[0]
+	}
 	res, err := h.o.Calls.Do(ctx, cred, c, calls.Options{Grant: g})
 	if err != nil {
 		return errorResult(err)

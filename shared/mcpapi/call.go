@@ -110,7 +110,12 @@ func (h *Handler) first(ctx context.Context, cred *countersign.Credential, clien
 	case calls.Executed:
 		return executedResult(res)
 	case calls.Collected:
-		return h.ask(cred, op, countersign.KindCall, []countersign.Operation{res.Operation}, res.Decision.Reason)
+		// The person is asked here and now: what they are to see of the
+		// resource is read first (bounded), and the question carries what
+		// was read, for the recheck before the write.
+		ops := []countersign.Operation{res.Operation}
+		h.o.Calls.ReadCurrent(ctx, ops)
+		return h.ask(cred, op, countersign.KindCall, ops, res.Decision.Reason)
 	case calls.Paused:
 		switch {
 		case oob:

@@ -137,7 +137,40 @@ type cardOp struct {
 	Args       string `json:"args"`
 	Selected   bool   `json:"selected"`
 	Outcome    string `json:"outcome,omitempty"`
+	// Summary, Now, NowNote and Changes are what the person is shown of
+	// the resource (approvalpage.ShowNow): in words, as it is now, and
+	// the before and after of what changes.
+	Summary string       `json:"summary,omitempty"`
+	Now     string       `json:"now,omitempty"`
+	NowNote string       `json:"now_note,omitempty"`
+	Changes []cardChange `json:"changes,omitempty"`
 }
+
+// cardChange is one row of the card's before and after table; From or To
+// is empty when the write adds or removes the field.
+type cardChange struct {
+	Field string `json:"field"`
+	From  string `json:"from,omitempty"`
+	To    string `json:"to,omitempty"`
+}
+
+// cardNow fills co with what the person is shown of op's resource, bounded
+// and with hidden characters as escapes (the card writes it as text).
+func cardNow(co *cardOp, op *countersign.Operation) {
+	var po approvalpage.Operation
+	approvalpage.ShowNow(&po, op)
+	co.Summary, co.NowNote = display.Agent(po.Summary, 300), display.Agent(po.NowNote, 300)
+	co.Now = po.Now // PrettyJSON wrote hidden characters as escapes
+	for i, c := range po.Changes {
+		if i == maxCardChanges {
+			break
+		}
+		co.Changes = append(co.Changes, cardChange{Field: display.Text(c.Field), From: display.Text(c.From), To: display.Text(c.To)})
+	}
+}
+
+// maxCardChanges is how many rows the card's before and after table has.
+const maxCardChanges = 50
 
 // cardView is what the card shows; it is also the structured content the
 // model may read, so it holds nothing that decides (the token is in _meta).
@@ -181,6 +214,7 @@ func (h *Handler) cardOf(c *countersign.Confirmation, effective countersign.Stat
 		if op.Outcome != nil {
 			co.Outcome = display.Block(outcomeText(op.Outcome))
 		}
+		cardNow(&co, &op)
 		v.Operations = append(v.Operations, co)
 	}
 	switch {
@@ -202,6 +236,9 @@ func (h *Handler) cardOf(c *countersign.Confirmation, effective countersign.Stat
 func (h *Handler) outOfBand(c *countersign.Confirmation) bool { return confirm.OutOfBand(c, nil) }
 
 func outcomeText(o *countersign.Outcome) string {
+	if o.Error == confirm.ResourceChanged {
+		return "not run (resource_changed): what it acts on changed after the person saw it, so nothing was sent; call the tool again to ask the person anew"
+	}
 	if o.Error != "" {
 		return "failed: " + o.Error
 	}

@@ -24,6 +24,7 @@ type Pipeline interface {
 	Do(ctx context.Context, cred *countersign.Credential, c *calls.Call, o calls.Options) (*calls.Result, error)
 	Confirmation(ctx context.Context, cred *countersign.Credential, id string, o calls.WaitOptions) (calls.Status, error)
 	AnswerAndRun(ctx context.Context, id string, a confirm.Answer, rerun calls.Rerunner) (*countersign.Confirmation, error)
+	ReadCurrent(ctx context.Context, ops []countersign.Operation)
 }
 
 var _ Pipeline = (*calls.Service)(nil)

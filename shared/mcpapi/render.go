@@ -32,6 +32,7 @@ var labelOf = map[fault.Code]string{
 	fault.ConfirmationUsed:      labelRefused,
 	fault.ConfirmationExpired:   labelRefused,
 	fault.ConfirmationDecided:   labelRefused,
+	fault.ResourceChanged:       labelRefused,
 	fault.NotFound:              labelError,
 	fault.MethodNotAllowed:      labelError,
 	fault.PayloadTooLarge:       labelError,

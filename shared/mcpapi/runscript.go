@@ -155,7 +155,7 @@ func (h *Handler) runScript(ctx context.Context, cred *countersign.Credential, c
 	if run.Status == countersign.ScriptDone {
 		return scriptCompleted(run, r.CannotAsk)
 	}
-	return h.scriptPaused(cred, client, run, r.CannotAsk)
+	return h.scriptPaused(ctx, cred, client, run, r.CannotAsk)
 }
 
 // scriptErrorResult renders a failed script (its code, reason, line and
@@ -202,7 +202,7 @@ func scriptCompleted(run *countersign.ScriptResult, cannotAsk string) *mcp.CallT
 // scriptPaused answers a script whose batch waits for a person, the way
 // this client can ask (docs/design.md, The pause): the client's dialog, the card,
 // or the approvers out of band.
-func (h *Handler) scriptPaused(cred *countersign.Credential, client Client, run *countersign.ScriptResult, cannotAsk string) *mcp.CallToolResult {
+func (h *Handler) scriptPaused(ctx context.Context, cred *countersign.Credential, client Client, run *countersign.ScriptResult, cannotAsk string) *mcp.CallToolResult {
 	conf := run.Confirmation
 	switch {
 	case h.outOfBand(conf) || !client.Elicit && !client.Apps && !client.URL:
@@ -215,7 +215,12 @@ func (h *Handler) scriptPaused(cred *countersign.Credential, client Client, run 
 		// state carries the batch's id, so the answer decides that batch
 		// (once) and nothing else.
 		st := requestState{ID: conf.ID, Cred: cred.ID, Tool: ToolRunScript, Kind: countersign.KindScript}
-		return h.question(st, operation{name: ToolRunScript}, conf.Operations, conf.Reason, conf.ExpiresAt)
+		// Each operation with what it acts on, read now for the question
+		// (the batch's own reads, which the recheck compares with, are
+		// the workflow's, stored before the answer can be taken).
+		ops := append([]countersign.Operation(nil), conf.Operations...)
+		h.o.Calls.ReadCurrent(ctx, ops)
+		return h.question(st, operation{name: ToolRunScript}, ops, conf.Reason, conf.ExpiresAt)
 	case client.URL:
 		// The person decides the batch on its approval page, signed in
 		// (the tool's handler answers with the URL elicitation); the

@@ -67,15 +67,26 @@ func boundEvent(ev Event, div int) Event {
 		op.Method = clipJSON(op.Method, maxFieldCost/4)
 		op.Path = clipJSON(op.Path, perOp/8)
 		op.Endpoint = clipJSON(op.Endpoint, perOp/8)
-		var cutArgs, cutOutcome bool
+		var cutArgs, cutOutcome, cutCurrent, cutChanges bool
+		share := 4
+		if op.Current != nil || op.Changes != nil {
+			share = 8 // the args a quarter, the outcome, current and changes an eighth each
+		}
 		if op.Args != nil {
-			op.Args, cutArgs = jsonview.Compact(op.Args, &jsonview.Limits{MaxBytes: perOp / 2})
+			op.Args, cutArgs = jsonview.Compact(op.Args, &jsonview.Limits{MaxBytes: perOp * 2 / share})
 		}
 		if op.Outcome != nil {
-			op.Outcome, cutOutcome = jsonview.Compact(op.Outcome, &jsonview.Limits{MaxBytes: perOp / 4})
+			op.Outcome, cutOutcome = jsonview.Compact(op.Outcome, &jsonview.Limits{MaxBytes: perOp / share})
 		}
-		op.Truncated = op.Truncated || cutArgs || cutOutcome || op.Path != before.Path || op.Endpoint != before.Endpoint ||
-			op.Connection != before.Connection || op.Method != before.Method
+		if op.Current != nil {
+			op.Current, cutCurrent = jsonview.Compact(op.Current, &jsonview.Limits{MaxBytes: perOp / share})
+		}
+		if op.Changes != nil {
+			op.Changes, cutChanges = jsonview.Compact(op.Changes, &jsonview.Limits{MaxBytes: perOp / share})
+		}
+		op.Summary = clipJSON(op.Summary, perOp/16)
+		op.Truncated = op.Truncated || cutArgs || cutOutcome || cutCurrent || cutChanges || op.Path != before.Path || op.Endpoint != before.Endpoint ||
+			op.Connection != before.Connection || op.Method != before.Method || op.Summary != before.Summary
 		c.Operations[i] = op
 	}
 	return ev
@@ -109,6 +120,12 @@ func encodeBounded(ev Event, encode func(Event) ([]byte, error)) ([]byte, error)
 		op.Args, op.Truncated = json.RawMessage(notShownMarker), true
 		if op.Outcome != nil {
 			op.Outcome = json.RawMessage(notShownMarker)
+		}
+		if op.Current != nil {
+			op.Current = json.RawMessage(notShownMarker)
+		}
+		if op.Changes != nil {
+			op.Changes = json.RawMessage(notShownMarker)
 		}
 	}
 	return encode(e)

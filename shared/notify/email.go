@@ -56,6 +56,9 @@ func EmailFor(ev Event, approver, workspace string, now time.Time) Email {
 			break
 		}
 		fmt.Fprintf(&b, "  %s %s on %s\n", clean(clipJSON(op.Method, 64)), clean(clipJSON(op.Path, 512)), clean(clipJSON(op.Connection, 128)))
+		if op.Summary != "" {
+			fmt.Fprintf(&b, "    now: %s\n", clean(clipJSON(op.Summary, maxReasonCost)))
+		}
 		if op.Args != nil {
 			args, _ := jsonview.Compact(op.Args, &jsonview.Limits{MaxBytes: maxEmailArgs, Visible: true})
 			fmt.Fprintf(&b, "    arguments: %s\n", clean(string(args)))

@@ -66,6 +66,13 @@ func ConfirmationOf(c *countersign.Confirmation) EventConfirmation {
 		if op.Outcome != nil {
 			eo.Outcome, _ = json.Marshal(op.Outcome)
 		}
+		if op.Current != nil {
+			eo.Current, _ = json.Marshal(op.Current.Shown())
+			eo.Summary = op.Sentence()
+		}
+		if len(op.Changes) > 0 {
+			eo.Changes, _ = json.Marshal(op.Changes)
+		}
 		ec.Operations = append(ec.Operations, eo)
 	}
 	return ec
@@ -130,6 +137,13 @@ type EventOperation struct {
 	Args       json.RawMessage `json:"args"`
 	// Outcome is set on executed events.
 	Outcome json.RawMessage `json:"outcome,omitempty"`
+	// Current is the resource as the person is shown it (the endpoint's
+	// show read: status, body, read_at, or error), Changes what a PUT or
+	// PATCH changes in it; Summary says in words what will happen
+	// ("Delete contact 12, John McCarthy <john@example.com>").
+	Current json.RawMessage `json:"current,omitempty"`
+	Changes json.RawMessage `json:"changes,omitempty"`
+	Summary string          `json:"summary,omitempty"`
 	// Truncated is set when a webhook payload shows this operation cut to
 	// fit MaxPayloadBytes (its strings and JSON then hold "truncated"
 	// markers).

@@ -65,6 +65,9 @@ func slackMessageFor(ev Event) slackMessage {
 				break
 			}
 			fmt.Fprintf(&b, "• `%s %s` on %s\n", slackCode(op.Method), slackCode(op.Path), slackEscape(op.Connection))
+			if op.Summary != "" {
+				fmt.Fprintf(&b, "   %s\n", slackEscape(op.Summary))
+			}
 		}
 		if conf.Reason != "" {
 			fmt.Fprintf(&b, "%s\n", slackEscape(conf.Reason))

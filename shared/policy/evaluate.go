@@ -65,6 +65,11 @@ type Endpoint struct {
 	// encoded slash (%2F); a %2F anywhere else is refused before the
 	// call is decided (policy.json encoded_slash_params).
 	SlashParams []string
+	// Show is the endpoint's show read (policy.json "show"): a path
+	// template of an auto-tier GET of the same connection whose
+	// parameters are the endpoint's; nil without one. The decision never
+	// reads it: the lifecycle runs the read for the person to see.
+	Show *Show
 	// Rule names where the configured tier comes from, for explanations,
 	// e.g. `connections/crm/policy.json endpoints[1] DELETE /contacts/{id} confirm: true`.
 	Rule string
@@ -73,6 +78,15 @@ type Endpoint struct {
 	// precomputed explanations.
 	params []string
 	text   *endpointText
+}
+
+// Show is an endpoint's show read, resolved at load.
+type Show struct {
+	// Path is the template, e.g. /contacts/{id}; its parameters are the
+	// endpoint's.
+	Path string
+	// Recheck reads it again right before the write (default true).
+	Recheck bool
 }
 
 // ReadsBody reports whether one of the endpoint's thresholds reads the

@@ -30,6 +30,14 @@ var (
 // ranValue is {status, body} of a call that ran ({error, reason} when the
 // upstream could not be reached), with the notice of an ask_agent call.
 func ranValue(out countersign.Outcome, notice bool, reason string) json.RawMessage {
+	if out.Error == string(fault.ResourceChanged) {
+		// The recheck stopped it: nothing was sent.
+		b, _ := json.Marshal(struct {
+			Error  string `json:"error"`
+			Reason string `json:"reason"`
+		}{string(fault.ResourceChanged), "what it acts on changed after the person saw it; nothing was sent. Ask the person again"})
+		return b
+	}
 	if out.Error != "" {
 		b, _ := json.Marshal(struct {
 			Error  string `json:"error"`

@@ -65,6 +65,13 @@ func (h *Notify) Handle(ctx context.Context, in NotifyInput) (struct{}, error) {
 	if in.ConfirmationID == "" || in.TaskToken == "" {
 		return struct{}{}, taskError(errors.New("notify: confirmation_id and task_token are required"))
 	}
+	// What the person is to see of the resources (the endpoints' show
+	// reads) is stored before the token: nobody can answer, nor get a
+	// link, before it is there. A read that fails is stored as such; a
+	// store that fails leaves the record as it was, and the links still go.
+	if _, err := h.Confirm.Observe(ctx, in.ConfirmationID); err != nil {
+		logger(h.Logger).WarnContext(ctx, "show reads not stored", "confirmation", in.ConfirmationID, "error", err)
+	}
 	c, ok, err := h.Confirm.AttachToken(ctx, in.ConfirmationID, in.TaskToken)
 	if err != nil {
 		return struct{}{}, taskError(fmt.Errorf("notify %s: %w", in.ConfirmationID, err))

@@ -107,6 +107,11 @@ type Request struct {
 	// nothing is sent. Configured headers of the same name win.
 	Forward map[string]string
 
+	// IfMatch is sent as If-Match when non-empty: the ETag of the
+	// resource as the person saw it, so an API that honours it refuses a
+	// write to a resource changed since.
+	IfMatch string
+
 	// Connection names the connection for telemetry only (the span's and
 	// the metrics' label); it is never sent.
 	Connection string
@@ -329,6 +334,12 @@ func (c *Client) newRequest(ctx context.Context, r Request) (*http.Request, erro
 			return nil, invalid("idempotency key: invalid value")
 		}
 		req.Header.Set("Idempotency-Key", r.IdempotencyKey)
+	}
+	if r.IfMatch != "" {
+		if !validHeader("If-Match", r.IfMatch) {
+			return nil, invalid("If-Match: invalid value")
+		}
+		req.Header.Set("If-Match", r.IfMatch)
 	}
 	for name, v := range r.Headers {
 		if !validHeader(name, v) {

@@ -23,7 +23,19 @@ type Contact struct {
 	ID       int    `json:"id"`
 	Name     string `json:"name"`
 	Email    string `json:"email"`
+	Company  string `json:"company,omitempty"`
 	Archived bool   `json:"archived"`
+	// OpenPayments are payments owed to the contact and not yet sent:
+	// what a person deleting the contact should know.
+	OpenPayments []OpenPayment `json:"open_payments,omitempty"`
+}
+
+// OpenPayment is a payment owed to a contact.
+type OpenPayment struct {
+	ID       string      `json:"id"`
+	Amount   json.Number `json:"amount"`
+	Currency string      `json:"currency"`
+	Due      string      `json:"due"`
 }
 
 // Account is a customer account.
@@ -112,7 +124,12 @@ func (s *Server) seed() {
 	for i, name := range seedNames {
 		id := i + 1
 		email := strings.ToLower(strings.ReplaceAll(name, " ", ".")) + "@example.com"
-		s.contacts[id] = &Contact{ID: id, Name: name, Email: email}
+		s.contacts[id] = &Contact{ID: id, Name: name, Email: email, Company: seedAccounts[i%len(seedAccounts)]}
+	}
+	// Some contacts are owed money: deleting one loses track of it.
+	for i, id := range []int{3, 7, 12} {
+		s.contacts[id].OpenPayments = []OpenPayment{{ID: fmt.Sprintf("inv_%d", 101+i),
+			Amount: json.Number(fmt.Sprintf("%d.00", 1200*(i+1))), Currency: "EUR", Due: "2026-12-31"}}
 	}
 	s.nextContact = len(seedNames) + 1
 	s.accounts = make(map[int]*Account, len(seedAccounts))
@@ -373,8 +390,9 @@ func (s *Server) listContacts(w http.ResponseWriter, r *http.Request) {
 }
 
 type contactInput struct {
-	Name  *string `json:"name"`
-	Email *string `json:"email"`
+	Name    *string `json:"name"`
+	Email   *string `json:"email"`
+	Company *string `json:"company"`
 }
 
 func (s *Server) createContact(w http.ResponseWriter, r *http.Request) {
@@ -389,6 +407,9 @@ func (s *Server) createContact(w http.ResponseWriter, r *http.Request) {
 	c := &Contact{ID: s.nextContact, Name: *in.Name}
 	if in.Email != nil {
 		c.Email = *in.Email
+	}
+	if in.Company != nil {
+		c.Company = *in.Company
 	}
 	s.nextContact++
 	s.contacts[c.ID] = c
@@ -442,6 +463,9 @@ func (s *Server) patchContact(w http.ResponseWriter, r *http.Request) {
 	}
 	if in.Email != nil {
 		c.Email = *in.Email
+	}
+	if in.Company != nil {
+		c.Company = *in.Company
 	}
 	writeJSON(w, http.StatusOK, c)
 }

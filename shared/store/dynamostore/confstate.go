@@ -55,6 +55,7 @@ var (
 	fixedOpKeys = map[string]bool{
 		"connection": true, "method": true, "path": true, "endpoint": true, "args": true,
 		"binding": true, "content_type": true, "payload": true, "raw_query": true, "negotiation": true,
+		"show": true,
 	}
 )
 
