@@ -14,6 +14,7 @@ import (
 	"github.com/countersign/countersign/shared/calls"
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/fault"
+	"github.com/countersign/countersign/shared/operatorpage"
 )
 
 // rememberer is a Decider that also creates the grant an approval with
@@ -157,4 +158,18 @@ func (o *Operator) grants(ctx context.Context, r *http.Request, cred *countersig
 		}{Revoked: viewGrant(g, time.Now())}), true
 	}
 	return reply{}, false
+}
+
+// grantRows are the operator page's rows of grants.
+func grantRows(gs []*countersign.ApprovalGrant, now time.Time) []operatorpage.Grant {
+	out := make([]operatorpage.Grant, 0, len(gs))
+	for _, g := range gs {
+		by := g.GrantedBy
+		if g.GrantedByPerson != nil {
+			by = g.GrantedByPerson.Label()
+		}
+		out = append(out, operatorpage.Grant{ID: g.ID, Credential: g.Credential, What: g.Method + " " + g.Endpoint + " on " + g.Connection,
+			GrantedBy: by, Status: calls.GrantState(g, now), CallsLeft: max(g.CallsLeft, 0), MaxCalls: g.MaxCalls, ExpiresAt: g.ExpiresAt})
+	}
+	return out
 }
