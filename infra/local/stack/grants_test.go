@@ -212,3 +212,22 @@ func TestVelocityEndToEnd(t *testing.T) {
 	}
 	expect(t, read("cs_test_ask", 1), http.StatusOK, "")
 }
+
+// TestGrantOverMCP: a tool call the grant covers runs at once, and the
+// result tells the model it ran under the grant (text and structured
+// content); once the grant is spent, the call pauses as ever.
+func TestGrantOverMCP(t *testing.T) {
+	h := newRememberHarness(t)
+	grant := h.grantFor("cs_test_program", 1, "5")
+	s := h.mcpSession("cs_test_program", clientKind{}, nil)
+	for i := range 3 {
+		r := callTool(t, s, "remember__delete_contacts_by_id", map[string]any{"id": fmt.Sprint(30 + i)}, nil)
+		if st := structured(t, r); st["grant"] != grant || !strings.Contains(text(r), "under grant "+grant) {
+			t.Fatalf("call %d: %s %v", i+1, text(r), st)
+		}
+	}
+	r := callTool(t, s, "remember__delete_contacts_by_id", map[string]any{"id": "33"}, nil)
+	if strings.Contains(text(r), "under grant") || h.upstream.Count("DELETE", "/contacts/33") != 0 {
+		t.Fatalf("the 4th call ran: %s", text(r))
+	}
+}
