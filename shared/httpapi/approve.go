@@ -495,8 +495,8 @@ func (a *Approver) decide(ctx context.Context, r *http.Request, b []byte, id str
 	answer := confirm.Decision{Approve: decision == "approve", Approver: link.Approver, Person: who.person, Keep: keep, Reason: reason,
 		Required: a.rulesOf(c).required, Remember: remember}
 	var grant *countersign.ApprovalGrant
-	if r, ok := a.Calls.(rememberer); ok {
-		c, grant, err = r.AnswerRemember(ctx, id, answer)
+	if rm, ok := a.Calls.(rememberer); ok {
+		c, grant, err = rm.AnswerRemember(ctx, id, answer)
 	} else {
 		c, err = a.Calls.Decide(ctx, id, answer)
 	}
