@@ -27,7 +27,7 @@ func rememberPolicy(upstream string) map[string]any {
 // it and the next call pauses. The rate rule's third read is escalated,
 // counted in the table.
 func approveAndRemember(f *flow) {
-	id := f.pauseAs(askKey, rememberConnection, "DELETE", "/contacts/71")
+	id := f.pauseAs(askKey, rememberConnection, "DELETE", "/contacts/701")
 	link := f.link(id)
 	if st, page := f.page(link); st != http.StatusOK || !strings.Contains(page, "Approve and allow for") {
 		f.Fatalf("GET approval page: %d, want the remember offer\n%s", st, page)
@@ -44,13 +44,13 @@ func approveAndRemember(f *flow) {
 	if !strings.HasPrefix(grant, "gr_") || g["calls_left"] != float64(2) {
 		f.Fatalf("approval with remember: %s", a.Raw)
 	}
-	r := f.callAs(askKey, rememberConnection, "DELETE", "/contacts/72", "write", "")
+	r := f.callAs(askKey, rememberConnection, "DELETE", "/contacts/702", "write", "")
 	f.expect("the next DELETE, under the grant", r, http.StatusOK, "executed")
 	if r.str("grant") != grant {
 		f.Fatalf("the call ran without naming grant %s: %s", grant, r.Raw)
 	}
-	if hits := f.s.Upstream.Hits("DELETE /contacts/72 "); len(hits) != 1 {
-		f.Fatalf("upstream got %q, want one DELETE /contacts/72", hits)
+	if hits := f.s.Upstream.Hits("DELETE /contacts/702 "); len(hits) != 1 {
+		f.Fatalf("upstream got %q, want one DELETE /contacts/702", hits)
 	}
 	mine := f.do(http.MethodGet, "/v1/grants", http.Header{"Authorization": {"Bearer " + askKey}}, "")
 	if mine.Status != http.StatusOK || !strings.Contains(mine.Raw, grant) || !strings.Contains(mine.Raw, `"calls_left":1`) {
@@ -60,11 +60,11 @@ func approveAndRemember(f *flow) {
 	if rv.Status != http.StatusOK {
 		f.Fatalf("DELETE /v1/operator/grants/%s: %d %s", grant, rv.Status, rv.Raw)
 	}
-	f.expect("the next DELETE after revocation", f.callAs(askKey, rememberConnection, "DELETE", "/contacts/73", "write", ""),
+	f.expect("the next DELETE after revocation", f.callAs(askKey, rememberConnection, "DELETE", "/contacts/703", "write", ""),
 		http.StatusAccepted, "confirmation_required")
 
 	for i, want := range []int{http.StatusOK, http.StatusOK, http.StatusForbidden} {
-		r := f.callAs(askKey, rememberConnection, "GET", "/contacts/74", "read", "")
+		r := f.callAs(askKey, rememberConnection, "GET", "/contacts/704", "read", "")
 		if r.Status != want {
 			f.Fatalf("read %d under a rate of 2 a day: %d %s", i+1, r.Status, r.Raw)
 		}
