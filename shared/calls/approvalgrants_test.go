@@ -54,7 +54,9 @@ func newInstances(t *testing.T, open func(now func() time.Time) testStore) *inst
     {"method": "GET",    "path": "/notes"},
     {"method": "DELETE", "path": "/contacts/{id}", "confirm": true, "approval": {"remember": {"max_minutes": 10, "max_calls": 3}}},
     {"method": "POST",   "path": "/notes", "confirm": true},
-    {"method": "POST",   "path": "/payouts", "confirm": true, "approval": {"required": 2, "remember": {"max_minutes": 10, "max_calls": 3}}}
+    {"method": "POST",   "path": "/payouts", "confirm": true, "approval": {"required": 2, "remember": {"max_minutes": 10, "max_calls": 3}}},
+    {"method": "POST",   "path": "/refunds", "confirm": true, "approval": {"remember": {"max_minutes": 10, "max_calls": 3}},
+     "escalate": [{"field": "body.amount", "above": 100, "escalate": "review"}]}
   ]
 }`, srv.URL),
 	} {
@@ -301,5 +303,37 @@ func TestRememberRefused(t *testing.T) {
 	}
 	if gs, err := in.svc.GrantsOf(in.ctx, in.creds["chat-user"]); err != nil || len(gs) != 0 {
 		t.Errorf("grants after refusals: %v, %v", gs, err)
+	}
+}
+
+// TestGrantNeverRunsAnEscalatedCall: a grant of POST /refunds runs a
+// refund under the threshold, and a refund over it is escalated (denied,
+// queued for review) without using the grant.
+func TestGrantNeverRunsAnEscalatedCall(t *testing.T) {
+	in := newInstances(t, nil)
+	refund := func(amount int) *calls.Call {
+		return &calls.Call{Connection: "crm", Method: "POST", Path: "/refunds", Intent: policy.IntentWrite,
+			Body: []byte(fmt.Sprintf(`{"amount": %d}`, amount)), ContentType: "application/json"}
+	}
+	res, err := in.svc.Do(in.ctx, in.creds["chat-user"], refund(5), calls.Options{})
+	if err != nil || res.Outcome != calls.Paused {
+		t.Fatalf("pause: %+v, %v", res, err)
+	}
+	if _, _, err := in.svc.Confirm.AttachToken(in.ctx, res.Confirmation.ID, "tok"); err != nil {
+		t.Fatal(err)
+	}
+	if _, g, err := in.svc.AnswerRemember(in.ctx, res.Confirmation.ID, confirm.Answer{Approve: true, Approver: "ops", Remember: 10}); err != nil || g == nil {
+		t.Fatalf("approve with remember: %v", err)
+	}
+	res, err = in.svc.Do(in.ctx, in.creds["chat-user"], refund(5000), calls.Options{})
+	if err != nil || res.Outcome != calls.Denied || res.Code != fault.ReviewRequired || !res.Decision.Escalated || res.ApprovalGrant != nil {
+		t.Fatalf("an escalated refund: %+v, %v; want denied review_required without the grant", res, err)
+	}
+	res, err = in.svc.Do(in.ctx, in.creds["chat-user"], refund(7), calls.Options{})
+	if err != nil || res.Outcome != calls.Executed || res.ApprovalGrant == nil || res.ApprovalGrant.CallsLeft != 2 {
+		t.Fatalf("a refund under the threshold: %+v, %v; want executed with 2 calls left", res, err)
+	}
+	if n := in.upstream("POST", "/refunds"); n != 1 {
+		t.Errorf("the upstream saw %d refunds, want 1", n)
 	}
 }
