@@ -51,6 +51,7 @@ var flows = []struct {
 
 	{name: "configuration change picked up from S3, a bad one refused", run: configChange},
 	{name: "key created and revoked with countersign keys", run: keyRevoked},
+	{name: "approve and remember: the approve function grants, the gateway runs the next call under it, the operator revokes it; velocity counted in the table", run: approveAndRemember},
 
 	// People (people_test.go): approvers.sign_in not given, so the
 	// template's identity provider makes sign-in required.

@@ -508,6 +508,7 @@ func (s *stack) configDir(set settings, tiers map[string]any) string {
 			"endpoints": []any{map[string]any{"method": "DELETE", "path": "/contacts/{id}", "confirm": true}},
 			"approval":  map[string]any{"required": 2},
 		},
+		"connections/" + rememberConnection + "/policy.json": rememberPolicy(s.Upstream.URL),
 		"connections/" + fourEyesConnection + "/policy.json": map[string]any{
 			"base_url":  s.Upstream.URL,
 			"endpoints": []any{map[string]any{"method": "DELETE", "path": "/contacts/{id}", "confirm": true}},

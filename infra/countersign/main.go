@@ -27,6 +27,7 @@ commands:
   explain CALL        show how the gateway decides a /v1/calls request, calling nothing
   keys SUBCOMMAND     create, list, revoke and change credentials in the store
   users SUBCOMMAND    list users, show and revoke their OAuth grants, set their choice
+  grants SUBCOMMAND   list and revoke remembered approvals (gr_..., approval.remember)
   audit               print the audit trail; --verify checks its hash chains
   config push DIR     validate a configuration and upload it to a deployed stack's bucket
 
@@ -51,6 +52,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runKeys(rest, stdout, stderr)
 	case "users":
 		return runUsers(rest, stdout, stderr)
+	case "grants":
+		return runGrants(rest, stdout, stderr)
 	case "audit":
 		return runAudit(rest, stdout, stderr)
 	case "config":

@@ -120,6 +120,9 @@ type Page struct {
 	// Refusal, on a pending page, says why this person may not decide:
 	// the operations are shown without the form and its buttons.
 	Refusal string
+	// Remember, when set, offers "Approve and allow for N minutes" beside
+	// Approve (approval.remember).
+	Remember *Remember
 }
 
 // ReasonField is the pending form's optional text field: the approver's

@@ -243,6 +243,7 @@ func (v *view) form(b *strings.Builder) {
 		"<input type=\"text\" name=\"" + ReasonField + "\" id=\"" + ReasonField + "\" maxlength=\"500\" autocomplete=\"off\"></p>\n<div class=\"actions\">\n" +
 		"<button type=\"submit\" name=\"decision\" value=\"approve\" class=\"approve\">Approve</button>\n" +
 		"<button type=\"submit\" name=\"decision\" value=\"reject\" class=\"reject\">Reject all</button>\n</div>\n</form>")
+	v.rememberForm(b)
 }
 
 // head writes an operation's method, path, connection and endpoint.

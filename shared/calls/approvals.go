@@ -53,22 +53,43 @@ func (s *Service) MayAnswer(ctx context.Context, c *countersign.Confirmation, a 
 // handed over its task token (the notify task): the answer waits for that,
 // up to readyWait, on every surface (the approval page, the card).
 func (s *Service) Answer(ctx context.Context, id string, a confirm.Answer) (*countersign.Confirmation, error) {
+	c, _, err := s.AnswerRemember(ctx, id, a)
+	return c, err
+}
+
+// AnswerRemember is Answer that also returns the grant an approval with
+// Remember created (approval.remember), nil without one. A Remember that
+// cannot be granted (invalid_remember) is refused before anything is
+// decided; a grant that cannot be stored once the approval is leaves the
+// approval standing and returns the error.
+func (s *Service) AnswerRemember(ctx context.Context, id string, a confirm.Answer) (*countersign.Confirmation, *countersign.ApprovalGrant, error) {
+	var plan *rememberPlan
+	if a.Remember != 0 {
+		var err error
+		if plan, err = s.planRemember(ctx, id, a); err != nil {
+			return nil, nil, err
+		}
+	}
 	began := time.Now()
 	c, err := s.Confirm.Answer(ctx, id, a)
 	for pause, deadline := 20*time.Millisecond, began.Add(readyWait); errors.Is(err, confirm.ErrNotReady) && time.Now().Before(deadline); {
 		select {
 		case <-ctx.Done():
-			return c, lifecycleError(ctx, s, err)
+			return c, nil, lifecycleError(ctx, s, err)
 		case <-time.After(pause):
 		}
 		pause = min(pause*2, 500*time.Millisecond)
 		c, err = s.Confirm.Answer(ctx, id, a)
 	}
 	if err != nil {
-		return c, lifecycleError(ctx, s, err)
+		return c, nil, lifecycleError(ctx, s, err)
 	}
 	telemetry.Approved(ctx, began, c.Trace, c.ID, c.Status != countersign.StatusRejected, c.CreatedAt)
-	return c, nil
+	if plan == nil || c.DecidedAt == nil || c.Status == countersign.StatusRejected {
+		return c, nil, nil
+	}
+	g, err := s.remember(ctx, c, plan, a)
+	return c, g, err
 }
 
 // Decide is the former name of Answer.

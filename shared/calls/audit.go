@@ -2,6 +2,7 @@ package calls
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strconv"
 	"time"
@@ -86,6 +87,12 @@ func (s *Service) auditCall(ctx context.Context, cred *countersign.Credential, p
 			s.expiring(&r)
 		}
 		r.Action = "call.executed"
+		if g := res.ApprovalGrant; g != nil {
+			// Each use of a grant is on the trail that stays.
+			r.Action, r.Subject = "grant.used", g.ID
+			r.Reason = fmt.Sprintf("ran under grant %s (approved by %s; %d of %d calls left until %s)", g.ID, grantedBy(g), g.CallsLeft, g.MaxCalls,
+				g.ExpiresAt.UTC().Format(time.RFC3339))
+		}
 		if res.Response != nil {
 			r.Outcome = strconv.Itoa(res.Response.Status) + " " + http.StatusText(res.Response.Status)
 		}

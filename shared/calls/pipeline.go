@@ -102,6 +102,9 @@ type Result struct {
 	Operation countersign.Operation
 	// PreviewURL is the exact URL the call will reach (Paused).
 	PreviewURL string
+	// ApprovalGrant is the grant the call ran under (Executed without
+	// asking, as a person allowed for a while), as it is after this use.
+	ApprovalGrant *countersign.ApprovalGrant
 	// At is when the call was decided.
 	At time.Time
 }
@@ -119,7 +122,13 @@ func (s *Service) Do(ctx context.Context, cred *countersign.Credential, c *Call,
 		return nil, err
 	}
 	ctx, sp := telemetry.StartCall(ctx, p.Connection, p.Method)
-	d := s.evaluate(ctx, cred, p)
+	d, err := s.evaluate(ctx, cred, p, o)
+	if err != nil {
+		// The call could not be counted against its rate rules: nothing
+		// runs (every limit fails closed).
+		endCall(sp, nil, err)
+		return nil, err
+	}
 	telemetry.Decided(sp, d.Tier.String(), d.Outcome.String(), d.Rule, d.Escalated)
 	res, err := s.outcome(ctx, cred, p, d, o)
 	s.logCall(ctx, cred, p, d, res, err)
@@ -160,6 +169,13 @@ func (s *Service) outcome(ctx context.Context, cred *countersign.Credential, p *
 	if p.Intent == policy.IntentConfirmedWrite {
 		return nil, fault.New(fault.InvalidRequest, "confirmation_id is required with intent confirmed_write")
 	}
+	if o.Pause != PauseCollect {
+		// A person may have allowed such calls for a while (a grant):
+		// consulted only now that the decision says pause.
+		if ran, err := s.underGrant(ctx, cred, p, res); ran != nil || err != nil {
+			return ran, err
+		}
+	}
 	switch o.Pause {
 	case PauseRefuse:
 		res.Outcome, res.Code = Denied, fault.RequiresConfirmation
@@ -188,14 +204,23 @@ func (s *Service) outcome(ctx context.Context, cred *countersign.Credential, p *
 // evaluate resolves the call, asks the connection's hooks, and takes the
 // policy decision (policy.Decide); an approver's answer is another thing
 // (Answer).
-func (s *Service) evaluate(ctx context.Context, cred *countersign.Credential, p *prepared) policy.Decision {
+func (s *Service) evaluate(ctx context.Context, cred *countersign.Credential, p *prepared, o Options) (policy.Decision, error) {
 	m, ok := p.cfg.Policy.Resolve(p.Connection, p.Method, p.Path)
 	in := policy.Input{Call: &p.tier, Credential: tierCredential(cred)}
+	if ok && len(m.Endpoint.Rates) > 0 && p.ConfirmationID == "" && o.Grant == nil {
+		// Counted once, when the call is made: its redemption (or the
+		// client's answer carrying it again) is the same call.
+		counts, err := s.countRates(ctx, cred, &m)
+		if err != nil {
+			return policy.Decision{}, err
+		}
+		in.Counts = counts
+	}
 	if ok && m.Connection.Hooked && !m.Endpoint.Hidden {
 		in.Hook = s.askHooks(ctx, cred, p, &m)
 		p.hook = &in.Hook
 	}
-	return policy.Decide(m, ok, in)
+	return policy.Decide(m, ok, in), nil
 }
 
 // tierCredential is the decision's view of a stored credential.

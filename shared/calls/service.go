@@ -45,6 +45,9 @@ type Store interface {
 	UpdateIdempotency(ctx context.Context, r *countersign.Idempotency) error
 	// TakeQuota counts one use of a per-credential limit (see store.Store).
 	TakeQuota(ctx context.Context, key string, limit int, now, until time.Time) error
+	// Velocity counts and remembered approvals (see store.Store).
+	store.Counts
+	store.ApprovalGrants
 }
 
 // Sender calls a connection's upstream API (upstream.Client).

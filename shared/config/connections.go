@@ -87,7 +87,7 @@ func (l *loader) connection(name string) (loadedConn, bool) {
 	if raw == nil {
 		return loadedConn{}, false
 	}
-	m, ok := s.object("", raw, "base_url", "headers", "forward_headers", "endpoints", "delegations", "hooks", "approval")
+	m, ok := s.object("", raw, "base_url", "headers", "forward_headers", "endpoints", "delegations", "hooks", "approval", "escalate")
 	if !ok {
 		return loadedConn{}, false
 	}
@@ -163,7 +163,10 @@ func (l *loader) connection(name string) (loadedConn, bool) {
 		}
 	}
 	if v, ok := m["approval"]; ok {
-		if a, ok := s.object("approval", v, "out_of_band_only", "approvers", "separate_approver", "required"); ok {
+		if a, ok := s.object("approval", v, "out_of_band_only", "approvers", "separate_approver", "required", "remember"); ok {
+			if v, ok := a["remember"]; ok {
+				tc.Remember = s.remember("approval.remember", v)
+			}
 			if v, ok := a["required"]; ok {
 				var n int
 				if err := json.Unmarshal(v, &n); err != nil || n < 2 || n > 5 {
@@ -194,6 +197,22 @@ func (l *loader) connection(name string) (loadedConn, bool) {
 		conn.Tools[t.tool.Name] = t.tool
 		tc.Endpoints = append(tc.Endpoints, t.ep)
 		locs = append(locs, epLoc{ep: t.ep, file: t.file, path: "name"})
+	}
+	if v, ok := m["escalate"]; ok {
+		// A connection's rate rules apply to each of its endpoints, each
+		// counted per credential and endpoint, after the endpoint's own.
+		for _, r := range s.connectionRates(rel, v) {
+			for _, ep := range tc.Endpoints {
+				ep.Rates = append(ep.Rates, r)
+			}
+		}
+		for _, ep := range tc.Endpoints {
+			if len(ep.Rates) > policy.MaxRates {
+				s.errf("escalate", "%s %s has %d rate rules with its own: at most %d per endpoint (each is a store write per call)",
+					ep.Method, ep.Path, len(ep.Rates), policy.MaxRates)
+				break
+			}
+		}
 	}
 	cl.resolveShows(tc.Endpoints)
 	return loadedConn{conn: conn, tier: tc, locs: locs}, len(l.errs) == nerr
@@ -307,7 +326,10 @@ func (cl *connLoad) endpoint(s *src, rel, p string, raw json.RawMessage) *policy
 	nerr := len(cl.l.errs)
 	ep := &policy.Endpoint{}
 	if v, ok := m["approval"]; ok {
-		if a, ok := s.object(field(p, "approval"), v, "approvers", "separate_approver", "out_of_band_only", "required"); ok {
+		if a, ok := s.object(field(p, "approval"), v, "approvers", "separate_approver", "out_of_band_only", "required", "remember"); ok {
+			if v, ok := a["remember"]; ok {
+				ep.Remember = s.remember(field(p, "approval.remember"), v)
+			}
 			if v, ok := a["approvers"]; ok {
 				ep.Approvers = s.approvers(field(p, "approval.approvers"), v)
 			}
@@ -380,9 +402,20 @@ func (cl *connLoad) endpoint(s *src, rel, p string, raw json.RawMessage) *policy
 	if v, ok := m["escalate"]; ok {
 		if items, ok := s.array(field(p, "escalate"), v); ok {
 			for i, item := range items {
-				if th, ok := s.threshold(index(field(p, "escalate"), i), item, params, tmplOK); ok {
+				ip := index(field(p, "escalate"), i)
+				if isRate(item) {
+					if r, ok := s.rate(ip, item); ok {
+						r.Rule = fmt.Sprintf("%s %s rate %d calls per %d s: %s", rel, ip, r.Calls, r.PerSeconds, r.Escalate)
+						ep.Rates = append(ep.Rates, r)
+					}
+					continue
+				}
+				if th, ok := s.threshold(ip, item, params, tmplOK); ok {
 					ep.Escalate = append(ep.Escalate, th)
 				}
+			}
+			if len(ep.Rates) > policy.MaxRates {
+				s.errf(field(p, "escalate"), "%d rate rules: at most %d per endpoint, its connection's included (each is a store write per call)", len(ep.Rates), policy.MaxRates)
 			}
 		}
 	}

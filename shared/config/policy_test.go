@@ -309,7 +309,7 @@ func TestLoadErrors(t *testing.T) {
 		{name: "unknown field in timeouts", edits: []edit{sub(settingsFile, `"call_seconds": 600`, `"call_seconds": 600, "idle_seconds": 5`)},
 			file: settingsFile, path: "timeouts.idle_seconds", msg: `unknown field "idle_seconds"`},
 		{name: "unknown field in policy", edits: []edit{sub(crmFile, `"base_url"`, `"timeout": 5, "base_url"`)},
-			file: crmFile, path: "timeout", msg: `unknown field "timeout" (allowed: base_url, headers, forward_headers, endpoints, delegations, hooks, approval)`},
+			file: crmFile, path: "timeout", msg: `unknown field "timeout" (allowed: base_url, headers, forward_headers, endpoints, delegations, hooks, approval, escalate)`},
 		{name: "unknown field in an endpoint", edits: []edit{sub(crmFile, `"path": "/contacts/{id}"}`, `"path": "/contacts/{id}", "description": "x"}`)},
 			file: crmFile, path: "endpoints[0].description", msg: `unknown field "description"`},
 		{name: "unknown field in an escalate rule", edits: []edit{sub(crmFile, `"above": 10000,`, `"above": 10000, "currency": "EUR",`)},

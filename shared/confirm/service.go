@@ -448,6 +448,11 @@ type Answer struct {
 	Reason string
 	// Keep lists the indexes of the operations kept; nil with Approve keeps all.
 	Keep []int
+	// Remember, in minutes, also allows the credential's later calls of the
+	// same endpoint for that long (approval.remember): calls.Service.Answer
+	// checks it before the answer and creates the grant after the
+	// approval; the lifecycle itself does not read it. 0: only this call.
+	Remember int
 }
 
 // maxRequired is the largest quorum (approval.required).

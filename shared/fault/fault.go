@@ -50,6 +50,9 @@ const (
 	IdempotencyKeyReused  Code = "idempotency_key_reused"
 	IdempotencyInProgress Code = "idempotency_in_progress"
 	RateLimited           Code = "rate_limited"
+	// InvalidRemember: an approval's remember (approve and allow for N
+	// minutes) out of its bounds, or where the endpoint offers none.
+	InvalidRemember Code = "invalid_remember"
 
 	// Code mode (POST /v1/scripts): a script that failed; the reason says
 	// where (line and column) and why.
@@ -77,6 +80,7 @@ var all = []Code{
 	ConfirmationMismatch, ConfirmationDecided, ResourceChanged,
 	NotFound, MethodNotAllowed,
 	PayloadTooLarge, IdempotencyKeyReused, IdempotencyInProgress, RateLimited,
+	InvalidRemember,
 	ScriptError, ScriptLimit, ScriptDiverged,
 	UpstreamUnreachable, OutcomeUnknown, Internal,
 }

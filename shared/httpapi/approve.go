@@ -302,7 +302,7 @@ func (a *Approver) show(ctx context.Context, r *http.Request, id string, head bo
 	}
 	who := a.who(r)
 	p := a.pageOf(c, link)
-	p.SignedIn = who.label()
+	p.SignedIn, p.Remember = who.label(), a.rememberOffer(c)
 	if who.person == nil && a.signInAvailable() && link.Approver != links.PrincipalApprover {
 		// Sign-in is not required here (else startSignIn sent the browser
 		// there): offer it, so that the decision can name the person.
@@ -390,6 +390,10 @@ func (a *Approver) decide(ctx context.Context, r *http.Request, b []byte, id str
 	if len(reason) > maxReason {
 		return fail(fault.InvalidRequest, "The reason is longer than 1000 bytes.", invalid)
 	}
+	remember, err := rememberMinutes(form)
+	if err != nil {
+		return fail(fault.InvalidRemember, err.Error(), invalid)
+	}
 	who := a.who(r)
 	c, err := a.Calls.Lookup(ctx, id)
 	if err != nil {
@@ -408,11 +412,25 @@ func (a *Approver) decide(ctx context.Context, r *http.Request, b []byte, id str
 		return a.page(http.StatusForbidden, p, false)
 	}
 	ans := who.answer(link)
-	ans.Approve, ans.Keep, ans.Reason, ans.Required = decision == "approve", keep, reason, a.required(c)
+	ans.Approve, ans.Keep, ans.Reason, ans.Required, ans.Remember = decision == "approve", keep, reason, a.required(c), remember
 	shown := c
-	c, err = a.Calls.Answer(ctx, id, ans)
+	var grant *countersign.ApprovalGrant
+	if rm, ok := a.Calls.(rememberer); ok {
+		c, grant, err = rm.AnswerRemember(ctx, id, ans)
+	} else {
+		c, err = a.Calls.Answer(ctx, id, ans)
+	}
 	if err != nil {
 		switch code := fault.CodeOf(err); code {
+		case fault.InvalidRemember:
+			// Nothing was decided: the page again, saying why.
+			p := a.pageOf(shown, link)
+			p.SignedIn, p.Message, p.Remember = who.label(), fault.ReasonOf(err), a.rememberOffer(shown)
+			a.describeAsker(ctx, shown, &p)
+			if wantJSON {
+				return codeError(code, fault.ReasonOf(err))
+			}
+			return a.page(httpStatus(code), p, false)
 		case fault.ConfirmationDecided:
 			return fail(code, "This confirmation was already decided.", a.decidedPage(c, link))
 		case fault.ConfirmationExpired:
@@ -453,9 +471,13 @@ func (a *Approver) decide(ctx context.Context, r *http.Request, b []byte, id str
 		return jsonReply(http.StatusOK, struct {
 			Status     countersign.Status `json:"status"`
 			Operations []operationView    `json:"operations"`
-		}{Status: c.Status, Operations: viewConfirmation(c, confirm.Effective(c, a.now())).Operations})
+			Grant      *grantView         `json:"grant,omitempty"`
+		}{Status: c.Status, Operations: viewConfirmation(c, confirm.Effective(c, a.now())).Operations, Grant: viewGrant(grant, a.now())})
 	}
 	dp := a.decidedPage(c, link)
+	if grant != nil {
+		dp.Message += " " + grantText(grant)
+	}
 	dp.SignedIn = who.label()
 	a.describeAsker(ctx, c, &dp)
 	return a.page(http.StatusOK, dp, false)

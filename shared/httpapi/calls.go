@@ -40,6 +40,8 @@ type executedBody struct {
 	Response upstreamView    `json:"response"`
 	Notice   *noticeBody     `json:"notice,omitempty"`
 	Confirm  *confirmationID `json:"confirmation,omitempty"`
+	// Grant names the grant the call ran under (approval.remember).
+	Grant string `json:"grant,omitempty"`
 }
 
 type upstreamView struct {
@@ -77,6 +79,9 @@ func (g *Gateway) callsOutcome(ctx context.Context, cred *countersign.Credential
 	}
 	if conf := res.Confirmation; conf != nil {
 		out.Confirm = &confirmationID{ID: conf.ID, Status: string(conf.Status)}
+	}
+	if g := res.ApprovalGrant; g != nil {
+		out.Grant = g.ID
 	}
 	return jsonReply(http.StatusOK, out), false
 }

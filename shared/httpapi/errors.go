@@ -36,6 +36,7 @@ var statusOf = map[fault.Code]int{
 	fault.PayloadTooLarge:       http.StatusRequestEntityTooLarge,
 	fault.IdempotencyKeyReused:  http.StatusUnprocessableEntity,
 	fault.RateLimited:           http.StatusTooManyRequests,
+	fault.InvalidRemember:       http.StatusBadRequest,
 	fault.ScriptError:           http.StatusUnprocessableEntity,
 	fault.ScriptLimit:           http.StatusUnprocessableEntity,
 	fault.ScriptDiverged:        http.StatusUnprocessableEntity,

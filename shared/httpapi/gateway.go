@@ -28,6 +28,8 @@ type Pipeline interface {
 	RequestHash(surface string, c *calls.Call) string
 	Confirmation(ctx context.Context, cred *countersign.Credential, id string, o calls.WaitOptions) (calls.Status, error)
 	Connections(cred *countersign.Credential) []string
+	// GrantsOf lists the credential's own grants (GET /v1/grants).
+	GrantsOf(ctx context.Context, cred *countersign.Credential) ([]*countersign.ApprovalGrant, error)
 }
 
 var _ Pipeline = (*calls.Service)(nil)
@@ -152,6 +154,11 @@ func (g *Gateway) route(r *http.Request) (next credRoute, answer *reply) {
 		}, nil
 	case path == "/mcp" && g.MCP != nil:
 		return nil, nil
+	case path == "/v1/grants":
+		if m != http.MethodGet {
+			return nil, refuse(fault.MethodNotAllowed, "use GET /v1/grants")
+		}
+		return g.grants, nil
 	case path == "/v1/credentials/me":
 		if m != http.MethodGet {
 			return nil, refuse(fault.MethodNotAllowed, "use GET /v1/credentials/me")

@@ -35,6 +35,9 @@ type Operations interface {
 	RunTool(ctx context.Context, op *countersign.Credential, connection, tool string, args calls.ToolArgs) (*calls.Result, error)
 	Confirmations(ctx context.Context, op *countersign.Credential, q countersign.ListQuery) ([]calls.Status, string, error)
 	Credentials(ctx context.Context, op *countersign.Credential, q countersign.ListQuery) ([]countersign.Credential, string, error)
+	// Grants lists every credential's grants; RevokeGrant deletes one.
+	Grants(ctx context.Context, op *countersign.Credential, q countersign.ListQuery) ([]*countersign.ApprovalGrant, string, error)
+	RevokeGrant(ctx context.Context, op *countersign.Credential, id string) (*countersign.ApprovalGrant, error)
 }
 
 var _ Operations = (*calls.Service)(nil)
@@ -128,6 +131,9 @@ func (o *Operator) serve(ctx context.Context, r *http.Request, b []byte) reply {
 // api serves the JSON routes for an authenticated operator.
 func (o *Operator) api(ctx context.Context, r *http.Request, b []byte, cred *countersign.Credential, rest string) reply {
 	m := method(r)
+	if rp, ok := o.grants(ctx, r, cred, rest); ok {
+		return rp
+	}
 	switch {
 	case rest == "reviews":
 		if m != http.MethodGet {

@@ -345,6 +345,16 @@ func (o *Operator) dashboard(ctx context.Context, r *http.Request, cred *counter
 		}
 		p.Credentials = append(p.Credentials, row)
 	}
+	var gq countersign.ListQuery
+	if gq.Cursor, err = o.openCursor("page-grants", gq, params.Get("grants")); err != nil {
+		return badCursor(err)
+	}
+	grants, next, err := o.Calls.Grants(ctx, cred, gq)
+	if err != nil {
+		return fail(err)
+	}
+	p.NextGrants = more("grants", o.sealCursor("page-grants", gq, next))
+	p.Grants = grantRows(grants, o.now())
 	if o.Audit != nil {
 		var aq countersign.ListQuery
 		if aq.Cursor, err = o.openCursor("page-audit", aq, params.Get("audit")); err != nil {

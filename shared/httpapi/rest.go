@@ -82,6 +82,9 @@ func (g *Gateway) restOutcome(ctx context.Context, cred *countersign.Credential,
 	if res.Confirmation != nil {
 		out.set("Countersign-Confirmation", res.Confirmation.ID)
 	}
+	if res.ApprovalGrant != nil {
+		out.set("Countersign-Grant", res.ApprovalGrant.ID)
+	}
 	return out, false
 }
 

@@ -194,6 +194,9 @@ type upstreamView struct {
 	Notice *noticeView `json:"notice,omitempty"`
 	// ConfirmationID names the confirmation the call ran under, if any.
 	ConfirmationID string `json:"confirmation_id,omitempty"`
+	// Grant names the grant a person gave that the call ran under
+	// (approval.remember), if any.
+	Grant string `json:"grant,omitempty"`
 }
 
 type noticeView struct {
@@ -233,6 +236,11 @@ func executedResult(res *calls.Result) *mcp.CallToolResult {
 		v.Notice = &noticeView{RequiresConfirmation: true, Reason: res.Decision.Reason}
 		out.Content = append(out.Content, &mcp.TextContent{Text: "Notice (requires_confirmation): " + res.Decision.Reason +
 			". It ran without asking; tell the person what was done."})
+	}
+	if g := res.ApprovalGrant; g != nil {
+		v.Grant = g.ID
+		out.Content = append(out.Content, &mcp.TextContent{Text: fmt.Sprintf("It ran without asking again, under grant %s: a person allowed such calls until %s (%d of %d calls left).",
+			g.ID, g.ExpiresAt.UTC().Format(time.RFC3339), g.CallsLeft, g.MaxCalls)})
 	}
 	out.StructuredContent = v
 	return out

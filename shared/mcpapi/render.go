@@ -39,6 +39,7 @@ var labelOf = map[fault.Code]string{
 	fault.IdempotencyKeyReused:  labelError,
 	fault.IdempotencyInProgress: labelError,
 	fault.RateLimited:           labelError,
+	fault.InvalidRemember:       labelError,
 	fault.ScriptError:           labelError,
 	fault.ScriptLimit:           labelError,
 	fault.ScriptDiverged:        labelError,

@@ -30,6 +30,10 @@ type Page struct {
 	// NextReviews, NextConfirmations, NextCredentials and NextAudit are
 	// the addresses of each list's next page ("" when it has no more).
 	NextReviews, NextConfirmations, NextCredentials, NextAudit string
+	// Grants are the remembered approvals (approval.remember);
+	// NextGrants their next page.
+	Grants     []Grant
+	NextGrants string
 }
 
 // Review is one review item.
@@ -168,6 +172,7 @@ func bound(p Page) Page {
 		cr[i] = c
 	}
 	p.Credentials = cr
+	p.Grants = boundGrants(p.Grants)
 	return p
 }
 

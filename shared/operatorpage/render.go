@@ -94,6 +94,8 @@ func (v *view) html() []byte {
 		more(&b, v.NextConfirmations, "Older confirmations")
 		v.credentials(&b)
 		more(&b, v.NextCredentials, "More credentials")
+		v.grants(&b)
+		more(&b, v.NextGrants, "More grants")
 		v.audit(&b)
 		more(&b, v.NextAudit, "Records of more chains")
 	}

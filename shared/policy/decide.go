@@ -37,7 +37,9 @@ var (
 //     tier on a connection with delegations.escalateConfirm becomes review.
 //     Thresholds fail closed: a field that is present but not a number, and
 //     every body field when Call.BodyUnreadable is set, raise too. Names
-//     match case-insensitively (see fieldValue). A raised call is denied
+//     match case-insensitively (see fieldValue). A rate rule whose count
+//     (Input.Counts) is above its calls raises too, and a rate that raises
+//     higher than every threshold decides. A raised call is denied
 //     (review_required or blocked) with Escalated set; it never pauses;
 //  5. the hook: deny → Deny hook_denied; ask → at least Confirm; allow lowers nothing;
 //  6. the credential: a read-only credential refuses every write (read_only);
@@ -125,6 +127,27 @@ func Decide(m Match, ok bool, in Input) Decision {
 		if r.st >= fieldInvalid || r.st == fieldNumber && r.f > th.Above {
 			esc, raised, f, s, st = i, th.Escalate, r.f, r.s, r.st
 		}
+	}
+	// A rate rule raises like a threshold: the count the pipeline passed
+	// in is this call's in the rule's window.
+	rate := -1
+	for i := range ep.Rates {
+		if r := &ep.Rates[i]; r.Escalate > raised && i < len(in.Counts) && in.Counts[i] > r.Calls {
+			rate, raised = i, r.Escalate
+		}
+	}
+	if rate >= 0 {
+		r := &ep.Rates[rate]
+		d.Tier, d.Escalated, d.Rule, d.Code = raised, true, r.Rule, denyCode(raised)
+		if d.Rule == "" {
+			d.Rule = "rate " + rateText(r)
+		}
+		if rate < len(et.rates) {
+			d.Reason = et.rates[rate]
+		} else {
+			d.Reason = "escalated to " + raised.String() + ": more than " + rateText(r)
+		}
+		return d
 	}
 	if esc >= 0 {
 		th := &ep.Escalate[esc]

@@ -61,6 +61,13 @@ type Endpoint struct {
 	// Prompt is the tool's confirmation prompt, if any.
 	Prompt   string
 	Escalate []Threshold
+	// Rates are the endpoint's rate rules, its own and then its
+	// connection's (escalate[] with "rate"); Input.Counts holds the
+	// call's count in each one's window.
+	Rates []Rate
+	// Remember is the endpoint's approval.remember, replacing its
+	// connection's (RememberFor); nil means the connection's.
+	Remember *Remember
 	// SlashParams names the template's parameters whose value may hold an
 	// encoded slash (%2F); a %2F anywhere else is refused before the
 	// call is decided (policy.json encoded_slash_params).
@@ -125,6 +132,9 @@ type Connection struct {
 	// Required is approval.required: how many distinct people must approve
 	// a call (2 to 5); 0 means one.
 	Required int
+	// Remember is approval.remember: how long and how many calls an
+	// approver may allow at once (RememberFor); nil offers no grant.
+	Remember *Remember
 
 	router router
 	text   *connText
@@ -259,6 +269,11 @@ type Input struct {
 	Credential *Credential
 	// Hook is the connection's hook answer (HookNone when there is no hook).
 	Hook HookAnswer
+	// Counts[i] is how many calls of the endpoint this credential made in
+	// the current window of its Rates[i], this call included (the
+	// pipeline counts them in the store). A rate without a count (Explain,
+	// a re-decision that does not count) escalates nothing.
+	Counts []int64
 }
 
 // Decision is the result of evaluating a call.

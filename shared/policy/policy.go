@@ -93,6 +93,16 @@ func (c *Connection) compile() error {
 				bad = true
 			}
 		}
+		if len(ep.Rates) > MaxRates {
+			fail(i, ep, "%d rate rules: at most %d per endpoint, its connection's included", len(ep.Rates), MaxRates)
+			bad = true
+		}
+		for j := range ep.Rates {
+			if err := checkRate(&ep.Rates[j]); err != nil {
+				fail(i, ep, "rate rule %d: %v", j, err)
+				bad = true
+			}
+		}
 		if bad {
 			continue
 		}
@@ -242,6 +252,8 @@ type endpointText struct {
 	// endpoint's rules ask for people (a quorum or four eyes).
 	people string
 	esc    []escText
+	// rates[i] is the reason of a call escalated by Rates[i].
+	rates []string
 	// sameField[i] is the first earlier threshold that reads the same
 	// field as threshold i (two levels on one amount), or -1: the field is
 	// read once per decision.
@@ -295,6 +307,11 @@ func newEndpointText(c *Connection, ep *Endpoint) *endpointText {
 			}
 		}
 		t.sameField = append(t.sameField, same)
+	}
+	for i := range ep.Rates {
+		r := &ep.Rates[i]
+		t.rates = append(t.rates, "escalated to "+r.Escalate.String()+": this credential called "+label+" more than "+
+			strconv.FormatInt(r.Calls, 10)+" times within "+strconv.FormatInt(r.PerSeconds, 10)+" s (rate "+rateText(r)+")")
 	}
 	return t
 }

@@ -208,6 +208,11 @@ type Store interface {
 	// scans the table.
 	OAuthGrants(ctx context.Context, credentialID string) ([]*countersign.OAuthGrant, error)
 
+	// Counts and ApprovalGrants: velocity counts and remembered approvals
+	// (approvalgrants.go).
+	Counts
+	ApprovalGrants
+
 	// Close flushes and releases the store.
 	Close() error
 }

@@ -88,6 +88,21 @@ func TestCostOfEachOperation(t *testing.T) {
 		}},
 		{"ListCredentials, a page of 1", func() { _, err := st.ListCredentials(ctx, countersign.ListQuery{Limit: 1}); must(err) }},
 		{"AuditChains, a page of 1", func() { _, err := st.AuditChains(ctx, countersign.ListQuery{Limit: 1}); must(err) }},
+		{"AddCount (each call of an endpoint with a rate rule)", func() {
+			_, err := st.AddCount(ctx, "rate:cost", now.Add(10*time.Minute))
+			must(err)
+		}},
+		{"CreateApprovalGrant (an approval with remember)", func() {
+			must(st.CreateApprovalGrant(ctx, &countersign.ApprovalGrant{ID: "gr_cost", Credential: cred.ID, Connection: "crm", Method: "DELETE",
+				Endpoint: "/contacts/{id}", Confirmation: conf.ID, GrantedBy: "ops", CreatedAt: now, ExpiresAt: now.Add(10 * time.Minute), MaxCalls: 3, CallsLeft: 3}))
+		}},
+		{"UseApprovalGrant (a paused call of a remember endpoint)", func() {
+			_, err := st.UseApprovalGrant(ctx, cred.ID, "crm", "DELETE", "/contacts/{id}", now)
+			must(err)
+		}},
+		{"ApprovalGrantsOf (GET /v1/grants)", func() { _, err := st.ApprovalGrantsOf(ctx, cred.ID); must(err) }},
+		{"ListApprovalGrants, a page of 1", func() { _, err := st.ListApprovalGrants(ctx, countersign.ListQuery{Limit: 1}); must(err) }},
+		{"DeleteApprovalGrant (revocation)", func() { _, err := st.DeleteApprovalGrant(ctx, "gr_cost"); must(err) }},
 		{"TakeQuota, refused (limit 1 held)", func() {
 			_ = st.TakeQuota(ctx, "full:"+cred.ID, 1, now, now.Add(time.Minute))
 			m.begin("TakeQuota, refused (limit 1 held)")
