@@ -21,6 +21,7 @@ import (
 	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/policy"
 	"github.com/countersign/countersign/shared/store"
+	"github.com/countersign/countersign/shared/webguard"
 )
 
 // Person is someone signed in: the identity provider (Issuer) and their
@@ -172,8 +173,8 @@ func (d *DevSignIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	if !loopbackRequest(r) {
-		http.Error(w, "the development sign-in answers only on loopback", http.StatusForbidden)
+	if !loopbackRequest(r) || webguard.ForeignHost(r, d.Issuer) != "" {
+		http.Error(w, "the development sign-in answers only on loopback, to a Host that names this machine", http.StatusForbidden)
 		return
 	}
 	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'")

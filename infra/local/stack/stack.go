@@ -24,6 +24,7 @@ import (
 	"github.com/countersign/countersign/shared/app"
 	"github.com/countersign/countersign/shared/app/gatewayapp"
 	"github.com/countersign/countersign/shared/config"
+	"github.com/countersign/countersign/shared/httpapi"
 	"github.com/countersign/countersign/shared/links"
 	"github.com/countersign/countersign/shared/notify"
 	"github.com/countersign/countersign/shared/oauth"
@@ -293,7 +294,18 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	// once the body is in: a whole-request ReadTimeout would also cut long
 	// polls and streams); an idle keep-alive connection is closed after
 	// idleTimeout.
-	s.server = &http.Server{Handler: route, ReadHeaderTimeout: headerTimeout, IdleTimeout: idleTimeout,
+	// One Host rule for every surface (webguard.ForeignHost): a page that
+	// rebinds its own name to 127.0.0.1 reaches none of them. /mcp applies
+	// the same rule itself, to answer in JSON-RPC.
+	guarded := httpapi.HostGuard(route, func() []string { return []string{publicURL, s.app.Live().Settings.PublicURL} })
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.EscapedPath() == "/mcp" {
+			route.ServeHTTP(w, r)
+			return
+		}
+		guarded.ServeHTTP(w, r)
+	})
+	s.server = &http.Server{Handler: handler, ReadHeaderTimeout: headerTimeout, IdleTimeout: idleTimeout,
 		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
 
 	s.sweeping.Add(2)

@@ -1,0 +1,80 @@
+package stack
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// The web findings of the attack pass (issue 26): each test replays one
+// through the stack's real routes.
+
+// rawHTTP sends one request with an explicit Host and headers and returns
+// the status, headers and body.
+func (h *harness) rawHTTP(method, path, host string, body string, headers map[string]string) (int, http.Header, string) {
+	h.t.Helper()
+	req, err := http.NewRequest(method, h.stack.URL+path, strings.NewReader(body))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if host != "" {
+		req.Host = host
+	}
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := noRedirect.Do(req)
+	if err != nil {
+		h.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, string(b)
+}
+
+var noRedirect = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+
+// TestDNSRebindingEverySurface (finding 1): a page that rebinds its own
+// name to 127.0.0.1 reaches no surface of the local stack (the sign-in
+// page, OAuth, approvals, the operator routes, /v1); the same requests
+// naming this machine are served.
+func TestDNSRebindingEverySurface(t *testing.T) {
+	h := newHarness(t, harnessOptions{})
+	form := map[string]string{"Content-Type": "application/x-www-form-urlencoded"}
+	rows := []struct {
+		name, method, path, body string
+		headers                  map[string]string
+	}{
+		{"development sign-in page", "GET", "/oauth/dev-signin?return_to=%2Fapprove%2Fcf_x", "", nil},
+		{"development sign-in", "POST", "/oauth/dev-signin", "return_to=%2Fapprove%2Fcf_x&email=a%40example.com", form},
+		{"client registration", "POST", "/oauth/register", `{"redirect_uris": ["https://evil.example/cb"]}`, map[string]string{"Content-Type": "application/json"}},
+		{"authorize", "GET", "/oauth/authorize?response_type=code&client_id=x", "", nil},
+		{"token", "POST", "/oauth/token", "grant_type=authorization_code&code=x", form},
+		{"server metadata", "GET", "/.well-known/oauth-authorization-server", "", nil},
+		{"approval page", "GET", "/approve/cf_x", "", nil},
+		{"approval POST", "POST", "/approve/cf_x", "decision=approve", form},
+		{"operator page", "GET", "/operator", "", nil},
+		{"operator API", "GET", "/v1/operator/confirmations", "", map[string]string{"Authorization": "Bearer cs_test_op"}},
+		{"/v1", "GET", "/v1/credentials/me", "", map[string]string{"Authorization": "Bearer cs_test_run"}},
+		{"/v1/calls", "POST", "/v1/calls", `{"connection":"crm","method":"DELETE","path":"/contacts/3","intent":"write"}`,
+			map[string]string{"Authorization": "Bearer cs_test_run", "Content-Type": "application/json"}},
+	}
+	port := h.stack.URL[strings.LastIndex(h.stack.URL, ":"):]
+	for _, r := range rows {
+		t.Run(r.name, func(t *testing.T) {
+			st, hd, body := h.rawHTTP(r.method, r.path, "rebound.attacker.example"+port, r.body, r.headers)
+			if st != http.StatusForbidden || !strings.Contains(body, "does not name this machine") || hd.Get("Set-Cookie") != "" {
+				t.Errorf("rebound Host: %d %v %s, want 403 naming the Host and no cookie", st, hd, body)
+			}
+			for _, host := range []string{"", "localhost" + port} {
+				if st, _, body := h.rawHTTP(r.method, r.path, host, r.body, r.headers); st == http.StatusForbidden && strings.Contains(body, "does not name this machine") {
+					t.Errorf("Host %q refused: %s", host, body)
+				}
+			}
+		})
+	}
+	if n := h.upstream.Count("DELETE", "/contacts/3"); n != 2 {
+		t.Errorf("the DELETE ran %d times, want twice (the two Hosts naming this machine), never for the rebound one", n)
+	}
+}
