@@ -5,10 +5,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"html"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -105,6 +107,11 @@ func (b *browser) open(link *url.URL) (status int, page string, signedIn bool) {
 func (b *browser) decide(link *url.URL, decision string) (answer, error) {
 	form := link.Query()
 	form.Set("decision", decision)
+	if tok, err := b.csrf(link); err != nil {
+		return answer{}, err
+	} else if tok != "" {
+		form.Set("csrf", tok)
+	}
 	req, err := http.NewRequestWithContext(b.f.ctx, http.MethodPost, b.f.s.front.URL+link.Path, strings.NewReader(form.Encode()))
 	if err != nil {
 		return answer{}, err
@@ -120,6 +127,29 @@ func (b *browser) decide(link *url.URL, decision string) (answer, error) {
 	a := answer{Status: resp.StatusCode, Raw: string(raw)}
 	_ = json.Unmarshal(raw, &a.Body)
 	return a, nil
+}
+
+// csrfField is the approval form's CSRF token (shared/approvalpage).
+var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+// csrf is the CSRF token of the approval page as this browser sees it
+// (one GET, no redirect followed): the page of a browser with a session
+// carries one, bound to that session; "" otherwise.
+func (b *browser) csrf(link *url.URL) (string, error) {
+	req, err := http.NewRequestWithContext(b.f.ctx, http.MethodGet, b.f.s.front.URL+link.RequestURI(), nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := b.c.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("%s: GET %s: %w", b.user, link.Path, err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if m := csrfField.FindSubmatch(raw); m != nil {
+		return html.UnescapeString(string(m[1])), nil
+	}
+	return "", nil
 }
 
 // mustDecide is decide, failing the flow on a transport error.

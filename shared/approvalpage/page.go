@@ -147,7 +147,13 @@ type Form struct {
 	Exp      int64  // exp, Unix seconds
 	KID      string // kid
 	Sig      string // sig
+	// CSRF, when set (a person is signed in on this browser), is the
+	// per-form token bound to that sign-in, posted back as CSRFField.
+	CSRF string
 }
+
+// CSRFField is the pending form's hidden field that carries Form.CSRF.
+const CSRFField = "csrf"
 
 // SelectionField is a hidden field the pending form always posts, with the
 // value SelectionExplicit. Browsers send no op field when every box is
@@ -267,6 +273,7 @@ func Render(p Page) (body []byte, headers map[string]string, err error) {
 	v.ID = clip(v.ID, maxFieldCost)
 	v.Action = clip(v.Action, maxTitleCost)
 	v.Form.Approver, v.Form.KID, v.Form.Sig = clip(v.Form.Approver, maxFieldCost), clip(v.Form.KID, maxFieldCost), clip(v.Form.Sig, maxFieldCost)
+	v.Form.CSRF = clip(v.Form.CSRF, maxFieldCost)
 	for _, op := range shown {
 		ov := opView{Operation: op, Shown: op.Endpoint != "" && op.Endpoint != op.Path}
 		switch {

@@ -208,6 +208,9 @@ func (v *view) form(b *strings.Builder) {
 	hidden("kid", v.Form.KID)
 	hidden("sig", v.Form.Sig)
 	hidden(v.Selection[0], v.Selection[1])
+	if v.Form.CSRF != "" {
+		hidden(CSRFField, v.Form.CSRF)
+	}
 	b.WriteString("\n<fieldset>\n<legend>Clear an operation to leave it out</legend>\n<ol class=\"ops\">")
 	for i := range v.Ops {
 		op := &v.Ops[i]

@@ -75,6 +75,8 @@ type approverCtx struct {
 	emailVerified bool
 	groups        []string
 	mode          string
+	// session is the sign-in's session id, which the form's CSRF token binds.
+	session string
 }
 
 // who reads the sign-in mode in force and the person signed in.
@@ -85,7 +87,7 @@ func (a *Approver) who(r *http.Request) approverCtx {
 	}
 	if p, ok := a.SignIn.Person(r); ok && p.Subject != "" {
 		w.person = &countersign.Person{Issuer: p.Issuer, Subject: p.Subject, Email: p.Email, Name: p.Name}
-		w.emailVerified, w.groups = p.EmailVerified, p.Groups
+		w.emailVerified, w.groups, w.session = p.EmailVerified, p.Groups, p.Session
 	}
 	return w
 }
@@ -382,7 +384,7 @@ func (a *Approver) show(ctx context.Context, r *http.Request, id string, head bo
 	}
 	who := a.who(r)
 	p := a.pageOf(c, link)
-	p.SignedIn = who.label()
+	p.SignedIn, p.Form.CSRF = who.label(), a.csrfToken(who, c.ID)
 	if who.person == nil && a.signInAvailable() && link.Approver != links.PrincipalApprover {
 		// Sign-in is not required here (else startSignIn sent the browser
 		// there): offer it, so that the decision can name the person.
@@ -486,6 +488,9 @@ func (a *Approver) decide(ctx context.Context, r *http.Request, b []byte, id str
 			return codeError(fault.Forbidden, why)
 		}
 		return a.page(http.StatusForbidden, p, false)
+	}
+	if why := a.csrfRefusal(r, who, id, form.Get(approvalpage.CSRFField)); why != "" {
+		return fail(fault.Forbidden, why, invalid)
 	}
 	c, err = a.Calls.Decide(ctx, id, confirm.Decision{Approve: decision == "approve", Approver: link.Approver, Person: who.person, Keep: keep, Reason: reason,
 		Required: a.rulesOf(c).required})

@@ -192,6 +192,7 @@ func (s *OIDCSignIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fail(http.StatusBadGateway, "The identity provider named the person with a subject countersign cannot use (empty, or over 255 bytes).")
 		return
 	}
+	p.Session = random("")
 	sess := session{p, s.o.Now().Add(sessionTTL).Unix()}
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: sealWith(s.o.Key, sess), Path: "/", HttpOnly: true, Secure: r.TLS != nil,
 		SameSite: http.SameSiteLaxMode, MaxAge: int(sessionTTL.Seconds())})

@@ -38,6 +38,9 @@ type Person struct {
 	// Groups are the identity provider's groups claim, when it gives one
 	// (approval.approvers "group:<name>").
 	Groups []string `json:"groups,omitempty"`
+	// Session is this sign-in's random id, new at each sign-in: the
+	// approval form's CSRF token is bound to it.
+	Session string `json:"sid,omitempty"`
 }
 
 // SignIn signs people in for the authorize endpoint.
@@ -201,7 +204,7 @@ func (d *DevSignIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		sess := struct {
 			Person
 			Exp int64 `json:"exp"`
-		}{Person{Issuer: d.Issuer, Subject: strings.ToLower(email), Email: email, EmailVerified: true}, d.now().Add(12 * time.Hour).Unix()}
+		}{Person{Issuer: d.Issuer, Subject: strings.ToLower(email), Email: email, EmailVerified: true, Session: random("")}, d.now().Add(12 * time.Hour).Unix()}
 		http.SetCookie(w, &http.Cookie{Name: devCookie, Value: sealWith(d.Key, sess), Path: "/", HttpOnly: true, Secure: r.TLS != nil,
 			SameSite: http.SameSiteLaxMode, MaxAge: 12 * 3600})
 		http.Redirect(w, r, returnTo, http.StatusSeeOther)

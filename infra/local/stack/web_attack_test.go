@@ -3,6 +3,7 @@ package stack
 import (
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 )
@@ -76,5 +77,62 @@ func TestDNSRebindingEverySurface(t *testing.T) {
 	}
 	if n := h.upstream.Count("DELETE", "/contacts/3"); n != 2 {
 		t.Errorf("the DELETE ran %d times, want twice (the two Hosts naming this machine), never for the rebound one", n)
+	}
+}
+
+// TestApprovalPostCSRF (finding 8): a signed-in approver's cookie decides
+// nothing for a form on another site: a POST with another Origin, or
+// without the page's CSRF token, is refused and the call stays pending;
+// the page's own form decides.
+func TestApprovalPostCSRF(t *testing.T) {
+	h := newHarness(t, harnessOptions{approverSignIn: "optional"})
+	id, link := pauseForApprovers(h)
+	grace := newApproverBrowser(h, "grace@example.com")
+	page := grace.open(link + "&signin=1")
+	if page.status != http.StatusOK || !strings.Contains(string(page.body), `name="csrf"`) {
+		t.Fatalf("grace's page: %d, want a form with a csrf field:\n%s", page.status, page.body)
+	}
+	action, form := pageForm(t, page, "approve")
+	post := func(form url.Values, headers map[string]string) int {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, h.stack.URL+action, strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		for k, v := range headers {
+			req.Header.Set(k, v)
+		}
+		resp, err := grace.client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	noToken := url.Values{}
+	for k, v := range form {
+		if k != "csrf" {
+			noToken[k] = v
+		}
+	}
+	for _, c := range []struct {
+		name    string
+		form    url.Values
+		headers map[string]string
+	}{
+		{"the page's form from another origin", form, map[string]string{"Origin": "https://evil.example"}},
+		{"the page's form, fetch metadata cross-site", form, map[string]string{"Sec-Fetch-Site": "cross-site"}},
+		{"the link's fields with the cookie and no token", noToken, nil},
+	} {
+		if st := post(c.form, c.headers); st != http.StatusForbidden {
+			t.Errorf("%s: %d, want 403", c.name, st)
+		}
+		if got := h.statusOf("cs_test_program", id); got != "pending" {
+			t.Fatalf("%s: status %s, want pending", c.name, got)
+		}
+	}
+	if st := post(form, map[string]string{"Origin": h.stack.URL}); st != http.StatusOK {
+		t.Fatalf("the page's own form: %d", st)
+	}
+	if got := h.statusOf("cs_test_program", id); got != "approved" {
+		t.Fatalf("after the page's form: %s, want approved", got)
 	}
 }
