@@ -15,6 +15,7 @@ import (
 	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/display"
 	"github.com/countersign/countersign/shared/jsonview"
+	"github.com/countersign/countersign/shared/webguard"
 )
 
 // DefaultAccent is the accent colour used when Page.Accent is missing or invalid.
@@ -327,14 +328,15 @@ func render(v view) ([]byte, map[string]string, error) {
 		accent = v.Page.Accent
 	}
 	v.Accent, v.OnAccent = accent, config.TextOn(accent)
-	return writePage(&v), map[string]string{
+	h := map[string]string{
 		"Content-Type":            "text/html; charset=utf-8",
 		"Content-Security-Policy": "default-src 'none'; style-src 'nonce-" + nonce + "'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
-		"Referrer-Policy":         "no-referrer",
-		"X-Content-Type-Options":  "nosniff",
-		"X-Frame-Options":         "DENY",
 		"Cache-Control":           "no-store",
-	}, nil
+	}
+	for k, v := range webguard.PageHeaders {
+		h[k] = v
+	}
+	return writePage(&v), h, nil
 }
 
 // Title returns "Approve this operation?" for n == 1 and "Approve n

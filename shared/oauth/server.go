@@ -17,6 +17,7 @@ import (
 
 	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/store"
+	"github.com/countersign/countersign/shared/webguard"
 )
 
 // Store is what the server keeps: its clients, codes, tokens and grants,
@@ -139,6 +140,9 @@ func Serves(path string) bool {
 // ServeHTTP routes the server's endpoints.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
+	// Every page (consent, sign-in, errors) and every answer: no sniffing,
+	// no Referer carrying an authorization request, never framed.
+	webguard.SetPageHeaders(w.Header())
 	p := r.URL.EscapedPath()
 	switch {
 	case p == PathResourceMetadata || p == PathResourceMetadata+"/mcp":

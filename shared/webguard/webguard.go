@@ -10,8 +10,6 @@ import (
 	"net/url"
 	"strings"
 	"time"
-
-	"github.com/countersign/countersign/shared/config"
 )
 
 // ForeignHost says why r names a host this server does not answer, or "".
@@ -30,7 +28,7 @@ func ForeignHost(r *http.Request, publicURLs ...string) string {
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
 	}
-	if config.IsLoopbackHost(host) {
+	if LoopbackHost(host) {
 		return ""
 	}
 	for _, p := range publicURLs {
@@ -39,6 +37,17 @@ func ForeignHost(r *http.Request, publicURLs ...string) string {
 		}
 	}
 	return "the Host header " + quote(r.Host) + " does not name this machine (a page that points its own name at 127.0.0.1 is refused)"
+}
+
+// LoopbackHost reports a host name that names this machine: localhost, a
+// name under .localhost, or a loopback address.
+func LoopbackHost(host string) bool {
+	host = strings.TrimSuffix(strings.ToLower(strings.Trim(host, "[]")), ".")
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 func loopbackAddr(addr string) bool {
