@@ -68,8 +68,13 @@ func (s *Server) authorizeGet(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	state := q.Get("state")
+	// An invalid request is answered on a page, never redirected: the
+	// redirect URI is only as trustworthy as whoever registered it (anyone,
+	// RFC 7591), so an error sent there would make this server an open
+	// redirector (RFC 9700 4.11.2). Only the person's own decision on the
+	// consent page goes back to the client.
 	fail := func(code, desc string) {
-		s.redirect(w, r, redirect, url.Values{"error": {code}, "error_description": {desc}, "state": {state}})
+		s.page(w, http.StatusBadRequest, "The client's request is refused ("+code+"): "+desc+". Nothing was sent back to the client.")
 	}
 	switch {
 	case q.Get("response_type") != "code":

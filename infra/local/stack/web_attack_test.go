@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -134,5 +135,29 @@ func TestApprovalPostCSRF(t *testing.T) {
 	}
 	if got := h.statusOf("cs_test_program", id); got != "approved" {
 		t.Fatalf("after the page's form: %s, want approved", got)
+	}
+}
+
+// TestAuthorizeNeverRedirectsAnInvalidRequest (finding 5): a client that
+// registered itself with any https redirect URI and sends an invalid
+// authorization request (response_type=token, no PKCE) gets an error page,
+// never a redirect to that URI, signed in or not (RFC 9700 4.11.2).
+func TestAuthorizeNeverRedirectsAnInvalidRequest(t *testing.T) {
+	h := newHarness(t, harnessOptions{})
+	st, _, body := h.rawHTTP("POST", "/oauth/register", "", `{"client_name": "x", "redirect_uris": ["https://evil.example/land"], "token_endpoint_auth_method": "none"}`,
+		map[string]string{"Content-Type": "application/json"})
+	m := regexp.MustCompile(`"client_id":"([^"]+)"`).FindStringSubmatch(body)
+	if st != http.StatusCreated || m == nil {
+		t.Fatalf("register: %d %s", st, body)
+	}
+	for _, q := range []url.Values{
+		{"response_type": {"token"}, "client_id": {m[1]}, "redirect_uri": {"https://evil.example/land"}},
+		{"response_type": {"code"}, "client_id": {m[1]}, "redirect_uri": {"https://evil.example/land"}},
+		{"client_id": {m[1]}},
+	} {
+		st, hd, body := h.rawHTTP("GET", "/oauth/authorize?"+q.Encode(), "", "", nil)
+		if st != http.StatusBadRequest || hd.Get("Location") != "" || !strings.Contains(body, "Nothing was sent back") {
+			t.Errorf("%s: %d Location %q, want 400 on a page:\n%s", q.Encode(), st, hd.Get("Location"), body)
+		}
 	}
 }
