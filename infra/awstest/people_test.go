@@ -581,8 +581,9 @@ func quorumCompleteOrReject(f *flow) {
 // accessToken signs the browser's person in from an MCP client, as
 // oauthSignIn does: registration, /oauth/authorize, the provider's login
 // form, the gateway's /oauth/callback, consent; it returns the access
-// token for /v1 and /mcp, and the client it was issued to.
-func (f *flow) accessToken(b *browser) (access, clientID string) {
+// token for resource (front+"/mcp" for /mcp, front for /v1: RFC 8707),
+// and the client it was issued to.
+func (f *flow) accessToken(b *browser, resource string) (access, clientID string) {
 	f.Helper()
 	front := f.s.front.URL
 	reg := f.do(http.MethodPost, oauth.PathRegister, http.Header{"Content-Type": {"application/json"}},
@@ -592,7 +593,7 @@ func (f *flow) accessToken(b *browser) (access, clientID string) {
 		f.Fatalf("register: %d %s", reg.Status, reg.Raw)
 	}
 	q := url.Values{"response_type": {"code"}, "client_id": {clientID}, "redirect_uri": {clientRedirect}, "state": {"st8"},
-		"code_challenge": {oauth2.S256ChallengeFromVerifier(pkceVerifier)}, "code_challenge_method": {"S256"}, "resource": {front + "/mcp"}}
+		"code_challenge": {oauth2.S256ChallengeFromVerifier(pkceVerifier)}, "code_challenge_method": {"S256"}, "resource": {resource}}
 	end, sawLogin := f.s.provider.Walk(f, b.c, front+oauth.PathAuthorize+"?"+q.Encode(), b.user, clientRedirect, func(at *url.URL, status int, body []byte) *url.URL {
 		m := consentField.FindStringSubmatch(string(body))
 		if m == nil {
@@ -620,7 +621,7 @@ func (f *flow) accessToken(b *browser) (access, clientID string) {
 	}
 	tok := f.do(http.MethodPost, oauth.PathToken, http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}, url.Values{
 		"grant_type": {"authorization_code"}, "code": {code}, "client_id": {clientID}, "redirect_uri": {clientRedirect},
-		"code_verifier": {pkceVerifier}, "resource": {front + "/mcp"}}.Encode())
+		"code_verifier": {pkceVerifier}, "resource": {resource}}.Encode())
 	access = tok.str("access_token")
 	if tok.Status != http.StatusOK || !strings.HasPrefix(access, oauth.AccessPrefix) {
 		f.Fatalf("token: %d %s", tok.Status, tok.Raw)
@@ -635,7 +636,7 @@ func (f *flow) accessToken(b *browser) (access, clientID string) {
 // approves; ada redeems with her token, once.
 func fourEyes(f *flow) {
 	ada := f.browser("ada")
-	token, _ := f.accessToken(ada)
+	token, _ := f.accessToken(ada, f.s.front.URL) // she calls the JSON API
 	id := f.pauseAs(token, fourEyesConnection, "DELETE", "/contacts/121")
 	link := f.link(id)
 	st, page, signedIn := ada.open(link)

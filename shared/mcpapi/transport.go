@@ -15,6 +15,7 @@ import (
 
 	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/callbody"
+	"github.com/countersign/countersign/shared/calls"
 	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/httpapi"
@@ -244,7 +245,7 @@ func (h *Handler) credential(r *http.Request) (*countersign.Credential, error) {
 	if cred, ok := httpapi.Preauthenticated(r.Context()); ok {
 		return cred, nil
 	}
-	return h.o.Calls.Authenticate(r.Context(), bearerKey(r.Header.Get("Authorization")))
+	return h.o.Calls.Authenticate(calls.ForResource(r.Context(), "/mcp"), bearerKey(r.Header.Get("Authorization")))
 }
 
 // bearerKey is the key of an Authorization: Bearer header, or "".

@@ -193,7 +193,7 @@ func TestCodeFlowIssuesBoundTokens(t *testing.T) {
 	ts := newTestServer(t, false)
 	_, tokens := ts.signedIn(t)
 	access := tokens["access_token"].(string)
-	cred, ok, err := ts.Verify(context.Background(), access)
+	cred, ok, err := ts.Verify(context.Background(), access, "/mcp")
 	if !ok || err != nil || cred.ID != CredentialID(ts.sign.p) || !cred.IsPerson() || cred.Choice.String() != "ask_person" || cred.Origin.String() != "chat" {
 		t.Fatalf("Verify = %+v, %v, %v; want the person's user credential on ask_person", cred, ok, err)
 	}
@@ -205,12 +205,12 @@ func TestCodeFlowIssuesBoundTokens(t *testing.T) {
 		t.Fatalf("the access token's hash is not stored: %v", err)
 	}
 	// An API key is not a token: Verify leaves it to the key lookup.
-	if _, ok, _ := ts.Verify(context.Background(), "cs_demo_ask"); ok {
+	if _, ok, _ := ts.Verify(context.Background(), "cs_demo_ask", "/mcp"); ok {
 		t.Fatal("Verify claimed an API key")
 	}
 	// Expired after AccessTTL.
 	ts.now = ts.now.Add(DefaultAccessTTL + time.Second)
-	if _, ok, err := ts.Verify(context.Background(), access); !ok || fault.CodeOf(err) != fault.Unauthenticated {
+	if _, ok, err := ts.Verify(context.Background(), access, "/mcp"); !ok || fault.CodeOf(err) != fault.Unauthenticated {
 		t.Fatalf("expired access token: ok %v err %v, want unauthenticated", ok, err)
 	}
 }
@@ -368,7 +368,7 @@ func TestRevocation(t *testing.T) {
 	if resp.StatusCode != 200 {
 		t.Fatalf("revoke: %d", resp.StatusCode)
 	}
-	if _, ok, err := ts.Verify(ctx, access); !ok || fault.CodeOf(err) != fault.Unauthenticated {
+	if _, ok, err := ts.Verify(ctx, access, "/mcp"); !ok || fault.CodeOf(err) != fault.Unauthenticated {
 		t.Fatalf("revoked access token: %v %v", ok, err)
 	}
 	// Revoking the refresh token ends the grant.
@@ -395,8 +395,40 @@ func TestVerifyRefusesOtherAudience(t *testing.T) {
 	if err := ts.store.UpdateOAuthGrant(ctx, g); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok, err := ts.Verify(ctx, tokens["access_token"].(string)); !ok || fault.CodeOf(err) != fault.Unauthenticated || !strings.Contains(err.Error(), "another resource") {
+	if _, ok, err := ts.Verify(ctx, tokens["access_token"].(string), "/mcp"); !ok || fault.CodeOf(err) != fault.Unauthenticated || !strings.Contains(err.Error(), "another resource") {
 		t.Fatalf("token of another resource: %v %v", ok, err)
+	}
+}
+
+// TestAudiencePerResource (finding 6): a token issued for /mcp works on
+// /mcp only, one issued for the JSON API (the public URL) on the JSON API
+// only (RFC 8707).
+func TestAudiencePerResource(t *testing.T) {
+	ctx := context.Background()
+	ts := newTestServer(t, false)
+	_, mcpTokens := ts.signedIn(t)
+	_, reg := ts.register(t, `{"client_name": "API client", "redirect_uris": ["`+redirect+`"]}`)
+	apiClient := reg["client_id"].(string)
+	q := ts.consent(t, ts.authorizeURL(apiClient, verifier, func(q url.Values) { q.Set("resource", ts.url) }))
+	st, apiTokens := ts.tokenForm(t, url.Values{"grant_type": {"authorization_code"}, "code": {q.Get("code")}, "client_id": {apiClient},
+		"redirect_uri": {redirect}, "code_verifier": {verifier}, "resource": {ts.url}})
+	if st != 200 {
+		t.Fatalf("token for the JSON API: %d %v", st, apiTokens)
+	}
+	tests := []struct {
+		name, token, path string
+		ok                bool
+	}{
+		{"an /mcp token on /mcp", mcpTokens["access_token"].(string), "/mcp", true},
+		{"an /mcp token on the JSON API", mcpTokens["access_token"].(string), "", false},
+		{"a JSON API token on the JSON API", apiTokens["access_token"].(string), "", true},
+		{"a JSON API token on /mcp", apiTokens["access_token"].(string), "/mcp", false},
+	}
+	for _, tt := range tests {
+		_, ok, err := ts.Verify(ctx, tt.token, tt.path)
+		if !ok || (err == nil) != tt.ok || !tt.ok && !strings.Contains(err.Error(), "another resource") {
+			t.Errorf("%s: %v %v, want accepted %v", tt.name, ok, err, tt.ok)
+		}
 	}
 }
 
@@ -477,7 +509,7 @@ func TestConfiguredUsers(t *testing.T) {
 		t.Fatalf("ada: %d %v", st, q)
 	}
 	_, tokens := ts.tokenForm(t, url.Values{"grant_type": {"authorization_code"}, "code": {q.Get("code")}, "client_id": {id}, "redirect_uri": {redirect}, "code_verifier": {verifier}})
-	cred, ok, err := ts.Verify(ctx, tokens["access_token"].(string))
+	cred, ok, err := ts.Verify(ctx, tokens["access_token"].(string), "/mcp")
 	if !ok || err != nil || cred.ID != "ada" {
 		t.Fatalf("ada's token is %+v, %v, %v; want the configured user ada", cred, ok, err)
 	}

@@ -285,10 +285,11 @@ func (s *Server) revoke(w http.ResponseWriter, r *http.Request) {
 // false when token is not an access token (it may be an API key, which
 // the caller checks); otherwise the token is looked up by its hash on
 // every call, and must be unexpired, of a grant neither revoked nor
-// expired, bound to one of this server's resources (its audience), and
+// expired, bound to the resource at path ("/mcp", or "" for the JSON
+// API; its audience, RFC 8707), and
 // of a user credential that still exists. A refused token is a
 // fault.Unauthenticated error; a store that cannot answer is internal.
-func (s *Server) Verify(ctx context.Context, token string) (_ *countersign.Credential, ok bool, _ error) {
+func (s *Server) Verify(ctx context.Context, token, path string) (_ *countersign.Credential, ok bool, _ error) {
 	token = strings.TrimSpace(token)
 	if !strings.HasPrefix(token, AccessPrefix) {
 		return nil, false, nil
@@ -318,12 +319,8 @@ func (s *Server) Verify(ctx context.Context, token string) (_ *countersign.Crede
 	if g.Revoked || now.After(g.ExpiresAt) {
 		return refused("the access token was revoked; sign in again")
 	}
-	bound := false
-	for _, res := range s.resources() {
-		bound = bound || g.Resource == res
-	}
-	if !bound {
-		return refused("the access token was issued for another resource (" + clip(g.Resource) + ")")
+	if want := s.issuer() + path; g.Resource != want {
+		return refused("the access token was issued for another resource (" + clip(g.Resource) + "), not " + want + ": request a token with resource=" + want)
 	}
 	cred, err := s.store.GetCredential(ctx, g.Credential)
 	if errors.Is(err, store.ErrNotFound) {

@@ -1,12 +1,16 @@
 package stack
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/url"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"golang.org/x/oauth2"
 )
 
 // The web findings of the attack pass (issue 26): each test replays one
@@ -159,5 +163,55 @@ func TestAuthorizeNeverRedirectsAnInvalidRequest(t *testing.T) {
 		if st != http.StatusBadRequest || hd.Get("Location") != "" || !strings.Contains(body, "Nothing was sent back") {
 			t.Errorf("%s: %d Location %q, want 400 on a page:\n%s", q.Encode(), st, hd.Get("Location"), body)
 		}
+	}
+}
+
+// apiToken runs the authorization code flow for the JSON API (resource
+// <url>, RFC 8707) as b, for the client b last signed in to, and returns
+// the access and refresh tokens.
+func (h *harness) apiToken(b *signInBrowser) (access, refresh string) {
+	h.t.Helper()
+	const redirect, verifier = "http://127.0.0.1:1/callback", "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"
+	q := url.Values{"response_type": {"code"}, "client_id": {b.clientID}, "redirect_uri": {redirect}, "state": {"s"},
+		"code_challenge": {oauth2.S256ChallengeFromVerifier(verifier)}, "code_challenge_method": {"S256"}, "resource": {h.stack.URL}}
+	res, err := b.fetch(context.Background(), &auth.AuthorizationArgs{URL: h.stack.URL + "/oauth/authorize?" + q.Encode()})
+	if err != nil {
+		h.t.Fatalf("authorize for the JSON API: %v", err)
+	}
+	st, out := h.tokenRequest(url.Values{"grant_type": {"authorization_code"}, "code": {res.Code}, "client_id": {b.clientID},
+		"redirect_uri": {redirect}, "code_verifier": {verifier}, "resource": {h.stack.URL}})
+	access, _ = out["access_token"].(string)
+	refresh, _ = out["refresh_token"].(string)
+	if st != http.StatusOK || access == "" {
+		h.t.Fatalf("token for the JSON API: %d %v", st, out)
+	}
+	return access, refresh
+}
+
+// TestAudiencePerResourceOnTheStack (finding 6): the MCP client's token
+// (resource <url>/mcp) calls /mcp and is refused on /v1; a token for the
+// JSON API (resource <url>) calls /v1 and is refused on /mcp.
+func TestAudiencePerResourceOnTheStack(t *testing.T) {
+	h := newHarness(t, harnessOptions{})
+	b := newSignInBrowser(t, "ann@example.com")
+	_, handler := h.oauthSession(b, "audience-client", clientKind{})
+	ts, _ := handler.TokenSource(context.Background())
+	mcpTok, err := ts.Token()
+	if err != nil {
+		t.Fatal(err)
+	}
+	apiTok, _ := h.apiToken(b)
+	list := `{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}`
+	if r := h.raw(rawMCP{key: mcpTok.AccessToken, protocol: "2025-06-18", body: list}); r.status != http.StatusOK {
+		t.Errorf("the /mcp token on /mcp: %d %s", r.status, r.body)
+	}
+	if r := h.raw(rawMCP{key: apiTok, protocol: "2025-06-18", body: list}); r.status != http.StatusUnauthorized || !strings.Contains(r.body, "another resource") {
+		t.Errorf("the JSON API token on /mcp: %d %s, want 401 naming the resource", r.status, r.body)
+	}
+	if me := h.do("GET", "/v1/credentials/me", mcpTok.AccessToken, nil, nil); me.status != http.StatusUnauthorized || !strings.Contains(string(me.body), "another resource") {
+		t.Errorf("the /mcp token on /v1: %d %s, want 401 naming the resource", me.status, me.body)
+	}
+	if me := h.do("GET", "/v1/credentials/me", apiTok, nil, nil); me.status != http.StatusOK {
+		t.Errorf("the JSON API token on /v1: %d %s", me.status, me.body)
 	}
 }
