@@ -295,13 +295,28 @@ func TestTokenRefusals(t *testing.T) {
 			t.Fatalf("the code after a wrong verifier: %d %v, want invalid_grant", st, out)
 		}
 	})
-	t.Run("code used twice", func(t *testing.T) {
+	t.Run("code used twice revokes its tokens", func(t *testing.T) {
 		code := ts.consent(t, ts.authorizeURL(id, verifier, nil)).Get("code")
-		if st, out := exchange(code, verifier); st != 200 {
-			t.Fatalf("first use: %d %v", st, out)
+		st, first := exchange(code, verifier)
+		if st != 200 {
+			t.Fatalf("first use: %d %v", st, first)
 		}
-		if st, out := exchange(code, verifier); st != 400 || out["error"] != "invalid_grant" {
+		if _, _, err := ts.Verify(context.Background(), first["access_token"].(string), "/mcp"); err != nil {
+			t.Fatalf("the first use's token before the reuse: %v", err)
+		}
+		if st, out := exchange(code, verifier); st != 400 || out["error"] != "invalid_grant" || !strings.Contains(out["error_description"].(string), "revoked") {
 			t.Fatalf("second use: %d %v", st, out)
+		}
+		// RFC 6749 4.1.2: the tokens issued for the code are revoked.
+		if _, _, err := ts.Verify(context.Background(), first["access_token"].(string), "/mcp"); fault.CodeOf(err) != fault.Unauthenticated {
+			t.Fatalf("the first use's access token after the reuse: %v, want refused", err)
+		}
+		if st, out := ts.tokenForm(t, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {first["refresh_token"].(string)}, "client_id": {id}}); st != 400 {
+			t.Fatalf("the first use's refresh token after the reuse: %d %v, want 400", st, out)
+		}
+		// The spent code's record is no token.
+		if _, _, err := ts.Verify(context.Background(), code, "/mcp"); err != nil {
+			t.Fatalf("Verify of a code: %v", err) // not an access token at all: ok false, no error
 		}
 	})
 	t.Run("expired code", func(t *testing.T) {

@@ -111,7 +111,11 @@ func (s *Server) exchangeCode(w http.ResponseWriter, r *http.Request, c counters
 	code, err := s.store.TakeOAuthCode(ctx, hash(f["code"]))
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		writeError(w, http.StatusBadRequest, "invalid_grant", "the code is unknown or was used")
+		why := "the code is unknown or was used"
+		if s.revokeSpentCode(ctx, hash(f["code"])) {
+			why = "the code was already used: the tokens issued for it are revoked; sign in again"
+		}
+		writeError(w, http.StatusBadRequest, "invalid_grant", why)
 		return
 	case err != nil:
 		s.o.Logger.ErrorContext(ctx, "oauth: code not read", "error", err)
@@ -146,7 +150,33 @@ func (s *Server) exchangeCode(w http.ResponseWriter, r *http.Request, c counters
 		writeError(w, http.StatusInternalServerError, "server_error", "the grant could not be stored; try again")
 		return
 	}
+	// The spent code names its grant for as long as the grant's first
+	// refresh token lives, so that a second presentation revokes it.
+	err = s.store.CreateOAuthToken(ctx, countersign.OAuthToken{Hash: code.Hash, Kind: spentCode, Grant: g.ID, ExpiresAt: g.ExpiresAt})
+	if err != nil {
+		s.o.Logger.ErrorContext(ctx, "oauth: spent code not stored", "error", err)
+		s.revokeGrant(ctx, g.ID, "spent code not stored")
+		writeError(w, http.StatusInternalServerError, "server_error", "the grant could not be stored; try again")
+		return
+	}
 	s.issue(w, r, g, refresh)
+}
+
+// spentCode is the kind of the record a redeemed authorization code
+// leaves among the tokens (under the code's hash, naming its grant): no
+// token check accepts it (each wants its own kind).
+const spentCode countersign.TokenKind = "spent_code"
+
+// revokeSpentCode revokes the grant a code presented again was redeemed
+// for (RFC 6749 4.1.2: the tokens issued for a code used twice should be
+// revoked), and reports whether there was one.
+func (s *Server) revokeSpentCode(ctx context.Context, codeHash string) bool {
+	tok, err := s.store.OAuthToken(ctx, codeHash)
+	if err != nil || tok.Kind != spentCode {
+		return false
+	}
+	s.revokeGrant(ctx, tok.Grant, "authorization code reused")
+	return true
 }
 
 // refresh rotates a refresh token. Only the grant's current refresh token
@@ -268,9 +298,10 @@ func (s *Server) revoke(w http.ResponseWriter, r *http.Request) {
 	tok, err := s.store.OAuthToken(ctx, h)
 	if err == nil {
 		if g, gerr := s.store.OAuthGrant(ctx, tok.Grant); gerr == nil && equal(g.ClientID, c.ID) {
-			if tok.Kind == countersign.TokenRefresh {
+			switch tok.Kind {
+			case countersign.TokenRefresh:
 				s.revokeGrant(ctx, g.ID, "revoked by the client")
-			} else {
+			case countersign.TokenAccess:
 				_ = s.store.DeleteOAuthToken(ctx, h)
 			}
 		}
