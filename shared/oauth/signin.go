@@ -9,7 +9,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"html"
 	"io"
 	"net"
@@ -187,24 +186,25 @@ func (d *DevSignIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "return_to must be this server's authorize URL or an approval page", http.StatusBadRequest)
 		return
 	}
-	csrf := d.csrf(returnTo)
 	switch r.Method {
 	case http.MethodGet:
-		d.page(w, http.StatusOK, csrf, returnTo, "")
+		d.page(w, http.StatusOK, d.newForm(w, r, returnTo), returnTo, "")
 	case http.MethodPost:
-		if !hmac.Equal([]byte(r.PostFormValue("csrf")), []byte(csrf)) {
-			d.page(w, http.StatusForbidden, csrf, returnTo, "The form expired; sign in again.")
+		if webguard.CrossSite(r) || !d.formOK(r, returnTo) {
+			d.page(w, http.StatusForbidden, d.newForm(w, r, returnTo), returnTo, "The form expired or was not sent from this page; sign in again.")
 			return
 		}
 		email := strings.TrimSpace(r.PostFormValue("email"))
 		if len(email) > 200 || !strings.Contains(email, "@") {
-			d.page(w, http.StatusBadRequest, csrf, returnTo, "Type an e-mail address.")
+			d.page(w, http.StatusBadRequest, d.newForm(w, r, returnTo), returnTo, "Type an e-mail address.")
 			return
 		}
 		sess := struct {
 			Person
 			Exp int64 `json:"exp"`
 		}{Person{Issuer: d.Issuer, Subject: strings.ToLower(email), Email: email, EmailVerified: true, Session: random("")}, d.now().Add(12 * time.Hour).Unix()}
+		// The form's nonce is spent: its token signs nobody in again.
+		http.SetCookie(w, &http.Cookie{Name: devFormCookie, Value: "", Path: PathDevSignIn, HttpOnly: true, MaxAge: -1})
 		http.SetCookie(w, &http.Cookie{Name: devCookie, Value: sealWith(d.Key, sess), Path: "/", HttpOnly: true, Secure: r.TLS != nil,
 			SameSite: http.SameSiteLaxMode, MaxAge: 12 * 3600})
 		http.Redirect(w, r, returnTo, http.StatusSeeOther)
@@ -240,12 +240,32 @@ No identity provider is configured, so anyone on this machine may sign in as any
 	_, _ = io.WriteString(w, b.String())
 }
 
-// csrf binds the form to the return URL (a form posted from another site
-// would need the key).
-func (d *DevSignIn) csrf(returnTo string) string {
-	m := hmac.New(sha256.New, d.Key)
-	fmt.Fprintf(m, "dev-signin\n%s", returnTo)
-	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+// The sign-in form's CSRF token is bound to this browser: GET sets a
+// random nonce in a cookie of the page's own (SameSite Strict, 10
+// minutes), and the token is an HMAC of the nonce, the return URL and
+// its expiry. A form posted from another site has neither the victim's
+// nonce nor a token for it (login CSRF); a successful sign-in clears the
+// nonce, so a token signs in once.
+const (
+	devFormCookie = "countersign_dev_form"
+	devFormTTL    = 10 * time.Minute
+)
+
+// newForm sets a fresh nonce cookie and returns the form's token for it.
+func (d *DevSignIn) newForm(w http.ResponseWriter, r *http.Request, returnTo string) string {
+	nonce := random("")
+	http.SetCookie(w, &http.Cookie{Name: devFormCookie, Value: nonce, Path: PathDevSignIn, HttpOnly: true, Secure: r.TLS != nil,
+		SameSite: http.SameSiteStrictMode, MaxAge: int(devFormTTL.Seconds())})
+	return webguard.Token(d.Key, "dev-signin", nonce+"\n"+returnTo, d.now().Add(devFormTTL))
+}
+
+// formOK checks the posted token against this browser's nonce cookie.
+func (d *DevSignIn) formOK(r *http.Request, returnTo string) bool {
+	ck, err := r.Cookie(devFormCookie)
+	if err != nil || ck.Value == "" {
+		return false
+	}
+	return webguard.TokenOK(d.Key, "dev-signin", ck.Value+"\n"+returnTo, r.PostFormValue("csrf"), d.now())
 }
 
 // loopbackRequest reports a request from a loopback peer to a loopback listener.

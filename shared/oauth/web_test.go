@@ -1,9 +1,19 @@
 package oauth
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
+	"regexp"
+	"strings"
 	"testing"
+	"time"
 )
 
 // TestPageHeaders (finding 15): every page the server writes (consent,
@@ -36,5 +46,78 @@ func TestPageHeaders(t *testing.T) {
 		if h.Get("X-Content-Type-Options") != "nosniff" || h.Get("Referrer-Policy") != "no-referrer" || h.Get("X-Frame-Options") != "DENY" {
 			t.Errorf("%s: %d %v, want nosniff, Referrer-Policy no-referrer, X-Frame-Options DENY", p.name, resp.StatusCode, h)
 		}
+	}
+}
+
+// TestDevSignInLoginCSRF (finding 11): the development sign-in's token is
+// bound to the browser that loaded the form (a nonce cookie), lives ten
+// minutes, signs in once, and no form from another site signs anyone in.
+func TestDevSignInLoginCSRF(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	d := &DevSignIn{Issuer: "http://127.0.0.1/oauth/dev-signin", Key: NewKey(), Now: func() time.Time { return now }}
+	hs := httptest.NewServer(d)
+	t.Cleanup(hs.Close)
+	returnTo := "/approve/cf_1"
+	page := hs.URL + PathDevSignIn + "?return_to=" + url.QueryEscape(returnTo)
+	browser := func() *http.Client {
+		jar, _ := cookiejar.New(nil)
+		return &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	}
+	load := func(c *http.Client) string {
+		t.Helper()
+		resp, err := c.Get(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(string(body))[1]
+	}
+	post := func(c *http.Client, token string, headers map[string]string) int {
+		t.Helper()
+		req, _ := http.NewRequest("POST", hs.URL+PathDevSignIn, strings.NewReader(url.Values{"return_to": {returnTo}, "csrf": {token}, "email": {"mallory@example.com"}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		for k, v := range headers {
+			req.Header.Set(k, v)
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	// The token the page once gave every browser: an HMAC of return_to.
+	m := hmac.New(sha256.New, d.Key)
+	fmt.Fprintf(m, "dev-signin\n%s", returnTo)
+	shared := base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+
+	attacker, victim := browser(), browser()
+	lifted := load(attacker)
+	load(victim)
+	if st := post(victim, lifted, nil); st != http.StatusForbidden {
+		t.Errorf("a token from another browser: %d, want 403", st)
+	}
+	if st := post(browser(), lifted, nil); st != http.StatusForbidden {
+		t.Errorf("a token without the form's cookie: %d, want 403", st)
+	}
+	if st := post(victim, shared, nil); st != http.StatusForbidden {
+		t.Errorf("the HMAC of return_to alone: %d, want 403", st)
+	}
+	own := load(victim)
+	if st := post(victim, own, map[string]string{"Origin": "https://evil.example"}); st != http.StatusForbidden {
+		t.Errorf("the browser's own token from another site: %d, want 403", st)
+	}
+	own = load(victim)
+	now = now.Add(11 * time.Minute)
+	if st := post(victim, own, nil); st != http.StatusForbidden {
+		t.Errorf("a token eleven minutes old: %d, want 403", st)
+	}
+	own = load(victim)
+	if st := post(victim, own, nil); st != http.StatusSeeOther {
+		t.Fatalf("the browser's own fresh token: %d, want 303", st)
+	}
+	if st := post(victim, own, nil); st != http.StatusForbidden {
+		t.Errorf("the same token again: %d, want 403 (signs in once)", st)
 	}
 }
