@@ -121,3 +121,50 @@ func TestDevSignInLoginCSRF(t *testing.T) {
 		t.Errorf("the same token again: %d, want 403 (signs in once)", st)
 	}
 }
+
+// TestConsentShowsClaimsAndPunycode (finding 12): the consent page shows
+// a client's name as its own claim, and the redirect's host as the
+// browser sends it (punycode), so "Claude" returning to a Cyrillic
+// look-alike of a known host reads xn--...
+func TestConsentShowsClaimsAndPunycode(t *testing.T) {
+	ts := newTestServer(t, false)
+	const lookalike = "https://\u0430pple.com/cb" // a Cyrillic а
+	tests := []struct {
+		name, body string
+		redirect   string
+		want       []string
+		not        []string
+	}{
+		{"a look-alike host", `{"client_name": "Claude", "redirect_uris": ["` + lookalike + `"]}`, lookalike,
+			[]string{"calls itself", "Claude", "https://xn--pple-43d.com", "internationalized name", "own words, not checked"}, []string{"\u0430pple"}},
+		{"an ASCII host", `{"client_name": "Claude", "redirect_uris": ["https://claude.ai/api/mcp/auth_callback"]}`, "https://claude.ai/api/mcp/auth_callback",
+			[]string{"calls itself", "https://claude.ai<"}, []string{"internationalized"}},
+		{"a name that hides characters", `{"client_name": "Claude\u202e", "redirect_uris": ["` + redirect + `"]}`, redirect,
+			[]string{"calls itself", `\u202E`, "http://127.0.0.1:9"}, []string{"\u202e"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st, reg := ts.register(t, tt.body)
+			if st != http.StatusCreated {
+				t.Fatalf("register: %d %v", st, reg)
+			}
+			resp, err := ts.http.Get(ts.authorizeURL(reg["client_id"].(string), verifier, func(q url.Values) { q.Set("redirect_uri", tt.redirect) }))
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			body := string(b)
+			for _, w := range tt.want {
+				if !strings.Contains(body, w) {
+					t.Errorf("the consent page lacks %q:\n%s", w, body)
+				}
+			}
+			for _, n := range tt.not {
+				if strings.Contains(body, n) {
+					t.Errorf("the consent page shows %q:\n%s", n, body)
+				}
+			}
+		})
+	}
+}
