@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"syscall"
@@ -219,15 +220,20 @@ func (s *Server) fetchDocument(ctx context.Context, id string) (countersign.OAut
 	req.Header.Set("Accept", "application/json")
 	resp, err := s.o.HTTPClient.Do(req)
 	if err != nil {
-		return countersign.OAuthClient{}, fmt.Errorf("the client's metadata document could not be fetched: %w", err)
+		s.o.Logger.InfoContext(ctx, "oauth: metadata document not fetched", "client_id", clip(id), "error", err)
+		return countersign.OAuthClient{}, errors.New(errDocumentFetch)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return countersign.OAuthClient{}, fmt.Errorf("the client's metadata document answered HTTP %d", resp.StatusCode)
+		s.o.Logger.InfoContext(ctx, "oauth: metadata document not fetched", "client_id", clip(id), "status", resp.StatusCode)
+		return countersign.OAuthClient{}, errors.New(errDocumentFetch)
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxDocument+1))
-	if err != nil || len(body) > maxDocument {
-		return countersign.OAuthClient{}, fmt.Errorf("the client's metadata document could not be read or is over %d bytes", maxDocument)
+	if err != nil {
+		return countersign.OAuthClient{}, errors.New(errDocumentFetch)
+	}
+	if len(body) > maxDocument {
+		return countersign.OAuthClient{}, fmt.Errorf("the client's metadata document is over %d bytes", maxDocument)
 	}
 	var d document
 	if err := callbody.Valid(body, nil); err != nil {
@@ -250,17 +256,16 @@ func (s *Server) fetchDocument(ctx context.Context, id string) (countersign.OAut
 }
 
 // documentClient fetches metadata documents: 5 s, no redirects, and
-// (unless loopback is allowed, for tests) https to public addresses only,
-// checked on the address actually dialed.
+// (unless loopback is allowed, for tests) to public unicast addresses
+// only (publicUnicast), checked on the address actually dialed.
 func documentClient(allowLoopback bool) *http.Client {
 	dialer := &net.Dialer{Timeout: 5 * time.Second, Control: func(_, address string, _ syscall.RawConn) error {
 		if allowLoopback {
 			return nil
 		}
-		host, _, _ := net.SplitHostPort(address)
-		ip := net.ParseIP(host)
-		if ip == nil || ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsUnspecified() || ip.IsMulticast() {
-			return fmt.Errorf("address %s is not public", address)
+		ap, err := netip.ParseAddrPort(address)
+		if err != nil || !publicUnicast(ap.Addr()) {
+			return errors.New("not a public unicast address")
 		}
 		return nil
 	}}

@@ -1,6 +1,7 @@
 package oauth
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"regexp"
 	"strings"
@@ -166,5 +168,101 @@ func TestConsentShowsClaimsAndPunycode(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPublicUnicast (finding 7): metadata documents are fetched from the
+// allow-listed public unicast ranges only; shared address space,
+// benchmarking, documentation, 6to4 and every other special block are
+// refused, as an IPv4 address dressed as IPv6 is.
+func TestPublicUnicast(t *testing.T) {
+	tests := []struct {
+		addr   string
+		public bool
+	}{
+		{"8.8.8.8", true},
+		{"1.1.1.1", true},
+		{"223.255.255.254", true},
+		{"2606:4700:4700::1111", true},
+		{"100.64.0.1", false},
+		{"100.127.255.254", false},
+		{"198.18.0.1", false},
+		{"198.19.255.254", false},
+		{"10.0.0.1", false},
+		{"172.16.5.4", false},
+		{"192.168.1.1", false},
+		{"127.0.0.1", false},
+		{"169.254.169.254", false},
+		{"0.0.0.0", false},
+		{"0.1.2.3", false},
+		{"192.0.0.8", false},
+		{"192.0.2.1", false},
+		{"203.0.113.9", false},
+		{"224.0.0.1", false},
+		{"240.0.0.1", false},
+		{"255.255.255.255", false},
+		{"::1", false},
+		{"::", false},
+		{"::ffff:10.0.0.1", false},
+		{"::ffff:8.8.8.8", true},
+		{"64:ff9b::a00:1", false},
+		{"fc00::1", false},
+		{"fd12:3456::1", false},
+		{"fe80::1", false},
+		{"ff02::1", false},
+		{"2001:db8::1", false},
+		{"2001::1", false},
+		{"2002:a00:1::1", false},
+		{"fe80::1%eth0", false},
+	}
+	for _, tt := range tests {
+		if got := publicUnicast(netip.MustParseAddr(tt.addr)); got != tt.public {
+			t.Errorf("publicUnicast(%s) = %v, want %v", tt.addr, got, tt.public)
+		}
+	}
+}
+
+// TestDocumentFetchErrorsAreOne (finding 7): whatever stops a metadata
+// document's fetch (an address that is not public, a refused port, a TLS
+// error, an untrusted certificate, a timeout, a status other than 200),
+// the answer is one generic sentence that names no address.
+func TestDocumentFetchErrorsAreOne(t *testing.T) {
+	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) }))
+	t.Cleanup(plain.Close)
+	tlsServer := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	t.Cleanup(tlsServer.Close)
+	closed := httptest.NewServer(nil)
+	closedURL := closed.URL
+	closed.Close()
+	public, err := New(newTestServer(t, false).store, Options{PublicURL: func() string { return "http://127.0.0.1:1" }, SignIn: &fixedPerson{}, SessionKey: NewKey()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	loopback, err := New(newTestServer(t, false).store, Options{PublicURL: func() string { return "http://127.0.0.1:1" }, SignIn: &fixedPerson{},
+		SessionKey: NewKey(), AllowLoopbackDocuments: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	expired, cancel := context.WithDeadline(context.Background(), time.Unix(0, 0))
+	defer cancel()
+	https := func(u string) string { return strings.Replace(u, "http://", "https://", 1) + "/client.json" }
+	tests := []struct {
+		name string
+		s    *Server
+		ctx  context.Context
+		id   string
+	}{
+		{"a loopback address, from a deployment", public, context.Background(), https(tlsServer.URL)},
+		{"a refused port", loopback, context.Background(), https(closedURL)},
+		{"TLS to a plain HTTP server", loopback, context.Background(), https(plain.URL)},
+		{"an untrusted certificate", loopback, context.Background(), https(tlsServer.URL)},
+		{"a timeout", loopback, expired, https(tlsServer.URL)},
+		{"status 404", loopback, context.Background(), plain.URL + "/client.json"},
+	}
+	for _, tt := range tests {
+		_, err := tt.s.fetchDocument(tt.ctx, tt.id)
+		if err == nil || err.Error() != errDocumentFetch {
+			t.Errorf("%s: %v, want the one generic error", tt.name, err)
+		}
 	}
 }
