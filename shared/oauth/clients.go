@@ -36,8 +36,9 @@ const (
 )
 
 // register answers RFC 7591 dynamic client registration. Registration is
-// open, as MCP clients expect; a client gets nothing by registering but
-// the right to send a person to the sign-in page.
+// open, as MCP clients expect, and bounded (limits.go); a client gets
+// nothing by registering but the right to send a person to the sign-in
+// page, and expires unless someone signs in with it.
 func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		writeError(w, http.StatusMethodNotAllowed, "invalid_request", "use POST with a JSON body")
@@ -81,7 +82,12 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	c := countersign.OAuthClient{ID: "csc_" + random("")[:24], Name: meta.ClientName, RedirectURIs: meta.RedirectURIs, CreatedAt: s.now()}
+	if err := s.admitClient(r.Context()); err != nil {
+		s.writeAdmitError(w, r, err)
+		return
+	}
+	c := countersign.OAuthClient{ID: "csc_" + random("")[:24], Name: meta.ClientName, RedirectURIs: meta.RedirectURIs, CreatedAt: s.now(),
+		ExpiresAt: s.now().Add(unusedClientTTL)}
 	resp := oauthex.ClientRegistrationResponse{ClientRegistrationMetadata: meta, ClientIDIssuedAt: s.now()}
 	switch meta.TokenEndpointAuthMethod {
 	case "", "none":
@@ -180,6 +186,15 @@ func (s *Server) client(ctx context.Context, id string) (countersign.OAuthClient
 		return countersign.OAuthClient{}, fmt.Errorf("client %q is not registered", clip(id))
 	case s.o.NoClientDocuments:
 		return countersign.OAuthClient{}, fmt.Errorf("client %q is a metadata document URL, which this server does not fetch: register the client (%s)", clip(id), PathRegister)
+	}
+	if errors.Is(err, store.ErrNotFound) { // a document fetched again when stale counts once
+		if err := s.admitClient(ctx); err != nil {
+			var tm *errTooManyClients
+			if errors.As(err, &tm) {
+				return countersign.OAuthClient{}, err
+			}
+			return countersign.OAuthClient{}, errors.New("the client could not be counted; try again")
+		}
 	}
 	c, err = s.fetchDocument(ctx, id)
 	if err != nil {

@@ -150,6 +150,7 @@ func (s *Server) exchangeCode(w http.ResponseWriter, r *http.Request, c counters
 		writeError(w, http.StatusInternalServerError, "server_error", "the grant could not be stored; try again")
 		return
 	}
+	s.keepClient(ctx, c, g.ExpiresAt)
 	// The spent code names its grant for as long as the grant's first
 	// refresh token lives, so that a second presentation revokes it.
 	err = s.store.CreateOAuthToken(ctx, countersign.OAuthToken{Hash: code.Hash, Kind: spentCode, Grant: g.ID, ExpiresAt: g.ExpiresAt})
@@ -229,6 +230,7 @@ func (s *Server) refresh(w http.ResponseWriter, r *http.Request, c countersign.O
 			writeError(w, http.StatusInternalServerError, "server_error", "the grant could not be updated; try again")
 			return
 		}
+		s.keepClient(ctx, c, g.ExpiresAt)
 		s.issue(w, r, g, refresh)
 		return
 	}

@@ -266,3 +266,67 @@ func TestDocumentFetchErrorsAreOne(t *testing.T) {
 		}
 	}
 }
+
+// TestRegistrationBounded (finding 4): new clients are counted per
+// address (an IPv6 /64) and in all; past either limit registration is
+// refused with 429 and Retry-After and stores nothing; a registered
+// client nobody signs in with expires (and the sweep deletes it), one
+// that is used lives as long as its grant.
+func TestRegistrationBounded(t *testing.T) {
+	ts := newTestServer(t, false)
+	srv, err := New(ts.store, Options{PublicURL: func() string { return ts.url }, SignIn: ts.sign, SessionKey: NewKey(),
+		Now: func() time.Time { return ts.now }, ClientsPerAddress: 3, MaxUnusedClients: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	register := func(addr string) (int, http.Header, string) {
+		r := httptest.NewRequest("POST", PathRegister, strings.NewReader(`{"client_name": "x", "redirect_uris": ["`+redirect+`"]}`))
+		r.Header.Set("Content-Type", "application/json")
+		r.RemoteAddr = addr
+		w := httptest.NewRecorder()
+		srv.ServeHTTP(w, r)
+		return w.Code, w.Header(), w.Body.String()
+	}
+	for i := range 3 {
+		if st, _, body := register("192.0.2.7:4000"); st != http.StatusCreated {
+			t.Fatalf("registration %d: %d %s", i+1, st, body)
+		}
+	}
+	if st, h, body := register("192.0.2.7:4001"); st != http.StatusTooManyRequests || h.Get("Retry-After") == "" {
+		t.Fatalf("a fourth registration from the address: %d %v %s, want 429 with Retry-After", st, h, body)
+	}
+	for i := 5; i < 8; i++ {
+		if st, _, body := register(fmt.Sprintf("[2001:db8:1:2::%d]:4000", i)); st != http.StatusCreated {
+			t.Fatalf("another address, %d: %d %s", i, st, body)
+		}
+	}
+	if st, _, body := register("[2001:db8:1:2::99]:4000"); st != http.StatusTooManyRequests || !strings.Contains(body, "this address") {
+		t.Fatalf("a fourth from the same IPv6 /64: %d %s, want 429 for the address", st, body)
+	}
+	if st, _, body := register("198.51.100.9:4000"); st != http.StatusCreated {
+		t.Fatalf("the seventh new client: %d %s", st, body)
+	}
+	if st, h, body := register("203.0.113.5:4000"); st != http.StatusTooManyRequests || !strings.Contains(body, "as many new clients") || h.Get("Retry-After") == "" {
+		t.Fatalf("past the cap on new clients: %d %s, want 429", st, body)
+	}
+
+	// Expiry: a fresh server's client, used and unused.
+	ts = newTestServer(t, false)
+	usedID, tokens := ts.signedIn(t)
+	_, reg := ts.register(t, `{"client_name": "unused", "redirect_uris": ["`+redirect+`"]}`)
+	unusedID := reg["client_id"].(string)
+	ts.now = ts.now.Add(25 * time.Hour)
+	if _, err := ts.client(context.Background(), unusedID); err == nil {
+		t.Errorf("an unused client a day later is still accepted")
+	}
+	if n, err := ts.store.Sweep(ts.now); err != nil || n == 0 {
+		t.Errorf("sweep: %d %v, want the unused client deleted", n, err)
+	}
+	if _, err := ts.store.OAuthClient(context.Background(), unusedID); err == nil {
+		t.Errorf("the unused client is still stored after the sweep")
+	}
+	st, out := ts.tokenForm(t, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {tokens["refresh_token"].(string)}, "client_id": {usedID}})
+	if st != http.StatusOK {
+		t.Fatalf("the used client's refresh a day later: %d %v", st, out)
+	}
+}

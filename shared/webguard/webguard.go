@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"time"
@@ -139,4 +140,27 @@ func mac(key []byte, purpose, binding string, exp []byte) []byte {
 	m.Write([]byte{0})
 	m.Write(exp)
 	return m.Sum(nil)
+}
+
+// AddrKey is what a client address ("192.0.2.7:5000", or an address
+// alone) is counted by in a rate limit: the address, or its /64 for IPv6
+// (one host has many), or the text itself (clipped) when it does not
+// parse.
+func AddrKey(addr string) string {
+	if h, _, err := net.SplitHostPort(addr); err == nil {
+		addr = h
+	}
+	a, err := netip.ParseAddr(addr)
+	if err != nil {
+		if len(addr) > 64 {
+			addr = addr[:64]
+		}
+		return addr
+	}
+	a = a.Unmap()
+	if a.Is6() {
+		p, _ := a.Prefix(64)
+		return p.String()
+	}
+	return a.String()
 }

@@ -39,7 +39,7 @@ func (s *Store) Sweep(now time.Time) (int, error) {
 		{bucketOAuthCodes, expiresAtPassed(now)},
 		{bucketOAuthTokens, expiresAtPassed(now)},
 		{bucketOAuthGrants, expiresAtPassed(now)},
-		{bucketOAuthClients, expiresAtPassed(now)}, // metadata documents' copies; registered clients have none
+		{bucketOAuthClients, expiresAtPassed(now)}, // metadata documents' copies, and registered clients nobody used
 	}
 	keys := make([][][]byte, len(sweeps))
 	found := 0
