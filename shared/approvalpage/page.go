@@ -112,6 +112,8 @@ type Page struct {
 	// SignedIn is who is signed in on this browser (approvers.sign_in),
 	// shown on the page; empty when nobody is.
 	SignedIn string
+	// SignOutURL, when set beside SignedIn, is where the person signs out.
+	SignOutURL string
 	// SignInURL, when set and nobody is signed in, is where this browser
 	// may sign in to be named by its decision (approvers.sign_in not
 	// required): the page offers it beside the buttons.

@@ -89,7 +89,13 @@ func (v *view) html() []byte {
 	if v.SignedIn != "" {
 		b.WriteString("\n<p class=\"who\">Signed in as <strong>")
 		value(&b, v.SignedIn)
-		b.WriteString("</strong></p>")
+		b.WriteString("</strong>")
+		if v.SignOutURL != "" {
+			b.WriteString(" <a id=\"signout\" href=\"")
+			text(&b, safeURL(v.SignOutURL))
+			b.WriteString("\">Sign out</a>")
+		}
+		b.WriteString("</p>")
 	} else if v.SignInURL != "" && v.State == Pending {
 		b.WriteString("\n<p class=\"who\">Not signed in: a decision here names only the link. <a id=\"signin\" href=\"")
 		text(&b, safeURL(v.SignInURL))

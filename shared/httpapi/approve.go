@@ -384,7 +384,7 @@ func (a *Approver) show(ctx context.Context, r *http.Request, id string, head bo
 	}
 	who := a.who(r)
 	p := a.pageOf(c, link)
-	p.SignedIn, p.Form.CSRF = who.label(), a.csrfToken(who, c.ID)
+	p.SignedIn, p.Form.CSRF, p.SignOutURL = who.label(), a.csrfToken(who, c.ID), signOutURL(who)
 	if who.person == nil && a.signInAvailable() && link.Approver != links.PrincipalApprover {
 		// Sign-in is not required here (else startSignIn sent the browser
 		// there): offer it, so that the decision can name the person.

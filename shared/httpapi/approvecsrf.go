@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/countersign/countersign/shared/oauth"
 	"github.com/countersign/countersign/shared/webguard"
 )
 
@@ -16,7 +17,7 @@ import (
 // confirmation, so a form on another site, which cannot read the page,
 // cannot make one, and a token shown to one browser does not work with
 // another's session. A POST without a session (curl with the link's
-// signed fields, API.md's JSON client) carries no ambient authority: it
+// signed fields, the JSON client of docs/api.md) carries no ambient authority: it
 // decides as the link alone would, and needs no token.
 const (
 	purposeApproveCSRF = "approve-csrf"
@@ -49,4 +50,13 @@ func (a *Approver) csrfRefusal(r *http.Request, w approverCtx, id, token string)
 		return "The form was stale or not sent from this page; nothing was decided. Reload the page and try again."
 	}
 	return ""
+}
+
+// signOutURL is where the person signed in on this browser signs out
+// (their session ends server-side); "" when nobody is.
+func signOutURL(w approverCtx) string {
+	if w.person == nil {
+		return ""
+	}
+	return oauth.PathSignOut
 }

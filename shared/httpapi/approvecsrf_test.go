@@ -29,7 +29,7 @@ func pageCSRF(t testing.TB, a *httpapi.Approver, id string, l links.Link, header
 // TestApprovalCSRF (finding 8): a POST that rides a signed-in approver's
 // session needs the page's CSRF token, bound to that session and this
 // confirmation, and no POST from another site decides; a POST with the
-// link alone and no session (API.md's JSON client) needs no token.
+// link alone and no session (the JSON client of docs/api.md) needs no token.
 func TestApprovalCSRF(t *testing.T) {
 	jsonForm := map[string]string{"content-type": "application/x-www-form-urlencoded", "accept": "application/json"}
 	with := func(extra ...string) map[string]string {

@@ -132,6 +132,9 @@ type DevSignIn struct {
 	People []string
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Sessions keeps the sessions, so that sign-out ends one; nil leaves
+	// the sealed cookie alone to decide (tests).
+	Sessions SessionStore
 }
 
 // PathDevSignIn is the development sign-in page.
@@ -158,7 +161,8 @@ func (d *DevSignIn) Person(r *http.Request) (Person, bool) {
 		Person
 		Exp int64 `json:"exp"`
 	}
-	if !openWith(d.Key, ck.Value, &sess) || d.now().Unix() > sess.Exp || sess.Issuer != d.Issuer {
+	if !openWith(d.Key, ck.Value, &sess) || d.now().Unix() > sess.Exp || sess.Issuer != d.Issuer ||
+		!sessionLive(r.Context(), d.Sessions, sess.Person, d.now()) {
 		return Person{}, false
 	}
 	return sess.Person, true
@@ -171,12 +175,16 @@ func (d *DevSignIn) Start(w http.ResponseWriter, r *http.Request, returnTo strin
 
 // ServeHTTP serves the sign-in page (GET) and signs in (POST).
 func (d *DevSignIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path != PathDevSignIn {
+	if r.URL.Path != PathDevSignIn && r.URL.Path != PathSignOut {
 		http.NotFound(w, r)
 		return
 	}
 	if !loopbackRequest(r) || webguard.ForeignHost(r, d.Issuer) != "" {
 		http.Error(w, "the development sign-in answers only on loopback, to a Host that names this machine", http.StatusForbidden)
+		return
+	}
+	if r.URL.Path == PathSignOut {
+		signOut(w, r, d.Key, d.Sessions, d.Person, devCookie, d.now())
 		return
 	}
 	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'")
@@ -199,14 +207,20 @@ func (d *DevSignIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			d.page(w, http.StatusBadRequest, d.newForm(w, r, returnTo), returnTo, "Type an e-mail address.")
 			return
 		}
+		now := d.now()
+		p := Person{Issuer: d.Issuer, Subject: strings.ToLower(email), Email: email, EmailVerified: true}
+		if err := startSession(r.Context(), d.Sessions, &p, now, now.Add(sessionTTL)); err != nil {
+			d.page(w, http.StatusInternalServerError, d.newForm(w, r, returnTo), returnTo, "The session could not be stored; try again.")
+			return
+		}
 		sess := struct {
 			Person
 			Exp int64 `json:"exp"`
-		}{Person{Issuer: d.Issuer, Subject: strings.ToLower(email), Email: email, EmailVerified: true, Session: random("")}, d.now().Add(12 * time.Hour).Unix()}
+		}{p, now.Add(sessionTTL).Unix()}
 		// The form's nonce is spent: its token signs nobody in again.
 		http.SetCookie(w, &http.Cookie{Name: devFormCookie, Value: "", Path: PathDevSignIn, HttpOnly: true, MaxAge: -1})
 		http.SetCookie(w, &http.Cookie{Name: devCookie, Value: sealWith(d.Key, sess), Path: "/", HttpOnly: true, Secure: r.TLS != nil,
-			SameSite: http.SameSiteLaxMode, MaxAge: 12 * 3600})
+			SameSite: http.SameSiteLaxMode, MaxAge: int(sessionTTL.Seconds())})
 		http.Redirect(w, r, returnTo, http.StatusSeeOther)
 	default:
 		http.Error(w, "use GET or POST", http.StatusMethodNotAllowed)

@@ -6,16 +6,22 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
+	"html"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/countersign/countersign"
+	"github.com/countersign/countersign/shared/policy"
+	"github.com/countersign/countersign/shared/store/embedded"
 )
 
 // TestPageHeaders (finding 15): every page the server writes (consent,
@@ -328,5 +334,99 @@ func TestRegistrationBounded(t *testing.T) {
 	st, out := ts.tokenForm(t, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {tokens["refresh_token"].(string)}, "client_id": {usedID}})
 	if st != http.StatusOK {
 		t.Fatalf("the used client's refresh a day later: %d %v", st, out)
+	}
+}
+
+// TestSessionsEnd (finding 13): a sign-in is a stored session: signing out
+// ends it for every copy of its cookie, a cross-site sign-out is refused,
+// and removing the person's credential ends their sessions.
+func TestSessionsEnd(t *testing.T) {
+	st, err := embedded.Open(filepath.Join(t.TempDir(), "s.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	d := &DevSignIn{Issuer: "http://127.0.0.1/oauth/dev-signin", Key: NewKey(), Sessions: st}
+	hs := httptest.NewServer(d)
+	t.Cleanup(hs.Close)
+	returnTo := "/approve/cf_1"
+	signIn := func(email string) (*http.Client, []*http.Cookie) {
+		t.Helper()
+		jar, _ := cookiejar.New(nil)
+		c := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		resp, err := c.Get(hs.URL + PathDevSignIn + "?return_to=" + url.QueryEscape(returnTo))
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		tok := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(string(body))[1]
+		resp, err = c.PostForm(hs.URL+PathDevSignIn, url.Values{"return_to": {returnTo}, "csrf": {tok}, "email": {email}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusSeeOther {
+			t.Fatalf("sign in: %d", resp.StatusCode)
+		}
+		return c, jar.Cookies(mustURL(hs.URL + "/"))
+	}
+	signedIn := func(cookies []*http.Cookie) bool {
+		r := httptest.NewRequest("GET", "/approve/cf_1", nil)
+		for _, ck := range cookies {
+			r.AddCookie(ck)
+		}
+		_, ok := d.Person(r)
+		return ok
+	}
+	signOutForm := func(c *http.Client) string {
+		t.Helper()
+		resp, err := c.Get(hs.URL + PathSignOut)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		m := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(string(body))
+		if m == nil {
+			t.Fatalf("GET %s: %d, no form:\n%s", PathSignOut, resp.StatusCode, body)
+		}
+		return html.UnescapeString(m[1])
+	}
+
+	ada, copied := signIn("ada@example.com")
+	if !signedIn(copied) {
+		t.Fatal("ada is not signed in after signing in")
+	}
+	tok := signOutForm(ada)
+	req, _ := http.NewRequest("POST", hs.URL+PathSignOut, strings.NewReader(url.Values{"csrf": {tok}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", "https://evil.example")
+	if resp, err := ada.Do(req); err != nil || resp.StatusCode != http.StatusForbidden || !signedIn(copied) {
+		t.Fatalf("a cross-site sign-out: %v %v, want 403 and the session on", resp, err)
+	}
+	resp, err := ada.PostForm(hs.URL+PathSignOut, url.Values{"csrf": {tok}})
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("sign out: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	if signedIn(copied) {
+		t.Error("a copy of the cookie still signs ada in after she signed out")
+	}
+
+	// Removing the person's credential ends their sessions.
+	_, graceCookies := signIn("grace@example.com")
+	if err := st.CreateCredential(context.Background(), countersign.Credential{ID: "user_grace", Choice: policy.AskPerson,
+		Issuer: d.Issuer, Subject: "grace@example.com"}); err != nil {
+		t.Fatal(err)
+	}
+	if !signedIn(graceCookies) {
+		t.Fatal("grace is not signed in")
+	}
+	if err := st.DeleteCredential(context.Background(), "user_grace"); err != nil {
+		t.Fatal(err)
+	}
+	if signedIn(graceCookies) {
+		t.Error("grace is still signed in after her credential was removed")
 	}
 }

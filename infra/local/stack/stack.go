@@ -211,10 +211,11 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 			people = append(people, c.Email)
 		}
 	}
-	var signIn oauth.SignIn = &oauth.DevSignIn{Issuer: strings.TrimRight(publicURL, "/") + oauth.PathDevSignIn, Key: oauth.NewKey(), People: people}
+	var signIn oauth.SignIn = &oauth.DevSignIn{Issuer: strings.TrimRight(publicURL, "/") + oauth.PathDevSignIn, Key: oauth.NewKey(), People: people,
+		Sessions: s.store}
 	if si := cfg.Settings.SignIn; si.Configured() {
 		if signIn, err = oauth.NewOIDCSignIn(ctx, oauth.OIDCOptions{Issuer: si.Issuer, ClientID: si.ClientID, ClientSecret: si.ClientSecret,
-			RedirectURL: strings.TrimRight(publicURL, "/") + oauth.PathCallback, Key: oauth.NewKey()}); err != nil {
+			RedirectURL: strings.TrimRight(publicURL, "/") + oauth.PathCallback, Key: oauth.NewKey(), Sessions: s.store}); err != nil {
 			return nil, err
 		}
 	}

@@ -215,3 +215,41 @@ func TestAudiencePerResourceOnTheStack(t *testing.T) {
 		t.Errorf("the JSON API token on /v1: %d %s", me.status, me.body)
 	}
 }
+
+// TestApproverSignsOut (finding 13): the approval page offers sign-out;
+// signing out ends the session on the server, so a copy of the cookie
+// taken before signs nobody in.
+func TestApproverSignsOut(t *testing.T) {
+	h := newHarness(t, harnessOptions{approverSignIn: "optional"})
+	_, link := pauseForApprovers(h)
+	grace := newApproverBrowser(h, "grace@example.com")
+	page := grace.open(link + "&signin=1")
+	if page.status != http.StatusOK || !strings.Contains(string(page.body), "Signed in as") || !strings.Contains(string(page.body), `id="signout"`) {
+		t.Fatalf("grace's page: %d, want signed in with a sign-out link:\n%s", page.status, page.body)
+	}
+	copied := grace.cookie
+	out := grace.open("/oauth/signout")
+	m := csrfRE.FindSubmatch(out.body)
+	if out.status != http.StatusOK || m == nil {
+		t.Fatalf("GET /oauth/signout: %d\n%s", out.status, out.body)
+	}
+	resp, err := grace.client.PostForm(h.stack.URL+"/oauth/signout", url.Values{"csrf": {formValue(csrfRE, out.body)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("sign out: %d", resp.StatusCode)
+	}
+	req, _ := http.NewRequest(http.MethodGet, h.stack.URL+link, nil)
+	req.AddCookie(copied)
+	resp, err = noRedirect.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if strings.Contains(string(body), "Signed in as") {
+		t.Errorf("the copied cookie still signs grace in after she signed out:\n%s", body)
+	}
+}
