@@ -277,6 +277,7 @@ func Render(p Page) (body []byte, headers map[string]string, err error) {
 	v.Action = clip(v.Action, maxTitleCost)
 	v.Form.Approver, v.Form.KID, v.Form.Sig = clip(v.Form.Approver, maxFieldCost), clip(v.Form.KID, maxFieldCost), clip(v.Form.Sig, maxFieldCost)
 	v.Form.CSRF = clip(v.Form.CSRF, maxFieldCost)
+	v.SignedIn, v.SignOutURL, v.SignInURL = clip(v.SignedIn, maxTitleCost), clip(v.SignOutURL, maxTitleCost), clip(v.SignInURL, maxTitleCost)
 	for _, op := range shown {
 		ov := opView{Operation: op, Shown: op.Endpoint != "" && op.Endpoint != op.Path}
 		switch {
