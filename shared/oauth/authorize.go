@@ -10,6 +10,7 @@ import (
 
 	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/display"
+	"github.com/countersign/countersign/shared/webguard"
 )
 
 // authRequest is an authorization request that passed its checks, sealed
@@ -150,6 +151,10 @@ credential's choice. Calls that need a person will ask you in that client.</p>
 }
 
 func (s *Server) authorizePost(w http.ResponseWriter, r *http.Request) {
+	if webguard.CrossSite(r) {
+		s.page(w, http.StatusForbidden, "The consent form was sent from another site; nothing was allowed.")
+		return
+	}
 	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
 	var req authRequest
 	if !s.open(r.PostFormValue("request"), &req) || s.now().Unix() > req.Exp {

@@ -430,3 +430,32 @@ func TestSessionsEnd(t *testing.T) {
 		t.Error("grace is still signed in after her credential was removed")
 	}
 }
+
+// TestConsentRefusesCrossSitePost: the consent form posted from another
+// site allows nothing, even with the person's session and a valid form.
+func TestConsentRefusesCrossSitePost(t *testing.T) {
+	ts := newTestServer(t, false)
+	_, reg := ts.register(t, `{"client_name": "C", "redirect_uris": ["`+redirect+`"]}`)
+	resp, err := ts.http.Get(ts.authorizeURL(reg["client_id"].(string), verifier, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	m := requestField.FindStringSubmatch(string(body))
+	for _, h := range []map[string]string{{"Origin": "https://evil.example"}, {"Sec-Fetch-Site": "cross-site"}} {
+		req, _ := http.NewRequest("POST", ts.url+PathAuthorize, strings.NewReader(url.Values{"request": {m[1]}, "decision": {"allow"}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		for k, v := range h {
+			req.Header.Set(k, v)
+		}
+		resp, err := ts.http.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden || resp.Header.Get("Location") != "" {
+			t.Errorf("%v: %d %s, want 403 and no redirect", h, resp.StatusCode, resp.Header.Get("Location"))
+		}
+	}
+}
