@@ -83,7 +83,7 @@ func oauthSignIn(f *flow) {
 	}
 	// RFC 7591 registration, the provider's login form, the callback,
 	// consent, and the code for a token (accessToken).
-	access, clientID := f.accessToken(f.browser("ada"))
+	access, clientID := f.accessToken(f.browser("ada"), front+"/mcp")
 	// The token works on /mcp (the scripts function).
 	req, _ = http.NewRequestWithContext(f.ctx, http.MethodPost, front+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"awstest","version":"1"}}}`))
 	req.Header.Set("Content-Type", "application/json")
@@ -98,8 +98,14 @@ func oauthSignIn(f *flow) {
 	if resp.StatusCode != 200 || !strings.Contains(string(body), "serverInfo") {
 		f.Fatalf("/mcp initialize with the token: %d %s", resp.StatusCode, body)
 	}
-	// And on the JSON API (the gateway function): the person's credential.
-	me := f.do(http.MethodGet, "/v1/credentials/me", http.Header{"Authorization": {"Bearer " + access}}, "")
+	// Not on the JSON API (RFC 8707: its audience is /mcp); a token
+	// requested for the JSON API (the gateway function) is the person's
+	// credential there.
+	if me := f.do(http.MethodGet, "/v1/credentials/me", http.Header{"Authorization": {"Bearer " + access}}, ""); me.Status != http.StatusUnauthorized {
+		f.Fatalf("/v1/credentials/me with the /mcp token: %d %s, want 401", me.Status, me.Raw)
+	}
+	apiAccess, _ := f.accessToken(f.browser("ada"), front)
+	me := f.do(http.MethodGet, "/v1/credentials/me", http.Header{"Authorization": {"Bearer " + apiAccess}}, "")
 	if me.Status != 200 || !strings.Contains(me.Raw, f.s.issuer) && !strings.Contains(me.Raw, "user_") {
 		f.Fatalf("/v1/credentials/me with the token: %d %s", me.Status, me.Raw)
 	}

@@ -5,10 +5,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"html"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -105,6 +107,11 @@ func (b *browser) open(link *url.URL) (status int, page string, signedIn bool) {
 func (b *browser) decide(link *url.URL, decision string) (answer, error) {
 	form := link.Query()
 	form.Set("decision", decision)
+	if tok, err := b.csrf(link); err != nil {
+		return answer{}, err
+	} else if tok != "" {
+		form.Set("csrf", tok)
+	}
 	req, err := http.NewRequestWithContext(b.f.ctx, http.MethodPost, b.f.s.front.URL+link.Path, strings.NewReader(form.Encode()))
 	if err != nil {
 		return answer{}, err
@@ -120,6 +127,29 @@ func (b *browser) decide(link *url.URL, decision string) (answer, error) {
 	a := answer{Status: resp.StatusCode, Raw: string(raw)}
 	_ = json.Unmarshal(raw, &a.Body)
 	return a, nil
+}
+
+// csrfField is the approval form's CSRF token (shared/approvalpage).
+var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+// csrf is the CSRF token of the approval page as this browser sees it
+// (one GET, no redirect followed): the page of a browser with a session
+// carries one, bound to that session; "" otherwise.
+func (b *browser) csrf(link *url.URL) (string, error) {
+	req, err := http.NewRequestWithContext(b.f.ctx, http.MethodGet, b.f.s.front.URL+link.RequestURI(), nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := b.c.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("%s: GET %s: %w", b.user, link.Path, err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if m := csrfField.FindSubmatch(raw); m != nil {
+		return html.UnescapeString(string(m[1])), nil
+	}
+	return "", nil
 }
 
 // mustDecide is decide, failing the flow on a transport error.
@@ -551,8 +581,9 @@ func quorumCompleteOrReject(f *flow) {
 // accessToken signs the browser's person in from an MCP client, as
 // oauthSignIn does: registration, /oauth/authorize, the provider's login
 // form, the gateway's /oauth/callback, consent; it returns the access
-// token for /v1 and /mcp, and the client it was issued to.
-func (f *flow) accessToken(b *browser) (access, clientID string) {
+// token for resource (front+"/mcp" for /mcp, front for /v1: RFC 8707),
+// and the client it was issued to.
+func (f *flow) accessToken(b *browser, resource string) (access, clientID string) {
 	f.Helper()
 	front := f.s.front.URL
 	reg := f.do(http.MethodPost, oauth.PathRegister, http.Header{"Content-Type": {"application/json"}},
@@ -562,7 +593,7 @@ func (f *flow) accessToken(b *browser) (access, clientID string) {
 		f.Fatalf("register: %d %s", reg.Status, reg.Raw)
 	}
 	q := url.Values{"response_type": {"code"}, "client_id": {clientID}, "redirect_uri": {clientRedirect}, "state": {"st8"},
-		"code_challenge": {oauth2.S256ChallengeFromVerifier(pkceVerifier)}, "code_challenge_method": {"S256"}, "resource": {front + "/mcp"}}
+		"code_challenge": {oauth2.S256ChallengeFromVerifier(pkceVerifier)}, "code_challenge_method": {"S256"}, "resource": {resource}}
 	end, sawLogin := f.s.provider.Walk(f, b.c, front+oauth.PathAuthorize+"?"+q.Encode(), b.user, clientRedirect, func(at *url.URL, status int, body []byte) *url.URL {
 		m := consentField.FindStringSubmatch(string(body))
 		if m == nil {
@@ -590,7 +621,7 @@ func (f *flow) accessToken(b *browser) (access, clientID string) {
 	}
 	tok := f.do(http.MethodPost, oauth.PathToken, http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}, url.Values{
 		"grant_type": {"authorization_code"}, "code": {code}, "client_id": {clientID}, "redirect_uri": {clientRedirect},
-		"code_verifier": {pkceVerifier}, "resource": {front + "/mcp"}}.Encode())
+		"code_verifier": {pkceVerifier}, "resource": {resource}}.Encode())
 	access = tok.str("access_token")
 	if tok.Status != http.StatusOK || !strings.HasPrefix(access, oauth.AccessPrefix) {
 		f.Fatalf("token: %d %s", tok.Status, tok.Raw)
@@ -605,7 +636,7 @@ func (f *flow) accessToken(b *browser) (access, clientID string) {
 // approves; ada redeems with her token, once.
 func fourEyes(f *flow) {
 	ada := f.browser("ada")
-	token, _ := f.accessToken(ada)
+	token, _ := f.accessToken(ada, f.s.front.URL) // she calls the JSON API
 	id := f.pauseAs(token, fourEyesConnection, "DELETE", "/contacts/121")
 	link := f.link(id)
 	st, page, signedIn := ada.open(link)

@@ -60,7 +60,7 @@ func verify(tb testing.TB, dir, publicURL, token string) error {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	_, ok, err := srv.Verify(context.Background(), token)
+	_, ok, err := srv.Verify(context.Background(), token, "/mcp")
 	if !ok {
 		tb.Fatalf("Verify did not take an access token")
 	}

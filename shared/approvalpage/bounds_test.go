@@ -122,6 +122,9 @@ func FuzzRenderBounded(f *testing.F) {
 	f.Add(`{"a":`, "/<script>", `"'&<>+`, uint8(60), uint16(20000))
 	f.Add(strings.Repeat(`[`, 100), "\x00\xff", "", uint8(3), uint16(3000))
 	f.Add(`["\u202e\u202e"]`, "\u202e", "\U000E0041\"\\", uint8(2), uint16(30000))
+	// The attack pass (issue 26): a CSRF token and a signed-in name
+	// built from the message must not grow the page past its bound.
+	f.Add(`{}`, "/approve/cf_1", `c"><script>`+"\u0430pple", uint8(1), uint16(60000))
 	f.Fuzz(func(t *testing.T, args, path, msg string, nOps uint8, repeat uint16) {
 		rep := func(s string) string {
 			if len(s)*int(repeat) > 256<<10 {
@@ -135,7 +138,7 @@ func FuzzRenderBounded(f *testing.F) {
 			ops[i] = Operation{Index: i, Connection: "c", Method: "POST", Path: rep(path), Endpoint: path, Args: a, Outcome: rep(msg)}
 		}
 		for _, p := range []Page{
-			{State: Pending, ID: "cf_1", Operations: ops, Form: form, Message: rep(msg)},
+			{State: Pending, ID: "cf_1", Operations: ops, Form: withCSRF(form, rep(msg)), Message: rep(msg), SignedIn: rep(msg), SignOutURL: "/oauth/signout"},
 			{State: Decided, Decision: "approved", ID: "cf_1", Operations: ops, Message: rep(msg)},
 		} {
 			body, _, err := Render(p)
@@ -153,4 +156,10 @@ func FuzzRenderBounded(f *testing.F) {
 			}
 		}
 	})
+}
+
+// withCSRF is f with its CSRF token set.
+func withCSRF(f Form, tok string) Form {
+	f.CSRF = tok
+	return f
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/display"
 	"github.com/countersign/countersign/shared/jsonview"
+	"github.com/countersign/countersign/shared/webguard"
 )
 
 // DefaultAccent is the accent colour used when Page.Accent is missing or invalid.
@@ -111,6 +112,8 @@ type Page struct {
 	// SignedIn is who is signed in on this browser (approvers.sign_in),
 	// shown on the page; empty when nobody is.
 	SignedIn string
+	// SignOutURL, when set beside SignedIn, is where the person signs out.
+	SignOutURL string
 	// SignInURL, when set and nobody is signed in, is where this browser
 	// may sign in to be named by its decision (approvers.sign_in not
 	// required): the page offers it beside the buttons.
@@ -167,7 +170,13 @@ type Form struct {
 	Exp      int64  // exp, Unix seconds
 	KID      string // kid
 	Sig      string // sig
+	// CSRF, when set (a person is signed in on this browser), is the
+	// per-form token bound to that sign-in, posted back as CSRFField.
+	CSRF string
 }
+
+// CSRFField is the pending form's hidden field that carries Form.CSRF.
+const CSRFField = "csrf"
 
 // SelectionField is a hidden field the pending form always posts, with the
 // value SelectionExplicit. Browsers send no op field when every box is
@@ -289,6 +298,8 @@ func Render(p Page) (body []byte, headers map[string]string, err error) {
 	v.ID = clip(v.ID, maxFieldCost)
 	v.Action = clip(v.Action, maxTitleCost)
 	v.Form.Approver, v.Form.KID, v.Form.Sig = clip(v.Form.Approver, maxFieldCost), clip(v.Form.KID, maxFieldCost), clip(v.Form.Sig, maxFieldCost)
+	v.Form.CSRF = clip(v.Form.CSRF, maxFieldCost)
+	v.SignedIn, v.SignOutURL, v.SignInURL = clip(v.SignedIn, maxTitleCost), clip(v.SignOutURL, maxTitleCost), clip(v.SignInURL, maxTitleCost)
 	for _, op := range shown {
 		ov := opView{Operation: op, Shown: op.Endpoint != "" && op.Endpoint != op.Path}
 		switch {
@@ -344,14 +355,15 @@ func render(v view) ([]byte, map[string]string, error) {
 		accent = v.Page.Accent
 	}
 	v.Accent, v.OnAccent = accent, config.TextOn(accent)
-	return writePage(&v), map[string]string{
+	h := map[string]string{
 		"Content-Type":            "text/html; charset=utf-8",
 		"Content-Security-Policy": "default-src 'none'; style-src 'nonce-" + nonce + "'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
-		"Referrer-Policy":         "no-referrer",
-		"X-Content-Type-Options":  "nosniff",
-		"X-Frame-Options":         "DENY",
 		"Cache-Control":           "no-store",
-	}, nil
+	}
+	for k, v := range webguard.PageHeaders {
+		h[k] = v
+	}
+	return writePage(&v), h, nil
 }
 
 // Title returns "Approve this operation?" for n == 1 and "Approve n

@@ -218,7 +218,7 @@ func TestHostileValuesAreEscaped(t *testing.T) {
 	op.Connection = "<b>crm</b>"
 	p := Page{
 		Workspace: "</title><script>alert(3)</script>", Accent: "#fff; } body { display: none", State: Pending,
-		ID: "cf_1", Operations: []Operation{op}, Form: Form{Approver: `ops" autofocus onfocus="alert(4)`, Exp: 1, KID: "k", Sig: `s"><script>`},
+		ID: "cf_1", Operations: []Operation{op}, Form: Form{Approver: `ops" autofocus onfocus="alert(4)`, Exp: 1, KID: "k", Sig: `s"><script>`, CSRF: `c"><script>`},
 		Action: "javascript:alert(5)", Message: "<i>hi</i>",
 	}
 	body, _, err := Render(p)

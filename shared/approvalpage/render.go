@@ -101,7 +101,13 @@ func (v *view) html() []byte {
 	if v.SignedIn != "" {
 		b.WriteString("\n<p class=\"who\">Signed in as <strong>")
 		value(&b, v.SignedIn)
-		b.WriteString("</strong></p>")
+		b.WriteString("</strong>")
+		if v.SignOutURL != "" {
+			b.WriteString(" <a id=\"signout\" href=\"")
+			text(&b, safeURL(v.SignOutURL))
+			b.WriteString("\">Sign out</a>")
+		}
+		b.WriteString("</p>")
 	} else if v.SignInURL != "" && v.State == Pending {
 		b.WriteString("\n<p class=\"who\">Not signed in: a decision here names only the link. <a id=\"signin\" href=\"")
 		text(&b, safeURL(v.SignInURL))
@@ -220,6 +226,9 @@ func (v *view) form(b *strings.Builder) {
 	hidden("kid", v.Form.KID)
 	hidden("sig", v.Form.Sig)
 	hidden(v.Selection[0], v.Selection[1])
+	if v.Form.CSRF != "" {
+		hidden(CSRFField, v.Form.CSRF)
+	}
 	b.WriteString("\n<fieldset>\n<legend>Clear an operation to leave it out</legend>\n<ol class=\"ops\">")
 	for i := range v.Ops {
 		op := &v.Ops[i]

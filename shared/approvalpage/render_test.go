@@ -77,7 +77,7 @@ func TestRendererMatchesTemplate(t *testing.T) {
 		for j, a := range actions {
 			op := Operation{Index: i, Connection: s, Method: s, Path: "/x/" + s, Endpoint: "/x/{" + s + "}", Args: s, Outcome: s, Selected: j%2 == 0}
 			for _, p := range []Page{
-				{Workspace: s, Accent: "#abc", State: Pending, ID: s, Operations: []Operation{op}, Form: Form{Approver: s + "a", Exp: int64(j), KID: "k" + s, Sig: "s" + s}, Action: a, Message: s, Title: s},
+				{Workspace: s, Accent: "#abc", State: Pending, ID: s, Operations: []Operation{op}, Form: Form{Approver: s + "a", Exp: int64(j), KID: "k" + s, Sig: "s" + s, CSRF: "c" + s}, Action: a, Message: s, Title: s},
 				{Workspace: s, State: Decided, Decision: []string{"approved", "rejected", "other"}[j%3], ID: s, Operations: []Operation{op, op}, Message: s},
 				{Workspace: s, State: Expired, ID: s},
 				{State: BadSignature, ID: s},

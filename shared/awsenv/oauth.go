@@ -49,7 +49,11 @@ func (d *Deployment) withOAuth(st oauth.Store, k links.Key) error {
 	if err != nil {
 		return err
 	}
-	si := &deployedSignIn{d: d, key: signKey}
+	sessions, ok := st.(oauth.SessionStore)
+	if !ok {
+		return errors.New("oauth: the store keeps no sessions")
+	}
+	si := &deployedSignIn{d: d, key: signKey, sessions: sessions}
 	d.OAuth, err = oauth.New(st, oauth.Options{
 		PublicURL:  func() string { return d.LinkBase() },
 		SignIn:     si,
@@ -103,8 +107,9 @@ type provider struct{ issuer, clientID, secret string }
 // (a cold start waits for no identity provider), and again after a failed
 // discovery or a change of provider.
 type deployedSignIn struct {
-	d   *Deployment
-	key []byte
+	d        *Deployment
+	key      []byte
+	sessions oauth.SessionStore
 
 	mu   sync.Mutex
 	prov provider
@@ -136,7 +141,7 @@ func (s *deployedSignIn) current(ctx context.Context) (*oauth.OIDCSignIn, error)
 		return s.oidc, nil
 	}
 	o, err := oauth.NewOIDCSignIn(ctx, oauth.OIDCOptions{Issuer: p.issuer, ClientID: p.clientID, ClientSecret: p.secret,
-		RedirectURL: strings.TrimRight(s.d.LinkBase(), "/") + oauth.PathCallback, Key: s.key})
+		RedirectURL: strings.TrimRight(s.d.LinkBase(), "/") + oauth.PathCallback, Key: s.key, Sessions: s.sessions})
 	if err != nil {
 		return nil, err
 	}
@@ -163,10 +168,11 @@ func (s *deployedSignIn) Start(w http.ResponseWriter, r *http.Request, returnTo 
 	o.Start(w, r, returnTo)
 }
 
-// ServeHTTP answers the provider's callback (/oauth/callback); every other
-// /oauth/ path, the development sign-in page's among them, is not found.
+// ServeHTTP answers the provider's callback (/oauth/callback) and the
+// sign-out (/oauth/signout); every other /oauth/ path, the development
+// sign-in page's among them, is not found.
 func (s *deployedSignIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path != oauth.PathCallback {
+	if r.URL.Path != oauth.PathCallback && r.URL.Path != oauth.PathSignOut {
 		http.NotFound(w, r)
 		return
 	}

@@ -158,7 +158,7 @@ func (s *Service) Authenticate(ctx context.Context, key string) (*countersign.Cr
 		return nil, fault.New(fault.Unauthenticated, "missing Authorization: Bearer <key>")
 	}
 	if s.Tokens != nil {
-		if cred, ok, err := s.Tokens.Verify(ctx, key); ok {
+		if cred, ok, err := s.Tokens.Verify(ctx, key, resourceOf(ctx)); ok {
 			return cred, err
 		}
 	}
@@ -193,7 +193,9 @@ func (s *Service) Challenge(path string, invalid bool) string {
 // TokenVerifier checks a bearer credential that is an OAuth access token.
 // ok is false when it is not one (an API key, looked up as before).
 type TokenVerifier interface {
-	Verify(ctx context.Context, token string) (cred *countersign.Credential, ok bool, err error)
+	// Verify checks token for the resource at path ("/mcp", or "" for the
+	// JSON API): a token issued for another resource is refused (RFC 8707).
+	Verify(ctx context.Context, token, path string) (cred *countersign.Credential, ok bool, err error)
 	// Challenge is the WWW-Authenticate of a refused request to the
 	// resource at path ("/mcp", or "" for the JSON API): it points at the
 	// resource's metadata. invalid marks a credential sent and refused.

@@ -5,6 +5,8 @@ import (
 	"net"
 	"net/url"
 	"strings"
+
+	"github.com/countersign/countersign/shared/webguard"
 )
 
 // MCP is settings.json's mcp block: what the MCP surface (/mcp) accepts.
@@ -70,14 +72,7 @@ func NormalizeOrigin(s string) (string, bool) {
 
 // IsLoopbackHost reports a host name (without port) that names this
 // machine: localhost (or a name under it) or a loopback IP address.
-func IsLoopbackHost(host string) bool {
-	host = strings.TrimSuffix(strings.ToLower(strings.Trim(host, "[]")), ".")
-	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
+func IsLoopbackHost(host string) bool { return webguard.LoopbackHost(host) }
 
 // mcpSettings reads the mcp block: allowed_origins, a list of origins.
 func mcpSettings(s *src, raw json.RawMessage) MCP {

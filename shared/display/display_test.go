@@ -138,7 +138,8 @@ func checkHTML(t *testing.T, in, out string) {
 // the HTML writers add no markup but theirs and close every isolate, and
 // Agent stays within its bound.
 func FuzzDisplay(f *testing.F) {
-	for _, s := range []string{"", "ACME-\u202e4321-8765\u202c", `{"a": "\u202E\uDB40\uDC41\ud800"}`, "\xff\x00<>&\"'", "\"open \\", "שלום 12 34", "x\U000E0041\u200d"} {
+	for _, s := range []string{"", "ACME-\u202e4321-8765\u202c", `{"a": "\u202E\uDB40\uDC41\ud800"}`, "\xff\x00<>&\"'", "\"open \\", "שלום 12 34", "x\U000E0041\u200d",
+		"Claude\u202e edoC\u200b", "https://\u0430pple.com/cb"} { // the attack pass's client name and look-alike host
 		f.Add(s, uint8(0))
 	}
 	f.Fuzz(func(t *testing.T, s string, limit uint8) {

@@ -67,6 +67,8 @@ type approverCtx struct {
 	person *countersign.Person // its Email only if verified
 	groups []string
 	mode   string
+	// session is the sign-in's session id, which the form's CSRF token binds.
+	session string
 }
 
 // who reads the sign-in mode in force and the person signed in.
@@ -82,7 +84,7 @@ func (a *Approver) who(r *http.Request) approverCtx {
 		if p.EmailVerified {
 			w.person.Email = p.Email
 		}
-		w.groups = p.Groups
+		w.groups, w.session = p.Groups, p.Session
 	}
 	return w
 }
@@ -302,7 +304,7 @@ func (a *Approver) show(ctx context.Context, r *http.Request, id string, head bo
 	}
 	who := a.who(r)
 	p := a.pageOf(c, link)
-	p.SignedIn, p.Remember = who.label(), a.rememberOffer(c)
+	p.SignedIn, p.Remember, p.Form.CSRF, p.SignOutURL = who.label(), a.rememberOffer(c), a.csrfToken(who, c.ID), signOutURL(who)
 	if who.person == nil && a.signInAvailable() && link.Approver != links.PrincipalApprover {
 		// Sign-in is not required here (else startSignIn sent the browser
 		// there): offer it, so that the decision can name the person.
@@ -411,6 +413,9 @@ func (a *Approver) decide(ctx context.Context, r *http.Request, b []byte, id str
 		}
 		return a.page(http.StatusForbidden, p, false)
 	}
+	if why := a.csrfRefusal(r, who, id, form.Get(approvalpage.CSRFField)); why != "" {
+		return fail(fault.Forbidden, why, invalid)
+	}
 	ans := who.answer(link)
 	ans.Approve, ans.Keep, ans.Reason, ans.Required, ans.Remember = decision == "approve", keep, reason, a.required(c), remember
 	shown := c
@@ -426,6 +431,7 @@ func (a *Approver) decide(ctx context.Context, r *http.Request, b []byte, id str
 			// Nothing was decided: the page again, saying why.
 			p := a.pageOf(shown, link)
 			p.SignedIn, p.Message, p.Remember = who.label(), fault.ReasonOf(err), a.rememberOffer(shown)
+			p.Form.CSRF, p.SignOutURL = a.csrfToken(who, shown.ID), signOutURL(who)
 			a.describeAsker(ctx, shown, &p)
 			if wantJSON {
 				return codeError(code, fault.ReasonOf(err))

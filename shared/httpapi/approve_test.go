@@ -268,7 +268,8 @@ func (headerSignIn) Person(r *http.Request) (oauth.Person, bool) {
 	if sub == "" {
 		return oauth.Person{}, false
 	}
-	return oauth.Person{Issuer: "https://idp.example.test", Subject: sub, Email: sub + "@example.com", EmailVerified: true}, true
+	return oauth.Person{Issuer: "https://idp.example.test", Subject: sub, Email: sub + "@example.com", EmailVerified: true,
+		Session: r.Header.Get("X-Test-Session")}, true
 }
 
 func (headerSignIn) Start(w http.ResponseWriter, r *http.Request, returnTo string) {
@@ -296,11 +297,12 @@ func TestApproverSignInRequiredWithDeploymentProvider(t *testing.T) {
 		if st := e.stored(t, c.ID); st.Status != countersign.StatusPending || len(e.wf.told()) != 0 {
 			t.Fatalf("a refused POST left %s, told the workflow %v", st.Status, e.wf.told())
 		}
-		signed := map[string]string{"x-test-subject": "ada"}
+		signed := map[string]string{"x-test-subject": "ada", "x-test-session": "s-ada"}
 		for k, v := range h {
 			signed[k] = v
 		}
-		expect(t, invoke(t, e.approver, approveEvent("POST", c.ID, "", form(l, "decision", "approve"), signed)), http.StatusOK, "")
+		tok := pageCSRF(t, e.approver, c.ID, l, signed)
+		expect(t, invoke(t, e.approver, approveEvent("POST", c.ID, "", form(l, "decision", "approve", "csrf", tok), signed)), http.StatusOK, "")
 		if st := e.stored(t, c.ID); st.Status != countersign.StatusApproved || st.DecidedByPerson == nil || st.DecidedByPerson.Subject != "ada" {
 			t.Fatalf("after ada approved: %s by %+v", st.Status, st.DecidedByPerson)
 		}

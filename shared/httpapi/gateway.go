@@ -80,7 +80,11 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if tooLarge(w, r) {
 		return
 	}
-	cred, err := g.Calls.Authenticate(ctx, bearerKey(r))
+	actx := ctx
+	if next == nil {
+		actx = calls.ForResource(ctx, "/mcp") // a token for the JSON API does not call /mcp
+	}
+	cred, err := g.Calls.Authenticate(actx, bearerKey(r))
 	if err != nil {
 		if next == nil { // /mcp answers a refused key in its own words, without reading a body
 			closeUnread(w, r)

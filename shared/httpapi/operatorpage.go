@@ -20,6 +20,7 @@ import (
 	"github.com/countersign/countersign/shared/canon"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/operatorpage"
+	"github.com/countersign/countersign/shared/webguard"
 )
 
 // The operator page signs an operator in with a key typed into a form
@@ -80,7 +81,7 @@ func cookieValue(r *http.Request, name string) string {
 // page serves GET /operator and the page's POST forms.
 func (o *Operator) page(ctx context.Context, r *http.Request, b []byte, sub string) reply {
 	m := method(r)
-	if m == http.MethodPost && crossSite(r) {
+	if m == http.MethodPost && webguard.CrossSite(r) {
 		return o.render(http.StatusForbidden, operatorpage.Page{Message: "This form was sent from another site.", Error: true}, nil)
 	}
 	if sub == "/login" {
@@ -129,18 +130,6 @@ func (o *Operator) page(ctx context.Context, r *http.Request, b []byte, sub stri
 		return o.reviewForm(ctx, r, cred, cl, strings.TrimPrefix(sub, "/reviews/"), form)
 	}
 	return o.dashboard(ctx, r, cred, cl, http.StatusNotFound, "No such form.", true)
-}
-
-// crossSite reports a POST the browser says came from another site.
-func crossSite(r *http.Request) bool {
-	if s := header(r, "Sec-Fetch-Site"); s != "" && s != "same-origin" && s != "none" {
-		return true
-	}
-	if origin := header(r, "Origin"); origin != "" && origin != "null" {
-		u, err := url.Parse(origin)
-		return err != nil || !strings.EqualFold(u.Host, header(r, "Host"))
-	}
-	return false
 }
 
 func (o *Operator) methodNotAllowed(allow string) reply {

@@ -9,13 +9,13 @@ import (
 	"errors"
 	"math"
 	"net/http"
-	"net/netip"
 	"sync"
 	"time"
 
 	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/store"
+	"github.com/countersign/countersign/shared/webguard"
 )
 
 // An operator session is a record in the store, not a fact carried by the
@@ -156,24 +156,8 @@ const (
 	maxTrackedAddrs = 10000
 )
 
-// addrKey is what an address is counted by: the address, or its /64 for
-// IPv6 (one host has many), or the text itself (clipped) when it does not
-// parse.
-func addrKey(ip string) string {
-	a, err := netip.ParseAddr(ip)
-	if err != nil {
-		if len(ip) > 64 {
-			ip = ip[:64]
-		}
-		return ip
-	}
-	a = a.Unmap()
-	if a.Is6() {
-		p, _ := a.Prefix(64)
-		return p.String()
-	}
-	return a.String()
-}
+// addrKey is what an address is counted by (webguard.AddrKey).
+func addrKey(ip string) string { return webguard.AddrKey(ip) }
 
 // wait says how many seconds ip must wait before it may try again, 0 if
 // none.

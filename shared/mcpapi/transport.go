@@ -7,9 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/url"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -17,9 +15,11 @@ import (
 
 	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/callbody"
+	"github.com/countersign/countersign/shared/calls"
 	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/httpapi"
+	"github.com/countersign/countersign/shared/webguard"
 )
 
 // JSON-RPC error codes the surface answers besides the SDK's.
@@ -207,15 +207,8 @@ func (h *Handler) screen(w *rpcWriter, r *http.Request, cred *countersign.Creden
 // page that rebound its name to 127.0.0.1). A request without Origin, as
 // every non-browser client sends, is not foreign.
 func foreign(r *http.Request, s config.Settings) string {
-	public, _ := url.Parse(s.PublicURL)
-	if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && la != nil && loopbackAddr(la.String()) {
-		host := r.Host
-		if h, _, err := net.SplitHostPort(host); err == nil {
-			host = h
-		}
-		if !config.IsLoopbackHost(host) && (public == nil || !strings.EqualFold(host, public.Hostname())) {
-			return fmt.Sprintf("the Host header %q does not name this machine (a page that points its own name at 127.0.0.1 is refused)", clip(r.Host))
-		}
+	if why := webguard.ForeignHost(r, s.PublicURL); why != "" {
+		return why
 	}
 	origins := r.Header.Values("Origin")
 	if len(origins) == 0 {
@@ -230,16 +223,6 @@ func foreign(r *http.Request, s config.Settings) string {
 		}
 	}
 	return fmt.Sprintf("the Origin %q is not allowed to call /mcp (settings.json mcp.allowed_origins)", clip(strings.Join(origins, ", ")))
-}
-
-// loopbackAddr reports a loopback listener address ("127.0.0.1:8080").
-func loopbackAddr(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		host = addr
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // challenge is the WWW-Authenticate of a refused credential: with OAuth
@@ -262,7 +245,7 @@ func (h *Handler) credential(r *http.Request) (*countersign.Credential, error) {
 	if cred, ok := httpapi.Preauthenticated(r.Context()); ok {
 		return cred, nil
 	}
-	return h.o.Calls.Authenticate(r.Context(), bearerKey(r.Header.Get("Authorization")))
+	return h.o.Calls.Authenticate(calls.ForResource(r.Context(), "/mcp"), bearerKey(r.Header.Get("Authorization")))
 }
 
 // bearerKey is the key of an Authorization: Bearer header, or "".

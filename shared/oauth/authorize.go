@@ -10,6 +10,7 @@ import (
 
 	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/display"
+	"github.com/countersign/countersign/shared/webguard"
 )
 
 // authRequest is an authorization request that passed its checks, sealed
@@ -68,8 +69,13 @@ func (s *Server) authorizeGet(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	state := q.Get("state")
+	// An invalid request is answered on a page, never redirected: the
+	// redirect URI is only as trustworthy as whoever registered it (anyone,
+	// RFC 7591), so an error sent there would make this server an open
+	// redirector (RFC 9700 4.11.2). Only the person's own decision on the
+	// consent page goes back to the client.
 	fail := func(code, desc string) {
-		s.redirect(w, r, redirect, url.Values{"error": {code}, "error_description": {desc}, "state": {state}})
+		s.page(w, http.StatusBadRequest, "The client's request is refused ("+code+"): "+desc+". Nothing was sent back to the client.")
 	}
 	switch {
 	case q.Get("response_type") != "code":
@@ -101,27 +107,41 @@ func (s *Server) authorizeGet(w http.ResponseWriter, r *http.Request) {
 	}
 	req := authRequest{ClientID: c.ID, ClientName: c.Name, RedirectURI: redirect, State: state, Challenge: q.Get("code_challenge"),
 		Resource: resource, Scope: Scope, Issuer: person.Issuer, Subject: person.Subject, Exp: s.now().Add(consentTTL).Unix()}
-	name := c.Name
-	if name == "" {
+	// The client's name is its own claim (anyone may register any name),
+	// shown as such; where the code goes is shown as the browser will send
+	// it, the host in punycode.
+	name, named := c.Name, c.Name != ""
+	if !named {
 		name = c.ID
 	}
-	host := redirect
-	if u, err := url.Parse(redirect); err == nil {
-		host = u.Scheme + "://" + u.Host
-	}
+	origin, idn, bad := redirectOrigin(redirect)
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	who := person.Email
 	if who == "" {
 		who = person.Subject
 	}
 	e := html.EscapeString
+	claim := `<span id="client">` + display.HTML(name) + `</span>`
+	if named {
+		claim = `a client that calls itself ` + claim
+	} else {
+		claim = `the client ` + claim
+	}
+	originNote := ""
+	switch {
+	case bad:
+		originNote = ` <strong>(not a valid host name)</strong>`
+	case idn:
+		originNote = ` <strong>(an internationalized name, shown as it is sent: compare it letter by letter)</strong>`
+	}
 	_, _ = io.WriteString(w, `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Allow `+e(display.Text(name))+`? — countersign</title>
+<html lang="en"><head><meta charset="utf-8"><title>Allow a client to act as you? — countersign</title>
 <meta name="viewport" content="width=device-width, initial-scale=1"></head>
 <body style="font-family: system-ui, sans-serif; max-width: 36em; margin: 2em auto">
-<h1>Allow <span id="client">`+display.HTML(name)+`</span> to act as you?</h1>
+<h1>Allow `+claim+` to act as you?</h1>
 <p>Signed in as <strong>`+display.HTML(who)+`</strong>.</p>
-<p><strong>`+display.HTML(name)+`</strong> (client <code>`+e(c.ID)+`</code>, returning to <code>`+display.HTML(host)+`</code>) asks for the scope
+<p>The name is the client's own words, not checked. The client (<code>`+e(display.Text(c.ID))+`</code>) will receive the
+answer at <code id="redirect">`+e(origin)+`</code>`+originNote+`. It asks for the scope
 <code>countersign</code>: to list and call this gateway's tools at <code>`+e(resource)+`</code> as you, under your
 credential's choice. Calls that need a person will ask you in that client.</p>
 <form method="post"><input type="hidden" name="request" value="`+e(s.seal(req))+`">
@@ -131,6 +151,10 @@ credential's choice. Calls that need a person will ask you in that client.</p>
 }
 
 func (s *Server) authorizePost(w http.ResponseWriter, r *http.Request) {
+	if webguard.CrossSite(r) {
+		s.page(w, http.StatusForbidden, "The consent form was sent from another site; nothing was allowed.")
+		return
+	}
 	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
 	var req authRequest
 	if !s.open(r.PostFormValue("request"), &req) || s.now().Unix() > req.Exp {

@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"syscall"
@@ -35,8 +36,9 @@ const (
 )
 
 // register answers RFC 7591 dynamic client registration. Registration is
-// open, as MCP clients expect; a client gets nothing by registering but
-// the right to send a person to the sign-in page.
+// open, as MCP clients expect, and bounded (limits.go); a client gets
+// nothing by registering but the right to send a person to the sign-in
+// page, and expires unless someone signs in with it.
 func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		writeError(w, http.StatusMethodNotAllowed, "invalid_request", "use POST with a JSON body")
@@ -80,7 +82,12 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	c := countersign.OAuthClient{ID: "csc_" + random("")[:24], Name: meta.ClientName, RedirectURIs: meta.RedirectURIs, CreatedAt: s.now()}
+	if err := s.admitClient(r.Context()); err != nil {
+		s.writeAdmitError(w, r, err)
+		return
+	}
+	c := countersign.OAuthClient{ID: "csc_" + random("")[:24], Name: meta.ClientName, RedirectURIs: meta.RedirectURIs, CreatedAt: s.now(),
+		ExpiresAt: s.now().Add(unusedClientTTL)}
 	resp := oauthex.ClientRegistrationResponse{ClientRegistrationMetadata: meta, ClientIDIssuedAt: s.now()}
 	switch meta.TokenEndpointAuthMethod {
 	case "", "none":
@@ -180,6 +187,15 @@ func (s *Server) client(ctx context.Context, id string) (countersign.OAuthClient
 	case s.o.NoClientDocuments:
 		return countersign.OAuthClient{}, fmt.Errorf("client %q is a metadata document URL, which this server does not fetch: register the client (%s)", clip(id), PathRegister)
 	}
+	if errors.Is(err, store.ErrNotFound) { // a document fetched again when stale counts once
+		if err := s.admitClient(ctx); err != nil {
+			var tm *errTooManyClients
+			if errors.As(err, &tm) {
+				return countersign.OAuthClient{}, err
+			}
+			return countersign.OAuthClient{}, errors.New("the client could not be counted; try again")
+		}
+	}
 	c, err = s.fetchDocument(ctx, id)
 	if err != nil {
 		return countersign.OAuthClient{}, err
@@ -219,15 +235,20 @@ func (s *Server) fetchDocument(ctx context.Context, id string) (countersign.OAut
 	req.Header.Set("Accept", "application/json")
 	resp, err := s.o.HTTPClient.Do(req)
 	if err != nil {
-		return countersign.OAuthClient{}, fmt.Errorf("the client's metadata document could not be fetched: %w", err)
+		s.o.Logger.InfoContext(ctx, "oauth: metadata document not fetched", "client_id", clip(id), "error", err)
+		return countersign.OAuthClient{}, errors.New(errDocumentFetch)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return countersign.OAuthClient{}, fmt.Errorf("the client's metadata document answered HTTP %d", resp.StatusCode)
+		s.o.Logger.InfoContext(ctx, "oauth: metadata document not fetched", "client_id", clip(id), "status", resp.StatusCode)
+		return countersign.OAuthClient{}, errors.New(errDocumentFetch)
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxDocument+1))
-	if err != nil || len(body) > maxDocument {
-		return countersign.OAuthClient{}, fmt.Errorf("the client's metadata document could not be read or is over %d bytes", maxDocument)
+	if err != nil {
+		return countersign.OAuthClient{}, errors.New(errDocumentFetch)
+	}
+	if len(body) > maxDocument {
+		return countersign.OAuthClient{}, fmt.Errorf("the client's metadata document is over %d bytes", maxDocument)
 	}
 	var d document
 	if err := callbody.Valid(body, nil); err != nil {
@@ -250,17 +271,16 @@ func (s *Server) fetchDocument(ctx context.Context, id string) (countersign.OAut
 }
 
 // documentClient fetches metadata documents: 5 s, no redirects, and
-// (unless loopback is allowed, for tests) https to public addresses only,
-// checked on the address actually dialed.
+// (unless loopback is allowed, for tests) to public unicast addresses
+// only (publicUnicast), checked on the address actually dialed.
 func documentClient(allowLoopback bool) *http.Client {
 	dialer := &net.Dialer{Timeout: 5 * time.Second, Control: func(_, address string, _ syscall.RawConn) error {
 		if allowLoopback {
 			return nil
 		}
-		host, _, _ := net.SplitHostPort(address)
-		ip := net.ParseIP(host)
-		if ip == nil || ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsUnspecified() || ip.IsMulticast() {
-			return fmt.Errorf("address %s is not public", address)
+		ap, err := netip.ParseAddrPort(address)
+		if err != nil || !publicUnicast(ap.Addr()) {
+			return errors.New("not a public unicast address")
 		}
 		return nil
 	}}

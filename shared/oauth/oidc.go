@@ -37,6 +37,10 @@ type OIDCOptions struct {
 	HTTPClient *http.Client
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Sessions keeps the sessions, so that sign-out, or removing the
+	// person's credential, ends one; nil leaves the sealed cookie alone
+	// to decide (tests).
+	Sessions SessionStore
 }
 
 // OIDCSignIn signs people in through the workspace's OpenID Connect
@@ -97,7 +101,8 @@ func (s *OIDCSignIn) Person(r *http.Request) (Person, bool) {
 		return Person{}, false
 	}
 	var sess session
-	if !openWith(s.o.Key, ck.Value, &sess) || s.o.Now().Unix() > sess.Exp || sess.Issuer != s.o.Issuer || sess.Subject == "" {
+	if !openWith(s.o.Key, ck.Value, &sess) || s.o.Now().Unix() > sess.Exp || sess.Issuer != s.o.Issuer || sess.Subject == "" ||
+		!sessionLive(r.Context(), s.o.Sessions, sess.Person, s.o.Now()) {
 		return Person{}, false
 	}
 	return sess.Person, true
@@ -112,11 +117,16 @@ func (s *OIDCSignIn) Start(w http.ResponseWriter, r *http.Request, returnTo stri
 	http.Redirect(w, r, s.config.AuthCodeURL(f.State, oidc.Nonce(f.Nonce), oauth2.S256ChallengeOption(f.Verifier)), http.StatusSeeOther)
 }
 
-// ServeHTTP is the callback: the state must be this browser's, the code
+// ServeHTTP is the callback (and the sign-out, PathSignOut): the state
+// must be this browser's, the code
 // is exchanged with the verifier, and the ID token must verify with the
 // flow's nonce. Then the person is signed in on this browser and sent
 // back to the authorization request.
 func (s *OIDCSignIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == PathSignOut {
+		signOut(w, r, s.o.Key, s.o.Sessions, s.Person, sessionCookie, s.o.Now())
+		return
+	}
 	if r.URL.Path != PathCallback || r.Method != http.MethodGet {
 		http.NotFound(w, r)
 		return
@@ -192,7 +202,12 @@ func (s *OIDCSignIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fail(http.StatusBadGateway, "The identity provider named the person with a subject countersign cannot use (empty, or over 255 bytes).")
 		return
 	}
-	sess := session{p, s.o.Now().Add(sessionTTL).Unix()}
+	now := s.o.Now()
+	if err := startSession(r.Context(), s.o.Sessions, &p, now, now.Add(sessionTTL)); err != nil {
+		fail(http.StatusInternalServerError, "The session could not be stored; start again from the client.")
+		return
+	}
+	sess := session{p, now.Add(sessionTTL).Unix()}
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: sealWith(s.o.Key, sess), Path: "/", HttpOnly: true, Secure: r.TLS != nil,
 		SameSite: http.SameSiteLaxMode, MaxAge: int(sessionTTL.Seconds())})
 	if !returnable(f.ReturnTo) {

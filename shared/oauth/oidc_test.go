@@ -86,7 +86,7 @@ func TestOIDCSignInThroughARealProvider(t *testing.T) {
 	if status != 200 {
 		t.Fatalf("token: %d %v", status, tokens)
 	}
-	cred, ok, err := srv.Verify(context.Background(), tokens["access_token"].(string))
+	cred, ok, err := srv.Verify(context.Background(), tokens["access_token"].(string), "/mcp")
 	if !ok || err != nil || cred.Issuer != issuer || cred.Subject != "id1" || cred.ID != CredentialID(Person{Issuer: issuer, Subject: "id1"}) || cred.Email != "ada@example.com" {
 		t.Fatalf("credential %+v, %v, %v; want the provider's issuer and subject id1", cred, ok, err)
 	}

@@ -17,12 +17,15 @@ import (
 
 	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/store"
+	"github.com/countersign/countersign/shared/webguard"
 )
 
 // Store is what the server keeps: its clients, codes, tokens and grants,
 // and the users' credentials.
 type Store interface {
 	store.OAuth
+	// TakeQuota counts a use of a limit (store.Store's): new clients are counted.
+	TakeQuota(ctx context.Context, key string, limit int, now, until time.Time) error
 	GetCredential(ctx context.Context, id string) (countersign.Credential, error)
 	CreateCredential(ctx context.Context, c countersign.Credential) error
 	// PutCredential binds a configured user to their subject.
@@ -75,6 +78,11 @@ type Options struct {
 	// (RFC 7591). For a deployment that cannot reach the internet, where
 	// the documents (https://claude.ai/...) cannot be fetched.
 	NoClientDocuments bool
+	// ClientsPerAddress is how many new clients (registrations, or
+	// metadata documents fetched for the first time) one address may add
+	// in an hour; MaxUnusedClients how many clients added within a day are
+	// kept. Zero means DefaultClientsPerAddress and DefaultMaxUnusedClients.
+	ClientsPerAddress, MaxUnusedClients int
 	// AccessTTL and RefreshTTL are the tokens' lifetimes; zero means
 	// DefaultAccessTTL and DefaultRefreshTTL.
 	AccessTTL, RefreshTTL time.Duration
@@ -106,6 +114,12 @@ func New(st Store, o Options) (*Server, error) {
 	}
 	if o.HTTPClient == nil {
 		o.HTTPClient = documentClient(o.AllowLoopbackDocuments)
+	}
+	if o.ClientsPerAddress <= 0 {
+		o.ClientsPerAddress = DefaultClientsPerAddress
+	}
+	if o.MaxUnusedClients <= 0 {
+		o.MaxUnusedClients = DefaultMaxUnusedClients
 	}
 	if o.AccessTTL <= 0 {
 		o.AccessTTL = DefaultAccessTTL
@@ -141,6 +155,10 @@ func Serves(path string) bool {
 // ServeHTTP routes the server's endpoints.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
+	// Every page (consent, sign-in, errors) and every answer: no sniffing,
+	// no Referer carrying an authorization request, never framed.
+	webguard.SetPageHeaders(w.Header())
+	r = withAddr(r)
 	p := r.URL.EscapedPath()
 	switch {
 	case p == PathResourceMetadata || p == PathResourceMetadata+"/mcp":

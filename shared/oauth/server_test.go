@@ -193,7 +193,7 @@ func TestCodeFlowIssuesBoundTokens(t *testing.T) {
 	ts := newTestServer(t, false)
 	_, tokens := ts.signedIn(t)
 	access := tokens["access_token"].(string)
-	cred, ok, err := ts.Verify(context.Background(), access)
+	cred, ok, err := ts.Verify(context.Background(), access, "/mcp")
 	if !ok || err != nil || cred.ID != CredentialID(ts.sign.p) || !cred.IsPerson() || cred.Choice.String() != "ask_person" || cred.Origin.String() != "chat" {
 		t.Fatalf("Verify = %+v, %v, %v; want the person's user credential on ask_person", cred, ok, err)
 	}
@@ -205,12 +205,12 @@ func TestCodeFlowIssuesBoundTokens(t *testing.T) {
 		t.Fatalf("the access token's hash is not stored: %v", err)
 	}
 	// An API key is not a token: Verify leaves it to the key lookup.
-	if _, ok, _ := ts.Verify(context.Background(), "cs_demo_ask"); ok {
+	if _, ok, _ := ts.Verify(context.Background(), "cs_demo_ask", "/mcp"); ok {
 		t.Fatal("Verify claimed an API key")
 	}
 	// Expired after AccessTTL.
 	ts.now = ts.now.Add(DefaultAccessTTL + time.Second)
-	if _, ok, err := ts.Verify(context.Background(), access); !ok || fault.CodeOf(err) != fault.Unauthenticated {
+	if _, ok, err := ts.Verify(context.Background(), access, "/mcp"); !ok || fault.CodeOf(err) != fault.Unauthenticated {
 		t.Fatalf("expired access token: ok %v err %v, want unauthenticated", ok, err)
 	}
 }
@@ -222,16 +222,16 @@ func TestAuthorizeRefusals(t *testing.T) {
 	cases := []struct {
 		name      string
 		mod       func(url.Values)
-		status    int    // a page, never a redirect
-		errorCode string // or a redirect with this error
+		status    int    // a page, never a redirect (RFC 9700 4.11.2)
+		errorCode string // the error the page names
 	}{
 		{"unknown client", func(q url.Values) { q.Set("client_id", "csc_nobody") }, 400, ""},
 		{"unregistered redirect", func(q url.Values) { q.Set("redirect_uri", "https://evil.example/cb") }, 400, ""},
-		{"no PKCE", func(q url.Values) { q.Del("code_challenge") }, 0, "invalid_request"},
-		{"plain PKCE", func(q url.Values) { q.Set("code_challenge_method", "plain") }, 0, "invalid_request"},
-		{"token response type", func(q url.Values) { q.Set("response_type", "token") }, 0, "unsupported_response_type"},
-		{"another resource", func(q url.Values) { q.Set("resource", "https://other.example/mcp") }, 0, "invalid_target"},
-		{"unknown scope", func(q url.Values) { q.Set("scope", "admin") }, 0, "invalid_scope"},
+		{"no PKCE", func(q url.Values) { q.Del("code_challenge") }, 400, "invalid_request"},
+		{"plain PKCE", func(q url.Values) { q.Set("code_challenge_method", "plain") }, 400, "invalid_request"},
+		{"token response type", func(q url.Values) { q.Set("response_type", "token") }, 400, "unsupported_response_type"},
+		{"another resource", func(q url.Values) { q.Set("resource", "https://other.example/mcp") }, 400, "invalid_target"},
+		{"unknown scope", func(q url.Values) { q.Set("scope", "admin") }, 400, "invalid_scope"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -239,18 +239,10 @@ func TestAuthorizeRefusals(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			body, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
-			if c.status != 0 {
-				if resp.StatusCode != c.status {
-					t.Fatalf("status %d, want %d (a page, not a redirect)", resp.StatusCode, c.status)
-				}
-				return
-			}
-			loc, _ := url.Parse(resp.Header.Get("Location"))
-			q := loc.Query()
-			if resp.StatusCode != http.StatusFound || !strings.HasPrefix(loc.String(), redirect) || q.Get("error") != c.errorCode ||
-				q.Get("iss") != ts.url || q.Get("state") != "st8" || q.Get("code") != "" {
-				t.Fatalf("%d %s, want a redirect with error %s, iss and state", resp.StatusCode, loc, c.errorCode)
+			if resp.StatusCode != c.status || resp.Header.Get("Location") != "" || !strings.Contains(string(body), c.errorCode) {
+				t.Fatalf("%d Location %q, want %d on a page naming %q (never a redirect):\n%s", resp.StatusCode, resp.Header.Get("Location"), c.status, c.errorCode, body)
 			}
 		})
 	}
@@ -303,13 +295,28 @@ func TestTokenRefusals(t *testing.T) {
 			t.Fatalf("the code after a wrong verifier: %d %v, want invalid_grant", st, out)
 		}
 	})
-	t.Run("code used twice", func(t *testing.T) {
+	t.Run("code used twice revokes its tokens", func(t *testing.T) {
 		code := ts.consent(t, ts.authorizeURL(id, verifier, nil)).Get("code")
-		if st, out := exchange(code, verifier); st != 200 {
-			t.Fatalf("first use: %d %v", st, out)
+		st, first := exchange(code, verifier)
+		if st != 200 {
+			t.Fatalf("first use: %d %v", st, first)
 		}
-		if st, out := exchange(code, verifier); st != 400 || out["error"] != "invalid_grant" {
+		if _, _, err := ts.Verify(context.Background(), first["access_token"].(string), "/mcp"); err != nil {
+			t.Fatalf("the first use's token before the reuse: %v", err)
+		}
+		if st, out := exchange(code, verifier); st != 400 || out["error"] != "invalid_grant" || !strings.Contains(out["error_description"].(string), "revoked") {
 			t.Fatalf("second use: %d %v", st, out)
+		}
+		// RFC 6749 4.1.2: the tokens issued for the code are revoked.
+		if _, _, err := ts.Verify(context.Background(), first["access_token"].(string), "/mcp"); fault.CodeOf(err) != fault.Unauthenticated {
+			t.Fatalf("the first use's access token after the reuse: %v, want refused", err)
+		}
+		if st, out := ts.tokenForm(t, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {first["refresh_token"].(string)}, "client_id": {id}}); st != 400 {
+			t.Fatalf("the first use's refresh token after the reuse: %d %v, want 400", st, out)
+		}
+		// The spent code's record is no token.
+		if _, _, err := ts.Verify(context.Background(), code, "/mcp"); err != nil {
+			t.Fatalf("Verify of a code: %v", err) // not an access token at all: ok false, no error
 		}
 	})
 	t.Run("expired code", func(t *testing.T) {
@@ -376,7 +383,7 @@ func TestRevocation(t *testing.T) {
 	if resp.StatusCode != 200 {
 		t.Fatalf("revoke: %d", resp.StatusCode)
 	}
-	if _, ok, err := ts.Verify(ctx, access); !ok || fault.CodeOf(err) != fault.Unauthenticated {
+	if _, ok, err := ts.Verify(ctx, access, "/mcp"); !ok || fault.CodeOf(err) != fault.Unauthenticated {
 		t.Fatalf("revoked access token: %v %v", ok, err)
 	}
 	// Revoking the refresh token ends the grant.
@@ -403,8 +410,40 @@ func TestVerifyRefusesOtherAudience(t *testing.T) {
 	if err := ts.store.UpdateOAuthGrant(ctx, g); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok, err := ts.Verify(ctx, tokens["access_token"].(string)); !ok || fault.CodeOf(err) != fault.Unauthenticated || !strings.Contains(err.Error(), "another resource") {
+	if _, ok, err := ts.Verify(ctx, tokens["access_token"].(string), "/mcp"); !ok || fault.CodeOf(err) != fault.Unauthenticated || !strings.Contains(err.Error(), "another resource") {
 		t.Fatalf("token of another resource: %v %v", ok, err)
+	}
+}
+
+// TestAudiencePerResource (finding 6): a token issued for /mcp works on
+// /mcp only, one issued for the JSON API (the public URL) on the JSON API
+// only (RFC 8707).
+func TestAudiencePerResource(t *testing.T) {
+	ctx := context.Background()
+	ts := newTestServer(t, false)
+	_, mcpTokens := ts.signedIn(t)
+	_, reg := ts.register(t, `{"client_name": "API client", "redirect_uris": ["`+redirect+`"]}`)
+	apiClient := reg["client_id"].(string)
+	q := ts.consent(t, ts.authorizeURL(apiClient, verifier, func(q url.Values) { q.Set("resource", ts.url) }))
+	st, apiTokens := ts.tokenForm(t, url.Values{"grant_type": {"authorization_code"}, "code": {q.Get("code")}, "client_id": {apiClient},
+		"redirect_uri": {redirect}, "code_verifier": {verifier}, "resource": {ts.url}})
+	if st != 200 {
+		t.Fatalf("token for the JSON API: %d %v", st, apiTokens)
+	}
+	tests := []struct {
+		name, token, path string
+		ok                bool
+	}{
+		{"an /mcp token on /mcp", mcpTokens["access_token"].(string), "/mcp", true},
+		{"an /mcp token on the JSON API", mcpTokens["access_token"].(string), "", false},
+		{"a JSON API token on the JSON API", apiTokens["access_token"].(string), "", true},
+		{"a JSON API token on /mcp", apiTokens["access_token"].(string), "/mcp", false},
+	}
+	for _, tt := range tests {
+		_, ok, err := ts.Verify(ctx, tt.token, tt.path)
+		if !ok || (err == nil) != tt.ok || !tt.ok && !strings.Contains(err.Error(), "another resource") {
+			t.Errorf("%s: %v %v, want accepted %v", tt.name, ok, err, tt.ok)
+		}
 	}
 }
 
@@ -485,7 +524,7 @@ func TestConfiguredUsers(t *testing.T) {
 		t.Fatalf("ada: %d %v", st, q)
 	}
 	_, tokens := ts.tokenForm(t, url.Values{"grant_type": {"authorization_code"}, "code": {q.Get("code")}, "client_id": {id}, "redirect_uri": {redirect}, "code_verifier": {verifier}})
-	cred, ok, err := ts.Verify(ctx, tokens["access_token"].(string))
+	cred, ok, err := ts.Verify(ctx, tokens["access_token"].(string), "/mcp")
 	if !ok || err != nil || cred.ID != "ada" {
 		t.Fatalf("ada's token is %+v, %v, %v; want the configured user ada", cred, ok, err)
 	}

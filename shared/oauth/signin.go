@@ -9,7 +9,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"html"
 	"io"
 	"net"
@@ -21,6 +20,7 @@ import (
 	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/policy"
 	"github.com/countersign/countersign/shared/store"
+	"github.com/countersign/countersign/shared/webguard"
 )
 
 // Person is someone signed in: the identity provider (Issuer) and their
@@ -37,6 +37,9 @@ type Person struct {
 	// Groups are the identity provider's groups claim, when it gives one
 	// (approval.approvers "group:<name>").
 	Groups []string `json:"groups,omitempty"`
+	// Session is this sign-in's random id, new at each sign-in: the
+	// approval form's CSRF token is bound to it.
+	Session string `json:"sid,omitempty"`
 }
 
 // SignIn signs people in for the authorize endpoint.
@@ -187,6 +190,9 @@ type DevSignIn struct {
 	People []string
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Sessions keeps the sessions, so that sign-out ends one; nil leaves
+	// the sealed cookie alone to decide (tests).
+	Sessions SessionStore
 }
 
 // PathDevSignIn is the development sign-in page.
@@ -213,7 +219,8 @@ func (d *DevSignIn) Person(r *http.Request) (Person, bool) {
 		Person
 		Exp int64 `json:"exp"`
 	}
-	if !openWith(d.Key, ck.Value, &sess) || d.now().Unix() > sess.Exp || sess.Issuer != d.Issuer {
+	if !openWith(d.Key, ck.Value, &sess) || d.now().Unix() > sess.Exp || sess.Issuer != d.Issuer ||
+		!sessionLive(r.Context(), d.Sessions, sess.Person, d.now()) {
 		return Person{}, false
 	}
 	return sess.Person, true
@@ -226,12 +233,16 @@ func (d *DevSignIn) Start(w http.ResponseWriter, r *http.Request, returnTo strin
 
 // ServeHTTP serves the sign-in page (GET) and signs in (POST).
 func (d *DevSignIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path != PathDevSignIn {
+	if r.URL.Path != PathDevSignIn && r.URL.Path != PathSignOut {
 		http.NotFound(w, r)
 		return
 	}
-	if !loopbackRequest(r) {
-		http.Error(w, "the development sign-in answers only on loopback", http.StatusForbidden)
+	if !loopbackRequest(r) || webguard.ForeignHost(r, d.Issuer) != "" {
+		http.Error(w, "the development sign-in answers only on loopback, to a Host that names this machine", http.StatusForbidden)
+		return
+	}
+	if r.URL.Path == PathSignOut {
+		signOut(w, r, d.Key, d.Sessions, d.Person, devCookie, d.now())
 		return
 	}
 	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'")
@@ -241,26 +252,33 @@ func (d *DevSignIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "return_to must be this server's authorize URL or an approval page", http.StatusBadRequest)
 		return
 	}
-	csrf := d.csrf(returnTo)
 	switch r.Method {
 	case http.MethodGet:
-		d.page(w, http.StatusOK, csrf, returnTo, "")
+		d.page(w, http.StatusOK, d.newForm(w, r, returnTo), returnTo, "")
 	case http.MethodPost:
-		if !hmac.Equal([]byte(r.PostFormValue("csrf")), []byte(csrf)) {
-			d.page(w, http.StatusForbidden, csrf, returnTo, "The form expired; sign in again.")
+		if webguard.CrossSite(r) || !d.formOK(r, returnTo) {
+			d.page(w, http.StatusForbidden, d.newForm(w, r, returnTo), returnTo, "The form expired or was not sent from this page; sign in again.")
 			return
 		}
 		email := strings.TrimSpace(r.PostFormValue("email"))
 		if len(email) > 200 || !strings.Contains(email, "@") {
-			d.page(w, http.StatusBadRequest, csrf, returnTo, "Type an e-mail address.")
+			d.page(w, http.StatusBadRequest, d.newForm(w, r, returnTo), returnTo, "Type an e-mail address.")
+			return
+		}
+		now := d.now()
+		p := Person{Issuer: d.Issuer, Subject: strings.ToLower(email), Email: email, EmailVerified: true}
+		if err := startSession(r.Context(), d.Sessions, &p, now, now.Add(sessionTTL)); err != nil {
+			d.page(w, http.StatusInternalServerError, d.newForm(w, r, returnTo), returnTo, "The session could not be stored; try again.")
 			return
 		}
 		sess := struct {
 			Person
 			Exp int64 `json:"exp"`
-		}{Person{Issuer: d.Issuer, Subject: strings.ToLower(email), Email: email, EmailVerified: true}, d.now().Add(12 * time.Hour).Unix()}
+		}{p, now.Add(sessionTTL).Unix()}
+		// The form's nonce is spent: its token signs nobody in again.
+		http.SetCookie(w, &http.Cookie{Name: devFormCookie, Value: "", Path: PathDevSignIn, HttpOnly: true, MaxAge: -1})
 		http.SetCookie(w, &http.Cookie{Name: devCookie, Value: sealWith(d.Key, sess), Path: "/", HttpOnly: true, Secure: r.TLS != nil,
-			SameSite: http.SameSiteLaxMode, MaxAge: 12 * 3600})
+			SameSite: http.SameSiteLaxMode, MaxAge: int(sessionTTL.Seconds())})
 		http.Redirect(w, r, returnTo, http.StatusSeeOther)
 	default:
 		http.Error(w, "use GET or POST", http.StatusMethodNotAllowed)
@@ -294,12 +312,32 @@ No identity provider is configured, so anyone on this machine may sign in as any
 	_, _ = io.WriteString(w, b.String())
 }
 
-// csrf binds the form to the return URL (a form posted from another site
-// would need the key).
-func (d *DevSignIn) csrf(returnTo string) string {
-	m := hmac.New(sha256.New, d.Key)
-	fmt.Fprintf(m, "dev-signin\n%s", returnTo)
-	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+// The sign-in form's CSRF token is bound to this browser: GET sets a
+// random nonce in a cookie of the page's own (SameSite Strict, 10
+// minutes), and the token is an HMAC of the nonce, the return URL and
+// its expiry. A form posted from another site has neither the victim's
+// nonce nor a token for it (login CSRF); a successful sign-in clears the
+// nonce, so a token signs in once.
+const (
+	devFormCookie = "countersign_dev_form"
+	devFormTTL    = 10 * time.Minute
+)
+
+// newForm sets a fresh nonce cookie and returns the form's token for it.
+func (d *DevSignIn) newForm(w http.ResponseWriter, r *http.Request, returnTo string) string {
+	nonce := random("")
+	http.SetCookie(w, &http.Cookie{Name: devFormCookie, Value: nonce, Path: PathDevSignIn, HttpOnly: true, Secure: r.TLS != nil,
+		SameSite: http.SameSiteStrictMode, MaxAge: int(devFormTTL.Seconds())})
+	return webguard.Token(d.Key, "dev-signin", nonce+"\n"+returnTo, d.now().Add(devFormTTL))
+}
+
+// formOK checks the posted token against this browser's nonce cookie.
+func (d *DevSignIn) formOK(r *http.Request, returnTo string) bool {
+	ck, err := r.Cookie(devFormCookie)
+	if err != nil || ck.Value == "" {
+		return false
+	}
+	return webguard.TokenOK(d.Key, "dev-signin", ck.Value+"\n"+returnTo, r.PostFormValue("csrf"), d.now())
 }
 
 // loopbackRequest reports a request from a loopback peer to a loopback listener.

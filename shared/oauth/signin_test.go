@@ -58,6 +58,14 @@ func TestDevSignIn(t *testing.T) {
 			t.Fatalf("status %d, cookies %v; want 403 and no session", resp.StatusCode, jar.Cookies(mustURL(hs.URL+"/oauth/")))
 		}
 	})
+	// The refused form was answered with a new form (a new nonce): its token is the one that works now.
+	resp, err = c.Get(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	csrf = regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(string(body))[1]
 	resp, err = c.PostForm(hs.URL+PathDevSignIn, url.Values{"return_to": {returnTo}, "csrf": {csrf}, "email": {"Ann@Example.com"}})
 	if err != nil {
 		t.Fatal(err)

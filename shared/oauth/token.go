@@ -111,7 +111,11 @@ func (s *Server) exchangeCode(w http.ResponseWriter, r *http.Request, c counters
 	code, err := s.store.TakeOAuthCode(ctx, hash(f["code"]))
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		writeError(w, http.StatusBadRequest, "invalid_grant", "the code is unknown or was used")
+		why := "the code is unknown or was used"
+		if s.revokeSpentCode(ctx, hash(f["code"])) {
+			why = "the code was already used: the tokens issued for it are revoked; sign in again"
+		}
+		writeError(w, http.StatusBadRequest, "invalid_grant", why)
 		return
 	case err != nil:
 		s.o.Logger.ErrorContext(ctx, "oauth: code not read", "error", err)
@@ -146,7 +150,34 @@ func (s *Server) exchangeCode(w http.ResponseWriter, r *http.Request, c counters
 		writeError(w, http.StatusInternalServerError, "server_error", "the grant could not be stored; try again")
 		return
 	}
+	s.keepClient(ctx, c, g.ExpiresAt)
+	// The spent code names its grant for as long as the grant's first
+	// refresh token lives, so that a second presentation revokes it.
+	err = s.store.CreateOAuthToken(ctx, countersign.OAuthToken{Hash: code.Hash, Kind: spentCode, Grant: g.ID, ExpiresAt: g.ExpiresAt})
+	if err != nil {
+		s.o.Logger.ErrorContext(ctx, "oauth: spent code not stored", "error", err)
+		s.revokeGrant(ctx, g.ID, "spent code not stored")
+		writeError(w, http.StatusInternalServerError, "server_error", "the grant could not be stored; try again")
+		return
+	}
 	s.issue(w, r, g, refresh)
+}
+
+// spentCode is the kind of the record a redeemed authorization code
+// leaves among the tokens (under the code's hash, naming its grant): no
+// token check accepts it (each wants its own kind).
+const spentCode countersign.TokenKind = "spent_code"
+
+// revokeSpentCode revokes the grant a code presented again was redeemed
+// for (RFC 6749 4.1.2: the tokens issued for a code used twice should be
+// revoked), and reports whether there was one.
+func (s *Server) revokeSpentCode(ctx context.Context, codeHash string) bool {
+	tok, err := s.store.OAuthToken(ctx, codeHash)
+	if err != nil || tok.Kind != spentCode {
+		return false
+	}
+	s.revokeGrant(ctx, tok.Grant, "authorization code reused")
+	return true
 }
 
 // refresh rotates a refresh token. Only the grant's current refresh token
@@ -199,6 +230,7 @@ func (s *Server) refresh(w http.ResponseWriter, r *http.Request, c countersign.O
 			writeError(w, http.StatusInternalServerError, "server_error", "the grant could not be updated; try again")
 			return
 		}
+		s.keepClient(ctx, c, g.ExpiresAt)
 		s.issue(w, r, g, refresh)
 		return
 	}
@@ -268,9 +300,10 @@ func (s *Server) revoke(w http.ResponseWriter, r *http.Request) {
 	tok, err := s.store.OAuthToken(ctx, h)
 	if err == nil {
 		if g, gerr := s.store.OAuthGrant(ctx, tok.Grant); gerr == nil && equal(g.ClientID, c.ID) {
-			if tok.Kind == countersign.TokenRefresh {
+			switch tok.Kind {
+			case countersign.TokenRefresh:
 				s.revokeGrant(ctx, g.ID, "revoked by the client")
-			} else {
+			case countersign.TokenAccess:
 				_ = s.store.DeleteOAuthToken(ctx, h)
 			}
 		}
@@ -285,10 +318,11 @@ func (s *Server) revoke(w http.ResponseWriter, r *http.Request) {
 // false when token is not an access token (it may be an API key, which
 // the caller checks); otherwise the token is looked up by its hash on
 // every call, and must be unexpired, of a grant neither revoked nor
-// expired, bound to one of this server's resources (its audience), and
+// expired, bound to the resource at path ("/mcp", or "" for the JSON
+// API; its audience, RFC 8707), and
 // of a user credential that still exists. A refused token is a
 // fault.Unauthenticated error; a store that cannot answer is internal.
-func (s *Server) Verify(ctx context.Context, token string) (_ *countersign.Credential, ok bool, _ error) {
+func (s *Server) Verify(ctx context.Context, token, path string) (_ *countersign.Credential, ok bool, _ error) {
 	token = strings.TrimSpace(token)
 	if !strings.HasPrefix(token, AccessPrefix) {
 		return nil, false, nil
@@ -318,12 +352,8 @@ func (s *Server) Verify(ctx context.Context, token string) (_ *countersign.Crede
 	if g.Revoked || now.After(g.ExpiresAt) {
 		return refused("the access token was revoked; sign in again")
 	}
-	bound := false
-	for _, res := range s.resources() {
-		bound = bound || g.Resource == res
-	}
-	if !bound {
-		return refused("the access token was issued for another resource (" + clip(g.Resource) + ")")
+	if want := s.issuer() + path; g.Resource != want {
+		return refused("the access token was issued for another resource (" + clip(g.Resource) + "), not " + want + ": request a token with resource=" + want)
 	}
 	cred, err := s.store.GetCredential(ctx, g.Credential)
 	if errors.Is(err, store.ErrNotFound) {

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/countersign/countersign/shared/display"
+	"github.com/countersign/countersign/shared/webguard"
 )
 
 // Page is what Render shows. With Operator empty it is the login form.
@@ -128,14 +129,15 @@ func Render(p Page) ([]byte, map[string]string, error) {
 	if v.Operator == "" {
 		v.Title = "Operator sign-in"
 	}
-	return writePage(&v), map[string]string{
+	h := map[string]string{
 		"Content-Type":            "text/html; charset=utf-8",
 		"Content-Security-Policy": "default-src 'none'; style-src 'nonce-" + nonce + "'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
-		"Referrer-Policy":         "no-referrer",
-		"X-Content-Type-Options":  "nosniff",
-		"X-Frame-Options":         "DENY",
 		"Cache-Control":           "no-store",
-	}, nil
+	}
+	for k, v := range webguard.PageHeaders {
+		h[k] = v
+	}
+	return writePage(&v), h, nil
 }
 
 // bound clips what agents and operators control and the number of rows.

@@ -72,8 +72,9 @@ type Store interface {
 	// consistently.
 	ListCredentials(ctx context.Context, q countersign.ListQuery) (countersign.Page[countersign.Credential], error)
 	// DeleteCredential removes the credential and its key hash, so its key
-	// no longer authenticates from the next lookup on; ErrNotFound if it does
-	// not exist.
+	// no longer authenticates from the next lookup on, and ends the
+	// sessions of the person it names (Issuer and Subject, when set);
+	// ErrNotFound if it does not exist.
 	DeleteCredential(ctx context.Context, id string) error
 
 	// CreateConfirmation stores a new confirmation with Version 1; ErrConflict if the ID exists.
@@ -212,6 +213,8 @@ type Store interface {
 	// (approvalgrants.go).
 	Counts
 	ApprovalGrants
+	// Sessions keeps people's sign-ins (sessions.go).
+	Sessions
 
 	// Close flushes and releases the store.
 	Close() error

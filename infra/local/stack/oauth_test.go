@@ -212,14 +212,20 @@ func TestOAuthMCPClientSignsInAndCalls(t *testing.T) {
 	if !strings.HasPrefix(tok.AccessToken, "csat_") || tok.RefreshToken == "" {
 		t.Fatalf("token = %q / refresh %q, want an access token csat_... and a refresh token", tok.AccessToken, tok.RefreshToken)
 	}
-	me := h.do("GET", "/v1/credentials/me", tok.AccessToken, nil, nil)
+	// The MCP client's token is for /mcp only (RFC 8707); the JSON API
+	// takes a token requested for it.
+	if me := h.do("GET", "/v1/credentials/me", tok.AccessToken, nil, nil); me.status != http.StatusUnauthorized {
+		t.Fatalf("/v1/credentials/me with the /mcp token: %d %s, want 401", me.status, me.body)
+	}
+	apiToken, _ := h.apiToken(b)
+	me := h.do("GET", "/v1/credentials/me", apiToken, nil, nil)
 	if me.status != 200 || !strings.HasPrefix(me.str("id"), "user_") || me.str("choice") != "ask_person" || me.str("user") != "ann@example.com" ||
 		me.get("asks_in_client") != true || me.get("last_client.name") != "oauth-test-client" {
 		t.Fatalf("/v1/credentials/me with the access token: %d %s", me.status, me.body)
 	}
 	// Never from the query string.
 	for _, q := range []string{"access_token", "token", "key"} {
-		if r := h.do("GET", "/v1/credentials/me?"+q+"="+url.QueryEscape(tok.AccessToken), "", nil, nil); r.status != http.StatusUnauthorized {
+		if r := h.do("GET", "/v1/credentials/me?"+q+"="+url.QueryEscape(apiToken), "", nil, nil); r.status != http.StatusUnauthorized {
 			t.Errorf("the token in ?%s: %d %s, want 401", q, r.status, r.body)
 		}
 	}
@@ -259,16 +265,17 @@ func TestOAuthRefreshRotatesAndReuseRevokes(t *testing.T) {
 		t.Fatalf("refresh: %d %v", st, out)
 	}
 	second := &oauth2.Token{AccessToken: out["access_token"].(string), RefreshToken: out["refresh_token"].(string)}
-	if me := h.do("GET", "/v1/credentials/me", second.AccessToken, nil, nil); me.status != 200 {
-		t.Fatalf("the rotated access token is refused: %d %s", me.status, me.body)
+	list := `{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}`
+	if r := h.raw(rawMCP{key: second.AccessToken, protocol: "2025-06-18", body: list}); r.status != 200 {
+		t.Fatalf("the rotated access token is refused: %d %s", r.status, r.body)
 	}
 	// Reuse of the first refresh token: refused, and the grant is revoked.
 	st, out = h.tokenRequest(url.Values{"grant_type": {"refresh_token"}, "refresh_token": {first.RefreshToken}, "client_id": {clientID}})
 	if st != 400 || out["error"] != "invalid_grant" {
 		t.Fatalf("reused refresh token: %d %v, want 400 invalid_grant", st, out)
 	}
-	me := h.do("GET", "/v1/credentials/me", second.AccessToken, nil, nil)
-	if me.status != 401 || !strings.Contains(me.header.Get("WWW-Authenticate"), `resource_metadata="`+h.stack.URL+`/.well-known/oauth-protected-resource"`) {
+	me := h.raw(rawMCP{key: second.AccessToken, protocol: "2025-06-18", body: list})
+	if me.status != 401 || !strings.Contains(me.header.Get("WWW-Authenticate"), `resource_metadata="`+h.stack.URL+`/.well-known/oauth-protected-resource/mcp"`) {
 		t.Fatalf("after reuse, the family's access token: %d %v %s, want 401 with resource_metadata", me.status, me.header, me.body)
 	}
 	st, out = h.tokenRequest(url.Values{"grant_type": {"refresh_token"}, "refresh_token": {second.RefreshToken}, "client_id": {clientID}})

@@ -21,6 +21,7 @@ import (
 	"github.com/countersign/countersign/shared/links"
 	"github.com/countersign/countersign/shared/store"
 	"github.com/countersign/countersign/shared/store/embedded"
+	"github.com/countersign/countersign/shared/webguard"
 )
 
 // Pending is a confirmation waiting for a person, with the link the console
@@ -204,8 +205,7 @@ func (s *Stack) serveHome(w http.ResponseWriter, r *http.Request, notFound http.
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.Header().Set("Referrer-Policy", "no-referrer")
+	webguard.SetPageHeaders(w.Header())
 	if r.Method == http.MethodHead {
 		return
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/countersign/countersign/shared/app"
 	"github.com/countersign/countersign/shared/app/gatewayapp"
 	"github.com/countersign/countersign/shared/config"
+	"github.com/countersign/countersign/shared/httpapi"
 	"github.com/countersign/countersign/shared/links"
 	"github.com/countersign/countersign/shared/notify"
 	"github.com/countersign/countersign/shared/oauth"
@@ -210,10 +211,11 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 			people = append(people, c.Email)
 		}
 	}
-	var signIn oauth.SignIn = &oauth.DevSignIn{Issuer: strings.TrimRight(publicURL, "/") + oauth.PathDevSignIn, Key: oauth.NewKey(), People: people}
+	var signIn oauth.SignIn = &oauth.DevSignIn{Issuer: strings.TrimRight(publicURL, "/") + oauth.PathDevSignIn, Key: oauth.NewKey(), People: people,
+		Sessions: s.store}
 	if si := cfg.Settings.SignIn; si.Configured() {
 		if signIn, err = oauth.NewOIDCSignIn(ctx, oauth.OIDCOptions{Issuer: si.Issuer, ClientID: si.ClientID, ClientSecret: si.ClientSecret,
-			RedirectURL: strings.TrimRight(publicURL, "/") + oauth.PathCallback, Key: oauth.NewKey()}); err != nil {
+			RedirectURL: strings.TrimRight(publicURL, "/") + oauth.PathCallback, Key: oauth.NewKey(), Sessions: s.store}); err != nil {
 			return nil, err
 		}
 	}
@@ -297,7 +299,18 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	// once the body is in: a whole-request ReadTimeout would also cut long
 	// polls and streams); an idle keep-alive connection is closed after
 	// idleTimeout.
-	s.server = &http.Server{Handler: route, ReadHeaderTimeout: headerTimeout, IdleTimeout: idleTimeout,
+	// One Host rule for every surface (webguard.ForeignHost): a page that
+	// rebinds its own name to 127.0.0.1 reaches none of them. /mcp applies
+	// the same rule itself, to answer in JSON-RPC.
+	guarded := httpapi.HostGuard(route, func() []string { return []string{publicURL, s.app.Live().Settings.PublicURL} })
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.EscapedPath() == "/mcp" {
+			route.ServeHTTP(w, r)
+			return
+		}
+		guarded.ServeHTTP(w, r)
+	})
+	s.server = &http.Server{Handler: handler, ReadHeaderTimeout: headerTimeout, IdleTimeout: idleTimeout,
 		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
 
 	s.sweeping.Add(2)

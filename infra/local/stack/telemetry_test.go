@@ -380,7 +380,7 @@ func TestMCPWithoutParamsTraced(t *testing.T) {
 
 // TestMetricsLoopbackOnly: /metrics answers loopback clients that name a
 // loopback host; a request naming another host (a page rebound to
-// 127.0.0.1) gets the gateway's 404.
+// 127.0.0.1) is refused by the stack's one Host rule (403).
 func TestMetricsLoopbackOnly(t *testing.T) {
 	h := newHarness(t, harnessOptions{})
 	req, err := http.NewRequest(http.MethodGet, h.stack.URL+"/metrics", nil)
@@ -394,8 +394,8 @@ func TestMetricsLoopbackOnly(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusNotFound || strings.Contains(string(body), "countersign_") {
-		t.Errorf("/metrics with Host evil.example: %d %s, want 404", resp.StatusCode, body)
+	if resp.StatusCode != http.StatusForbidden || strings.Contains(string(body), "countersign_") {
+		t.Errorf("/metrics with Host evil.example: %d %s, want 403", resp.StatusCode, body)
 	}
 	if fams := scrape(t, h); fams["countersign_confirmations_pending"] == nil {
 		t.Error("/metrics from loopback lacks countersign_confirmations_pending")

@@ -135,8 +135,8 @@ func (s *Store) GetCredential(_ context.Context, id string) (countersign.Credent
 	return c, nil
 }
 
-// DeleteCredential removes the credential and its key hash index entry in
-// one transaction.
+// DeleteCredential removes the credential, its key hash index entry and
+// the sessions of the person it names in one transaction.
 func (s *Store) DeleteCredential(_ context.Context, id string) error {
 	err := s.writer.Update(func(tx *bbolt.Tx) error {
 		var c countersign.Credential
@@ -151,6 +151,11 @@ func (s *Store) DeleteCredential(_ context.Context, id string) error {
 		}
 		if err := tx.Bucket(bucketCredentials).Delete([]byte(id)); err != nil {
 			return fmt.Errorf("delete: %w", err)
+		}
+		if c.Subject != "" {
+			if _, err := endSessions(tx, store.PersonKey(c.Issuer, c.Subject)); err != nil {
+				return fmt.Errorf("end the person's sessions: %w", err)
+			}
 		}
 		return nil
 	})

@@ -35,12 +35,13 @@ var (
 	bucketOAuthCodes        = []byte("store_oauth_codes")   // code hash → JSON
 	bucketOAuthTokens       = []byte("store_oauth_tokens")  // token hash → JSON
 	bucketOAuthGrants       = []byte("store_oauth_grants")  // grant ID → JSON
+	bucketSessions          = []byte("store_sessions")      // person NUL session ID hash → JSON (sessions.go)
 )
 
 var allBuckets = [][]byte{bucketCredentials, bucketCredentialKey, bucketConfirmations, bucketConfirmationIndex, bucketIdempotency, bucketQuotas, bucketQuotaUses, bucketAudit, bucketAuditHeads, bucketAuditPending,
 	bucketScriptRuns, bucketScriptCalls, bucketScriptParts, bucketTaskTokens,
 	bucketOAuthClients, bucketOAuthCodes, bucketOAuthTokens, bucketOAuthGrants,
-	bucketCounts, bucketApprovalGrants}
+	bucketCounts, bucketApprovalGrants, bucketSessions}
 
 // DefaultTimeout is how long Open waits for the file lock when
 // Options.Timeout is zero.

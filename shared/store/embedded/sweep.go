@@ -15,8 +15,8 @@ import (
 // (review items among them), their task tokens, script journals (headers,
 // calls, parts), quota records with their uses, and audit records whose ttl has passed
 // (heads stay; see sweepAudit), and idempotency records and the
-// authorization server's codes, tokens, grants and cached client
-// documents past their expiry. Readers never depend on it (effective status
+// authorization server's codes, tokens, grants and clients, and people's
+// sessions, past their expiry. Readers never depend on it (effective status
 // comes from the clock),
 // it only keeps the file from growing. It returns how many records it deleted.
 //
@@ -39,9 +39,10 @@ func (s *Store) Sweep(now time.Time) (int, error) {
 		{bucketOAuthCodes, expiresAtPassed(now)},
 		{bucketOAuthTokens, expiresAtPassed(now)},
 		{bucketOAuthGrants, expiresAtPassed(now)},
-		{bucketOAuthClients, expiresAtPassed(now)}, // metadata documents' copies; registered clients have none
+		{bucketOAuthClients, expiresAtPassed(now)}, // metadata documents' copies, and registered clients nobody used
 		{bucketCounts, ttlPassed(now)},
 		{bucketApprovalGrants, expiresAtPassed(now)},
+		{bucketSessions, expiresAtPassed(now)},
 	}
 	keys := make([][][]byte, len(sweeps))
 	found := 0

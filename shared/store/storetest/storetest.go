@@ -66,6 +66,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts *Options) {
 	t.Run("OAuth", s.oauth)
 	t.Run("Counts", s.counts)
 	t.Run("ApprovalGrants", s.approvalGrants)
+	t.Run("Sessions", s.sessions)
 }
 
 // itemSize: both stores refuse a record over DynamoDB's item limit with
