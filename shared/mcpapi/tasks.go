@@ -429,16 +429,16 @@ func isTaskMethod(m string) bool { return strings.HasPrefix(m, "tasks/") }
 // gateway asks for input). tasks/result and tasks/list belong to the
 // tasks of 2025-11-25, not to this extension.
 func (h *Handler) serveTask(ctx context.Context, w http.ResponseWriter, r *http.Request, cred *countersign.Credential, m rpcMessage) {
-	var p taskParams
-	if err := json.Unmarshal(m.Params, &p); err != nil {
-		writeRPCError(w, http.StatusBadRequest, m.ID, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "the parameters cannot be read: want {\"taskId\": \"...\"}"})
-		return
-	}
 	switch m.Method {
 	case "tasks/get", "tasks/cancel", "tasks/update":
 	default:
 		writeRPCError(w, http.StatusNotFound, m.ID, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound,
-			Message: fmt.Sprintf("method %q is not served here: the tasks extension of 2026-07-28 has tasks/get (which returns a finished task's result), tasks/update and tasks/cancel", m.Method)})
+			Message: fmt.Sprintf("method %q is not served here: the tasks extension of 2026-07-28 has tasks/get (which returns a finished task's result), tasks/update and tasks/cancel", clip(m.Method))})
+		return
+	}
+	var p taskParams
+	if err := json.Unmarshal(m.Params, &p); err != nil {
+		writeRPCError(w, http.StatusBadRequest, m.ID, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "the parameters cannot be read: want {\"taskId\": \"...\"}"})
 		return
 	}
 	if p.Meta.Capabilities == nil || p.Meta.Capabilities.Extensions[TasksExtension] == nil {
@@ -446,8 +446,16 @@ func (h *Handler) serveTask(ctx context.Context, w http.ResponseWriter, r *http.
 			Data: json.RawMessage(`{"requiredCapabilities":{"extensions":{"` + TasksExtension + `":{}}}}`)})
 		return
 	}
-	if name := r.Header.Get("Mcp-Name"); name != "" && name != p.TaskID {
-		writeRPCError(w, http.StatusBadRequest, m.ID, &jsonrpc.Error{Code: mcp.CodeHeaderMismatch, Message: "the Mcp-Name header is not the request's taskId"})
+	// The routing headers the extension asks for (intermediaries route on
+	// them): Mcp-Method is the method, Mcp-Name the task id.
+	if got := r.Header.Get("Mcp-Method"); got != m.Method {
+		writeRPCError(w, http.StatusBadRequest, m.ID, &jsonrpc.Error{Code: mcp.CodeHeaderMismatch,
+			Message: fmt.Sprintf("the Mcp-Method header %q is not the request's method %q", clip(got), m.Method)})
+		return
+	}
+	if got := r.Header.Get("Mcp-Name"); got != p.TaskID {
+		writeRPCError(w, http.StatusBadRequest, m.ID, &jsonrpc.Error{Code: mcp.CodeHeaderMismatch,
+			Message: "the Mcp-Name header is not the request's taskId (tasks/get, tasks/update and tasks/cancel carry Mcp-Name: <taskId>)"})
 		return
 	}
 	id, rerr := h.openTask(cred, p.TaskID)

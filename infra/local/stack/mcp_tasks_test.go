@@ -1,15 +1,20 @@
 package stack
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign"
+	"github.com/countersign/countersign/shared/audit"
 	"github.com/countersign/countersign/shared/mcpapi"
+	"github.com/countersign/countersign/shared/store/embedded"
 )
 
 // taskCaps are the capabilities Claude Code 2.1.332 declares on
@@ -215,6 +220,30 @@ func TestMCPTaskCancelled(t *testing.T) {
 	if n := h.upstream.Count("DELETE", "/contacts/14"); n != 0 {
 		t.Errorf("a cancelled call ran %d times", n)
 	}
+
+	// The audit trail names the caller that cancelled, and why.
+	h.stop()
+	st2, err := embedded.Open(filepath.Join(h.dataDir, "countersign.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st2.Close()
+	recs, err := st2.ListAudit(context.Background(), countersign.AuditQuery{Chain: audit.ChainOf("program")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, r := range recs {
+		if r.Subject == id && r.Action == "confirmation.rejected" {
+			found = r.Actor == "approver:caller:program" && strings.Contains(r.Reason, "cancelled by the caller")
+			if !found {
+				t.Errorf("the trail's record %+v, want the caller cancelling", r)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no confirmation.rejected record for %s in %+v", id, recs)
+	}
 }
 
 // TestMCPTaskExpired: nobody decides before the confirmation's wait
@@ -251,6 +280,12 @@ func TestMCPTaskBadInput(t *testing.T) {
 	r := h.taskRPC("cs_test_program", `{"elicitation": {"form": {}}}`, "tasks/get", taskID)
 	if e := rpcErrorOf(t, r); r.status != http.StatusBadRequest || e["code"] != float64(-32021) || !strings.Contains(r.body, mcpapi.TasksExtension) {
 		t.Errorf("tasks/get without the extension declared: %d %s, want 400 -32021 naming it", r.status, r.body)
+	}
+	id, _ := json.Marshal(taskID)
+	r = h.raw(rawMCP{key: "cs_test_program", protocol: "2026-07-28", method: "tasks/get",
+		body: `{"jsonrpc": "2.0", "id": 7, "method": "tasks/get", "params": {"taskId": ` + string(id) + `, ` + metaWith(taskCaps) + `}}`})
+	if e := rpcErrorOf(t, r); r.status != http.StatusBadRequest || e["code"] != float64(-32020) {
+		t.Errorf("tasks/get without Mcp-Name: %d %s, want 400 -32020", r.status, r.body)
 	}
 	for _, m := range []string{"tasks/result", "tasks/list"} {
 		r := h.taskRPC("cs_test_program", taskCaps, m, taskID)
