@@ -96,7 +96,7 @@ func TestTaskOf(t *testing.T) {
 			if v.Status != taskWorking || !strings.HasPrefix(v.StatusMessage, tc.want) {
 				t.Errorf("%s %q, want working %q", v.Status, v.StatusMessage, tc.want)
 			}
-			if v.TTLMs != (10 * time.Minute).Milliseconds() || v.PollIntervalMs != PollInterval.Milliseconds() {
+			if v.TTLMs != (10*time.Minute).Milliseconds() || v.PollIntervalMs != PollInterval.Milliseconds() {
 				t.Errorf("ttlMs %d pollIntervalMs %d", v.TTLMs, v.PollIntervalMs)
 			}
 			if v.TaskID != h.TaskID(cred, c) || v.CreatedAt != "2026-11-30T12:00:00Z" {
