@@ -45,6 +45,7 @@ var flows = []struct {
 	{name: "review item run once by the operator function", run: reviewRun},
 	{name: "script batch approved but SendTaskSuccess failed, still rerun by the Execute task", settings: shortWait, run: batchTaskLost},
 	{name: "card call approved on the page but SendTaskSuccess failed, run by the Execute task", settings: shortWait, run: cardTaskLost},
+	{name: "MCP task: a key's call on /mcp becomes a task, approved by link, completed on tasks/get", run: mcpTaskApproved},
 
 	{name: "configuration change picked up from S3, a bad one refused", run: configChange},
 	{name: "key created and revoked with countersign keys", run: keyRevoked},
