@@ -138,6 +138,12 @@ func pausedID(r *mcp.CallToolResult) string {
 		if !v.askURL && v.Status == "confirmation_required" {
 			return v.ConfirmationID
 		}
+	case map[string]any:
+		// A kept answer replayed (countersign/idempotencyKey): the
+		// confirmation decides (newTask reads it back).
+		if id, _ := v["confirmation_id"].(string); v["status"] == "confirmation_required" {
+			return id
+		}
 	}
 	return ""
 }

@@ -154,6 +154,8 @@ func TestPausedID(t *testing.T) {
 		{"a completed script", textResult("", scriptView{Status: "completed", ConfirmationID: "cf_2"}), ""},
 		{"ran", textResult("", upstreamView{Status: 204, ConfirmationID: "cf_3"}), ""},
 		{"denied", faultResult("forbidden", "no"), ""},
+		{"a kept pause replayed", textResult("", map[string]any{"status": "confirmation_required", "confirmation_id": "cf_4"}), "cf_4"},
+		{"a kept answer replayed", textResult("", map[string]any{"status": 204, "confirmation_id": "cf_4"}), ""},
 	}
 	for _, tc := range tests {
 		if got := pausedID(tc.res); got != tc.want {

@@ -340,3 +340,74 @@ func TestMCPTaskRunScript(t *testing.T) {
 	}
 	wantCounts(t, h, map[string]int{"DELETE /contacts/3": 1, "DELETE /contacts/4": 1})
 }
+
+// TestMCPTaskRanElsewhere: the same call sent again with its
+// Idempotency-Key (countersign/idempotencyKey) is the same task; after
+// the approval the workflow's execute task runs the call before anyone
+// polls, and tasks/get returns its stored outcome without running
+// anything again.
+func TestMCPTaskRanElsewhere(t *testing.T) {
+	h := newHarness(t, harnessOptions{})
+	call := func() map[string]any {
+		meta := strings.Replace(metaWith(taskCaps), `"_meta": {`, `"_meta": {"countersign/idempotencyKey": "delete-19", `, 1)
+		r := h.rawCall(rawMCP{key: "cs_test_program", protocol: "2026-07-28", method: "tools/call",
+			body: `{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "crm__deleteContact", "arguments": {"id": "19"}, ` + meta + `}}`}, "crm__deleteContact")
+		res, _ := r.json(t)["result"].(map[string]any)
+		if res["resultType"] != "task" {
+			t.Fatalf("tools/call: %d %s, want a task", r.status, r.body)
+		}
+		return res
+	}
+	first, again := call(), call()
+	if first["taskId"] != again["taskId"] {
+		t.Errorf("the call replayed is task %v, not %v", again["taskId"], first["taskId"])
+	}
+	taskID := first["taskId"].(string)
+	id := first["_meta"].(map[string]any)["countersign/confirmation_id"].(string)
+	expect(t, h.post(h.approvalLink(id), "approve", nil, ""), http.StatusOK, "")
+	for i := 0; i < 200 && h.statusOf("cs_test_program", id) != "executed"; i++ {
+		time.Sleep(25 * time.Millisecond)
+	}
+	if st := h.statusOf("cs_test_program", id); st != "executed" {
+		t.Fatalf("the workflow did not run the approved call: %s", st)
+	}
+	res := h.taskGet("cs_test_program", taskID)
+	result, _ := res["result"].(map[string]any)
+	if sc, _ := result["structuredContent"].(map[string]any); res["status"] != "completed" || sc["status"] != float64(http.StatusNoContent) {
+		t.Fatalf("tasks/get of a call the workflow ran: %v", res)
+	}
+	if n := h.upstream.Count("DELETE", "/contacts/19"); n != 1 {
+		t.Errorf("DELETE ran %d times, want once", n)
+	}
+}
+
+// TestMCPTaskQuorum: a call that needs two people is a task whose status
+// message counts the approvals: 0 of 2, then 1 of 2 after ada's; after
+// bob's the call runs once and the task completes.
+func TestMCPTaskQuorum(t *testing.T) {
+	h := newHarness(t, harnessOptions{files: map[string]string{"connections/team/policy.json": quorumPolicy}})
+	res := h.taskCall("cs_test_program", taskCaps, "team__delete_contacts_by_id", `{"id": "20"}`)
+	taskID, _ := res["taskId"].(string)
+	if res["resultType"] != "task" || !strings.HasPrefix(fmt.Sprint(res["statusMessage"]), "waiting for approval: 0 of 2") {
+		t.Fatalf("tools/call: %v, want a task waiting for 0 of 2", res)
+	}
+	id := res["_meta"].(map[string]any)["countersign/confirmation_id"].(string)
+	link := h.approvalLink(id)
+	ada := newApproverBrowser(h, "ada@example.com")
+	expect(t, ada.press(ada.open(link), "approve"), http.StatusOK, "")
+	if got := h.taskGet("cs_test_program", taskID); got["status"] != "working" || !strings.HasPrefix(fmt.Sprint(got["statusMessage"]), "waiting for approval: 1 of 2") {
+		t.Fatalf("after ada's approval: %v, want working, 1 of 2", got)
+	}
+	if n := h.upstream.Count("DELETE", "/contacts/20"); n != 0 {
+		t.Fatalf("DELETE ran %d times after one of two approvals", n)
+	}
+	bob := newApproverBrowser(h, "bob@example.com")
+	expect(t, bob.press(bob.open(link), "approve"), http.StatusOK, "")
+	got := h.taskUntil("cs_test_program", taskID)
+	if got["status"] != "completed" || !strings.Contains(fmt.Sprint(got["statusMessage"]), "bob@example.com") {
+		t.Fatalf("after bob's approval: %v, want completed, approved by bob", got)
+	}
+	if n := h.upstream.Count("DELETE", "/contacts/20"); n != 1 {
+		t.Errorf("DELETE ran %d times, want once", n)
+	}
+}
