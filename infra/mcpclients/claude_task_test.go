@@ -193,7 +193,7 @@ func TestClaudeCodeTask(t *testing.T) {
 	// The call is a task in Claude Code's background, and the model's
 	// turn after the call ended without the upstream's answer.
 	waitFor(t, s, "1 MCP task")
-	second := model.lastMessage(2)
+	second := model.waitTurn(t, 2)
 	if !strings.Contains(second, "server-side task") || strings.Contains(second, "204") {
 		t.Errorf("after the call the model read %q, want Claude Code's notice of a server-side task", second)
 	}
@@ -204,12 +204,7 @@ func TestClaudeCodeTask(t *testing.T) {
 
 	e.decide(e.approvalLink(id), "approve")
 	waitFor(t, s, "completed")
-	var third string
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if third = model.lastMessage(3); third != "" {
-			break
-		}
-	}
+	third := model.waitTurn(t, 3)
 	t.Logf("after the approval the model read: %s\nthe screen:\n%s", third, s.screen())
 	// Claude Code hands the model the result's structured content
 	// ({"status": 204, "body": null, "confirmation_id"}) in a task

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // scriptedModel is a stand-in for the Anthropic Messages API on loopback
@@ -147,4 +148,17 @@ func (m *scriptedModel) lastMessage(n int) string {
 	}
 	msgs := m.turns[n-1]
 	return string(msgs[len(msgs)-1].Content)
+}
+
+// waitTurn waits (bounded) for the conversation's n-th request and
+// returns its last message.
+func (m *scriptedModel) waitTurn(t testing.TB, n int) string {
+	t.Helper()
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if last := m.lastMessage(n); last != "" {
+			return last
+		}
+	}
+	t.Fatalf("the model got no request %d within 60 s", n)
+	return ""
 }
