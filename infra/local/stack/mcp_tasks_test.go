@@ -410,4 +410,11 @@ func TestMCPTaskQuorum(t *testing.T) {
 	if n := h.upstream.Count("DELETE", "/contacts/20"); n != 1 {
 		t.Errorf("DELETE ran %d times, want once", n)
 	}
+
+	// A client that could ask its own person in a form gets a task too:
+	// one person's answer in the client cannot make a quorum.
+	res = h.taskCall("cs_test_ask", taskCaps, "team__delete_contacts_by_id", `{"id": "19"}`)
+	if res["resultType"] != "task" || !strings.HasPrefix(fmt.Sprint(res["statusMessage"]), "waiting for approval: 0 of 2") {
+		t.Errorf("a form-capable client's quorum call: %v, want a task waiting for 0 of 2", res)
+	}
 }
