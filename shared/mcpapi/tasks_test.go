@@ -3,9 +3,12 @@ package mcpapi
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,6 +16,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/countersign/countersign"
+	"github.com/countersign/countersign/shared/calls"
+	"github.com/countersign/countersign/shared/store/embedded"
 )
 
 // pendingCall is a confirmation of one DELETE made at t0 that waits ten
@@ -264,4 +269,100 @@ func text(r *mcp.CallToolResult) string {
 		}
 	}
 	return strings.Join(parts, "\n")
+}
+
+// countingStore counts confirmation reads.
+type countingStore struct {
+	calls.Store
+	reads atomic.Int64
+}
+
+func (s *countingStore) GetConfirmation(ctx context.Context, id string) (*countersign.Confirmation, error) {
+	s.reads.Add(1)
+	return s.Store.GetConfirmation(ctx, id)
+}
+
+// TestTaskState: what tasks/get reads of a confirmation in each state,
+// from a real store, with one read a poll: working while pending (polling
+// often costs a read each time), cancelled after the caller's own
+// rejection, completed with isError naming the approver and the reason
+// after a rejection, completed with the stored answer once it ran,
+// failed when it expired undecided, and no task at all for another
+// credential's confirmation or one the agent redeems.
+func TestTaskState(t *testing.T) {
+	now := t0
+	h := newTestHandler(t, `"Acme"`, &now)
+	es, err := embedded.Open(filepath.Join(t.TempDir(), "db"), &embedded.Options{Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { es.Close() })
+	st := &countingStore{Store: es}
+	h.o.Calls.Store = st
+	cred := &countersign.Credential{ID: "program"}
+	decided := t0.Add(time.Minute)
+	tests := []struct {
+		name       string
+		edit       func(c *countersign.Confirmation)
+		at         time.Time
+		status     string
+		message    string
+		resultText string
+	}{
+		{"pending", func(*countersign.Confirmation) {}, t0, taskWorking, "waiting for approval", ""},
+		{"cancelled", func(c *countersign.Confirmation) {
+			c.Status, c.DecidedAt, c.DecidedBy = countersign.StatusRejected, &decided, cancelledBy(cred)
+		}, t0, taskCancelled, "cancelled by the caller", ""},
+		{"rejected", func(c *countersign.Confirmation) {
+			c.Status, c.DecidedAt, c.DecidedBy, c.DecisionReason = countersign.StatusRejected, &decided, "ops", "not today"
+		}, t0, taskCompleted, "rejected by ops: not today", "Denied (confirmation_rejected): rejected by ops: not today; nothing ran"},
+		{"executed", func(c *countersign.Confirmation) {
+			c.Status, c.DecidedAt, c.DecidedBy = countersign.StatusExecuted, &decided, "ops"
+			c.Operations[0].State, c.Operations[0].Outcome = countersign.OpDone, &countersign.Outcome{Status: 204}
+		}, t0, taskCompleted, "approved by ops and run", "204 No Content"},
+		{"expired", func(*countersign.Confirmation) {}, t0.Add(10 * time.Minute), taskFailed, "This confirmation expired", ""},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			now = t0
+			c := pendingCall()
+			c.ID = fmt.Sprintf("cf_state%d", i)
+			tc.edit(c)
+			if err := es.CreateConfirmation(context.Background(), c); err != nil {
+				t.Fatal(err)
+			}
+			now = tc.at
+			for range 3 {
+				before := st.reads.Load()
+				v, rerr := h.taskState(context.Background(), cred, c.ID)
+				if rerr != nil {
+					t.Fatalf("taskState: %v", rerr)
+				}
+				if n := st.reads.Load() - before; n != 1 {
+					t.Errorf("a poll read the store %d times, want once", n)
+				}
+				if v.Status != tc.status || !strings.HasPrefix(v.StatusMessage, tc.message) {
+					t.Errorf("%s %q, want %s %q", v.Status, v.StatusMessage, tc.status, tc.message)
+				}
+				if tc.resultText != "" && (v.Result == nil || !strings.HasPrefix(text(v.Result), tc.resultText)) {
+					t.Errorf("result %+v, want %q", v.Result, tc.resultText)
+				}
+				if tc.status == taskFailed && (v.Error == nil || v.Result != nil) {
+					t.Errorf("failed: error %v result %v, want an error and no result", v.Error, v.Result)
+				}
+			}
+		})
+	}
+	c := pendingCall()
+	c.ID = "cf_redeemed_by_agent"
+	c.GatewayRuns = false
+	if err := es.CreateConfirmation(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	if _, rerr := h.taskState(context.Background(), cred, c.ID); rerr != errTaskNotFound {
+		t.Errorf("a confirmation the agent redeems: %v, want no task", rerr)
+	}
+	if _, rerr := h.taskState(context.Background(), &countersign.Credential{ID: "other"}, "cf_state0"); rerr != errTaskNotFound {
+		t.Errorf("another credential's confirmation: %v, want no task", rerr)
+	}
 }
