@@ -48,6 +48,7 @@ var flows = []struct {
 	{name: "show: the notify task reads the contact before the links; changed before the redemption, 409", run: showRechecked},
 	{name: "show: changed before the Execute task runs a card's call, nothing sent", run: showExecuteChanged},
 	{name: "show: unchanged when the Execute task runs a card's call, sent once", run: showExecuteUnchanged},
+	{name: "MCP task: a key's call on /mcp becomes a task, approved by link, completed on tasks/get", run: mcpTaskApproved},
 
 	{name: "configuration change picked up from S3, a bad one refused", run: configChange},
 	{name: "key created and revoked with countersign keys", run: keyRevoked},

@@ -37,7 +37,7 @@ const (
 	noCompletion   = "calls completion/complete; countersign declares no completions capability (it has no prompt or resource arguments to complete)"
 	noSubscribe    = "calls resources/subscribe; countersign serves no resources and declares no resources.subscribe"
 	fixtureIRR     = "calls the reference server's input-required fixture tool (test_input_required_result_*); countersign's own multi round-trip flow is asserted in infra/local/stack (TestMCPElicitation)"
-	tasksExtension = "the tasks extension (io.modelcontextprotocol/tasks, not scored for 2026-07-28); countersign does not declare it, and the scenario calls fixture tools (slow_compute, greet, ...)"
+	tasksExtension = "the tasks extension (io.modelcontextprotocol/tasks, not scored for 2026-07-28): countersign declares it but makes a task only for a call that waits for its approvers, and the scenario calls fixture tools (slow_compute, greet, ...); the same rules are asserted in infra/local/stack (TestMCPTask*) and with Claude Code (TestClaudeCodeTask)"
 	noXMCPHeader   = "pending in the suite; needs a tool with x-mcp-header annotations, which countersign's tools do not have"
 	fixture2020    = "pending in the suite; needs the reference server's json_schema_2020_12_tool"
 	stateless      = "countersign is stateless by design (no Mcp-Session-Id); the suite warns that it cannot test several streams of one session"

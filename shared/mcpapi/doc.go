@@ -46,6 +46,15 @@
 // A connection with approval.out_of_band_only pauses for its approvers
 // whatever the client, and confirmation_status tells the model the outcome.
 //
+// A client on 2026-07-28 that declares the tasks extension in a request
+// gets, instead of the notice, a task for a call (or batch) its approvers
+// decide outside the client (tasks.go): tools/call answers
+// resultType "task", and tasks/get, tasks/update and tasks/cancel, which
+// the SDK does not know, are answered by screen. A task is a view of its
+// confirmation: its id is the confirmation id sealed for the credential,
+// its state is read from the store, and tasks/get runs an approved call
+// through calls.Service.Execute, as the card does.
+//
 // run_script is code mode (docs/scripts.md) over Options.Scripts, which
 // gatewayapp attaches so that only the functions that run scripts link the
 // JavaScript engine. A script's calls that need a person are collected into

@@ -146,7 +146,7 @@ func (h *Handler) newServer(cred *countersign.Credential) *mcp.Server {
 				Resources:  &mcp.ResourceCapabilities{},
 				Prompts:    &mcp.PromptCapabilities{},
 				Logging:    &mcp.LoggingCapabilities{},
-				Extensions: map[string]any{AppsExtension: map[string]any{}},
+				Extensions: map[string]any{AppsExtension: map[string]any{}, TasksExtension: map[string]any{}},
 			},
 			SupportedProtocolVersions: Protocols,
 			SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) {
@@ -167,6 +167,7 @@ func (h *Handler) newServer(cred *countersign.Credential) *mcp.Server {
 	}
 	s.AddResource(cardResource(), h.readCard)
 	s.AddReceivingMiddleware(h.middleware(cred))
+	s.AddReceivingMiddleware(h.taskMiddleware(cred))
 	s.AddReceivingMiddleware(mcpotel.Middleware)
 	return s
 }

@@ -167,6 +167,10 @@ func (h *Handler) screen(w *rpcWriter, r *http.Request, cred *countersign.Creden
 	w.id = m.ID
 	isCall := len(m.ID) > 0 && string(m.ID) != "null"
 	modern := r.Header.Get(protocolHeader) >= ProtocolMRTR
+	if modern && isCall && isTaskMethod(m.Method) {
+		h.serveTask(r.Context(), w, r, cred, m) // tasks.go
+		return true
+	}
 	if !served[m.Method] {
 		if !isCall {
 			// A notification is never answered; one not served is ignored.
