@@ -102,7 +102,7 @@ func TestClip(t *testing.T) {
 		{name: "fits", in: "abc", budget: 3, want: "abc"},
 		{name: "escapes count", in: `"a"`, budget: 23, want: `"a"`},
 		{name: "cut by escaped size", in: strings.Repeat(`"`, 20), budget: 22 + len(truncatedMark), want: `""` + truncatedMark},
-		{name: "a hidden character counts as its marked escape", in: "a‮" + strings.Repeat("b", 100), budget: 40 + len(truncatedMark), want: "a" + truncatedMark},
+		{name: "a hidden character counts as its marked escape", in: "a\u202e" + strings.Repeat("b", 100), budget: 40 + len(truncatedMark), want: "a" + truncatedMark},
 		{name: "never inside a character", in: strings.Repeat("é", 20), budget: 3 + len(truncatedMark), want: "é" + truncatedMark},
 		{name: "invalid UTF-8 is replaced", in: "a\xff" + strings.Repeat("b", 100), budget: 41 + len(truncatedMark), want: "a\uFFFD" + truncatedMark},
 	}
