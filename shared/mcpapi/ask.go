@@ -118,7 +118,10 @@ func (h *Handler) elicitation(op operation, ops []countersign.Operation, reason 
 		RequestedSchema: map[string]any{"type": "object", "properties": props, "required": required}}
 }
 
-// Answer is the person's answer carried by a retried call.
+// Answer is the person's answer in the MCP client (an elicitation's
+// result), carried by a retried call; Handler.Answer reads it and it is
+// recorded as a confirm.Answer. Not calls.Answer, the response kept for
+// an idempotent replay.
 type Answer struct {
 	// ID names the question; the answer is recorded under it, once.
 	ID   string
