@@ -19,6 +19,7 @@ import (
 
 	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/infra/local/stack"
+	"github.com/countersign/countersign/internal/testenv"
 	"github.com/countersign/countersign/shared/calls"
 	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/fault"
@@ -307,7 +308,7 @@ func TestKeysRevokeLocalStack(t *testing.T) {
 func TestKeysDynamoDB(t *testing.T) {
 	endpoint := os.Getenv("COUNTERSIGN_TEST_DYNAMODB_ENDPOINT")
 	if endpoint == "" {
-		t.Skip("COUNTERSIGN_TEST_DYNAMODB_ENDPOINT is not set; run: ./scripts/test-with-dynalite.sh go test ./infra/countersign")
+		testenv.Missing(t, testenv.Dynalite, "COUNTERSIGN_TEST_DYNAMODB_ENDPOINT is not set; run: ./scripts/test-with-dynalite.sh go test ./infra/countersign")
 	}
 	ctx := context.Background()
 	t.Setenv("AWS_ACCESS_KEY_ID", "countersign-test")
