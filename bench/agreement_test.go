@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/countersign/countersign/shared/tier"
+	"github.com/countersign/countersign/shared/policy"
 )
 
 var update = flag.Bool("update", false, "rewrite the generated policies in testdata/")
@@ -55,10 +55,10 @@ func TestAgreement(t *testing.T) {
 // appears, and exactly the unknown_ cases are refused by the router.
 func TestMixCoverage(t *testing.T) {
 	b := loadBench(t)
-	outcomes := map[tier.Outcome]bool{}
-	tiers := map[tier.Tier]bool{}
-	codes := map[tier.Code]bool{}
-	choices := map[tier.Choice]bool{}
+	outcomes := map[policy.Outcome]bool{}
+	tiers := map[policy.Tier]bool{}
+	codes := map[policy.Code]bool{}
+	choices := map[policy.Choice]bool{}
 	var escalated, notice, delegated, readOnly bool
 	for _, c := range Mix() {
 		outcomes[c.Want.Outcome] = true
@@ -72,7 +72,7 @@ func TestMixCoverage(t *testing.T) {
 			t.Fatalf("%s: no credential %q", c.Name, c.Credential)
 		}
 		readOnly = readOnly || cred.ReadOnly
-		if !cred.ReadOnly && c.Want.Tier == tier.Confirm && !c.Want.Escalated {
+		if !cred.ReadOnly && c.Want.Tier == policy.Confirm && !c.Want.Escalated {
 			choices[cred.Choice] = true
 		}
 		if _, routed := b.Config.Policy.Resolve(c.Call.Connection, c.Call.Method, c.Call.Path); routed == c.RouterOnly() {
@@ -82,8 +82,8 @@ func TestMixCoverage(t *testing.T) {
 	if len(outcomes) != 3 || len(tiers) != 4 || len(choices) != 4 {
 		t.Errorf("the mix has outcomes %v, tiers %v, confirm-tier choices %v; want all of each", outcomes, tiers, choices)
 	}
-	for _, code := range []tier.Code{tier.CodeNone, tier.CodeUnknownOperation, tier.CodeRequiresConfirmation,
-		tier.CodeReviewRequired, tier.CodeBlocked, tier.CodeReadOnly, tier.CodeWriteIntentRequired} {
+	for _, code := range []policy.Code{policy.CodeNone, policy.CodeUnknownOperation, policy.CodeRequiresConfirmation,
+		policy.CodeReviewRequired, policy.CodeBlocked, policy.CodeReadOnly, policy.CodeWriteIntentRequired} {
 		if !codes[code] {
 			t.Errorf("no call of the mix is decided with code %q", code)
 		}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/cedar-policy/cedar-go"
 
-	"github.com/countersign/countersign/shared/tier"
+	"github.com/countersign/countersign/shared/policy"
 )
 
 //go:embed policy/countersign.cedar
@@ -32,20 +32,20 @@ var cedarPolicy []byte
 // number, and a policy that cannot be evaluated (an amount that is text, a
 // fraction) is an error, which Decide returns (the caller refuses the call).
 type Cedar struct {
-	policy    *tier.Policy
+	policy    *policy.Set
 	set       *cedar.PolicySet
 	entities  cedar.EntityMap
 	verdicts  map[cedar.PolicyID]verdict
-	resources map[*tier.Endpoint]cedar.EntityUID
+	resources map[*policy.Endpoint]cedar.EntityUID
 	actions   map[string]cedar.EntityUID
 }
 
 // verdict is what a policy decides, from its annotations.
 type verdict struct {
 	rank      int
-	outcome   tier.Outcome
-	code      tier.Code
-	tier      tier.Tier // the raised tier when escalated
+	outcome   policy.Outcome
+	code      policy.Code
+	tier      policy.Tier // the raised tier when escalated
 	escalated bool
 	notice    bool
 }
@@ -53,7 +53,7 @@ type verdict struct {
 // NewCedar builds the policy set (policy/countersign.cedar and what
 // CedarPolicies generates from the policy) and the entities: the
 // credentials, the actions, the connections and their endpoints.
-func NewCedar(p *tier.Policy, creds map[string]*tier.Credential) (*Cedar, error) {
+func NewCedar(p *policy.Set, creds map[string]*policy.Credential) (*Cedar, error) {
 	generated, err := CedarPolicies(p)
 	if err != nil {
 		return nil, err
@@ -63,7 +63,7 @@ func NewCedar(p *tier.Policy, creds map[string]*tier.Credential) (*Cedar, error)
 		set:       cedar.NewPolicySet(),
 		entities:  cedar.EntityMap{},
 		verdicts:  map[cedar.PolicyID]verdict{},
-		resources: map[*tier.Endpoint]cedar.EntityUID{},
+		resources: map[*policy.Endpoint]cedar.EntityUID{},
 		actions:   map[string]cedar.EntityUID{},
 	}
 	for _, f := range []struct {
@@ -88,10 +88,10 @@ func NewCedar(p *tier.Policy, creds map[string]*tier.Credential) (*Cedar, error)
 
 	write := cedar.NewEntityUID("Action", "write")
 	e.entities[write] = cedar.Entity{UID: write}
-	for _, m := range tier.Methods {
+	for _, m := range policy.Methods {
 		uid := cedar.NewEntityUID("Action", cedar.String(m))
 		ent := cedar.Entity{UID: uid}
-		if tier.IsMutating(m) {
+		if policy.IsMutating(m) {
 			ent.Parents = cedar.NewEntityUIDSet(write)
 		}
 		e.entities[uid] = ent
@@ -120,7 +120,7 @@ func NewCedar(p *tier.Policy, creds map[string]*tier.Credential) (*Cedar, error)
 	return e, nil
 }
 
-func endpointUID(c *tier.Connection, ep *tier.Endpoint) cedar.EntityUID {
+func endpointUID(c *policy.Connection, ep *policy.Endpoint) cedar.EntityUID {
 	return cedar.NewEntityUID("Endpoint", cedar.String(c.Name+" "+ep.Method+" "+ep.Path))
 }
 
@@ -142,12 +142,12 @@ func readVerdict(po *cedar.Policy) (cedar.PolicyID, verdict, error) {
 		v.rank = n
 	}
 	if po.Effect() == cedar.Forbid {
-		v.outcome, v.code = tier.Deny, tier.Code(a["code"])
-		if v.code == tier.CodeNone {
+		v.outcome, v.code = policy.Deny, policy.Code(a["code"])
+		if v.code == policy.CodeNone {
 			return "", v, fmt.Errorf("forbid %q without @code", id)
 		}
 		if v.escalated {
-			t, ok := tier.ParseTier(string(a["tier"]))
+			t, ok := policy.ParseTier(string(a["tier"]))
 			if !ok {
 				return "", v, fmt.Errorf("escalating forbid %q without a valid @tier", id)
 			}
@@ -157,9 +157,9 @@ func readVerdict(po *cedar.Policy) (cedar.PolicyID, verdict, error) {
 	}
 	switch a["outcome"] {
 	case "execute":
-		v.outcome = tier.Execute
+		v.outcome = policy.Execute
 	case "pause":
-		v.outcome = tier.Pause
+		v.outcome = policy.Pause
 	default:
 		return "", v, fmt.Errorf("permit %q: @outcome must be execute or pause", id)
 	}
@@ -171,7 +171,7 @@ func (*Cedar) Name() string { return "cedar" }
 
 // Decide resolves the call with countersign's router and authorizes the
 // request with cedar-go.
-func (e *Cedar) Decide(c *tier.Call, cred *tier.Credential) (Result, error) {
+func (e *Cedar) Decide(c *policy.Call, cred *policy.Credential) (Result, error) {
 	m, ok := e.policy.Resolve(c.Connection, c.Method, c.Path)
 	if !ok {
 		return routerRefusal, nil
@@ -206,7 +206,7 @@ func (e *Cedar) Decide(c *tier.Call, cred *tier.Credential) (Result, error) {
 	if !found {
 		return Result{}, fmt.Errorf("no policy decided (%s)", dec)
 	}
-	if (dec == cedar.Allow) != (best.outcome != tier.Deny) {
+	if (dec == cedar.Allow) != (best.outcome != policy.Deny) {
 		return Result{}, fmt.Errorf("decision %s but deciding policy says %s", dec, best.outcome)
 	}
 	r := Result{Outcome: best.outcome, Code: best.code, Tier: m.Endpoint.Tier, Escalated: best.escalated, Notice: best.notice}
@@ -279,7 +279,7 @@ func cedarNumber(f float64) (cedar.Value, error) {
 // delegations.escalateConfirm is set, the delegation forbid (rank 3). Like
 // RegoData, it refuses what the encodings do not cover, and thresholds
 // whose limit is not a whole number.
-func CedarPolicies(p *tier.Policy) (string, error) {
+func CedarPolicies(p *policy.Set) (string, error) {
 	var qerr error
 	q := func(s string) string {
 		v, err := cedarQuote(s)
@@ -308,7 +308,7 @@ func CedarPolicies(p *tier.Policy) (string, error) {
 					return "", fmt.Errorf("connection %s: %s %s: %s above %v: Cedar compares whole numbers only", c.Name, ep.Method, ep.Path, th.Field, th.Above)
 				}
 				rank := 2
-				if th.Escalate == tier.Never {
+				if th.Escalate == policy.Never {
 					rank = 1
 				}
 				fmt.Fprintf(&b, "\n@id(%s)\n@rank(\"%d\")\n@code(%s)\n@tier(%s)\n@escalated(\"true\")\n",
@@ -325,7 +325,7 @@ func CedarPolicies(p *tier.Policy) (string, error) {
 	return b.String(), nil
 }
 
-var denyCodes = map[tier.Tier]tier.Code{tier.Review: tier.CodeReviewRequired, tier.Never: tier.CodeBlocked}
+var denyCodes = map[policy.Tier]policy.Code{policy.Review: policy.CodeReviewRequired, policy.Never: policy.CodeBlocked}
 
 // cedarAbove is the condition "the body field at path is above limit":
 // context has body && context.body has total && context.body.total has

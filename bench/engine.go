@@ -3,17 +3,17 @@ package bench
 import (
 	"fmt"
 
+	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/policy"
-	"github.com/countersign/countersign/shared/tier"
 )
 
 // Result is the part of a decision the three engines must agree on.
 type Result struct {
-	Outcome tier.Outcome
+	Outcome policy.Outcome
 	// Code is set when Outcome is Deny.
-	Code tier.Code
+	Code policy.Code
 	// Tier is the effective tier, after escalation.
-	Tier tier.Tier
+	Tier policy.Tier
 	// Escalated is true when a threshold or delegation rule raised the tier.
 	Escalated bool
 	// Notice is true when an ask_agent credential runs a confirm-tier call.
@@ -23,7 +23,7 @@ type Result struct {
 // String describes the result, e.g. "deny review review_required escalated".
 func (r Result) String() string {
 	s := fmt.Sprintf("%s %s", r.Outcome, r.Tier)
-	if r.Code != tier.CodeNone {
+	if r.Code != policy.CodeNone {
 		s += " " + string(r.Code)
 	}
 	if r.Escalated {
@@ -41,20 +41,20 @@ type Engine interface {
 	Name() string
 	// Decide decides the call. An error means the engine could not decide
 	// (the call is then refused by whoever asked).
-	Decide(c *tier.Call, cred *tier.Credential) (Result, error)
+	Decide(c *policy.Call, cred *policy.Credential) (Result, error)
 }
 
 // routerRefusal is the answer for a call the router does not resolve: the
 // engines are not asked, as in countersign, where what the policy does not
 // list is denied before any rule runs.
-var routerRefusal = Result{Outcome: tier.Deny, Code: tier.CodeUnknownOperation, Tier: tier.Never}
+var routerRefusal = Result{Outcome: policy.Deny, Code: policy.CodeUnknownOperation, Tier: policy.Never}
 
 // Bench is a loaded configuration and the three engines built from it.
 type Bench struct {
-	Config *policy.Config
+	Config *config.Config
 	// Credentials are the decision's view of the configuration's
 	// credentials, by id (the gateway builds the same view per call).
-	Credentials map[string]*tier.Credential
+	Credentials map[string]*policy.Credential
 	Engines     []Engine
 }
 
@@ -62,16 +62,16 @@ type Bench struct {
 // the server does, and builds the countersign, OPA and Cedar engines from
 // its compiled policy.
 func Load(dir string) (*Bench, error) {
-	cfg, err := policy.Load(dir, nil)
+	cfg, err := config.Load(dir, nil)
 	if err != nil {
 		return nil, fmt.Errorf("load %s: %w", dir, err)
 	}
-	b := &Bench{Config: cfg, Credentials: make(map[string]*tier.Credential, len(cfg.Credentials))}
+	b := &Bench{Config: cfg, Credentials: make(map[string]*policy.Credential, len(cfg.Credentials))}
 	for _, c := range cfg.Credentials {
 		if len(c.Connections) > 0 {
 			return nil, fmt.Errorf("credential %s: credentials limited to connections are not encoded in Rego and Cedar", c.ID)
 		}
-		b.Credentials[c.ID] = &tier.Credential{ID: c.ID, Choice: c.Choice, ReadOnly: c.ReadOnly, Connections: c.Connections}
+		b.Credentials[c.ID] = &policy.Credential{ID: c.ID, Choice: c.Choice, ReadOnly: c.ReadOnly, Connections: c.Connections}
 	}
 	o, err := NewOPA(cfg.Policy, b.Credentials)
 	if err != nil {

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 
-	"github.com/countersign/countersign/shared/tier"
+	"github.com/countersign/countersign/shared/policy"
 )
 
 // Case is one call of the mix: the credential that makes it (an id of
@@ -13,7 +13,7 @@ import (
 type Case struct {
 	Name       string
 	Credential string
-	Call       tier.Call
+	Call       policy.Call
 	Want       Result
 }
 
@@ -27,77 +27,77 @@ func (c *Case) RouterOnly() bool { return strings.HasPrefix(c.Name, "unknown_") 
 // and below their limits, delegated calls and unknown operations.
 func Mix() []Case {
 	const shop = "shop"
-	call := func(method, path string, intent tier.Intent) tier.Call {
-		return tier.Call{Connection: shop, Method: method, Path: path, Intent: intent}
+	call := func(method, path string, intent policy.Intent) policy.Call {
+		return policy.Call{Connection: shop, Method: method, Path: path, Intent: intent}
 	}
-	withBody := func(c tier.Call, body string) tier.Call {
+	withBody := func(c policy.Call, body string) policy.Call {
 		c.Body = decode(body)
 		return c
 	}
-	delegated := func(c tier.Call) tier.Call {
+	delegated := func(c policy.Call) policy.Call {
 		c.Delegated = true
 		return c
 	}
 	var (
-		read  = tier.IntentRead
-		write = tier.IntentWrite
+		read  = policy.IntentRead
+		write = policy.IntentWrite
 
-		execute = func(t tier.Tier) Result { return Result{Outcome: tier.Execute, Tier: t} }
-		deny    = func(t tier.Tier, code tier.Code) Result { return Result{Outcome: tier.Deny, Tier: t, Code: code} }
-		raised  = func(t tier.Tier, code tier.Code) Result {
-			return Result{Outcome: tier.Deny, Tier: t, Code: code, Escalated: true}
+		execute = func(t policy.Tier) Result { return Result{Outcome: policy.Execute, Tier: t} }
+		deny    = func(t policy.Tier, code policy.Code) Result { return Result{Outcome: policy.Deny, Tier: t, Code: code} }
+		raised  = func(t policy.Tier, code policy.Code) Result {
+			return Result{Outcome: policy.Deny, Tier: t, Code: code, Escalated: true}
 		}
 	)
 	return []Case{
-		{"read", "chat-user", call("GET", "/customers/8812", read), execute(tier.Auto)},
-		{"read_nested", "runner", call("GET", "/orders/1001/items/77", read), execute(tier.Auto)},
-		{"read_literal", "ops-key", call("GET", "/products/search", read), execute(tier.Auto)},
+		{"read", "chat-user", call("GET", "/customers/8812", read), execute(policy.Auto)},
+		{"read_nested", "runner", call("GET", "/orders/1001/items/77", read), execute(policy.Auto)},
+		{"read_literal", "ops-key", call("GET", "/products/search", read), execute(policy.Auto)},
 
 		{"confirm_refuse", "ops-key", call("DELETE", "/customers/8812", write),
-			deny(tier.Confirm, tier.CodeRequiresConfirmation)},
+			deny(policy.Confirm, policy.CodeRequiresConfirmation)},
 		{"confirm_ask_person", "chat-user", call("DELETE", "/customers/8812", write),
-			Result{Outcome: tier.Pause, Tier: tier.Confirm}},
+			Result{Outcome: policy.Pause, Tier: policy.Confirm}},
 		{"confirm_ask_agent", "agent", call("DELETE", "/customers/8812", write),
-			Result{Outcome: tier.Execute, Tier: tier.Confirm, Notice: true}},
+			Result{Outcome: policy.Execute, Tier: policy.Confirm, Notice: true}},
 		{"confirm_run_without_asking", "runner", call("DELETE", "/customers/8812", write),
-			execute(tier.Confirm)},
+			execute(policy.Confirm)},
 
-		{"review", "runner", call("POST", "/accounts/42/close", write), deny(tier.Review, tier.CodeReviewRequired)},
-		{"never", "runner", call("DELETE", "/accounts/42", write), deny(tier.Never, tier.CodeBlocked)},
-		{"read_only_write", "reader", call("PATCH", "/customers/8812", write), deny(tier.Auto, tier.CodeReadOnly)},
-		{"read_only_read", "reader", call("GET", "/customers/8812", read), execute(tier.Auto)},
-		{"read_only_review", "reader", call("POST", "/accounts/42/close", write), deny(tier.Review, tier.CodeReadOnly)},
-		{"write_intent_read", "chat-user", call("POST", "/customers", read), deny(tier.Auto, tier.CodeWriteIntentRequired)},
+		{"review", "runner", call("POST", "/accounts/42/close", write), deny(policy.Review, policy.CodeReviewRequired)},
+		{"never", "runner", call("DELETE", "/accounts/42", write), deny(policy.Never, policy.CodeBlocked)},
+		{"read_only_write", "reader", call("PATCH", "/customers/8812", write), deny(policy.Auto, policy.CodeReadOnly)},
+		{"read_only_read", "reader", call("GET", "/customers/8812", read), execute(policy.Auto)},
+		{"read_only_review", "reader", call("POST", "/accounts/42/close", write), deny(policy.Review, policy.CodeReadOnly)},
+		{"write_intent_read", "chat-user", call("POST", "/customers", read), deny(policy.Auto, policy.CodeWriteIntentRequired)},
 		{"write_intent_read_confirm", "ops-key", call("DELETE", "/customers/8812", read),
-			deny(tier.Confirm, tier.CodeWriteIntentRequired)},
+			deny(policy.Confirm, policy.CodeWriteIntentRequired)},
 
 		{"threshold_below", "chat-user",
 			withBody(call("POST", "/payments", write), `{"amount": 2500, "currency": "EUR", "customer_id": 8812}`),
-			Result{Outcome: tier.Pause, Tier: tier.Confirm}},
+			Result{Outcome: policy.Pause, Tier: policy.Confirm}},
 		{"threshold_at_limit", "chat-user",
 			withBody(call("POST", "/payments", write), `{"amount": 10000, "currency": "EUR", "customer_id": 8812}`),
-			Result{Outcome: tier.Pause, Tier: tier.Confirm}},
+			Result{Outcome: policy.Pause, Tier: policy.Confirm}},
 		{"threshold_above_review", "chat-user",
 			withBody(call("POST", "/payments", write), `{"amount": 20000, "currency": "EUR", "customer_id": 8812}`),
-			raised(tier.Review, tier.CodeReviewRequired)},
+			raised(policy.Review, policy.CodeReviewRequired)},
 		{"threshold_above_never", "runner",
 			withBody(call("POST", "/payments", write), `{"amount": 2000000, "currency": "EUR", "customer_id": 8812}`),
-			raised(tier.Never, tier.CodeBlocked)},
+			raised(policy.Never, policy.CodeBlocked)},
 		{"threshold_nested_below", "runner",
 			withBody(call("POST", "/orders", write), `{"customer_id": 8812, "total": {"amount": 120, "currency": "EUR"}, "lines": [{"sku": "A-1", "quantity": 3}]}`),
-			execute(tier.Auto)},
+			execute(policy.Auto)},
 		{"threshold_nested_above", "runner",
 			withBody(call("POST", "/orders", write), `{"customer_id": 8812, "total": {"amount": 7500, "currency": "EUR"}, "lines": [{"sku": "A-1", "quantity": 150}]}`),
-			raised(tier.Review, tier.CodeReviewRequired)},
+			raised(policy.Review, policy.CodeReviewRequired)},
 
 		{"delegated_confirm", "chat-user", delegated(call("DELETE", "/customers/8812", write)),
-			raised(tier.Review, tier.CodeReviewRequired)},
+			raised(policy.Review, policy.CodeReviewRequired)},
 		{"delegated_read_only", "reader", delegated(call("DELETE", "/customers/8812", write)),
-			raised(tier.Review, tier.CodeReviewRequired)},
-		{"delegated_auto", "chat-user", delegated(call("PATCH", "/orders/1001", write)), execute(tier.Auto)},
+			raised(policy.Review, policy.CodeReviewRequired)},
+		{"delegated_auto", "chat-user", delegated(call("PATCH", "/orders/1001", write)), execute(policy.Auto)},
 
-		{"unknown_path", "runner", call("GET", "/secrets", read), deny(tier.Never, tier.CodeUnknownOperation)},
-		{"unknown_method", "runner", call("PUT", "/orders/1001", write), deny(tier.Never, tier.CodeUnknownOperation)},
+		{"unknown_path", "runner", call("GET", "/secrets", read), deny(policy.Never, policy.CodeUnknownOperation)},
+		{"unknown_method", "runner", call("PUT", "/orders/1001", write), deny(policy.Never, policy.CodeUnknownOperation)},
 	}
 }
 

@@ -7,7 +7,10 @@
 #   STAGES="vet unit" scripts/stages.sh   only these, in this order
 #
 # Stages (docs/testing.md says more about each):
-#   vet      gofmt and go vet
+#   vet      gofmt and go vet, go vet of the bench/ module (its own go.mod,
+#            so ./... at the root does not reach it: make bench-compare
+#            builds only if bench/ does), and staticcheck at a pinned
+#            version (staticcheck.conf: unused code, deprecated names, bugs)
 #   lambdas  every function's bootstrap for linux/arm64 under bin/, and their
 #            sizes (scripts/lambda-sizes.sh fails past a ceiling)
 #   asl      the state machines against the ASL schema (npm ci of the pinned
@@ -26,13 +29,16 @@
 #   fuzz     every fuzz target for TEST_FUZZTIME (2s) each
 set -uo pipefail
 GO=${1:-go}
+# staticcheck, pinned: go run fetches this version from the module proxy on
+# first use and caches it; it changes nothing in go.mod.
+STATICCHECK=honnef.co/go/tools/cmd/staticcheck@v0.8.2
 TEST_FUZZTIME=${TEST_FUZZTIME:-2s}
 STAGES=${STAGES:-vet lambdas asl mcpclients race awstest fuzz}
 cd "$(dirname "$0")/.."
 
 describe() {
   case $1 in
-  vet) echo "gofmt and go vet" ;;
+  vet) echo "gofmt, go vet, go vet of the bench/ module (build only), staticcheck (go run of the pinned $STATICCHECK)" ;;
   lambdas) echo "build every Lambda bootstrap for linux/arm64 (bin/), fail if one is over its size ceiling" ;;
   asl) echo "validate statemachines/*.asl.json (installs infra/asl's pinned asl-validator with npm ci on first use)" ;;
   mcpclients) echo "install infra/mcpclients' pinned MCP clients (npm ci on first use: the TypeScript SDKs, the conformance suites, Claude Code's CLI, Node 22 for the suites)" ;;
@@ -45,7 +51,7 @@ describe() {
 
 run_stage() {
   case $1 in
-  vet) make --no-print-directory vet GO="$GO" ;;
+  vet) make --no-print-directory vet GO="$GO" && (cd bench && "$GO" vet ./...) && "$GO" run "$STATICCHECK" ./... ;;
   lambdas) make --no-print-directory lambdas GO="$GO" ;;
   asl) ./infra/asl/check.sh ;;
   mcpclients) ./infra/mcpclients/install.sh ;;

@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 
 	"github.com/countersign/countersign"
+	"github.com/countersign/countersign/internal/testenv"
 	"github.com/countersign/countersign/shared/confirm"
 )
 
@@ -72,7 +73,7 @@ var shortWait = settings{CallSeconds: 8, ScriptSeconds: 8, RedeemSeconds: 60}
 // stack) and drives the flows above through it.
 func TestAWSPath(t *testing.T) {
 	if _, err := exec.LookPath("moto_server"); err != nil {
-		t.Skip(`moto_server is not installed; install it with: python3 -m pip install 'moto[server]==5.2.1' cfn-lint aws-sam-translator boto3` +
+		testenv.Missing(t, testenv.Moto, `moto_server is not installed; install it with: python3 -m pip install 'moto[server]==5.2.1' cfn-lint aws-sam-translator boto3`+
 			` and run: go test -count=1 -v ./infra/awstest/ (or make awstest)`)
 	}
 	begin := time.Now()

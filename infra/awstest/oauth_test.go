@@ -14,6 +14,7 @@ import (
 	"github.com/zitadel/oidc/v3/example/server/storage"
 
 	"github.com/countersign/countersign/internal/oidctest"
+	"github.com/countersign/countersign/internal/testenv"
 	"github.com/countersign/countersign/shared/oauth"
 )
 
@@ -145,7 +146,7 @@ func oauthSignIn(f *flow) {
 // OAuth paths route to the gateway function.
 func TestTemplateSignIn(t *testing.T) {
 	if _, err := exec.LookPath("cfn-lint"); err != nil {
-		t.Skip("cfn-lint is not installed; install it with: python3 -m pip install cfn-lint aws-sam-translator")
+		testenv.Missing(t, testenv.CfnLint, "cfn-lint is not installed; install it with: python3 -m pip install cfn-lint aws-sam-translator")
 	}
 	file, err := filepath.Abs(filepath.Join("..", "..", "template.yaml"))
 	if err != nil {

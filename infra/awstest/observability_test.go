@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/countersign/countersign/internal/testenv"
 )
 
 // TestTemplateObservability: template.yaml passes cfn-lint and the SAM
@@ -19,7 +21,7 @@ import (
 // parameter wired to every alarm, and a dashboard whose body is JSON.
 func TestTemplateObservability(t *testing.T) {
 	if _, err := exec.LookPath("cfn-lint"); err != nil {
-		t.Skip("cfn-lint is not installed; install it with: python3 -m pip install cfn-lint aws-sam-translator")
+		testenv.Missing(t, testenv.CfnLint, "cfn-lint is not installed; install it with: python3 -m pip install cfn-lint aws-sam-translator")
 	}
 	file, err := filepath.Abs(filepath.Join("..", "..", "template.yaml"))
 	if err != nil {

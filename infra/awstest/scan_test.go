@@ -5,6 +5,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/countersign/countersign/internal/testenv"
 )
 
 // TestNoRoleMayScan reads template.yaml as the SAM transform expands it and
@@ -15,7 +17,7 @@ import (
 // writes (shared/store/dynamostore, lists.go).
 func TestNoRoleMayScan(t *testing.T) {
 	if err := exec.Command("python3", "-c", "import samtranslator").Run(); err != nil {
-		t.Skip("the SAM translator is not installed; install it with: python3 -m pip install aws-sam-translator (make awstest installs it)")
+		testenv.Missing(t, testenv.CfnLint, "the SAM translator is not installed; install it with: python3 -m pip install aws-sam-translator (make awstest installs it)")
 	}
 	tpl := loadTemplate(t, filepath.Join("..", "..", "template.yaml"))
 	var statements int

@@ -17,6 +17,7 @@ import (
 	"go.etcd.io/bbolt"
 
 	"github.com/countersign/countersign"
+	"github.com/countersign/countersign/internal/testenv"
 	"github.com/countersign/countersign/shared/audit"
 	"github.com/countersign/countersign/shared/store/dynamostore"
 	"github.com/countersign/countersign/shared/store/embedded"
@@ -220,7 +221,7 @@ func (d dynamoTamperer) remove(tb testing.TB, chain string, seq int64) {
 func TestAuditVerifyDynamoDB(t *testing.T) {
 	endpoint := os.Getenv("COUNTERSIGN_TEST_DYNAMODB_ENDPOINT")
 	if endpoint == "" {
-		t.Skip("COUNTERSIGN_TEST_DYNAMODB_ENDPOINT is not set; run: ./scripts/test-with-dynalite.sh go test ./infra/countersign")
+		testenv.Missing(t, testenv.Dynalite, "COUNTERSIGN_TEST_DYNAMODB_ENDPOINT is not set; run: ./scripts/test-with-dynalite.sh go test ./infra/countersign")
 	}
 	t.Setenv("AWS_ACCESS_KEY_ID", "countersign-test")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "countersign-test")

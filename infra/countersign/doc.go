@@ -21,8 +21,10 @@
 // five small dependencies. kin-openapi's 3.1 support is recent and partial.
 //
 // explain decides a /v1/calls request body with shared/config and
-// shared/policy (Resolve, then Decide) for a credential of the configuration,
-// without calling anything: no upstream, no store, no hooks.
+// shared/policy (Resolve, then Explain: Decide and the rules it went
+// through) for a credential of the configuration, without calling
+// anything: no upstream, no store, no hooks. --why-not prints those rules
+// but the one that decided, each with what it found or "not reached".
 //
 // keys manages credentials in the local stack's embedded store (--data DIR,
 // the bbolt file DIR/countersign.db) or the deployment's DynamoDB table

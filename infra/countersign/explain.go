@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strings"
 
 	"github.com/countersign/countersign"
@@ -83,11 +82,11 @@ func explainCall(configDir, credID, callArg string) (explanation, error) {
 	}
 	// The pipeline's own decision, without I/O: explain and the server
 	// cannot drift.
-	in, d, err := (&calls.Service{}).WithConfig(cfg).Explain(cred, c)
+	in, d, checks, err := (&calls.Service{}).WithConfig(cfg).Explain(cred, c)
 	if err != nil {
 		return explanation{}, fmt.Errorf("explain: the gateway answers %s: %s", fault.CodeOf(err), fault.ReasonOf(err))
 	}
-	return explain(d, in), nil
+	return explain(d, in, checks), nil
 }
 
 // configCredential returns the credential with the id from credentials.json.
@@ -144,7 +143,9 @@ type explanation struct {
 	Redeems string `json:"redeems,omitempty"`
 	// Hooks is "not consulted" when the connection has hooks.
 	Hooks string `json:"hooks,omitempty"`
-	// WhyNot lists the rules that did not decide, in the order of docs/design.md (The model).
+	// WhyNot lists the rules that did not decide, in the order of
+	// docs/design.md (The model): policy.Explain's checks but the one that
+	// decided.
 	WhyNot []whyNot `json:"why_not,omitempty"`
 }
 
@@ -177,12 +178,10 @@ const (
 	hooksNote         = "hooks not consulted: explain calls nothing, and the connection's hook could still deny the call or ask for confirmation"
 )
 
-// explain turns a decision into the explanation. It takes the decision as
-// policy.Decide returned it, so that routing explain through the shared
-// pipeline later changes where the decision comes from, not what is
-// printed; in is what the decision was made from, read only for the
-// why-not list and the redemption.
-func explain(d policy.Decision, in policy.Input) explanation {
+// explain turns a decision into the explanation. It takes the decision and
+// its checks as policy.Explain returned them; in is what the decision was
+// made from, read for the credential and the redemption.
+func explain(d policy.Decision, in policy.Input, checks []policy.Check) explanation {
 	c := in.Call
 	if c == nil {
 		c = &policy.Call{}
@@ -224,236 +223,16 @@ func explain(d policy.Decision, in policy.Input) explanation {
 			ex.Hooks = hooksNotConsulted
 		}
 	}
-	ex.WhyNot = whyNots(d, in)
+	for _, c := range checks {
+		switch {
+		case c.Verdict == policy.Decided:
+			continue
+		case c.Rule == policy.RuleHook && c.Verdict == policy.Passed && ex.Hooks != "":
+			c.Why = hooksNote // explain asked no hook
+		}
+		ex.WhyNot = append(ex.WhyNot, whyNot{Rule: c.Rule, Why: c.Why})
+	}
 	return ex
-}
-
-// The stages of the decision, in the order policy.Decide applies them.
-const (
-	stageOperation = iota // connection, credential connections, endpoint
-	stageThreshold
-	stageDelegation
-	stageHook
-	stageReadOnly
-	stageIntent
-	stageTier // the tier, and at confirm the credential's choice
-)
-
-// stageOf says which stage decided.
-func stageOf(d policy.Decision) int {
-	switch {
-	case d.Code == policy.CodeUnknownOperation:
-		return stageOperation
-	case d.Rule == policy.RuleDelegation:
-		return stageDelegation
-	case d.Escalated:
-		return stageThreshold
-	case d.Rule == policy.RuleHook:
-		return stageHook
-	case d.Rule == policy.RuleReadOnly:
-		return stageReadOnly
-	case d.Rule == policy.RuleIntent:
-		return stageIntent
-	}
-	return stageTier
-}
-
-var stageNames = [...]string{"the operation", "an escalation threshold", "delegation", "the hook", "the read-only flag", "the intent", "the tier"}
-
-// whyNots lists every rule that could apply to the call and did not
-// decide it: those checked before the deciding rule say why they passed,
-// those after it say they were not reached.
-func whyNots(d policy.Decision, in policy.Input) []whyNot {
-	c, cred := in.Call, in.Credential
-	if c == nil {
-		c = &policy.Call{}
-	}
-	if cred == nil {
-		cred = &policy.Credential{}
-	}
-	decided := stageOf(d)
-	notReached := func(int) string {
-		return fmt.Sprintf("not reached: %s decided first", stageNames[decided])
-	}
-	var out []whyNot
-	add := func(rule, why string) { out = append(out, whyNot{Rule: rule, Why: why}) }
-
-	m := d.Match
-	if decided == stageOperation {
-		// Nothing past the operation applies to an unknown one.
-		if d.Rule != policy.RuleCredentialConnections {
-			add(policy.RuleCredentialConnections, credentialConnections(cred, c.Connection))
-		}
-		return out
-	}
-	add(policy.RuleCredentialConnections, credentialConnections(cred, m.Connection.Name))
-
-	// Escalation thresholds.
-	ep := m.Endpoint
-	for i := range ep.Escalate {
-		th := ep.Escalate[i]
-		rule := th.Rule
-		if rule == "" {
-			rule = th.Field
-		}
-		if d.Escalated && d.Rule == rule {
-			continue // the one that decided
-		}
-		var why string
-		exceeded := thresholdExceeded(m, th, c)
-		value := fieldText(th, m, c)
-		switch {
-		case decided < stageThreshold:
-			why = notReached(stageThreshold)
-		case th.Escalate <= d.Configured:
-			why = fmt.Sprintf("cannot raise: the endpoint is already at the %s tier", d.Configured)
-		case exceeded && d.Escalated:
-			why = fmt.Sprintf("%s is %s, also above %s, but %s escalates to %s", th.Field, value, number(th.Above), d.Rule, d.Tier)
-		case exceeded:
-			why = fmt.Sprintf("%s is %s: above %s", th.Field, value, number(th.Above))
-		case value == "":
-			why = fmt.Sprintf("%s is not in the call", th.Field)
-		default:
-			why = fmt.Sprintf("%s is %s, not above %s", th.Field, value, number(th.Above))
-		}
-		add(rule, why)
-	}
-
-	// Delegation.
-	if decided != stageDelegation {
-		var why string
-		switch {
-		case decided < stageDelegation:
-			why = notReached(stageDelegation)
-		case !m.Connection.EscalateDelegated:
-			why = fmt.Sprintf("connection %s does not set delegations.escalateConfirm", m.Connection.Name)
-		case !c.Delegated:
-			why = `the call is not delegated ("delegated": false)`
-		case d.Configured != policy.Confirm:
-			why = fmt.Sprintf("it turns only confirm into review; the endpoint is at the %s tier", d.Configured)
-		default:
-			why = "did not apply"
-		}
-		add(policy.RuleDelegation, why)
-	}
-
-	// Hooks.
-	switch {
-	case !m.Connection.Hooked:
-		add(policy.RuleHook, fmt.Sprintf("connection %s has no hooks", m.Connection.Name))
-	case decided < stageHook:
-		add(policy.RuleHook, notReached(stageHook))
-	default:
-		add(policy.RuleHook, hooksNote)
-	}
-
-	// The credential's limits.
-	write := policy.IsMutating(ep.Method)
-	if decided != stageReadOnly {
-		var why string
-		switch {
-		case decided < stageReadOnly:
-			why = notReached(stageReadOnly)
-		case !write:
-			why = fmt.Sprintf("%s is not a write", ep.Method)
-		default:
-			why = fmt.Sprintf("credential %s is not read-only", cred.ID)
-		}
-		add(policy.RuleReadOnly, why)
-	}
-	if decided != stageIntent {
-		var why string
-		switch {
-		case decided < stageIntent:
-			why = notReached(stageIntent)
-		case !write:
-			why = fmt.Sprintf("%s is not a write, so any intent will do", ep.Method)
-		default:
-			why = fmt.Sprintf("the call declares intent %s", c.Intent)
-		}
-		add(policy.RuleIntent, why)
-	}
-
-	// The credential's choice decides only at the confirm tier.
-	choice := "choice " + cred.Choice.String()
-	if d.Rule != choice {
-		var why string
-		switch {
-		case decided < stageTier:
-			why = notReached(stageTier)
-		default:
-			why = fmt.Sprintf("the choice decides only at the confirm tier; this call is at the %s tier", d.Tier)
-		}
-		add(choice, why)
-	}
-	return out
-}
-
-func credentialConnections(cred *policy.Credential, conn string) string {
-	if len(cred.Connections) == 0 {
-		return fmt.Sprintf("credential %s may use every connection", cred.ID)
-	}
-	if slices.Contains(cred.Connections, conn) {
-		return fmt.Sprintf("%s is one of credential %s's connections (%s)", conn, cred.ID, strings.Join(cred.Connections, ", "))
-	}
-	return fmt.Sprintf("%s is not one of credential %s's connections (%s)", conn, cred.ID, strings.Join(cred.Connections, ", "))
-}
-
-// thresholdExceeded asks policy.Decide whether one threshold alone would
-// raise the call, so the answer cannot drift from the decision's own
-// reading of the field (numbers as text, repeated query parameters, values
-// that are not numbers).
-func thresholdExceeded(m policy.Match, th policy.Threshold, c *policy.Call) bool {
-	ep := &policy.Endpoint{Method: m.Endpoint.Method, Path: m.Endpoint.Path, Tier: policy.Auto, Escalate: []policy.Threshold{th}}
-	probe := policy.Match{Connection: &policy.Connection{Name: m.Connection.Name}, Endpoint: ep, Params: m.Params}
-	return policy.Decide(probe, true, policy.Input{Call: c, Credential: &policy.Credential{Choice: policy.RunWithoutAsking}}).Escalated
-}
-
-// fieldText shows a threshold's field as the call has it, or "" when the
-// call does not have it. It is for display only; thresholdExceeded decides.
-func fieldText(th policy.Threshold, m policy.Match, c *policy.Call) string {
-	switch th.Source {
-	case policy.SourceQuery:
-		if len(th.Path) == 1 && c.Query.Has(th.Path[0]) {
-			return strings.Join(c.Query[th.Path[0]], ", ")
-		}
-	case policy.SourcePath:
-		if len(th.Path) == 1 {
-			if v, ok := m.Params.Get(th.Path[0]); ok {
-				return v
-			}
-		}
-	case policy.SourceBody:
-		v := c.Body
-		for _, k := range th.Path {
-			switch x := v.(type) {
-			case map[string]any:
-				v = x[k]
-			case []any:
-				i := -1
-				if _, err := fmt.Sscan(k, &i); err != nil || i < 0 || i >= len(x) {
-					return ""
-				}
-				v = x[i]
-			default:
-				return ""
-			}
-		}
-		if v == nil {
-			return ""
-		}
-		b, err := json.Marshal(v)
-		if err != nil {
-			return fmt.Sprint(v)
-		}
-		return string(b)
-	}
-	return ""
-}
-
-func number(f float64) string {
-	b, _ := json.Marshal(f)
-	return string(b)
 }
 
 // writeExplanation prints the explanation as aligned "name: value" lines.

@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/infra/local/stack"
+	"github.com/countersign/countersign/internal/testenv"
 	"github.com/countersign/countersign/shared/calls"
 	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/fault"
@@ -223,14 +225,18 @@ func TestKeysWhileTheStoreIsHeld(t *testing.T) {
 	for _, args := range [][]string{
 		{"list"}, {"create", "--id", "x"}, {"revoke", "--id", "x"}, {"set-choice", "--id", "x", "--choice", "refuse"}, {"set-read-only", "--id", "x"},
 	} {
-		start := time.Now()
-		r := runCmd(t, append(append([]string{"keys"}, args...), "--data", dir)...)
-		if r.code != exitFail || !strings.Contains(r.stderr, "is locked: the local stack is running with --data "+dir+"; stop it (Ctrl-C) and run this again") {
-			t.Errorf("%v: exit %d, stderr %s", args, r.code, r.stderr)
-		}
-		if d := time.Since(start); d > 5*time.Second {
-			t.Errorf("%v waited %s", args, d)
-		}
+		// In a synctest bubble the clock moves only while the store waits
+		// for the lock (bbolt tries every 50 ms): it waits lockTimeout.
+		synctest.Test(t, func(t *testing.T) {
+			start := time.Now()
+			r := runCmd(t, append(append([]string{"keys"}, args...), "--data", dir)...)
+			if r.code != exitFail || !strings.Contains(r.stderr, "is locked: the local stack is running with --data "+dir+"; stop it (Ctrl-C) and run this again") {
+				t.Errorf("%v: exit %d, stderr %s", args, r.code, r.stderr)
+			}
+			if d := time.Since(start); d < lockTimeout-50*time.Millisecond || d > lockTimeout {
+				t.Errorf("%v waited %s for the lock, want lockTimeout (%s)", args, d, lockTimeout)
+			}
+		})
 	}
 }
 
@@ -307,7 +313,7 @@ func TestKeysRevokeLocalStack(t *testing.T) {
 func TestKeysDynamoDB(t *testing.T) {
 	endpoint := os.Getenv("COUNTERSIGN_TEST_DYNAMODB_ENDPOINT")
 	if endpoint == "" {
-		t.Skip("COUNTERSIGN_TEST_DYNAMODB_ENDPOINT is not set; run: ./scripts/test-with-dynalite.sh go test ./infra/countersign")
+		testenv.Missing(t, testenv.Dynalite, "COUNTERSIGN_TEST_DYNAMODB_ENDPOINT is not set; run: ./scripts/test-with-dynalite.sh go test ./infra/countersign")
 	}
 	ctx := context.Background()
 	t.Setenv("AWS_ACCESS_KEY_ID", "countersign-test")

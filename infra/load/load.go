@@ -703,10 +703,8 @@ func writeConfig(dir, upstreamURL, hookURL string, agents int) error {
 // build builds ./infra/local into dir.
 func build(ctx context.Context, dir string) (string, error) {
 	bin := filepath.Join(dir, "countersign-local")
-	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(gobin); err != nil {
-		gobin = "go"
-	}
+	// The go on PATH, the one make load's go run is.
+	gobin := "go"
 	root, err := moduleRoot()
 	if err != nil {
 		return "", err

@@ -15,7 +15,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -655,10 +654,7 @@ func readConfirmations(tb testing.TB, st *embedded.Store) []*countersign.Confirm
 func buildLocal(tb testing.TB, dir string) string {
 	tb.Helper()
 	bin := filepath.Join(dir, "countersign-local")
-	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(gobin); err != nil {
-		gobin = "go"
-	}
+	gobin := "go" // go test puts its own GOROOT/bin first on PATH
 	cmd := exec.Command(gobin, "build", "-o", bin, ".")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		tb.Fatalf("go build ./infra/local: %v\n%s", err, out)

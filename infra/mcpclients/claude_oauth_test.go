@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/infra/local/stack"
+	"github.com/countersign/countersign/internal/testenv"
 )
 
 // formSignIn is the person's browser without a screen: it follows an
@@ -114,7 +115,7 @@ func TestClaudeCodeOAuth(t *testing.T) {
 	// Claude Code signs in only on a terminal: script(1) gives it one.
 	script, err := exec.LookPath("script")
 	if err != nil {
-		t.Skip("script(1) is missing (it gives claude mcp login a terminal); run: apt-get install -y bsdutils")
+		testenv.Missing(t, testenv.Script, "script(1) is missing (it gives claude mcp login a terminal); run: apt-get install -y bsdutils")
 	}
 	cmd := exec.CommandContext(lctx, script, "-qec", claude+" mcp login countersign", "/dev/null")
 	cmd.Env = append(os.Environ(), append(env, "BROWSER="+browser)...)

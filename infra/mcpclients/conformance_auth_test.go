@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/countersign/countersign/internal/testenv"
 )
 
 // TestConformanceAuthorization runs the conformance suite's authorization
@@ -26,7 +28,7 @@ func TestConformanceAuthorization(t *testing.T) {
 	need(t)
 	node, why := node22()
 	if node == "" {
-		t.Skip(why)
+		testenv.Missing(t, testenv.MCPClients, why)
 	}
 	e := startStack(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/countersign/countersign/internal/testenv"
 )
 
 // scenario says what a conformance scenario means for countersign: it
@@ -170,7 +172,7 @@ func TestConformance(t *testing.T) {
 	need(t)
 	node, why := node22()
 	if node == "" {
-		t.Skip(why)
+		testenv.Missing(t, testenv.MCPClients, why)
 	}
 	for _, suite := range []struct {
 		name, pkg string

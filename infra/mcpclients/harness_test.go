@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/infra/local/stack"
+	"github.com/countersign/countersign/internal/testenv"
 )
 
 // demoKey is the demo configuration's ask_person key that opted in to
@@ -81,8 +82,11 @@ func install() error {
 // need skips or fails the test according to what TestMain found.
 func need(t testing.TB) {
 	t.Helper()
-	if skipReason != "" {
+	switch {
+	case testing.Short():
 		t.Skip(skipReason)
+	case skipReason != "":
+		testenv.Missing(t, testenv.MCPClients, skipReason)
 	}
 	if installErr != nil {
 		t.Fatal(installErr)

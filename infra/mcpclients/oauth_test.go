@@ -6,25 +6,21 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/countersign/countersign/internal/testenv"
 )
 
-// chromiumPath finds a Chromium to drive the person's browser; it skips,
-// naming the command that installs one, when there is none.
+// chromiumPath finds a Chromium to drive the person's browser, installing
+// Debian's with apt-get when it is missing and this runs as root (as CI
+// does); it skips, naming the command, only when it cannot.
 func chromiumPath(t *testing.T) string {
 	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	t.Skip("chromium is missing; run: apt-get install -y chromium")
-	return ""
+	return testenv.AptBinary(t, testenv.Chromium, "chromium", "chromium", "chromium-browser")
 }
 
 // signInWithChromium is the person: headless Chromium opens the

@@ -29,6 +29,17 @@ func (s *Service) AnswerAndRun(ctx context.Context, id string, a confirm.Answer,
 	if err != nil || !a.Approve {
 		return c, err
 	}
+	return s.RunApproved(ctx, c, rerun), nil
+}
+
+// RunApproved runs an approved confirmation that the gateway runs itself
+// (the card, an MCP task): a call's operations through Execute (the
+// workflow's execute task runs them too, and only one of them does), a
+// script batch by running its script again with rerun (nil: the workflow
+// runs it). The run is not tied to the request: what started finishes,
+// bounded by MaxWait. A failure is logged; it returns the record as it
+// then stands.
+func (s *Service) RunApproved(ctx context.Context, c *countersign.Confirmation, rerun Rerunner) *countersign.Confirmation {
 	switch {
 	case c.Kind == countersign.KindScript && rerun != nil:
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), MaxWait)
@@ -38,7 +49,7 @@ func (s *Service) AnswerAndRun(ctx context.Context, id string, a confirm.Answer,
 			s.logger().WarnContext(ctx, "script batch not run again here", "confirmation", c.ID, "error", err)
 		}
 		if done != nil {
-			return done, nil
+			return done
 		}
 	case c.Kind != countersign.KindScript:
 		done, err := s.Execute(ctx, c.ID)
@@ -47,13 +58,13 @@ func (s *Service) AnswerAndRun(ctx context.Context, id string, a confirm.Answer,
 			s.logger().WarnContext(ctx, "approved call not run here", "confirmation", c.ID, "error", err)
 		}
 		if done != nil {
-			return done, nil
+			return done
 		}
 	}
 	if fresh, err := s.Lookup(ctx, c.ID); err == nil {
-		return fresh, nil
+		return fresh
 	}
-	return c, nil
+	return c
 }
 
 // SignsIn reports whether people sign in with OAuth here (Tokens).

@@ -85,7 +85,7 @@ func (e *env) approvedBatch(tb testing.TB, n int, keep []int) *countersign.Confi
 	if _, _, err := e.svc.Confirm.AttachToken(e.ctx, c.ID, "tok-"+c.ID); err != nil {
 		tb.Fatal(err)
 	}
-	if _, err := e.svc.Decide(e.ctx, c.ID, confirm.Decision{Approve: true, Approver: "ops", Keep: keep}); err != nil {
+	if _, err := e.svc.Answer(e.ctx, c.ID, confirm.Answer{Approve: true, Approver: "ops", Keep: keep}); err != nil {
 		tb.Fatal(err)
 	}
 	return c

@@ -107,7 +107,3 @@ func (s *Service) ExecuteOne(ctx context.Context, id string, index int) (out cou
 	}
 	return out, replayed, nil
 }
-
-// OutcomeOf turns an upstream response or error into a stored outcome
-// (confirm.OutcomeOf).
-func OutcomeOf(resp *Response, err error) countersign.Outcome { return confirm.OutcomeOf(resp, err) }

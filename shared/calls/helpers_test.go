@@ -174,7 +174,7 @@ func (e *env) approve(tb testing.TB, id string) {
 	if _, _, err := e.svc.Confirm.AttachToken(e.ctx, id, "tok-"+id); err != nil {
 		tb.Fatal(err)
 	}
-	if _, err := e.svc.Decide(e.ctx, id, confirm.Decision{Approve: true, Approver: "ops"}); err != nil {
+	if _, err := e.svc.Answer(e.ctx, id, confirm.Answer{Approve: true, Approver: "ops"}); err != nil {
 		tb.Fatal(err)
 	}
 }

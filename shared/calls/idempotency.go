@@ -27,7 +27,10 @@ const (
 	maxIdempotencyKey = 255
 )
 
-// Answer is a surface's rendered answer to a call, kept for replay.
+// Answer is a surface's rendered response to a call (status, headers,
+// body), kept under its Idempotency-Key for replay. It is not a person's
+// answer: an approver's is confirm.Answer, a person's in an MCP client
+// mcpapi.Answer.
 type Answer struct {
 	Status  int
 	Headers map[string]string

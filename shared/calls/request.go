@@ -79,17 +79,19 @@ func ParseRequest(b []byte) (*Call, *Client, error) {
 
 // Explain decides a call exactly as Do would, without any I/O: hooks are
 // not asked (the answer is HookNone) and nothing is stored or sent. It
-// returns what the decision was made from and the decision, or the error
-// Do would answer before deciding (a body that is not strict JSON).
-func (s *Service) Explain(cred *countersign.Credential, c *Call) (policy.Input, policy.Decision, error) {
+// returns what the decision was made from, the decision and the rules it
+// went through (policy.Explain), or the error Do would answer before
+// deciding (a body that is not strict JSON).
+func (s *Service) Explain(cred *countersign.Credential, c *Call) (policy.Input, policy.Decision, []policy.Check, error) {
 	if err := c.Validate(); err != nil {
-		return policy.Input{}, policy.Decision{}, err
+		return policy.Input{}, policy.Decision{}, nil, err
 	}
 	p, err := prepare(c, s.Current())
 	if err != nil {
-		return policy.Input{}, policy.Decision{}, err
+		return policy.Input{}, policy.Decision{}, nil, err
 	}
 	m, ok := s.Current().Policy.Resolve(p.Connection, p.Method, p.Path)
 	in := policy.Input{Call: &p.tier, Credential: tierCredential(cred)}
-	return in, policy.Decide(m, ok, in), nil
+	d, checks := policy.Explain(m, ok, in)
+	return in, d, checks, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -52,7 +53,7 @@ func TestMarshal(t *testing.T) {
 		want string
 	}{
 		{"key order by UTF-16 code units", map[string]any{"\u20ac": 1, "\r": 2, "\U0001f600": 3, "\u0080": 4, "1": 5}, "{\"\\r\":2,\"1\":5,\"\u0080\":4,\"\u20ac\":1,\"\U0001f600\":3}"},
-		{"number forms", []any{1e21, 1e-7, 0.000001, -0.0, 100.0, 333333333.3333333}, `[1e+21,1e-7,0.000001,0,100,333333333.3333333]`},
+		{"number forms", []any{1e21, 1e-7, 0.000001, math.Copysign(0, -1), 100.0, 333333333.3333333}, `[1e+21,1e-7,0.000001,0,100,333333333.3333333]`},
 		{"json.Number keeps the ECMAScript form", []any{json.Number("10001"), json.Number("1.50")}, `[10001,1.5]`},
 		{"html characters are not escaped", map[string]any{"a": "<&>"}, `{"a":"<&>"}`},
 		{"control characters escaped minimally", "\u0001\n\"\\/", `"\u0001\n\"\\/"`},

@@ -89,7 +89,7 @@ func TestDecide(t *testing.T) {
 		name         string
 		kind         countersign.Kind
 		ops          int
-		decision     confirm.Decision
+		decision     confirm.Answer
 		wantStatus   countersign.Status
 		wantSelected []bool
 		wantRedeemBy bool
@@ -97,31 +97,31 @@ func TestDecide(t *testing.T) {
 	}{
 		{
 			name: "approve a call sets redeem_by", kind: countersign.KindCall, ops: 1,
-			decision:   confirm.Decision{Approve: true, Approver: "ops"},
+			decision:   confirm.Answer{Approve: true, Approver: "ops"},
 			wantStatus: countersign.StatusApproved, wantSelected: []bool{true}, wantRedeemBy: true,
 			wantTold: told{Success: true, Output: json.RawMessage(`{"approved":true,"execute":false}`), StoredStatus: countersign.StatusApproved},
 		},
 		{
 			name: "approve a script: no redeem_by, the gateway executes", kind: countersign.KindScript, ops: 3,
-			decision:   confirm.Decision{Approve: true, Approver: "ops"},
+			decision:   confirm.Answer{Approve: true, Approver: "ops"},
 			wantStatus: countersign.StatusApproved, wantSelected: []bool{true, true, true},
 			wantTold: told{Success: true, Output: json.RawMessage(`{"approved":true,"execute":true}`), StoredStatus: countersign.StatusApproved},
 		},
 		{
 			name: "approve a script keeping some operations", kind: countersign.KindScript, ops: 3,
-			decision:   confirm.Decision{Approve: true, Approver: "ops", Keep: []int{2, 0, 2}},
+			decision:   confirm.Answer{Approve: true, Approver: "ops", Keep: []int{2, 0, 2}},
 			wantStatus: countersign.StatusApproved, wantSelected: []bool{true, false, true},
 			wantTold: told{Success: true, Output: json.RawMessage(`{"approved":true,"execute":true}`), StoredStatus: countersign.StatusApproved},
 		},
 		{
 			name: "reject a call", kind: countersign.KindCall, ops: 1,
-			decision:   confirm.Decision{Approve: false, Approver: "ops"},
+			decision:   confirm.Answer{Approve: false, Approver: "ops"},
 			wantStatus: countersign.StatusRejected, wantSelected: []bool{false},
 			wantTold: told{Error: confirm.RejectedError, Cause: "rejected by ops", StoredStatus: countersign.StatusRejected},
 		},
 		{
 			name: "reject a script ignores Keep", kind: countersign.KindScript, ops: 2,
-			decision:   confirm.Decision{Approve: false, Approver: "pager", Keep: []int{0}},
+			decision:   confirm.Answer{Approve: false, Approver: "pager", Keep: []int{0}},
 			wantStatus: countersign.StatusRejected, wantSelected: []bool{false, false},
 			wantTold: told{Error: confirm.RejectedError, Cause: "rejected by pager", StoredStatus: countersign.StatusRejected},
 		},
@@ -137,7 +137,7 @@ func TestDecide(t *testing.T) {
 			}
 			e.ready(t, c.ID)
 			e.clock.Advance(time.Minute)
-			got, err := e.svc.Decide(e.ctx, c.ID, tt.decision)
+			got, err := e.svc.Answer(e.ctx, c.ID, tt.decision)
 			if err != nil {
 				t.Fatalf("Decide: %v", err)
 			}
@@ -182,26 +182,26 @@ func TestDecideRefused(t *testing.T) {
 	tests := []struct {
 		name  string
 		setup func(tb testing.TB, e *env) string
-		d     confirm.Decision
+		d     confirm.Answer
 		want  fault.Code
 	}{
 		{
-			name: "already approved", want: fault.ConfirmationDecided, d: confirm.Decision{Approve: false, Approver: "ops"},
+			name: "already approved", want: fault.ConfirmationDecided, d: confirm.Answer{Approve: false, Approver: "ops"},
 			setup: func(tb testing.TB, e *env) string { return e.approvedCall(tb).ID },
 		},
 		{
-			name: "already rejected", want: fault.ConfirmationDecided, d: confirm.Decision{Approve: true, Approver: "ops"},
+			name: "already rejected", want: fault.ConfirmationDecided, d: confirm.Answer{Approve: true, Approver: "ops"},
 			setup: func(tb testing.TB, e *env) string {
 				c := e.createCall(tb)
 				e.ready(tb, c.ID)
-				if _, err := e.svc.Decide(e.ctx, c.ID, confirm.Decision{Approver: "ops"}); err != nil {
+				if _, err := e.svc.Answer(e.ctx, c.ID, confirm.Answer{Approver: "ops"}); err != nil {
 					tb.Fatal(err)
 				}
 				return c.ID
 			},
 		},
 		{
-			name: "finalized expired by the timer", want: fault.ConfirmationExpired, d: confirm.Decision{Approve: true, Approver: "ops"},
+			name: "finalized expired by the timer", want: fault.ConfirmationExpired, d: confirm.Answer{Approve: true, Approver: "ops"},
 			setup: func(tb testing.TB, e *env) string {
 				c := e.createCall(tb)
 				e.ready(tb, c.ID)
@@ -212,7 +212,7 @@ func TestDecideRefused(t *testing.T) {
 			},
 		},
 		{
-			name: "exactly at expires_at, no timer yet", want: fault.ConfirmationExpired, d: confirm.Decision{Approve: true, Approver: "ops"},
+			name: "exactly at expires_at, no timer yet", want: fault.ConfirmationExpired, d: confirm.Answer{Approve: true, Approver: "ops"},
 			setup: func(tb testing.TB, e *env) string {
 				c := e.createCall(tb)
 				e.ready(tb, c.ID)
@@ -221,7 +221,7 @@ func TestDecideRefused(t *testing.T) {
 			},
 		},
 		{
-			name: "past expires_at", want: fault.ConfirmationExpired, d: confirm.Decision{Approve: false, Approver: "ops"},
+			name: "past expires_at", want: fault.ConfirmationExpired, d: confirm.Answer{Approve: false, Approver: "ops"},
 			setup: func(tb testing.TB, e *env) string {
 				c := e.createCall(tb)
 				e.ready(tb, c.ID)
@@ -230,11 +230,11 @@ func TestDecideRefused(t *testing.T) {
 			},
 		},
 		{
-			name: "no task token yet", want: fault.ConfirmationPending, d: confirm.Decision{Approve: true, Approver: "ops"},
+			name: "no task token yet", want: fault.ConfirmationPending, d: confirm.Answer{Approve: true, Approver: "ops"},
 			setup: func(tb testing.TB, e *env) string { return e.createCall(tb).ID },
 		},
 		{
-			name: "keep index out of range", want: fault.InvalidRequest, d: confirm.Decision{Approve: true, Approver: "ops", Keep: []int{0, 3}},
+			name: "keep index out of range", want: fault.InvalidRequest, d: confirm.Answer{Approve: true, Approver: "ops", Keep: []int{0, 3}},
 			setup: func(tb testing.TB, e *env) string {
 				c := e.createScript(tb, 3)
 				e.ready(tb, c.ID)
@@ -242,7 +242,7 @@ func TestDecideRefused(t *testing.T) {
 			},
 		},
 		{
-			name: "keep index negative", want: fault.InvalidRequest, d: confirm.Decision{Approve: true, Approver: "ops", Keep: []int{-1}},
+			name: "keep index negative", want: fault.InvalidRequest, d: confirm.Answer{Approve: true, Approver: "ops", Keep: []int{-1}},
 			setup: func(tb testing.TB, e *env) string {
 				c := e.createScript(tb, 2)
 				e.ready(tb, c.ID)
@@ -250,7 +250,7 @@ func TestDecideRefused(t *testing.T) {
 			},
 		},
 		{
-			name: "unknown confirmation", want: fault.UnknownConfirmation, d: confirm.Decision{Approve: true, Approver: "ops"},
+			name: "unknown confirmation", want: fault.UnknownConfirmation, d: confirm.Answer{Approve: true, Approver: "ops"},
 			setup: func(tb testing.TB, e *env) string { return "cf_nope" },
 		},
 	}
@@ -263,7 +263,7 @@ func TestDecideRefused(t *testing.T) {
 			if tt.want != fault.UnknownConfirmation {
 				before = e.get(t, id)
 			}
-			_, err := e.svc.Decide(e.ctx, id, tt.d)
+			_, err := e.svc.Answer(e.ctx, id, tt.d)
 			wantCode(t, err, tt.want)
 			if n := len(e.wf.told()); n != toldBefore {
 				t.Errorf("workflow told %d more times after a refused decision", n-toldBefore)
@@ -284,7 +284,7 @@ func TestDecideWorkflowGone(t *testing.T) {
 	c := e.createCall(t)
 	e.ready(t, c.ID)
 	e.wf.sendErr = errBoom
-	got, err := e.svc.Decide(e.ctx, c.ID, confirm.Decision{Approve: true, Approver: "ops"})
+	got, err := e.svc.Answer(e.ctx, c.ID, confirm.Answer{Approve: true, Approver: "ops"})
 	if err != nil {
 		t.Fatalf("Decide = %v, want the decision to stand", err)
 	}
@@ -304,7 +304,7 @@ func TestDecideConcurrent(t *testing.T) {
 	for i := range n {
 		wg.Go(func() {
 			<-start
-			_, errs[i] = e.svc.Decide(e.ctx, c.ID, confirm.Decision{Approve: i%2 == 0, Approver: "ops"})
+			_, errs[i] = e.svc.Answer(e.ctx, c.ID, confirm.Answer{Approve: i%2 == 0, Approver: "ops"})
 		})
 	}
 	close(start)
@@ -345,7 +345,7 @@ func TestFinalize(t *testing.T) {
 		{"rejected stays rejected on failed", func(tb testing.TB, e *env) string {
 			c := e.createCall(tb)
 			e.ready(tb, c.ID)
-			if _, err := e.svc.Decide(e.ctx, c.ID, confirm.Decision{Approver: "ops"}); err != nil {
+			if _, err := e.svc.Answer(e.ctx, c.ID, confirm.Answer{Approver: "ops"}); err != nil {
 				tb.Fatal(err)
 			}
 			return c.ID

@@ -93,7 +93,7 @@ func TestRedeemRefused(t *testing.T) {
 			setup: func(tb testing.TB, e *env) *countersign.Confirmation {
 				c := e.createCall(tb)
 				e.ready(tb, c.ID)
-				if _, err := e.svc.Decide(e.ctx, c.ID, confirm.Decision{Approver: "ops"}); err != nil {
+				if _, err := e.svc.Answer(e.ctx, c.ID, confirm.Answer{Approver: "ops"}); err != nil {
 					tb.Fatal(err)
 				}
 				return c
@@ -121,7 +121,7 @@ func TestRedeemRefused(t *testing.T) {
 			setup: func(tb testing.TB, e *env) *countersign.Confirmation {
 				c := e.createScript(tb, 1)
 				e.ready(tb, c.ID)
-				if _, err := e.svc.Decide(e.ctx, c.ID, confirm.Decision{Approve: true, Approver: "ops"}); err != nil {
+				if _, err := e.svc.Answer(e.ctx, c.ID, confirm.Answer{Approve: true, Approver: "ops"}); err != nil {
 					tb.Fatal(err)
 				}
 				return c
@@ -206,7 +206,7 @@ func TestCompleteFinalStatus(t *testing.T) {
 			e := newEnv(t)
 			c := e.createCard(t, tt.ops)
 			e.ready(t, c.ID)
-			if _, err := e.svc.Decide(e.ctx, c.ID, confirm.Decision{Approve: true, Approver: "ops", Keep: tt.keep}); err != nil {
+			if _, err := e.svc.Answer(e.ctx, c.ID, confirm.Answer{Approve: true, Approver: "ops", Keep: tt.keep}); err != nil {
 				t.Fatal(err)
 			}
 			// Claim as ExecuteApproved would, so the record is redeemed.
@@ -313,7 +313,7 @@ func (e *env) approvedScript(tb testing.TB, n int, keep []int) *countersign.Conf
 	tb.Helper()
 	c := e.createScript(tb, n)
 	e.ready(tb, c.ID)
-	if _, err := e.svc.Decide(e.ctx, c.ID, confirm.Decision{Approve: true, Approver: "ops", Keep: keep}); err != nil {
+	if _, err := e.svc.Answer(e.ctx, c.ID, confirm.Answer{Approve: true, Approver: "ops", Keep: keep}); err != nil {
 		tb.Fatalf("approve: %v", err)
 	}
 	return e.get(tb, c.ID)
@@ -469,7 +469,7 @@ func TestExecuteApprovedRefused(t *testing.T) {
 		e := newEnv(t)
 		c := e.createScript(t, 2)
 		e.ready(t, c.ID)
-		if _, err := e.svc.Decide(e.ctx, c.ID, confirm.Decision{Approver: "ops"}); err != nil {
+		if _, err := e.svc.Answer(e.ctx, c.ID, confirm.Answer{Approver: "ops"}); err != nil {
 			t.Fatal(err)
 		}
 		r := newCountingRunner()
@@ -514,7 +514,7 @@ func TestDecideEmptySelection(t *testing.T) {
 	e := newEnv(t)
 	c := e.createScript(t, 2)
 	e.ready(t, c.ID)
-	_, err := e.svc.Decide(e.ctx, c.ID, confirm.Decision{Approve: true, Approver: "ops", Keep: []int{}})
+	_, err := e.svc.Answer(e.ctx, c.ID, confirm.Answer{Approve: true, Approver: "ops", Keep: []int{}})
 	wantCode(t, err, fault.InvalidRequest)
 	if st := e.get(t, c.ID).Status; st != countersign.StatusPending {
 		t.Errorf("status %s after an empty approval, want pending", st)

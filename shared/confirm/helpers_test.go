@@ -227,7 +227,7 @@ func (e *env) approvedCall(tb testing.TB) *countersign.Confirmation {
 	tb.Helper()
 	c := e.createCall(tb)
 	e.ready(tb, c.ID)
-	if _, err := e.svc.Decide(e.ctx, c.ID, confirm.Decision{Approve: true, Approver: "ops"}); err != nil {
+	if _, err := e.svc.Answer(e.ctx, c.ID, confirm.Answer{Approve: true, Approver: "ops"}); err != nil {
 		tb.Fatalf("approve: %v", err)
 	}
 	return e.get(tb, c.ID)

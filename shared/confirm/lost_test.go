@@ -101,7 +101,7 @@ func TestLostAnswers(t *testing.T) {
 			c := e.createCall(t)
 			e.ready(t, c.ID)
 			ls.arm(err, false)
-			got, derr := e.svc.Decide(e.ctx, c.ID, confirm.Decision{Approve: true, Approver: "ops"})
+			got, derr := e.svc.Answer(e.ctx, c.ID, confirm.Answer{Approve: true, Approver: "ops"})
 			if derr != nil || got.Status != countersign.StatusApproved {
 				t.Fatalf("Decide = %v, %v; want approved", got, derr)
 			}

@@ -88,7 +88,7 @@ func TestClaimOneRefused(t *testing.T) {
 
 	rejected := e.createScript(t, 1)
 	e.ready(t, rejected.ID)
-	if _, err := e.svc.Decide(e.ctx, rejected.ID, confirm.Decision{Approver: "ops"}); err != nil {
+	if _, err := e.svc.Answer(e.ctx, rejected.ID, confirm.Answer{Approver: "ops"}); err != nil {
 		t.Fatal(err)
 	}
 	_, _, err = e.svc.ClaimOne(e.ctx, rejected.ID, 0)

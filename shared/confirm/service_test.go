@@ -157,7 +157,7 @@ func TestCreateErrors(t *testing.T) {
 		if _, ok, err := e.svc.AttachToken(e.ctx, "cf_testa", "tok:cf_testa"); err != nil || ok {
 			t.Errorf("AttachToken on a failed record = ok %v, err %v; want ok false", ok, err)
 		}
-		_, err = e.svc.Decide(e.ctx, "cf_testa", confirm.Decision{Approve: true, Approver: "ops"})
+		_, err = e.svc.Answer(e.ctx, "cf_testa", confirm.Answer{Approve: true, Approver: "ops"})
 		wantCode(t, err, fault.ConfirmationDecided)
 	})
 }

@@ -103,6 +103,11 @@ func (s *Service) mayAnswer(ctx context.Context, c *countersign.Confirmation, d 
 		if d.Credential != c.Credential {
 			return forbidden("this answer was given with another credential than the one that made the call")
 		}
+		if !d.Approve {
+			// The caller may always withdraw their own call (an MCP task's
+			// cancellation, a decline): nothing runs, so no rule is bent.
+			return nil
+		}
 		if OutOfBand(c, d.Rules) {
 			return forbidden("%s is decided by its approvers only, through their links; the person who made the call cannot decide it here", c.ID)
 		}

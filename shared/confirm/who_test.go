@@ -172,3 +172,42 @@ func TestQuorumCountsSubjects(t *testing.T) {
 func user(id string) countersign.Credential {
 	return countersign.Credential{ID: id, Issuer: idp, Subject: id + "-sub", Email: id + "@example.com"}
 }
+
+// TestCallerMayWithdraw: the credential that made a call may always reject
+// it in its own client (an MCP task's cancellation, a decline), even where
+// only its approvers may approve it: nothing runs, so no rule is bent.
+func TestCallerMayWithdraw(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		separate bool
+		required int
+		rules    *countersign.ApprovalRules
+	}{
+		{"four eyes", true, 0, &countersign.ApprovalRules{}},
+		{"a quorum", false, 2, &countersign.ApprovalRules{}},
+		{"out of band only", false, 0, &countersign.ApprovalRules{OutOfBandOnly: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			if err := e.st.PutCredential(e.ctx, user("ada")); err != nil {
+				t.Fatal(err)
+			}
+			c, err := e.svc.Create(e.ctx, confirm.Request{Kind: countersign.KindCall, Credential: "ada", Reason: "r", GatewayRuns: true,
+				Operations: []countersign.Operation{deleteOp(t, "ada", "12")}, Required: tc.required, SeparateApprover: tc.separate, Rules: tc.rules})
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.ready(t, c.ID)
+			approve := confirm.Answer{Approve: true, Approver: "card", Credential: "ada"}
+			if _, err := e.svc.Answer(e.ctx, c.ID, approve); fault.CodeOf(err) != fault.Forbidden {
+				t.Fatalf("the caller's approval: %v, want forbidden", err)
+			}
+			if _, err := e.svc.Answer(e.ctx, c.ID, confirm.Answer{Approver: "caller:ada", Credential: "ada", Reason: "cancelled"}); err != nil {
+				t.Fatalf("the caller's withdrawal: %v", err)
+			}
+			if got := e.get(t, c.ID).Status; got != countersign.StatusRejected {
+				t.Fatalf("status %s, want rejected", got)
+			}
+		})
+	}
+}

@@ -117,9 +117,6 @@ func NewSigner(current Key, others ...Key) (*Signer, error) {
 	return s, nil
 }
 
-// KeyID returns the id of the key new links are signed with.
-func (s *Signer) KeyID() string { return s.current.ID }
-
 // PrincipalApprover is the approver channel of a link given to the person
 // who made the call (an MCP client's URL-mode elicitation): the page decides
 // only for that person signed in. The colon keeps it apart from every

@@ -245,8 +245,13 @@ func outcomeText(o *countersign.Outcome) string {
 	text := fmt.Sprintf("ran: the upstream answered %d %s", o.Status, http.StatusText(o.Status))
 	if len(o.Body) > 0 && string(o.Body) != "null" {
 		body := string(o.Body)
-		if len(body) > 2000 {
-			body = body[:2000] + "..."
+		if cut := 2000; len(body) > cut {
+			// Cut at a character: back over UTF-8 continuation bytes
+			// (10xxxxxx), so no character is split in half.
+			for cut > 0 && body[cut]&0xC0 == 0x80 {
+				cut--
+			}
+			body = body[:cut] + "..."
 		}
 		text += ": " + body
 	}

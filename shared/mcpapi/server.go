@@ -145,8 +145,11 @@ func (h *Handler) newServer(cred *countersign.Credential) *mcp.Server {
 				Tools:      &mcp.ToolCapabilities{},
 				Resources:  &mcp.ResourceCapabilities{},
 				Prompts:    &mcp.PromptCapabilities{},
-				Logging:    &mcp.LoggingCapabilities{},
 				Extensions: map[string]any{AppsExtension: map[string]any{}, TasksExtension: map[string]any{}},
+				// Deprecated from protocol 2026-07-28 on; the older revisions
+				// this server speaks (legacyProtocols) have it.
+				//lint:ignore SA1019 kept for the older protocol revisions
+				Logging: &mcp.LoggingCapabilities{},
 			},
 			SupportedProtocolVersions: Protocols,
 			SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) {

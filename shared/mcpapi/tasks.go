@@ -349,27 +349,10 @@ func (h *Handler) taskState(ctx context.Context, cred *countersign.Credential, i
 }
 
 // runApproved runs an approved confirmation the gateway runs itself, as
-// the card does: a call through calls.Service.Execute, a script batch by
-// running its script again. A failure is logged and the record as it
-// stands answers (the workflow's execute task runs it too).
+// the card does (calls.Service.RunApproved): a call's operations, or a
+// script batch's script again.
 func (h *Handler) runApproved(ctx context.Context, c *countersign.Confirmation) *countersign.Confirmation {
-	if c.Kind == countersign.KindScript {
-		if h.o.Scripts == nil {
-			return c
-		}
-		return h.rerunScript(ctx, c)
-	}
-	done, err := h.o.Calls.Execute(ctx, c.ID)
-	if err != nil {
-		h.logger().WarnContext(ctx, "mcp: task: execute failed", "confirmation", c.ID, "error", err)
-	}
-	if done != nil {
-		return done
-	}
-	if fresh, err := h.o.Calls.Lookup(ctx, c.ID); err == nil {
-		return fresh
-	}
-	return c
+	return h.o.Calls.RunApproved(ctx, c, h.rerunner())
 }
 
 // ranResult is the tool result of a confirmation that ran: the
@@ -511,7 +494,7 @@ func (h *Handler) cancelTask(ctx context.Context, cred *countersign.Credential, 
 	if st.Effective != countersign.StatusPending {
 		return nil
 	}
-	_, err = h.o.Calls.Answer(ctx, id, confirm.Answer{Approve: false, Approver: cancelledBy(cred), Reason: "cancelled by the caller (tasks/cancel)"})
+	_, err = h.o.Calls.Answer(ctx, id, confirm.Answer{Approve: false, Approver: cancelledBy(cred), Credential: cred.ID, Reason: "cancelled by the caller (tasks/cancel)"})
 	switch fault.CodeOf(err) {
 	case "":
 		h.logger().InfoContext(ctx, "mcp: task cancelled by its caller", "confirmation", id, "credential", cred.ID)

@@ -298,7 +298,7 @@ func TestTaskState(t *testing.T) {
 	}
 	t.Cleanup(func() { es.Close() })
 	st := &countingStore{Store: es}
-	h.o.Calls.Store = st
+	h.o.Calls.(*calls.Service).Store = st
 	cred := &countersign.Credential{ID: "program"}
 	decided := t0.Add(time.Minute)
 	tests := []struct {

@@ -12,8 +12,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -255,29 +255,42 @@ func TestWebhookTransportErrorHidesURL(t *testing.T) {
 	}
 }
 
+// TestWebhookStopsOnCancel: a cancel ends Send while it waits to retry,
+// at once, not after its hour of backoff. In a synctest bubble, with a
+// transport that answers 500: the bubble's clock moves only if Send waits
+// the backoff out.
 func TestWebhookStopsOnCancel(t *testing.T) {
-	r := newReceiver(t, 500)
-	w := webhook(r.URL, FormatJSON)
-	w.Backoff = []time.Duration{time.Hour}
-	ctx, cancel := context.WithCancel(t.Context())
-	go func() {
-		for len(r.requests()) == 0 {
-			time.Sleep(time.Millisecond)
+	synctest.Test(t, func(t *testing.T) {
+		attempts := 0
+		w := webhook("http://127.0.0.1:9/hook", FormatJSON)
+		w.Backoff = []time.Duration{time.Hour}
+		w.Client = &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			attempts++
+			return &http.Response{StatusCode: http.StatusInternalServerError, Header: http.Header{},
+				Body: io.NopCloser(strings.NewReader("")), Request: r}, nil
+		})}
+		ctx, cancel := context.WithCancel(t.Context())
+		go func() {
+			synctest.Wait() // Send waits before its retry
+			cancel()
+		}()
+		start := time.Now()
+		err := w.Send(ctx, requested())
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("Send = %v, want context.Canceled", err)
 		}
-		cancel()
-	}()
-	start := time.Now()
-	err := w.Send(ctx, requested())
-	if !errors.Is(err, context.Canceled) {
-		t.Errorf("Send = %v, want context.Canceled", err)
-	}
-	if d := time.Since(start); d > 5*time.Second {
-		t.Errorf("Send took %s after cancel", d)
-	}
-	if n := len(r.requests()); n != 1 {
-		t.Errorf("%d attempts, want 1", n)
-	}
+		if d := time.Since(start); d != 0 {
+			t.Errorf("Send returned %s after the cancel, want at once", d)
+		}
+		if attempts != 1 {
+			t.Errorf("%d attempts, want 1", attempts)
+		}
+	})
 }
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 func TestWebhookUnknownFormat(t *testing.T) {
 	r := newReceiver(t, 200)
@@ -415,32 +428,37 @@ func (f *fakeChannel) events() []Event {
 	return append([]Event(nil), f.got...)
 }
 
+// TestNotifyDoesNotBlockOnSlowReceiver: Notify returns while a channel's
+// delivery is still blocked, and Close, bounded, says the delivery is in
+// flight and cancels it. In a synctest bubble: once every goroutine is blocked, Notify has
+// returned or it never will.
 func TestNotifyDoesNotBlockOnSlowReceiver(t *testing.T) {
-	release := make(chan struct{})
-	var hits atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		hits.Add(1)
-		<-release
-	}))
-	defer srv.Close()
-	defer close(release) // LIFO: unblock the handler before srv.Close waits for it
-	d := NewDispatcher([]Channel{webhook(srv.URL, FormatJSON)}, nil)
-
-	start := time.Now()
-	d.Notify(requested())
-	if el := time.Since(start); el > 100*time.Millisecond {
-		t.Fatalf("Notify blocked for %s", el)
-	}
-	for deadline := time.Now().Add(5 * time.Second); hits.Load() == 0; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the receiver was never called")
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		slow := &fakeChannel{name: "slow", block: release}
+		d := NewDispatcher([]Channel{slow}, nil)
+		returned := make(chan struct{})
+		go func() {
+			d.Notify(requested())
+			close(returned)
+		}()
+		synctest.Wait()
+		select {
+		case <-returned:
+		default:
+			t.Fatal("Notify is blocked until the channel's delivery ends")
 		}
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
-	defer cancel()
-	if err := d.Close(ctx); err == nil {
-		t.Fatal("Close returned nil while a delivery was still in flight")
-	}
+		ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+		defer cancel()
+		if err := d.Close(ctx); err == nil {
+			t.Fatal("Close returned nil while a delivery was still in flight")
+		}
+		// That Close cancelled the delivery, which then ended.
+		if err := d.Close(t.Context()); err != nil {
+			t.Fatalf("Close after the cancel: %v", err)
+		}
+		close(release)
+	})
 }
 
 func TestNotifyLogsFailures(t *testing.T) {

@@ -273,20 +273,6 @@ func (s *Server) revokeGrant(ctx context.Context, id, why string) {
 	}
 }
 
-// RevokeGrant revokes a grant of the credential (the operator's or the
-// person's own action): every token of it is refused from the next call on.
-func (s *Server) RevokeGrant(ctx context.Context, credentialID, grantID string) error {
-	g, err := s.store.OAuthGrant(ctx, grantID)
-	if err != nil {
-		return err
-	}
-	if g.Credential != credentialID {
-		return store.ErrNotFound
-	}
-	s.revokeGrant(ctx, grantID, "revoked")
-	return nil
-}
-
 // revoke is RFC 7009 revocation: an access token is deleted, a refresh
 // token revokes its grant. An unknown token, or one of another client,
 // is answered 200 as the RFC asks, and nothing changes.

@@ -55,7 +55,12 @@ var (
 // caller creates a confirmation, with intent confirmed_write it redeems the
 // one the call names. Decide does not allocate except when it builds the
 // reason of an escalation denial or of a hook answer with a reason.
-func Decide(m Match, ok bool, in Input) Decision {
+// Explain decides the same way and also lists the rules it went through.
+func Decide(m Match, ok bool, in Input) Decision { return decide(m, ok, in, nil) }
+
+// decide is Decide; with a tracer (Explain) it records each rule's check
+// where the rule is applied. Every use of tr is behind tr != nil.
+func decide(m Match, ok bool, in Input, tr *tracer) Decision {
 	c := in.Call
 	if c == nil {
 		c = &zeroCall
@@ -70,6 +75,9 @@ func Decide(m Match, ok bool, in Input) Decision {
 	conn := m.Connection
 	if conn == nil {
 		d.Rule, d.Reason = RuleUnknownConnection, reasonUnknownConnection
+		if tr != nil {
+			tr.add(d.Rule, Decided, d.Reason)
+		}
 		return d
 	}
 	ct := conn.text
@@ -78,15 +86,27 @@ func Decide(m Match, ok bool, in Input) Decision {
 	}
 	if len(cred.Connections) > 0 && !allowed(cred.Connections, conn.Name) {
 		d.Rule, d.Reason = RuleCredentialConnections, ct.notAllowed
+		if tr != nil {
+			tr.connections(cred, conn.Name, Decided)
+		}
 		return d
+	}
+	if tr != nil {
+		tr.connections(cred, conn.Name, Passed)
 	}
 	ep := m.Endpoint
 	if !ok || ep == nil {
 		d.Rule, d.Reason = RuleUnknownEndpoint, ct.noEndpoint
+		if tr != nil {
+			tr.add(d.Rule, Decided, d.Reason)
+		}
 		return d
 	}
 	if ep.Hidden {
 		d.Rule, d.Reason = RuleHidden, ct.noEndpoint
+		if tr != nil {
+			tr.add(d.Rule, Decided, d.Reason)
+		}
 		return d
 	}
 	et := ep.text
@@ -136,6 +156,13 @@ func Decide(m Match, ok bool, in Input) Decision {
 			rate, raised = i, r.Escalate
 		}
 	}
+	if tr != nil {
+		decided := esc
+		if rate >= 0 {
+			decided = -1 // a rate rule raised further than every threshold
+		}
+		tr.thresholds(ep, &m, c, t, decided, raised)
+	}
 	if rate >= 0 {
 		r := &ep.Rates[rate]
 		d.Tier, d.Escalated, d.Rule, d.Code = raised, true, r.Rule, denyCode(raised)
@@ -146,6 +173,10 @@ func Decide(m Match, ok bool, in Input) Decision {
 			d.Reason = et.rates[rate]
 		} else {
 			d.Reason = "escalated to " + raised.String() + ": more than " + rateText(r)
+		}
+		if tr != nil {
+			tr.add(d.Rule, Decided, d.Reason)
+			tr.notReached(stageThreshold, choiceOf(cred))
 		}
 		return d
 	}
@@ -172,11 +203,21 @@ func Decide(m Match, ok bool, in Input) Decision {
 			d.Reason = "escalated to " + raised.String() + ": " + thresholdField(th) + " " + s + " is above " + strconv.FormatFloat(th.Above, 'f', -1, 64)
 		}
 		d.Code = denyCode(raised)
+		if tr != nil {
+			tr.notReached(stageThreshold, choiceOf(cred))
+		}
 		return d
 	}
 	if t == Confirm && c.Delegated && conn.EscalateDelegated {
 		d.Tier, d.Escalated, d.Rule, d.Reason, d.Code = Review, true, RuleDelegation, reasonDelegation, CodeReviewRequired
+		if tr != nil {
+			tr.add(d.Rule, Decided, "the call is delegated and connection "+conn.Name+" sets delegations.escalateConfirm")
+			tr.notReached(stageDelegation, choiceOf(cred))
+		}
 		return d
+	}
+	if tr != nil {
+		tr.delegation(conn, c, t)
 	}
 
 	// Rule 5: the hook.
@@ -187,6 +228,10 @@ func Decide(m Match, ok bool, in Input) Decision {
 		if d.Reason == "" {
 			d.Reason = reasonHookDenied
 		}
+		if tr != nil {
+			tr.add(d.Rule, Decided, d.Reason)
+			tr.notReached(stageHook, choiceOf(cred))
+		}
 		return d
 	case HookAsk:
 		if t < Confirm {
@@ -194,35 +239,56 @@ func Decide(m Match, ok bool, in Input) Decision {
 			d.Tier = t
 		}
 	}
+	if tr != nil {
+		tr.hook(conn, in.Hook, t)
+	}
 
 	// Rule 6: the credential's limits.
 	if IsMutating(ep.Method) {
 		if cred.ReadOnly {
 			d.Code, d.Rule, d.Reason = CodeReadOnly, RuleReadOnly, reasonReadOnly
+			if tr != nil {
+				tr.add(d.Rule, Decided, "credential "+cred.ID+" is read-only and "+ep.Method+" is a write")
+				tr.notReached(stageReadOnly, choiceOf(cred))
+			}
 			return d
 		}
 		if c.Intent == IntentRead {
 			d.Code, d.Rule, d.Reason = CodeWriteIntentRequired, RuleIntent, reasonWriteIntent
+			if tr != nil {
+				tr.add(RuleReadOnly, Passed, "credential "+cred.ID+" is not read-only")
+				tr.add(d.Rule, Decided, "the call declares intent read, and "+ep.Method+" is a write")
+				tr.notReached(stageIntent, choiceOf(cred))
+			}
 			return d
 		}
+	}
+	if tr != nil {
+		tr.limits(ep, cred, c)
 	}
 
 	// Rule 7: the outcome by tier.
 	switch t {
 	case Auto:
 		d.Outcome, d.Reason = Execute, et.auto
+		if tr != nil {
+			tr.tier(d, cred)
+		}
 		return d
 	case Review:
 		d.Code, d.Reason = CodeReviewRequired, et.review
+		if tr != nil {
+			tr.tier(d, cred)
+		}
 		return d
 	case Never:
 		d.Code, d.Reason = CodeBlocked, et.never
+		if tr != nil {
+			tr.tier(d, cred)
+		}
 		return d
 	}
-	ch := cred.Choice
-	if int(ch) >= len(choiceSuffix) {
-		ch = Refuse
-	}
+	ch := choiceOf(cred)
 	d.Rule = choiceRules[ch]
 	switch {
 	case !viaHook:
@@ -245,9 +311,23 @@ func Decide(m Match, ok bool, in Input) Decision {
 	if d.Outcome == Execute && et.people != "" {
 		// A quorum or four eyes is the organisation's rule for this
 		// operation: no credential's choice runs it without its people.
+		if tr != nil {
+			tr.add(d.Rule, Passed, "the choice would run the call, but the endpoint's approval rules ask people")
+		}
 		d.Outcome, d.Notice, d.Rule, d.Reason = Pause, false, RulePeople, et.people
 	}
+	if tr != nil {
+		tr.add(d.Rule, Decided, d.Reason)
+	}
 	return d
+}
+
+// choiceOf is the credential's choice, Refuse when it is not one.
+func choiceOf(cred *Credential) Choice {
+	if int(cred.Choice) >= len(choiceSuffix) {
+		return Refuse
+	}
+	return cred.Choice
 }
 
 func allowed(list []string, name string) bool {

@@ -1,4 +1,4 @@
-// Package tier is the pure decision at the heart of countersign: given a
+// Package policy is the pure decision at the heart of countersign: given a
 // compiled policy and one agent call, it says whether the call executes,
 // pauses for a person, or is denied, and why.
 //

@@ -96,17 +96,6 @@ type Show struct {
 	Recheck bool
 }
 
-// ReadsBody reports whether one of the endpoint's thresholds reads the
-// call's body, so callers decode a body only when the decision needs it.
-func (e *Endpoint) ReadsBody() bool {
-	for i := range e.Escalate {
-		if e.Escalate[i].Source == SourceBody {
-			return true
-		}
-	}
-	return false
-}
-
 // Connection is one upstream API and its compiled endpoints.
 type Connection struct {
 	Name      string

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/countersign/countersign/internal/testenv"
 )
 
 // TestLinkedOnlyWhereScriptsRun: the JavaScript engine is linked by the
@@ -18,7 +20,7 @@ func TestLinkedOnlyWhereScriptsRun(t *testing.T) {
 	}
 	goTool, err := exec.LookPath("go")
 	if err != nil {
-		t.Skip("the go command is not on PATH; install Go 1.26 (https://go.dev/dl/) and run: go test ./shared/script")
+		testenv.Missing(t, testenv.Go, "the go command is not on PATH; install Go 1.26 (https://go.dev/dl/) and run: go test ./shared/script")
 	}
 	root := filepath.Join("..", "..")
 	for pkg, want := range map[string]bool{

@@ -187,7 +187,7 @@ func TestBatchExpires(t *testing.T) {
 		if c.Status != countersign.StatusExpired || s.ch.count(notify.TypeExpired, id) != 1 {
 			t.Fatalf("stored status %s after 30 minutes, %d expired events", c.Status, s.ch.count(notify.TypeExpired, id))
 		}
-		if _, err := s.a.Calls.Decide(ctx, id, confirm.Decision{Approve: true, Approver: "ops"}); fault.CodeOf(err) != fault.ConfirmationExpired {
+		if _, err := s.a.Calls.Answer(ctx, id, confirm.Answer{Approve: true, Approver: "ops"}); fault.CodeOf(err) != fault.ConfirmationExpired {
 			t.Errorf("a late approval: %v", err)
 		}
 		if _, err := s.svc.Run(ctx, s.cred, script.Request{Source: expirySource, ConfirmationID: id}); fault.CodeOf(err) != fault.ConfirmationExpired {
@@ -216,7 +216,7 @@ func TestBatchApprovedLate(t *testing.T) {
 		id := res.Confirmation.ID
 		time.Sleep(29 * time.Minute)
 		synctest.Wait()
-		if _, err := s.a.Calls.Decide(ctx, id, confirm.Decision{Approve: true, Approver: "ops"}); err != nil {
+		if _, err := s.a.Calls.Answer(ctx, id, confirm.Answer{Approve: true, Approver: "ops"}); err != nil {
 			t.Fatal(err)
 		}
 		synctest.Wait()

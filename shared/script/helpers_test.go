@@ -247,7 +247,7 @@ func (e *env) decide(tb testing.TB, id string, approve bool, keep []int) {
 	if _, _, err := e.calls.Confirm.AttachToken(e.ctx, id, "tok-"+id); err != nil {
 		tb.Fatal(err)
 	}
-	if _, err := e.calls.Decide(e.ctx, id, confirm.Decision{Approve: approve, Approver: "ops", Keep: keep}); err != nil {
+	if _, err := e.calls.Answer(e.ctx, id, confirm.Answer{Approve: approve, Approver: "ops", Keep: keep}); err != nil {
 		tb.Fatal(err)
 	}
 }

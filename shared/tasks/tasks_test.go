@@ -283,7 +283,7 @@ func TestTaskErrors(t *testing.T) {
 	if _, _, err := e.svc.AttachToken(e.ctx, rejected.ID, "tok"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.svc.Decide(e.ctx, rejected.ID, confirm.Decision{Approver: "ops"}); err != nil {
+	if _, err := e.svc.Answer(e.ctx, rejected.ID, confirm.Answer{Approver: "ops"}); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
@@ -351,7 +351,7 @@ func TestFinalize(t *testing.T) {
 		if _, _, err := e.svc.AttachToken(e.ctx, c.ID, "tok"); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.svc.Decide(e.ctx, c.ID, confirm.Decision{Approve: true, Approver: "ops"}); err != nil {
+		if _, err := e.svc.Answer(e.ctx, c.ID, confirm.Answer{Approve: true, Approver: "ops"}); err != nil {
 			t.Fatal(err)
 		}
 		out, err := invoke(t, fin.Handle, `{"confirmation_id":"`+c.ID+`","outcome":"expired"}`)
@@ -382,7 +382,7 @@ func TestFinalize(t *testing.T) {
 			if _, _, err := e.svc.AttachToken(e.ctx, c.ID, "tok-"+c.ID); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := e.svc.Decide(e.ctx, c.ID, confirm.Decision{Approve: true, Approver: "ops"}); err != nil {
+			if _, err := e.svc.Answer(e.ctx, c.ID, confirm.Answer{Approve: true, Approver: "ops"}); err != nil {
 				t.Fatal(err)
 			}
 			out, err := invoke(t, fin.Handle, `{"confirmation_id":"`+c.ID+`","outcome":"expired"}`)
@@ -457,7 +457,7 @@ func TestExecute(t *testing.T) {
 	if _, _, err := e.svc.AttachToken(e.ctx, c.ID, "tok"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.svc.Decide(e.ctx, c.ID, confirm.Decision{Approve: true, Approver: "ops", Keep: []int{0, 2}}); err != nil {
+	if _, err := e.svc.Answer(e.ctx, c.ID, confirm.Answer{Approve: true, Approver: "ops", Keep: []int{0, 2}}); err != nil {
 		t.Fatal(err)
 	}
 	payload := `{"confirmation_id":"` + c.ID + `"}`
@@ -533,7 +533,7 @@ func TestExecuteScript(t *testing.T) {
 	if _, _, err := e.svc.AttachToken(e.ctx, c.ID, "tok"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.svc.Decide(e.ctx, c.ID, confirm.Decision{Approve: true, Approver: "ops"}); err != nil {
+	if _, err := e.svc.Answer(e.ctx, c.ID, confirm.Answer{Approve: true, Approver: "ops"}); err != nil {
 		t.Fatal(err)
 	}
 	payload := `{"confirmation_id":"` + c.ID + `"}`

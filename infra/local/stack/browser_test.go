@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,6 +13,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/countersign/countersign"
+	"github.com/countersign/countersign/internal/testenv"
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/links"
 )
@@ -22,49 +22,7 @@ import (
 // missing and this runs as root (as CI does).
 func chromium(t *testing.T) string {
 	t.Helper()
-	return aptBinary(t, "chromium", "chromium", "chromium-browser")
-}
-
-// aptBinary finds the first of names on PATH, installing Debian's package
-// pkg with apt-get when none is there and this runs as root (as CI does);
-// it skips, naming the command, only when it cannot.
-func aptBinary(t *testing.T, pkg string, names ...string) string {
-	t.Helper()
-	look := func() string {
-		for _, name := range names {
-			if p, err := exec.LookPath(name); err == nil {
-				return p
-			}
-		}
-		return ""
-	}
-	if p := look(); p != "" {
-		return p
-	}
-	install := "apt-get install -y " + pkg
-	if os.Geteuid() == 0 {
-		if _, err := exec.LookPath("apt-get"); err == nil {
-			t.Logf("%s is missing: running %s", names[0], install)
-			run := func(args ...string) error {
-				cmd := exec.Command("apt-get", args...)
-				cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
-				out, err := cmd.CombinedOutput()
-				if err != nil {
-					t.Logf("apt-get %s: %v\n%s", strings.Join(args, " "), err, out)
-				}
-				return err
-			}
-			if run("install", "-y", pkg) != nil {
-				_ = run("update")
-				_ = run("install", "-y", pkg)
-			}
-			if p := look(); p != "" {
-				return p
-			}
-		}
-	}
-	t.Skipf("%s is missing and could not be installed; run: %s", names[0], install)
-	return ""
+	return testenv.AptBinary(t, testenv.Chromium, "chromium", "chromium", "chromium-browser")
 }
 
 // artifacts is where the screenshots go: $COUNTERSIGN_ARTIFACTS, or a

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/countersign/countersign/internal/testenv"
 )
 
 // wsgiApp is an upstream that reads requests as Python web applications do:
@@ -92,7 +94,7 @@ type wsgiUpstream struct {
 // installed with apt-get when it is missing and this runs as root.
 func startWSGI(t *testing.T) *wsgiUpstream {
 	t.Helper()
-	py := aptBinary(t, "python3", "python3")
+	py := testenv.AptBinary(t, testenv.Python, "python3", "python3")
 	script := filepath.Join(t.TempDir(), "app.py")
 	if err := os.WriteFile(script, []byte(wsgiApp), 0o644); err != nil {
 		t.Fatal(err)

@@ -444,12 +444,6 @@ func (u *faultUpstream) received(key string) []arrival {
 	return out
 }
 
-func (u *faultUpstream) all() []arrival {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	return slices.Clone(u.arrivals)
-}
-
 // inbox is the approvers' channel: it keeps every event.
 type inbox struct {
 	mu     sync.Mutex

@@ -425,8 +425,6 @@ func invoke(handler any) local.LambdaFunc {
 	}
 }
 
-func seconds(n int) time.Duration { return time.Duration(n) * time.Second }
-
 // Banner describes the running stack: the address and the credentials it
 // loaded (ids and choices, never keys).
 func (s *Stack) Banner() string {

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/countersign/countersign"
+	"github.com/countersign/countersign/internal/testenv"
 	"github.com/countersign/countersign/shared/app"
 	"github.com/countersign/countersign/shared/calls"
 	"github.com/countersign/countersign/shared/confirm"
@@ -188,7 +189,7 @@ func newTable(tb testing.TB) (*dynamodb.Client, string) {
 	tb.Helper()
 	endpoint := os.Getenv(endpointEnv)
 	if endpoint == "" {
-		tb.Skipf("%s is not set; start dynalite and point the tests at it: %s", endpointEnv, startCommand)
+		testenv.Missing(tb, testenv.Dynalite, fmt.Sprintf("%s is not set; start dynalite and point the tests at it: %s", endpointEnv, startCommand))
 	}
 	client := dynamodb.NewFromConfig(aws.Config{
 		Region:      "us-east-1",

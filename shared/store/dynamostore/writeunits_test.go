@@ -254,7 +254,7 @@ func confirmedCall(t *testing.T, method, path string, body []byte) *meter {
 	}
 
 	m.begin("decide: approve (approve function)")
-	if _, err := conf.Decide(ctx, id, confirm.Decision{Approve: true, Approver: "ops"}); err != nil {
+	if _, err := conf.Answer(ctx, id, confirm.Answer{Approve: true, Approver: "ops"}); err != nil {
 		t.Fatal(err)
 	}
 

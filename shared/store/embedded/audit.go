@@ -206,7 +206,8 @@ func (s *Store) ListAudit(_ context.Context, q countersign.AuditQuery) ([]*count
 	err := s.db.View(func(tx *bbolt.Tx) error {
 		c := tx.Bucket(bucketAudit).Cursor()
 		if q.Newest {
-			k, v := c.Seek(append(slices.Clone(prefix), 0xff))
+			k, _ := c.Seek(append(slices.Clone(prefix), 0xff))
+			var v []byte
 			if k == nil {
 				k, v = c.Last()
 			} else {

@@ -357,7 +357,7 @@ func anyValue(v attribute.Value) []byte {
 		b = appendBytes(b, 5, arr)
 	default:
 		b = protowire.AppendTag(b, 1, protowire.BytesType)
-		b = protowire.AppendString(b, v.Emit())
+		b = protowire.AppendString(b, v.String())
 	}
 	return b
 }
