@@ -35,7 +35,7 @@ func (r *Remember) Choices() []int {
 }
 
 // rememberForm writes the second form of a pending page: its own signed
-// link fields, decision=approve, and the minutes. It approves every
+// link fields, decision=approve, the CSRF token, and the minutes. It approves every
 // operation (a page that offers it has one).
 func (v *view) rememberForm(b *strings.Builder) {
 	r := v.Remember
@@ -45,7 +45,12 @@ func (v *view) rememberForm(b *strings.Builder) {
 	b.WriteString("\n<form method=\"post\" class=\"remember\" action=\"")
 	text(b, safeURL(v.Action))
 	b.WriteString("\">")
-	for _, f := range [][2]string{{"a", v.Form.Approver}, {"exp", strconv.FormatInt(v.Form.Exp, 10)}, {"kid", v.Form.KID}, {"sig", v.Form.Sig}, {"decision", "approve"}} {
+	fields := [][2]string{{"a", v.Form.Approver}, {"exp", strconv.FormatInt(v.Form.Exp, 10)}, {"kid", v.Form.KID}, {"sig", v.Form.Sig}, {"decision", "approve"}}
+	if v.Form.CSRF != "" {
+		// The same token as the first form: a signed-in POST needs it.
+		fields = append(fields, [2]string{CSRFField, v.Form.CSRF})
+	}
+	for _, f := range fields {
 		b.WriteString("\n<input type=\"hidden\" name=\"")
 		text(b, f[0])
 		b.WriteString("\" value=\"")

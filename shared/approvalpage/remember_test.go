@@ -60,3 +60,22 @@ func TestRememberOffered(t *testing.T) {
 		t.Errorf("choices up to 3: %v", c)
 	}
 }
+
+// TestRememberFormCarriesCSRF: a signed-in person's page puts the CSRF
+// token in both forms, so "Approve and allow for" is not refused as a
+// cross-site POST.
+func TestRememberFormCarriesCSRF(t *testing.T) {
+	fixNonce(t)
+	p := pages()["pending_one"]
+	p.Remember = &Remember{MaxMinutes: 60, Calls: 3, What: "DELETE /contacts/{id} on crm by chat-user"}
+	p.Form.CSRF = "tok-123"
+	body, _, err := Render(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(body)
+	second := s[strings.LastIndex(s, "<form"):]
+	if n := strings.Count(s, `name="csrf" value="tok-123"`); n != 2 || !strings.Contains(second, `name="csrf" value="tok-123"`) {
+		t.Fatalf("want the token in both forms (%d found):\n%s", n, s)
+	}
+}

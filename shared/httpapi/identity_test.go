@@ -15,7 +15,7 @@ type unverifiedSignIn struct{}
 
 func (unverifiedSignIn) Person(r *http.Request) (oauth.Person, bool) {
 	sub := r.Header.Get("X-Test-Subject")
-	return oauth.Person{Issuer: "https://idp.example.test", Subject: sub, Email: "owner@example.com", Name: "Someone"}, sub != ""
+	return oauth.Person{Issuer: "https://idp.example.test", Subject: sub, Email: "owner@example.com", Name: "Someone", Session: r.Header.Get("X-Test-Session")}, sub != ""
 }
 
 func (unverifiedSignIn) Start(w http.ResponseWriter, r *http.Request, returnTo string) {
@@ -29,8 +29,8 @@ func TestUnverifiedEmailIsNotRecorded(t *testing.T) {
 	e := newEnv(t)
 	e.approver.Provider, e.approver.SignIn = true, unverifiedSignIn{}
 	c, l := e.pendingCall(t)
-	h := map[string]string{"content-type": "application/x-www-form-urlencoded", "accept": "application/json", "x-test-subject": "mallory"}
-	expect(t, invoke(t, e.approver, approveEvent("POST", c.ID, "", form(l, "decision", "approve"), h)), http.StatusOK, "")
+	h := map[string]string{"content-type": "application/x-www-form-urlencoded", "accept": "application/json", "x-test-subject": "mallory", "x-test-session": "s-mallory"}
+	expect(t, invoke(t, e.approver, approveEvent("POST", c.ID, "", form(l, "decision", "approve", "csrf", pageCSRF(t, e.approver, c.ID, l, h)), h)), http.StatusOK, "")
 	st := e.stored(t, c.ID)
 	want := countersign.Person{Issuer: "https://idp.example.test", Subject: "mallory", Name: "Someone"}
 	if st.DecidedByPerson == nil || *st.DecidedByPerson != want {
