@@ -32,25 +32,25 @@ func (f *flow) current(id string) map[string]any {
 // before it sends the links, and the page shows it under Now; the
 // contact changed before the redemption: 409 resource_changed, no write.
 func showRechecked(f *flow) {
-	id := f.pauseAs(askKey, showConnection, "DELETE", "/contacts/81")
+	id := f.pauseAs(askKey, showConnection, "DELETE", "/contacts/181")
 	link := f.link(id)
-	if reads := f.s.Upstream.Hits("GET /contacts/81"); len(reads) != 1 {
+	if reads := f.s.Upstream.Hits("GET /contacts/181"); len(reads) != 1 {
 		f.Fatalf("reads before the links went out: %q, want one", reads)
 	}
 	cur := f.current(id)
 	body, _ := cur["body"].(map[string]any)
-	if cur["status"] != float64(200) || body["path"] != "/contacts/81" || cur["read_at"] == nil || cur["sha256"] != nil {
+	if cur["status"] != float64(200) || body["path"] != "/contacts/181" || cur["read_at"] == nil || cur["sha256"] != nil {
 		f.Fatalf("operations[0].current: %v", cur)
 	}
 	f.Logf("the notify task stored operations[0].current: %v", cur)
-	if st, page := f.page(link); st != http.StatusOK || !strings.Contains(page, ">Now<") || !strings.Contains(page, "/contacts/81") {
+	if st, page := f.page(link); st != http.StatusOK || !strings.Contains(page, ">Now<") || !strings.Contains(page, "/contacts/181") {
 		f.Fatalf("GET approval page: %d, no Now section\n%s", st, page)
 	}
 	f.expect("POST approve", f.decide(link, "approve"), http.StatusOK, "approved")
 	f.execution("ConfirmStateMachine", id, "Approved", 30*time.Second)
-	f.s.Upstream.change("/contacts/81")
-	f.expect("redeem after the contact changed", f.callAs(askKey, showConnection, "DELETE", "/contacts/81", "confirmed_write", id), http.StatusConflict, "resource_changed")
-	if hits := f.s.Upstream.Hits("DELETE /contacts/81"); len(hits) != 0 {
+	f.s.Upstream.change("/contacts/181")
+	f.expect("redeem after the contact changed", f.callAs(askKey, showConnection, "DELETE", "/contacts/181", "confirmed_write", id), http.StatusConflict, "resource_changed")
+	if hits := f.s.Upstream.Hits("DELETE /contacts/181"); len(hits) != 0 {
 		f.Fatalf("the upstream got %q for a contact that changed", hits)
 	}
 }
@@ -59,9 +59,9 @@ func showRechecked(f *flow) {
 // call the gateway runs itself (a card's), approved on the page, only if
 // the contact is as the notify task read it. One flow each: moto's Step
 // Functions cannot start a second execution of a machine that ran one.
-func showExecuteChanged(f *flow) { f.showExecute("/contacts/82", "82", true) }
+func showExecuteChanged(f *flow) { f.showExecute("/contacts/182", "182", true) }
 
-func showExecuteUnchanged(f *flow) { f.showExecute("/contacts/83", "83", false) }
+func showExecuteUnchanged(f *flow) { f.showExecute("/contacts/183", "183", false) }
 
 func (f *flow) showExecute(path, contact string, changed bool) {
 	f.Helper()

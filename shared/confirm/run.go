@@ -72,7 +72,7 @@ func (s *Service) run(ctx context.Context, c *countersign.Confirmation, index in
 	if err != nil {
 		s.logger().ErrorContext(ctx, "outcome not stored", "confirmation", c.ID, "operation", index, "error", err)
 		if !sent {
-			ran.Err = fault.New(fault.ResourceChanged, "the resource was read again before the write and nothing was sent, but the outcome could not be stored; ask the person again")
+			ran.Err = fault.New(fault.Internal, "the resource was read again before the write and nothing was sent, but why could not be stored; ask the person again")
 		}
 		return ran, false
 	}
