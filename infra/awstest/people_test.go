@@ -49,6 +49,9 @@ type browser struct {
 
 	mu   sync.Mutex
 	seen []string // "METHOD host/path"
+	// csrfs are the approval pages' CSRF tokens this browser saw, by
+	// link path (open keeps them, so a decision needs no GET of its own).
+	csrfs map[string]string
 }
 
 // recorder is a browser's transport: it notes every request.
@@ -97,6 +100,14 @@ func (b *browser) open(link *url.URL) (status int, page string, signedIn bool) {
 		status, page = st, string(body)
 		return nil
 	})
+	if m := csrfField.FindStringSubmatch(page); m != nil {
+		b.mu.Lock()
+		if b.csrfs == nil {
+			b.csrfs = map[string]string{}
+		}
+		b.csrfs[link.Path] = html.UnescapeString(m[1])
+		b.mu.Unlock()
+	}
 	return status, page, signedIn
 }
 
@@ -132,10 +143,17 @@ func (b *browser) decide(link *url.URL, decision string) (answer, error) {
 // csrfField is the approval form's CSRF token (shared/approvalpage).
 var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
 
-// csrf is the CSRF token of the approval page as this browser sees it
-// (one GET, no redirect followed): the page of a browser with a session
-// carries one, bound to that session; "" otherwise.
+// csrf is the CSRF token of the approval page as this browser saw it
+// (open), else as it sees it now (one GET, no redirect followed): the
+// page of a browser with a session carries one, bound to that session;
+// "" otherwise.
 func (b *browser) csrf(link *url.URL) (string, error) {
+	b.mu.Lock()
+	tok, ok := b.csrfs[link.Path]
+	b.mu.Unlock()
+	if ok {
+		return tok, nil
+	}
 	req, err := http.NewRequestWithContext(b.f.ctx, http.MethodGet, b.f.s.front.URL+link.RequestURI(), nil)
 	if err != nil {
 		return "", err

@@ -253,3 +253,37 @@ func TestApproverSignsOut(t *testing.T) {
 		t.Errorf("the copied cookie still signs grace in after she signed out:\n%s", body)
 	}
 }
+
+// TestPublicURLHostIsServed (finding 1): behind a reverse proxy that
+// names the stack by public_url's host, every surface answers that Host;
+// any other name is still refused.
+func TestPublicURLHostIsServed(t *testing.T) {
+	h := newHarness(t, harnessOptions{})
+	s, err := Start(context.Background(), Options{ConfigDir: h.configDir, Addr: "127.0.0.1:0", DataDir: t.TempDir(),
+		PublicURL: "https://countersign.example.test", Stdout: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close(context.Background()) })
+	get := func(host, path, key string) int {
+		req, _ := http.NewRequest(http.MethodGet, s.URL+path, nil)
+		req.Host = host
+		if key != "" {
+			req.Header.Set("Authorization", "Bearer "+key)
+		}
+		resp, err := noRedirect.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, path := range []string{"/v1/credentials/me", "/.well-known/oauth-authorization-server", "/oauth/dev-signin?return_to=%2Fapprove%2Fcf_1"} {
+		if st := get("countersign.example.test", path, "cs_test_run"); st != http.StatusOK {
+			t.Errorf("%s with public_url's Host: %d, want 200", path, st)
+		}
+		if st := get("other.example.test", path, "cs_test_run"); st != http.StatusForbidden {
+			t.Errorf("%s with another Host: %d, want 403", path, st)
+		}
+	}
+}

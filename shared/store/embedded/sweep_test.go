@@ -169,9 +169,21 @@ func TestSweepOAuth(t *testing.T) {
 	must(s.CreateOAuthGrant(ctx, &countersign.OAuthGrant{ID: "g-live", ExpiresAt: now.Add(time.Hour)}))
 	must(s.CreateOAuthClient(ctx, countersign.OAuthClient{ID: "https://old.example/c.json", ExpiresAt: now.Add(-time.Second)}))
 	must(s.CreateOAuthClient(ctx, countersign.OAuthClient{ID: "csc_registered"}))
+	must(s.CreateOAuthClient(ctx, countersign.OAuthClient{ID: "csc_unused", ExpiresAt: now.Add(-time.Second)}))
+	must(s.CreateSession(ctx, store.Session{Person: "p", ID: "s-old", ExpiresAt: now.Add(-time.Second)}))
+	must(s.CreateSession(ctx, store.Session{Person: "p", ID: "s-live", ExpiresAt: now.Add(time.Hour)}))
 	n, err := s.Sweep(now)
-	if err != nil || n != 4 {
-		t.Fatalf("Sweep = %d, %v; want the 4 expired records", n, err)
+	if err != nil || n != 6 {
+		t.Fatalf("Sweep = %d, %v; want the 6 expired records", n, err)
+	}
+	if _, err := s.OAuthClient(ctx, "csc_unused"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("an expired registered client: %v", err)
+	}
+	if _, err := s.Session(ctx, "p", "s-old"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("an expired session: %v", err)
+	}
+	if _, err := s.Session(ctx, "p", "s-live"); err != nil {
+		t.Errorf("a live session: %v", err)
 	}
 	if _, err := s.TakeOAuthCode(ctx, "code-old"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("expired code: %v", err)
