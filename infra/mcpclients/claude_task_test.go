@@ -51,10 +51,7 @@ func startClaude(t *testing.T, e *env, model *scriptedModel, key, prompt string,
 	if _, err := os.Stat(claude); err != nil {
 		t.Fatalf("the pinned @anthropic-ai/claude-code did not install its claude binary: %v", err)
 	}
-	tmux, err := exec.LookPath("tmux")
-	if err != nil {
-		t.Skip("tmux is missing (it gives Claude Code's interactive session a terminal); run: apt-get install -y tmux")
-	}
+	tmux := aptTool(t, "tmux") // it gives Claude Code's interactive session a terminal
 	// Not t.TempDir: Claude Code writes to its directory until its last
 	// process ends, which the cleanup below waits for.
 	home, err := os.MkdirTemp("", "countersign-claude-")
@@ -229,4 +226,30 @@ func waitFor(t *testing.T, s *claudeSession, want string) {
 		}
 	}
 	t.Fatalf("the screen does not show %q:\n%s", want, s.screen())
+}
+
+// aptTool finds name on PATH, installing Debian's package of that name
+// with apt-get when it is missing and this runs as root (as CI does, and
+// as infra/local/stack does for Chromium); it skips, naming the command,
+// only when it cannot.
+func aptTool(t *testing.T, name string) string {
+	t.Helper()
+	if p, err := exec.LookPath(name); err == nil {
+		return p
+	}
+	if _, err := exec.LookPath("apt-get"); err == nil && os.Geteuid() == 0 {
+		t.Logf("%s is missing: running apt-get install -y %s", name, name)
+		for _, args := range [][]string{{"install", "-y", name}, {"update"}, {"install", "-y", name}} {
+			cmd := exec.Command("apt-get", args...)
+			cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Logf("apt-get %s: %v\n%s", strings.Join(args, " "), err, out)
+			}
+			if p, err := exec.LookPath(name); err == nil {
+				return p
+			}
+		}
+	}
+	t.Skipf("%s is missing and could not be installed; run: apt-get install -y %s", name, name)
+	return ""
 }
