@@ -51,10 +51,7 @@ func startClaude(t *testing.T, e *env, model *scriptedModel, key, prompt string,
 	if _, err := os.Stat(claude); err != nil {
 		t.Fatalf("the pinned @anthropic-ai/claude-code did not install its claude binary: %v", err)
 	}
-	tmux, err := exec.LookPath("tmux")
-	if err != nil {
-		t.Skip("tmux is missing (it gives Claude Code's interactive session a terminal); run: apt-get install -y tmux")
-	}
+	tmux := aptTool(t, "tmux") // it gives Claude Code's interactive session a terminal
 	// Not t.TempDir: Claude Code writes to its directory until its last
 	// process ends, which the cleanup below waits for.
 	home, err := os.MkdirTemp("", "countersign-claude-")
@@ -170,53 +167,78 @@ var consoleIDRe = regexp.MustCompile(`countersign: (cf_[A-Za-z0-9_-]+) needs app
 // deleteContact once; countersign answers with a task, which Claude Code
 // moves to the background (the model reads Claude Code's notice that a
 // server-side task started, not the upstream's answer) and polls with
-// tasks/get. An approver approves through the console's signed link; the
-// DELETE runs once at the demo CRM, and Claude Code hands the model the
-// upstream's answer in a turn of its own: the model calls nothing else.
-// (Claude Code's non-interactive mode, -p, sends no tasks capability, so
-// there it gets the paused notice and confirmation_status.)
+// tasks/get. An approver decides through the console's signed link:
+// approved, the DELETE runs once at the demo CRM and Claude Code hands
+// the model the upstream's answer in a turn of its own; rejected, nothing
+// runs and the model is told who rejected it. The model calls nothing
+// else either way. (Claude Code's non-interactive mode, -p, declares no
+// tasks extension on the call, so there it gets the paused notice and
+// confirmation_status.)
 func TestClaudeCodeTask(t *testing.T) {
 	need(t)
-	e := startStack(t)
-	model := newScriptedModel(t, "mcp__countersign__deleteContact", map[string]any{"id": "5"})
-	s := startClaude(t, e, model, taskKey, "Delete contact 5 in the CRM.", "mcp__countersign__deleteContact")
+	for _, tc := range []struct {
+		decision, contact string
+		// told is what the task notification must carry.
+		told []string
+		runs int
+	}{
+		{"approve", "5", []string{"<status>completed</status>", `\"status\":204`}, 1},
+		// Claude Code reports a result with isError as a failed task,
+		// with the result's text.
+		{"reject", "6", []string{"<status>failed</status>", "Denied (confirmation_rejected): rejected by console; nothing ran"}, 0},
+	} {
+		t.Run(tc.decision, func(t *testing.T) {
+			e := startStack(t)
+			path := "/contacts/" + tc.contact
+			model := newScriptedModel(t, "mcp__countersign__deleteContact", map[string]any{"id": tc.contact})
+			s := startClaude(t, e, model, taskKey, "Delete contact "+tc.contact+" in the CRM.", "mcp__countersign__deleteContact")
 
-	var id string
-	for deadline := time.Now().Add(60 * time.Second); id == "" && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if m := consoleIDRe.FindStringSubmatch(e.console.String()); m != nil {
-			id = m[1]
-		}
-	}
-	if id == "" {
-		t.Fatalf("no confirmation was made; the screen:\n%s\nconsole:\n%s", s.screen(), e.console.String())
-	}
-	// The call is a task in Claude Code's background, and the model's
-	// turn after the call ended without the upstream's answer.
-	waitFor(t, s, "1 MCP task")
-	second := model.waitTurn(t, 2)
-	if !strings.Contains(second, "server-side task") || strings.Contains(second, "204") {
-		t.Errorf("after the call the model read %q, want Claude Code's notice of a server-side task", second)
-	}
-	if n := e.upstreamCount("DELETE", "/contacts/5"); n != 0 {
-		t.Fatalf("DELETE ran %d times before anyone approved", n)
-	}
-	t.Logf("%s is a task in Claude Code's background; the screen:\n%s", id, s.screen())
+			var id string
+			for deadline := time.Now().Add(60 * time.Second); id == "" && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+				if m := consoleIDRe.FindStringSubmatch(e.console.String()); m != nil {
+					id = m[1]
+				}
+			}
+			if id == "" {
+				t.Fatalf("no confirmation was made; the screen:\n%s\nconsole:\n%s", s.screen(), e.console.String())
+			}
+			// The call is a task in Claude Code's background, and the
+			// model's turn after the call ended without the upstream's answer.
+			waitFor(t, s, "1 MCP task")
+			second := model.waitTurn(t, 2)
+			if !strings.Contains(second, "server-side task") || strings.Contains(second, "204") {
+				t.Errorf("after the call the model read %q, want Claude Code's notice of a server-side task", second)
+			}
+			if n := e.upstreamCount("DELETE", path); n != 0 {
+				t.Fatalf("DELETE ran %d times before anyone decided", n)
+			}
+			t.Logf("%s is a task in Claude Code's background; the screen:\n%s", id, s.screen())
 
-	e.decide(e.approvalLink(id), "approve")
-	waitFor(t, s, "completed")
-	third := model.waitTurn(t, 3)
-	t.Logf("after the approval the model read: %s\nthe screen:\n%s", third, s.screen())
-	// Claude Code hands the model the result's structured content
-	// ({"status": 204, "body": null, "confirmation_id"}) in a task
-	// notification.
-	if !strings.Contains(third, "<status>completed</status>") || !strings.Contains(third, `\"status\":204`) || !strings.Contains(third, id) {
-		t.Errorf("the model was not handed the upstream's answer (status 204 of %s) in a task notification", id)
-	}
-	if n := e.upstreamCount("DELETE", "/contacts/5"); n != 1 {
-		t.Errorf("DELETE ran %d times, want once", n)
-	}
-	if reqs := e.stack.Demo.Requests(); len(reqs) != 1 {
-		t.Errorf("the demo CRM saw %+v, want the one DELETE", reqs)
+			e.decide(e.approvalLink(id), tc.decision)
+			// "completed", or "failed" for a result with isError.
+			waitFor(t, s, "(countersign/deleteContact) ")
+			third := model.waitTurn(t, 3)
+			t.Logf("after the decision the model read: %s\nthe screen:\n%s", third, s.screen())
+			// Claude Code hands the model the result (its structured
+			// content when it has one) in a task notification.
+			if !strings.Contains(third, "<task-notification>") || !strings.Contains(third, "(countersign/deleteContact)") {
+				t.Errorf("the model was not handed the task's end in a task notification")
+			}
+			if tc.runs == 1 && !strings.Contains(third, id) {
+				t.Errorf("the task notification does not name %s (the result's structured content does)", id)
+			}
+			for _, want := range tc.told {
+				if !strings.Contains(third, want) {
+					t.Errorf("the task notification does not say %s", want)
+				}
+			}
+			if n := e.upstreamCount("DELETE", path); n != tc.runs {
+				t.Errorf("DELETE ran %d times, want %d", n, tc.runs)
+			}
+			if reqs := e.stack.Demo.Requests(); len(reqs) != tc.runs {
+				t.Errorf("the demo CRM saw %+v, want %d DELETE", reqs, tc.runs)
+			}
+		})
 	}
 }
 
@@ -229,4 +251,30 @@ func waitFor(t *testing.T, s *claudeSession, want string) {
 		}
 	}
 	t.Fatalf("the screen does not show %q:\n%s", want, s.screen())
+}
+
+// aptTool finds name on PATH, installing Debian's package of that name
+// with apt-get when it is missing and this runs as root (as CI does, and
+// as infra/local/stack does for Chromium); it skips, naming the command,
+// only when it cannot.
+func aptTool(t *testing.T, name string) string {
+	t.Helper()
+	if p, err := exec.LookPath(name); err == nil {
+		return p
+	}
+	if _, err := exec.LookPath("apt-get"); err == nil && os.Geteuid() == 0 {
+		t.Logf("%s is missing: running apt-get install -y %s", name, name)
+		for _, args := range [][]string{{"install", "-y", name}, {"update"}, {"install", "-y", name}} {
+			cmd := exec.Command("apt-get", args...)
+			cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Logf("apt-get %s: %v\n%s", strings.Join(args, " "), err, out)
+			}
+			if p, err := exec.LookPath(name); err == nil {
+				return p
+			}
+		}
+	}
+	t.Skipf("%s is missing and could not be installed; run: apt-get install -y %s", name, name)
+	return ""
 }
