@@ -88,7 +88,8 @@ func AptBinary(tb testing.TB, service, pkg string, names ...string) string {
 		if _, err := exec.LookPath("apt-get"); err == nil {
 			tb.Logf("%s is missing: running %s", names[0], install)
 			run := func(args ...string) error {
-				cmd := exec.Command("apt-get", args...)
+				// Wait for dpkg's lock: two test packages may install at once.
+				cmd := exec.Command("apt-get", append([]string{"-o", "DPkg::Lock::Timeout=300"}, args...)...)
 				cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
 				out, err := cmd.CombinedOutput()
 				if err != nil {

@@ -119,22 +119,8 @@ var substitutions = map[string]string{
 // Start loads the configuration, opens the store, resumes the workflow
 // executions left from a previous run, and starts serving.
 func Start(ctx context.Context, o Options) (_ *Stack, err error) {
-	if o.ConfigDir == "" {
-		o.ConfigDir = "infra/config"
-	}
-	if o.Addr == "" {
-		o.Addr = "127.0.0.1:8080"
-	}
-	if o.DataDir == "" {
-		o.DataDir = ".countersign"
-	}
-	if o.Stdout == nil {
-		o.Stdout = os.Stdout
-	}
+	o = o.withDefaults()
 	logger := o.Logger
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
 	cfg, err := config.Load(o.ConfigDir, nil)
 	if err != nil {
 		return nil, err
@@ -154,18 +140,9 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 			_ = s.Close(context.Background())
 		}
 	}()
-	if s.store, err = embedded.Open(filepath.Join(o.DataDir, "countersign.db"), nil); err != nil {
+	if err := s.openData(o.DataDir); err != nil {
 		return nil, err
 	}
-	key, err := links.LoadOrCreateKey(filepath.Join(o.DataDir, "signing-key.json"))
-	if err != nil {
-		return nil, err
-	}
-	signer, err := links.NewSigner(key)
-	if err != nil {
-		return nil, err
-	}
-	s.signer = signer
 
 	if ln == nil {
 		if ln, err = net.Listen("tcp", o.Addr); err != nil {
@@ -174,17 +151,8 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	}
 	s.URL = "http://" + ln.Addr().String()
 
-	if o.DemoUpstream != "" {
-		dl, err := net.Listen("tcp", o.DemoUpstream)
-		if err != nil {
-			return nil, fmt.Errorf("demo upstream on %s: %w", o.DemoUpstream, err)
-		}
-		s.Demo = democrm.New()
-		s.Demo.SetLog(o.Stdout) // what the gateway sent it, for the person watching
-		s.DemoURL = "http://" + dl.Addr().String()
-		s.demoServer = &http.Server{Handler: s.Demo, ReadHeaderTimeout: 10 * time.Second}
-		go func() { _ = s.demoServer.Serve(dl) }()
-		s.notes = append(s.notes, pointAtDemo(cfg, s.DemoURL)...)
+	if err := s.startDemo(o); err != nil {
+		return nil, err
 	}
 	publicURL, note := linkBase(cfg.Settings.PublicURL, ln.Addr(), o.PublicURL)
 	if note != "" {
@@ -192,6 +160,83 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	}
 	s.PublicURL = publicURL
 
+	s.app = app.New(cfg, app.Adapters{Store: s.store, Signer: s.signer, Channels: approverChannels(cfg, o), Logger: logger},
+		app.Options{PublicURL: publicURL, Stopping: s.stopping, BodyTimeout: o.BodyTimeout})
+	signIn, err := s.startOAuth(ctx, o, publicURL)
+	if err != nil {
+		return nil, err
+	}
+	revoked, err := s.app.SeedCredentials(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(revoked) > 0 {
+		s.notes = append(s.notes, "revoked: "+strings.Join(revoked, ", ")+" (no longer in credentials.json; their keys and tokens are refused)")
+	}
+	if err := s.startWorkflows(ctx, logger); err != nil {
+		return nil, err
+	}
+
+	s.app.Audit.ConfigLoaded(ctx)
+	s.serve(ln, signIn, logger)
+	return s, nil
+}
+
+// withDefaults fills in what Options leaves empty.
+func (o Options) withDefaults() Options {
+	if o.ConfigDir == "" {
+		o.ConfigDir = "infra/config"
+	}
+	if o.Addr == "" {
+		o.Addr = "127.0.0.1:8080"
+	}
+	if o.DataDir == "" {
+		o.DataDir = ".countersign"
+	}
+	if o.Stdout == nil {
+		o.Stdout = os.Stdout
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+// openData opens the embedded store and the links' signing key in dir.
+func (s *Stack) openData(dir string) (err error) {
+	if s.store, err = embedded.Open(filepath.Join(dir, "countersign.db"), nil); err != nil {
+		return err
+	}
+	key, err := links.LoadOrCreateKey(filepath.Join(dir, "signing-key.json"))
+	if err != nil {
+		return err
+	}
+	s.signer, err = links.NewSigner(key)
+	return err
+}
+
+// startDemo serves the demo CRM on o.DemoUpstream, when set, and points
+// the configuration's connections at it.
+func (s *Stack) startDemo(o Options) error {
+	if o.DemoUpstream == "" {
+		return nil
+	}
+	dl, err := net.Listen("tcp", o.DemoUpstream)
+	if err != nil {
+		return fmt.Errorf("demo upstream on %s: %w", o.DemoUpstream, err)
+	}
+	s.Demo = democrm.New()
+	s.Demo.SetLog(o.Stdout) // what the gateway sent it, for the person watching
+	s.DemoURL = "http://" + dl.Addr().String()
+	s.demoServer = &http.Server{Handler: s.Demo, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = s.demoServer.Serve(dl) }()
+	s.notes = append(s.notes, pointAtDemo(s.Config, s.DemoURL)...)
+	return nil
+}
+
+// approverChannels are settings.json's approver channels: the console and
+// the webhooks.
+func approverChannels(cfg *config.Config, o Options) []notify.Channel {
 	var channels []notify.Channel
 	if cfg.Settings.Approvers.Console {
 		channels = append(channels, &notify.Console{W: o.Stdout})
@@ -200,11 +245,15 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 		channels = append(channels, &notify.Webhook{Approver: w.Name, URL: w.URL, Format: w.Format, Secret: w.Secret,
 			Client: o.WebhookClient, Backoff: o.WebhookBackoff})
 	}
-	s.app = app.New(cfg, app.Adapters{Store: s.store, Signer: signer, Channels: channels, Logger: logger},
-		app.Options{PublicURL: publicURL, Stopping: s.stopping, BodyTimeout: o.BodyTimeout})
-	// countersign is the OAuth authorization server of its own surfaces;
-	// people sign in through settings.json's sign_in provider, or, with
-	// none configured, on the development page (loopback only).
+	return channels
+}
+
+// startOAuth makes countersign the OAuth authorization server of its own
+// surfaces; people sign in through settings.json's sign_in provider, or,
+// with none configured, on the development page (loopback only). It
+// returns the sign-in the approvers use too.
+func (s *Stack) startOAuth(ctx context.Context, o Options, publicURL string) (oauth.SignIn, error) {
+	cfg := s.Config
 	var people []string // the configured users, offered on the development sign-in page
 	for _, c := range cfg.Credentials {
 		if c.Email != "" {
@@ -214,17 +263,19 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	var signIn oauth.SignIn = &oauth.DevSignIn{Issuer: strings.TrimRight(publicURL, "/") + oauth.PathDevSignIn, Key: oauth.NewKey(), People: people,
 		Sessions: s.store}
 	if si := cfg.Settings.SignIn; si.Configured() {
+		var err error
 		if signIn, err = oauth.NewOIDCSignIn(ctx, oauth.OIDCOptions{Issuer: si.Issuer, ClientID: si.ClientID, ClientSecret: si.ClientSecret,
 			RedirectURL: strings.TrimRight(publicURL, "/") + oauth.PathCallback, Key: oauth.NewKey(), Sessions: s.store}); err != nil {
 			return nil, err
 		}
 	}
+	var err error
 	s.oauth, err = oauth.New(s.store, oauth.Options{
 		PublicURL:              func() string { return publicURL },
 		SignIn:                 signIn,
 		Users:                  func() []countersign.Credential { return s.app.Live().Credentials },
 		SessionKey:             oauth.NewKey(),
-		Logger:                 logger,
+		Logger:                 o.Logger,
 		AllowLoopbackDocuments: o.AllowLoopbackClientDocuments,
 		NoClientDocuments:      o.NoClientDocuments,
 	})
@@ -232,16 +283,16 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 		return nil, err
 	}
 	s.app.Calls.Tokens = s.oauth
-	revoked, err := s.app.SeedCredentials(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if len(revoked) > 0 {
-		s.notes = append(s.notes, "revoked: "+strings.Join(revoked, ", ")+" (no longer in credentials.json; their keys and tokens are refused)")
-	}
+	return signIn, nil
+}
+
+// startWorkflows starts the in-process interpreter of the state machines,
+// with the tasks the Lambda functions run on AWS, and resumes the
+// executions the store holds.
+func (s *Stack) startWorkflows(ctx context.Context, logger *slog.Logger) error {
 	defs, err := statemachines.Definitions()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	s.engine, err = local.New(local.Options{
 		DB:            s.store.DB(),
@@ -256,14 +307,18 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 		Logger: logger,
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	s.app.SetWorkflow(s.engine)
 	if err := s.engine.Resume(ctx); err != nil {
-		return nil, fmt.Errorf("resume workflows: %w", err)
+		return fmt.Errorf("resume workflows: %w", err)
 	}
+	return nil
+}
 
-	s.app.Audit.ConfigLoaded(ctx)
+// serve routes the surfaces and serves them on ln, and starts the sweeper
+// and the audit flusher.
+func (s *Stack) serve(ln net.Listener, signIn oauth.SignIn, logger *slog.Logger) {
 	gateway, approver, operator := gatewayapp.Gateway(s.app), s.app.Approver(), s.app.Operator()
 	approver.SignIn = signIn // approvers sign in as people do for OAuth (approvers.sign_in)
 	// Routed by prefix, not with http.ServeMux: the mux cleans paths and
@@ -302,7 +357,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	// One Host rule for every surface (webguard.ForeignHost): a page that
 	// rebinds its own name to 127.0.0.1 reaches none of them. /mcp applies
 	// the same rule itself, to answer in JSON-RPC.
-	guarded := httpapi.HostGuard(route, func() []string { return []string{publicURL, s.app.Live().Settings.PublicURL} })
+	guarded := httpapi.HostGuard(route, func() []string { return []string{s.PublicURL, s.app.Live().Settings.PublicURL} })
 	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.EscapedPath() == "/mcp" {
 			route.ServeHTTP(w, r)
@@ -317,7 +372,6 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	go s.sweep(logger)
 	go s.flushAudit()
 	go func() { s.served <- s.server.Serve(ln) }()
-	return s, nil
 }
 
 // DefaultDemoUpstream is where the demo CRM listens by default, and the
