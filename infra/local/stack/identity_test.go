@@ -66,16 +66,10 @@ func TestRemovedCredentialsAreRevoked(t *testing.T) {
 	h := newHarness(t, harnessOptions{})
 	h.writeCredentials(withUsers("ada@example.com"))
 	h.restart()
-	_, handler := h.oauthSession(newSignInBrowser(t, "ada@example.com"), "client", clientKind{})
-	ts, err := handler.TokenSource(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok, err := ts.Token()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r := h.do("GET", "/v1/credentials/me", tok.AccessToken, nil, nil); r.status != http.StatusOK {
+	ada := newSignInBrowser(t, "ada@example.com")
+	h.oauthSession(ada, "client", clientKind{})
+	access, _ := h.apiToken(ada) // a token for the JSON API (resource <url>)
+	if r := h.do("GET", "/v1/credentials/me", access, nil, nil); r.status != http.StatusOK {
 		t.Fatalf("ada's token before: %d %s", r.status, r.body)
 	}
 	if r := h.do("GET", "/v1/credentials/me", "cs_test_chat", nil, nil); r.status != http.StatusOK {
@@ -87,7 +81,7 @@ func TestRemovedCredentialsAreRevoked(t *testing.T) {
 	if r := h.do("GET", "/v1/credentials/me", "cs_test_chat", nil, nil); r.status != http.StatusUnauthorized {
 		t.Fatalf("the removed key: %d %s, want 401", r.status, r.body)
 	}
-	if r := h.do("GET", "/v1/credentials/me", tok.AccessToken, nil, nil); r.status != http.StatusUnauthorized {
+	if r := h.do("GET", "/v1/credentials/me", access, nil, nil); r.status != http.StatusUnauthorized {
 		t.Fatalf("the removed user's token: %d %s, want 401", r.status, r.body)
 	}
 	if r := h.do("GET", "/v1/credentials/me", "cs_test_ask", nil, nil); r.status != http.StatusOK {
