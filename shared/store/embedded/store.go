@@ -39,7 +39,8 @@ var (
 
 var allBuckets = [][]byte{bucketCredentials, bucketCredentialKey, bucketConfirmations, bucketConfirmationIndex, bucketIdempotency, bucketQuotas, bucketQuotaUses, bucketAudit, bucketAuditHeads, bucketAuditPending,
 	bucketScriptRuns, bucketScriptCalls, bucketScriptParts, bucketTaskTokens,
-	bucketOAuthClients, bucketOAuthCodes, bucketOAuthTokens, bucketOAuthGrants}
+	bucketOAuthClients, bucketOAuthCodes, bucketOAuthTokens, bucketOAuthGrants,
+	bucketPasskeys, bucketPasskeyCeremonies}
 
 // DefaultTimeout is how long Open waits for the file lock when
 // Options.Timeout is zero.

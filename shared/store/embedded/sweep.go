@@ -40,6 +40,7 @@ func (s *Store) Sweep(now time.Time) (int, error) {
 		{bucketOAuthTokens, expiresAtPassed(now)},
 		{bucketOAuthGrants, expiresAtPassed(now)},
 		{bucketOAuthClients, expiresAtPassed(now)}, // metadata documents' copies; registered clients have none
+		{bucketPasskeyCeremonies, expiresAtPassed(now)},
 	}
 	keys := make([][][]byte, len(sweeps))
 	found := 0

@@ -64,6 +64,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts *Options) {
 	t.Run("ItemSize", s.itemSize)
 	t.Run("Scripts", s.scripts)
 	t.Run("OAuth", s.oauth)
+	t.Run("Passkeys", s.passkeys)
 }
 
 // itemSize: both stores refuse a record over DynamoDB's item limit with
