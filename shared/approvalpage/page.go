@@ -120,6 +120,14 @@ type Page struct {
 	// Refusal, on a pending page, says why this person may not decide:
 	// the operations are shown without the form and its buttons.
 	Refusal string
+	// Passkey says approving needs the person's passkey
+	// (approval.passkey): on Approve the page's script asks the browser
+	// to sign what is approved (PasskeyScript).
+	Passkey bool
+	// PasskeysURL, with Passkey, says the person signed in has no
+	// passkey: the page links there to register one and its Approve is
+	// disabled (they may still reject).
+	PasskeysURL string
 }
 
 // ReasonField is the pending form's optional text field: the approver's
@@ -311,6 +319,10 @@ func render(v view) ([]byte, map[string]string, error) {
 		return nil, nil, fmt.Errorf("approvalpage: nonce: %w", err)
 	}
 	v.Nonce = nonce
+	csp := "default-src 'none'; style-src 'nonce-" + nonce + "'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+	if v.signs() {
+		csp += "; script-src 'nonce-" + nonce + "'; connect-src 'self'"
+	}
 	if v.Workspace == "" {
 		v.Workspace = DefaultWorkspace
 	}
@@ -322,7 +334,7 @@ func render(v view) ([]byte, map[string]string, error) {
 	v.Accent, v.OnAccent = accent, config.TextOn(accent)
 	return writePage(&v), map[string]string{
 		"Content-Type":            "text/html; charset=utf-8",
-		"Content-Security-Policy": "default-src 'none'; style-src 'nonce-" + nonce + "'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+		"Content-Security-Policy": csp,
 		"Referrer-Policy":         "no-referrer",
 		"X-Content-Type-Options":  "nosniff",
 		"X-Frame-Options":         "DENY",

@@ -160,7 +160,7 @@ func (l *loader) connection(name string) (loadedConn, bool) {
 		}
 	}
 	if v, ok := m["approval"]; ok {
-		if a, ok := s.object("approval", v, "out_of_band_only", "approvers", "separate_approver", "required"); ok {
+		if a, ok := s.object("approval", v, "out_of_band_only", "approvers", "separate_approver", "required", "passkey"); ok {
 			if v, ok := a["required"]; ok {
 				var n int
 				if err := json.Unmarshal(v, &n); err != nil || n < 2 || n > 5 {
@@ -178,6 +178,9 @@ func (l *loader) connection(name string) (loadedConn, bool) {
 			if v, ok := a["separate_approver"]; ok {
 				tc.SeparateApprover, _ = s.boolean("approval.separate_approver", v)
 			}
+			if v, ok := a["passkey"]; ok {
+				tc.Passkey, _ = s.boolean("approval.passkey", v)
+			}
 		}
 	}
 	tc.Hooked = len(conn.Hooks) > 0
@@ -185,7 +188,7 @@ func (l *loader) connection(name string) (loadedConn, bool) {
 	// that made the call, which is the person who may not approve it.
 	// So under a quorum: one person in a client is not a quorum.
 	tc.OutOfBandOnlySet = conn.OutOfBandOnly
-	tc.OutOfBandOnly = conn.OutOfBandOnly || tc.SeparateApprover || tc.Required > 1
+	tc.OutOfBandOnly = conn.OutOfBandOnly || tc.SeparateApprover || tc.Required > 1 || tc.Passkey
 
 	for _, t := range cl.loadTools() {
 		conn.Tools[t.tool.Name] = t.tool
@@ -303,7 +306,7 @@ func (cl *connLoad) endpoint(s *src, rel, p string, raw json.RawMessage) *policy
 	nerr := len(cl.l.errs)
 	ep := &policy.Endpoint{}
 	if v, ok := m["approval"]; ok {
-		if a, ok := s.object(field(p, "approval"), v, "approvers", "separate_approver", "out_of_band_only", "required"); ok {
+		if a, ok := s.object(field(p, "approval"), v, "approvers", "separate_approver", "out_of_band_only", "required", "passkey"); ok {
 			if v, ok := a["approvers"]; ok {
 				ep.Approvers = s.approvers(field(p, "approval.approvers"), v)
 			}
@@ -324,6 +327,11 @@ func (cl *connLoad) endpoint(s *src, rel, p string, raw json.RawMessage) *policy
 			if v, ok := a["out_of_band_only"]; ok {
 				if b, ok := s.boolean(field(p, "approval.out_of_band_only"), v); ok {
 					ep.OutOfBandOnly = &b
+				}
+			}
+			if v, ok := a["passkey"]; ok {
+				if b, ok := s.boolean(field(p, "approval.passkey"), v); ok {
+					ep.Passkey = &b
 				}
 			}
 		}

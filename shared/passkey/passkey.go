@@ -309,13 +309,6 @@ func (s *Service) FinishRegistration(ctx context.Context, p countersign.Person, 
 	return k, nil
 }
 
-// Assertion is an approval's proof as the page posts it: the ceremony
-// begun for it and the browser's JSON of the assertion.
-type Assertion struct {
-	Ceremony string
-	Response []byte
-}
-
 // BeginApproval starts an approval by p of confirmation: a ceremony with
 // a fresh nonce, stored and single use, expiring at the earlier of
 // CeremonyTTL and expires (the page's), and the options for
@@ -361,7 +354,8 @@ func (s *Service) BeginApproval(ctx context.Context, p countersign.Person, confi
 	return c.ID, opts, nil
 }
 
-// VerifyApproval checks a's assertion as p's approval of confirmation:
+// VerifyApproval checks response (the browser's JSON of an assertion,
+// made for ceremony) as p's approval of confirmation:
 // the ceremony (begun for p and this confirmation, unexpired) is taken,
 // so it is used once; the assertion must be signed by one of p's
 // passkeys over challenge(the ceremony's nonce), with user verification,
@@ -369,22 +363,22 @@ func (s *Service) BeginApproval(ctx context.Context, p countersign.Person, confi
 // advance is refused (the authenticator may be cloned), and the new
 // counter is stored by a conditional write, so two uses of one assertion
 // cannot both pass. It returns the passkey's ID.
-func (s *Service) VerifyApproval(ctx context.Context, p countersign.Person, confirmation string, a Assertion, challenge func(nonce []byte) []byte) (string, error) {
-	if len(a.Response) > MaxResponse {
+func (s *Service) VerifyApproval(ctx context.Context, p countersign.Person, confirmation, ceremony string, response []byte, challenge func(nonce []byte) []byte) (string, error) {
+	if len(response) > MaxResponse {
 		return "", fault.Errorf(fault.PayloadTooLarge, "The passkey's assertion is over %d bytes.", MaxResponse)
 	}
 	w, rpID, err := s.relyingParty()
 	if err != nil {
 		return "", err
 	}
-	c, err := s.take(ctx, p, a.Ceremony, PurposeApprove)
+	c, err := s.take(ctx, p, ceremony, PurposeApprove)
 	if err != nil {
 		return "", err
 	}
 	if c.Confirmation != confirmation {
 		return "", fault.Errorf(fault.Forbidden, "This passkey request was made for another confirmation; nothing was approved.")
 	}
-	parsed, err := protocol.ParseCredentialRequestResponseBytes(a.Response)
+	parsed, err := protocol.ParseCredentialRequestResponseBytes(response)
 	if err != nil {
 		return "", fault.Errorf(fault.InvalidRequest, "The passkey's assertion could not be read: %s.", detail(err))
 	}

@@ -158,7 +158,7 @@ func TestApprovalVerify(t *testing.T) {
 		return cer, passkeytest.ReadOptions(t, opts).PublicKey.Challenge
 	}
 	verify := func(e *env, p countersign.Person, conf, what string, resp []byte) error {
-		_, err := e.f.svc.VerifyApproval(ctx, p, conf, passkey.Assertion{Ceremony: e.cer, Response: resp}, challengeOf(what))
+		_, err := e.f.svc.VerifyApproval(ctx, p, conf, e.cer, resp, challengeOf(what))
 		return err
 	}
 	for _, tc := range []struct {
@@ -212,7 +212,9 @@ func TestApprovalVerify(t *testing.T) {
 			e.f.now = e.f.now.Add(passkey.CeremonyTTL)
 			return verify(e, ada, "cf_1", "cf_1 approve", e.a.Assert(t, e.ch))
 		}, fault.Forbidden},
-		{"malformed", func(t *testing.T, e *env) error { return verify(e, ada, "cf_1", "cf_1 approve", []byte(`{"type":"public-key"`)) }, fault.InvalidRequest},
+		{"malformed", func(t *testing.T, e *env) error {
+			return verify(e, ada, "cf_1", "cf_1 approve", []byte(`{"type":"public-key"`))
+		}, fault.InvalidRequest},
 		{"huge", func(t *testing.T, e *env) error {
 			return verify(e, ada, "cf_1", "cf_1 approve", []byte(`{"x":"`+strings.Repeat("a", passkey.MaxResponse)+`"}`))
 		}, fault.PayloadTooLarge},

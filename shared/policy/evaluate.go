@@ -68,6 +68,9 @@ type Endpoint struct {
 	// Rule names where the configured tier comes from, for explanations,
 	// e.g. `connections/crm/policy.json endpoints[1] DELETE /contacts/{id} confirm: true`.
 	Rule string
+	// Passkey is the endpoint's approval.passkey, replacing its
+	// connection's; nil means the connection's.
+	Passkey *bool
 
 	// Set by NewPolicy: the template's parameter names and the
 	// precomputed explanations.
@@ -111,6 +114,9 @@ type Connection struct {
 	// Required is approval.required: how many distinct people must approve
 	// a call (2 to 5); 0 means one.
 	Required int
+	// Passkey is approval.passkey: each approval is a signed-in person's
+	// passkey assertion over what is approved.
+	Passkey bool
 
 	router router
 	text   *connText
@@ -127,14 +133,17 @@ type Rules struct {
 	// OutOfBandOnly: only the approvers decide, never the client that made
 	// the call. Four eyes, a quorum and named approvers imply it: the
 	// person in the client may not approve, one person is not a quorum,
-	// and the person in the client may not be among those named.
+	// and the person in the client may not be among those named. So does
+	// a passkey: the client's dialog cannot sign.
 	OutOfBandOnly bool
+	// Passkey: each approval is a signed-in person's passkey assertion.
+	Passkey bool
 }
 
 // RulesFor is the approval rules for calls to ep, one of c's endpoints (nil:
 // the connection's own): each of ep's approval keys replaces c's.
 func (c *Connection) RulesFor(ep *Endpoint) Rules {
-	r := Rules{Required: c.Required, SeparateApprover: c.SeparateApprover, OutOfBandOnly: c.OutOfBandOnlySet}
+	r := Rules{Required: c.Required, SeparateApprover: c.SeparateApprover, OutOfBandOnly: c.OutOfBandOnlySet, Passkey: c.Passkey}
 	if ep != nil {
 		if ep.Required > 0 {
 			r.Required = ep.Required
@@ -144,6 +153,9 @@ func (c *Connection) RulesFor(ep *Endpoint) Rules {
 		}
 		if ep.OutOfBandOnly != nil {
 			r.OutOfBandOnly = *ep.OutOfBandOnly
+		}
+		if ep.Passkey != nil {
+			r.Passkey = *ep.Passkey
 		}
 	}
 	if r.Required < 2 {
@@ -155,7 +167,7 @@ func (c *Connection) RulesFor(ep *Endpoint) Rules {
 	if ep != nil && ep.Approvers != nil {
 		named = true
 	}
-	r.OutOfBandOnly = r.OutOfBandOnly || r.SeparateApprover || r.Required > 1 || named
+	r.OutOfBandOnly = r.OutOfBandOnly || r.SeparateApprover || r.Required > 1 || named || r.Passkey
 	return r
 }
 
@@ -164,7 +176,7 @@ func (c *Connection) RulesFor(ep *Endpoint) Rules {
 // what its strictest operation does).
 func (r Rules) Strictest(o Rules) Rules {
 	return Rules{Required: max(r.Required, o.Required), SeparateApprover: r.SeparateApprover || o.SeparateApprover,
-		OutOfBandOnly: r.OutOfBandOnly || o.OutOfBandOnly}
+		OutOfBandOnly: r.OutOfBandOnly || o.OutOfBandOnly, Passkey: r.Passkey || o.Passkey}
 }
 
 // Params holds the path parameters of a match without allocating.

@@ -24,6 +24,7 @@ import (
 	"github.com/countersign/countersign/shared/app"
 	"github.com/countersign/countersign/shared/app/gatewayapp"
 	"github.com/countersign/countersign/shared/config"
+	"github.com/countersign/countersign/shared/httpapi"
 	"github.com/countersign/countersign/shared/links"
 	"github.com/countersign/countersign/shared/notify"
 	"github.com/countersign/countersign/shared/oauth"
@@ -264,6 +265,8 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	s.app.Audit.ConfigLoaded(ctx)
 	gateway, approver, operator := gatewayapp.Gateway(s.app), s.app.Approver(), s.app.Operator()
 	approver.SignIn = signIn // approvers sign in as people do for OAuth (approvers.sign_in)
+	passkeys := s.app.PasskeysPage()
+	passkeys.SignIn = signIn // people register passkeys signed in as approvers are
 	// Routed by prefix, not with http.ServeMux: the mux cleans paths and
 	// redirects /v1/rest/crm/a/../b with a 307, where the gateway must see
 	// the path as sent and refuse it (as API Gateway passes it through).
@@ -286,6 +289,8 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 			s.oauth.ServeHTTP(w, r)
 		case strings.HasPrefix(p, "/approve/"):
 			approver.ServeHTTP(w, r)
+		case httpapi.ServesPasskeys(p):
+			passkeys.ServeHTTP(w, r)
 		case p == "/operator" || strings.HasPrefix(p, "/operator/") || strings.HasPrefix(p, "/v1/operator/"):
 			operator.ServeHTTP(w, r)
 		default:
