@@ -128,6 +128,11 @@ type Page struct {
 	// passkey: the page links there to register one and its Approve is
 	// disabled (they may still reject).
 	PasskeysURL string
+	// PasskeyAt, with Passkey, is this page's address where passkeys work
+	// (the relying party's origin: localhost for a loopback address),
+	// when the browser opened it elsewhere: the page links there and its
+	// Approve is disabled.
+	PasskeyAt string
 }
 
 // ReasonField is the pending form's optional text field: the approver's

@@ -15,17 +15,18 @@ func TestPasskeyPage(t *testing.T) {
 	for _, tc := range []struct {
 		name               string
 		passkey            bool
-		url                string
+		url, at            string
 		script, disabled   bool
 		needed, scriptCSPs bool
 	}{
 		{name: "no passkey rule"},
 		{name: "signs", passkey: true, script: true, scriptCSPs: true},
 		{name: "none registered", passkey: true, url: "/account/passkeys", disabled: true, needed: true},
+		{name: "opened at another address", passkey: true, at: "http://localhost:8080/approve/cf_1?a=ops", disabled: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := base
-			p.Passkey, p.PasskeysURL = tc.passkey, tc.url
+			p.Passkey, p.PasskeysURL, p.PasskeyAt = tc.passkey, tc.url, tc.at
 			b, h, err := Render(p)
 			if err != nil {
 				t.Fatal(err)
@@ -42,6 +43,9 @@ func TestPasskeyPage(t *testing.T) {
 			}
 			if got := strings.Contains(csp, "script-src 'nonce-") && strings.Contains(csp, "connect-src 'self'"); got != tc.scriptCSPs {
 				t.Errorf("CSP %q allows the script = %v, want %v", csp, got, tc.scriptCSPs)
+			}
+			if got := strings.Contains(body, `id="passkey-elsewhere"`); got != (tc.at != "") {
+				t.Errorf("the other address shown = %v", got)
 			}
 			if strings.Contains(csp, "unsafe") {
 				t.Errorf("CSP %q", csp)

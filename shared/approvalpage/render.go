@@ -229,6 +229,11 @@ func (v *view) form(b *strings.Builder) {
 		"<input type=\"text\" name=\"" + ReasonField + "\" id=\"" + ReasonField + "\" maxlength=\"500\" autocomplete=\"off\"></p>")
 	disabled := ""
 	switch {
+	case v.Passkey && v.PasskeyAt != "":
+		b.WriteString("\n<p class=\"message\" role=\"alert\" id=\"passkey-elsewhere\">Approving this call needs your passkey, which works at this page's other address. <a href=\"")
+		text(b, safeURL(v.PasskeyAt))
+		b.WriteString("\">Open it there</a>. You can reject it here.</p>")
+		disabled = " disabled"
 	case v.Passkey && v.PasskeysURL != "":
 		b.WriteString("\n<p class=\"message\" role=\"alert\" id=\"passkey-needed\">Approving this call needs a passkey, and you have none. <a href=\"")
 		text(b, safeURL(v.PasskeysURL))
@@ -249,7 +254,9 @@ func (v *view) form(b *strings.Builder) {
 
 // signs reports whether the page carries the passkey script: a pending
 // form whose Approve signs, for a person who has a passkey.
-func (v *view) signs() bool { return v.ShowForm && v.Passkey && v.PasskeysURL == "" }
+func (v *view) signs() bool {
+	return v.ShowForm && v.Passkey && v.PasskeysURL == "" && v.PasskeyAt == ""
+}
 
 // head writes an operation's method, path, connection and endpoint.
 func (op *opView) head(b *strings.Builder) {

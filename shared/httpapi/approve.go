@@ -316,7 +316,7 @@ func (a *Approver) show(ctx context.Context, r *http.Request, id string, head bo
 	switch st := confirm.Effective(c, a.now()); {
 	case st == countersign.StatusPending && !linkExpired:
 		p.Refusal = a.refusal(ctx, who, c, link)
-		a.describePasskey(ctx, who, c, &p)
+		a.describePasskey(ctx, r, who, c, &p)
 		if n := a.required(c); n > 1 {
 			p.Progress = fmt.Sprintf("%d of %d approvals", len(c.Approvals), n)
 		}
@@ -445,7 +445,7 @@ func (a *Approver) decide(ctx context.Context, r *http.Request, b []byte, id str
 		p.SignedIn, p.Refusal = who.label(), a.refusal(ctx, who, c, link)
 		p.Progress = fmt.Sprintf("%d of %d approvals", len(c.Approvals), c.Required)
 		a.describeAsker(ctx, c, &p)
-		a.describePasskey(ctx, who, c, &p)
+		a.describePasskey(ctx, nil, who, c, &p)
 		return a.page(http.StatusOK, p, false)
 	}
 	if wantJSON {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"strings"
 
 	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/approvalpage"
@@ -62,14 +63,22 @@ func (a *Approver) beginPasskey(ctx context.Context, who approverCtx, c *counter
 
 // describePasskey marks the page of a call that needs a passkey: its
 // Approve signs with one, and a person signed in without one is told to
-// register one (they may still reject).
-func (a *Approver) describePasskey(ctx context.Context, who approverCtx, c *countersign.Confirmation, p *approvalpage.Page) {
+// register one (they may still reject). A page opened (r, a GET) at
+// another host than the one passkeys work at (the public URL's; a
+// loopback address's is localhost) links there instead.
+func (a *Approver) describePasskey(ctx context.Context, r *http.Request, who approverCtx, c *countersign.Confirmation, p *approvalpage.Page) {
 	if !confirm.NeedsPasskey(c, nil) {
 		return
 	}
 	p.Passkey = true
 	if who.person == nil || a.Passkeys == nil || p.Refusal != "" {
 		return
+	}
+	if origin, err := a.Passkeys.Origin(); err == nil && r != nil && r.Host != "" {
+		if u, err := url.Parse(origin); err == nil && !strings.EqualFold(u.Host, r.Host) {
+			p.PasskeyAt = origin + r.URL.RequestURI()
+			return
+		}
 	}
 	if keys, err := a.Passkeys.List(ctx, *who.person); err == nil && len(keys) == 0 {
 		p.PasskeysURL = PathPasskeys

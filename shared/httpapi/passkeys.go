@@ -245,6 +245,14 @@ func randomHex(n int) string {
 // page renders the list. A browser not signed in is sent to sign in and
 // back; the account cookie is set when it has none.
 func (h *Passkeys) page(w http.ResponseWriter, r *http.Request, head bool, msg string) {
+	if origin, err := h.Passkeys.Origin(); err == nil && r.Host != "" {
+		if u, err := url.Parse(origin); err == nil && !strings.EqualFold(u.Host, r.Host) {
+			// Passkeys work at the relying party's origin only (a loopback
+			// address's is localhost): register them there.
+			http.Redirect(w, r, origin+PathPasskeys, http.StatusSeeOther)
+			return
+		}
+	}
 	p := h.person(r)
 	if p == nil {
 		if h.SignIn == nil {

@@ -78,13 +78,35 @@ func RelyingParty(publicURL string) (rpID, origin string, err error) {
 		return "", "", fmt.Errorf("passkeys need public_url to be an http(s) URL, not %q", publicURL)
 	}
 	host := u.Hostname()
-	if net.ParseIP(host) != nil {
-		return "", "", fmt.Errorf("passkeys need public_url to name a host, not the IP address %s (browsers refuse one as a relying party; use localhost on this machine)", host)
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		// Browsers refuse an IP address as a relying party; on this
+		// machine the same server is localhost (the local stack's
+		// default public_url is http://127.0.0.1:8080).
+		host = "localhost"
+		if p := u.Port(); p != "" {
+			u.Host = net.JoinHostPort(host, p)
+		} else {
+			u.Host = host
+		}
+	} else if ip != nil {
+		return "", "", fmt.Errorf("passkeys need public_url to name a host, not the IP address %s (browsers refuse one as a relying party)", host)
 	}
 	if u.Scheme == "http" && host != "localhost" {
 		return "", "", fmt.Errorf("passkeys need public_url to be https (browsers allow http for localhost only), not %s", publicURL)
 	}
 	return strings.ToLower(host), u.Scheme + "://" + strings.ToLower(u.Host), nil
+}
+
+// Origin is the one origin passkeys work at here (scheme://host[:port]
+// of the public URL, a loopback address as localhost), or an error
+// saying why they do not.
+func (s *Service) Origin() (string, error) {
+	pub := ""
+	if s.PublicURL != nil {
+		pub = s.PublicURL()
+	}
+	_, origin, err := RelyingParty(pub)
+	return origin, err
 }
 
 func (s *Service) relyingParty() (*webauthn.WebAuthn, string, error) {

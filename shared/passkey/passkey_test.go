@@ -244,7 +244,9 @@ func TestRelyingParty(t *testing.T) {
 		{"https://cs.example.com/", "cs.example.com", "https://cs.example.com"},
 		{"https://CS.example.com:8443/base", "cs.example.com", "https://cs.example.com:8443"},
 		{"http://localhost:8080", "localhost", "http://localhost:8080"},
-		{"http://127.0.0.1:8080", "", ""},
+		{"http://127.0.0.1:8080", "localhost", "http://localhost:8080"},
+		{"http://[::1]:8080/", "localhost", "http://localhost:8080"},
+		{"https://192.0.2.7", "", ""},
 		{"http://cs.example.com", "", ""},
 		{"", "", ""},
 	} {

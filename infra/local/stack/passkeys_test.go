@@ -1,6 +1,7 @@
 package stack
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"io"
@@ -43,17 +44,24 @@ var csrfFieldRE = regexp.MustCompile(`id="csrf" value="([^"]+)"`)
 
 func (h *harness) person(email string) *person {
 	h.t.Helper()
+	return signedIn(h.t, strings.TrimRight(h.stack.PublicURL, "/"), email)
+}
+
+// signedIn is a browser at base signed in as email on the development
+// sign-in page.
+func signedIn(t testing.TB, base, email string) *person {
+	t.Helper()
 	jar, _ := cookiejar.New(nil)
-	p := &person{t: h.t, base: strings.TrimRight(h.stack.PublicURL, "/"),
+	p := &person{t: t, base: base,
 		c: &http.Client{Jar: jar, Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 	page := p.get("/oauth/dev-signin?return_to=" + url.QueryEscape("/account/passkeys"))
 	m := csrfRE.FindStringSubmatch(page.text())
 	if m == nil {
-		h.t.Fatalf("no sign-in form: %s", page.body)
+		t.Fatalf("no sign-in form: %s", page.body)
 	}
 	r := p.post("/oauth/dev-signin", url.Values{"csrf": {m[1]}, "return_to": {"/account/passkeys"}, "email": {email}}, false)
 	if r.status != http.StatusSeeOther {
-		h.t.Fatalf("sign-in as %s: %d %s", email, r.status, r.body)
+		t.Fatalf("sign-in as %s: %d %s", email, r.status, r.body)
 	}
 	return p
 }
@@ -309,5 +317,101 @@ func TestPasskeyApprovalRoutes(t *testing.T) {
 	st = h.do(http.MethodGet, "/v1/confirmations/"+id3, "cs_test_program", nil, nil)
 	if st.str("decided_by.method") != "passkey" || st.str("approvals.by.0.method") != "passkey" || st.str("approvals.by.1.method") != "passkey" {
 		t.Fatalf("the quorum's record: %s", st.body)
+	}
+}
+
+// TestPasskeyLoopbackAddress: with the default public_url on a loopback
+// address (an IP, which browsers refuse as a relying party), passkeys
+// work at localhost on the same port: the passkeys page there redirects
+// to it, and an approval page opened at the IP address links to the same
+// page at localhost, with Approve disabled, and no script.
+func TestPasskeyLoopbackAddress(t *testing.T) {
+	h := newHarness(t, harnessOptions{files: passkeyPolicy})
+	local := strings.Replace(strings.TrimRight(h.stack.PublicURL, "/"), "127.0.0.1", "localhost", 1)
+	ada := h.person("ada@example.com") // at http://127.0.0.1:<port>
+	if r := ada.get("/account/passkeys"); r.status != http.StatusSeeOther || r.header.Get("Location") != local+"/account/passkeys" {
+		t.Fatalf("the passkeys page at the IP address: %d, Location %q, want %s", r.status, r.header.Get("Location"), local+"/account/passkeys")
+	}
+	_, link := pauseVault(h, "vault", "9")
+	page := ada.get(link).text()
+	if !strings.Contains(page, `id="passkey-elsewhere"`) || !strings.Contains(page, `href="`+local+strings.ReplaceAll(link, "&", "&amp;")) ||
+		!strings.Contains(page, `class="approve" disabled`) || strings.Contains(page, "navigator.credentials") {
+		t.Fatalf("the approval page at the IP address:\n%s", page)
+	}
+}
+
+// TestDemoPayoutWithPasskeys walks docs/approvers.md's "Try it on the
+// local stack" on the shipped configuration: ada and grace register
+// passkeys at localhost, an agent asks for a payout, the link (at
+// 127.0.0.1) is opened at localhost, ada's passkey approval is counted,
+// grace's approves it, decided_by says passkey, and the demo CRM receives
+// the payout once when the agent redeems.
+func TestDemoPayoutWithPasskeys(t *testing.T) {
+	var console syncBuffer
+	s, err := Start(context.Background(), Options{ConfigDir: "../../config", Addr: "127.0.0.1:0", DataDir: t.TempDir(),
+		DemoUpstream: "127.0.0.1:0", Stdout: &console})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = s.Close(ctx)
+	})
+	local := strings.Replace(s.URL, "127.0.0.1", "localhost", 1)
+	ada, grace := signedIn(t, local, "ada@example.com"), signedIn(t, local, "grace@example.com")
+	adaKey, graceKey := ada.register(), grace.register()
+	agent := &person{t: t, base: s.URL, c: http.DefaultClient}
+	req, _ := http.NewRequest(http.MethodPost, s.URL+"/v1/calls", strings.NewReader(
+		`{"connection":"crm","method":"POST","path":"/payouts","body":{"amount":250,"currency":"EUR","to":"ACME Ltd"},"intent":"write"}`))
+	req.Header.Set("Authorization", "Bearer cs_demo_ask")
+	paused := agent.do(req)
+	id := paused.str("confirmation.id")
+	if paused.status != http.StatusAccepted || id == "" {
+		t.Fatalf("the payout: %d %s", paused.status, paused.body)
+	}
+	linkRE := regexp.MustCompile(`http://\S+/approve/` + id + `\S*`)
+	var link string
+	for deadline := time.Now().Add(10 * time.Second); link == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		link = linkRE.FindString(console.String())
+	}
+	u, err := url.Parse(link)
+	if err != nil || link == "" {
+		t.Fatalf("no link for %s in the console:\n%s", id, console.String())
+	}
+	link = u.RequestURI()
+	for i, who := range []struct {
+		p   *person
+		key *passkeytest.Authenticator
+	}{{ada, adaKey}, {grace, graceKey}} {
+		cer, ch, r := who.p.begin(link, "approve")
+		if r.status != http.StatusOK {
+			t.Fatalf("approval %d begins: %d %s", i+1, r.status, r.body)
+		}
+		want := []string{"pending", "approved"}[i]
+		if r := who.p.decide(link, "approve", cer, who.key.Assert(t, ch)); r.status != http.StatusOK || r.str("status") != want {
+			t.Fatalf("approval %d: %d %s, want %s", i+1, r.status, r.body, want)
+		}
+	}
+	get, _ := http.NewRequest(http.MethodGet, s.URL+"/v1/confirmations/"+id, nil)
+	get.Header.Set("Authorization", "Bearer cs_demo_ask")
+	st := agent.do(get)
+	if st.str("decided_by.email") != "grace@example.com" || st.str("decided_by.method") != "passkey" || st.str("approvals.by.0.email") != "ada@example.com" {
+		t.Fatalf("the payout's record: %s", st.body)
+	}
+	redeem, _ := http.NewRequest(http.MethodPost, s.URL+"/v1/calls", strings.NewReader(
+		`{"connection":"crm","method":"POST","path":"/payouts","body":{"amount":250,"currency":"EUR","to":"ACME Ltd"},"intent":"confirmed_write","confirmation_id":"`+id+`"}`))
+	redeem.Header.Set("Authorization", "Bearer cs_demo_ask")
+	if r := agent.do(redeem); r.status != http.StatusOK || r.str("status") != "executed" {
+		t.Fatalf("redeem: %d %s", r.status, r.body)
+	}
+	n := 0
+	for _, r := range s.Demo.Requests() {
+		if r.Method == http.MethodPost && r.Path == "/payouts" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("the demo CRM received %d payouts, want 1", n)
 	}
 }
