@@ -171,6 +171,23 @@ func (c *Connection) RulesFor(ep *Endpoint) Rules {
 	return r
 }
 
+// PasskeyAlone reports whether a passkey is all that keeps calls to ep
+// (nil: the connection's own) from the client that made them: no four
+// eyes, no quorum, no approvers named, no out_of_band_only. The person
+// who made the call may then approve it on the page with their passkey
+// (URL mode), never in the client's dialog.
+func (c *Connection) PasskeyAlone(ep *Endpoint) bool {
+	r := c.RulesFor(ep)
+	if !r.Passkey || r.SeparateApprover || r.Required > 1 || c.Approvers != nil || ep != nil && ep.Approvers != nil {
+		return false
+	}
+	set := c.OutOfBandOnlySet
+	if ep != nil && ep.OutOfBandOnly != nil {
+		set = *ep.OutOfBandOnly
+	}
+	return !set
+}
+
 // Strictest is what r and o both ask: the larger quorum, four eyes if
 // either keeps it, out of band if either is (a batch of operations asks
 // what its strictest operation does).

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/countersign/countersign/shared/passkey/passkeytest"
 )
 
@@ -413,5 +415,41 @@ func TestDemoPayoutWithPasskeys(t *testing.T) {
 	}
 	if n != 1 {
 		t.Fatalf("the demo CRM received %d payouts, want 1", n)
+	}
+}
+
+// TestPasskeyURLMode: a person's MCP client in URL mode is sent to the
+// approval page of a call whose endpoint asks for a passkey alone (the
+// link given to the caller), where they approve with their passkey, and
+// the gateway runs it once; a client with form elicitation is not asked
+// in its dialog (it cannot sign): the call waits for the approvers.
+func TestPasskeyURLMode(t *testing.T) {
+	h := newHarness(t, harnessOptions{files: passkeyPolicy})
+	local := strings.Replace(strings.TrimRight(h.stack.PublicURL, "/"), "127.0.0.1", "localhost", 1)
+	dana := signedIn(t, local, "dana@example.com")
+	key := dana.register()
+	s, _ := h.oauthSession(newSignInBrowser(t, "dana@example.com"), "URL client", clientKind{url: true, protocol: "2025-11-25"})
+	e := urlElicitationOf(t, s, "vault__delete_contacts_by_id", map[string]any{"id": "71"})
+	link := h.link(e.URL)
+	if r := dana.decide(link, "approve", "", nil); r.status != http.StatusForbidden {
+		t.Fatalf("approval without a passkey: %d %s", r.status, r.body)
+	}
+	cer, ch, r := dana.begin(link, "approve")
+	if r.status != http.StatusOK {
+		t.Fatalf("begin: %d %s", r.status, r.body)
+	}
+	if r := dana.decide(link, "approve", cer, key.Assert(t, ch)); r.status != http.StatusOK {
+		t.Fatalf("approval with the passkey: %d %s", r.status, r.body)
+	}
+	waitFor(t, func() bool { return h.upstream.Count("DELETE", "/contacts/71") == 1 })
+
+	asked := false
+	f, _ := h.oauthSession(newSignInBrowser(t, "dana@example.com"), "Form client", clientKind{elicit: func(*mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		asked = true
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, nil
+	}})
+	res := callTool(t, f, "vault__delete_contacts_by_id", map[string]any{"id": "72"}, nil)
+	if asked || structured(t, res)["status"] != "confirmation_required" || h.upstream.Count("DELETE", "/contacts/72") != 0 {
+		t.Fatalf("a form client: asked %v, result %q; want paused for the approvers, nothing run", asked, text(res))
 	}
 }
