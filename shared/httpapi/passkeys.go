@@ -248,8 +248,11 @@ func (h *Passkeys) page(w http.ResponseWriter, r *http.Request, head bool, msg s
 	if origin, err := h.Passkeys.Origin(); err == nil && r.Host != "" {
 		if u, err := url.Parse(origin); err == nil && !strings.EqualFold(u.Host, r.Host) {
 			// Passkeys work at the relying party's origin only (a loopback
-			// address's is localhost): register them there.
-			http.Redirect(w, r, origin+PathPasskeys, http.StatusSeeOther)
+			// address's is localhost): register them there. A link, not a
+			// redirect: a sign-in that comes back to this host (its
+			// callback's) must not bounce between the two.
+			writeHTML(w, http.StatusOK, "", `<h1>Your passkeys</h1>
+<p id="elsewhere">Passkeys work at this site's address `+html.EscapeString(origin)+`: <a href="`+html.EscapeString(origin+PathPasskeys)+`">open your passkeys there</a>.</p>`)
 			return
 		}
 	}
