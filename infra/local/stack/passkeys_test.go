@@ -361,6 +361,9 @@ func TestDemoPayoutWithPasskeys(t *testing.T) {
 		_ = s.Close(ctx)
 	})
 	local := strings.Replace(s.URL, "127.0.0.1", "localhost", 1)
+	if want := "people register passkeys (approval.passkey) at " + local + "/account/passkeys"; !strings.Contains(s.Banner(), want) {
+		t.Errorf("the banner does not say %q:\n%s", want, s.Banner())
+	}
 	ada, grace := signedIn(t, local, "ada@example.com"), signedIn(t, local, "grace@example.com")
 	adaKey, graceKey := ada.register(), grace.register()
 	agent := &person{t: t, base: s.URL, c: http.DefaultClient}

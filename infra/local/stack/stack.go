@@ -453,6 +453,9 @@ func (s *Stack) Banner() string {
 	} else {
 		fmt.Fprintf(&b, "people sign in with OAuth from their MCP client (development sign-in page: %s%s, loopback only)\n", strings.TrimRight(s.PublicURL, "/"), oauth.PathDevSignIn)
 	}
+	if origin, err := s.app.Passkeys.Origin(); err == nil {
+		fmt.Fprintf(&b, "people register passkeys (approval.passkey) at %s%s\n", origin, oauth.PathPasskeys)
+	}
 	return b.String()
 }
 
