@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign"
+	"github.com/countersign/countersign/shared/display"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/links"
 	"github.com/countersign/countersign/shared/oauth"
@@ -282,7 +283,7 @@ func (h *Passkeys) page(w http.ResponseWriter, r *http.Request, head bool, msg s
 	e := html.EscapeString
 	var b strings.Builder
 	b.WriteString(`<h1>Your passkeys</h1>
-<p class="who">Signed in as <strong>` + e(p.Label()) + `</strong></p>
+<p class="who">Signed in as <strong>` + display.HTML(p.Label()) + `</strong></p>
 <p>A passkey proves it is you who approves a call that asks for one: your device signs exactly what you approve, after your PIN or biometric.</p>
 `)
 	if msg != "" {
@@ -297,7 +298,7 @@ func (h *Passkeys) page(w http.ResponseWriter, r *http.Request, head bool, msg s
 			if k.LastUsedAt != nil {
 				used = "last used " + k.LastUsedAt.UTC().Format("2 Jan 2006, 15:04 UTC")
 			}
-			b.WriteString(`<li data-id="` + e(k.ID) + `"><strong>` + e(k.Name) + `</strong> · added ` + e(k.CreatedAt.UTC().Format("2 Jan 2006, 15:04 UTC")) +
+			b.WriteString(`<li data-id="` + e(k.ID) + `"><strong>` + display.HTML(k.Name) + `</strong> · added ` + e(k.CreatedAt.UTC().Format("2 Jan 2006, 15:04 UTC")) +
 				` · ` + e(used) + ` <form method="post" action="` + pathPasskeysRemove + `"><input type="hidden" name="csrf" value="` + csrf +
 				`"><input type="hidden" name="id" value="` + e(k.ID) + `"><button type="submit" class="remove">Remove</button></form></li>` + "\n")
 		}

@@ -456,3 +456,59 @@ func TestPasskeyURLMode(t *testing.T) {
 		t.Fatalf("a form client: asked %v, result %q; want paused for the approvers, nothing run", asked, text(res))
 	}
 }
+
+// TestPasskeysPageForms: every POST of /account/passkeys needs this
+// browser's CSRF token for this person, signed in: none, another
+// browser's (even the same person's), another person's, or no sign-in is
+// 403 and changes nothing; a person removes only their own passkeys; GET
+// changes nothing and a POST route answers GET with 405.
+func TestPasskeysPageForms(t *testing.T) {
+	h := newHarness(t, harnessOptions{localhost: true})
+	ada, grace := h.person("ada@example.com"), h.person("grace@example.com")
+	key := ada.register()
+	token := func(p *person) string {
+		m := csrfFieldRE.FindStringSubmatch(p.get("/account/passkeys").text())
+		if m == nil {
+			t.Fatal("no csrf token on the page")
+		}
+		return m[1]
+	}
+	adaToken, graceToken := token(ada), token(grace)
+	adaElsewhere := h.person("ada@example.com") // ada in another browser
+	token(adaElsewhere)
+	jar, _ := cookiejar.New(nil)
+	nobody := &person{t: t, base: ada.base, c: &http.Client{Jar: jar, Timeout: 10 * time.Second}}
+	for _, tc := range []struct {
+		name string
+		p    *person
+		form url.Values
+	}{
+		{"no token", ada, url.Values{"id": {key.CredentialID()}}},
+		{"another person's token", grace, url.Values{"csrf": {adaToken}, "id": {key.CredentialID()}}},
+		{"another browser's token", adaElsewhere, url.Values{"csrf": {adaToken}, "id": {key.CredentialID()}}},
+		{"not signed in", nobody, url.Values{"csrf": {adaToken}, "id": {key.CredentialID()}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, path := range []string{"/account/passkeys/begin", "/account/passkeys/remove"} {
+				if r := tc.p.post(path, tc.form, true); r.status != http.StatusForbidden {
+					t.Fatalf("%s: %d %s, want 403", path, r.status, r.body)
+				}
+			}
+		})
+	}
+	if r := grace.post("/account/passkeys/remove", url.Values{"csrf": {graceToken}, "id": {key.CredentialID()}}, true); r.status != http.StatusNotFound {
+		t.Fatalf("grace removes ada's passkey: %d %s, want 404", r.status, r.body)
+	}
+	if r := ada.get("/account/passkeys/begin"); r.status != http.StatusMethodNotAllowed {
+		t.Fatalf("GET begin: %d", r.status)
+	}
+	if page := ada.get("/account/passkeys").text(); !strings.Contains(page, `data-id="`+key.CredentialID()+`"`) {
+		t.Fatalf("ada's passkey is gone:\n%s", page)
+	}
+	if r := ada.post("/account/passkeys/remove", url.Values{"csrf": {adaToken}, "id": {key.CredentialID()}}, false); r.status != http.StatusSeeOther {
+		t.Fatalf("ada removes her passkey: %d %s", r.status, r.body)
+	}
+	if page := ada.get("/account/passkeys").text(); strings.Contains(page, `data-id="`) {
+		t.Fatalf("the removed passkey is still listed:\n%s", page)
+	}
+}
