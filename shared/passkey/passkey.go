@@ -36,6 +36,10 @@ const (
 	MaxName = 64
 	// CeremonyTTL is how long a ceremony begun may be finished.
 	CeremonyTTL = 5 * time.Minute
+	// MaxCeremonies is how many ceremonies one person may begin within
+	// CeremonyTTL: what they keep in the store is bounded however often
+	// they ask.
+	MaxCeremonies = 30
 )
 
 // Ceremony purposes (countersign.PasskeyCeremony.Purpose).
@@ -44,8 +48,31 @@ const (
 	PurposeApprove  = "approve"
 )
 
-// Store is what the service keeps (store.Passkeys; both adapters).
-type Store = store.Passkeys
+// Store is what the service keeps (both adapters): the passkeys and
+// ceremonies, and the quota that bounds a person's ceremonies.
+type Store interface {
+	store.Passkeys
+	TakeQuota(ctx context.Context, key string, limit int, now, until time.Time) error
+}
+
+// beginCeremony stores c once p's quota of ceremonies allows it.
+func (s *Service) beginCeremony(ctx context.Context, p countersign.Person, c countersign.PasskeyCeremony) error {
+	now := s.now()
+	key := "passkey-ceremonies/" + base64.RawURLEncoding.EncodeToString(UserID(p))
+	err := s.Store.TakeQuota(ctx, key, MaxCeremonies, now, now.Add(CeremonyTTL))
+	var full *store.QuotaFullError
+	if errors.As(err, &full) {
+		return fault.Errorf(fault.RateLimited, "You began %d passkey requests in the last %s; try again after %s.",
+			MaxCeremonies, CeremonyTTL, full.Free.UTC().Format("15:04:05 UTC"))
+	}
+	if err != nil {
+		return fault.Wrap(err, "the passkey request could not be started; try again")
+	}
+	if err := s.Store.CreatePasskeyCeremony(ctx, c); err != nil {
+		return fault.Wrap(err, "the passkey request could not be started; try again")
+	}
+	return nil
+}
 
 // Service registers people's passkeys and verifies their assertions. The
 // relying party is the deployment's public URL: its host is the RP ID,
@@ -243,8 +270,8 @@ func (s *Service) BeginRegistration(ctx context.Context, p countersign.Person) (
 	}
 	c := countersign.PasskeyCeremony{ID: newID(), Purpose: PurposeRegister, Issuer: p.Issuer, Subject: p.Subject,
 		Session: sess, ExpiresAt: s.now().Add(CeremonyTTL).UTC()}
-	if err := s.Store.CreatePasskeyCeremony(ctx, c); err != nil {
-		return "", nil, fault.Wrap(err, "the registration could not be started; try again")
+	if err := s.beginCeremony(ctx, p, c); err != nil {
+		return "", nil, err
 	}
 	return c.ID, opts, nil
 }
@@ -370,8 +397,8 @@ func (s *Service) BeginApproval(ctx context.Context, p countersign.Person, confi
 	}
 	c := countersign.PasskeyCeremony{ID: newID(), Purpose: PurposeApprove, Issuer: p.Issuer, Subject: p.Subject,
 		Confirmation: confirmation, Nonce: nonce, ExpiresAt: exp.UTC()}
-	if err := s.Store.CreatePasskeyCeremony(ctx, c); err != nil {
-		return "", nil, fault.Wrap(err, "the passkey request could not be started; try again")
+	if err := s.beginCeremony(ctx, p, c); err != nil {
+		return "", nil, err
 	}
 	return c.ID, opts, nil
 }

@@ -256,3 +256,27 @@ func TestRelyingParty(t *testing.T) {
 		}
 	}
 }
+
+// TestCeremoniesBounded: a person begins at most MaxCeremonies ceremonies
+// within CeremonyTTL (429 rate_limited past it), whatever they begin;
+// another person is not held back, and the quota frees as time passes.
+func TestCeremoniesBounded(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	f.register(t, ada)
+	for i := 1; i < passkey.MaxCeremonies; i++ { // the registration took one
+		if _, _, err := f.svc.BeginApproval(ctx, ada, "cf_1", time.Time{}, challengeOf("x")); err != nil {
+			t.Fatalf("ceremony %d: %v", i+1, err)
+		}
+	}
+	if _, _, err := f.svc.BeginRegistration(ctx, ada); fault.CodeOf(err) != fault.RateLimited {
+		t.Fatalf("ceremony %d: %v, want rate_limited", passkey.MaxCeremonies+1, err)
+	}
+	if _, _, err := f.svc.BeginRegistration(ctx, grace); err != nil {
+		t.Fatalf("grace's: %v", err)
+	}
+	f.now = f.now.Add(passkey.CeremonyTTL)
+	if _, _, err := f.svc.BeginRegistration(ctx, ada); err != nil {
+		t.Fatalf("after %s: %v", passkey.CeremonyTTL, err)
+	}
+}
