@@ -144,6 +144,10 @@ type Confirmation struct {
 	// workspace's identity provider (approvers.sign_in); nil when the link
 	// was used without sign-in, and DecidedBy then names only the channel.
 	DecidedByPerson *Person `json:"decided_by_person,omitempty"`
+	// DecidedMethod is how the decider proved the approval: "passkey"
+	// when it carried a verified WebAuthn assertion (approval.passkey);
+	// empty otherwise.
+	DecidedMethod string `json:"decided_method,omitempty"`
 	// Required is the quorum (approval.required, 2 to 5) in force when
 	// the call paused; 1 means one approval decides. 0 is a record made
 	// before the rules were recorded: the first approval counted sets it
@@ -199,6 +203,10 @@ type ApprovalRules struct {
 	// OutOfBandOnly is approval.out_of_band_only: only the approvers
 	// decide, through their links, never the client that made the call.
 	OutOfBandOnly bool `json:"out_of_band_only,omitempty"`
+	// Passkey is approval.passkey: every approval is a signed-in person's
+	// WebAuthn assertion over what is approved (MethodPasskey); nobody is
+	// asked in the client, which cannot sign.
+	Passkey bool `json:"passkey,omitempty"`
 }
 
 // ApproverList is one approval.approvers list as recorded: verified
@@ -243,7 +251,14 @@ type Approval struct {
 	// Channel is the approver whose link they used.
 	Channel string    `json:"channel,omitempty"`
 	At      time.Time `json:"at"`
+	// Method is MethodPasskey when the approval carried a verified
+	// passkey assertion.
+	Method string `json:"method,omitempty"`
 }
+
+// MethodPasskey is the decided_by.method of an approval proved with a
+// passkey (approval.passkey).
+const MethodPasskey = "passkey"
 
 // Decider is who decided a confirmation, as the API and the events show
 // it (decided_by): a person signed in (Kind "person", with the channel
@@ -255,6 +270,8 @@ type Decider struct {
 	Email   string `json:"email,omitempty"`
 	Name    string `json:"name,omitempty"`
 	Channel string `json:"channel,omitempty"`
+	// Method is how the approval was proved: "passkey", or empty.
+	Method string `json:"method,omitempty"`
 }
 
 // DecidedByView is who decided c, nil while nobody has.
@@ -264,7 +281,7 @@ func (c *Confirmation) DecidedByView() *Decider {
 		return nil
 	case c.DecidedByPerson != nil:
 		p := c.DecidedByPerson
-		return &Decider{Kind: "person", Issuer: p.Issuer, Subject: p.Subject, Email: p.Email, Name: p.Name, Channel: c.DecidedBy}
+		return &Decider{Kind: "person", Issuer: p.Issuer, Subject: p.Subject, Email: p.Email, Name: p.Name, Channel: c.DecidedBy, Method: c.DecidedMethod}
 	case c.DecidedBy != "":
 		return &Decider{Kind: "channel", Channel: c.DecidedBy}
 	}

@@ -1,4 +1,5 @@
-// Command approve is the approvers' Lambda: GET, HEAD and POST /approve/{id}.
+// Command approve is the approvers' Lambda: GET, HEAD and POST
+// /approve/{id}, and people's passkeys at /account/passkeys.
 package main
 
 import (
@@ -13,5 +14,5 @@ func main() {
 	// WithEmail: the e-mail approvers are mailed each approval counted
 	// toward a quorum and the decision (their follow-ups).
 	d := awsenv.MustLoad(awsenv.NeedWorkflow|awsenv.NeedSigningKey|awsenv.NeedOAuth, awsenv.WithEmail(snsmail.Deployed))
-	awsenv.StartHTTP(d, d.Approver())
+	awsenv.StartHTTP(d, d.ApproverHTTP())
 }

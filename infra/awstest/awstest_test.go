@@ -63,6 +63,7 @@ var flows = []struct {
 	{name: "people: quorum of 2, ada approves while grace rejects", settings: peopleSettings, run: quorumApproveReject},
 	{name: "people: quorum of 2 approved by ada, grace's completing approval and mallory's rejection at once", settings: peopleSettings, run: quorumCompleteOrReject},
 	{name: "people: four eyes, the caller's own approval refused, grace approves", settings: peopleSettings, run: fourEyes},
+	{name: "people: a passkey registered and verified by the approve function", settings: peopleSettings, run: passkeyApproval},
 }
 
 // shortWait makes a confirmation expire 8 s after it is created: time

@@ -514,6 +514,11 @@ func (s *stack) configDir(set settings, tiers map[string]any) string {
 			"endpoints": []any{map[string]any{"method": "DELETE", "path": "/contacts/{id}", "confirm": true}},
 			"approval":  map[string]any{"separate_approver": true},
 		},
+		"connections/" + passkeyConnection + "/policy.json": map[string]any{
+			"base_url":  s.Upstream.URL,
+			"endpoints": []any{map[string]any{"method": "DELETE", "path": "/contacts/{id}", "confirm": true}},
+			"approval":  map[string]any{"passkey": true},
+		},
 	}
 	for name, v := range files {
 		b, _ := json.MarshalIndent(v, "", "  ")

@@ -24,6 +24,7 @@ import (
 	"github.com/countersign/countersign/shared/httpapi"
 	"github.com/countersign/countersign/shared/links"
 	"github.com/countersign/countersign/shared/notify"
+	"github.com/countersign/countersign/shared/passkey"
 	"github.com/countersign/countersign/shared/policy"
 	"github.com/countersign/countersign/shared/reqlog"
 	"github.com/countersign/countersign/shared/script/journal"
@@ -50,6 +51,9 @@ type Store interface {
 	ScriptCalls(ctx context.Context, runID string) ([]*countersign.ScriptCall, error)
 	PutScriptPart(ctx context.Context, p *countersign.ScriptPart) error
 	ScriptParts(ctx context.Context, runID, prefix string) ([]*countersign.ScriptPart, error)
+
+	// People's passkeys (approval.passkey, /account/passkeys).
+	store.Passkeys
 }
 
 // Adapters are what a deployment plugs in. Nil fields mean the defaults
@@ -105,7 +109,10 @@ type App struct {
 	Dispatcher *notify.Dispatcher
 	Confirm    *confirm.Service
 	Calls      *calls.Service
-	Signer     *links.Signer
+	// Passkeys registers people's passkeys and verifies the assertions
+	// of approvals that need one; its relying party is LinkBase.
+	Passkeys *passkey.Service
+	Signer   *links.Signer
 	// Audit is the audit trail every surface records to.
 	Audit *audit.Trail
 	// PublicURL is where approval links point, as New set it; LinkBase
@@ -190,6 +197,9 @@ func New(cfg *config.Config, ad Adapters, o Options) *App {
 		return confirm.RulesOf(a.Calls.Current().Policy, ops)
 	}
 	a.Confirm.Reader = calls.ShowReader{Config: a.Calls.Current}
+	a.Passkeys = &passkey.Service{Store: ad.Store, PublicURL: a.LinkBase, Now: ad.Now,
+		Workspace: func() string { return a.Live().Settings.Workspace.Name }}
+	a.Confirm.Passkeys = a.Passkeys
 	return a
 }
 
@@ -315,7 +325,14 @@ func (s scriptStatus) DescribeScript(ctx context.Context, c *countersign.Confirm
 
 // Approver is the approvers' surface (the approval page).
 func (a *App) Approver() *httpapi.Approver {
-	return &httpapi.Approver{Calls: a.Calls, Signer: a.Signer, Now: a.now, Logger: a.Logger, BodyTimeout: a.options.BodyTimeout}
+	return &httpapi.Approver{Calls: a.Calls, Signer: a.Signer, Now: a.now, Logger: a.Logger, BodyTimeout: a.options.BodyTimeout,
+		Passkeys: a.Passkeys}
+}
+
+// PasskeysPage is the people's page of passkeys (/account/passkeys); its
+// SignIn is the deployment's, set by the caller as the Approver's.
+func (a *App) PasskeysPage() *httpapi.Passkeys {
+	return &httpapi.Passkeys{Passkeys: a.Passkeys, Signer: a.Signer, Now: a.now, Logger: a.Logger, BodyTimeout: a.options.BodyTimeout}
 }
 
 // Operator is the operator surface: /v1/operator/... and the /operator page.

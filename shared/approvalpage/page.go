@@ -126,6 +126,19 @@ type Page struct {
 	// Remember, when set, offers "Approve and allow for N minutes" beside
 	// Approve (approval.remember).
 	Remember *Remember
+	// Passkey says approving needs the person's passkey
+	// (approval.passkey): on Approve the page's script asks the browser
+	// to sign what is approved (PasskeyScript).
+	Passkey bool
+	// PasskeysURL, with Passkey, says the person signed in has no
+	// passkey: the page links there to register one and its Approve is
+	// disabled (they may still reject).
+	PasskeysURL string
+	// PasskeyAt, with Passkey, is this page's address where passkeys work
+	// (the relying party's origin: localhost for a loopback address),
+	// when the browser opened it elsewhere: the page links there and its
+	// Approve is disabled.
+	PasskeyAt string
 }
 
 // ReasonField is the pending form's optional text field: the approver's
@@ -346,6 +359,10 @@ func render(v view) ([]byte, map[string]string, error) {
 		return nil, nil, fmt.Errorf("approvalpage: nonce: %w", err)
 	}
 	v.Nonce = nonce
+	csp := "default-src 'none'; style-src 'nonce-" + nonce + "'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+	if v.signs() {
+		csp += "; script-src 'nonce-" + nonce + "'; connect-src 'self'"
+	}
 	if v.Workspace == "" {
 		v.Workspace = DefaultWorkspace
 	}
@@ -357,7 +374,7 @@ func render(v view) ([]byte, map[string]string, error) {
 	v.Accent, v.OnAccent = accent, config.TextOn(accent)
 	h := map[string]string{
 		"Content-Type":            "text/html; charset=utf-8",
-		"Content-Security-Policy": "default-src 'none'; style-src 'nonce-" + nonce + "'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+		"Content-Security-Policy": csp,
 		"Cache-Control":           "no-store",
 	}
 	for k, v := range webguard.PageHeaders {

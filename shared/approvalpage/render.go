@@ -249,10 +249,37 @@ func (v *view) form(b *strings.Builder) {
 	b.WriteString("\n</ol>")
 	v.hidden(b)
 	b.WriteString("\n</fieldset>\n<p class=\"reason\"><label for=\"" + ReasonField + "\">Reason (optional; the agent sees it if you reject)</label>" +
-		"<input type=\"text\" name=\"" + ReasonField + "\" id=\"" + ReasonField + "\" maxlength=\"500\" autocomplete=\"off\"></p>\n<div class=\"actions\">\n" +
-		"<button type=\"submit\" name=\"decision\" value=\"approve\" class=\"approve\">Approve</button>\n" +
+		"<input type=\"text\" name=\"" + ReasonField + "\" id=\"" + ReasonField + "\" maxlength=\"500\" autocomplete=\"off\"></p>")
+	disabled := ""
+	switch {
+	case v.Passkey && v.PasskeyAt != "":
+		b.WriteString("\n<p class=\"message\" role=\"alert\" id=\"passkey-elsewhere\">Approving this call needs your passkey, which works at this page's other address. <a href=\"")
+		text(b, safeURL(v.PasskeyAt))
+		b.WriteString("\">Open it there</a>. You can reject it here.</p>")
+		disabled = " disabled"
+	case v.Passkey && v.PasskeysURL != "":
+		b.WriteString("\n<p class=\"message\" role=\"alert\" id=\"passkey-needed\">Approving this call needs a passkey, and you have none. <a href=\"")
+		text(b, safeURL(v.PasskeysURL))
+		b.WriteString("\">Register a passkey</a>, then open this link again. You can reject it without one.</p>")
+		disabled = " disabled"
+	case v.Passkey:
+		b.WriteString("\n<p class=\"meta\" id=\"passkey-status\" role=\"status\">Approve asks your passkey to sign exactly what you approve.</p>")
+	}
+	b.WriteString("\n<div class=\"actions\">\n" +
+		"<button type=\"submit\" name=\"decision\" value=\"approve\" class=\"approve\"" + disabled + ">Approve</button>\n" +
 		"<button type=\"submit\" name=\"decision\" value=\"reject\" class=\"reject\">Reject all</button>\n</div>\n</form>")
 	v.rememberForm(b)
+	if v.signs() {
+		b.WriteString("\n<script nonce=\"")
+		text(b, v.Nonce)
+		b.WriteString("\">" + PasskeyScript + "</script>")
+	}
+}
+
+// signs reports whether the page carries the passkey script: a pending
+// form whose Approve signs, for a person who has a passkey.
+func (v *view) signs() bool {
+	return v.ShowForm && v.Passkey && v.PasskeysURL == "" && v.PasskeyAt == ""
 }
 
 // head writes an operation's method, path, connection and endpoint.

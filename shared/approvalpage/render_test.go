@@ -18,9 +18,10 @@ import (
 // hand-written renderer must match byte for byte.
 // Values a person reads go through package display, as in the page.
 var refTemplate = template.Must(template.New("page.tmpl").Funcs(template.FuncMap{
-	"value": func(s string) template.HTML { return template.HTML(display.HTML(s)) },
-	"json":  func(s string) template.HTML { return template.HTML(display.JSONHTML(s)) },
-	"plain": display.Text,
+	"value":         func(s string) template.HTML { return template.HTML(display.HTML(s)) },
+	"json":          func(s string) template.HTML { return template.HTML(display.JSONHTML(s)) },
+	"plain":         display.Text,
+	"passkeyScript": func() template.JS { return template.JS(PasskeyScript) },
 }).ParseFiles("testdata/page.tmpl"))
 
 // refView is view as the template sees it: the colours typed as CSS, as

@@ -81,6 +81,22 @@ func (d *Deployment) Approver() *httpapi.Approver {
 	return a
 }
 
+// ApproverHTTP is the approve function's handler: people's passkeys
+// (/account/passkeys and below) and the approval page (/approve/<id>),
+// both with the deployment's sign-in.
+func (d *Deployment) ApproverHTTP() http.Handler {
+	a := d.Approver()
+	p := d.App.PasskeysPage()
+	p.SignIn = d.SignIn
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if httpapi.ServesPasskeys(r.URL.EscapedPath()) {
+			p.ServeHTTP(w, r)
+			return
+		}
+		a.ServeHTTP(w, r)
+	})
+}
+
 // HTTP is the gateway function's handler: the OAuth server's paths
 // (oauth.Serves: the metadata documents, /oauth/...) go to the OAuth
 // server, every other to the agents' surface.

@@ -163,7 +163,7 @@ func (l *loader) connection(name string) (loadedConn, bool) {
 		}
 	}
 	if v, ok := m["approval"]; ok {
-		if a, ok := s.object("approval", v, "out_of_band_only", "approvers", "separate_approver", "required", "remember"); ok {
+		if a, ok := s.object("approval", v, "out_of_band_only", "approvers", "separate_approver", "required", "remember", "passkey"); ok {
 			if v, ok := a["remember"]; ok {
 				tc.Remember = s.remember("approval.remember", v)
 			}
@@ -184,6 +184,9 @@ func (l *loader) connection(name string) (loadedConn, bool) {
 			if v, ok := a["separate_approver"]; ok {
 				tc.SeparateApprover, _ = s.boolean("approval.separate_approver", v)
 			}
+			if v, ok := a["passkey"]; ok {
+				tc.Passkey, _ = s.boolean("approval.passkey", v)
+			}
 		}
 	}
 	tc.Hooked = len(conn.Hooks) > 0
@@ -191,7 +194,7 @@ func (l *loader) connection(name string) (loadedConn, bool) {
 	// that made the call, which is the person who may not approve it.
 	// So under a quorum: one person in a client is not a quorum.
 	tc.OutOfBandOnlySet = conn.OutOfBandOnly
-	tc.OutOfBandOnly = conn.OutOfBandOnly || tc.SeparateApprover || tc.Required > 1
+	tc.OutOfBandOnly = conn.OutOfBandOnly || tc.SeparateApprover || tc.Required > 1 || tc.Passkey
 
 	for _, t := range cl.loadTools() {
 		conn.Tools[t.tool.Name] = t.tool
@@ -326,7 +329,7 @@ func (cl *connLoad) endpoint(s *src, rel, p string, raw json.RawMessage) *policy
 	nerr := len(cl.l.errs)
 	ep := &policy.Endpoint{}
 	if v, ok := m["approval"]; ok {
-		if a, ok := s.object(field(p, "approval"), v, "approvers", "separate_approver", "out_of_band_only", "required", "remember"); ok {
+		if a, ok := s.object(field(p, "approval"), v, "approvers", "separate_approver", "out_of_band_only", "required", "remember", "passkey"); ok {
 			if v, ok := a["remember"]; ok {
 				ep.Remember = s.remember(field(p, "approval.remember"), v)
 			}
@@ -350,6 +353,11 @@ func (cl *connLoad) endpoint(s *src, rel, p string, raw json.RawMessage) *policy
 			if v, ok := a["out_of_band_only"]; ok {
 				if b, ok := s.boolean(field(p, "approval.out_of_band_only"), v); ok {
 					ep.OutOfBandOnly = &b
+				}
+			}
+			if v, ok := a["passkey"]; ok {
+				if b, ok := s.boolean(field(p, "approval.passkey"), v); ok {
+					ep.Passkey = &b
 				}
 			}
 		}

@@ -54,6 +54,16 @@ func TestRateAndRememberLoad(t *testing.T) {
 	if del, _ := cfg.Policy.Resolve("crm", "DELETE", "/contacts/1"); del.Connection.RememberFor(del.Endpoint) != nil {
 		t.Error("remember offered under four eyes")
 	}
+
+	files = baseFiles()
+	sub(crmFile, `"approval": {"out_of_band_only": false}`, `"approval": {"passkey": true, "remember": {"max_minutes": 10, "max_calls": 3}}`)(t, files)
+	cfg, err = Load(writeConfig(t, files), testEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if del, _ := cfg.Policy.Resolve("crm", "DELETE", "/contacts/1"); del.Connection.RememberFor(del.Endpoint) != nil {
+		t.Error("remember offered where each approval is a passkey's")
+	}
 }
 
 // TestRateAndRememberErrors: every mistake in a rate rule or a remember

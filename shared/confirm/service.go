@@ -84,6 +84,9 @@ type Service struct {
 	// operations (RulesOf): a record made before its rules were recorded
 	// is checked against them. nil: such a record has no approvers lists.
 	RulesInForce func(ops []countersign.Operation) *countersign.ApprovalRules
+	// Passkeys verifies the passkey assertions of approvals
+	// (approval.passkey); nil refuses every approval that needs one.
+	Passkeys PasskeyVerifier
 	// Logger receives lifecycle events; nil discards.
 	Logger *slog.Logger
 	// Audit records every transition (answers, expiries, redemptions,
@@ -455,6 +458,12 @@ type Answer struct {
 	// checks it before the answer and creates the grant after the
 	// approval; the lifecycle itself does not read it. 0: only this call.
 	Remember int
+	// Passkey is the passkey assertion an approval carries where the
+	// rules ask for one (approval.passkey); Answer verifies it.
+	Passkey *PasskeyProof
+
+	// proved is set by Answer alone, once Passkey verified.
+	proved bool
 }
 
 // maxRequired is the largest quorum (approval.required).
@@ -496,7 +505,7 @@ func (s *Service) count(c *countersign.Confirmation, d Answer, now time.Time) (c
 			return false, fault.Errorf(fault.InvalidRequest, "nothing is left selected to approve in confirmation %s", c.ID)
 		}
 	}
-	c.Approvals = append(c.Approvals, countersign.Approval{Person: *d.Person, Channel: d.Approver, At: now})
+	c.Approvals = append(c.Approvals, countersign.Approval{Person: *d.Person, Channel: d.Approver, At: now, Method: d.method()})
 	if len(c.Approvals) < c.Required {
 		t := On(c, EventCountApproval, now)
 		if err := t.Err(c); err != nil {
@@ -511,6 +520,9 @@ func (s *Service) count(c *countersign.Confirmation, d Answer, now time.Time) (c
 // actor is who answered, as the audit trail names them: the person
 // signed in, else the approver channel whose link was used.
 func (d Answer) actor() string {
+	if d.Person != nil && d.method() != "" {
+		return "person:" + d.Person.Label() + " (" + d.method() + ")"
+	}
 	if d.Person != nil {
 		return "person:" + d.Person.Label()
 	}
@@ -548,6 +560,12 @@ func (s *Service) Answer(ctx context.Context, id string, d Answer) (*countersign
 	if d.Approve && d.Required > 1 && d.Person == nil {
 		return nil, fault.Errorf(fault.Forbidden, "confirmation %s needs %d approvals by people signed in", id, d.Required)
 	}
+	d.proved = false // only a verified assertion proves it
+	if d.Approve && d.Passkey != nil {
+		if err := s.provePasskey(ctx, id, &d); err != nil {
+			return nil, fmt.Errorf("answer %s: %w", id, err)
+		}
+	}
 	counted := false // this approval was counted toward a quorum it does not complete
 	cc := &callerCache{}
 	c, err := s.update(ctx, id, func(c *countersign.Confirmation, now time.Time) error {
@@ -577,6 +595,7 @@ func (s *Service) Answer(ctx context.Context, id string, d Answer) (*countersign
 		}
 		at := now
 		c.DecidedAt, c.DecidedBy, c.DecidedByPerson, c.DecisionReason = &at, d.Approver, d.Person, d.Reason
+		c.DecidedMethod = d.method()
 		c.Status = t.To
 		if !d.Approve {
 			for i := range c.Operations {

@@ -45,14 +45,20 @@ func rulesOf(c *countersign.Confirmation, fallback *countersign.ApprovalRules) c
 // recorded (nil: none).
 func OutOfBand(c *countersign.Confirmation, fallback *countersign.ApprovalRules) bool {
 	r := rulesOf(c, fallback)
-	return c.SeparateApprover || c.Required > 1 || len(r.Approvers) > 0 || r.OutOfBandOnly
+	return c.SeparateApprover || c.Required > 1 || len(r.Approvers) > 0 || r.OutOfBandOnly || r.Passkey
 }
 
 // NeedsPerson reports whether only a person signed in may answer c: its
-// rules name approvers, keep four eyes or count a quorum.
+// rules name approvers, keep four eyes, count a quorum or ask for a passkey.
 func NeedsPerson(c *countersign.Confirmation, fallback *countersign.ApprovalRules) bool {
 	r := rulesOf(c, fallback)
-	return c.SeparateApprover || c.Required > 1 || len(r.Approvers) > 0
+	return c.SeparateApprover || c.Required > 1 || len(r.Approvers) > 0 || r.Passkey
+}
+
+// NeedsPasskey reports whether an approval of c must carry a verified
+// passkey assertion (approval.passkey, as recorded when it paused).
+func NeedsPasskey(c *countersign.Confirmation, fallback *countersign.ApprovalRules) bool {
+	return rulesOf(c, fallback).Passkey
 }
 
 // MayAnswer reports why d may not answer c (a forbidden fault), or nil
@@ -133,6 +139,11 @@ func (s *Service) mayAnswer(ctx context.Context, c *countersign.Confirmation, d 
 		}
 		return nil
 	}
+	if d.Approve && r.Passkey && !d.proved {
+		// Only Answer sets proved, after the assertion verified: no
+		// surface can claim it.
+		return forbidden("Approving %s needs your passkey: approve it on its page, where your device signs what you approve. Nothing was approved.", c.ID)
+	}
 	for _, list := range r.Approvers {
 		if !approverListOf(list).Allows(p.Email, d.Groups) {
 			return forbidden("You are signed in as %s, who is not among the approvers of %s; only they may decide it.", p.Label(), list.Where)
@@ -190,7 +201,9 @@ func RulesOf(set *policy.Set, ops []countersign.Operation) *countersign.Approval
 			r.Approvers = append(r.Approvers, countersign.ApproverList{Where: op.Connection + " " + op.Method + " " + op.Endpoint,
 				Emails: list.Emails, Domains: list.Domains, Groups: list.Groups})
 		}
-		r.OutOfBandOnly = r.OutOfBandOnly || set.RulesOf(op.Connection, op.Method, op.Path).OutOfBandOnly
+		pr := set.RulesOf(op.Connection, op.Method, op.Path)
+		r.OutOfBandOnly = r.OutOfBandOnly || pr.OutOfBandOnly
+		r.Passkey = r.Passkey || pr.Passkey
 	}
 	return r
 }

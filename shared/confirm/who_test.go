@@ -66,6 +66,11 @@ func TestWhoMayAnswer(t *testing.T) {
 		{"principal link: a key's call", countersign.Credential{ID: "ada"}, false, 0, nil, confirm.Answer{Approver: links.PrincipalApprover, Person: ada}, "did not make this call"},
 		{"principal link: nobody signed in", user("ada"), false, 0, nil, confirm.Answer{Approver: links.PrincipalApprover}, "Sign in"},
 		{"no rules: the link alone", user("ada"), false, 0, nil, confirm.Answer{Approver: "ops"}, ""},
+		{"passkey: signed in, no assertion", user("ada"), false, 0, &countersign.ApprovalRules{Passkey: true}, confirm.Answer{Approver: "ops", Person: bob}, "needs your passkey"},
+		{"passkey: nobody signed in", user("ada"), false, 0, &countersign.ApprovalRules{Passkey: true}, confirm.Answer{Approver: "ops"}, "Sign in"},
+		{"passkey: the card", user("ada"), false, 0, &countersign.ApprovalRules{Passkey: true}, confirm.Answer{Approver: "card", Person: ada, Credential: "ada"}, "approvers only"},
+		{"passkey: an assertion and no verifier", user("ada"), false, 0, &countersign.ApprovalRules{Passkey: true},
+			confirm.Answer{Approver: "ops", Person: bob, Passkey: &confirm.PasskeyProof{Ceremony: "c", Response: []byte("{}")}}, "not available"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -112,6 +117,7 @@ func TestGrantRefusedUnderApprovers(t *testing.T) {
 		{"quorum", false, 2, nil},
 		{"approvers", false, 0, &countersign.ApprovalRules{Approvers: []countersign.ApproverList{{Where: "w", Emails: []string{"ada@example.com"}}}}},
 		{"out of band only", false, 0, &countersign.ApprovalRules{OutOfBandOnly: true}},
+		{"passkey", false, 0, &countersign.ApprovalRules{Passkey: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)

@@ -19,6 +19,7 @@ import (
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/links"
 	"github.com/countersign/countersign/shared/oauth"
+	"github.com/countersign/countersign/shared/passkey"
 	"github.com/countersign/countersign/shared/policy"
 )
 
@@ -57,6 +58,9 @@ type Approver struct {
 	// settings.json's sign_in. The local stack's development sign-in page
 	// is no configured provider: it leaves this unset.
 	Provider bool
+	// Passkeys begins the passkey ceremonies of approvals that need one
+	// (approval.passkey; confirm verifies them); nil: none can be begun.
+	Passkeys *passkey.Service
 }
 
 var _ http.Handler = (*Approver)(nil)
@@ -314,6 +318,7 @@ func (a *Approver) show(ctx context.Context, r *http.Request, id string, head bo
 	switch st := confirm.Effective(c, a.now()); {
 	case st == countersign.StatusPending && !linkExpired:
 		p.Refusal = a.refusal(ctx, who, c, link)
+		a.describePasskey(ctx, r, who, c, &p)
 		if n := a.required(c); n > 1 {
 			p.Progress = fmt.Sprintf("%d of %d approvals", len(c.Approvals), n)
 		}
@@ -416,8 +421,12 @@ func (a *Approver) decide(ctx context.Context, r *http.Request, b []byte, id str
 	if why := a.csrfRefusal(r, who, id, form.Get(approvalpage.CSRFField)); why != "" {
 		return fail(fault.Forbidden, why, invalid)
 	}
+	if form.Get(passkeyField) == passkeyBegin {
+		return a.beginPasskey(ctx, who, c, keep, decision == "approve")
+	}
 	ans := who.answer(link)
 	ans.Approve, ans.Keep, ans.Reason, ans.Required, ans.Remember = decision == "approve", keep, reason, a.required(c), remember
+	ans.Passkey = passkeyProofOf(form)
 	shown := c
 	var grant *countersign.ApprovalGrant
 	if rm, ok := a.Calls.(rememberer); ok {
@@ -471,6 +480,7 @@ func (a *Approver) decide(ctx context.Context, r *http.Request, b []byte, id str
 		p.SignedIn, p.Refusal = who.label(), a.refusal(ctx, who, c, link)
 		p.Progress = fmt.Sprintf("%d of %d approvals", len(c.Approvals), c.Required)
 		a.describeAsker(ctx, c, &p)
+		a.describePasskey(ctx, nil, who, c, &p)
 		return a.page(http.StatusOK, p, false)
 	}
 	if wantJSON {

@@ -89,6 +89,10 @@ func (h *Handler) first(ctx context.Context, cred *countersign.Credential, clien
 		o.Client = &calls.Client{Name: client.Name, Version: client.Version, CanAsk: client.CanAsk()}
 	}
 	oob := op.conn.RulesFor(op.ep).OutOfBandOnly // the endpoint's rules, else the connection's
+	// A passkey alone leaves the decision to whoever may approve, on the
+	// page, where they sign: a person's client in URL mode is sent there
+	// (the dialog and the card, which cannot sign, are never offered).
+	passkeyPage := oob && client.URL && op.conn.PasskeyAlone(op.ep)
 	switch {
 	case oob:
 		// Only the approvers decide; the gateway runs what they approve.
@@ -118,6 +122,12 @@ func (h *Handler) first(ctx context.Context, cred *countersign.Credential, clien
 		return h.ask(cred, op, countersign.KindCall, ops, res.Decision.Reason)
 	case calls.Paused:
 		switch {
+		case passkeyPage:
+			out := approversNotice(res, client)
+			v := out.StructuredContent.(pausedView)
+			v.askURL = true
+			out.StructuredContent = v
+			return out
 		case oob:
 			return outOfBandNotice(res)
 		case client.Apps:

@@ -85,6 +85,7 @@ func TestPersonLabel(t *testing.T) {
 		{countersign.Decider{Kind: "person", Issuer: "https://idp", Subject: "s1", Name: "Bo"}, " by Bo"},
 		{countersign.Decider{Kind: "person", Issuer: "https://idp", Subject: "s1"}, " by s1 at https://idp"},
 		{countersign.Decider{Kind: "channel", Channel: "ops"}, " through the ops link"},
+		{countersign.Decider{Kind: "person", Issuer: "https://idp", Subject: "s1", Name: "Bo", Method: "passkey"}, " by Bo with a passkey"},
 	} {
 		if got := byWhom(&c.d); got != c.want {
 			t.Errorf("%+v: %q, want %q", c.d, got, c.want)

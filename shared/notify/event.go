@@ -93,7 +93,7 @@ func ApprovalsOf(c *countersign.Confirmation) *Approvals {
 	}
 	v := &Approvals{Required: c.Required, Received: len(c.Approvals), By: make([]countersign.Decider, 0, len(c.Approvals))}
 	for _, a := range c.Approvals {
-		v.By = append(v.By, countersign.Decider{Kind: "person", Issuer: a.Issuer, Subject: a.Subject, Email: a.Email, Name: a.Name, Channel: a.Channel})
+		v.By = append(v.By, countersign.Decider{Kind: "person", Issuer: a.Issuer, Subject: a.Subject, Email: a.Email, Name: a.Name, Channel: a.Channel, Method: a.Method})
 	}
 	return v
 }

@@ -145,13 +145,16 @@ func truncateUTF8(s string, n int) string {
 func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
 
 // byWhom names who decided, for a follow-up: " by <person>" (their
-// label: e-mail, else name, else subject at the issuer) or " through the
+// label: e-mail, else name, else subject at the issuer; " with a
+// passkey" when they proved it with one) or " through the
 // <channel> link"; empty when nobody is named. It is not escaped: the
 // caller shows it the way its channel does.
 func byWhom(d *countersign.Decider) string {
 	switch {
 	case d == nil:
 		return ""
+	case d.Kind == "person" && d.Method == countersign.MethodPasskey:
+		return " by " + clipJSON(personLabel(*d), maxFieldCost) + " with a passkey"
 	case d.Kind == "person":
 		return " by " + clipJSON(personLabel(*d), maxFieldCost)
 	case d.Channel != "":

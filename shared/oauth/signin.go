@@ -167,6 +167,10 @@ func (s *Server) bindUser(ctx context.Context, u countersign.Credential, p Perso
 // (the APIs take bearer tokens only).
 const PathApprove = "/approve/"
 
+// PathPasskeys is the page where people signed in register their
+// passkeys; a sign-in may come back to it.
+const PathPasskeys = "/account/passkeys"
+
 // returnable reports a path a sign-in may send the browser back to: the
 // authorize endpoint with its request, or an approval page. Both are paths
 // on this server (a leading "//" would name another host).
@@ -174,7 +178,7 @@ func returnable(p string) bool {
 	if strings.HasPrefix(p, "//") || strings.ContainsAny(p, "\\\r\n") {
 		return false
 	}
-	return strings.HasPrefix(p, PathAuthorize+"?") || strings.HasPrefix(p, PathApprove)
+	return strings.HasPrefix(p, PathAuthorize+"?") || strings.HasPrefix(p, PathApprove) || p == PathPasskeys
 }
 
 // DevSignIn is the development sign-in page of the local stack with no

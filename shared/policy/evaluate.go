@@ -80,6 +80,9 @@ type Endpoint struct {
 	// Rule names where the configured tier comes from, for explanations,
 	// e.g. `connections/crm/policy.json endpoints[1] DELETE /contacts/{id} confirm: true`.
 	Rule string
+	// Passkey is the endpoint's approval.passkey, replacing its
+	// connection's; nil means the connection's.
+	Passkey *bool
 
 	// Set by NewPolicy: the template's parameter names and the
 	// precomputed explanations.
@@ -124,6 +127,9 @@ type Connection struct {
 	// Remember is approval.remember: how long and how many calls an
 	// approver may allow at once (RememberFor); nil offers no grant.
 	Remember *Remember
+	// Passkey is approval.passkey: each approval is a signed-in person's
+	// passkey assertion over what is approved.
+	Passkey bool
 
 	router router
 	text   *connText
@@ -140,14 +146,17 @@ type Rules struct {
 	// OutOfBandOnly: only the approvers decide, never the client that made
 	// the call. Four eyes, a quorum and named approvers imply it: the
 	// person in the client may not approve, one person is not a quorum,
-	// and the person in the client may not be among those named.
+	// and the person in the client may not be among those named. So does
+	// a passkey: the client's dialog cannot sign.
 	OutOfBandOnly bool
+	// Passkey: each approval is a signed-in person's passkey assertion.
+	Passkey bool
 }
 
 // RulesFor is the approval rules for calls to ep, one of c's endpoints (nil:
 // the connection's own): each of ep's approval keys replaces c's.
 func (c *Connection) RulesFor(ep *Endpoint) Rules {
-	r := Rules{Required: c.Required, SeparateApprover: c.SeparateApprover, OutOfBandOnly: c.OutOfBandOnlySet}
+	r := Rules{Required: c.Required, SeparateApprover: c.SeparateApprover, OutOfBandOnly: c.OutOfBandOnlySet, Passkey: c.Passkey}
 	if ep != nil {
 		if ep.Required > 0 {
 			r.Required = ep.Required
@@ -157,6 +166,9 @@ func (c *Connection) RulesFor(ep *Endpoint) Rules {
 		}
 		if ep.OutOfBandOnly != nil {
 			r.OutOfBandOnly = *ep.OutOfBandOnly
+		}
+		if ep.Passkey != nil {
+			r.Passkey = *ep.Passkey
 		}
 	}
 	if r.Required < 2 {
@@ -168,8 +180,25 @@ func (c *Connection) RulesFor(ep *Endpoint) Rules {
 	if ep != nil && ep.Approvers != nil {
 		named = true
 	}
-	r.OutOfBandOnly = r.OutOfBandOnly || r.SeparateApprover || r.Required > 1 || named
+	r.OutOfBandOnly = r.OutOfBandOnly || r.SeparateApprover || r.Required > 1 || named || r.Passkey
 	return r
+}
+
+// PasskeyAlone reports whether a passkey is all that keeps calls to ep
+// (nil: the connection's own) from the client that made them: no four
+// eyes, no quorum, no approvers named, no out_of_band_only. The person
+// who made the call may then approve it on the page with their passkey
+// (URL mode), never in the client's dialog.
+func (c *Connection) PasskeyAlone(ep *Endpoint) bool {
+	r := c.RulesFor(ep)
+	if !r.Passkey || r.SeparateApprover || r.Required > 1 || c.Approvers != nil || ep != nil && ep.Approvers != nil {
+		return false
+	}
+	set := c.OutOfBandOnlySet
+	if ep != nil && ep.OutOfBandOnly != nil {
+		set = *ep.OutOfBandOnly
+	}
+	return !set
 }
 
 // Strictest is what r and o both ask: the larger quorum, four eyes if
@@ -177,7 +206,7 @@ func (c *Connection) RulesFor(ep *Endpoint) Rules {
 // what its strictest operation does).
 func (r Rules) Strictest(o Rules) Rules {
 	return Rules{Required: max(r.Required, o.Required), SeparateApprover: r.SeparateApprover || o.SeparateApprover,
-		OutOfBandOnly: r.OutOfBandOnly || o.OutOfBandOnly}
+		OutOfBandOnly: r.OutOfBandOnly || o.OutOfBandOnly, Passkey: r.Passkey || o.Passkey}
 }
 
 // Params holds the path parameters of a match without allocating.

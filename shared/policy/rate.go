@@ -84,9 +84,9 @@ func (c *Connection) RememberFor(ep *Endpoint) *Remember {
 		return nil
 	}
 	// A grant stands in for one person's answer: never where more than
-	// one person answers each call. (approval.passkey, when it lands,
-	// refuses it here too: a grant cannot carry an assertion.)
-	if rules := c.RulesFor(ep); rules.Required > 1 || rules.SeparateApprover {
+	// one person answers each call, nor where each approval is a passkey's
+	// (a grant cannot carry an assertion).
+	if rules := c.RulesFor(ep); rules.Required > 1 || rules.SeparateApprover || rules.Passkey {
 		return nil
 	}
 	return r

@@ -215,6 +215,8 @@ type Store interface {
 	ApprovalGrants
 	// Sessions keeps people's sign-ins (sessions.go).
 	Sessions
+	// Passkeys keeps people's passkeys and the WebAuthn ceremonies under way.
+	Passkeys
 
 	// Close flushes and releases the store.
 	Close() error
@@ -273,4 +275,29 @@ type OAuth interface {
 	// g.Version; on success g.Version is incremented. ErrConflict
 	// otherwise, ErrNotFound if it does not exist.
 	UpdateOAuthGrant(ctx context.Context, g *countersign.OAuthGrant) error
+}
+
+// Passkeys is what shared/passkey keeps: each person's registered
+// passkeys, and the ceremonies begun and not yet finished.
+type Passkeys interface {
+	// CreatePasskey stores a new passkey of its person (Issuer, Subject)
+	// with Version 1; ErrConflict if that person has one with its ID.
+	CreatePasskey(ctx context.Context, p *countersign.Passkey) error
+	// PersonPasskeys returns the person's passkeys, ordered by ID, read
+	// consistently; none is an empty list.
+	PersonPasskeys(ctx context.Context, issuer, subject string) ([]*countersign.Passkey, error)
+	// UpdatePasskey replaces the passkey only if its stored Version equals
+	// p.Version; on success p.Version is incremented. ErrConflict
+	// otherwise, ErrNotFound if it does not exist (removed).
+	UpdatePasskey(ctx context.Context, p *countersign.Passkey) error
+	// DeletePasskey removes the person's passkey id; ErrNotFound if there
+	// is none.
+	DeletePasskey(ctx context.Context, issuer, subject, id string) error
+	// CreatePasskeyCeremony stores a ceremony begun; ErrConflict if its ID
+	// exists. It is deleted once expired (TTL, Sweep).
+	CreatePasskeyCeremony(ctx context.Context, c countersign.PasskeyCeremony) error
+	// TakePasskeyCeremony deletes the ceremony and returns it, in one
+	// conditional step: of two racing takers one gets it, the other
+	// ErrNotFound, as does every later taker. The caller checks its expiry.
+	TakePasskeyCeremony(ctx context.Context, id string) (countersign.PasskeyCeremony, error)
 }

@@ -69,6 +69,9 @@ type harnessOptions struct {
 	// makes it settings.json's sign_in: people sign in there, and
 	// approvers.sign_in defaults to required.
 	provider bool
+	// localhost, when set, makes public_url http://localhost:<port> (the
+	// stack's port): passkeys need a host name as their relying party.
+	localhost bool
 }
 
 // harness is a running local stack with a recording upstream and a webhook
@@ -234,9 +237,13 @@ func newHarness(t testing.TB, o harnessOptions) *harness {
 		signIn = fmt.Sprintf(`,
   "sign_in": {"issuer": %q, "client_id": %q, "client_secret": %q}`, h.provider.Issuer, providerClient, providerSecret)
 	}
+	publicHost := "127.0.0.1"
+	if o.localhost {
+		publicHost = "localhost"
+	}
 	write("settings.json", fmt.Sprintf(`{
   "workspace": {"name": "Test Co", "accent_color": "#0f766e"},
-  "public_url": "http://127.0.0.1:1",
+  "public_url": "http://`+publicHost+`:1",
   "approvers": {"console": true, "webhooks": [{"name": "ops", "url": %q, "format": "json", "secret": %q}]%s},
   "timeouts": {"call_seconds": %d, "script_seconds": 1800, "redeem_seconds": %d}%s
 }`, wh.URL, webhookSecret, approverSignInJSON(o.approverSignIn), o.callSeconds, o.redeemSeconds, limitsJSON(o.limits)+scriptsBlock(o.scripts)+mcpBlock(o.mcp)+signIn))

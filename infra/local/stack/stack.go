@@ -321,6 +321,8 @@ func (s *Stack) startWorkflows(ctx context.Context, logger *slog.Logger) error {
 func (s *Stack) serve(ln net.Listener, signIn oauth.SignIn, logger *slog.Logger) {
 	gateway, approver, operator := gatewayapp.Gateway(s.app), s.app.Approver(), s.app.Operator()
 	approver.SignIn = signIn // approvers sign in as people do for OAuth (approvers.sign_in)
+	passkeys := s.app.PasskeysPage()
+	passkeys.SignIn = signIn // people register passkeys signed in as approvers are
 	// Routed by prefix, not with http.ServeMux: the mux cleans paths and
 	// redirects /v1/rest/crm/a/../b with a 307, where the gateway must see
 	// the path as sent and refuse it (as API Gateway passes it through).
@@ -343,6 +345,8 @@ func (s *Stack) serve(ln net.Listener, signIn oauth.SignIn, logger *slog.Logger)
 			s.oauth.ServeHTTP(w, r)
 		case strings.HasPrefix(p, "/approve/"):
 			approver.ServeHTTP(w, r)
+		case httpapi.ServesPasskeys(p):
+			passkeys.ServeHTTP(w, r)
 		case p == "/operator" || strings.HasPrefix(p, "/operator/") || strings.HasPrefix(p, "/v1/operator/"):
 			operator.ServeHTTP(w, r)
 		default:
@@ -512,6 +516,9 @@ func (s *Stack) Banner() string {
 		fmt.Fprintf(&b, "people sign in with OAuth from their MCP client, through %s\n", si.Issuer)
 	} else {
 		fmt.Fprintf(&b, "people sign in with OAuth from their MCP client (development sign-in page: %s%s, loopback only)\n", strings.TrimRight(s.PublicURL, "/"), oauth.PathDevSignIn)
+	}
+	if origin, err := s.app.Passkeys.Origin(); err == nil {
+		fmt.Fprintf(&b, "people register passkeys (approval.passkey) at %s%s\n", origin, oauth.PathPasskeys)
 	}
 	return b.String()
 }

@@ -41,7 +41,7 @@ var (
 var allBuckets = [][]byte{bucketCredentials, bucketCredentialKey, bucketConfirmations, bucketConfirmationIndex, bucketIdempotency, bucketQuotas, bucketQuotaUses, bucketAudit, bucketAuditHeads, bucketAuditPending,
 	bucketScriptRuns, bucketScriptCalls, bucketScriptParts, bucketTaskTokens,
 	bucketOAuthClients, bucketOAuthCodes, bucketOAuthTokens, bucketOAuthGrants,
-	bucketCounts, bucketApprovalGrants, bucketSessions}
+	bucketCounts, bucketApprovalGrants, bucketSessions, bucketPasskeys, bucketPasskeyCeremonies}
 
 // DefaultTimeout is how long Open waits for the file lock when
 // Options.Timeout is zero.

@@ -43,6 +43,7 @@ func (s *Store) Sweep(now time.Time) (int, error) {
 		{bucketCounts, ttlPassed(now)},
 		{bucketApprovalGrants, expiresAtPassed(now)},
 		{bucketSessions, expiresAtPassed(now)},
+		{bucketPasskeyCeremonies, expiresAtPassed(now)},
 	}
 	keys := make([][][]byte, len(sweeps))
 	found := 0

@@ -67,6 +67,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts *Options) {
 	t.Run("Counts", s.counts)
 	t.Run("ApprovalGrants", s.approvalGrants)
 	t.Run("Sessions", s.sessions)
+	t.Run("Passkeys", s.passkeys)
 }
 
 // itemSize: both stores refuse a record over DynamoDB's item limit with
