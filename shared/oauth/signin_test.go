@@ -42,7 +42,10 @@ func TestDevSignIn(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.Contains(string(body), "Development sign-in") || !strings.Contains(string(body), "ann@example.com") {
 		t.Fatalf("page: %d %s", resp.StatusCode, body)
 	}
-	csrf := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(string(body))[1]
+	csrfField := regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+	if !csrfField.Match(body) {
+		t.Fatalf("page without a csrf field: %s", body)
+	}
 
 	t.Run("another return URL is refused", func(t *testing.T) {
 		resp, _ := c.Get(hs.URL + PathDevSignIn + "?return_to=" + url.QueryEscape("https://evil.example/"))
@@ -65,7 +68,7 @@ func TestDevSignIn(t *testing.T) {
 	}
 	body, _ = io.ReadAll(resp.Body)
 	resp.Body.Close()
-	csrf = regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(string(body))[1]
+	csrf := csrfField.FindStringSubmatch(string(body))[1]
 	resp, err = c.PostForm(hs.URL+PathDevSignIn, url.Values{"return_to": {returnTo}, "csrf": {csrf}, "email": {"Ann@Example.com"}})
 	if err != nil {
 		t.Fatal(err)
