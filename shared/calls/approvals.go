@@ -92,9 +92,3 @@ func (s *Service) AnswerRemember(ctx context.Context, id string, a confirm.Answe
 	return c, g, err
 }
 
-// Decide is the former name of Answer.
-//
-// Deprecated: use Answer.
-func (s *Service) Decide(ctx context.Context, id string, a confirm.Answer) (*countersign.Confirmation, error) {
-	return s.Answer(ctx, id, a)
-}

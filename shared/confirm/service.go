@@ -538,11 +538,6 @@ type answerOutput struct {
 // RejectedError is the error name the state machines catch for a rejection.
 const RejectedError = "Rejected"
 
-// Decision is the former name of Answer.
-//
-// Deprecated: use Answer.
-type Decision = Answer
-
 // Answer records an approver's answer, exactly once: the first answer on
 // a pending, unexpired record wins; every later one fails with
 // confirmation_decided, and an answer after expiry with confirmation_expired.
@@ -653,13 +648,6 @@ func (s *Service) Answer(ctx context.Context, id string, d Answer) (*countersign
 	s.record(ctx, d.actor(), "confirmation."+string(c.Status), c, d.Reason)
 	s.emit(ctx, notify.Event{Type: notify.TypeDecided, Confirmation: notify.ConfirmationOf(c), Decision: string(c.Status), Status: string(c.Status)})
 	return c, nil
-}
-
-// Decide is the former name of Answer.
-//
-// Deprecated: use Answer.
-func (s *Service) Decide(ctx context.Context, id string, d Answer) (*countersign.Confirmation, error) {
-	return s.Answer(ctx, id, d)
 }
 
 // GatewayExecutes reports whether the gateway runs the approved operations
