@@ -38,7 +38,11 @@
 GO        ?= go
 FUNCTIONS := gateway scripts approve notify execute finalize operator
 LAMBDA_ENV := GOOS=linux GOARCH=arm64 CGO_ENABLED=0
-LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags="-s -w"
+# The AWS SDK's generated (de)serialisers are built without inlining
+# (-gcflags=github.com/aws/...=-l): they wait on the network, so inlining
+# buys nothing there, and it costs about 0.5 MB in each bootstrap that links
+# S3, DynamoDB and SNS (the approve function: 15.01 MB with it, 14.48 without).
+LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags="-s -w" -gcflags='github.com/aws/...=-l'
 
 .PHONY: run test quick cli unit vet lambdas check-asl bench bench-compare awstest fuzz load dynalite-install mcpclients-install clean config-push
 

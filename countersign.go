@@ -847,3 +847,6 @@ type OAuthGrant struct {
 	// Version is the optimistic-concurrency counter (UpdateOAuthGrant).
 	Version int64 `json:"version"`
 }
+
+// MaxPasskeysPerPerson is how many passkeys one person may register.
+const MaxPasskeysPerPerson = 10

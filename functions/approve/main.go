@@ -5,6 +5,7 @@ package main
 import (
 	"github.com/countersign/countersign/shared/awsenv"
 	"github.com/countersign/countersign/shared/notify/snsmail"
+	"github.com/countersign/countersign/shared/passkey"
 )
 
 func main() {
@@ -14,5 +15,8 @@ func main() {
 	// WithEmail: the e-mail approvers are mailed each approval counted
 	// toward a quorum and the decision (their follow-ups).
 	d := awsenv.MustLoad(awsenv.NeedWorkflow|awsenv.NeedSigningKey|awsenv.NeedOAuth, awsenv.WithEmail(snsmail.Deployed))
+	// Passkeys: only this function registers them and verifies approvals
+	// made with them, so only it links the WebAuthn library.
+	d.App.UsePasskeys(passkey.New(d.App.PasskeyDeps()))
 	awsenv.StartHTTP(d, d.ApproverHTTP())
 }

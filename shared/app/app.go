@@ -24,7 +24,6 @@ import (
 	"github.com/countersign/countersign/shared/httpapi"
 	"github.com/countersign/countersign/shared/links"
 	"github.com/countersign/countersign/shared/notify"
-	"github.com/countersign/countersign/shared/passkey"
 	"github.com/countersign/countersign/shared/policy"
 	"github.com/countersign/countersign/shared/reqlog"
 	"github.com/countersign/countersign/shared/script/journal"
@@ -110,8 +109,10 @@ type App struct {
 	Confirm    *confirm.Service
 	Calls      *calls.Service
 	// Passkeys registers people's passkeys and verifies the assertions
-	// of approvals that need one; its relying party is LinkBase.
-	Passkeys *passkey.Service
+	// of approvals that need one; its relying party is LinkBase. nil
+	// until UsePasskeys: only the functions that serve passkeys install
+	// it, so the others do not link the WebAuthn library.
+	Passkeys Passkeys
 	Signer   *links.Signer
 	// Audit is the audit trail every surface records to.
 	Audit *audit.Trail
@@ -197,9 +198,6 @@ func New(cfg *config.Config, ad Adapters, o Options) *App {
 		return confirm.RulesOf(a.Calls.Current().Policy, ops)
 	}
 	a.Confirm.Reader = calls.ShowReader{Config: a.Calls.Current}
-	a.Passkeys = &passkey.Service{Store: ad.Store, PublicURL: a.LinkBase, Now: ad.Now,
-		Workspace: func() string { return a.Live().Settings.Workspace.Name }}
-	a.Confirm.Passkeys = a.Passkeys
 	return a
 }
 
@@ -321,6 +319,29 @@ func (s scriptStatus) RunScript(context.Context, *countersign.Credential, string
 
 func (s scriptStatus) DescribeScript(ctx context.Context, c *countersign.Confirmation) (*countersign.ScriptResult, error) {
 	return s.journal.Describe(ctx, c)
+}
+
+// Passkeys is people's passkeys as the app uses them: the pages'
+// ceremonies (httpapi) and the lifecycle's verification (confirm).
+// shared/passkey.Service is the implementation.
+type Passkeys interface {
+	httpapi.PasskeyService
+	confirm.PasskeyVerifier
+}
+
+// UsePasskeys installs people's passkeys (shared/passkey.Service, built
+// with PasskeyDeps): the approval page begins their ceremonies, the
+// lifecycle verifies their assertions, /account/passkeys registers them.
+// Without it an approval that needs a passkey is refused.
+func (a *App) UsePasskeys(p Passkeys) {
+	a.Passkeys = p
+	a.Confirm.Passkeys = p
+}
+
+// PasskeyDeps is what shared/passkey.Service needs of the app: its store,
+// the relying party's URL (LinkBase), its clock and the workspace's name.
+func (a *App) PasskeyDeps() (st Store, publicURL func() string, now func() time.Time, workspace func() string) {
+	return a.Store, a.LinkBase, a.now, func() string { return a.Live().Settings.Workspace.Name }
 }
 
 // Approver is the approvers' surface (the approval page).

@@ -91,4 +91,3 @@ func (s *Service) AnswerRemember(ctx context.Context, id string, a confirm.Answe
 	g, err := s.remember(ctx, c, plan, a)
 	return c, g, err
 }
-

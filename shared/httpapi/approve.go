@@ -19,7 +19,6 @@ import (
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/links"
 	"github.com/countersign/countersign/shared/oauth"
-	"github.com/countersign/countersign/shared/passkey"
 	"github.com/countersign/countersign/shared/policy"
 )
 
@@ -60,7 +59,7 @@ type Approver struct {
 	Provider bool
 	// Passkeys begins the passkey ceremonies of approvals that need one
 	// (approval.passkey; confirm verifies them); nil: none can be begun.
-	Passkeys *passkey.Service
+	Passkeys PasskeyService
 }
 
 var _ http.Handler = (*Approver)(nil)

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
@@ -17,8 +18,21 @@ import (
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/links"
 	"github.com/countersign/countersign/shared/oauth"
-	"github.com/countersign/countersign/shared/passkey"
 )
+
+// PasskeyService is what the passkey pages and the approval page ask of
+// people's passkeys (shared/passkey.Service). An interface, so that only
+// the functions that serve passkeys (the approve function, the local
+// stack) link the WebAuthn library: the gateway and the others do not.
+type PasskeyService interface {
+	// Origin is the relying party's origin, where passkeys work.
+	Origin() (string, error)
+	List(ctx context.Context, p countersign.Person) ([]*countersign.Passkey, error)
+	Remove(ctx context.Context, p countersign.Person, id string) error
+	BeginRegistration(ctx context.Context, p countersign.Person) (ceremony string, options json.RawMessage, err error)
+	FinishRegistration(ctx context.Context, p countersign.Person, ceremony, name string, response []byte) (*countersign.Passkey, error)
+	BeginApproval(ctx context.Context, p countersign.Person, confirmation string, expires time.Time, challenge func(nonce []byte) []byte) (ceremony string, options json.RawMessage, err error)
+}
 
 // Passkeys is the person's own page of passkeys: GET /account/passkeys
 // lists theirs (signed in with the approvers' sign-in; a browser not
@@ -29,7 +43,7 @@ import (
 // signed in on this browser.
 type Passkeys struct {
 	SignIn   oauth.SignIn
-	Passkeys *passkey.Service
+	Passkeys PasskeyService
 	// Signer seals the CSRF tokens.
 	Signer *links.Signer
 	// Now returns the current time; nil means time.Now.
@@ -304,7 +318,7 @@ func (h *Passkeys) page(w http.ResponseWriter, r *http.Request, head bool, msg s
 		}
 		b.WriteString("</ul>\n")
 	}
-	if len(keys) < passkey.MaxPerPerson {
+	if len(keys) < countersign.MaxPasskeysPerPerson {
 		b.WriteString(`<form id="add"><input type="hidden" id="csrf" value="` + csrf + `">
 <label>Name <input type="text" id="name" maxlength="64" placeholder="laptop" autocomplete="off"></label>
 <button type="submit" id="add-passkey">Add a passkey</button></form>

@@ -27,7 +27,7 @@ import (
 // more, a response past MaxResponse is refused unread by the library.
 const (
 	// MaxPerPerson is how many passkeys one person may register.
-	MaxPerPerson = 10
+	MaxPerPerson = countersign.MaxPasskeysPerPerson
 	// MaxResponse is the largest ceremony response (the browser's JSON of
 	// the credential) accepted: an assertion is a few hundred bytes, an
 	// attestation a few KiB.
@@ -53,6 +53,13 @@ const (
 type Store interface {
 	store.Passkeys
 	TakeQuota(ctx context.Context, key string, limit int, now, until time.Time) error
+}
+
+// New is the service over st whose relying party is publicURL's (read at
+// each ceremony), with its clock and the workspace's name shown to the
+// authenticator (app.App.PasskeyDeps gives them).
+func New(st Store, publicURL func() string, now func() time.Time, workspace func() string) *Service {
+	return &Service{Store: st, PublicURL: publicURL, Now: now, Workspace: workspace}
 }
 
 // beginCeremony stores c once p's quota of ceremonies allows it.

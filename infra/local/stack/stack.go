@@ -28,6 +28,7 @@ import (
 	"github.com/countersign/countersign/shared/links"
 	"github.com/countersign/countersign/shared/notify"
 	"github.com/countersign/countersign/shared/oauth"
+	"github.com/countersign/countersign/shared/passkey"
 	"github.com/countersign/countersign/shared/store/embedded"
 	"github.com/countersign/countersign/shared/telemetry"
 	"github.com/countersign/countersign/shared/workflow/local"
@@ -162,6 +163,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 
 	s.app = app.New(cfg, app.Adapters{Store: s.store, Signer: s.signer, Channels: approverChannels(cfg, o), Logger: logger},
 		app.Options{PublicURL: publicURL, Stopping: s.stopping, BodyTimeout: o.BodyTimeout})
+	s.app.UsePasskeys(passkey.New(s.app.PasskeyDeps())) // the approval page and /account/passkeys
 	signIn, err := s.startOAuth(ctx, o, publicURL)
 	if err != nil {
 		return nil, err
