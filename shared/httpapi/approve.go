@@ -350,6 +350,20 @@ func (a *Approver) describeAsker(ctx context.Context, c *countersign.Confirmatio
 	}
 }
 
+// pageAgain answers an answer refused before anything was decided (its
+// remember or its edits): the page again, saying why.
+func (a *Approver) pageAgain(ctx context.Context, who approverCtx, c *countersign.Confirmation, link links.Link, err error, wantJSON bool) reply {
+	code := fault.CodeOf(err)
+	if wantJSON {
+		return codeError(code, fault.ReasonOf(err))
+	}
+	p := a.pageOf(c, link)
+	p.SignedIn, p.Message, p.Remember = who.label(), fault.ReasonOf(err), a.rememberOffer(c)
+	p.Form.CSRF, p.SignOutURL = a.csrfToken(who, c.ID), signOutURL(who)
+	a.describeAsker(ctx, c, &p)
+	return a.page(httpStatus(code), p, false)
+}
+
 // decide handles the POST from the page's buttons.
 func (a *Approver) decide(ctx context.Context, r *http.Request, b []byte, id string) reply {
 	wantJSON := strings.Contains(header(r, "Accept"), "application/json")
@@ -416,7 +430,15 @@ func (a *Approver) decide(ctx context.Context, r *http.Request, b []byte, id str
 	if why := a.csrfRefusal(r, who, id, form.Get(approvalpage.CSRFField)); why != "" {
 		return fail(fault.Forbidden, why, invalid)
 	}
+	edits, err := editsOf(form, c)
+	if err != nil {
+		return a.pageAgain(ctx, who, c, link, err, wantJSON)
+	}
+	if decision == "reject" && form.Get(approvalpage.EditFormField) == approvalpage.EditFormPage {
+		edits = nil // the page's inputs, posted with Reject: nothing is edited
+	}
 	ans := who.answer(link)
+	ans.Edits = edits
 	ans.Approve, ans.Keep, ans.Reason, ans.Required, ans.Remember = decision == "approve", keep, reason, a.required(c), remember
 	shown := c
 	var grant *countersign.ApprovalGrant
@@ -427,16 +449,8 @@ func (a *Approver) decide(ctx context.Context, r *http.Request, b []byte, id str
 	}
 	if err != nil {
 		switch code := fault.CodeOf(err); code {
-		case fault.InvalidRemember:
-			// Nothing was decided: the page again, saying why.
-			p := a.pageOf(shown, link)
-			p.SignedIn, p.Message, p.Remember = who.label(), fault.ReasonOf(err), a.rememberOffer(shown)
-			p.Form.CSRF, p.SignOutURL = a.csrfToken(who, shown.ID), signOutURL(who)
-			a.describeAsker(ctx, shown, &p)
-			if wantJSON {
-				return codeError(code, fault.ReasonOf(err))
-			}
-			return a.page(httpStatus(code), p, false)
+		case fault.InvalidRemember, fault.InvalidEdit, fault.EditEscalated:
+			return a.pageAgain(ctx, who, shown, link, err, wantJSON)
 		case fault.ConfirmationDecided:
 			return fail(code, "This confirmation was already decided.", a.decidedPage(c, link))
 		case fault.ConfirmationExpired:
@@ -525,11 +539,14 @@ func (a *Approver) pageOf(c *countersign.Confirmation, link links.Link) approval
 		// escapes of RFC 8785 (html/template escapes for the page); an
 		// empty path, query or body is left out.
 		po := approvalpage.Operation{Index: i, Connection: op.Connection, Method: op.Method, Path: op.Path, Endpoint: op.Endpoint,
-			Args: readableArgs(op.Args), Selected: op.Selected}
+			Args: readableArgs(op.Runs().Args), Selected: op.Selected}
 		if op.Outcome != nil {
 			po.Outcome = outcomeText(op.Outcome)
 		}
 		approvalpage.ShowNow(&po, &op)
+		if c.Required <= 1 && op.EditedCall == nil {
+			po.Edits = editInputs(&op)
+		}
 		p.Operations = append(p.Operations, po)
 	}
 	return p
