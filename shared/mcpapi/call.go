@@ -200,8 +200,8 @@ type upstreamView struct {
 	Grant string `json:"grant,omitempty"`
 	// Edited is set when a person edited the call before approving it
 	// (approval.editable): Arguments are what ran, Edits what changed.
-	Edited    bool                                `json:"edited,omitempty"`
-	Arguments *countersign.Args                   `json:"arguments,omitempty"`
+	Edited    bool                               `json:"edited,omitempty"`
+	Arguments *countersign.Args                  `json:"arguments,omitempty"`
 	Edits     map[string]countersign.EditedField `json:"edits,omitempty"`
 }
 
