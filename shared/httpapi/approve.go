@@ -563,6 +563,9 @@ func (a *Approver) decidedPage(c *countersign.Confirmation, link links.Link) app
 		p.Decision = "rejected"
 	}
 	p.Message = decisionText(c, confirm.Effective(c, a.now()))
+	if sum := confirm.EditSummary(c); sum != "" {
+		p.Message += " You " + sum + "; the edited call is what runs."
+	}
 	return p
 }
 

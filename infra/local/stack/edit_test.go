@@ -1,13 +1,18 @@
 package stack
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/countersign/countersign"
+	"github.com/countersign/countersign/shared/audit"
 	"github.com/countersign/countersign/shared/notify"
+	"github.com/countersign/countersign/shared/store/embedded"
 )
 
 // editPolicy is a connection whose POST /payments lets the approver
@@ -135,5 +140,24 @@ func TestEditAndApproveEndToEnd(t *testing.T) {
 	expect(t, h.call("cs_test_ask", redeemOf(payEdit(500), id2)), http.StatusForbidden, "confirmation_mismatch")
 	if n := h.upstream.Count("POST", "/payments"); n != 1 {
 		t.Errorf("a mismatched redemption reached the upstream (%d calls)", n)
+	}
+
+	// The trail records the edit with the approval.
+	h.stop()
+	db, err := embedded.Open(filepath.Join(h.dataDir, "countersign.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	recs, err := db.ListAudit(context.Background(), countersign.AuditQuery{Chain: audit.ChainOf("chat-user")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, r := range recs {
+		found = found || r.Action == "confirmation.approved" && r.Subject == id && r.Reason == "edited body.amount 900 → 500"
+	}
+	if !found {
+		t.Errorf("the trail has no approval of %s that says what was edited: %+v", id, recs)
 	}
 }
