@@ -341,6 +341,42 @@ type Operation struct {
 	Show    *Show    `json:"show,omitempty"`
 	Current *Current `json:"current,omitempty"`
 	Changes []Change `json:"changes,omitempty"`
+	// Editable are the fields a person may change when approving
+	// (approval.editable, recorded when the call paused): "body.<json
+	// path>" and "query.<name>".
+	Editable []string `json:"editable,omitempty"`
+	// Edited is what the approver changed, by field, and EditedCall the
+	// edited call: what runs (Runs), while Args and Binding stay the
+	// agent's call, which its redemption matches. Both nil when nothing
+	// was edited.
+	Edited     map[string]EditedField `json:"edited,omitempty"`
+	EditedCall *EditedCall            `json:"edited_call,omitempty"`
+}
+
+// EditedField is one field an approver changed: the agent's value and the
+// approver's, as JSON.
+type EditedField struct {
+	From json.RawMessage `json:"from"`
+	To   json.RawMessage `json:"to"`
+}
+
+// EditedCall is the call an approver edited, bound as the agent's is
+// (canon.Binding), with what replaying it needs.
+type EditedCall struct {
+	Args     Args   `json:"args"`
+	Binding  string `json:"binding"`
+	Payload  []byte `json:"payload,omitempty"`
+	RawQuery string `json:"raw_query,omitempty"`
+}
+
+// Runs is the operation as it runs: the edited call when an approver
+// edited it, else op itself. Every path that runs an approved operation
+// runs this.
+func (op Operation) Runs() Operation {
+	if e := op.EditedCall; e != nil {
+		op.Args, op.Binding, op.Payload, op.RawQuery = e.Args, e.Binding, e.Payload, e.RawQuery
+	}
+	return op
 }
 
 // Body returns the bytes to send upstream when the operation is replayed:

@@ -168,6 +168,9 @@ type Operation struct {
 	// Changes are what a PUT or PATCH changes in it, a table of before
 	// and after.
 	Changes []Change
+	// Edits are the fields the approver may change before approving
+	// (approval.editable), shown as inputs on the pending page.
+	Edits []Edit
 }
 
 // Change is one row of the before and after table: the dotted field and
@@ -226,6 +229,9 @@ type view struct {
 	Status     int
 	ShowForm   bool
 	Selection  [2]string
+	// Editing is set when the form shows edit inputs: it then posts
+	// EditFormField.
+	Editing bool
 	// Hidden says how many operations are not listed (MaxOperationsShown).
 	Hidden string
 	// HasNow says whether an operation shown has a Summary, Now or Changes.
@@ -236,6 +242,8 @@ type opView struct {
 	Operation
 	State string // decided page: what happened to it
 	Shown bool   // the endpoint template differs from the path
+	// EditInputs are the inputs of Edits the pending form shows.
+	EditInputs []editView
 }
 
 // Render renders p. It returns the body and the headers to send with it
@@ -323,6 +331,10 @@ func Render(p Page) (body []byte, headers map[string]string, err error) {
 		case p.Decision == "approved":
 			ov.State = "Approved"
 		}
+		if v.ShowForm {
+			ov.EditInputs = editsOf(&op)
+			v.Editing = v.Editing || len(ov.EditInputs) > 0
+		}
 		v.Ops = append(v.Ops, ov)
 		v.HasNow = v.HasNow || (v.ShowForm && (op.Summary != "" || op.Now != "" || op.NowNote != "" || len(op.Changes) > 0))
 	}
@@ -332,8 +344,9 @@ func Render(p Page) (body []byte, headers map[string]string, err error) {
 		// whatever the markup becomes.
 		for i := range v.Ops {
 			v.Ops[i].Args, v.Ops[i].Outcome = "(not shown: too large for the page)", ""
-			v.Ops[i].Now, v.Ops[i].Changes = "", nil
+			v.Ops[i].Now, v.Ops[i].Changes, v.Ops[i].EditInputs = "", nil, nil
 		}
+		v.Editing = false
 		body, headers, err = render(v)
 	}
 	return body, headers, err

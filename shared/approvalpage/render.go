@@ -229,6 +229,9 @@ func (v *view) form(b *strings.Builder) {
 	if v.Form.CSRF != "" {
 		hidden(CSRFField, v.Form.CSRF)
 	}
+	if v.Editing {
+		hidden(EditFormField, EditFormPage)
+	}
 	b.WriteString("\n<fieldset>\n<legend>Clear an operation to leave it out</legend>\n<ol class=\"ops\">")
 	for i := range v.Ops {
 		op := &v.Ops[i]
@@ -244,7 +247,9 @@ func (v *view) form(b *strings.Builder) {
 		} else {
 			b.WriteString("(none)")
 		}
-		b.WriteString("</pre>\n</li>")
+		b.WriteString("</pre>")
+		op.edits(b)
+		b.WriteString("\n</li>")
 	}
 	b.WriteString("\n</ol>")
 	v.hidden(b)
@@ -280,6 +285,49 @@ func (v *view) form(b *strings.Builder) {
 // form whose Approve signs, for a person who has a passkey.
 func (v *view) signs() bool {
 	return v.ShowForm && v.Passkey && v.PasskeysURL == "" && v.PasskeyAt == ""
+}
+
+// edits writes an operation's edit inputs (approval.editable): each of
+// its field's type, holding the agent's value; a checkbox follows a hidden
+// "false", so that clearing it posts false.
+func (op *opView) edits(b *strings.Builder) {
+	if len(op.EditInputs) == 0 {
+		return
+	}
+	b.WriteString("\n<div class=\"edits\">\n<p class=\"caption\">Change before approving</p>")
+	for _, e := range op.EditInputs {
+		b.WriteString("\n<p class=\"edit\"><label for=\"")
+		text(b, e.ID)
+		b.WriteString("\">")
+		value(b, e.Field)
+		b.WriteString("</label> ")
+		if e.Input() == "checkbox" {
+			b.WriteString("<input type=\"hidden\" name=\"")
+			text(b, e.Name)
+			b.WriteString("\" value=\"false\"><input type=\"checkbox\" name=\"")
+			text(b, e.Name)
+			b.WriteString("\" id=\"")
+			text(b, e.ID)
+			b.WriteString("\" value=\"true\"")
+			if e.Checked {
+				b.WriteString(" checked")
+			}
+			b.WriteString("></p>")
+			continue
+		}
+		b.WriteString("<input type=\"" + e.Input() + "\" name=\"")
+		text(b, e.Name)
+		b.WriteString("\" id=\"")
+		text(b, e.ID)
+		b.WriteString("\"")
+		if e.Input() == "number" {
+			b.WriteString(" step=\"any\"")
+		}
+		b.WriteString(" value=\"")
+		text(b, e.Value)
+		b.WriteString("\" autocomplete=\"off\"></p>")
+	}
+	b.WriteString("\n</div>")
 }
 
 // head writes an operation's method, path, connection and endpoint.

@@ -63,6 +63,11 @@ func (s *Service) Answer(ctx context.Context, id string, a confirm.Answer) (*cou
 // decided; a grant that cannot be stored once the approval is leaves the
 // approval standing and returns the error.
 func (s *Service) AnswerRemember(ctx context.Context, id string, a confirm.Answer) (*countersign.Confirmation, *countersign.ApprovalGrant, error) {
+	if len(a.Edits) > 0 {
+		if err := s.planEdits(ctx, id, &a); err != nil {
+			return nil, nil, err
+		}
+	}
 	var plan *rememberPlan
 	if a.Remember != 0 {
 		var err error

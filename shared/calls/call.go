@@ -243,6 +243,11 @@ func (p *prepared) operationWith(cred *countersign.Credential, m *policy.Match, 
 	if m.Endpoint != nil && m.Endpoint.Show != nil {
 		op.Show = showRead(m.Endpoint.Show, params)
 	}
+	if m.Endpoint != nil {
+		// Recorded with the call: what an approver may change does not
+		// change while it waits.
+		op.Editable = m.Endpoint.Editable
+	}
 	return op, nil
 }
 

@@ -329,9 +329,12 @@ func (cl *connLoad) endpoint(s *src, rel, p string, raw json.RawMessage) *policy
 	nerr := len(cl.l.errs)
 	ep := &policy.Endpoint{}
 	if v, ok := m["approval"]; ok {
-		if a, ok := s.object(field(p, "approval"), v, "approvers", "separate_approver", "out_of_band_only", "required", "remember", "passkey"); ok {
+		if a, ok := s.object(field(p, "approval"), v, "approvers", "separate_approver", "out_of_band_only", "required", "remember", "passkey", "editable"); ok {
 			if v, ok := a["remember"]; ok {
 				ep.Remember = s.remember(field(p, "approval.remember"), v)
+			}
+			if v, ok := a["editable"]; ok {
+				ep.Editable = s.editable(field(p, "approval.editable"), v)
 			}
 			if v, ok := a["approvers"]; ok {
 				ep.Approvers = s.approvers(field(p, "approval.approvers"), v)

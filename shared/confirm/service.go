@@ -464,6 +464,14 @@ type Answer struct {
 
 	// proved is set by Answer alone, once Passkey verified.
 	proved bool
+	// Edits are the approver's changes to the arguments as the surface
+	// read them (approval.editable): calls.Service.Answer checks them,
+	// decides the edited call again and binds it into Edited. The
+	// lifecycle refuses Edits that were not so checked.
+	Edits []EditRequest
+	// Edited are the checked, bound edited operations: stored in the
+	// write that records the approval, beside the agent's (edit.go).
+	Edited []Edited
 }
 
 // maxRequired is the largest quorum (approval.required).
@@ -573,6 +581,18 @@ func (s *Service) Answer(ctx context.Context, id string, d Answer) (*countersign
 			return err
 		}
 		keepOps := d.Keep
+		if len(d.Edits) > 0 || len(d.Edited) > 0 {
+			switch {
+			case !d.Approve:
+				return invalidEdit("edits go with approve, not reject")
+			case d.Required > 1 || c.Required > 1:
+				return invalidEdit("confirmation %s needs more than one approval (approval.required), and a quorum approves the call as it was made: it cannot be edited", c.ID)
+			case NeedsPasskey(c, d.Rules):
+				return invalidEdit("confirmation %s is approved with a passkey, which signs the call as it was made: it cannot be edited", c.ID)
+			case len(d.Edited) == 0:
+				return invalidEdit("the edits were not checked against the policy")
+			}
+		}
 		if d.Approve && (d.Required > 1 || c.Required > 1) && c.Kind != countersign.KindReview && token != "" {
 			var err error
 			if counted, err = s.count(c, d, now); err != nil || counted {
@@ -613,6 +633,9 @@ func (s *Service) Answer(ctx context.Context, id string, d Answer) (*countersign
 				c.Operations[i].Selected = keep[i]
 			}
 		}
+		if err := applyEdited(c, d.Edited); err != nil {
+			return err
+		}
 		if !GatewayExecutes(c) {
 			by := now.Add(s.timeouts().Redeem)
 			c.RedeemBy = &by
@@ -645,7 +668,12 @@ func (s *Service) Answer(ctx context.Context, id string, d Answer) (*countersign
 		s.logger().WarnContext(ctx, "workflow not told of decision", "confirmation", id, "error", err)
 	}
 	s.logger().InfoContext(ctx, "confirmation answered", "confirmation", id, "approved", d.Approve, "approver", d.Approver)
-	s.record(ctx, d.actor(), "confirmation."+string(c.Status), c, d.Reason)
+	reason := d.Reason
+	if sum := EditSummary(c); sum != "" && d.Approve {
+		reason = strings.TrimSpace(sum + "; " + reason)
+		reason = strings.TrimSuffix(reason, ";")
+	}
+	s.record(ctx, d.actor(), "confirmation."+string(c.Status), c, reason)
 	s.emit(ctx, notify.Event{Type: notify.TypeDecided, Confirmation: notify.ConfirmationOf(c), Decision: string(c.Status), Status: string(c.Status)})
 	return c, nil
 }
@@ -733,6 +761,8 @@ func (s *Service) RedeemAs(ctx context.Context, id, credential string, bind func
 		if err != nil {
 			return err
 		}
+		// An approver's edit leaves the agent's binding to match: the
+		// agent redeems the call it made, and the edited one runs (Runs).
 		if c.Credential != credential || c.Operations[0].Binding != binding {
 			return fault.Errorf(fault.ConfirmationMismatch, "confirmation %s was approved for another call: the credential, method, path, query and body must be the same", c.ID)
 		}
@@ -849,7 +879,8 @@ func (s *Service) runClaimed(ctx context.Context, c *countersign.Confirmation, i
 	// path that runs an approved operation makes it.
 	out, ok := s.recheck(ctx, c.Operations[index])
 	if ok {
-		out = run(ctx, c.Operations[index], IdempotencyKey(c.ID, index))
+		// What runs is the edited call when an approver edited it.
+		out = run(ctx, c.Operations[index].Runs(), IdempotencyKey(c.ID, index))
 	} else {
 		s.logger().InfoContext(ctx, "recheck stopped the write", "confirmation", c.ID, "operation", index, "outcome", out.Error)
 	}

@@ -53,6 +53,15 @@ const (
 	// InvalidRemember: an approval's remember (approve and allow for N
 	// minutes) out of its bounds, or where the endpoint offers none.
 	InvalidRemember Code = "invalid_remember"
+	// InvalidEdit: an approval's edits (approval.editable) name a field
+	// not listed, change a value's JSON type, repeat a field, pass the
+	// body limits, or come where no edit may (a decided confirmation, a
+	// quorum); nothing was decided.
+	InvalidEdit Code = "invalid_edit"
+	// EditEscalated: the edited call, decided again, would no longer
+	// pause at the confirm tier (a threshold escalates it, or it is
+	// denied); the approval is refused and nothing changed.
+	EditEscalated Code = "edit_escalated"
 
 	// Code mode (POST /v1/scripts): a script that failed; the reason says
 	// where (line and column) and why.
@@ -80,7 +89,7 @@ var all = []Code{
 	ConfirmationMismatch, ConfirmationDecided, ResourceChanged,
 	NotFound, MethodNotAllowed,
 	PayloadTooLarge, IdempotencyKeyReused, IdempotencyInProgress, RateLimited,
-	InvalidRemember,
+	InvalidRemember, InvalidEdit, EditEscalated,
 	ScriptError, ScriptLimit, ScriptDiverged,
 	UpstreamUnreachable, OutcomeUnknown, Internal,
 }

@@ -354,6 +354,20 @@ func (a *Approver) describeAsker(ctx context.Context, c *countersign.Confirmatio
 	}
 }
 
+// pageAgain answers an answer refused before anything was decided (its
+// remember or its edits): the page again, saying why.
+func (a *Approver) pageAgain(ctx context.Context, who approverCtx, c *countersign.Confirmation, link links.Link, err error, wantJSON bool) reply {
+	code := fault.CodeOf(err)
+	if wantJSON {
+		return codeError(code, fault.ReasonOf(err))
+	}
+	p := a.pageOf(c, link)
+	p.SignedIn, p.Message, p.Remember = who.label(), fault.ReasonOf(err), a.rememberOffer(c)
+	p.Form.CSRF, p.SignOutURL = a.csrfToken(who, c.ID), signOutURL(who)
+	a.describeAsker(ctx, c, &p)
+	return a.page(httpStatus(code), p, false)
+}
+
 // decide handles the POST from the page's buttons.
 func (a *Approver) decide(ctx context.Context, r *http.Request, b []byte, id string) reply {
 	wantJSON := strings.Contains(header(r, "Accept"), "application/json")
@@ -420,10 +434,18 @@ func (a *Approver) decide(ctx context.Context, r *http.Request, b []byte, id str
 	if why := a.csrfRefusal(r, who, id, form.Get(approvalpage.CSRFField)); why != "" {
 		return fail(fault.Forbidden, why, invalid)
 	}
+	edits, err := editsOf(form, c)
+	if err != nil {
+		return a.pageAgain(ctx, who, c, link, err, wantJSON)
+	}
+	if decision == "reject" && form.Get(approvalpage.EditFormField) == approvalpage.EditFormPage {
+		edits = nil // the page's inputs, posted with Reject: nothing is edited
+	}
 	if form.Get(passkeyField) == passkeyBegin {
 		return a.beginPasskey(ctx, who, c, keep, decision == "approve")
 	}
 	ans := who.answer(link)
+	ans.Edits = edits
 	ans.Approve, ans.Keep, ans.Reason, ans.Required, ans.Remember = decision == "approve", keep, reason, a.required(c), remember
 	ans.Passkey = passkeyProofOf(form)
 	shown := c
@@ -435,16 +457,8 @@ func (a *Approver) decide(ctx context.Context, r *http.Request, b []byte, id str
 	}
 	if err != nil {
 		switch code := fault.CodeOf(err); code {
-		case fault.InvalidRemember:
-			// Nothing was decided: the page again, saying why.
-			p := a.pageOf(shown, link)
-			p.SignedIn, p.Message, p.Remember = who.label(), fault.ReasonOf(err), a.rememberOffer(shown)
-			p.Form.CSRF, p.SignOutURL = a.csrfToken(who, shown.ID), signOutURL(who)
-			a.describeAsker(ctx, shown, &p)
-			if wantJSON {
-				return codeError(code, fault.ReasonOf(err))
-			}
-			return a.page(httpStatus(code), p, false)
+		case fault.InvalidRemember, fault.InvalidEdit, fault.EditEscalated:
+			return a.pageAgain(ctx, who, shown, link, err, wantJSON)
 		case fault.ConfirmationDecided:
 			return fail(code, "This confirmation was already decided.", a.decidedPage(c, link))
 		case fault.ConfirmationExpired:
@@ -534,11 +548,14 @@ func (a *Approver) pageOf(c *countersign.Confirmation, link links.Link) approval
 		// escapes of RFC 8785 (html/template escapes for the page); an
 		// empty path, query or body is left out.
 		po := approvalpage.Operation{Index: i, Connection: op.Connection, Method: op.Method, Path: op.Path, Endpoint: op.Endpoint,
-			Args: readableArgs(op.Args), Selected: op.Selected}
+			Args: readableArgs(op.Runs().Args), Selected: op.Selected}
 		if op.Outcome != nil {
 			po.Outcome = outcomeText(op.Outcome)
 		}
 		approvalpage.ShowNow(&po, &op)
+		if c.Required <= 1 && !confirm.NeedsPasskey(c, nil) && op.EditedCall == nil {
+			po.Edits = editInputs(&op)
+		}
 		p.Operations = append(p.Operations, po)
 	}
 	return p
@@ -555,6 +572,9 @@ func (a *Approver) decidedPage(c *countersign.Confirmation, link links.Link) app
 		p.Decision = "rejected"
 	}
 	p.Message = decisionText(c, confirm.Effective(c, a.now()))
+	if sum := confirm.EditSummary(c); sum != "" {
+		p.Message += " You " + sum + "; the edited call is what runs."
+	}
 	return p
 }
 

@@ -42,6 +42,12 @@ type executedBody struct {
 	Confirm  *confirmationID `json:"confirmation,omitempty"`
 	// Grant names the grant the call ran under (approval.remember).
 	Grant string `json:"grant,omitempty"`
+	// Edited is set when the approver edited the call before approving
+	// (approval.editable): Arguments are the arguments that ran, Edits
+	// what changed.
+	Edited    bool                               `json:"edited,omitempty"`
+	Arguments *countersign.Args                  `json:"arguments,omitempty"`
+	Edits     map[string]countersign.EditedField `json:"edits,omitempty"`
 }
 
 type upstreamView struct {
@@ -79,6 +85,10 @@ func (g *Gateway) callsOutcome(ctx context.Context, cred *countersign.Credential
 	}
 	if conf := res.Confirmation; conf != nil {
 		out.Confirm = &confirmationID{ID: conf.ID, Status: string(conf.Status)}
+		if len(conf.Operations) == 1 && conf.Operations[0].Edited != nil {
+			op := conf.Operations[0].Runs()
+			out.Edited, out.Arguments, out.Edits = true, &op.Args, op.Edited
+		}
 	}
 	if g := res.ApprovalGrant; g != nil {
 		out.Grant = g.ID

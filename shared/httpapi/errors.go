@@ -37,6 +37,8 @@ var statusOf = map[fault.Code]int{
 	fault.IdempotencyKeyReused:  http.StatusUnprocessableEntity,
 	fault.RateLimited:           http.StatusTooManyRequests,
 	fault.InvalidRemember:       http.StatusBadRequest,
+	fault.InvalidEdit:           http.StatusBadRequest,
+	fault.EditEscalated:         http.StatusUnprocessableEntity,
 	fault.ScriptError:           http.StatusUnprocessableEntity,
 	fault.ScriptLimit:           http.StatusUnprocessableEntity,
 	fault.ScriptDiverged:        http.StatusUnprocessableEntity,

@@ -53,6 +53,9 @@ type operationView struct {
 	// (the endpoint's show read), without what only the recheck reads.
 	Current *countersign.Current `json:"current,omitempty"`
 	Changes []countersign.Change `json:"changes,omitempty"`
+	// Edited is what the approver changed before approving (the
+	// operation then runs the edited call).
+	Edited map[string]countersign.EditedField `json:"edited,omitempty"`
 }
 
 // viewConfirmation shows a confirmation with its effective status, never
@@ -66,7 +69,7 @@ func viewConfirmation(c *countersign.Confirmation, effective countersign.Status)
 	}
 	for _, op := range c.Operations {
 		v.Operations = append(v.Operations, operationView{Connection: op.Connection, Method: op.Method, Path: op.Path,
-			Endpoint: op.Endpoint, Selected: op.Selected, Outcome: op.Outcome, Current: op.Current.Shown(), Changes: op.Changes})
+			Endpoint: op.Endpoint, Selected: op.Selected, Outcome: op.Outcome, Current: op.Current.Shown(), Changes: op.Changes, Edited: op.Edited})
 	}
 	return v
 }

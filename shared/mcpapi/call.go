@@ -14,6 +14,7 @@ import (
 
 	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/calls"
+	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/display"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/links"
@@ -207,6 +208,11 @@ type upstreamView struct {
 	// Grant names the grant a person gave that the call ran under
 	// (approval.remember), if any.
 	Grant string `json:"grant,omitempty"`
+	// Edited is set when a person edited the call before approving it
+	// (approval.editable): Arguments are what ran, Edits what changed.
+	Edited    bool                               `json:"edited,omitempty"`
+	Arguments *countersign.Args                  `json:"arguments,omitempty"`
+	Edits     map[string]countersign.EditedField `json:"edits,omitempty"`
 }
 
 type noticeView struct {
@@ -242,6 +248,9 @@ func executedResult(res *calls.Result) *mcp.CallToolResult {
 		v.ConfirmationID = res.Confirmation.ID
 	}
 	out := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, IsError: r.Status >= 400}
+	if res.Confirmation != nil {
+		tellEdited(out, &v, res.Confirmation)
+	}
 	if res.Notice {
 		v.Notice = &noticeView{RequiresConfirmation: true, Reason: res.Decision.Reason}
 		out.Content = append(out.Content, &mcp.TextContent{Text: "Notice (requires_confirmation): " + res.Decision.Reason +
@@ -320,4 +329,18 @@ func listOps(ops []countersign.Operation) string {
 		b.WriteString(opLine(op))
 	}
 	return b.String()
+}
+
+// tellEdited tells the model that a person edited the call before
+// approving it, and what ran: the call it made did not run as it made it.
+func tellEdited(out *mcp.CallToolResult, v *upstreamView, c *countersign.Confirmation) {
+	if len(c.Operations) != 1 || c.Operations[0].EditedCall == nil {
+		return
+	}
+	op := c.Operations[0].Runs()
+	v.Edited, v.Arguments, v.Edits = true, &op.Args, op.Edited
+	args, _ := json.Marshal(op.Args)
+	out.Content = append(out.Content, &mcp.TextContent{Text: "A person edited this call before approving it (" +
+		strings.TrimPrefix(confirm.EditSummary(c), "edited ") + "); what ran was the edited call, with arguments " + string(args) +
+		". Tell the person what was done."})
 }

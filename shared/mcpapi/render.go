@@ -40,6 +40,8 @@ var labelOf = map[fault.Code]string{
 	fault.IdempotencyInProgress: labelError,
 	fault.RateLimited:           labelError,
 	fault.InvalidRemember:       labelError,
+	fault.InvalidEdit:           labelError,
+	fault.EditEscalated:         labelError,
 	fault.ScriptError:           labelError,
 	fault.ScriptLimit:           labelError,
 	fault.ScriptDiverged:        labelError,

@@ -376,7 +376,12 @@ func (h *Handler) ranResult(ctx context.Context, c *countersign.Confirmation) *m
 	if len(c.Operations) != 1 || c.Operations[0].Outcome == nil {
 		return nil
 	}
-	return outcomeResult(c.ID, c.Operations[0].Outcome)
+	out := outcomeResult(c.ID, c.Operations[0].Outcome)
+	if v, ok := out.StructuredContent.(upstreamView); ok {
+		tellEdited(out, &v, c)
+		out.StructuredContent = v
+	}
+	return out
 }
 
 // outcomeResult is a stored outcome as the tool would have answered it

@@ -67,9 +67,9 @@ func boundEvent(ev Event, div int) Event {
 		op.Method = clipJSON(op.Method, maxFieldCost/4)
 		op.Path = clipJSON(op.Path, perOp/8)
 		op.Endpoint = clipJSON(op.Endpoint, perOp/8)
-		var cutArgs, cutOutcome, cutCurrent, cutChanges bool
+		var cutArgs, cutOutcome, cutCurrent, cutChanges, cutEdited bool
 		share := 4
-		if op.Current != nil || op.Changes != nil {
+		if op.Current != nil || op.Changes != nil || op.Edited != nil {
 			share = 8 // the args a quarter, the outcome, current and changes an eighth each
 		}
 		if op.Args != nil {
@@ -84,8 +84,11 @@ func boundEvent(ev Event, div int) Event {
 		if op.Changes != nil {
 			op.Changes, cutChanges = jsonview.Compact(op.Changes, &jsonview.Limits{MaxBytes: perOp / share})
 		}
+		if op.Edited != nil {
+			op.Edited, cutEdited = jsonview.Compact(op.Edited, &jsonview.Limits{MaxBytes: perOp / share})
+		}
 		op.Summary = clipJSON(op.Summary, perOp/16)
-		op.Truncated = op.Truncated || cutArgs || cutOutcome || cutCurrent || cutChanges || op.Path != before.Path || op.Endpoint != before.Endpoint ||
+		op.Truncated = op.Truncated || cutArgs || cutOutcome || cutCurrent || cutChanges || cutEdited || op.Path != before.Path || op.Endpoint != before.Endpoint ||
 			op.Connection != before.Connection || op.Method != before.Method || op.Summary != before.Summary
 		c.Operations[i] = op
 	}
@@ -126,6 +129,9 @@ func encodeBounded(ev Event, encode func(Event) ([]byte, error)) ([]byte, error)
 		}
 		if op.Changes != nil {
 			op.Changes = json.RawMessage(notShownMarker)
+		}
+		if op.Edited != nil {
+			op.Edited = json.RawMessage(notShownMarker)
 		}
 	}
 	return encode(e)

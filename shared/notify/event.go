@@ -61,7 +61,7 @@ func ConfirmationOf(c *countersign.Confirmation) EventConfirmation {
 	ec := EventConfirmation{ID: c.ID, Kind: string(c.Kind), ExpiresAt: c.ExpiresAt, Credential: c.Credential, Reason: c.Reason,
 		DecidedBy: c.DecidedByView(), Approvals: ApprovalsOf(c)}
 	for _, op := range c.Operations {
-		args, _ := json.Marshal(op.Args)
+		args, _ := json.Marshal(op.Runs().Args)
 		eo := EventOperation{Connection: op.Connection, Method: op.Method, Path: op.Path, Endpoint: op.Endpoint, Args: args}
 		if op.Outcome != nil {
 			eo.Outcome, _ = json.Marshal(op.Outcome)
@@ -72,6 +72,9 @@ func ConfirmationOf(c *countersign.Confirmation) EventConfirmation {
 		}
 		if len(op.Changes) > 0 {
 			eo.Changes, _ = json.Marshal(op.Changes)
+		}
+		if len(op.Edited) > 0 {
+			eo.Edited, _ = json.Marshal(op.Edited)
 		}
 		ec.Operations = append(ec.Operations, eo)
 	}
@@ -144,6 +147,10 @@ type EventOperation struct {
 	Current json.RawMessage `json:"current,omitempty"`
 	Changes json.RawMessage `json:"changes,omitempty"`
 	Summary string          `json:"summary,omitempty"`
+	// Edited is what the approver changed before approving
+	// (approval.editable): {"body.amount": {"from": 900, "to": 500}}; Args
+	// are then the edited call's, the one that runs.
+	Edited json.RawMessage `json:"edited,omitempty"`
 	// Truncated is set when a webhook payload shows this operation cut to
 	// fit MaxPayloadBytes (its strings and JSON then hold "truncated"
 	// markers).

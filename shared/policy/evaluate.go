@@ -68,6 +68,10 @@ type Endpoint struct {
 	// Remember is the endpoint's approval.remember, replacing its
 	// connection's (RememberFor); nil means the connection's.
 	Remember *Remember
+	// Editable is the endpoint's approval.editable: the fields an
+	// approver may change when approving ("body.<json path>",
+	// "query.<name>"; never path parameters or headers).
+	Editable []string
 	// SlashParams names the template's parameters whose value may hold an
 	// encoded slash (%2F); a %2F anywhere else is refused before the
 	// call is decided (policy.json encoded_slash_params).

@@ -540,6 +540,27 @@ func (s *suite) confirmations(t *testing.T) {
 		assertErrIs(t, "UpdateConfirmation(future version)", st.UpdateConfirmation(ctx, ahead), store.ErrConflict)
 	})
 
+	t.Run("EditedByAnUpdate", func(t *testing.T) {
+		// An approver's edit is state: the update that records the
+		// approval stores the edited call beside the agent's, which stays.
+		st := s.newStore(t)
+		c := fullConfirmation(uid(t), s.now())
+		c.Status = countersign.StatusPending
+		mustCreateConfirmation(t, st, c)
+		got := mustGetConfirmation(t, st, c.ID)
+		op := &got.Operations[0]
+		op.EditedCall = &countersign.EditedCall{Args: countersign.Args{Path: map[string]string{"id": "12"}, Query: map[string]any{"hard": "false"},
+			Body: json.RawMessage(`{"amount":500}`)}, Binding: keyHash("edited"), RawQuery: "hard=false"}
+		op.Edited = map[string]countersign.EditedField{"body.amount": {From: json.RawMessage("900"), To: json.RawMessage("500")}}
+		got.Status = countersign.StatusApproved
+		want := roundTrip(t, *got)
+		if err := st.UpdateConfirmation(ctx, got); err != nil {
+			t.Fatalf("UpdateConfirmation: %v", err)
+		}
+		want.Version = got.Version
+		assertEqual(t, "confirmation after an edit", *mustGetConfirmation(t, st, c.ID), want)
+	})
+
 	t.Run("FixedAtCreation", func(t *testing.T) {
 		// An update changes the record's state; what was fixed when it was
 		// created keeps its stored value, and the number of operations

@@ -1,0 +1,49 @@
+package config
+
+import (
+	"encoding/json"
+	"slices"
+
+	"github.com/countersign/countersign/shared/policy"
+)
+
+// maxEditable bounds approval.editable: a page shows one input per field.
+const maxEditable = 20
+
+// editable reads approval.editable: ["body.amount", "body.memo",
+// "query.limit"], the fields an approver may change. A body field is a
+// dotted path of object keys into the JSON body, a query field one query
+// parameter; path parameters and headers are never editable (they choose
+// what is called and who is acting).
+func (s *src) editable(p string, raw json.RawMessage) []string {
+	if kind(raw) != "an array" {
+		s.errf(p, "want an array of fields such as [\"body.amount\", \"query.limit\"], got %s", kind(raw))
+		return nil
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(raw, &items); err != nil {
+		s.errf(p, "want an array: %v", err)
+		return nil
+	}
+	if len(items) > maxEditable {
+		s.errf(p, "%d fields: at most %d may be editable", len(items), maxEditable)
+		return nil
+	}
+	var out []string
+	for i, item := range items {
+		f, ok := s.str(index(p, i), item)
+		if !ok {
+			continue
+		}
+		if why := policy.CheckEditable(f); why != "" {
+			s.errf(index(p, i), "%q %s", f, why)
+			continue
+		}
+		if slices.Contains(out, f) {
+			s.errf(index(p, i), "%q is listed twice", f)
+			continue
+		}
+		out = append(out, f)
+	}
+	return out
+}
