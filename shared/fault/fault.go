@@ -53,6 +53,8 @@ const (
 	// InvalidRemember: an approval's remember (approve and allow for N
 	// minutes) out of its bounds, or where the endpoint offers none.
 	InvalidRemember Code = "invalid_remember"
+	// CredentialExists: a key asked for with an id a credential has.
+	CredentialExists Code = "credential_exists"
 
 	// Code mode (POST /v1/scripts): a script that failed; the reason says
 	// where (line and column) and why.
@@ -80,7 +82,7 @@ var all = []Code{
 	ConfirmationMismatch, ConfirmationDecided, ResourceChanged,
 	NotFound, MethodNotAllowed,
 	PayloadTooLarge, IdempotencyKeyReused, IdempotencyInProgress, RateLimited,
-	InvalidRemember,
+	InvalidRemember, CredentialExists,
 	ScriptError, ScriptLimit, ScriptDiverged,
 	UpstreamUnreachable, OutcomeUnknown, Internal,
 }

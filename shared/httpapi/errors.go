@@ -37,6 +37,7 @@ var statusOf = map[fault.Code]int{
 	fault.IdempotencyKeyReused:  http.StatusUnprocessableEntity,
 	fault.RateLimited:           http.StatusTooManyRequests,
 	fault.InvalidRemember:       http.StatusBadRequest,
+	fault.CredentialExists:      http.StatusConflict,
 	fault.ScriptError:           http.StatusUnprocessableEntity,
 	fault.ScriptLimit:           http.StatusUnprocessableEntity,
 	fault.ScriptDiverged:        http.StatusUnprocessableEntity,

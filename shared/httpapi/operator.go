@@ -134,6 +134,9 @@ func (o *Operator) api(ctx context.Context, r *http.Request, b []byte, cred *cou
 	if rp, ok := o.grants(ctx, r, cred, rest); ok {
 		return rp
 	}
+	if rp, ok := o.credentials(ctx, r, b, cred, rest); ok {
+		return rp
+	}
 	switch {
 	case rest == "reviews":
 		if m != http.MethodGet {
@@ -177,7 +180,7 @@ func (o *Operator) api(ctx context.Context, r *http.Request, b []byte, cred *cou
 		return jsonReply(http.StatusOK, out)
 	case rest == "credentials":
 		if m != http.MethodGet {
-			return codeError(fault.MethodNotAllowed, "use GET /v1/operator/credentials")
+			return codeError(fault.MethodNotAllowed, "use GET or POST /v1/operator/credentials")
 		}
 		q, err := o.listQuery("credentials", r.URL.RawQuery, false, false)
 		if err != nil {

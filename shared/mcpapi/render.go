@@ -40,6 +40,7 @@ var labelOf = map[fault.Code]string{
 	fault.IdempotencyInProgress: labelError,
 	fault.RateLimited:           labelError,
 	fault.InvalidRemember:       labelError,
+	fault.CredentialExists:      labelError,
 	fault.ScriptError:           labelError,
 	fault.ScriptLimit:           labelError,
 	fault.ScriptDiverged:        labelError,
