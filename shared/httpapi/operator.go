@@ -14,6 +14,7 @@ import (
 	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/links"
+	"github.com/countersign/countersign/shared/oauth"
 )
 
 // AuditReader reads the audit trail for the operator page (store adapters).
@@ -73,6 +74,10 @@ type Operator struct {
 	// BodyTimeout bounds the wait for a request's body once its headers
 	// are in (0: BodyTimeout).
 	BodyTimeout time.Duration
+	// SignIn and People sign operators who are people in to the page
+	// (operatorperson.go); either nil offers the key form only.
+	SignIn oauth.SignIn
+	People People
 
 	throttle loginThrottle
 }
@@ -102,6 +107,9 @@ func (o *Operator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	b, ok := bodyFront{timeout: o.BodyTimeout}.read(w, r)
 	if !ok {
+		return
+	}
+	if o.startPersonSignIn(w, r) {
 		return
 	}
 	o.serve(ctx, r, b).send(w)

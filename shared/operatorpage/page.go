@@ -16,8 +16,14 @@ import (
 type Page struct {
 	// Workspace and Accent are the header bar's name and colour (#rgb or #rrggbb).
 	Workspace, Accent string
-	// Operator is the signed-in operator's credential id.
+	// Operator is the signed-in operator: a key's credential id, or a
+	// person's e-mail.
 	Operator string
+	// Person marks an operator signed in as a person: they sign out where
+	// people sign out (the sign-in's own page), not with the key's form.
+	Person bool
+	// PersonSignIn offers, on the sign-in page, the sign-in of people.
+	PersonSignIn bool
 	// CSRF is the token every form posts back (field csrf).
 	CSRF string
 	// Message is shown under the heading (a result or an error).

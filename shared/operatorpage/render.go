@@ -22,6 +22,7 @@ const pageStyle = `*, *::before, *::after { box-sizing: border-box; }
 body { margin: 0; background: #f9fafb; color: #111827; font: 16px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif; }
 .bar { background: var(--accent); color: #fff; padding: .75rem 1rem; font-weight: 600; }
 .bar p { max-width: 64rem; margin: 0 auto; display: flex; justify-content: space-between; gap: 1rem; overflow-wrap: anywhere; }
+.bar a { color: #fff; }
 main { max-width: 64rem; margin: 0 auto; padding: 1.5rem 1rem 3rem; }
 h1 { font-size: 1.5rem; line-height: 1.25; margin: 0 0 .5rem; }
 h2 { font-size: 1.125rem; margin: 1.75rem 0 .5rem; }
@@ -74,13 +75,20 @@ func (v *view) html() []byte {
 	if v.Operator != "" {
 		w("<span>")
 		value(&b, v.Operator)
-		w(" <form method=\"post\" action=\"/operator/logout\" class=\"inline\"><input type=\"hidden\" name=\"csrf\" value=\"")
-		text(&b, v.CSRF)
-		w("\"><button type=\"submit\" class=\"secondary\">Sign out</button></form></span>")
+		if v.Person {
+			w(" <a href=\"/oauth/signout\" id=\"signout\">Sign out</a></span>")
+		} else {
+			w(" <form method=\"post\" action=\"/operator/logout\" class=\"inline\"><input type=\"hidden\" name=\"csrf\" value=\"")
+			text(&b, v.CSRF)
+			w("\"><button type=\"submit\" class=\"secondary\">Sign out</button></form></span>")
+		}
 	}
 	w("</p></header>\n<main>")
 	if v.Operator == "" {
 		w("\n<h1>Operator sign-in</h1>\n<p class=\"hint\">Enter an operator key. It is checked once and never kept in the page or its address; the session lasts a few hours.</p>")
+		if v.PersonSignIn {
+			w("\n<p><a href=\"/operator/signin\" id=\"person-signin\">Sign in with your account</a> if you are a person with role operator; or enter a key.</p>")
+		}
 		v.message(&b)
 		w("\n<form method=\"post\" action=\"/operator/login\">\n<input type=\"hidden\" name=\"csrf\" value=\"")
 		text(&b, v.CSRF)

@@ -79,6 +79,8 @@ func TestRendererMatchesTemplate(t *testing.T) {
 		decided.Pending = false
 		for _, p := range []Page{
 			{Workspace: s, Accent: "#abc", CSRF: s, Message: s, Error: i%2 == 0},
+			{Workspace: s, CSRF: s, Message: s, PersonSignIn: true},
+			{Workspace: s, Operator: s, Person: true, CSRF: s, Message: s},
 			{Workspace: s, Accent: s, Operator: s, CSRF: s, Message: s, Error: i%3 == 0,
 				Reviews:       []Review{review, decided, {ID: s}},
 				Confirmations: []Confirmation{{ID: s, Kind: s, Credential: s, Status: s, Operations: []string{s, s}, ExpiresAt: at}, {}},

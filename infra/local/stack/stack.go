@@ -266,6 +266,9 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	s.app.Audit.ConfigLoaded(ctx)
 	gateway, approver, operator := gatewayapp.Gateway(s.app), s.app.Approver(), s.app.Operator()
 	approver.SignIn = signIn // approvers sign in as people do for OAuth (approvers.sign_in)
+
+	// So do operators who are people (a configured user with role operator).
+	operator.SignIn, operator.People = signIn, s.oauth
 	// Routed by prefix, not with http.ServeMux: the mux cleans paths and
 	// redirects /v1/rest/crm/a/../b with a 307, where the gateway must see
 	// the path as sent and refuse it (as API Gateway passes it through).
