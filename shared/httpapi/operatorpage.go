@@ -115,6 +115,9 @@ func (o *Operator) page(ctx context.Context, r *http.Request, b []byte, sub stri
 	}
 	if m == http.MethodGet || m == http.MethodHead {
 		if sub != "" {
+			if rp, ok := o.consoleGet(ctx, r, cred, cl, sub); ok {
+				return rp
+			}
 			return o.dashboard(ctx, r, cred, cl, http.StatusNotFound, "No such page.", true)
 		}
 		return o.dashboard(ctx, r, cred, cl, http.StatusOK, "", false)
@@ -136,6 +139,9 @@ func (o *Operator) page(ctx context.Context, r *http.Request, b []byte, sub stri
 		return o.loginPage(r, http.StatusOK, "Signed out.", false, o.cookie(r, sessionCookie, "", 0))
 	case strings.HasPrefix(sub, "/reviews/"):
 		return o.reviewForm(ctx, r, cred, cl, strings.TrimPrefix(sub, "/reviews/"), form)
+	}
+	if rp, ok := o.consoleForm(ctx, r, cred, cl, sub, form); ok {
+		return rp
 	}
 	return o.dashboard(ctx, r, cred, cl, http.StatusNotFound, "No such form.", true)
 }
@@ -333,14 +339,7 @@ func (o *Operator) dashboard(ctx context.Context, r *http.Request, cred *counter
 	}
 	p.NextCredentials = more("credentials", o.sealCursor("page-credentials", kq, next))
 	for _, c := range creds {
-		row := operatorpage.Credential{ID: c.ID, Choice: c.Choice.String(), ReadOnly: c.ReadOnly, Operator: c.Operator, Connections: "all"}
-		if len(c.Connections) > 0 {
-			row.Connections = strings.Join(c.Connections, ", ")
-		}
-		if lc := c.LastClient; lc != nil {
-			row.HasClient, row.Client, row.ClientCanAsk, row.ClientSeen = true, strings.TrimSpace(lc.Name+" "+lc.Version), lc.CanAsk, lc.SeenAt
-		}
-		p.Credentials = append(p.Credentials, row)
+		p.Credentials = append(p.Credentials, credentialRow(c))
 	}
 	var gq countersign.ListQuery
 	if gq.Cursor, err = o.openCursor("page-grants", gq, params.Get("grants")); err != nil {

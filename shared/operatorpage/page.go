@@ -41,6 +41,10 @@ type Page struct {
 	// NextGrants their next page.
 	Grants     []Grant
 	NextGrants string
+	// NewKey is a key just created (for NewKeyFor), shown this once.
+	NewKey, NewKeyFor string
+	// Detail, when set, is the page of one credential instead of the lists.
+	Detail *CredentialPage
 }
 
 // Review is one review item.
@@ -181,6 +185,8 @@ func bound(p Page) Page {
 	}
 	p.Credentials = cr
 	p.Grants = boundGrants(p.Grants)
+	p.NewKeyFor = clip(p.NewKeyFor, maxField)
+	p.Detail = boundDetail(p.Detail)
 	return p
 }
 

@@ -96,12 +96,20 @@ func (v *view) html() []byte {
 	} else {
 		w("\n<h1>Operator</h1>")
 		v.message(&b)
+		v.newKey(&b)
+		if v.Detail != nil {
+			v.credentialPage(&b)
+			w("\n<p><a href=\"/operator#credentials\">All credentials</a></p>")
+			w("\n</main>\n</body>\n</html>\n")
+			return []byte(b.String())
+		}
 		v.reviews(&b)
 		more(&b, v.NextReviews, "More review items")
 		v.confirmations(&b)
 		more(&b, v.NextConfirmations, "Older confirmations")
 		v.credentials(&b)
 		more(&b, v.NextCredentials, "More credentials")
+		v.createForm(&b)
 		v.grants(&b)
 		more(&b, v.NextGrants, "More grants")
 		v.audit(&b)
@@ -226,9 +234,11 @@ func (v *view) credentials(b *strings.Builder) {
 	w := b.WriteString
 	w("\n<h2 id=\"credentials\">Credentials</h2>\n<table><thead><tr><th>Id</th><th>Choice</th><th>Read-only</th><th>Role</th><th>Connections</th><th>Last client</th></tr></thead><tbody>")
 	for _, c := range v.Credentials {
-		w("\n<tr><td><code>")
+		w("\n<tr><td><a href=\"")
+		text(b, "/operator/credentials/"+display.NormalizeURL(c.ID))
+		w("\"><code>")
 		value(b, c.ID)
-		w("</code></td><td>")
+		w("</code></a></td><td>")
 		text(b, c.Choice)
 		w("</td><td>")
 		w(pick(c.ReadOnly, "yes", "no"))
@@ -237,16 +247,7 @@ func (v *view) credentials(b *strings.Builder) {
 		w("</td><td>")
 		value(b, c.Connections)
 		w("</td><td>")
-		if c.HasClient {
-			w("<span class=\"said\">the agent says it is</span> “<i>")
-			value(b, c.Client)
-			w("</i>” <span class=\"said\">(its own words, not checked)</span> · ")
-			w(pick(c.ClientCanAsk, "can ask", "cannot ask"))
-			w(" · ")
-			text(b, when(c.ClientSeen))
-		} else {
-			w("<span class=\"empty\">none seen</span>")
-		}
+		lastClient(b, c)
 		w("</td></tr>")
 	}
 	w("\n</tbody></table>")
