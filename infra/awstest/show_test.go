@@ -59,9 +59,11 @@ func showRechecked(f *flow) {
 // call the gateway runs itself (a card's), approved on the page, only if
 // the contact is as the notify task read it. One flow each: moto's Step
 // Functions cannot start a second execution of a machine that ran one.
-func showExecuteChanged(f *flow) { f.showExecute("/contacts/82", "82", true) }
+// Their contacts (382, 383) are read by no other flow: the configuration
+// flow checks that its blocked GET /contacts/83 never reached the upstream.
+func showExecuteChanged(f *flow) { f.showExecute("/contacts/382", "382", true) }
 
-func showExecuteUnchanged(f *flow) { f.showExecute("/contacts/83", "83", false) }
+func showExecuteUnchanged(f *flow) { f.showExecute("/contacts/383", "383", false) }
 
 func (f *flow) showExecute(path, contact string, changed bool) {
 	f.Helper()
