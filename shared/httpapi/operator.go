@@ -145,6 +145,9 @@ func (o *Operator) api(ctx context.Context, r *http.Request, b []byte, cred *cou
 	if rp, ok := o.credentials(ctx, r, b, cred, rest); ok {
 		return rp
 	}
+	if rest == "shadow" {
+		return o.shadowRoute(ctx, r)
+	}
 	switch {
 	case rest == "reviews":
 		if m != http.MethodGet {
