@@ -26,7 +26,9 @@ import (
 // CredentialStore is what managing credentials writes (the store adapters).
 type CredentialStore interface {
 	CreateCredential(ctx context.Context, c countersign.Credential) error
-	PutCredential(ctx context.Context, c countersign.Credential) error
+	// UpdateCredential replaces the credential only if it is still stored
+	// with the same key hash (store.ErrNotFound, store.ErrConflict).
+	UpdateCredential(ctx context.Context, c countersign.Credential) error
 	DeleteCredential(ctx context.Context, id string) error
 }
 
@@ -215,9 +217,17 @@ func (s *Service) ChangeCredential(ctx context.Context, op *countersign.Credenti
 	if len(changes) == 0 {
 		return c, nil
 	}
-	// A put replaces the record; the gateway's last-client write can only
-	// be lost if it lands in the same instant, and is redone on a later call.
-	if err := cs.PutCredential(ctx, c); err != nil {
+	// The write is conditional on the key read: a change racing a
+	// revocation (or a revocation and a new key under the same id) fails
+	// rather than bring the old key back. The gateway's last-client write
+	// can only be lost if it lands in the same instant, and is redone on a
+	// later call.
+	switch err := cs.UpdateCredential(ctx, c); {
+	case errors.Is(err, store.ErrNotFound):
+		return countersign.Credential{}, fault.New(fault.NotFound, "credential "+c.ID+" was revoked meanwhile; nothing was changed")
+	case errors.Is(err, store.ErrConflict):
+		return countersign.Credential{}, fault.New(fault.CredentialExists, "credential "+c.ID+" was replaced meanwhile (a new key); nothing was changed: look at it again")
+	case err != nil:
 		s.logger().ErrorContext(ctx, "credential not changed", "credential", id, "error", err)
 		return countersign.Credential{}, fault.Wrap(err, "the credential could not be changed; try again")
 	}
