@@ -23,6 +23,9 @@ import (
 
 // consoleGet serves the console's GET pages; ok is false for any other path.
 func (o *Operator) consoleGet(ctx context.Context, r *http.Request, cred *countersign.Credential, cl *sessionClaims, sub string) (reply, bool) {
+	if sub == "/shadow" {
+		return o.shadowPage(ctx, r, cred, cl), true
+	}
 	id, ok := pathID(sub, "/credentials/")
 	if !ok {
 		return reply{}, false
@@ -152,4 +155,30 @@ func credentialRow(c countersign.Credential) operatorpage.Credential {
 		row.HasClient, row.Client, row.ClientCanAsk, row.ClientSeen = true, strings.TrimSpace(lc.Name+" "+lc.Version), lc.CanAsk, lc.SeenAt
 	}
 	return row
+}
+
+// shadowPage renders the policy trial (GET /operator/shadow): the same
+// summary as GET /v1/operator/shadow.
+func (o *Operator) shadowPage(ctx context.Context, r *http.Request, cred *countersign.Credential, cl *sessionClaims) reply {
+	if err := calls.RequireOperator(cred); err != nil {
+		return o.dashboard(ctx, r, cred, cl, http.StatusForbidden, fault.ReasonOf(err), true)
+	}
+	if o.Audit == nil {
+		return o.dashboard(ctx, r, cred, cl, http.StatusInternalServerError, "This deployment reads no audit trail.", true)
+	}
+	sum, err := o.shadowSummary(ctx)
+	if err != nil {
+		o.logger().ErrorContext(ctx, "shadow summary not read", "error", err)
+		return o.dashboard(ctx, r, cred, cl, http.StatusInternalServerError, "The audit trail could not be read; try again.", true)
+	}
+	sp := &operatorpage.ShadowPage{Candidate: sum.Candidate, Differences: sum.Differences, Truncated: sum.Truncated}
+	if sp.Candidate == "" {
+		sp.Candidate = "(none configured now)"
+	}
+	for _, e := range sum.Examples {
+		sp.Examples = append(sp.Examples, operatorpage.ShadowExample{At: e.At, Credential: e.Credential, Endpoint: e.Endpoint,
+			Differs: e.Differs, Rule: e.Candidate, Count: e.Count})
+	}
+	p := operatorpage.Page{Operator: operatorLabel(cred), Person: cred.IsPerson(), CSRF: o.csrfToken(cl.ID), Shadow: sp}
+	return o.render(http.StatusOK, p, nil)
 }

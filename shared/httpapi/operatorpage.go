@@ -269,7 +269,8 @@ func (o *Operator) reviewForm(ctx context.Context, r *http.Request, cred *counte
 
 // dashboard renders the signed-in page.
 func (o *Operator) dashboard(ctx context.Context, r *http.Request, cred *countersign.Credential, cl *sessionClaims, status int, msg string, isErr bool, cookies ...string) reply {
-	p := operatorpage.Page{Operator: operatorLabel(cred), Person: cred.IsPerson(), CSRF: o.csrfToken(cl.ID), Message: msg, Error: isErr}
+	p := operatorpage.Page{Operator: operatorLabel(cred), Person: cred.IsPerson(), CSRF: o.csrfToken(cl.ID), Message: msg, Error: isErr,
+		Trial: o.Calls.Current().Candidate != nil}
 	fail := func(err error) reply {
 		return o.render(http.StatusInternalServerError, operatorpage.Page{Operator: p.Operator, Person: p.Person, CSRF: p.CSRF, Message: fault.ReasonOf(err), Error: true}, cookies)
 	}

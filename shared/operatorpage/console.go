@@ -3,6 +3,7 @@ package operatorpage
 import (
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/countersign/countersign/shared/display"
 )
@@ -162,5 +163,82 @@ func boundDetail(d *CredentialPage) *CredentialPage {
 		c.Pending = c.Pending[:MaxRows]
 	}
 	c.Grants = boundGrants(c.Grants)
+	return &c
+}
+
+// ShadowPage is the policy trial's page: what the candidate policy
+// (settings.json candidate_config) would have decided otherwise.
+type ShadowPage struct {
+	Candidate   string
+	Differences int
+	Truncated   bool
+	Examples    []ShadowExample
+}
+
+// ShadowExample is one recorded difference.
+type ShadowExample struct {
+	At                                  time.Time
+	Credential, Endpoint, Differs, Rule string
+	Count                               int
+}
+
+// trialLink writes the dashboard's link to the policy trial.
+func (v *view) trialLink(b *strings.Builder) {
+	if v.Trial {
+		b.WriteString("\n<p><a href=\"/operator/shadow\" id=\"trial\">Policy trial</a>: a candidate policy is decided beside the live one, never enforced.</p>")
+	}
+}
+
+// shadowPage writes the policy trial's page.
+func (v *view) shadowPage(b *strings.Builder) {
+	d := v.Shadow
+	w := b.WriteString
+	w("\n<h2 id=\"shadow\">Policy trial</h2>\n<p class=\"hint\">The candidate <code>")
+	value(b, d.Candidate)
+	w("</code> would have decided ")
+	w(strconv.Itoa(d.Differences))
+	w(" calls otherwise. The live policy decided them.</p>")
+	if d.Truncated {
+		w("\n<p class=\"hint\">More chains hold records than were read.</p>")
+	}
+	if len(d.Examples) == 0 {
+		w("\n<p class=\"empty\">No differences recorded.</p>")
+		return
+	}
+	w("\n<table><thead><tr><th>When</th><th>Credential</th><th>Endpoint</th><th>Live and candidate</th><th>Candidate rule</th><th>Calls</th></tr></thead><tbody>")
+	for _, e := range d.Examples {
+		w("\n<tr><td>")
+		text(b, when(e.At))
+		w("</td><td>")
+		value(b, e.Credential)
+		w("</td><td><code>")
+		value(b, e.Endpoint)
+		w("</code></td><td>")
+		value(b, e.Differs)
+		w("</td><td>")
+		value(b, e.Rule)
+		w("</td><td>")
+		w(strconv.Itoa(e.Count))
+		w("</td></tr>")
+	}
+	w("\n</tbody></table>")
+}
+
+// boundShadow clips the trial's page as bound does the lists.
+func boundShadow(d *ShadowPage) *ShadowPage {
+	if d == nil {
+		return nil
+	}
+	c := *d
+	c.Candidate = clip(c.Candidate, maxField)
+	if len(c.Examples) > MaxRows {
+		c.Examples = c.Examples[:MaxRows]
+	}
+	ex := make([]ShadowExample, len(c.Examples))
+	for i, e := range c.Examples {
+		e.Credential, e.Endpoint, e.Differs, e.Rule = clip(e.Credential, maxField), clip(e.Endpoint, 512), clip(e.Differs, 512), clip(e.Rule, 512)
+		ex[i] = e
+	}
+	c.Examples = ex
 	return &c
 }

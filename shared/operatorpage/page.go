@@ -45,6 +45,10 @@ type Page struct {
 	NewKey, NewKeyFor string
 	// Detail, when set, is the page of one credential instead of the lists.
 	Detail *CredentialPage
+	// Trial links the dashboard to the policy trial (a candidate policy
+	// is configured); Shadow, when set, is that page instead of the lists.
+	Trial  bool
+	Shadow *ShadowPage
 }
 
 // Review is one review item.
@@ -187,6 +191,7 @@ func bound(p Page) Page {
 	p.Grants = boundGrants(p.Grants)
 	p.NewKeyFor = clip(p.NewKeyFor, maxField)
 	p.Detail = boundDetail(p.Detail)
+	p.Shadow = boundShadow(p.Shadow)
 	return p
 }
 

@@ -97,12 +97,19 @@ func (v *view) html() []byte {
 		w("\n<h1>Operator</h1>")
 		v.message(&b)
 		v.newKey(&b)
+		if v.Shadow != nil {
+			v.shadowPage(&b)
+			w("\n<p><a href=\"/operator\">Back to the operator page</a></p>")
+			w("\n</main>\n</body>\n</html>\n")
+			return []byte(b.String())
+		}
 		if v.Detail != nil {
 			v.credentialPage(&b)
 			w("\n<p><a href=\"/operator#credentials\">All credentials</a></p>")
 			w("\n</main>\n</body>\n</html>\n")
 			return []byte(b.String())
 		}
+		v.trialLink(&b)
 		v.reviews(&b)
 		more(&b, v.NextReviews, "More review items")
 		v.confirmations(&b)

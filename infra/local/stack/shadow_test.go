@@ -78,6 +78,18 @@ func TestCandidatePolicyIsTriedNotEnforced(t *testing.T) {
 	expect(t, h.do(http.MethodGet, "/v1/operator/shadow", "cs_test_ask", nil, nil), http.StatusForbidden, "forbidden")
 	expect(t, h.operatorJSON(http.MethodPost, "/v1/operator/shadow", ""), http.StatusMethodNotAllowed, "method_not_allowed")
 
+	// The page: a link to the policy trial, which shows the difference.
+	b := newBrowser(t, h)
+	page := b.login(b.get("/operator"), operatorKey)
+	if !strings.Contains(string(page.body), `href="/operator/shadow"`) {
+		t.Fatalf("the operator page has no link to the policy trial:\n%s", page.body)
+	}
+	trial := b.get("/operator/shadow")
+	if trial.status != http.StatusOK || !strings.Contains(string(trial.body), "would have decided 1 calls otherwise") ||
+		!strings.Contains(string(trial.body), "live pause (confirm); candidate deny blocked (never)") {
+		t.Fatalf("the policy trial page: %d\n%s", trial.status, trial.body)
+	}
+
 	// At shutdown the window's summary is written: all three counted.
 	h.restart()
 	s = h.operatorJSON(http.MethodGet, "/v1/operator/shadow", "")
