@@ -41,7 +41,7 @@ func (s *Service) shadow(ctx context.Context, cred *countersign.Credential, p *p
 	s.record(ctx, countersign.AuditRecord{Chain: audit.ChainOf(cred.ID), Actor: "system", Action: audit.ActionShadowDiffers,
 		Subject: p.Method + " " + endpoint + " on " + p.Connection, Credential: cred.ID, Connection: p.Connection, Method: p.Method, Path: endpoint,
 		Tier: d.Tier.String(), Rule: d.Rule, Outcome: "live " + decisionText(d) + "; candidate " + decisionText(c),
-		Reason: "the candidate's rule: " + c.Rule})
+		Reason: audit.ShadowReason(c.Rule)})
 }
 
 // decisionText is a decision as a difference shows it: "pause (confirm)",
