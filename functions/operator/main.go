@@ -9,6 +9,8 @@ import (
 )
 
 func main() {
-	d := awsenv.MustLoad(awsenv.NeedSigningKey)
+	// NeedOAuth: operators who are people sign in through the deployment's
+	// provider, the sign-in the gateway function's /oauth routes complete.
+	d := awsenv.MustLoad(awsenv.NeedSigningKey | awsenv.NeedOAuth)
 	awsenv.StartHTTP(d, d.Operator())
 }

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base32"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -12,7 +10,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -26,6 +23,7 @@ import (
 	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/audit"
 	config "github.com/countersign/countersign/shared/config"
+	"github.com/countersign/countersign/shared/credential"
 	"github.com/countersign/countersign/shared/policy"
 	"github.com/countersign/countersign/shared/store"
 	"github.com/countersign/countersign/shared/store/dynamostore"
@@ -180,16 +178,12 @@ type keysCmd struct {
 	readOnly, operator, json      bool
 }
 
-// credentialID accepts ids of letters, digits and . _ @ - (they appear in
-// logs and in upstream Idempotency-Keys as "<credential id>:<key>").
-var credentialID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$`)
-
 func (k *keysCmd) needID() error {
-	switch {
-	case k.id == "":
+	if k.id == "" {
 		return usagef("--id ID is required")
-	case !credentialID.MatchString(k.id):
-		return usagef("--id %q is not a credential id: use letters, digits, '.', '_', '@' and '-', at most 64", k.id)
+	}
+	if err := credential.CheckID(k.id); err != nil {
+		return usagef("--id %v", err)
 	}
 	return nil
 }
@@ -274,14 +268,6 @@ func (k *keysCmd) openDynamo(ctx context.Context, table string) (keyStore, strin
 	return dynamostore.New(client, table, nil), where, nil
 }
 
-// newKey returns a new key: "cs_" and 40 characters of lower-case base32,
-// 200 bits from crypto/rand.
-func newKey() string {
-	b := make([]byte, 25)
-	rand.Read(b) // never fails (crypto/rand, Go 1.24+)
-	return "cs_" + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b))
-}
-
 func (k *keysCmd) create(ctx context.Context) error {
 	if err := k.needID(); err != nil {
 		return err
@@ -312,7 +298,7 @@ func (k *keysCmd) create(ctx context.Context) error {
 			}
 		}
 	}
-	key := newKey()
+	key := credential.NewKey()
 	c.KeyHash = config.HashKey(key)
 
 	st, where, err := k.open(ctx, true)
@@ -326,26 +312,11 @@ func (k *keysCmd) create(ctx context.Context) error {
 		}
 		return fmt.Errorf("create credential %s in %s: %w", c.ID, where, err)
 	}
-	k.recordKeyChange(ctx, st, "key.created", c.ID, describe(c))
+	k.recordKeyChange(ctx, st, "key.created", c.ID, credential.Describe(c))
 	fmt.Fprintln(k.stdout, key)
-	fmt.Fprintf(k.stderr, "countersign: created credential %s (%s) in %s.\n", c.ID, describe(c), where)
+	fmt.Fprintf(k.stderr, "countersign: created credential %s (%s) in %s.\n", c.ID, credential.Describe(c), where)
 	fmt.Fprintln(k.stderr, "countersign: the key above is shown only this once; only its SHA-256 is stored.")
 	return nil
-}
-
-// describe says what a credential may do, e.g. "choice refuse, origin operator, read-only".
-func describe(c countersign.Credential) string {
-	parts := []string{"choice " + c.Choice.String(), "origin " + c.Origin.String()}
-	if c.ReadOnly {
-		parts = append(parts, "read-only")
-	}
-	if c.Operator {
-		parts = append(parts, "operator")
-	}
-	if len(c.Connections) > 0 {
-		parts = append(parts, "connections "+strings.Join(c.Connections, ","))
-	}
-	return strings.Join(parts, ", ")
 }
 
 // listedCredential is a credential as list --json prints it: never the

@@ -32,20 +32,6 @@ import (
 
 var keyFormat = regexp.MustCompile(`^cs_[a-z2-7]{40}$`)
 
-func TestNewKey(t *testing.T) {
-	seen := map[string]bool{}
-	for range 100 {
-		k := newKey()
-		if !keyFormat.MatchString(k) {
-			t.Fatalf("key %q does not match %s", k, keyFormat)
-		}
-		if seen[k] {
-			t.Fatalf("key %q twice", k)
-		}
-		seen[k] = true
-	}
-}
-
 // createKey runs keys create and returns the key it printed.
 func createKey(tb testing.TB, args ...string) string {
 	tb.Helper()

@@ -29,6 +29,7 @@ commands:
   users SUBCOMMAND    list users, show and revoke their OAuth grants, set their choice
   grants SUBCOMMAND   list and revoke remembered approvals (gr_..., approval.remember)
   audit               print the audit trail; --verify checks its hash chains
+  shadow              print what the candidate policy (candidate_config) would have decided otherwise
   config push DIR     validate a configuration and upload it to a deployed stack's bucket
 
 Run "countersign <command> -h" for a command's flags.
@@ -56,6 +57,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runGrants(rest, stdout, stderr)
 	case "audit":
 		return runAudit(rest, stdout, stderr)
+	case "shadow":
+		return runShadow(rest, stdout, stderr)
 	case "config":
 		return runConfig(rest, stdout, stderr)
 	case "-h", "-help", "--help", "help":

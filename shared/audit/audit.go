@@ -239,7 +239,7 @@ func (t *Trail) append(ctx context.Context, r countersign.AuditRecord) (*counter
 // Record appends r and logs a failure instead of returning it: the event
 // it records has happened and stands. A nil trail records nothing.
 //
-// A denial (Action "call.denied") identical to one recorded less than
+// A denial (Action "call.denied", or a policy.shadow_differs) identical to one recorded less than
 // Window ago is counted instead: the window's summary record says how many
 // more there were. Identical means every field but the time and the TTL.
 func (t *Trail) Record(ctx context.Context, r countersign.AuditRecord) {
@@ -251,7 +251,7 @@ func (t *Trail) Record(ctx context.Context, r countersign.AuditRecord) {
 		r.At = t.now()
 	}
 	t.FlushDue(ctx, r.At)
-	if r.Action != ActionDenied {
+	if r.Action != ActionDenied && r.Action != ActionShadowDiffers {
 		if err := t.add(ctx, r); err != nil {
 			t.logger().ErrorContext(ctx, "audit record not stored", "chain", r.Chain, "action", r.Action, "error", err)
 		}
@@ -273,6 +273,11 @@ func (t *Trail) Record(ctx context.Context, r countersign.AuditRecord) {
 
 // ActionDenied is the action of a denied call, the one Record counts.
 const ActionDenied = "call.denied"
+
+// ActionShadowDiffers is the action of a call the candidate policy would
+// decide otherwise (settings.json candidate_config); Record counts its
+// repeats as it counts denials'.
+const ActionShadowDiffers = "policy.shadow_differs"
 
 func (t *Trail) store(ctx context.Context, r countersign.AuditRecord) *countersign.AuditRecord {
 	stored, err := t.Append(ctx, r)

@@ -97,6 +97,17 @@ func (d *Deployment) ApproverHTTP() http.Handler {
 	})
 }
 
+// Operator is the operator surface of the deployment: operators who are
+// people (a configured user with role operator) sign in through its
+// provider (d.SignIn, with NeedOAuth), as approvers do; keys work as before.
+func (d *Deployment) Operator() *httpapi.Operator {
+	o := d.App.Operator()
+	if d.OAuth != nil {
+		o.SignIn, o.People = d.SignIn, d.OAuth
+	}
+	return o
+}
+
 // HTTP is the gateway function's handler: the OAuth server's paths
 // (oauth.Serves: the metadata documents, /oauth/...) go to the OAuth
 // server, every other to the agents' surface.

@@ -31,8 +31,17 @@ func RequireOperator(cred *countersign.Credential) error {
 	return nil
 }
 
-// operatorActor names an operator in audit records and decided_by.
-func operatorActor(cred *countersign.Credential) string { return "operator:" + cred.ID }
+// operatorActor names an operator in audit records and decided_by: a
+// person who signed in as "person:<email>", a key as "operator:<id>".
+func operatorActor(cred *countersign.Credential) string {
+	if cred.IsPerson() {
+		if cred.Email != "" {
+			return "person:" + cred.Email
+		}
+		return "person:" + cred.ID
+	}
+	return "operator:" + cred.ID
+}
 
 // listError turns a listing's failure into the operator's error: a bad
 // cursor or page size is the caller's (invalid_request), anything else the

@@ -220,7 +220,9 @@ func (s *Service) evaluate(ctx context.Context, cred *countersign.Credential, p 
 		in.Hook = s.askHooks(ctx, cred, p, &m)
 		p.hook = &in.Hook
 	}
-	return policy.Decide(m, ok, in), nil
+	d := policy.Decide(m, ok, in)
+	s.shadow(ctx, cred, p, in, d)
+	return d, nil
 }
 
 // tierCredential is the decision's view of a stored credential.

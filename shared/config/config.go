@@ -30,6 +30,10 @@ type Config struct {
 	// Connections are the connections by name, with what the gateway
 	// needs besides the decision (upstream URL, headers, hooks, tools).
 	Connections map[string]*Connection
+	// Candidate is the candidate policy of settings.json candidate_config
+	// (candidate.go), decided beside this one and never enforced; nil
+	// when there is none.
+	Candidate *Config
 }
 
 // Settings is settings.json.
@@ -51,6 +55,9 @@ type Settings struct {
 	MCP MCP `json:"mcp"`
 	// SignIn is the workspace's identity provider (signin.go).
 	SignIn SignIn `json:"sign_in"`
+	// CandidateConfig is the directory, inside the configuration, of a
+	// candidate policy to try before enforcing it (candidate.go).
+	CandidateConfig string `json:"candidate_config,omitempty"`
 }
 
 // Audit configures the audit trail.
@@ -330,6 +337,9 @@ type LoadOptions struct {
 	// Webhook.URLRef and SecretRef name them (countersign validate and
 	// config push, which run where the secrets may not be readable).
 	KeepSecretRefs bool
+
+	// candidate loads a candidate configuration, which has none of its own.
+	candidate bool
 }
 
 // HashKey returns the lowercase hex SHA-256 of a credential key, the form
@@ -345,7 +355,9 @@ type loader struct {
 	env      func(string) (string, bool)
 	secrets  func(SecretRef) (string, error)
 	keepRefs bool
-	errs     []error
+	// candidate is set while loading a candidate configuration.
+	candidate bool
+	errs      []error
 }
 
 // where names the file at rel (slash-separated, inside the configuration)
@@ -379,7 +391,7 @@ func LoadFS(fsys fs.FS, name string, opts *LoadOptions) (*Config, error) {
 		if opts.LookupEnv != nil {
 			l.env = opts.LookupEnv
 		}
-		l.secrets, l.keepRefs = opts.Secrets, opts.KeepSecretRefs
+		l.secrets, l.keepRefs, l.candidate = opts.Secrets, opts.KeepSecretRefs, opts.candidate
 	}
 	dir := name
 	cfg := &Config{Dir: dir, Connections: map[string]*Connection{}}
@@ -400,6 +412,11 @@ func LoadFS(fsys fs.FS, name string, opts *LoadOptions) (*Config, error) {
 		return nil, &Error{File: l.where("connections"), Msg: err.Error()}
 	}
 	cfg.Policy = p
+	if rel := cfg.Settings.CandidateConfig; rel != "" {
+		if cfg.Candidate, err = loadCandidate(fsys, l, rel, opts); err != nil {
+			return nil, err
+		}
+	}
 	return cfg, nil
 }
 
@@ -450,9 +467,16 @@ func (l *loader) settings() Settings {
 	if raw == nil {
 		return st
 	}
-	m, ok := s.object("", raw, "workspace", "public_url", "approvers", "timeouts", "limits", "audit", "scripts", "mcp", "sign_in")
+	m, ok := s.object("", raw, "workspace", "public_url", "approvers", "timeouts", "limits", "audit", "scripts", "mcp", "sign_in", "candidate_config")
 	if !ok {
 		return st
+	}
+	if v, ok := m["candidate_config"]; ok {
+		if l.candidate {
+			s.errf("candidate_config", "a candidate configuration has no candidate of its own")
+		} else {
+			st.CandidateConfig = candidatePath(s, v)
+		}
 	}
 	if v, ok := m["mcp"]; ok {
 		st.MCP = mcpSettings(s, v)

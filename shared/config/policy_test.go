@@ -299,7 +299,7 @@ func TestLoadErrors(t *testing.T) {
 	}{
 		// Unknown fields at each level.
 		{name: "unknown field in settings", edits: []edit{sub(settingsFile, `"public_url"`, `"colour": "red", "public_url"`)},
-			file: settingsFile, path: "colour", msg: `unknown field "colour" (allowed: workspace, public_url, approvers, timeouts, limits, audit, scripts, mcp, sign_in)`},
+			file: settingsFile, path: "colour", msg: `unknown field "colour" (allowed: workspace, public_url, approvers, timeouts, limits, audit, scripts, mcp, sign_in, candidate_config)`},
 		{name: "unknown field in scripts", edits: []edit{sub(settingsFile, `"max_calls": 20`, `"max_calls": 20, "max_depth": 5`)},
 			file: settingsFile, path: "scripts.max_depth", msg: `unknown field "max_depth" (allowed: time_limit_ms, max_calls, max_script_bytes, max_result_bytes, memory_mib)`},
 		{name: "unknown field in settings workspace", edits: []edit{sub(settingsFile, `"name": "Acme"`, `"name": "Acme", "logo": "x.png"`)},

@@ -62,6 +62,8 @@ const (
 	// pause at the confirm tier (a threshold escalates it, or it is
 	// denied); the approval is refused and nothing changed.
 	EditEscalated Code = "edit_escalated"
+	// CredentialExists: a key asked for with an id a credential has.
+	CredentialExists Code = "credential_exists"
 
 	// Code mode (POST /v1/scripts): a script that failed; the reason says
 	// where (line and column) and why.
@@ -89,7 +91,7 @@ var all = []Code{
 	ConfirmationMismatch, ConfirmationDecided, ResourceChanged,
 	NotFound, MethodNotAllowed,
 	PayloadTooLarge, IdempotencyKeyReused, IdempotencyInProgress, RateLimited,
-	InvalidRemember, InvalidEdit, EditEscalated,
+	InvalidRemember, InvalidEdit, EditEscalated, CredentialExists,
 	ScriptError, ScriptLimit, ScriptDiverged,
 	UpstreamUnreachable, OutcomeUnknown, Internal,
 }

@@ -39,6 +39,7 @@ var statusOf = map[fault.Code]int{
 	fault.InvalidRemember:       http.StatusBadRequest,
 	fault.InvalidEdit:           http.StatusBadRequest,
 	fault.EditEscalated:         http.StatusUnprocessableEntity,
+	fault.CredentialExists:      http.StatusConflict,
 	fault.ScriptError:           http.StatusUnprocessableEntity,
 	fault.ScriptLimit:           http.StatusUnprocessableEntity,
 	fault.ScriptDiverged:        http.StatusUnprocessableEntity,

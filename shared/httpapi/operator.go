@@ -14,6 +14,7 @@ import (
 	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/links"
+	"github.com/countersign/countersign/shared/oauth"
 )
 
 // AuditReader reads the audit trail for the operator page (store adapters).
@@ -73,6 +74,10 @@ type Operator struct {
 	// BodyTimeout bounds the wait for a request's body once its headers
 	// are in (0: BodyTimeout).
 	BodyTimeout time.Duration
+	// SignIn and People sign operators who are people in to the page
+	// (operatorperson.go); either nil offers the key form only.
+	SignIn oauth.SignIn
+	People People
 
 	throttle loginThrottle
 }
@@ -104,6 +109,9 @@ func (o *Operator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if o.startPersonSignIn(w, r) {
+		return
+	}
 	o.serve(ctx, r, b).send(w)
 }
 
@@ -133,6 +141,12 @@ func (o *Operator) api(ctx context.Context, r *http.Request, b []byte, cred *cou
 	m := method(r)
 	if rp, ok := o.grants(ctx, r, cred, rest); ok {
 		return rp
+	}
+	if rp, ok := o.credentials(ctx, r, b, cred, rest); ok {
+		return rp
+	}
+	if rest == "shadow" {
+		return o.shadowRoute(ctx, r)
 	}
 	switch {
 	case rest == "reviews":
@@ -177,7 +191,7 @@ func (o *Operator) api(ctx context.Context, r *http.Request, b []byte, cred *cou
 		return jsonReply(http.StatusOK, out)
 	case rest == "credentials":
 		if m != http.MethodGet {
-			return codeError(fault.MethodNotAllowed, "use GET /v1/operator/credentials")
+			return codeError(fault.MethodNotAllowed, "use GET or POST /v1/operator/credentials")
 		}
 		q, err := o.listQuery("credentials", r.URL.RawQuery, false, false)
 		if err != nil {

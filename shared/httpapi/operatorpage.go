@@ -91,6 +91,12 @@ func (o *Operator) page(ctx context.Context, r *http.Request, b []byte, sub stri
 		return o.login(ctx, r, b)
 	}
 	cred, cl, err := o.session(ctx, r)
+	if err == nil && cred == nil {
+		var refused string
+		if cred, cl, refused, err = o.personSession(ctx, r); refused != "" {
+			return o.render(http.StatusForbidden, operatorpage.Page{Message: refused, Error: true}, nil)
+		}
+	}
 	if err != nil {
 		return o.render(http.StatusInternalServerError, operatorpage.Page{Message: fault.ReasonOf(err), Error: true}, nil)
 	}
@@ -109,6 +115,9 @@ func (o *Operator) page(ctx context.Context, r *http.Request, b []byte, sub stri
 	}
 	if m == http.MethodGet || m == http.MethodHead {
 		if sub != "" {
+			if rp, ok := o.consoleGet(ctx, r, cred, cl, sub); ok {
+				return rp
+			}
 			return o.dashboard(ctx, r, cred, cl, http.StatusNotFound, "No such page.", true)
 		}
 		return o.dashboard(ctx, r, cred, cl, http.StatusOK, "", false)
@@ -121,6 +130,8 @@ func (o *Operator) page(ctx context.Context, r *http.Request, b []byte, sub stri
 		return o.dashboard(ctx, r, cred, cl, http.StatusForbidden, "The form was stale or not sent from this page; nothing was done. Try again.", true)
 	}
 	switch {
+	case sub == "/logout" && cred.IsPerson():
+		return o.dashboard(ctx, r, cred, cl, http.StatusBadRequest, "You signed in as a person: sign out with the Sign out link (it signs you out of approvals too).", true)
 	case sub == "/logout":
 		if err := o.endSession(ctx, cl); err != nil {
 			return o.dashboard(ctx, r, cred, cl, http.StatusInternalServerError, fault.ReasonOf(err), true)
@@ -128,6 +139,9 @@ func (o *Operator) page(ctx context.Context, r *http.Request, b []byte, sub stri
 		return o.loginPage(r, http.StatusOK, "Signed out.", false, o.cookie(r, sessionCookie, "", 0))
 	case strings.HasPrefix(sub, "/reviews/"):
 		return o.reviewForm(ctx, r, cred, cl, strings.TrimPrefix(sub, "/reviews/"), form)
+	}
+	if rp, ok := o.consoleForm(ctx, r, cred, cl, sub, form); ok {
+		return rp
 	}
 	return o.dashboard(ctx, r, cred, cl, http.StatusNotFound, "No such form.", true)
 }
@@ -168,7 +182,7 @@ func (o *Operator) loginPage(r *http.Request, status int, msg string, isErr bool
 	nonce := randomID()
 	tok := o.Signer.Seal(purposeLogin, []byte(nonce), o.now().Add(loginTTL))
 	cookies = append(cookies, o.cookie(r, loginCookie, nonce, loginTTL))
-	return o.render(status, operatorpage.Page{CSRF: tok, Message: msg, Error: isErr}, cookies)
+	return o.render(status, operatorpage.Page{CSRF: tok, Message: msg, Error: isErr, PersonSignIn: o.personSignInAvailable()}, cookies)
 }
 
 // login checks the key typed into the form; only an operator key gets a
@@ -255,9 +269,10 @@ func (o *Operator) reviewForm(ctx context.Context, r *http.Request, cred *counte
 
 // dashboard renders the signed-in page.
 func (o *Operator) dashboard(ctx context.Context, r *http.Request, cred *countersign.Credential, cl *sessionClaims, status int, msg string, isErr bool, cookies ...string) reply {
-	p := operatorpage.Page{Operator: cred.ID, CSRF: o.csrfToken(cl.ID), Message: msg, Error: isErr}
+	p := operatorpage.Page{Operator: operatorLabel(cred), Person: cred.IsPerson(), CSRF: o.csrfToken(cl.ID), Message: msg, Error: isErr,
+		Trial: o.Calls.Current().Candidate != nil}
 	fail := func(err error) reply {
-		return o.render(http.StatusInternalServerError, operatorpage.Page{Operator: cred.ID, CSRF: p.CSRF, Message: fault.ReasonOf(err), Error: true}, cookies)
+		return o.render(http.StatusInternalServerError, operatorpage.Page{Operator: p.Operator, Person: p.Person, CSRF: p.CSRF, Message: fault.ReasonOf(err), Error: true}, cookies)
 	}
 	// Each list shows one page; its cursor is in the page's own address
 	// (?reviews=, ?confirmations=, ?credentials=, ?audit=).
@@ -265,11 +280,11 @@ func (o *Operator) dashboard(ctx context.Context, r *http.Request, cred *counter
 	if m := method(r); m == http.MethodGet || m == http.MethodHead {
 		var err error
 		if params, err = url.ParseQuery(r.URL.RawQuery); err != nil {
-			return o.render(http.StatusBadRequest, operatorpage.Page{Operator: cred.ID, CSRF: p.CSRF, Message: "The address's query string is malformed.", Error: true}, cookies)
+			return o.render(http.StatusBadRequest, operatorpage.Page{Operator: p.Operator, Person: p.Person, CSRF: p.CSRF, Message: "The address's query string is malformed.", Error: true}, cookies)
 		}
 	}
 	badCursor := func(err error) reply {
-		return o.render(http.StatusBadRequest, operatorpage.Page{Operator: cred.ID, CSRF: p.CSRF, Message: fault.ReasonOf(err), Error: true}, cookies)
+		return o.render(http.StatusBadRequest, operatorpage.Page{Operator: p.Operator, Person: p.Person, CSRF: p.CSRF, Message: fault.ReasonOf(err), Error: true}, cookies)
 	}
 	more := func(list, next string) string {
 		if next == "" {
@@ -325,14 +340,7 @@ func (o *Operator) dashboard(ctx context.Context, r *http.Request, cred *counter
 	}
 	p.NextCredentials = more("credentials", o.sealCursor("page-credentials", kq, next))
 	for _, c := range creds {
-		row := operatorpage.Credential{ID: c.ID, Choice: c.Choice.String(), ReadOnly: c.ReadOnly, Operator: c.Operator, Connections: "all"}
-		if len(c.Connections) > 0 {
-			row.Connections = strings.Join(c.Connections, ", ")
-		}
-		if lc := c.LastClient; lc != nil {
-			row.HasClient, row.Client, row.ClientCanAsk, row.ClientSeen = true, strings.TrimSpace(lc.Name+" "+lc.Version), lc.CanAsk, lc.SeenAt
-		}
-		p.Credentials = append(p.Credentials, row)
+		p.Credentials = append(p.Credentials, credentialRow(c))
 	}
 	var gq countersign.ListQuery
 	if gq.Cursor, err = o.openCursor("page-grants", gq, params.Get("grants")); err != nil {

@@ -42,6 +42,7 @@ var labelOf = map[fault.Code]string{
 	fault.InvalidRemember:       labelError,
 	fault.InvalidEdit:           labelError,
 	fault.EditEscalated:         labelError,
+	fault.CredentialExists:      labelError,
 	fault.ScriptError:           labelError,
 	fault.ScriptLimit:           labelError,
 	fault.ScriptDiverged:        labelError,

@@ -84,6 +84,45 @@ var errBoundElsewhere = errors.New("this workspace's user with that e-mail is bo
 // A user has no key: its KeyHash is empty, so no key reaches it, only an
 // access token.
 func (s *Server) userCredential(ctx context.Context, p Person) (countersign.Credential, error) {
+	c, err := s.ConfiguredUser(ctx, p)
+	if !errors.Is(err, errNoUsers) {
+		return c, err
+	}
+	id := CredentialID(p)
+	c, err = s.store.GetCredential(ctx, id)
+	if err == nil {
+		return c, nil
+	}
+	if !errors.Is(err, store.ErrNotFound) {
+		return countersign.Credential{}, err
+	}
+	c = countersign.Credential{ID: id, Choice: policy.AskPerson, Origin: policy.OriginChat, Issuer: p.Issuer, Subject: p.Subject}
+	if p.EmailVerified {
+		// An unverified e-mail is anybody's: it never names the user.
+		c.Email = p.Email
+	}
+	err = s.store.CreateCredential(ctx, c)
+	if errors.Is(err, store.ErrConflict) { // a concurrent first sign-in created it
+		return s.store.GetCredential(ctx, id)
+	}
+	return c, err
+}
+
+// errNoUsers is ConfiguredUser's answer when the configuration lists no users.
+var errNoUsers = errors.New("the configuration lists no users")
+
+// NotAUser reports whether err is ConfiguredUser's refusal of a person who
+// is none of the configured users (or bound to another account), rather
+// than a store's failure.
+func NotAUser(err error) bool {
+	return errors.Is(err, errNotAUser) || errors.Is(err, errBoundElsewhere) || errors.Is(err, errNoUsers)
+}
+
+// ConfiguredUser returns the configured user (credentials.json "user")
+// the person is, binding them at their first verified sign-in as
+// userCredential does; it never creates a credential. The operator page
+// asks it who a signed-in person is.
+func (s *Server) ConfiguredUser(ctx context.Context, p Person) (countersign.Credential, error) {
 	var users []countersign.Credential
 	if s.o.Users != nil {
 		for _, u := range s.o.Users() {
@@ -122,24 +161,7 @@ func (s *Server) userCredential(ctx context.Context, p Person) (countersign.Cred
 		}
 		return countersign.Credential{}, errNotAUser
 	}
-	id := CredentialID(p)
-	c, err := s.store.GetCredential(ctx, id)
-	if err == nil {
-		return c, nil
-	}
-	if !errors.Is(err, store.ErrNotFound) {
-		return countersign.Credential{}, err
-	}
-	c = countersign.Credential{ID: id, Choice: policy.AskPerson, Origin: policy.OriginChat, Issuer: p.Issuer, Subject: p.Subject}
-	if p.EmailVerified {
-		// An unverified e-mail is anybody's: it never names the user.
-		c.Email = p.Email
-	}
-	err = s.store.CreateCredential(ctx, c)
-	if errors.Is(err, store.ErrConflict) { // a concurrent first sign-in created it
-		return s.store.GetCredential(ctx, id)
-	}
-	return c, err
+	return countersign.Credential{}, errNoUsers
 }
 
 // bindUser binds configured user u to the person p, at p's first verified
@@ -172,14 +194,19 @@ const PathApprove = "/approve/"
 const PathPasskeys = "/account/passkeys"
 
 // returnable reports a path a sign-in may send the browser back to: the
-// authorize endpoint with its request, or an approval page. Both are paths
-// on this server (a leading "//" would name another host).
+// authorize endpoint with its request, an approval page, or the operator
+// page. All are paths on this server (a leading "//" would name another host).
 func returnable(p string) bool {
 	if strings.HasPrefix(p, "//") || strings.ContainsAny(p, "\\\r\n") {
 		return false
 	}
-	return strings.HasPrefix(p, PathAuthorize+"?") || strings.HasPrefix(p, PathApprove) || p == PathPasskeys
+	return strings.HasPrefix(p, PathAuthorize+"?") || strings.HasPrefix(p, PathApprove) || p == PathPasskeys || p == PathOperator
 }
+
+// PathOperator is the operator page: operators who are people (a
+// configured user with role operator) sign in with the same sign-in and
+// come back to it.
+const PathOperator = "/operator"
 
 // DevSignIn is the development sign-in page of the local stack with no
 // identity provider configured: anyone on this machine signs in as the

@@ -16,8 +16,14 @@ import (
 type Page struct {
 	// Workspace and Accent are the header bar's name and colour (#rgb or #rrggbb).
 	Workspace, Accent string
-	// Operator is the signed-in operator's credential id.
+	// Operator is the signed-in operator: a key's credential id, or a
+	// person's e-mail.
 	Operator string
+	// Person marks an operator signed in as a person: they sign out where
+	// people sign out (the sign-in's own page), not with the key's form.
+	Person bool
+	// PersonSignIn offers, on the sign-in page, the sign-in of people.
+	PersonSignIn bool
 	// CSRF is the token every form posts back (field csrf).
 	CSRF string
 	// Message is shown under the heading (a result or an error).
@@ -35,6 +41,14 @@ type Page struct {
 	// NextGrants their next page.
 	Grants     []Grant
 	NextGrants string
+	// NewKey is a key just created (for NewKeyFor), shown this once.
+	NewKey, NewKeyFor string
+	// Detail, when set, is the page of one credential instead of the lists.
+	Detail *CredentialPage
+	// Trial links the dashboard to the policy trial (a candidate policy
+	// is configured); Shadow, when set, is that page instead of the lists.
+	Trial  bool
+	Shadow *ShadowPage
 }
 
 // Review is one review item.
@@ -175,6 +189,9 @@ func bound(p Page) Page {
 	}
 	p.Credentials = cr
 	p.Grants = boundGrants(p.Grants)
+	p.NewKeyFor = clip(p.NewKeyFor, maxField)
+	p.Detail = boundDetail(p.Detail)
+	p.Shadow = boundShadow(p.Shadow)
 	return p
 }
 

@@ -22,6 +22,7 @@ const pageStyle = `*, *::before, *::after { box-sizing: border-box; }
 body { margin: 0; background: #f9fafb; color: #111827; font: 16px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif; }
 .bar { background: var(--accent); color: #fff; padding: .75rem 1rem; font-weight: 600; }
 .bar p { max-width: 64rem; margin: 0 auto; display: flex; justify-content: space-between; gap: 1rem; overflow-wrap: anywhere; }
+.bar a { color: #fff; }
 main { max-width: 64rem; margin: 0 auto; padding: 1.5rem 1rem 3rem; }
 h1 { font-size: 1.5rem; line-height: 1.25; margin: 0 0 .5rem; }
 h2 { font-size: 1.125rem; margin: 1.75rem 0 .5rem; }
@@ -74,13 +75,20 @@ func (v *view) html() []byte {
 	if v.Operator != "" {
 		w("<span>")
 		value(&b, v.Operator)
-		w(" <form method=\"post\" action=\"/operator/logout\" class=\"inline\"><input type=\"hidden\" name=\"csrf\" value=\"")
-		text(&b, v.CSRF)
-		w("\"><button type=\"submit\" class=\"secondary\">Sign out</button></form></span>")
+		if v.Person {
+			w(" <a href=\"/oauth/signout\" id=\"signout\">Sign out</a></span>")
+		} else {
+			w(" <form method=\"post\" action=\"/operator/logout\" class=\"inline\"><input type=\"hidden\" name=\"csrf\" value=\"")
+			text(&b, v.CSRF)
+			w("\"><button type=\"submit\" class=\"secondary\">Sign out</button></form></span>")
+		}
 	}
 	w("</p></header>\n<main>")
 	if v.Operator == "" {
 		w("\n<h1>Operator sign-in</h1>\n<p class=\"hint\">Enter an operator key. It is checked once and never kept in the page or its address; the session lasts a few hours.</p>")
+		if v.PersonSignIn {
+			w("\n<p><a href=\"/operator/signin\" id=\"person-signin\">Sign in with your account</a> if you are a person with role operator; or enter a key.</p>")
+		}
 		v.message(&b)
 		w("\n<form method=\"post\" action=\"/operator/login\">\n<input type=\"hidden\" name=\"csrf\" value=\"")
 		text(&b, v.CSRF)
@@ -88,12 +96,27 @@ func (v *view) html() []byte {
 	} else {
 		w("\n<h1>Operator</h1>")
 		v.message(&b)
+		v.newKey(&b)
+		if v.Shadow != nil {
+			v.shadowPage(&b)
+			w("\n<p><a href=\"/operator\">Back to the operator page</a></p>")
+			w("\n</main>\n</body>\n</html>\n")
+			return []byte(b.String())
+		}
+		if v.Detail != nil {
+			v.credentialPage(&b)
+			w("\n<p><a href=\"/operator#credentials\">All credentials</a></p>")
+			w("\n</main>\n</body>\n</html>\n")
+			return []byte(b.String())
+		}
+		v.trialLink(&b)
 		v.reviews(&b)
 		more(&b, v.NextReviews, "More review items")
 		v.confirmations(&b)
 		more(&b, v.NextConfirmations, "Older confirmations")
 		v.credentials(&b)
 		more(&b, v.NextCredentials, "More credentials")
+		v.createForm(&b)
 		v.grants(&b)
 		more(&b, v.NextGrants, "More grants")
 		v.audit(&b)
@@ -218,9 +241,11 @@ func (v *view) credentials(b *strings.Builder) {
 	w := b.WriteString
 	w("\n<h2 id=\"credentials\">Credentials</h2>\n<table><thead><tr><th>Id</th><th>Choice</th><th>Read-only</th><th>Role</th><th>Connections</th><th>Last client</th></tr></thead><tbody>")
 	for _, c := range v.Credentials {
-		w("\n<tr><td><code>")
+		w("\n<tr><td><a href=\"")
+		text(b, "/operator/credentials/"+display.NormalizeURL(c.ID))
+		w("\"><code>")
 		value(b, c.ID)
-		w("</code></td><td>")
+		w("</code></a></td><td>")
 		text(b, c.Choice)
 		w("</td><td>")
 		w(pick(c.ReadOnly, "yes", "no"))
@@ -229,16 +254,7 @@ func (v *view) credentials(b *strings.Builder) {
 		w("</td><td>")
 		value(b, c.Connections)
 		w("</td><td>")
-		if c.HasClient {
-			w("<span class=\"said\">the agent says it is</span> “<i>")
-			value(b, c.Client)
-			w("</i>” <span class=\"said\">(its own words, not checked)</span> · ")
-			w(pick(c.ClientCanAsk, "can ask", "cannot ask"))
-			w(" · ")
-			text(b, when(c.ClientSeen))
-		} else {
-			w("<span class=\"empty\">none seen</span>")
-		}
+		lastClient(b, c)
 		w("</td></tr>")
 	}
 	w("\n</tbody></table>")

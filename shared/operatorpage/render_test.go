@@ -79,6 +79,19 @@ func TestRendererMatchesTemplate(t *testing.T) {
 		decided.Pending = false
 		for _, p := range []Page{
 			{Workspace: s, Accent: "#abc", CSRF: s, Message: s, Error: i%2 == 0},
+			{Workspace: s, CSRF: s, Message: s, PersonSignIn: true},
+			{Workspace: s, Operator: s, Person: true, CSRF: s, Message: s},
+			{Workspace: s, Operator: s, CSRF: s, NewKey: s, NewKeyFor: s, Detail: &CredentialPage{
+				Credential: Credential{ID: s, Choice: s, ReadOnly: i%2 == 0, Operator: i%3 == 0, Client: s, ClientCanAsk: i%2 == 1, ClientSeen: at, Connections: s, HasClient: i%2 == 0},
+				Origin:     s, Person: s, PendingMore: i%2 == 1,
+				Pending: []Confirmation{{ID: s, Operations: []string{s}, ExpiresAt: at}},
+				Grants:  []Grant{{ID: s, Credential: s, What: s, GrantedBy: s, Status: s, CallsLeft: i, MaxCalls: 3, ExpiresAt: at}},
+			}},
+			{Operator: "root", CSRF: s, Detail: &CredentialPage{Credential: Credential{ID: s}}},
+			{Operator: s, CSRF: s, Trial: true, Message: s},
+			{Operator: s, CSRF: s, Shadow: &ShadowPage{Candidate: s, Differences: i, Truncated: i%2 == 0,
+				Examples: []ShadowExample{{At: at, Credential: s, Endpoint: s, Differs: s, Rule: s, Count: i}}}},
+			{Operator: s, CSRF: s, Shadow: &ShadowPage{Candidate: s}},
 			{Workspace: s, Accent: s, Operator: s, CSRF: s, Message: s, Error: i%3 == 0,
 				Reviews:       []Review{review, decided, {ID: s}},
 				Confirmations: []Confirmation{{ID: s, Kind: s, Credential: s, Status: s, Operations: []string{s, s}, ExpiresAt: at}, {}},

@@ -221,6 +221,13 @@ func AuditVerified(breaks int) {
 	}
 }
 
+// ShadowDiffered counts a call the candidate policy would decide otherwise.
+func ShadowDiffered(connection string) {
+	if metricsOn.Load() {
+		ShadowDiffers.slow(1, labels{connection})
+	}
+}
+
 // hostOf is a base URL's host name, for server.address.
 func hostOf(baseURL string) string {
 	u, err := url.Parse(baseURL)

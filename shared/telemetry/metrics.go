@@ -192,6 +192,9 @@ var (
 		kind: gauge}
 	AuditVerifyFailures = &Metric{Name: "countersign_audit_verify_failures_total", EMF: "AuditVerifyFailures", Unit: "Count",
 		Help: "Breaks found by audit chain verification.", DimensionSets: [][]int{{}}, kind: counter}
+	ShadowDiffers = &Metric{Name: "countersign_policy_shadow_differs_total", EMF: "PolicyShadowDiffers", Unit: "Count",
+		Help:   "Calls the candidate policy (settings.json candidate_config) would decide otherwise, by connection.",
+		Labels: []string{"connection"}, Dimensions: []string{"Connection"}, DimensionSets: [][]int{{}, {0}}, kind: counter}
 	MCPDuration = &Metric{Name: "mcp_server_operation_duration_seconds", EMF: "McpServerOperationDuration", Unit: "Seconds",
 		Help:   "MCP requests served (mcp.server.operation.duration), by method, tool and error type.",
 		Labels: []string{"mcp_method_name", "gen_ai_tool_name", "error_type"}, Dimensions: []string{"McpMethod", "Tool", "ErrorType"},
@@ -200,4 +203,4 @@ var (
 
 // All lists the instruments in the order /metrics serves them.
 var All = []*Metric{Decisions, Pauses, ApproverDecisions, TimeToDecision, Expirations, Redemptions,
-	UpstreamDuration, UpstreamErrors, Pending, AuditVerifyFailures, MCPDuration}
+	UpstreamDuration, UpstreamErrors, Pending, AuditVerifyFailures, MCPDuration, ShadowDiffers}

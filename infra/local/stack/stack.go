@@ -325,6 +325,9 @@ func (s *Stack) serve(ln net.Listener, signIn oauth.SignIn, logger *slog.Logger)
 	approver.SignIn = signIn // approvers sign in as people do for OAuth (approvers.sign_in)
 	passkeys := s.app.PasskeysPage()
 	passkeys.SignIn = signIn // people register passkeys signed in as approvers are
+
+	// So do operators who are people (a configured user with role operator).
+	operator.SignIn, operator.People = signIn, s.oauth
 	// Routed by prefix, not with http.ServeMux: the mux cleans paths and
 	// redirects /v1/rest/crm/a/../b with a 307, where the gateway must see
 	// the path as sent and refuse it (as API Gateway passes it through).

@@ -44,6 +44,31 @@ func (s *Store) CreateCredential(ctx context.Context, c countersign.Credential) 
 	return nil
 }
 
+// UpdateCredential replaces the credential's item only if it is still
+// stored with the same key hash (its gsi1 key): store.ErrNotFound when it
+// is gone (revoked), store.ErrConflict when its key changed, so a change
+// racing a revocation never brings the old key back.
+func (s *Store) UpdateCredential(ctx context.Context, c countersign.Credential) error {
+	item, err := credentialItem(c)
+	if err != nil {
+		return fmt.Errorf("update credential %s: %w", c.ID, err)
+	}
+	cond, values := "attribute_exists(#pk) AND attribute_not_exists(#kh)", map[string]types.AttributeValue(nil)
+	if c.KeyHash != "" {
+		cond, values = "attribute_exists(#pk) AND #kh = :kh", map[string]types.AttributeValue{":kh": item[attrGSI1PK]}
+	}
+	err = s.putIf(ctx, item, cond, map[string]string{"#pk": attrPK, "#kh": attrGSI1PK}, values)
+	if errors.Is(err, store.ErrConflict) {
+		if _, gerr := s.getCredential(ctx, c.ID); errors.Is(gerr, store.ErrNotFound) {
+			err = store.ErrNotFound
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("update credential %s: %w", c.ID, err)
+	}
+	return nil
+}
+
 // credentialItem is the credential's item: the record without its last
 // client in "data", the last client in its own attribute (SetLastClient
 // updates it alone), and gsi1 keyed by the key hash.

@@ -38,6 +38,31 @@ func (s *Store) PutCredential(_ context.Context, c countersign.Credential) error
 	return nil
 }
 
+// UpdateCredential replaces the credential only if it is still stored
+// with the same key hash: store.ErrNotFound when it is gone (revoked),
+// store.ErrConflict when its key changed (revoked and made again), so a
+// change racing a revocation never brings the old key back.
+func (s *Store) UpdateCredential(_ context.Context, c countersign.Credential) error {
+	if c.ID == "" {
+		return errors.New("update credential: empty id")
+	}
+	c = utcCredential(c)
+	err := s.writer.Update(func(tx *bbolt.Tx) error {
+		var old countersign.Credential
+		if err := get(tx, bucketCredentials, []byte(c.ID), &old); err != nil {
+			return err
+		}
+		if old.KeyHash != c.KeyHash {
+			return store.ErrConflict
+		}
+		return putIndexed(tx, c)
+	})
+	if err != nil {
+		return fmt.Errorf("update credential %s: %w", c.ID, err)
+	}
+	return nil
+}
+
 // putIndexed writes a credential and its key hash index entry.
 func putIndexed(tx *bbolt.Tx, c countersign.Credential) error {
 	if err := put(tx, bucketCredentials, []byte(c.ID), c); err != nil {

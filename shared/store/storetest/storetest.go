@@ -54,6 +54,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts *Options) {
 		}
 	}
 	t.Run("Credentials", s.credentials)
+	t.Run("CredentialUpdates", s.credentialUpdates)
 	t.Run("Confirmations", s.confirmations)
 	t.Run("TaskTokens", s.taskTokens)
 	t.Run("Idempotency", s.idempotency)

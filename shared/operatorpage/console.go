@@ -1,0 +1,244 @@
+package operatorpage
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/countersign/countersign/shared/display"
+)
+
+// The console's forms: create a key (shown once), and a credential's own
+// page with its settings, the client last seen, its pending
+// confirmations and grants, and the forms that change its choice, revoke
+// it (a required confirmation box: the page has no script) and revoke a
+// grant. Every form is a POST with the session's CSRF token.
+
+// CredentialPage is one credential's page.
+type CredentialPage struct {
+	Credential
+	Origin string
+	// Person is the person a user credential names (their e-mail).
+	Person  string
+	Pending []Confirmation
+	// PendingMore says more pending confirmations were not read.
+	PendingMore bool
+	Grants      []Grant
+}
+
+// choiceOptions are the choice select's options, in the order of policy.Choice.
+const choiceOptions = `<option value="refuse">refuse</option><option value="ask_person">ask_person</option><option value="ask_agent">ask_agent</option><option value="run_without_asking">run_without_asking</option>`
+
+// newKey writes the key just created, shown this once.
+func (v *view) newKey(b *strings.Builder) {
+	if v.NewKey == "" {
+		return
+	}
+	w := b.WriteString
+	w("\n<div class=\"message\" role=\"status\"><p>The key of <code>")
+	value(b, v.NewKeyFor)
+	w("</code>, shown this once (only its SHA-256 is kept): copy it now.</p>\n<pre id=\"new-key\">")
+	value(b, v.NewKey)
+	w("</pre></div>")
+}
+
+// createForm writes the form that creates a key (under the credentials).
+func (v *view) createForm(b *strings.Builder) {
+	w := b.WriteString
+	w("\n<h3 id=\"create\">Create a key</h3>\n<form method=\"post\" action=\"/operator/credentials\"><input type=\"hidden\" name=\"csrf\" value=\"")
+	text(b, v.CSRF)
+	w("\"><div class=\"actions\"><label>Id <input type=\"text\" name=\"id\" id=\"new-id\" required maxlength=\"64\"></label><label>Choice <select name=\"choice\" id=\"new-choice\">" + choiceOptions +
+		"</select></label><label>Connections <input type=\"text\" name=\"connections\" placeholder=\"all\"></label><label><input type=\"checkbox\" name=\"read_only\" value=\"true\"> Read-only</label><button type=\"submit\" class=\"primary\" id=\"create-key\">Create</button></div></form>")
+}
+
+// credentialPage writes one credential's page.
+func (v *view) credentialPage(b *strings.Builder) {
+	d := v.Detail
+	w := b.WriteString
+	action := "/operator/credentials/" + display.NormalizeURL(d.ID)
+	w("\n<h2 id=\"credential\">Credential <code>")
+	value(b, d.ID)
+	w("</code></h2>\n<table><tbody>\n<tr><th>Choice</th><td id=\"choice\">")
+	text(b, d.Choice)
+	w("</td></tr>\n<tr><th>Read-only</th><td>")
+	w(pick(d.ReadOnly, "yes", "no"))
+	w("</td></tr>\n<tr><th>Role</th><td>")
+	w(pick(d.Operator, "operator", "agent"))
+	w("</td></tr>\n<tr><th>Origin</th><td>")
+	text(b, d.Origin)
+	w("</td></tr>")
+	if d.Person != "" {
+		w("\n<tr><th>Person</th><td>")
+		value(b, d.Person)
+		w("</td></tr>")
+	}
+	w("\n<tr><th>Connections</th><td>")
+	value(b, d.Connections)
+	w("</td></tr>\n<tr><th>Last client</th><td>")
+	lastClient(b, d.Credential)
+	w("</td></tr>\n</tbody></table>\n<h3>Change its choice</h3>\n<form method=\"post\" action=\"")
+	text(b, action)
+	w("\"><input type=\"hidden\" name=\"csrf\" value=\"")
+	text(b, v.CSRF)
+	w("\"><input type=\"hidden\" name=\"action\" value=\"change\"><div class=\"actions\"><label>Choice <select name=\"choice\" id=\"change-choice\">" + choiceOptions +
+		"</select></label><button type=\"submit\" class=\"primary\" id=\"change\">Change choice</button></div></form>\n<h3>Revoke it</h3>\n<form method=\"post\" action=\"")
+	text(b, action)
+	w("\"><input type=\"hidden\" name=\"csrf\" value=\"")
+	text(b, v.CSRF)
+	w("\"><input type=\"hidden\" name=\"action\" value=\"revoke\"><div class=\"actions\"><label><input type=\"checkbox\" name=\"confirm\" value=\"yes\" id=\"revoke-confirm\" required> Yes, revoke it: its key and tokens stop working at once</label><button type=\"submit\" class=\"secondary\" id=\"revoke\">Revoke</button></div></form>\n<h3 id=\"pending\">Pending confirmations</h3>")
+	if len(d.Pending) == 0 {
+		w("\n<p class=\"empty\">None pending.</p>")
+	} else {
+		w("\n<table><thead><tr><th>Id</th><th>Operations</th><th>Expires</th></tr></thead><tbody>")
+		for _, c := range d.Pending {
+			w("\n<tr><td><code>")
+			value(b, c.ID)
+			w("</code></td><td>")
+			for _, op := range c.Operations {
+				w("<div><code>")
+				value(b, op)
+				w("</code></div>")
+			}
+			w("</td><td>")
+			text(b, when(c.ExpiresAt))
+			w("</td></tr>")
+		}
+		w("\n</tbody></table>")
+	}
+	if d.PendingMore {
+		w("\n<p class=\"hint\">There are more pending confirmations than were read.</p>")
+	}
+	w("\n<h3 id=\"credential-grants\">Grants</h3>")
+	if len(d.Grants) == 0 {
+		w("\n<p class=\"empty\">No grants.</p>")
+		return
+	}
+	w("\n<table><thead><tr><th>Id</th><th>Allows</th><th>Granted by</th><th>Status</th><th>Calls left</th><th>Expires</th><th></th></tr></thead><tbody>")
+	for _, g := range d.Grants {
+		w("\n<tr><td><code>")
+		value(b, g.ID)
+		w("</code></td><td><code>")
+		value(b, g.What)
+		w("</code></td><td>")
+		value(b, g.GrantedBy)
+		w("</td><td>")
+		text(b, g.Status)
+		w("</td><td>")
+		w(strconv.Itoa(g.CallsLeft) + " of " + strconv.Itoa(g.MaxCalls))
+		w("</td><td>")
+		text(b, when(g.ExpiresAt))
+		w("</td><td><form method=\"post\" action=\"")
+		text(b, "/operator/grants/"+display.NormalizeURL(g.ID))
+		w("\"><input type=\"hidden\" name=\"csrf\" value=\"")
+		text(b, v.CSRF)
+		w("\"><button type=\"submit\" class=\"secondary\">Revoke</button></form></td></tr>")
+	}
+	w("\n</tbody></table>")
+}
+
+// lastClient writes the client last seen with a credential.
+func lastClient(b *strings.Builder, c Credential) {
+	w := b.WriteString
+	if !c.HasClient {
+		w("<span class=\"empty\">none seen</span>")
+		return
+	}
+	w("<span class=\"said\">the agent says it is</span> “<i>")
+	value(b, c.Client)
+	w("</i>” <span class=\"said\">(its own words, not checked)</span> · ")
+	w(pick(c.ClientCanAsk, "can ask", "cannot ask"))
+	w(" · ")
+	text(b, when(c.ClientSeen))
+}
+
+// boundDetail clips a credential's page as bound does the lists.
+func boundDetail(d *CredentialPage) *CredentialPage {
+	if d == nil {
+		return nil
+	}
+	c := *d
+	c.ID, c.Connections, c.Person = clip(c.ID, maxField), clip(c.Connections, maxText), clip(c.Person, maxField)
+	c.Client = display.Clip(c.Client, display.AgentLimit)
+	if len(c.Pending) > MaxRows {
+		c.Pending = c.Pending[:MaxRows]
+	}
+	c.Grants = boundGrants(c.Grants)
+	return &c
+}
+
+// ShadowPage is the policy trial's page: what the candidate policy
+// (settings.json candidate_config) would have decided otherwise.
+type ShadowPage struct {
+	Candidate   string
+	Differences int
+	Truncated   bool
+	Examples    []ShadowExample
+}
+
+// ShadowExample is one recorded difference.
+type ShadowExample struct {
+	At                                  time.Time
+	Credential, Endpoint, Differs, Rule string
+	Count                               int
+}
+
+// trialLink writes the dashboard's link to the policy trial.
+func (v *view) trialLink(b *strings.Builder) {
+	if v.Trial {
+		b.WriteString("\n<p><a href=\"/operator/shadow\" id=\"trial\">Policy trial</a>: a candidate policy is decided beside the live one, never enforced.</p>")
+	}
+}
+
+// shadowPage writes the policy trial's page.
+func (v *view) shadowPage(b *strings.Builder) {
+	d := v.Shadow
+	w := b.WriteString
+	w("\n<h2 id=\"shadow\">Policy trial</h2>\n<p class=\"hint\">The candidate <code>")
+	value(b, d.Candidate)
+	w("</code> would have decided ")
+	w(strconv.Itoa(d.Differences))
+	w(" calls otherwise. The live policy decided them.</p>")
+	if d.Truncated {
+		w("\n<p class=\"hint\">More chains hold records than were read.</p>")
+	}
+	if len(d.Examples) == 0 {
+		w("\n<p class=\"empty\">No differences recorded.</p>")
+		return
+	}
+	w("\n<table><thead><tr><th>When</th><th>Credential</th><th>Endpoint</th><th>Live and candidate</th><th>Candidate rule</th><th>Calls</th></tr></thead><tbody>")
+	for _, e := range d.Examples {
+		w("\n<tr><td>")
+		text(b, when(e.At))
+		w("</td><td>")
+		value(b, e.Credential)
+		w("</td><td><code>")
+		value(b, e.Endpoint)
+		w("</code></td><td>")
+		value(b, e.Differs)
+		w("</td><td>")
+		value(b, e.Rule)
+		w("</td><td>")
+		w(strconv.Itoa(e.Count))
+		w("</td></tr>")
+	}
+	w("\n</tbody></table>")
+}
+
+// boundShadow clips the trial's page as bound does the lists.
+func boundShadow(d *ShadowPage) *ShadowPage {
+	if d == nil {
+		return nil
+	}
+	c := *d
+	c.Candidate = clip(c.Candidate, maxField)
+	if len(c.Examples) > MaxRows {
+		c.Examples = c.Examples[:MaxRows]
+	}
+	ex := make([]ShadowExample, len(c.Examples))
+	for i, e := range c.Examples {
+		e.Credential, e.Endpoint, e.Differs, e.Rule = clip(e.Credential, maxField), clip(e.Endpoint, 512), clip(e.Differs, 512), clip(e.Rule, 512)
+		ex[i] = e
+	}
+	c.Examples = ex
+	return &c
+}
