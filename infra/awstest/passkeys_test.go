@@ -93,6 +93,11 @@ func passkeyApproval(f *flow) {
 	}
 	form := link.Query()
 	form.Set("decision", "approve")
+	tok, err := ada.csrf(link) // the page's token, bound to ada's session
+	if err != nil {
+		f.Fatal(err)
+	}
+	form.Set("csrf", tok)
 	form.Set("passkey", "begin")
 	opts := ada.post(f.s.front.URL, link.Path, form)
 	if opts.Status != http.StatusOK {

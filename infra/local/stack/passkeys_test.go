@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"html"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -132,10 +133,23 @@ func form(t testing.TB, link, decision string) url.Values {
 	return f
 }
 
+// approveCSRF is the approval page's CSRF token as p's browser sees it
+// (its session's, for this confirmation), as the page's form posts it.
+func (p *person) approveCSRF(link string) string {
+	p.t.Helper()
+	if m := approveCSRFRE.FindStringSubmatch(p.get(link).text()); m != nil {
+		return html.UnescapeString(m[1])
+	}
+	return ""
+}
+
+var approveCSRFRE = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
 // begin posts the form with passkey=begin: the ceremony and the challenge.
 func (p *person) begin(link, decision string) (ceremony, challenge string, r result) {
 	p.t.Helper()
 	f := form(p.t, link, decision)
+	f.Set("csrf", p.approveCSRF(link))
 	f.Set("passkey", "begin")
 	r = p.post(strings.SplitN(link, "?", 2)[0], f, true)
 	if r.status == http.StatusOK {
@@ -148,6 +162,7 @@ func (p *person) begin(link, decision string) (ceremony, challenge string, r res
 func (p *person) decide(link, decision, ceremony string, assertion []byte) result {
 	p.t.Helper()
 	f := form(p.t, link, decision)
+	f.Set("csrf", p.approveCSRF(link))
 	if ceremony != "" || assertion != nil {
 		f.Set("passkey_ceremony", ceremony)
 		f.Set("passkey_assertion", string(assertion))
@@ -241,6 +256,7 @@ func TestPasskeyApprovalRoutes(t *testing.T) {
 	cer, ch, _ = ada.begin(link, "approve")
 	signed := adaKey.Assert(t, ch)
 	f := form(t, link, "approve")
+	f.Set("csrf", ada.approveCSRF(link))
 	f.Set("op", "7")
 	f.Set("passkey_ceremony", cer)
 	f.Set("passkey_assertion", string(signed))
