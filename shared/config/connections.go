@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/countersign/countersign/shared/canon"
 	"io/fs"
 	"path"
 	"slices"
@@ -101,8 +102,8 @@ func (l *loader) connection(name string) (loadedConn, bool) {
 	} else if u, ok := s.str("base_url", v); ok {
 		conn.BaseURL, _ = s.httpURL("base_url", u)
 	}
-	if v, ok := m["headers"]; ok && kind(v) != "an object" {
-		s.errf("headers", "want a JSON object of header names to string values, got %s", kind(v))
+	if v, ok := m["headers"]; ok && canon.Kind(v) != "an object" {
+		s.errf("headers", "want a JSON object of header names to string values, got %s", canon.Kind(v))
 	} else if ok {
 		var h map[string]json.RawMessage
 		_ = json.Unmarshal(v, &h)
@@ -521,7 +522,7 @@ func (s *src) threshold(p string, raw json.RawMessage, params []string, tmplOK b
 	if v, ok := m["above"]; !ok {
 		s.errf(field(p, "above"), "escalation rule without a number: above is required (a JSON number such as 10000)")
 		good = false
-	} else if k := kind(v); k != "a number" {
+	} else if k := canon.Kind(v); k != "a number" {
 		s.errf(field(p, "above"), "escalation rule without a number: above must be a JSON number, not %s", k)
 		good = false
 	} else if th.Above, ok = s.number(field(p, "above"), v); !ok {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/countersign/countersign/shared/canon"
 	"net/url"
 	"slices"
 	"strconv"
@@ -29,31 +30,10 @@ func field(path, key string) string {
 
 func index(path string, i int) string { return fmt.Sprintf("%s[%d]", path, i) }
 
-// kind names the JSON type of a raw value.
-func kind(raw json.RawMessage) string {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 {
-		return "nothing"
-	}
-	switch raw[0] {
-	case '{':
-		return "an object"
-	case '[':
-		return "an array"
-	case '"':
-		return "a string"
-	case 't', 'f':
-		return "a boolean"
-	case 'n':
-		return "null"
-	}
-	return "a number"
-}
-
 // object decodes a JSON object, reporting every key not in fields as an
 // unknown field. It returns false when raw is not an object.
 func (s *src) object(path string, raw json.RawMessage, fields ...string) (map[string]json.RawMessage, bool) {
-	if k := kind(raw); k != "an object" {
+	if k := canon.Kind(raw); k != "an object" {
 		s.errf(path, "want a JSON object, got %s", k)
 		return nil, false
 	}
@@ -78,8 +58,8 @@ func (s *src) object(path string, raw json.RawMessage, fields ...string) (map[st
 
 func (s *src) str(path string, raw json.RawMessage) (string, bool) {
 	var v string
-	if kind(raw) != "a string" || json.Unmarshal(raw, &v) != nil {
-		s.errf(path, "want a string, got %s", kind(raw))
+	if canon.Kind(raw) != "a string" || json.Unmarshal(raw, &v) != nil {
+		s.errf(path, "want a string, got %s", canon.Kind(raw))
 		return "", false
 	}
 	return v, true
@@ -92,13 +72,13 @@ func (s *src) boolean(path string, raw json.RawMessage) (bool, bool) {
 	case "false":
 		return false, true
 	}
-	s.errf(path, "want true or false, got %s", kind(raw))
+	s.errf(path, "want true or false, got %s", canon.Kind(raw))
 	return false, false
 }
 
 func (s *src) number(path string, raw json.RawMessage) (float64, bool) {
-	if kind(raw) != "a number" {
-		s.errf(path, "want a JSON number, got %s", kind(raw))
+	if canon.Kind(raw) != "a number" {
+		s.errf(path, "want a JSON number, got %s", canon.Kind(raw))
 		return 0, false
 	}
 	f, err := strconv.ParseFloat(string(bytes.TrimSpace(raw)), 64)
@@ -110,8 +90,8 @@ func (s *src) number(path string, raw json.RawMessage) (float64, bool) {
 }
 
 func (s *src) integer(path string, raw json.RawMessage) (int, bool) {
-	if kind(raw) != "a number" {
-		s.errf(path, "want a whole number, got %s", kind(raw))
+	if canon.Kind(raw) != "a number" {
+		s.errf(path, "want a whole number, got %s", canon.Kind(raw))
 		return 0, false
 	}
 	n, err := strconv.Atoi(string(bytes.TrimSpace(raw)))
@@ -124,8 +104,8 @@ func (s *src) integer(path string, raw json.RawMessage) (int, bool) {
 
 func (s *src) array(path string, raw json.RawMessage) ([]json.RawMessage, bool) {
 	var v []json.RawMessage
-	if kind(raw) != "an array" || json.Unmarshal(raw, &v) != nil {
-		s.errf(path, "want a JSON array, got %s", kind(raw))
+	if canon.Kind(raw) != "an array" || json.Unmarshal(raw, &v) != nil {
+		s.errf(path, "want a JSON array, got %s", canon.Kind(raw))
 		return nil, false
 	}
 	return v, true

@@ -2,6 +2,7 @@ package config
 
 import (
 	"encoding/json"
+	"github.com/countersign/countersign/shared/canon"
 	"slices"
 
 	"github.com/countersign/countersign/shared/policy"
@@ -16,8 +17,8 @@ const maxEditable = 20
 // parameter; path parameters and headers are never editable (they choose
 // what is called and who is acting).
 func (s *src) editable(p string, raw json.RawMessage) []string {
-	if kind(raw) != "an array" {
-		s.errf(p, "want an array of fields such as [\"body.amount\", \"query.limit\"], got %s", kind(raw))
+	if canon.Kind(raw) != "an array" {
+		s.errf(p, "want an array of fields such as [\"body.amount\", \"query.limit\"], got %s", canon.Kind(raw))
 		return nil
 	}
 	var items []json.RawMessage

@@ -3,6 +3,7 @@ package config
 import (
 	"encoding/json"
 	"errors"
+	"github.com/countersign/countersign/shared/canon"
 	"net/url"
 	"strings"
 )
@@ -104,7 +105,7 @@ func (s *src) resolve(path string, r SecretRef) (string, bool) {
 // for a reference; value is then the resolved value ("" when references are
 // only checked).
 func (s *src) secretOrRef(path string, raw json.RawMessage) (value string, ref SecretRef, ok bool) {
-	if kind(raw) != "an object" {
+	if canon.Kind(raw) != "an object" {
 		v, ok := s.str(path, raw)
 		return v, SecretRef{}, ok
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/countersign/countersign/shared/canon"
 	"maps"
 	"slices"
 	"strings"
@@ -50,27 +51,6 @@ const MaxEdits = 50
 
 func invalidEdit(format string, args ...any) error {
 	return fault.Errorf(fault.InvalidEdit, format+"; nothing was decided", args...)
-}
-
-// jsonKind names a JSON value's type.
-func jsonKind(raw json.RawMessage) string {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 {
-		return "nothing"
-	}
-	switch raw[0] {
-	case '{':
-		return "an object"
-	case '[':
-		return "an array"
-	case '"':
-		return "a string"
-	case 't', 'f':
-		return "a boolean"
-	case 'n':
-		return "null"
-	}
-	return "a number"
 }
 
 // GroupEdits checks the shape of edits (operations of c, no field twice,
@@ -122,8 +102,8 @@ func EditedArgs(op *countersign.Operation, edits []EditRequest) (countersign.Arg
 				return args, nil, invalidEdit("the call has no single query parameter %s to change", rest)
 			}
 			var s string
-			if jsonKind(to) != "a string" || json.Unmarshal(to, &s) != nil {
-				return args, nil, invalidEdit("%s is a string; the edit is %s", e.Field, jsonKind(to))
+			if canon.Kind(to) != "a string" || json.Unmarshal(to, &s) != nil {
+				return args, nil, invalidEdit("%s is a string; the edit is %s", e.Field, canon.Kind(to))
 			}
 			if s == from {
 				continue // unchanged: not an edit
@@ -186,7 +166,7 @@ func setBody(body map[string]any, path []string, to json.RawMessage) (json.RawMe
 	if err != nil {
 		return nil, err
 	}
-	fk, tk := jsonKind(from), jsonKind(to)
+	fk, tk := canon.Kind(from), canon.Kind(to)
 	if fk != "a string" && fk != "a number" && fk != "a boolean" {
 		return nil, fmt.Errorf("it is %s; only strings, numbers and booleans can be edited", fk)
 	}
@@ -281,7 +261,7 @@ func FieldKind(op *countersign.Operation, field string) string {
 	if !ok {
 		return ""
 	}
-	return jsonKind(v)
+	return canon.Kind(v)
 }
 
 // FieldValue is the value of field in op's arguments as the agent sent
