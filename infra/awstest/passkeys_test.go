@@ -60,8 +60,9 @@ var passkeysCSRF = regexp.MustCompile(`id="csrf" value="([^"]+)"`)
 // address as a relying party), so the software authenticator's origin is
 // localhost and her browser carries its session cookie there, as a
 // deployment's single host would.
+// Its contact (471) is touched by no other flow (the four-eyes flow deletes 121).
 func passkeyApproval(f *flow) {
-	id := f.pauseAs(askKey, passkeyConnection, "DELETE", "/contacts/121")
+	id := f.pauseAs(askKey, passkeyConnection, "DELETE", "/contacts/471")
 	link := f.link(id)
 	ada := f.browser("ada")
 	ada.signIn(link, "ada@example.com")
@@ -114,7 +115,7 @@ func passkeyApproval(f *flow) {
 	if by, _ := c.Body["decided_by"].(map[string]any); by["method"] != "passkey" {
 		f.Fatalf("decided_by %v, want method passkey", by)
 	}
-	f.expect("redeem", f.callAs(askKey, passkeyConnection, "DELETE", "/contacts/121", "confirmed_write", id), http.StatusOK, "executed")
-	f.upstreamOnce("DELETE", "/contacts/121", id)
+	f.expect("redeem", f.callAs(askKey, passkeyConnection, "DELETE", "/contacts/471", "confirmed_write", id), http.StatusOK, "executed")
+	f.upstreamOnce("DELETE", "/contacts/471", id)
 	f.auditActor(id, "confirmation.approved", "person:ada@example.com (passkey)")
 }
