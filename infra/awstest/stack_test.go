@@ -509,6 +509,7 @@ func (s *stack) configDir(set settings, tiers map[string]any) string {
 			"approval":  map[string]any{"required": 2},
 		},
 		"connections/" + rememberConnection + "/policy.json": rememberPolicy(s.Upstream.URL),
+		"connections/" + editConnection + "/policy.json":     editPolicy(s.Upstream.URL),
 		"connections/" + fourEyesConnection + "/policy.json": map[string]any{
 			"base_url":  s.Upstream.URL,
 			"endpoints": []any{map[string]any{"method": "DELETE", "path": "/contacts/{id}", "confirm": true}},
@@ -1170,7 +1171,7 @@ func (p *awsProxy) used() []string {
 type upstream struct {
 	*httptest.Server
 	mu   sync.Mutex
-	hits []string // "DELETE /contacts/12 key=<Idempotency-Key>"
+	hits []string // "DELETE /contacts/12 key=<Idempotency-Key>", then " body=<body>" when it has one
 	// versions changes what a GET of a path answers (change): the show
 	// flow's resource changed by someone else.
 	versions map[string]int
@@ -1187,7 +1188,11 @@ func newUpstream(tb testing.TB) *upstream {
 	u := &upstream{versions: map[string]int{}}
 	u.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		u.mu.Lock()
-		u.hits = append(u.hits, fmt.Sprintf("%s %s key=%s", r.Method, r.URL.Path, r.Header.Get("Idempotency-Key")))
+		hit := fmt.Sprintf("%s %s key=%s", r.Method, r.URL.Path, r.Header.Get("Idempotency-Key"))
+		if b, _ := io.ReadAll(io.LimitReader(r.Body, 1<<16)); len(b) > 0 {
+			hit += " body=" + string(b) // what ran, for the edit flow
+		}
+		u.hits = append(u.hits, hit)
 		version := u.versions[r.URL.Path]
 		u.mu.Unlock()
 		if r.Method == http.MethodDelete {
