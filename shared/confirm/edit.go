@@ -87,7 +87,8 @@ func EditedArgs(op *countersign.Operation, edits []EditRequest) (countersign.Arg
 	query := maps.Clone(args.Query)
 	for _, e := range edits {
 		if !slices.Contains(op.Editable, e.Field) {
-			return args, nil, invalidEdit("%s of %s %s is not editable (approval.editable lists %s)", e.Field, op.Method, op.Endpoint, listed(op.Editable))
+			// %q: the field is what the form sent, hidden characters and all.
+			return args, nil, invalidEdit("%.100q of %s %s is not editable (approval.editable lists %s)", e.Field, op.Method, op.Endpoint, listed(op.Editable))
 		}
 		to := bytes.TrimSpace(e.Value)
 		var probe any

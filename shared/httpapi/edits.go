@@ -41,12 +41,12 @@ func editsOf(form url.Values, c *countersign.Confirmation) ([]confirm.EditReques
 		n, field, _ := strings.Cut(rest, ".")
 		i, err := strconv.Atoi(n)
 		if err != nil || i < 0 || i >= len(c.Operations) || field == "" {
-			return nil, fault.Errorf(fault.InvalidEdit, "%s does not name an operation and a field (edit.<op>.<field>); nothing was decided", k)
+			return nil, fault.Errorf(fault.InvalidEdit, "%.100q does not name an operation and a field (edit.<op>.<field>); nothing was decided", k)
 		}
 		vs := form[k]
 		kind := confirm.FieldKind(&c.Operations[i], field)
 		if len(vs) != 1 && !(plain && kind == "a boolean" && len(vs) == 2 && vs[0] == "false") {
-			return nil, fault.Errorf(fault.InvalidEdit, "%s is given %d times; nothing was decided", k, len(vs))
+			return nil, fault.Errorf(fault.InvalidEdit, "%.100q is given %d times; nothing was decided", k, len(vs))
 		}
 		v := vs[len(vs)-1]
 		value := json.RawMessage(v)
