@@ -528,23 +528,34 @@ func (s *src) threshold(p string, raw json.RawMessage, params []string, tmplOK b
 	} else if th.Above, ok = s.number(field(p, "above"), v); !ok {
 		good = false
 	}
-	if v, ok := m["escalate"]; !ok {
-		s.errf(field(p, "escalate"), `missing: use "review" or "never"`)
-		good = false
-	} else if e, ok := s.str(field(p, "escalate"), v); ok {
-		switch e {
-		case "review":
-			th.Escalate = policy.Review
-		case "never":
-			th.Escalate = policy.Never
-		default:
-			s.errf(field(p, "escalate"), `%q is not allowed: escalation only raises, to "review" or "never"`, e)
-			good = false
-		}
+	if t, ok := s.escalateTo(p, m); ok {
+		th.Escalate = t
 	} else {
 		good = false
 	}
 	return th, good
+}
+
+// escalateTo reads an escalate[] rule's "escalate" (p is the rule's
+// path): the tier it raises to, "review" or "never", the only two.
+func (s *src) escalateTo(p string, m map[string]json.RawMessage) (policy.Tier, bool) {
+	v, ok := m["escalate"]
+	if !ok {
+		s.errf(field(p, "escalate"), `missing: use "review" or "never"`)
+		return 0, false
+	}
+	e, ok := s.str(field(p, "escalate"), v)
+	if !ok {
+		return 0, false
+	}
+	switch e {
+	case "review":
+		return policy.Review, true
+	case "never":
+		return policy.Never, true
+	}
+	s.errf(field(p, "escalate"), `%q is not allowed: escalation only raises, to "review" or "never"`, e)
+	return 0, false
 }
 
 type loadedTool struct {

@@ -47,18 +47,8 @@ func (s *src) rate(p string, raw json.RawMessage) (policy.Rate, bool) {
 		r.Calls = bound("calls", policy.MaxRateCalls)
 		r.PerSeconds = bound("per_seconds", policy.MaxRatePerSeconds)
 	}
-	if v, ok := m["escalate"]; !ok {
-		s.errf(field(p, "escalate"), `missing: use "review" or "never"`)
-	} else if e, ok := s.str(field(p, "escalate"), v); ok {
-		switch e {
-		case "review":
-			r.Escalate = policy.Review
-		case "never":
-			r.Escalate = policy.Never
-		default:
-			s.errf(field(p, "escalate"), `%q is not allowed: escalation only raises, to "review" or "never"`, e)
-			good = false
-		}
+	if t, ok := s.escalateTo(p, m); ok {
+		r.Escalate = t
 	} else {
 		good = false
 	}
