@@ -368,7 +368,8 @@ func (a *Approver) pageAgain(ctx context.Context, who approverCtx, c *countersig
 	return a.page(httpStatus(code), p, false)
 }
 
-// decide handles the POST from the page's buttons.
+// decide handles the POST from the page's buttons, or a client's form or
+// JSON body (approveRequest): one path checks and decides either.
 func (a *Approver) decide(ctx context.Context, r *http.Request, b []byte, id string) reply {
 	wantJSON := strings.Contains(header(r, "Accept"), "application/json")
 	fail := func(code fault.Code, reason string, p approvalpage.Page) reply {
@@ -379,24 +380,24 @@ func (a *Approver) decide(ctx context.Context, r *http.Request, b []byte, id str
 		return a.page(httpStatus(code), p, false)
 	}
 	invalid := approvalpage.Page{State: approvalpage.BadSignature}
-	if len(b) > 64<<10 {
+	if len(b) > maxApproveBody {
 		return fail(fault.PayloadTooLarge, "The form is too large.", invalid)
 	}
-	form, err := url.ParseQuery(string(b))
+	req, err := readApproveRequest(r, b)
 	if err != nil {
-		return fail(fault.InvalidRequest, "The form could not be read.", invalid)
+		return fail(fault.CodeOf(err), fault.ReasonOf(err), invalid)
 	}
-	link, linkExpired, err := a.verify(id, form)
+	link, linkExpired, err := a.verify(id, req.link)
 	if err != nil {
 		return fail(fault.BadSignature, "This link is not valid.", invalid)
 	}
-	decision := form.Get("decision")
+	decision := req.decision
 	if decision != "approve" && decision != "reject" {
 		return fail(fault.InvalidRequest, `decision must be "approve" or "reject"`, invalid)
 	}
-	keep, err := keptOperations(form)
-	if err != nil {
-		return fail(fault.InvalidRequest, err.Error(), invalid)
+	keep := req.keep
+	if req.keepErr != nil {
+		return fail(fault.InvalidRequest, req.keepErr.Error(), invalid)
 	}
 	expired := approvalpage.Page{State: approvalpage.Expired, Workspace: a.workspace().Name, Accent: a.workspace().AccentColor}
 	if linkExpired {
@@ -406,13 +407,13 @@ func (a *Approver) decide(ctx context.Context, r *http.Request, b []byte, id str
 		}
 		return fail(fault.ConfirmationExpired, "This confirmation expired.", expired)
 	}
-	reason := strings.TrimSpace(form.Get(approvalpage.ReasonField))
+	reason := strings.TrimSpace(req.reason)
 	if len(reason) > maxReason {
 		return fail(fault.InvalidRequest, "The reason is longer than 1000 bytes.", invalid)
 	}
-	remember, err := rememberMinutes(form)
-	if err != nil {
-		return fail(fault.InvalidRemember, err.Error(), invalid)
+	remember := req.remember
+	if req.rememberErr != nil {
+		return fail(fault.InvalidRemember, req.rememberErr.Error(), invalid)
 	}
 	who := a.who(r)
 	c, err := a.Calls.Lookup(ctx, id)
@@ -431,23 +432,23 @@ func (a *Approver) decide(ctx context.Context, r *http.Request, b []byte, id str
 		}
 		return a.page(http.StatusForbidden, p, false)
 	}
-	if why := a.csrfRefusal(r, who, id, form.Get(approvalpage.CSRFField)); why != "" {
+	if why := a.csrfRefusal(r, who, id, req.csrf); why != "" {
 		return fail(fault.Forbidden, why, invalid)
 	}
-	edits, err := editsOf(form, c)
+	edits, err := req.edits(c)
 	if err != nil {
 		return a.pageAgain(ctx, who, c, link, err, wantJSON)
 	}
-	if decision == "reject" && form.Get(approvalpage.EditFormField) == approvalpage.EditFormPage {
+	if decision == "reject" && req.pageEdits {
 		edits = nil // the page's inputs, posted with Reject: nothing is edited
 	}
-	if form.Get(passkeyField) == passkeyBegin {
+	if req.passkey == passkeyBegin {
 		return a.beginPasskey(ctx, who, c, keep, decision == "approve")
 	}
 	ans := who.answer(link)
 	ans.Edits = edits
 	ans.Approve, ans.Keep, ans.Reason, ans.Required, ans.Remember = decision == "approve", keep, reason, a.required(c), remember
-	ans.Passkey = passkeyProofOf(form)
+	ans.Passkey = req.proof
 	shown := c
 	var grant *countersign.ApprovalGrant
 	if rm, ok := a.Calls.(rememberer); ok {
