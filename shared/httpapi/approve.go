@@ -554,9 +554,7 @@ func (a *Approver) pageOf(c *countersign.Confirmation, link links.Link) approval
 			po.Outcome = outcomeText(op.Outcome)
 		}
 		approvalpage.ShowNow(&po, &op)
-		if c.Required <= 1 && !confirm.NeedsPasskey(c, nil) && op.EditedCall == nil {
-			po.Edits = editInputs(&op)
-		}
+		po.Edits = editInputs(c, i)
 		p.Operations = append(p.Operations, po)
 	}
 	return p

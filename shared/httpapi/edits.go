@@ -50,43 +50,20 @@ func editsOf(form url.Values, c *countersign.Confirmation) ([]confirm.EditReques
 		}
 		v := vs[len(vs)-1]
 		value := json.RawMessage(v)
-		if plain && kind == "a string" {
-			value, _ = json.Marshal(v)
-		}
-		if plain && kind == "a number" {
-			value = json.RawMessage(strings.TrimSpace(v))
+		if plain {
+			value = confirm.PlainEdit(&c.Operations[i], field, v)
 		}
 		out = append(out, confirm.EditRequest{Op: i, Field: field, Value: value})
 	}
 	return out, nil
 }
 
-// editInputs are the page's inputs for op's editable fields (the agent's
-// values); a field the call lacks, or whose value is not a string, a
-// number or a boolean, is not offered.
-func editInputs(op *countersign.Operation) []approvalpage.Edit {
+// editInputs are the page's inputs for operation i of c
+// (confirm.EditInputs, which the MCP card shows too).
+func editInputs(c *countersign.Confirmation, i int) []approvalpage.Edit {
 	var out []approvalpage.Edit
-	for _, f := range op.Editable {
-		v, ok := confirm.FieldValue(op, f)
-		if !ok {
-			continue
-		}
-		e := approvalpage.Edit{Field: f, Value: string(v)}
-		switch confirm.FieldKind(op, f) {
-		case "a number":
-			e.Kind = "number"
-		case "a boolean":
-			e.Kind = "boolean"
-		case "a string":
-			var s string
-			if json.Unmarshal(v, &s) != nil {
-				continue
-			}
-			e.Kind, e.Value = "string", s
-		default:
-			continue
-		}
-		out = append(out, e)
+	for _, e := range confirm.EditInputs(c, i) {
+		out = append(out, approvalpage.Edit{Field: e.Field, Kind: e.Kind, Value: e.Value})
 	}
 	return out
 }

@@ -8,9 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"html"
+	"maps"
 	"math"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -62,10 +64,21 @@ type idArgs struct {
 }
 
 type decideArgs struct {
-	ConfirmationID string `json:"confirmation_id"`
-	Token          string `json:"token"`
-	Decision       string `json:"decision"`
-	Operations     []int  `json:"operations"`
+	ConfirmationID string     `json:"confirmation_id"`
+	Token          string     `json:"token"`
+	Decision       string     `json:"decision"`
+	Operations     []int      `json:"operations"`
+	Edits          []cardEdit `json:"edits"`
+}
+
+// cardEdit is one of the card's edit inputs as it sends it: the
+// operation, the field and the input's plain text, typed by the agent's
+// value as the approval page's form is (confirm.PlainEdit), so a number
+// keeps every digit the person sees.
+type cardEdit struct {
+	Op    *int   `json:"op"`
+	Field string `json:"field"`
+	Value string `json:"value"`
 }
 
 // addConfirmationTools adds review_pending, card_decide and
@@ -96,6 +109,13 @@ func (h *Handler) addConfirmationTools(s *mcp.Server, cred *countersign.Credenti
 				"token":           map[string]any{"type": "string"},
 				"decision":        map[string]any{"type": "string", "enum": []string{"approve", "reject"}},
 				"operations":      map[string]any{"type": "array", "items": map[string]any{"type": "integer", "minimum": 0}},
+				"edits": map[string]any{"type": "array", "maxItems": confirm.MaxEdits, "items": map[string]any{
+					"type": "object", "required": []string{"op", "field", "value"}, "additionalProperties": false,
+					"properties": map[string]any{
+						"op":    map[string]any{"type": "integer", "minimum": 0},
+						"field": map[string]any{"type": "string"},
+						"value": map[string]any{"type": "string", "description": "the input's text, typed by the agent's value"},
+					}}},
 			}},
 		Meta: mcp.Meta{"ui": map[string]any{"resourceUri": CardURI, "visibility": []string{"app"}}}},
 		h.cardDecide(cred))
@@ -144,6 +164,23 @@ type cardOp struct {
 	Now     string       `json:"now,omitempty"`
 	NowNote string       `json:"now_note,omitempty"`
 	Changes []cardChange `json:"changes,omitempty"`
+	// Inputs are the fields the person may change before approving
+	// (confirm.EditInputs, as on the approval page), while it is pending.
+	Inputs []cardInput `json:"inputs,omitempty"`
+	// Edited says the person changed the call before approving it: Args
+	// are then the edited call's, and Edits what changed.
+	Edited bool         `json:"edited,omitempty"`
+	Edits  []cardChange `json:"edits,omitempty"`
+}
+
+// cardInput is one edit input of the card: Label is the field as the
+// person reads it (hidden characters as escapes); Value the agent's value
+// as the input holds it, set as the input's value, never as markup.
+type cardInput struct {
+	Field string `json:"field"`
+	Label string `json:"label"`
+	Kind  string `json:"kind"` // number, string or boolean
+	Value string `json:"value"`
 }
 
 // cardChange is one row of the card's before and after table; From or To
@@ -202,10 +239,12 @@ func (h *Handler) cardOf(c *countersign.Confirmation, effective countersign.Stat
 	v := cardView{ConfirmationID: c.ID, Kind: string(c.Kind), Status: string(effective), Title: approvalpage.Title(len(c.Operations)),
 		Workspace: display.Text(ws.Name), Accent: ws.AccentColor, ExpiresAt: c.ExpiresAt, SecondsLeft: max(0, int(math.Ceil(left.Seconds()))),
 		TimeLeft: approvalpage.TimeLeft(left)}
+	pending := effective == countersign.StatusPending && !h.outOfBand(c)
 	for i, op := range c.Operations {
-		args, err := canon.Marshal(op.Args)
+		// What runs: the edited call once a person edited it.
+		args, err := canon.Marshal(op.Runs().Args)
 		if err != nil {
-			args, _ = json.Marshal(op.Args)
+			args, _ = json.Marshal(op.Runs().Args)
 		}
 		// Shown to a person: hidden characters as escapes (display.Text;
 		// PrettyJSON does it for the arguments).
@@ -215,6 +254,15 @@ func (h *Handler) cardOf(c *countersign.Confirmation, effective countersign.Stat
 			co.Outcome = display.Block(outcomeText(op.Outcome))
 		}
 		cardNow(&co, &op)
+		if pending {
+			for _, e := range confirm.EditInputs(c, i) {
+				co.Inputs = append(co.Inputs, cardInput{Field: e.Field, Label: display.Text(e.Field), Kind: e.Kind, Value: e.Value})
+			}
+		}
+		for _, f := range slices.Sorted(maps.Keys(op.Edited)) {
+			co.Edited = true
+			co.Edits = append(co.Edits, cardChange{Field: display.Text(f), From: display.Text(string(op.Edited[f].From)), To: display.Text(string(op.Edited[f].To))})
+		}
 		v.Operations = append(v.Operations, co)
 	}
 	switch {
@@ -293,6 +341,13 @@ func cardText(v cardView) string {
 	}
 	for _, op := range v.Operations {
 		fmt.Fprintf(&b, "\n- %s %s on %s", op.Method, op.Path, op.Connection)
+		if op.Edited {
+			var edits []string
+			for _, e := range op.Edits {
+				edits = append(edits, e.Field+" "+e.From+" → "+e.To)
+			}
+			fmt.Fprintf(&b, " (a person edited it before approving: %s; what runs is the edited call, with arguments %s)", strings.Join(edits, ", "), op.Args)
+		}
 		if op.Outcome != "" {
 			fmt.Fprintf(&b, ": %s", op.Outcome)
 		} else if v.State == "decided" && !op.Selected {
@@ -372,6 +427,13 @@ func (h *Handler) cardDecide(cred *countersign.Credential) mcp.ToolHandler {
 				return faultResult(fault.InvalidRequest, "select at least one operation to approve, or choose Reject all"), nil
 			}
 		}
+		if d.Approve {
+			// The card's inputs: checked, decided again and bound by the
+			// same use case as the page's (calls: planEdits).
+			if d.Edits, err = cardEdits(st.Confirmation, a.Edits); err != nil {
+				return errorResult(err), nil
+			}
+		}
 		// The use case answers and runs what was approved, once (a
 		// script batch by running its script again).
 		c, err := h.o.Calls.AnswerAndRun(ctx, a.ConfirmationID, d, h.rerunner())
@@ -389,6 +451,23 @@ func (h *Handler) cardDecide(cred *countersign.Credential) mcp.ToolHandler {
 		h.withScript(ctx, &v, c)
 		return textResult(cardText(v), v), nil
 	}
+}
+
+// cardEdits are the card's inputs as the edits of an answer to c, typed
+// by the agent's values (confirm.PlainEdit); an input that names no
+// operation of c is invalid_edit, and the use case checks the rest.
+func cardEdits(c *countersign.Confirmation, in []cardEdit) ([]confirm.EditRequest, error) {
+	if len(in) > confirm.MaxEdits {
+		return nil, fault.Errorf(fault.InvalidEdit, "%d edits: at most %d; nothing was decided", len(in), confirm.MaxEdits)
+	}
+	var out []confirm.EditRequest
+	for _, e := range in {
+		if e.Op == nil || *e.Op < 0 || *e.Op >= len(c.Operations) {
+			return nil, fault.Errorf(fault.InvalidEdit, "an edit names no operation of %s; nothing was decided", c.ID)
+		}
+		out = append(out, confirm.EditRequest{Op: *e.Op, Field: e.Field, Value: confirm.PlainEdit(&c.Operations[*e.Op], e.Field, e.Value)})
+	}
+	return out, nil
 }
 
 // settled waits briefly for operations another executor claimed (the
