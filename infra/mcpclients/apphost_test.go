@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -110,6 +111,7 @@ type hostLog struct {
 // the card's ui/message (content an array of content blocks; it answers
 // -32602 otherwise) and ui/update-model-context. When the host refuses the
 // message (a JSON-RPC error, or a result with isError) the card says so.
+// A person edits a payment's amount in the card (cardEditInAppBridge).
 func TestCardInAppBridge(t *testing.T) {
 	need(t)
 	bin := chromiumPath(t)
@@ -130,6 +132,7 @@ func TestCardInAppBridge(t *testing.T) {
 	t.Cleanup(cardSrv.Close)
 
 	ctx := startBrowser(t, bin)
+	t.Run("a person edits the amount", func(t *testing.T) { cardEditInAppBridge(t, ctx, bundle, cardSrv.URL) })
 	for _, tc := range []struct {
 		name, contact, who, refuse string
 		// said is what the card must say after Approve ("" none).
@@ -153,44 +156,7 @@ func TestCardInAppBridge(t *testing.T) {
 			if id == "" {
 				t.Fatalf("deleteContact did not pause: %+v", paused)
 			}
-			var mu sync.Mutex
-			var calls []string
-			host := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				switch r.URL.Path {
-				case "/":
-					w.Header().Set("Content-Type", "text/html; charset=utf-8")
-					io.WriteString(w, appHostPage)
-				case "/host.js":
-					w.Header().Set("Content-Type", "text/javascript")
-					w.Write(bundle)
-				case "/pending":
-					in := map[string]any{"confirmation_id": id}
-					res, err := forward(s, &mcp.CallToolParams{Name: mcpapi.ToolReviewPending, Arguments: in})
-					if err != nil {
-						http.Error(w, err.Error(), http.StatusBadGateway)
-						return
-					}
-					_ = json.NewEncoder(w).Encode(map[string]any{"arguments": in, "result": res})
-				case "/call":
-					var p mcp.CallToolParams
-					if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&p); err != nil {
-						http.Error(w, err.Error(), http.StatusBadRequest)
-						return
-					}
-					mu.Lock()
-					calls = append(calls, p.Name)
-					mu.Unlock()
-					res, err := forward(s, &p)
-					if err != nil {
-						http.Error(w, err.Error(), http.StatusBadGateway)
-						return
-					}
-					_ = json.NewEncoder(w).Encode(res)
-				default:
-					http.NotFound(w, r)
-				}
-			}))
-			defer host.Close()
+			host, calls := newAppHost(t, s, bundle, id)
 
 			sctx, cancel := context.WithTimeout(ctx, 45*time.Second)
 			defer cancel()
@@ -279,15 +245,64 @@ func TestCardInAppBridge(t *testing.T) {
 			case tc.said != "" && !strings.Contains(said, tc.said):
 				t.Errorf("the card says %q, want %q", said, tc.said)
 			}
-			mu.Lock()
-			defer mu.Unlock()
-			if len(calls) != 1 || calls[0] != mcpapi.ToolCardDecide || len(log.Calls) != 1 {
+			if calls := calls(); len(calls) != 1 || calls[0] != mcpapi.ToolCardDecide || len(log.Calls) != 1 {
 				t.Errorf("the card called %v (host log %v), want card_decide once", calls, log.Calls)
 			}
 			if n := e.upstreamCount("DELETE", path); n != 1 {
 				t.Errorf("DELETE %s ran %d times, want once", path, n)
 			}
 		})
+	}
+}
+
+// newAppHost serves the host page for the confirmation id: the bundled
+// host script, review_pending's result as a host fetches it, and the
+// card's tools/call forwarded to the stack over s. calls lists the tools
+// the card called.
+func newAppHost(t *testing.T, s *mcp.ClientSession, bundle []byte, id string) (host *httptest.Server, calls func() []string) {
+	t.Helper()
+	var mu sync.Mutex
+	var called []string
+	host = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/":
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			io.WriteString(w, appHostPage)
+		case "/host.js":
+			w.Header().Set("Content-Type", "text/javascript")
+			w.Write(bundle)
+		case "/pending":
+			in := map[string]any{"confirmation_id": id}
+			res, err := forward(s, &mcp.CallToolParams{Name: mcpapi.ToolReviewPending, Arguments: in})
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadGateway)
+				return
+			}
+			_ = json.NewEncoder(w).Encode(map[string]any{"arguments": in, "result": res})
+		case "/call":
+			var p mcp.CallToolParams
+			if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&p); err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			mu.Lock()
+			called = append(called, p.Name)
+			mu.Unlock()
+			res, err := forward(s, &p)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadGateway)
+				return
+			}
+			_ = json.NewEncoder(w).Encode(res)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(host.Close)
+	return host, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(called)
 	}
 }
 
