@@ -71,7 +71,13 @@ func (k *keysCmd) audit(ctx context.Context, since, chain string, verify bool) e
 	}
 	var recs []*countersign.AuditRecord
 	for _, c := range chains {
-		rs, err := st.ListAudit(ctx, countersign.AuditQuery{Chain: c})
+		var rs []*countersign.AuditRecord
+		if chain != "" {
+			// One chain asked for: every shard of it (audit.ListChain).
+			rs, err = audit.ListChain(ctx, st, c, 0, false)
+		} else {
+			rs, err = st.ListAudit(ctx, countersign.AuditQuery{Chain: c})
+		}
 		if err != nil {
 			return fmt.Errorf("read the audit trail in %s: %w", where, err)
 		}
