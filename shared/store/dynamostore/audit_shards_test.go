@@ -132,8 +132,8 @@ func burst(tb testing.TB, st audit.Store, n, c int) {
 // credential from 20 goroutines write to the 8 partitions of its chain's
 // shards (AUDIT#cred:busy, AUDIT#cred:busy#1 … #7), none taking more than
 // a quarter of the write units (an even spread gives each an eighth), at
-// about three write units a record (written pending, sealed, its pending
-// copy deleted) and one per sealed batch; every record is sealed once and
+// three write units a record (written pending, sealed, its pending copy
+// deleted) and one per sealed batch; every record is sealed once and
 // every shard verifies. DynamoDB takes 1,000 write units a second per
 // partition (dynalite has no such limit, so the spread is what is tested):
 // eight partitions at about three units a record take about 2,600 records
@@ -191,7 +191,9 @@ func TestOneCredentialsAuditBurstSpreadsOverPartitions(t *testing.T) {
 	if len(pks) != dynamostore.AuditShards {
 		t.Errorf("the records wrote to %d partitions, want %d: %q", len(pks), dynamostore.AuditShards, pks)
 	}
-	if perRecord := total / n; perRecord > 3.5 || perRecord < 3 {
+	// Three writes a record and one head update a batch: 4 when every
+	// record is sealed alone, less the more records a batch holds.
+	if perRecord := total / n; perRecord > 4 || perRecord < 3 {
 		t.Errorf("%.2f write units a record, want 3 and a share of a head update", perRecord)
 	}
 }
