@@ -28,7 +28,7 @@ func runAudit(args []string, stdout, stderr io.Writer) int {
 	var since, chain string
 	var verify bool
 	k.fs.StringVar(&since, "since", "", "print records from this time on: RFC 3339 (2026-11-30T12:00:00Z) or an age (24h, 90m)")
-	k.fs.StringVar(&chain, "chain", "", "print only this chain (cred:<id>, calls:<id>, system or config)")
+	k.fs.StringVar(&chain, "chain", "", "print only this chain (cred:<id>, calls:<id>, system or config), every shard of it")
 	k.fs.BoolVar(&k.json, "json", false, "print one JSON record per line")
 	k.fs.BoolVar(&verify, "verify", false, "check every chain and its head; exit 1 naming the first broken record of each broken chain")
 	pos, err := parseFlags(k.fs, args)
@@ -71,7 +71,13 @@ func (k *keysCmd) audit(ctx context.Context, since, chain string, verify bool) e
 	}
 	var recs []*countersign.AuditRecord
 	for _, c := range chains {
-		rs, err := st.ListAudit(ctx, countersign.AuditQuery{Chain: c})
+		var rs []*countersign.AuditRecord
+		if chain != "" {
+			// One chain asked for: every shard of it (audit.ListChain).
+			rs, err = audit.ListChain(ctx, st, c, 0, false)
+		} else {
+			rs, err = st.ListAudit(ctx, countersign.AuditQuery{Chain: c})
+		}
 		if err != nil {
 			return fmt.Errorf("read the audit trail in %s: %w", where, err)
 		}

@@ -27,6 +27,9 @@ import (
 //     conditional on each slot; one transaction in the embedded store);
 //     the head moves to the batch's last record.
 //
+// On a store that shards a credential's chains (shard.go) each record
+// goes to one shard, and every step below is per shard.
+//
 // The process that adds a record seals its chain at once unless another
 // of its goroutines is sealing that chain already, which then takes the
 // new record in its next round: in one process only one goroutine seals a
@@ -107,6 +110,7 @@ func (t *Trail) add(ctx context.Context, r countersign.AuditRecord) error {
 		r.Since = &since
 	}
 	r.ID = newID()
+	r.Chain = t.shardFor(r.Chain)
 	r.Seq, r.Prev, r.PrevTTL, r.Hash = 0, "", 0, ""
 	if err := t.Store.AddAudit(ctx, &r); err != nil {
 		return fmt.Errorf("audit %s: %w", r.Chain, err)

@@ -26,6 +26,18 @@ const (
 	auditMaxSK  = "99999999999999999999"
 )
 
+// AuditShards is how many shards a credential's chains are spread over
+// (audit.Sharded): each shard is a partition of its own, AUDIT#<chain> for
+// shard 0 and AUDIT#<chain>#<k> for the others, with its own records,
+// pending records and head. A partition takes 1,000 write units a second
+// and a record costs about three (docs/dynamodb-costs.md), so one chain
+// tops out near 330 records a second; eight shards take about 2,600.
+const AuditShards = 8
+
+// AuditShards returns AuditShards: the store spreads a credential's chains
+// over that many partitions.
+func (s *Store) AuditShards() int { return AuditShards }
+
 func auditSK(seq int64) string { return fmt.Sprintf("%020d", seq) }
 
 // AppendAudit writes the record conditionally on its slot being free, then
