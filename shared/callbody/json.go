@@ -56,7 +56,7 @@ var textOptions = []jsontext.Options{jsontext.AllowDuplicateNames(false), jsonte
 // ErrNumber, ErrString or ErrTrailingData.
 func ParseJSON(data []byte, opts *Options) (any, error) {
 	r := newReader(data, opts, true)
-	defer readers.Put(r)
+	defer r.release()
 	return r.document()
 }
 
@@ -64,7 +64,7 @@ func ParseJSON(data []byte, opts *Options) (any, error) {
 // value. The error is ParseJSON's.
 func Valid(data []byte, opts *Options) error {
 	r := newReader(data, opts, false)
-	defer readers.Put(r)
+	defer r.release()
 	_, err := r.document()
 	return err
 }
@@ -91,6 +91,14 @@ func newReader(data []byte, opts *Options, build bool) *reader {
 	r.dec.Reset(&r.src, textOptions...)
 	r.data, r.maxDepth, r.build = data, opts.maxDepth(), build
 	return r
+}
+
+// release returns r to the pool holding nothing of the input, so a pooled
+// reader does not keep the last body alive.
+func (r *reader) release() {
+	r.data, r.src = nil, bytes.Buffer{}
+	r.dec.Reset(&r.src)
+	readers.Put(r)
 }
 
 func (r *reader) fail(kind error, off int, ptr jsontext.Pointer, format string, args ...any) *Error {
