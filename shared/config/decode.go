@@ -40,8 +40,9 @@ var errNull = errors.New("null")
 
 // decodeOptions are JSON v2's rules for the files: a member that is no
 // field is refused, names match exactly, a name twice is refused (read
-// refused the file already), null is refused but where a part is still
-// read field by field (a jsontext.Value).
+// checks the whole file too, but stops at the strict reader's first
+// refusal), null is refused but where a part is still read field by field
+// (a jsontext.Value).
 var decodeOptions = jsonv2.JoinOptions(
 	jsonv2.RejectUnknownMembers(true),
 	jsonv2.MatchCaseInsensitiveNames(false),
@@ -60,9 +61,9 @@ var decodeOptions = jsonv2.JoinOptions(
 // field-by-field readers: an unknown field naming those allowed, or "want
 // a string, got a number". It reports whether raw was read.
 //
-// After an unknown field the rest is read again without that rule, so the
-// fields that are known are still read and checked, and every problem a
-// fix would meet next is reported at once.
+// After an unknown field the value is read again without that rule, so the
+// fields that are known are still read and checked (a value of the wrong
+// type stops the reading of its object).
 func (s *src) decode(path string, raw []byte, v any) bool {
 	err := jsonv2.Unmarshal(raw, v, decodeOptions)
 	if errors.Is(err, jsonv2.ErrUnknownName) {
