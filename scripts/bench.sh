@@ -114,7 +114,7 @@ echo "bootstrap sizes ..." >&2
   echo
   echo "## Bootstrap sizes"
   echo
-  echo "\`make lambdas\` (linux/arm64, \`-tags lambda.norpc -trimpath -ldflags=\"-s -w\" -gcflags='github.com/aws/...=-l'\`); the ceiling is 15 MB, 30 MB for the scripts function (goja, the MCP SDK and OpenTelemetry)."
+  echo "\`make lambdas\` (linux/arm64, \`-tags lambda.norpc -trimpath -ldflags=\"-s -w\" -gcflags='<pkg>=-l'\` for the AWS SDK and the passkey libraries, NOINLINE in the Makefile); the ceiling is 15 MB, 30 MB for the scripts function (goja, the MCP SDK and OpenTelemetry)."
   echo
   echo '```'
   timeout 300 make --no-print-directory -s lambdas GO="$GO" 2>&1 | sed -n '/^function /,$p'

@@ -1,8 +1,12 @@
 // Package callbody is the one rule for reading the body of an agent's call
 // and the envelope of POST /v1/calls (issue 11, item 1).
 //
-// ParseJSON reads one JSON value strictly and only once. It refuses what an
-// upstream could read differently from the threshold and the binding:
+// ParseJSON reads one JSON value strictly and only once, walking the tokens
+// of github.com/go-json-experiment/json/jsontext (the future
+// encoding/json/jsontext), which checks the grammar, UTF-8 and duplicate
+// names; the depth limit, the number rule and the messages are ours. It
+// refuses what an upstream could read differently from the threshold and
+// the binding:
 //
 //   - duplicate object keys at any depth (after unescaping, so "a" and
 //     "\u0061" are the same key);
@@ -40,8 +44,9 @@
 // strictly; anything else with a body is Unreadable, with a reason a
 // threshold can report.
 //
-// DecodeStrict decodes the /v1/calls envelope into a struct like
-// encoding/json with DisallowUnknownFields, and also refuses what
-// encoding/json silently accepts: duplicate keys, and keys that match a
-// field only when case is ignored ("Intent" for the tag intent).
+// DecodeStrict decodes the /v1/calls envelope into a struct with JSON v2
+// (github.com/go-json-experiment/json) rejecting unknown members and
+// matching names exactly, so it also refuses what encoding/json silently
+// accepts: duplicate keys, and keys that match a field only when case is
+// ignored ("Intent" for the tag intent, reported as such).
 package callbody

@@ -268,8 +268,7 @@ func FuzzNumber(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, lit string) {
-		p := parser{data: []byte(lit), maxDepth: 1, build: true}
-		v, err := p.document(nil)
+		v, err := ParseJSON([]byte(lit), &Options{MaxDepth: 1})
 		if err != nil {
 			if errors.Is(err, ErrNumber) && len(lit) <= MaxNumberLen {
 				if ok, checked := exactReference(lit); checked && ok {

@@ -1,17 +1,22 @@
 package callbody
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"strconv"
-	"unicode/utf8"
+	"sync"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // DefaultMaxDepth is the deepest nesting of arrays and objects accepted when
 // Options.MaxDepth is zero.
 const DefaultMaxDepth = 64
 
-// maxMaxDepth caps Options.MaxDepth: the parser recurses once per level.
+// maxMaxDepth caps Options.MaxDepth (jsontext's own limit).
 const maxMaxDepth = 10000
 
 // MaxNumberLen is the longest number literal accepted, in bytes. It is
@@ -39,405 +44,275 @@ func (o *Options) maxDepth() int {
 	return o.MaxDepth
 }
 
+// textOptions are jsontext's rules that are also ours (they are its
+// defaults, spelt out): a name twice in one object and invalid UTF-8 are
+// refused.
+var textOptions = []jsontext.Options{jsontext.AllowDuplicateNames(false), jsontext.AllowInvalidUTF8(false)}
+
 // ParseJSON reads data as exactly one JSON value under the strict rules of
 // the package documentation. The value is built from map[string]any, []any,
 // json.Number (the literal as written), string, bool and nil. Any refusal is
 // an *Error wrapping one of ErrSyntax, ErrDuplicateKey, ErrTooDeep,
 // ErrNumber, ErrString or ErrTrailingData.
 func ParseJSON(data []byte, opts *Options) (any, error) {
-	p := parser{data: data, maxDepth: opts.maxDepth(), build: true}
-	return p.document(nil)
+	r := newReader(data, opts, true)
+	defer r.release()
+	return r.document()
 }
 
 // Valid reports whether data is accepted by ParseJSON, without building the
-// value (object keys are still decoded, to find duplicates). The error is
-// ParseJSON's.
+// value. The error is ParseJSON's.
 func Valid(data []byte, opts *Options) error {
-	p := parser{data: data, maxDepth: opts.maxDepth()}
-	_, err := p.document(nil)
+	r := newReader(data, opts, false)
+	defer r.release()
+	_, err := r.document()
 	return err
 }
 
-// parser is a recursive-descent reader over data. With build false it only
-// validates. With a type t (DecodeStrict), object keys are also checked
-// against the struct fields t describes.
-type parser struct {
+// reader walks jsontext's tokens, which check the grammar, UTF-8 and
+// duplicate names, and adds our rules: the depth limit, the number
+// round trip, nothing after the value. With build false it only validates.
+type reader struct {
+	dec      jsontext.Decoder
+	src      bytes.Buffer
 	data     []byte
-	i        int
 	maxDepth int
 	build    bool
-	path     []pathSeg
 	scratch  [32]byte
 }
 
-func (p *parser) fail(kind error, off int, format string, args ...any) *Error {
-	return &Error{Kind: kind, Path: formatPath(p.path), Offset: off, Detail: fmt.Sprintf(format, args...)}
+// readers keeps decoders for reuse: a jsontext.Decoder is large, and the
+// gateway reads every call's envelope and body.
+var readers = sync.Pool{New: func() any { return new(reader) }}
+
+func newReader(data []byte, opts *Options, build bool) *reader {
+	r := readers.Get().(*reader)
+	r.src = *bytes.NewBuffer(data)
+	r.dec.Reset(&r.src, textOptions...)
+	r.data, r.maxDepth, r.build = data, opts.maxDepth(), build
+	return r
 }
 
-// unexpected reports the byte at p.i (or the end of the input) as a syntax error.
-func (p *parser) unexpected(want string) *Error {
-	if p.i >= len(p.data) {
-		return p.fail(ErrSyntax, p.i, "unexpected end of input, want %s", want)
-	}
-	c := p.data[p.i]
-	if c < utf8.RuneSelf && strconv.IsPrint(rune(c)) {
-		return p.fail(ErrSyntax, p.i, "unexpected %q, want %s", c, want)
-	}
-	return p.fail(ErrSyntax, p.i, "unexpected byte 0x%02x, want %s", c, want)
+// release returns r to the pool holding nothing of the input, so a pooled
+// reader does not keep the last body alive.
+func (r *reader) release() {
+	r.data, r.src = nil, bytes.Buffer{}
+	r.dec.Reset(&r.src)
+	readers.Put(r)
 }
 
-func (p *parser) document(t *typeInfo) (any, error) {
-	if len(p.data) >= 3 && p.data[0] == 0xEF && p.data[1] == 0xBB && p.data[2] == 0xBF {
-		return nil, p.fail(ErrSyntax, 0, "byte order mark before the value")
+func (r *reader) fail(kind error, off int, ptr jsontext.Pointer, format string, args ...any) *Error {
+	return &Error{Kind: kind, Path: r.path(ptr), Offset: off, Detail: fmt.Sprintf(format, args...)}
+}
+
+// next is the offset of the next byte after white space, from the end of
+// the last token read.
+func (r *reader) next() int {
+	i := int(r.dec.InputOffset())
+	for i < len(r.data) && (r.data[i] == ' ' || r.data[i] == '\t' || r.data[i] == '\n' || r.data[i] == '\r') {
+		i++
 	}
-	p.ws()
-	if p.i >= len(p.data) {
-		return nil, p.fail(ErrSyntax, p.i, "no JSON value (empty body)")
+	return i
+}
+
+func (r *reader) document() (any, error) {
+	if bytes.HasPrefix(r.data, []byte("\xEF\xBB\xBF")) {
+		return nil, r.fail(ErrSyntax, 0, "", "byte order mark before the value")
 	}
-	v, err := p.value(0, t)
+	if r.next() == len(r.data) {
+		return nil, r.fail(ErrSyntax, len(r.data), "", "no JSON value (empty body)")
+	}
+	v, err := r.value()
 	if err != nil {
 		return nil, err
 	}
-	p.ws()
-	if p.i < len(p.data) {
-		return nil, p.fail(ErrTrailingData, p.i, "%d more bytes", len(p.data)-p.i)
+	if i := r.next(); i < len(r.data) {
+		return nil, r.fail(ErrTrailingData, i, "", "%d more bytes", len(r.data)-i)
 	}
 	return v, nil
 }
 
-func (p *parser) ws() {
-	for p.i < len(p.data) {
-		switch p.data[p.i] {
-		case ' ', '\t', '\n', '\r':
-			p.i++
-		default:
-			return
+// value reads the next value; StackDepth arrays and objects are around it.
+func (r *reader) value() (any, error) {
+	switch k := r.dec.PeekKind(); k {
+	case '{', '[':
+		if r.dec.StackDepth() >= r.maxDepth {
+			at := int(r.dec.InputOffset()) // then white space, a : or a , and the bracket
+			at += bytes.IndexAny(r.data[at:], "[{")
+			return nil, r.fail(ErrTooDeep, at, r.dec.StackPointer(), "more than %d levels of arrays and objects", r.maxDepth)
 		}
-	}
-}
-
-// value reads the value at p.i (white space already skipped); depth is the
-// number of arrays and objects around it.
-func (p *parser) value(depth int, t *typeInfo) (any, error) {
-	if p.i >= len(p.data) {
-		return nil, p.unexpected("a value")
-	}
-	switch c := p.data[p.i]; {
-	case c == '{':
-		return p.object(depth, t)
-	case c == '[':
-		return p.array(depth, t)
-	case c == '"':
-		s, err := p.str()
-		if err != nil || !p.build {
-			return nil, err
+		if _, err := r.dec.ReadToken(); err != nil {
+			return nil, r.refusal(err)
 		}
-		return s, nil
-	case c == '-' || '0' <= c && c <= '9':
-		return p.number()
-	case c == 't':
-		return true, p.literal("true")
-	case c == 'f':
-		return false, p.literal("false")
-	case c == 'n':
-		return nil, p.literal("null")
+		if k == '{' {
+			return r.object()
+		}
+		return r.array()
+	case '0':
+		return r.number()
+	case '"':
+		t, err := r.dec.ReadToken()
+		if err != nil || !r.build {
+			return nil, r.refusal(err)
+		}
+		return t.String(), nil
+	default:
+		t, err := r.dec.ReadToken()
+		if err != nil {
+			return nil, r.refusal(err)
+		}
+		if t.Kind() == 'n' {
+			return nil, nil
+		}
+		return t.Bool(), nil
 	}
-	return nil, p.unexpected("a value")
 }
 
-func (p *parser) literal(word string) error {
-	if len(p.data)-p.i < len(word) || string(p.data[p.i:p.i+len(word)]) != word {
-		return p.unexpected("a value")
-	}
-	p.i += len(word)
-	return nil
-}
-
-func (p *parser) object(depth int, t *typeInfo) (any, error) {
-	start := p.i
-	if depth+1 > p.maxDepth {
-		return nil, p.fail(ErrTooDeep, start, "more than %d levels of arrays and objects", p.maxDepth)
-	}
-	p.i++ // {
+func (r *reader) object() (any, error) {
 	var m map[string]any
-	var seen map[string]struct{}
-	if p.build {
+	if r.build {
 		m = map[string]any{}
-	} else {
-		seen = map[string]struct{}{}
 	}
-	p.ws()
-	if p.i < len(p.data) && p.data[p.i] == '}' {
-		p.i++
-		return m, nil
-	}
-	for {
-		p.ws()
-		if p.i >= len(p.data) || p.data[p.i] != '"' {
-			return nil, p.unexpected("a string key")
+	for r.dec.PeekKind() != '}' {
+		name, err := r.dec.ReadToken()
+		if err != nil {
+			return nil, r.refusal(err)
 		}
-		keyAt := p.i
-		k, err := p.str()
+		var k string
+		if r.build {
+			k = name.String() // before the next read voids the token
+		}
+		v, err := r.value()
 		if err != nil {
 			return nil, err
 		}
-		p.ws()
-		if p.i >= len(p.data) || p.data[p.i] != ':' {
-			return nil, p.unexpected(`":" after the key`)
-		}
-		p.i++
-		p.ws()
-		if p.build {
-			if _, dup := m[k]; dup {
-				return nil, p.fail(ErrDuplicateKey, keyAt, "%s appears twice", quoteKey(k))
-			}
-		} else {
-			if _, dup := seen[k]; dup {
-				return nil, p.fail(ErrDuplicateKey, keyAt, "%s appears twice", quoteKey(k))
-			}
-			seen[k] = struct{}{}
-		}
-		p.path = append(p.path, pathSeg{key: k, isKey: true})
-		ft, err := t.field(p, k, keyAt)
-		if err != nil {
-			return nil, err
-		}
-		v, err := p.value(depth+1, ft)
-		if err != nil {
-			return nil, err
-		}
-		p.path = p.path[:len(p.path)-1]
-		if p.build {
+		if r.build {
 			m[k] = v
 		}
-		p.ws()
-		if p.i >= len(p.data) {
-			return nil, p.unexpected(`"," or "}"`)
-		}
-		switch p.data[p.i] {
-		case ',':
-			p.i++
-		case '}':
-			p.i++
-			return m, nil
-		default:
-			return nil, p.unexpected(`"," or "}"`)
-		}
 	}
+	if _, err := r.dec.ReadToken(); err != nil {
+		return nil, r.refusal(err)
+	}
+	return m, nil
 }
 
-func (p *parser) array(depth int, t *typeInfo) (any, error) {
-	start := p.i
-	if depth+1 > p.maxDepth {
-		return nil, p.fail(ErrTooDeep, start, "more than %d levels of arrays and objects", p.maxDepth)
-	}
-	p.i++ // [
+func (r *reader) array() (any, error) {
 	var a []any
-	if p.build {
+	if r.build {
 		a = []any{}
 	}
-	p.ws()
-	if p.i < len(p.data) && p.data[p.i] == ']' {
-		p.i++
-		return a, nil
-	}
-	et := t.element()
-	for n := 0; ; n++ {
-		p.ws()
-		p.path = append(p.path, pathSeg{index: n})
-		v, err := p.value(depth+1, et)
+	for r.dec.PeekKind() != ']' {
+		v, err := r.value()
 		if err != nil {
 			return nil, err
 		}
-		p.path = p.path[:len(p.path)-1]
-		if p.build {
+		if r.build {
 			a = append(a, v)
 		}
-		p.ws()
-		if p.i >= len(p.data) {
-			return nil, p.unexpected(`"," or "]"`)
-		}
-		switch p.data[p.i] {
-		case ',':
-			p.i++
-		case ']':
-			p.i++
-			return a, nil
-		default:
-			return nil, p.unexpected(`"," or "]"`)
-		}
 	}
+	if _, err := r.dec.ReadToken(); err != nil {
+		return nil, r.refusal(err)
+	}
+	return a, nil
 }
 
-// str reads the string at p.i (an opening quote) and returns it decoded.
-func (p *parser) str() (string, error) {
-	start := p.i + 1
-	for i := start; i < len(p.data); i++ {
-		c := p.data[i]
-		if c == '"' {
-			p.i = i + 1
-			return string(p.data[start:i]), nil
-		}
-		if c == '\\' || c < 0x20 || c >= utf8.RuneSelf {
-			return p.strSlow(start)
-		}
+// number reads a number literal and checks that it survives a round trip;
+// the value is the literal as a json.Number.
+func (r *reader) number() (any, error) {
+	lit, err := r.dec.ReadValue()
+	if err != nil {
+		return nil, r.refusal(err)
 	}
-	return "", p.fail(ErrSyntax, p.i, "unterminated string")
+	start := int(r.dec.InputOffset()) - len(lit)
+	if end := start + len(lit); (string(lit) == "0" || string(lit) == "-0") && end < len(r.data) && '0' <= r.data[end] && r.data[end] <= '9' {
+		return nil, r.fail(ErrSyntax, start, r.dec.StackPointer(), "number with a leading zero")
+	}
+	if len(lit) > MaxNumberLen {
+		return nil, r.fail(ErrNumber, start, r.dec.StackPointer(), "%d bytes long, more than %d", len(lit), MaxNumberLen)
+	}
+	if detail := roundTrip(lit, r.scratch[:0]); detail != "" {
+		return nil, r.fail(ErrNumber, start, r.dec.StackPointer(), "%s %s", shorten(lit), detail)
+	}
+	if !r.build {
+		return nil, nil
+	}
+	return json.Number(lit), nil
 }
 
-// strSlow decodes a string with escapes or non-ASCII bytes from start (just
-// after the opening quote).
-func (p *parser) strSlow(start int) (string, error) {
-	buf := make([]byte, 0, 32)
-	i := start
-	for i < len(p.data) {
-		c := p.data[i]
-		switch {
-		case c == '"':
-			p.i = i + 1
-			return string(buf), nil
+// refusal turns jsontext's error into an *Error. In a string (a name or a
+// value) a control character, invalid UTF-8 and an unpaired surrogate
+// escape are ErrString.
+func (r *reader) refusal(err error) error {
+	if err == nil {
+		return nil
+	}
+	var se *jsontext.SyntacticError
+	switch {
+	case err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF):
+		return r.fail(ErrSyntax, len(r.data), r.dec.StackPointer(), "unexpected end of input")
+	case !errors.As(err, &se):
+		return r.fail(ErrSyntax, -1, "", "%v", err)
+	case se.Err == jsontext.ErrDuplicateName:
+		return r.fail(ErrDuplicateKey, int(se.ByteOffset), se.JSONPointer.Parent(), "%s appears twice", quoteKey(se.JSONPointer.LastToken()))
+	}
+	off := int(se.ByteOffset)
+	kind, detail := ErrSyntax, se.Err.Error()
+	token := int(r.dec.InputOffset()) // the failed token starts after white space, a : or a ,
+	for token < len(r.data) && bytes.IndexByte([]byte(" \t\r\n:,"), r.data[token]) >= 0 {
+		token++
+	}
+	if token < off && off < len(r.data) && r.data[token] == '"' {
+		switch c := r.data[off]; {
 		case c == '\\':
-			if i+1 >= len(p.data) {
-				return "", p.fail(ErrSyntax, i, "unterminated string")
-			}
-			esc := p.data[i+1]
-			switch esc {
-			case '"', '\\', '/':
-				buf = append(buf, esc)
-			case 'b':
-				buf = append(buf, '\b')
-			case 'f':
-				buf = append(buf, '\f')
-			case 'n':
-				buf = append(buf, '\n')
-			case 'r':
-				buf = append(buf, '\r')
-			case 't':
-				buf = append(buf, '\t')
-			case 'u':
-				r, ok := hex4(p.data, i+2)
-				if !ok {
-					return "", p.fail(ErrSyntax, i, `\u needs four hexadecimal digits`)
+			if u, ok := hex4(r.data, off+2); ok && off+1 < len(r.data) && r.data[off+1] == 'u' && 0xD800 <= u && u < 0xE000 {
+				kind, detail = ErrString, fmt.Sprintf(`\u%04x is a high surrogate without its low surrogate`, u)
+				if u >= 0xDC00 {
+					detail = fmt.Sprintf(`\u%04x is a low surrogate without its high surrogate`, u)
 				}
-				n := 6
-				switch {
-				case 0xD800 <= r && r < 0xDC00:
-					lo, ok := rune(0), false
-					if i+7 < len(p.data) && p.data[i+6] == '\\' && p.data[i+7] == 'u' {
-						lo, ok = hex4(p.data, i+8)
-					}
-					if !ok || lo < 0xDC00 || lo >= 0xE000 {
-						return "", p.fail(ErrString, i, `\u%04x is a high surrogate without its low surrogate`, r)
-					}
-					r = 0x10000 + (r-0xD800)<<10 + (lo - 0xDC00)
-					n = 12
-				case 0xDC00 <= r && r < 0xE000:
-					return "", p.fail(ErrString, i, `\u%04x is a low surrogate without its high surrogate`, r)
-				}
-				buf = utf8.AppendRune(buf, r)
-				i += n
-				continue
-			default:
-				return "", p.fail(ErrSyntax, i, "invalid escape \\%c", esc)
+			} else {
+				detail = "invalid escape: " + detail
 			}
-			i += 2
 		case c < 0x20:
-			return "", p.fail(ErrString, i, "control character U+%04X must be escaped", c)
-		case c < utf8.RuneSelf:
-			buf = append(buf, c)
-			i++
-		default:
-			r, size := utf8.DecodeRune(p.data[i:])
-			if r == utf8.RuneError && size <= 1 {
-				return "", p.fail(ErrString, i, "invalid UTF-8")
-			}
-			buf = append(buf, p.data[i:i+size]...)
-			i += size
+			kind, detail = ErrString, fmt.Sprintf("control character U+%04X must be escaped", c)
+		case c >= 0x80:
+			kind, detail = ErrString, "invalid UTF-8"
 		}
 	}
-	return "", p.fail(ErrSyntax, len(p.data), "unterminated string")
+	return r.fail(kind, off, se.JSONPointer, "%s", detail)
+}
+
+// path renders ptr as "$.items[3]": the decoder's stack says which tokens
+// index an array. For a name the library adds at the end (a duplicate, an
+// error inside a name's value) the token is a key; a refusal at the start
+// of an array's next element names that element.
+func (r *reader) path(ptr jsontext.Pointer) string {
+	var segs []pathSeg
+	level := 1
+	for tok := range ptr.Tokens() {
+		seg := pathSeg{key: tok, isKey: true}
+		if level <= r.dec.StackDepth() {
+			if k, _ := r.dec.StackIndex(level); k == '[' {
+				seg = pathSeg{isKey: false}
+				seg.index, _ = strconv.Atoi(tok)
+			}
+		}
+		segs = append(segs, seg)
+		level++
+	}
+	if level == r.dec.StackDepth() {
+		if k, n := r.dec.StackIndex(level); k == '[' && n > 0 {
+			segs = append(segs, pathSeg{index: int(n)})
+		}
+	}
+	return formatPath(segs)
 }
 
 func hex4(b []byte, at int) (rune, bool) {
 	if at+4 > len(b) {
 		return 0, false
 	}
-	var r rune
-	for _, c := range b[at : at+4] {
-		switch {
-		case '0' <= c && c <= '9':
-			r = r<<4 | rune(c-'0')
-		case 'a' <= c && c <= 'f':
-			r = r<<4 | rune(c-'a'+10)
-		case 'A' <= c && c <= 'F':
-			r = r<<4 | rune(c-'A'+10)
-		default:
-			return 0, false
-		}
-	}
-	return r, true
-}
-
-// number reads a number literal (RFC 8259 grammar) and checks that it
-// survives a round trip; the value is the literal as a json.Number.
-func (p *parser) number() (any, error) {
-	start := p.i
-	d := p.data
-	i := start
-	if d[i] == '-' {
-		i++
-	}
-	switch {
-	case i < len(d) && d[i] == '0':
-		i++
-		if i < len(d) && '0' <= d[i] && d[i] <= '9' {
-			return nil, p.fail(ErrSyntax, start, "number with a leading zero")
-		}
-	case i < len(d) && '1' <= d[i] && d[i] <= '9':
-		for i < len(d) && '0' <= d[i] && d[i] <= '9' {
-			i++
-		}
-	default:
-		p.i = i
-		return nil, p.unexpected("a digit")
-	}
-	if i < len(d) && d[i] == '.' {
-		i++
-		j := i
-		for i < len(d) && '0' <= d[i] && d[i] <= '9' {
-			i++
-		}
-		if i == j {
-			p.i = i
-			return nil, p.unexpected("a digit after the decimal point")
-		}
-	}
-	if i < len(d) && (d[i] == 'e' || d[i] == 'E') {
-		i++
-		if i < len(d) && (d[i] == '+' || d[i] == '-') {
-			i++
-		}
-		j := i
-		for i < len(d) && '0' <= d[i] && d[i] <= '9' {
-			i++
-		}
-		if i == j {
-			p.i = i
-			return nil, p.unexpected("a digit in the exponent")
-		}
-	}
-	lit := d[start:i]
-	if len(lit) > MaxNumberLen {
-		return nil, p.fail(ErrNumber, start, "%d bytes long, more than %d", len(lit), MaxNumberLen)
-	}
-	if detail := roundTrip(lit, p.scratch[:0]); detail != "" {
-		return nil, p.fail(ErrNumber, start, "%s %s", shorten(lit), detail)
-	}
-	p.i = i
-	if !p.build {
-		return nil, nil
-	}
-	return json.Number(lit), nil
+	r, err := strconv.ParseUint(string(b[at:at+4]), 16, 32)
+	return rune(r), err == nil
 }
 
 // shorten returns lit for a message, cut to 40 bytes.

@@ -1,179 +1,142 @@
 package callbody
 
 import (
-	"bytes"
-	"encoding"
-	"encoding/json"
+	"cmp"
 	"errors"
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
-	"sync"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
+// decodeOptions are the rules DecodeStrict adds to ParseJSON's: a member
+// that is no field is refused, and names match fields exactly (the JSON v2
+// default, spelt out; encoding/json ignores case).
+var decodeOptions = []jsonv2.Options{
+	jsonv2.RejectUnknownMembers(true),
+	jsonv2.MatchCaseInsensitiveNames(false),
+	jsontext.AllowDuplicateNames(false),
+}
+
 // DecodeStrict decodes data, exactly one JSON value, into v (a non-nil
-// pointer), like encoding/json with DisallowUnknownFields and UseNumber, and
-// refuses what encoding/json silently accepts:
+// pointer) with JSON v2 (github.com/go-json-experiment/json), after
+// checking it by ParseJSON's rules (duplicate keys at any depth, depth,
+// numbers, strings, trailing data). It refuses what encoding/json silently
+// accepts:
 //
-//   - duplicate keys at any depth (encoding/json keeps the last);
-//   - a key that matches a struct field only when case is ignored
-//     ("Intent" for the tag "intent"; encoding/json takes it);
-//   - everything ParseJSON refuses (depth, numbers, strings, trailing data).
-//
-// Keys are checked against the struct fields of v's type, following
-// pointers, slices, arrays and map values; a type with its own UnmarshalJSON
-// or UnmarshalText, a json.RawMessage and an interface are only checked by
-// ParseJSON's rules. Struct fields are matched by their json tag name (or
-// Go name); embedded structs are not supported.
+//   - a key that is no field of the struct (ErrUnknownField);
+//   - a key that matches a field only when case is ignored ("Intent" for
+//     the tag "intent", ErrFieldCase; encoding/json takes it);
+//   - duplicate keys (encoding/json keeps the last).
 //
 // Every refusal is an *Error naming the field by its JSON path. Wrong value
-// types are reported as ErrType.
+// types, and the errors of a field's own UnmarshalJSON or UnmarshalText,
+// are reported as ErrType.
 func DecodeStrict(data []byte, v any, opts *Options) error {
 	rv := reflect.ValueOf(v)
 	if rv.Kind() != reflect.Pointer || rv.IsNil() {
 		return fmt.Errorf("callbody: DecodeStrict needs a non-nil pointer, got %T", v)
 	}
-	t, err := typeOf(rv.Type())
-	if err != nil {
+	if err := Valid(data, opts); err != nil {
 		return err
 	}
-	p := parser{data: data, maxDepth: opts.maxDepth()}
-	if _, err := p.document(t); err != nil {
+	err := jsonv2.Unmarshal(data, v, decodeOptions...)
+	var se *jsonv2.SemanticError
+	if err == nil || !errors.As(err, &se) {
 		return err
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	dec.UseNumber()
-	if err := dec.Decode(v); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
-			path := "$"
-			if te.Field != "" {
-				path += "." + te.Field
+	segs, fields := walk(rv.Type(), se.JSONPointer)
+	e := &Error{Kind: ErrType, Path: formatPath(segs), Offset: int(se.ByteOffset)}
+	switch {
+	case se.Err == jsonv2.ErrUnknownName:
+		k := se.JSONPointer.LastToken()
+		e.Kind, e.Detail = ErrUnknownField, quoteKey(k)+" is not a field here"
+		for _, n := range fields {
+			if strings.EqualFold(n, k) {
+				e.Kind, e.Detail = ErrFieldCase, quoteKey(k)+" matches the field "+quoteKey(n)+" only when case is ignored"
 			}
-			return &Error{Kind: ErrType, Path: path, Offset: int(te.Offset), Detail: fmt.Sprintf("want %s, got %s", te.Type, te.Value)}
 		}
-		// An UnmarshalText or UnmarshalJSON error carries its own words
-		// (e.g. `intent: unknown intent "x"`); encoding/json does not say
-		// where it was.
-		return &Error{Kind: ErrType, Path: "$", Offset: -1, Detail: strings.TrimPrefix(err.Error(), "json: ")}
+	case se.Err != nil:
+		// A field's UnmarshalText or UnmarshalJSON error carries its own
+		// words (e.g. `intent: unknown intent "x"`).
+		e.Detail = se.Err.Error()
+	default:
+		e.Detail = "want " + se.GoType.String() + ", got " + kindName(se.JSONKind)
 	}
-	return nil
+	return e
 }
 
-// typeInfo is what the parser needs to know about a Go type to check object
-// keys: nil means anything goes (ParseJSON's rules only).
-type typeInfo struct {
-	// fields is set for a struct: JSON name → the field's type.
-	fields map[string]*typeInfo
-	// names lists the fields' JSON names, for the case-insensitive check.
-	names []string
-	// elem is set for a slice, an array or a map (its values).
-	elem *typeInfo
+// walk follows the JSON pointer ptr through the Go type t, to tell array
+// indexes from keys; fields are the JSON names of the struct that holds the
+// last token, when it is one.
+func walk(t reflect.Type, ptr jsontext.Pointer) (segs []pathSeg, fields []string) {
+	for tok := range ptr.Tokens() {
+		for t != nil && t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		fields = nil
+		switch {
+		case t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array):
+			n, _ := strconv.Atoi(tok)
+			segs, t = append(segs, pathSeg{index: n}), t.Elem()
+			continue
+		case t != nil && t.Kind() == reflect.Map:
+			t = t.Elem()
+		case t != nil && t.Kind() == reflect.Struct:
+			var ft reflect.Type
+			fields, ft = fieldNames(t, tok)
+			t = ft
+		default:
+			t = nil
+		}
+		segs = append(segs, pathSeg{key: tok, isKey: true})
+	}
+	return segs, fields
 }
 
-// field returns the type of the struct field k names, or an error when t is
-// a struct with no field named exactly k. For maps it returns the element.
-func (t *typeInfo) field(p *parser, k string, at int) (*typeInfo, error) {
-	if t == nil {
-		return nil, nil
-	}
-	if t.fields == nil {
-		return t.elem, nil
-	}
-	if ft, ok := t.fields[k]; ok {
-		return ft, nil
-	}
-	for _, n := range t.names {
-		if strings.EqualFold(n, k) {
-			return nil, p.fail(ErrFieldCase, at, "%s matches the field %s only when case is ignored", quoteKey(k), quoteKey(n))
+// fieldNames lists the JSON names of t's fields (as JSON v2 names them) and
+// returns the type of the field named name (nil when none is).
+func fieldNames(t reflect.Type, name string) (names []string, named reflect.Type) {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		n, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if ft := f.Type; f.Anonymous && n == "" && ft.Kind() == reflect.Struct {
+			inner, innerNamed := fieldNames(ft, name) // JSON v2 inlines it
+			names, named = append(names, inner...), cmp.Or(named, innerNamed)
+			continue
+		}
+		if !f.IsExported() || n == "-" {
+			continue
+		}
+		if n == "" {
+			n = f.Name
+		}
+		names = append(names, n)
+		if n == name {
+			named = f.Type
 		}
 	}
-	return nil, p.fail(ErrUnknownField, at, "%s is not a field here", quoteKey(k))
+	return names, named
 }
 
-func (t *typeInfo) element() *typeInfo {
-	if t == nil || t.fields != nil {
-		return nil
+// kindName names a JSON kind as encoding/json's errors do.
+func kindName(k jsontext.Kind) string {
+	switch k {
+	case '"':
+		return "string"
+	case '0':
+		return "number"
+	case 't', 'f':
+		return "bool"
+	case 'n':
+		return "null"
+	case '{':
+		return "object"
+	case '[':
+		return "array"
 	}
-	return t.elem
-}
-
-var typeCache sync.Map // reflect.Type → *typeInfo
-
-var (
-	jsonUnmarshaler = reflect.TypeFor[json.Unmarshaler]()
-	textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
-)
-
-func typeOf(rt reflect.Type) (*typeInfo, error) {
-	if t, ok := typeCache.Load(rt); ok {
-		return t.(*typeInfo), nil
-	}
-	t, err := buildType(rt, map[reflect.Type]*typeInfo{})
-	if err != nil {
-		return nil, err
-	}
-	typeCache.Store(rt, t)
-	return t, nil
-}
-
-func buildType(rt reflect.Type, seen map[reflect.Type]*typeInfo) (*typeInfo, error) {
-	for rt.Kind() == reflect.Pointer {
-		if rt.Implements(jsonUnmarshaler) || rt.Implements(textUnmarshaler) {
-			return nil, nil
-		}
-		rt = rt.Elem()
-	}
-	if rt.Implements(jsonUnmarshaler) || rt.Implements(textUnmarshaler) ||
-		reflect.PointerTo(rt).Implements(jsonUnmarshaler) || reflect.PointerTo(rt).Implements(textUnmarshaler) {
-		return nil, nil
-	}
-	if t, ok := seen[rt]; ok {
-		return t, nil
-	}
-	switch rt.Kind() {
-	case reflect.Struct:
-		t := &typeInfo{fields: map[string]*typeInfo{}}
-		seen[rt] = t
-		for i := 0; i < rt.NumField(); i++ {
-			f := rt.Field(i)
-			if f.Anonymous {
-				return nil, fmt.Errorf("callbody: %s embeds %s: embedded structs are not supported", rt, f.Type)
-			}
-			if !f.IsExported() {
-				continue
-			}
-			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-			if name == "-" {
-				continue
-			}
-			if name == "" {
-				name = f.Name
-			}
-			ft, err := buildType(f.Type, seen)
-			if err != nil {
-				return nil, err
-			}
-			t.fields[name] = ft
-			t.names = append(t.names, name)
-		}
-		return t, nil
-	case reflect.Slice, reflect.Array, reflect.Map:
-		if rt.Kind() == reflect.Slice && rt.Elem().Kind() == reflect.Uint8 {
-			return nil, nil // []byte, json.RawMessage
-		}
-		t := &typeInfo{}
-		seen[rt] = t
-		elem, err := buildType(rt.Elem(), seen)
-		if err != nil {
-			return nil, err
-		}
-		if elem == nil {
-			return nil, nil
-		}
-		t.elem = elem
-		return t, nil
-	}
-	return nil, nil
+	return "value"
 }

@@ -123,9 +123,22 @@ func TestDecodeStrictNeedsAPointer(t *testing.T) {
 	if err := DecodeStrict([]byte(`{}`), (*envelope)(nil), nil); err == nil {
 		t.Error("a nil pointer was accepted")
 	}
-	type embedded struct{ envelope }
-	if err := DecodeStrict([]byte(`{}`), &embedded{}, nil); err == nil || !strings.Contains(err.Error(), "embedded") {
-		t.Errorf("embedded struct: err = %v", err)
+}
+
+// TestDecodeStrictEmbedded: JSON v2 inlines an embedded struct's fields, and
+// they are checked like the others.
+func TestDecodeStrictEmbedded(t *testing.T) {
+	type embedded struct {
+		envelope
+		Extra string `json:"extra"`
+	}
+	var e embedded
+	if err := DecodeStrict([]byte(`{"connection":"crm","extra":"x"}`), &e, nil); err != nil || e.Connection != "crm" || e.Extra != "x" {
+		t.Errorf("DecodeStrict = %v, %+v", err, e)
+	}
+	err := DecodeStrict([]byte(`{"Connection":"crm"}`), &e, nil)
+	if !errors.Is(err, ErrFieldCase) || !strings.Contains(err.Error(), `the field "connection"`) {
+		t.Errorf("a promoted field in the wrong case: err = %v", err)
 	}
 }
 

@@ -18,8 +18,8 @@ import (
 // candidatePath reads candidate_config: a relative, slash-separated path
 // inside the configuration, without "." or ".." segments.
 func candidatePath(s *src, raw json.RawMessage) string {
-	p, ok := s.str("candidate_config", raw)
-	if !ok {
+	var p string
+	if !s.decode("candidate_config", raw, &p) {
 		return ""
 	}
 	if p == "" || p == "." || !fs.ValidPath(p) || strings.HasPrefix(p, "/") {

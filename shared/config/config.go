@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/callbody"
 	"github.com/countersign/countersign/shared/policy"
@@ -467,200 +469,125 @@ func (l *loader) settings() Settings {
 	if raw == nil {
 		return st
 	}
-	m, ok := s.object("", raw, "workspace", "public_url", "approvers", "timeouts", "limits", "audit", "scripts", "mcp", "sign_in", "candidate_config")
-	if !ok {
-		return st
-	}
-	if v, ok := m["candidate_config"]; ok {
+	f := settingsDoc{Workspace: &st.Workspace, Timeouts: &st.Timeouts, Limits: &st.Limits, Audit: &st.Audit, Scripts: &st.Scripts}
+	s.decode("", raw, &f) // what was read is checked
+	if f.CandidateConfig != nil {
 		if l.candidate {
 			s.errf("candidate_config", "a candidate configuration has no candidate of its own")
 		} else {
-			st.CandidateConfig = candidatePath(s, v)
+			st.CandidateConfig = candidatePath(s, json.RawMessage(f.CandidateConfig))
 		}
 	}
-	if v, ok := m["mcp"]; ok {
-		st.MCP = mcpSettings(s, v)
+	if f.MCP != nil {
+		st.MCP = mcpSettings(s, json.RawMessage(f.MCP))
 	}
-	if v, ok := m["sign_in"]; ok {
-		st.SignIn = signInSettings(s, v)
+	if f.SignIn != nil {
+		st.SignIn = signInSettings(s, json.RawMessage(f.SignIn))
 	}
-	if v, ok := m["workspace"]; ok {
-		if w, ok := s.object("workspace", v, "name", "accent_color"); ok {
-			if v, ok := w["name"]; ok {
-				if n, ok := s.str("workspace.name", v); ok {
-					if n == "" {
-						s.errf("workspace.name", "must not be empty (omit it for %q)", DefaultWorkspaceName)
-					}
-					st.Workspace.Name = n
-				}
-			}
-			if v, ok := w["accent_color"]; ok {
-				if c, ok := s.str("workspace.accent_color", v); ok {
-					if !accentColor(c) {
-						s.errf("workspace.accent_color", "%q is not a colour: use #rgb or #rrggbb (hex digits)", c)
-					}
-					st.Workspace.AccentColor = c
-				}
-			}
+	// The defaults are in range: whatever is out of range was written.
+	if st.Workspace.Name == "" {
+		s.errf("workspace.name", "must not be empty (omit it for %q)", DefaultWorkspaceName)
+	}
+	if c := st.Workspace.AccentColor; !accentColor(c) {
+		s.errf("workspace.accent_color", "%q is not a colour: use #rgb or #rrggbb (hex digits)", c)
+	}
+	if f.PublicURL != nil {
+		if u, ok := s.httpURL("public_url", *f.PublicURL); ok {
+			st.PublicURL, st.PublicURLGiven = u, true
 		}
 	}
-	if v, ok := m["public_url"]; ok {
-		if u, ok := s.str("public_url", v); ok {
-			if u, ok := s.httpURL("public_url", u); ok {
-				st.PublicURL, st.PublicURLGiven = u, true
-			}
+	if f.Approvers != nil {
+		st.Approvers = l.approvers(s, json.RawMessage(f.Approvers))
+	}
+	for _, t := range []struct {
+		key string
+		max int
+		n   int
+	}{
+		{"call_seconds", DefaultCallSeconds, st.Timeouts.CallSeconds},
+		{"script_seconds", DefaultScriptSeconds, st.Timeouts.ScriptSeconds},
+		{"redeem_seconds", DefaultRedeemSeconds, st.Timeouts.RedeemSeconds},
+	} {
+		if t.n <= 0 || t.n > t.max {
+			s.errf("timeouts."+t.key, "%d is out of range: use a whole number of seconds from 1 to %d (omit it for %d)", t.n, t.max, t.max)
 		}
 	}
-	if v, ok := m["approvers"]; ok {
-		st.Approvers = l.approvers(s, v)
+	if n := st.Audit.RetentionDays; n < 1 || n > MaxAuditRetentionDays {
+		s.errf("audit.retention_days", "%d is out of range: use a whole number of days from 1 to %d (omit it for %d)", n, MaxAuditRetentionDays, DefaultAuditRetentionDays)
 	}
-	if v, ok := m["timeouts"]; ok {
-		if t, ok := s.object("timeouts", v, "call_seconds", "script_seconds", "redeem_seconds"); ok {
-			for _, f := range []struct {
-				key string
-				max int
-				dst *int
-			}{
-				{"call_seconds", DefaultCallSeconds, &st.Timeouts.CallSeconds},
-				{"script_seconds", DefaultScriptSeconds, &st.Timeouts.ScriptSeconds},
-				{"redeem_seconds", DefaultRedeemSeconds, &st.Timeouts.RedeemSeconds},
-			} {
-				v, ok := t[f.key]
-				if !ok {
-					continue
-				}
-				path := "timeouts." + f.key
-				if n, ok := s.integer(path, v); ok {
-					if n <= 0 || n > f.max {
-						s.errf(path, "%d is out of range: use a whole number of seconds from 1 to %d (omit it for %d)", n, f.max, f.max)
-						continue
-					}
-					*f.dst = n
-				}
-			}
+	for _, r := range limitRanges {
+		if n := *r.dst(&st.Limits); n < r.min || n > r.max {
+			s.errf("limits."+r.key, "%d is out of range: use a whole number from %d to %d (omit it for %d)", n, r.min, r.max, *r.dst(&DefaultLimits))
 		}
 	}
-	if v, ok := m["audit"]; ok {
-		if a, ok := s.object("audit", v, "auto_calls", "retention_days"); ok {
-			if v, ok := a["auto_calls"]; ok {
-				st.Audit.AutoCalls, _ = s.boolean("audit.auto_calls", v)
-			}
-			if v, ok := a["retention_days"]; ok {
-				if n, ok := s.integer("audit.retention_days", v); ok {
-					if n < 1 || n > MaxAuditRetentionDays {
-						s.errf("audit.retention_days", "%d is out of range: use a whole number of days from 1 to %d (omit it for %d)", n, MaxAuditRetentionDays, DefaultAuditRetentionDays)
-					} else {
-						st.Audit.RetentionDays = n
-					}
-				}
-			}
+	for _, r := range []struct {
+		key      string
+		min, max int
+		unit     string
+		n, def   int
+	}{
+		{"time_limit_ms", 10, 20000, "milliseconds", st.Scripts.TimeLimitMS, DefaultScripts.TimeLimitMS},
+		{"max_calls", 1, 1000, "calls", st.Scripts.MaxCalls, DefaultScripts.MaxCalls},
+		{"max_script_bytes", 1, 256 << 10, "bytes", st.Scripts.MaxScriptBytes, DefaultScripts.MaxScriptBytes},
+		{"max_result_bytes", 1, 4 << 20, "bytes", st.Scripts.MaxResultBytes, DefaultScripts.MaxResultBytes},
+		{"memory_mib", 8, 1024, "MiB", st.Scripts.MemoryMiB, DefaultScripts.MemoryMiB},
+	} {
+		if r.n < r.min || r.n > r.max {
+			s.errf("scripts."+r.key, "%d is out of range: use a whole number of %s from %d to %d (omit it for %d)", r.n, r.unit, r.min, r.max, r.def)
 		}
-	}
-	if v, ok := m["limits"]; ok {
-		keys := make([]string, len(limitRanges))
-		for i, r := range limitRanges {
-			keys[i] = r.key
-		}
-		if lm, ok := s.object("limits", v, keys...); ok {
-			for _, r := range limitRanges {
-				v, ok := lm[r.key]
-				if !ok {
-					continue
-				}
-				path := "limits." + r.key
-				if n, ok := s.integer(path, v); ok {
-					if n < r.min || n > r.max {
-						s.errf(path, "%d is out of range: use a whole number from %d to %d (omit it for %d)", n, r.min, r.max, *r.dst(&DefaultLimits))
-						continue
-					}
-					*r.dst(&st.Limits) = n
-				}
-			}
-		}
-	}
-	if v, ok := m["scripts"]; ok {
-		st.Scripts = scriptLimits(s, v)
 	}
 	return st
 }
 
-// scriptLimits reads the scripts block: each limit a whole number in its range.
-func scriptLimits(s *src, raw json.RawMessage) Scripts {
-	out := DefaultScripts
-	m, ok := s.object("scripts", raw, "time_limit_ms", "max_calls", "max_script_bytes", "max_result_bytes", "memory_mib")
-	if !ok {
-		return out
-	}
-	for _, f := range []struct {
-		key      string
-		min, max int
-		unit     string
-		dst      *int
-	}{
-		{"time_limit_ms", 10, 20000, "milliseconds", &out.TimeLimitMS},
-		{"max_calls", 1, 1000, "calls", &out.MaxCalls},
-		{"max_script_bytes", 1, 256 << 10, "bytes", &out.MaxScriptBytes},
-		{"max_result_bytes", 1, 4 << 20, "bytes", &out.MaxResultBytes},
-		{"memory_mib", 8, 1024, "MiB", &out.MemoryMiB},
-	} {
-		v, ok := m[f.key]
-		if !ok {
-			continue
-		}
-		path := "scripts." + f.key
-		n, ok := s.integer(path, v)
-		if !ok {
-			continue
-		}
-		if n < f.min || n > f.max {
-			s.errf(path, "%d is out of range: use a whole number of %s from %d to %d (omit it for %d)", n, f.unit, f.min, f.max, *f.dst)
-			continue
-		}
-		*f.dst = n
-	}
-	return out
+// settingsDoc is settings.json as written: the parts that are read field
+// by field (approvers, mcp, sign_in, candidate_config) stay JSON.
+type settingsDoc struct {
+	Workspace       *Workspace     `json:"workspace"`
+	PublicURL       *string        `json:"public_url"`
+	Approvers       jsontext.Value `json:"approvers"`
+	Timeouts        *Timeouts      `json:"timeouts"`
+	Limits          *Limits        `json:"limits"`
+	Audit           *Audit         `json:"audit"`
+	Scripts         *Scripts       `json:"scripts"`
+	MCP             jsontext.Value `json:"mcp"`
+	SignIn          jsontext.Value `json:"sign_in"`
+	CandidateConfig jsontext.Value `json:"candidate_config"`
 }
 
 func (l *loader) approvers(s *src, raw json.RawMessage) Approvers {
 	var a Approvers
-	m, ok := s.object("approvers", raw, "console", "webhooks", "sign_in")
-	if !ok {
+	var doc struct {
+		Console  bool `json:"console"`
+		Webhooks []struct {
+			Name   *string        `json:"name"`
+			URL    jsontext.Value `json:"url"`
+			Format *string        `json:"format"`
+			Secret jsontext.Value `json:"secret"`
+		} `json:"webhooks"`
+		SignIn *string `json:"sign_in"`
+	}
+	if !s.decode("approvers", raw, &doc) {
 		return a
 	}
-	if v, ok := m["sign_in"]; ok {
-		if mode, ok := s.str("approvers.sign_in", v); ok {
-			switch mode {
-			case ApproverSignInRequired, ApproverSignInOptional:
-				a.SignIn = mode
-			default:
-				s.errf("approvers.sign_in", `%q is not a sign-in mode: use "required" or "optional"`, mode)
-			}
+	if mode := doc.SignIn; mode != nil {
+		switch *mode {
+		case ApproverSignInRequired, ApproverSignInOptional:
+			a.SignIn = *mode
+		default:
+			s.errf("approvers.sign_in", `%q is not a sign-in mode: use "required" or "optional"`, *mode)
 		}
 	}
-	if v, ok := m["console"]; ok {
-		a.Console, _ = s.boolean("approvers.console", v)
-	}
-	v, ok := m["webhooks"]
-	if !ok {
-		return a
-	}
-	items, ok := s.array("approvers.webhooks", v)
-	if !ok {
-		return a
-	}
+	a.Console = doc.Console
 	seen := map[string]int{}
-	for i, item := range items {
+	for i, w := range doc.Webhooks {
 		path := index("approvers.webhooks", i)
-		w, ok := s.object(path, item, "name", "url", "format", "secret")
-		if !ok {
-			continue
-		}
 		wh := Webhook{Format: "json"}
 		valid := true
-		if v, ok := w["name"]; !ok {
+		if w.Name == nil {
 			s.errf(field(path, "name"), "missing: every webhook needs a name ([a-z0-9][a-z0-9_-]*)")
 			valid = false
-		} else if n, ok := s.str(field(path, "name"), v); ok {
+		} else {
+			n := *w.Name
 			switch j, dup := seen[n]; {
 			case !validName(n):
 				s.errf(field(path, "name"), "%q is not a valid approver name: use lowercase letters, digits, _ and - ([a-z0-9][a-z0-9_-]*)", n)
@@ -675,13 +602,11 @@ func (l *loader) approvers(s *src, raw json.RawMessage) Approvers {
 				seen[n] = i
 			}
 			wh.Name = n
-		} else {
-			valid = false
 		}
-		if v, ok := w["url"]; !ok {
+		if w.URL == nil {
 			s.errf(field(path, "url"), "missing: every webhook needs an absolute http(s) url")
 			valid = false
-		} else if u, ref, ok := s.secretOrRef(field(path, "url"), v); !ok {
+		} else if u, ref, ok := s.secretOrRef(field(path, "url"), json.RawMessage(w.URL)); !ok {
 			valid = false
 		} else if wh.URLRef = ref; ref.IsZero() {
 			wh.URL, ok = s.httpURL(field(path, "url"), u)
@@ -694,19 +619,17 @@ func (l *loader) approvers(s *src, raw json.RawMessage) Approvers {
 			}
 			wh.URL = strings.TrimRight(u, "/")
 		}
-		if v, ok := w["format"]; ok {
-			if f, ok := s.str(field(path, "format"), v); ok {
-				if f != "json" && f != "slack" {
-					s.errf(field(path, "format"), `%q is not a webhook format: use "json" (the default) or "slack"`, f)
-					valid = false
-				}
-				wh.Format = f
+		if f := w.Format; f != nil {
+			if *f != "json" && *f != "slack" {
+				s.errf(field(path, "format"), `%q is not a webhook format: use "json" (the default) or "slack"`, *f)
+				valid = false
 			}
+			wh.Format = *f
 		}
-		if v, ok := w["secret"]; !ok {
+		if w.Secret == nil {
 			s.errf(field(path, "secret"), "missing: every webhook needs a secret to sign its deliveries")
 			valid = false
-		} else if sec, ref, ok := s.secretOrRef(field(path, "secret"), v); !ok {
+		} else if sec, ref, ok := s.secretOrRef(field(path, "secret"), json.RawMessage(w.Secret)); !ok {
 			valid = false
 		} else {
 			if sec == "" && ref.IsZero() {

@@ -6,9 +6,13 @@ import (
 	"fmt"
 	"github.com/countersign/countersign/shared/canon"
 	"io/fs"
+	"maps"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
+
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/countersign/countersign/shared/policy"
 )
@@ -88,8 +92,8 @@ func (l *loader) connection(name string) (loadedConn, bool) {
 	if raw == nil {
 		return loadedConn{}, false
 	}
-	m, ok := s.object("", raw, "base_url", "headers", "forward_headers", "endpoints", "delegations", "hooks", "approval", "escalate")
-	if !ok {
+	var doc policyDoc
+	if !s.decode("", raw, &doc) {
 		return loadedConn{}, false
 	}
 	cl := &connLoad{l: l, name: name, shapes: map[string]shapeOwner{}, opIDs: map[string]string{}, tools: map[string]string{}}
@@ -97,99 +101,53 @@ func (l *loader) connection(name string) (loadedConn, bool) {
 	tc := &policy.Connection{Name: name, OutOfBandOnly: false}
 	var locs []epLoc
 
-	if v, ok := m["base_url"]; !ok {
+	if doc.BaseURL == nil {
 		s.errf("base_url", "missing: the upstream's absolute http(s) URL is required")
-	} else if u, ok := s.str("base_url", v); ok {
-		conn.BaseURL, _ = s.httpURL("base_url", u)
+	} else {
+		conn.BaseURL, _ = s.httpURL("base_url", *doc.BaseURL)
 	}
-	if v, ok := m["headers"]; ok && canon.Kind(v) != "an object" {
-		s.errf("headers", "want a JSON object of header names to string values, got %s", canon.Kind(v))
-	} else if ok {
-		var h map[string]json.RawMessage
-		_ = json.Unmarshal(v, &h)
-		keys := make([]string, 0, len(h))
-		for k := range h {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		for _, k := range keys {
-			p := field("headers", k)
-			if k == "" {
-				s.errf(p, "a header needs a name")
-				continue
-			}
-			if sv, ok := s.str(p, h[k]); ok {
-				if ev, ok := s.expand(p, sv); ok {
-					conn.Headers[k] = ev
-				}
-			}
+	for _, k := range slices.Sorted(maps.Keys(doc.Headers)) {
+		p := field("headers", k)
+		if k == "" {
+			s.errf(p, "a header needs a name")
+		} else if ev, ok := s.expand(p, doc.Headers[k]); ok {
+			conn.Headers[k] = ev
 		}
 	}
-	if v, ok := m["forward_headers"]; ok {
-		conn.ForwardHeaders = s.forwardHeaders("forward_headers", v)
+	if doc.ForwardHeaders != nil {
+		conn.ForwardHeaders = s.forwardHeaders("forward_headers", json.RawMessage(doc.ForwardHeaders))
 	}
-	if v, ok := m["endpoints"]; ok {
-		if items, ok := s.array("endpoints", v); ok {
-			for i, item := range items {
-				if ep := cl.endpoint(s, rel, index("endpoints", i), item); ep != nil {
-					tc.Endpoints = append(tc.Endpoints, ep)
-					locs = append(locs, epLoc{ep: ep, file: rel, path: index("endpoints", i)})
-				}
-			}
+	for i, item := range doc.Endpoints {
+		if ep := cl.endpoint(s, rel, index("endpoints", i), json.RawMessage(item)); ep != nil {
+			tc.Endpoints = append(tc.Endpoints, ep)
+			locs = append(locs, epLoc{ep: ep, file: rel, path: index("endpoints", i)})
 		}
 	}
-	if v, ok := m["delegations"]; ok {
-		if d, ok := s.object("delegations", v, "escalateConfirm"); ok {
-			if v, ok := d["escalateConfirm"]; ok {
-				tc.EscalateDelegated, _ = s.boolean("delegations.escalateConfirm", v)
-			}
+	tc.EscalateDelegated = doc.Delegations.EscalateConfirm
+	for i, h := range doc.Hooks {
+		p := field(index("hooks", i), "url")
+		if h.URL == nil {
+			s.errf(p, "missing: a hook needs an absolute http(s) url")
+		} else if u, ok := s.httpURL(p, *h.URL); ok {
+			conn.Hooks = append(conn.Hooks, Hook{URL: u})
 		}
 	}
-	if v, ok := m["hooks"]; ok {
-		if items, ok := s.array("hooks", v); ok {
-			for i, item := range items {
-				p := index("hooks", i)
-				h, ok := s.object(p, item, "url")
-				if !ok {
-					continue
-				}
-				if v, ok := h["url"]; !ok {
-					s.errf(field(p, "url"), "missing: a hook needs an absolute http(s) url")
-				} else if u, ok := s.str(field(p, "url"), v); ok {
-					if u, ok := s.httpURL(field(p, "url"), u); ok {
-						conn.Hooks = append(conn.Hooks, Hook{URL: u})
-					}
-				}
-			}
+	a := doc.Approval
+	if a.Remember != nil {
+		tc.Remember = s.remember("approval.remember", json.RawMessage(a.Remember))
+	}
+	if a.Required != nil {
+		var n int
+		if err := json.Unmarshal(a.Required, &n); err != nil || n < 2 || n > 5 {
+			s.errf("approval.required", "%s is not a quorum: use a whole number of approvers from 2 to 5 (omit it for one)", string(a.Required))
+		} else {
+			tc.Required = n
 		}
 	}
-	if v, ok := m["approval"]; ok {
-		if a, ok := s.object("approval", v, "out_of_band_only", "approvers", "separate_approver", "required", "remember", "passkey"); ok {
-			if v, ok := a["remember"]; ok {
-				tc.Remember = s.remember("approval.remember", v)
-			}
-			if v, ok := a["required"]; ok {
-				var n int
-				if err := json.Unmarshal(v, &n); err != nil || n < 2 || n > 5 {
-					s.errf("approval.required", "%s is not a quorum: use a whole number of approvers from 2 to 5 (omit it for one)", string(v))
-				} else {
-					tc.Required = n
-				}
-			}
-			if v, ok := a["out_of_band_only"]; ok {
-				conn.OutOfBandOnly, _ = s.boolean("approval.out_of_band_only", v)
-			}
-			if v, ok := a["approvers"]; ok {
-				tc.Approvers = s.approvers("approval.approvers", v)
-			}
-			if v, ok := a["separate_approver"]; ok {
-				tc.SeparateApprover, _ = s.boolean("approval.separate_approver", v)
-			}
-			if v, ok := a["passkey"]; ok {
-				tc.Passkey, _ = s.boolean("approval.passkey", v)
-			}
-		}
+	if a.Approvers != nil {
+		tc.Approvers = s.approvers("approval.approvers", json.RawMessage(a.Approvers))
 	}
+	conn.OutOfBandOnly, tc.SeparateApprover, tc.Passkey = a.OutOfBandOnly, a.SeparateApprover, a.Passkey
 	tc.Hooked = len(conn.Hooks) > 0
 	// Under four eyes the approvers decide: nobody is asked in the client
 	// that made the call, which is the person who may not approve it.
@@ -202,10 +160,10 @@ func (l *loader) connection(name string) (loadedConn, bool) {
 		tc.Endpoints = append(tc.Endpoints, t.ep)
 		locs = append(locs, epLoc{ep: t.ep, file: t.file, path: "name"})
 	}
-	if v, ok := m["escalate"]; ok {
+	if doc.Escalate != nil {
 		// A connection's rate rules apply to each of its endpoints, each
 		// counted per credential and endpoint, after the endpoint's own.
-		for _, r := range s.connectionRates(rel, v) {
+		for _, r := range s.connectionRates(rel, json.RawMessage(doc.Escalate)) {
 			for _, ep := range tc.Endpoints {
 				ep.Rates = append(ep.Rates, r)
 			}
@@ -220,6 +178,50 @@ func (l *loader) connection(name string) (loadedConn, bool) {
 	}
 	cl.resolveShows(tc.Endpoints)
 	return loadedConn{conn: conn, tier: tc, locs: locs}, len(l.errs) == nerr
+}
+
+// policyDoc is a connection's policy.json as written: the parts that are
+// read field by field stay JSON.
+type policyDoc struct {
+	BaseURL        *string           `json:"base_url"`
+	Headers        map[string]string `json:"headers"`
+	ForwardHeaders jsontext.Value    `json:"forward_headers"`
+	Endpoints      []jsontext.Value  `json:"endpoints"`
+	Delegations    struct {
+		EscalateConfirm bool `json:"escalateConfirm"`
+	} `json:"delegations"`
+	Hooks []struct {
+		URL *string `json:"url"`
+	} `json:"hooks"`
+	Approval struct {
+		OutOfBandOnly    bool           `json:"out_of_band_only"`
+		Approvers        jsontext.Value `json:"approvers"`
+		SeparateApprover bool           `json:"separate_approver"`
+		Required         jsontext.Value `json:"required"`
+		Remember         jsontext.Value `json:"remember"`
+		Passkey          bool           `json:"passkey"`
+	} `json:"approval"`
+	Escalate jsontext.Value `json:"escalate"`
+}
+
+// endpointDoc is one of policy.json's endpoints as written.
+type endpointDoc struct {
+	Method             *string          `json:"method"`
+	Path               *string          `json:"path"`
+	Confirm            jsontext.Value   `json:"confirm"`
+	OperationID        *string          `json:"operation_id"`
+	Escalate           []jsontext.Value `json:"escalate"`
+	EncodedSlashParams []string         `json:"encoded_slash_params"`
+	Approval           struct {
+		Approvers        jsontext.Value `json:"approvers"`
+		SeparateApprover *bool          `json:"separate_approver"`
+		OutOfBandOnly    *bool          `json:"out_of_band_only"`
+		Required         jsontext.Value `json:"required"`
+		Remember         jsontext.Value `json:"remember"`
+		Passkey          *bool          `json:"passkey"`
+		Editable         jsontext.Value `json:"editable"`
+	} `json:"approval"`
+	Show jsontext.Value `json:"show"`
 }
 
 // envName reports [A-Za-z_][A-Za-z0-9_]*.
@@ -275,11 +277,7 @@ func (s *src) expand(p, v string) (string, bool) {
 const confirmAllowed = `omit confirm for auto, or use true, "review" or "never"`
 
 // method checks an HTTP method.
-func (s *src) method(p string, raw json.RawMessage) (string, bool) {
-	m, ok := s.str(p, raw)
-	if !ok {
-		return "", false
-	}
+func (s *src) method(p, m string) (string, bool) {
 	if policy.ValidMethod(m) {
 		return m, true
 	}
@@ -293,11 +291,7 @@ func (s *src) method(p string, raw json.RawMessage) (string, bool) {
 }
 
 // template checks a path template and returns its parameters and shape.
-func (s *src) template(p string, raw json.RawMessage) (tmpl string, params []string, shape string, ok bool) {
-	t, ok := s.str(p, raw)
-	if !ok {
-		return "", nil, "", false
-	}
+func (s *src) template(p, t string) (tmpl string, params []string, shape string, ok bool) {
 	params, shape, err := policy.ParseTemplate(t)
 	if err != nil {
 		s.errf(p, "%q is not a path template: %v (a template starts with / and each segment is a literal or a whole {name}, at most %d parameters)", t, err, policy.MaxParams)
@@ -323,65 +317,48 @@ func (cl *connLoad) claim(s *src, p string, o shapeOwner, shape string) bool {
 }
 
 func (cl *connLoad) endpoint(s *src, rel, p string, raw json.RawMessage) *policy.Endpoint {
-	m, ok := s.object(p, raw, "method", "path", "confirm", "operation_id", "escalate", "encoded_slash_params", "approval", "show")
-	if !ok {
+	nerr := len(cl.l.errs)
+	var doc endpointDoc
+	if !s.decode(p, raw, &doc) {
 		return nil
 	}
-	nerr := len(cl.l.errs)
 	ep := &policy.Endpoint{}
-	if v, ok := m["approval"]; ok {
-		if a, ok := s.object(field(p, "approval"), v, "approvers", "separate_approver", "out_of_band_only", "required", "remember", "passkey", "editable"); ok {
-			if v, ok := a["remember"]; ok {
-				ep.Remember = s.remember(field(p, "approval.remember"), v)
-			}
-			if v, ok := a["editable"]; ok {
-				ep.Editable = s.editable(field(p, "approval.editable"), v)
-			}
-			if v, ok := a["approvers"]; ok {
-				ep.Approvers = s.approvers(field(p, "approval.approvers"), v)
-			}
-			// Each key replaces the connection's for calls to this endpoint.
-			if v, ok := a["required"]; ok {
-				var n int
-				if err := json.Unmarshal(v, &n); err != nil || n < 1 || n > 5 {
-					s.errf(field(p, "approval.required"), "%s is not a quorum: use a whole number of approvers from 2 to 5, or 1 for one approval whatever the connection asks", string(v))
-				} else {
-					ep.Required = n
-				}
-			}
-			if v, ok := a["separate_approver"]; ok {
-				if b, ok := s.boolean(field(p, "approval.separate_approver"), v); ok {
-					ep.SeparateApprover = &b
-				}
-			}
-			if v, ok := a["out_of_band_only"]; ok {
-				if b, ok := s.boolean(field(p, "approval.out_of_band_only"), v); ok {
-					ep.OutOfBandOnly = &b
-				}
-			}
-			if v, ok := a["passkey"]; ok {
-				if b, ok := s.boolean(field(p, "approval.passkey"), v); ok {
-					ep.Passkey = &b
-				}
-			}
+	a := doc.Approval
+	if a.Remember != nil {
+		ep.Remember = s.remember(field(p, "approval.remember"), json.RawMessage(a.Remember))
+	}
+	if a.Editable != nil {
+		ep.Editable = s.editable(field(p, "approval.editable"), json.RawMessage(a.Editable))
+	}
+	if a.Approvers != nil {
+		ep.Approvers = s.approvers(field(p, "approval.approvers"), json.RawMessage(a.Approvers))
+	}
+	// Each key replaces the connection's for calls to this endpoint.
+	if a.Required != nil {
+		var n int
+		if err := json.Unmarshal(a.Required, &n); err != nil || n < 1 || n > 5 {
+			s.errf(field(p, "approval.required"), "%s is not a quorum: use a whole number of approvers from 2 to 5, or 1 for one approval whatever the connection asks", string(a.Required))
+		} else {
+			ep.Required = n
 		}
 	}
+	ep.SeparateApprover, ep.OutOfBandOnly, ep.Passkey = a.SeparateApprover, a.OutOfBandOnly, a.Passkey
 	var params []string
 	var shape string
 	tmplOK := false
-	if v, ok := m["method"]; !ok {
+	if doc.Method == nil {
 		s.errf(field(p, "method"), "missing: use one of %s", strings.Join(policy.Methods[:], ", "))
 	} else {
-		ep.Method, _ = s.method(field(p, "method"), v)
+		ep.Method, _ = s.method(field(p, "method"), *doc.Method)
 	}
-	if v, ok := m["path"]; !ok {
+	if doc.Path == nil {
 		s.errf(field(p, "path"), "missing: a path template such as /contacts/{id} is required")
 	} else {
-		ep.Path, params, shape, tmplOK = s.template(field(p, "path"), v)
+		ep.Path, params, shape, tmplOK = s.template(field(p, "path"), *doc.Path)
 	}
 	confirmText := "(no confirm: auto)"
-	if v, ok := m["confirm"]; ok {
-		switch c := strings.TrimSpace(string(v)); c {
+	if doc.Confirm != nil {
+		switch c := string(doc.Confirm); c {
 		case "true":
 			ep.Tier, confirmText = policy.Confirm, "confirm: true"
 		case `"review"`:
@@ -398,61 +375,49 @@ func (cl *connLoad) endpoint(s *src, rel, p string, raw json.RawMessage) *policy
 		}
 	}
 	ep.Recorded = ep.Tier
-	if v, ok := m["operation_id"]; ok {
-		if id, ok := s.str(field(p, "operation_id"), v); ok {
-			switch prev, dup := cl.opIDs[id]; {
-			case id == "":
-				s.errf(field(p, "operation_id"), "must not be empty (omit it instead)")
-			case dup:
-				s.errf(field(p, "operation_id"), "%q is already the operation_id of %s: operation ids are unique within a connection", id, prev)
-			default:
-				cl.opIDs[id] = p
-				ep.OperationID = id
-			}
+	if id := doc.OperationID; id != nil {
+		switch prev, dup := cl.opIDs[*id]; {
+		case *id == "":
+			s.errf(field(p, "operation_id"), "must not be empty (omit it instead)")
+		case dup:
+			s.errf(field(p, "operation_id"), "%q is already the operation_id of %s: operation ids are unique within a connection", *id, prev)
+		default:
+			cl.opIDs[*id] = p
+			ep.OperationID = *id
 		}
 	}
-	if v, ok := m["escalate"]; ok {
-		if items, ok := s.array(field(p, "escalate"), v); ok {
-			for i, item := range items {
-				ip := index(field(p, "escalate"), i)
-				if isRate(item) {
-					if r, ok := s.rate(ip, item); ok {
-						r.Rule = fmt.Sprintf("%s %s rate %d calls per %d s: %s", rel, ip, r.Calls, r.PerSeconds, r.Escalate)
-						ep.Rates = append(ep.Rates, r)
-					}
-					continue
-				}
-				if th, ok := s.threshold(ip, item, params, tmplOK); ok {
-					ep.Escalate = append(ep.Escalate, th)
-				}
+	for i, item := range doc.Escalate {
+		ip := index(field(p, "escalate"), i)
+		if isRate(json.RawMessage(item)) {
+			if r, ok := s.rate(ip, json.RawMessage(item)); ok {
+				r.Rule = fmt.Sprintf("%s %s rate %d calls per %d s: %s", rel, ip, r.Calls, r.PerSeconds, r.Escalate)
+				ep.Rates = append(ep.Rates, r)
 			}
-			if len(ep.Rates) > policy.MaxRates {
-				s.errf(field(p, "escalate"), "%d rate rules: at most %d per endpoint, its connection's included (each is a store write per call)", len(ep.Rates), policy.MaxRates)
-			}
+			continue
+		}
+		if th, ok := s.threshold(ip, json.RawMessage(item), params, tmplOK); ok {
+			ep.Escalate = append(ep.Escalate, th)
 		}
 	}
-	if v, ok := m["encoded_slash_params"]; ok {
-		// Parameters whose value may hold an encoded slash (%2F): off by
-		// default, since an upstream that decodes the path reads it as a
-		// separator and may route to an endpoint this policy does not list.
-		if items, ok := s.array(field(p, "encoded_slash_params"), v); ok {
-			for i, item := range items {
-				ip := index(field(p, "encoded_slash_params"), i)
-				name, ok := s.str(ip, item)
-				switch {
-				case !ok:
-				case tmplOK && !slices.Contains(params, name):
-					s.errf(ip, "%q names no parameter of the endpoint's path", name)
-				case slices.Contains(ep.SlashParams, name):
-					s.errf(ip, "%q is listed twice", name)
-				default:
-					ep.SlashParams = append(ep.SlashParams, name)
-				}
-			}
+	if len(ep.Rates) > policy.MaxRates {
+		s.errf(field(p, "escalate"), "%d rate rules: at most %d per endpoint, its connection's included (each is a store write per call)", len(ep.Rates), policy.MaxRates)
+	}
+	// Parameters whose value may hold an encoded slash (%2F): off by
+	// default, since an upstream that decodes the path reads it as a
+	// separator and may route to an endpoint this policy does not list.
+	for i, name := range doc.EncodedSlashParams {
+		ip := index(field(p, "encoded_slash_params"), i)
+		switch {
+		case tmplOK && !slices.Contains(params, name):
+			s.errf(ip, "%q names no parameter of the endpoint's path", name)
+		case slices.Contains(ep.SlashParams, name):
+			s.errf(ip, "%q is listed twice", name)
+		default:
+			ep.SlashParams = append(ep.SlashParams, name)
 		}
 	}
-	if v, ok := m["show"]; ok {
-		if show, ok := s.show(field(p, "show"), v, params, tmplOK); ok {
+	if doc.Show != nil {
+		if show, ok := s.show(field(p, "show"), json.RawMessage(doc.Show), params, tmplOK); ok {
 			ep.Show = show.show
 			show.ep = ep
 			cl.shows = append(cl.shows, show)
@@ -474,16 +439,21 @@ func (cl *connLoad) endpoint(s *src, rel, p string, raw json.RawMessage) *policy
 
 func (s *src) threshold(p string, raw json.RawMessage, params []string, tmplOK bool) (policy.Threshold, bool) {
 	var th policy.Threshold
-	m, ok := s.object(p, raw, "field", "above", "escalate")
-	if !ok {
+	var doc struct {
+		Field    *string        `json:"field"`
+		Above    jsontext.Value `json:"above"`
+		Escalate *string        `json:"escalate"`
+	}
+	if !s.decode(p, raw, &doc) {
 		return th, false
 	}
 	good := true
 	const fields = "use body.<json path>, query.<name> or path.<param>"
-	if v, ok := m["field"]; !ok {
+	if doc.Field == nil {
 		s.errf(field(p, "field"), "missing: %s", fields)
 		good = false
-	} else if f, ok := s.str(field(p, "field"), v); ok {
+	} else {
+		f := *doc.Field
 		th.Field = f
 		src, rest, _ := strings.Cut(f, ".")
 		switch src {
@@ -516,19 +486,19 @@ func (s *src) threshold(p string, raw json.RawMessage, params []string, tmplOK b
 			s.errf(field(p, "field"), "%q is not a field: %s", f, fields)
 			good = false
 		}
-	} else {
-		good = false
 	}
-	if v, ok := m["above"]; !ok {
+	var err error
+	if v := doc.Above; v == nil {
 		s.errf(field(p, "above"), "escalation rule without a number: above is required (a JSON number such as 10000)")
 		good = false
-	} else if k := canon.Kind(v); k != "a number" {
+	} else if k := canon.Kind(json.RawMessage(v)); k != "a number" {
 		s.errf(field(p, "above"), "escalation rule without a number: above must be a JSON number, not %s", k)
 		good = false
-	} else if th.Above, ok = s.number(field(p, "above"), v); !ok {
+	} else if th.Above, err = strconv.ParseFloat(string(v), 64); err != nil {
+		s.errf(field(p, "above"), "want a JSON number that fits a float64: %v", err)
 		good = false
 	}
-	if t, ok := s.escalateTo(p, m); ok {
+	if t, ok := s.escalateTo(p, doc.Escalate); ok {
 		th.Escalate = t
 	} else {
 		good = false
@@ -538,23 +508,18 @@ func (s *src) threshold(p string, raw json.RawMessage, params []string, tmplOK b
 
 // escalateTo reads an escalate[] rule's "escalate" (p is the rule's
 // path): the tier it raises to, "review" or "never", the only two.
-func (s *src) escalateTo(p string, m map[string]json.RawMessage) (policy.Tier, bool) {
-	v, ok := m["escalate"]
-	if !ok {
+func (s *src) escalateTo(p string, to *string) (policy.Tier, bool) {
+	if to == nil {
 		s.errf(field(p, "escalate"), `missing: use "review" or "never"`)
 		return 0, false
 	}
-	e, ok := s.str(field(p, "escalate"), v)
-	if !ok {
-		return 0, false
-	}
-	switch e {
+	switch e := *to; e {
 	case "review":
 		return policy.Review, true
 	case "never":
 		return policy.Never, true
 	}
-	s.errf(field(p, "escalate"), `%q is not allowed: escalation only raises, to "review" or "never"`, e)
+	s.errf(field(p, "escalate"), `%q is not allowed: escalation only raises, to "review" or "never"`, *to)
 	return 0, false
 }
 
@@ -597,15 +562,28 @@ func (cl *connLoad) tool(rel string) (loadedTool, bool) {
 	if raw == nil {
 		return loadedTool{}, false
 	}
-	m, ok := s.object("", raw, "name", "description", "exposure", "llm_callable", "call")
-	if !ok {
+	nerr := len(cl.l.errs)
+	var doc struct {
+		Name        *string `json:"name"`
+		Description string  `json:"description"`
+		Exposure    struct {
+			Kind   *string `json:"kind"`
+			Prompt string  `json:"prompt"`
+		} `json:"exposure"`
+		LLMCallable *bool `json:"llm_callable"`
+		Call        *struct {
+			Method *string `json:"method"`
+			Path   *string `json:"path"`
+		} `json:"call"`
+	}
+	if !s.decode("", raw, &doc) {
 		return loadedTool{}, false
 	}
-	nerr := len(cl.l.errs)
-	t := &Tool{Kind: KindOpen, LLMCallable: true}
-	if v, ok := m["name"]; !ok {
+	t := &Tool{Kind: KindOpen, LLMCallable: true, Description: doc.Description, Prompt: doc.Exposure.Prompt}
+	if doc.Name == nil {
 		s.errf("name", "missing: a tool needs a name (a letter or _, then letters, digits, _ or -, at most 64)")
-	} else if n, ok := s.str("name", v); ok {
+	} else {
+		n := *doc.Name
 		switch prev, dup := cl.tools[n]; {
 		case !toolName(n):
 			s.errf("name", "%q is not a valid tool name: a letter or _, then letters, digits, _ or -, at most 64", n)
@@ -616,45 +594,31 @@ func (cl *connLoad) tool(rel string) (loadedTool, bool) {
 		}
 		t.Name = n
 	}
-	if v, ok := m["description"]; ok {
-		t.Description, _ = s.str("description", v)
-	}
-	if v, ok := m["exposure"]; ok {
-		if x, ok := s.object("exposure", v, "kind", "prompt"); ok {
-			if v, ok := x["kind"]; ok {
-				if k, ok := s.str("exposure.kind", v); ok {
-					switch ToolKind(k) {
-					case KindOpen, KindRequiresConfirmation, KindOperatorGated:
-						t.Kind = ToolKind(k)
-					default:
-						s.errf("exposure.kind", `%q is not allowed: use "open" (the default), "requires-confirmation" or "operator-gated"`, k)
-					}
-				}
-			}
-			if v, ok := x["prompt"]; ok {
-				t.Prompt, _ = s.str("exposure.prompt", v)
-			}
+	if k := doc.Exposure.Kind; k != nil {
+		switch ToolKind(*k) {
+		case KindOpen, KindRequiresConfirmation, KindOperatorGated:
+			t.Kind = ToolKind(*k)
+		default:
+			s.errf("exposure.kind", `%q is not allowed: use "open" (the default), "requires-confirmation" or "operator-gated"`, *k)
 		}
 	}
-	if v, ok := m["llm_callable"]; ok {
-		if b, ok := s.boolean("llm_callable", v); ok {
-			t.LLMCallable = b
-		}
+	if doc.LLMCallable != nil {
+		t.LLMCallable = *doc.LLMCallable
 	}
 	var shape string
 	callOK := false
-	if v, ok := m["call"]; !ok {
+	if c := doc.Call; c == nil {
 		s.errf("call", `missing: a tool needs "call": {"method": ..., "path": ...}`)
-	} else if c, ok := s.object("call", v, "method", "path"); ok {
-		if v, ok := c["method"]; !ok {
+	} else {
+		if c.Method == nil {
 			s.errf("call.method", "missing: use one of %s", strings.Join(policy.Methods[:], ", "))
 		} else {
-			t.Method, _ = s.method("call.method", v)
+			t.Method, _ = s.method("call.method", *c.Method)
 		}
-		if v, ok := c["path"]; !ok {
+		if c.Path == nil {
 			s.errf("call.path", "missing: a path template such as /contacts/{id}/archive is required")
 		} else {
-			t.Path, _, shape, callOK = s.template("call.path", v)
+			t.Path, _, shape, callOK = s.template("call.path", *c.Path)
 		}
 	}
 	if t.Method != "" && callOK {
@@ -682,8 +646,8 @@ func (cl *connLoad) tool(rel string) (loadedTool, bool) {
 // approvers reads an approval.approvers list: e-mails, "@domain" and
 // "group:<name>" entries, at least one, none twice.
 func (s *src) approvers(p string, raw json.RawMessage) *policy.Approvers {
-	items, ok := s.array(p, raw)
-	if !ok {
+	var items []string
+	if !s.decode(p, raw, &items) {
 		return nil
 	}
 	if len(items) == 0 {
@@ -692,12 +656,8 @@ func (s *src) approvers(p string, raw json.RawMessage) *policy.Approvers {
 	}
 	a := &policy.Approvers{}
 	seen := map[string]int{}
-	for i, item := range items {
+	for i, v := range items {
 		ip := index(p, i)
-		v, ok := s.str(ip, item)
-		if !ok {
-			continue
-		}
 		key := v // a group as given
 		if !strings.HasPrefix(v, "group:") {
 			key = policy.EmailKey(v) // NFC and ASCII case: how approvers are matched

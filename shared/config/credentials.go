@@ -16,6 +16,21 @@ func keyHash(s string) bool {
 
 const choicesAllowed = "refuse, ask_person, ask_agent or run_without_asking"
 
+// credentialEntry is one entry of credentials.json as written; a pointer
+// is nil when its field is left out.
+type credentialEntry struct {
+	ID          *string  `json:"id"`
+	Key         *string  `json:"key"`
+	KeySHA256   *string  `json:"key_sha256"`
+	Choice      *string  `json:"choice"`
+	Origin      *string  `json:"origin"`
+	ReadOnly    bool     `json:"read_only"`
+	Connections []string `json:"connections"`
+	Role        *string  `json:"role"`
+	AskInClient bool     `json:"ask_in_client"`
+	User        *string  `json:"user"`
+}
+
 // credentials loads credentials.json (optional). connections holds the
 // connection folder names a credential may name.
 func (l *loader) credentials(connections map[string]bool) []countersign.Credential {
@@ -23,25 +38,22 @@ func (l *loader) credentials(connections map[string]bool) []countersign.Credenti
 	if missing || raw == nil {
 		return nil
 	}
-	items, ok := s.array("", raw)
-	if !ok {
+	var entries []credentialEntry
+	if !s.decode("", raw, &entries) {
 		return nil
 	}
 	var out []countersign.Credential
 	ids := map[string]int{}
 	hashes := map[string]int{}
 	users := map[string]int{}
-	for i, item := range items {
+	for i, e := range entries {
 		p := index("", i)
-		m, ok := s.object(p, item, "id", "key", "key_sha256", "choice", "origin", "read_only", "connections", "role", "ask_in_client", "user")
-		if !ok {
-			continue
-		}
 		nerr := len(l.errs)
 		var c countersign.Credential
-		if v, ok := m["id"]; !ok {
+		if e.ID == nil {
 			s.errf(field(p, "id"), "missing: every credential needs an id")
-		} else if id, ok := s.str(field(p, "id"), v); ok {
+		} else {
+			id := *e.ID
 			switch j, dup := ids[id]; {
 			case strings.TrimSpace(id) == "":
 				s.errf(field(p, "id"), "must not be empty")
@@ -52,49 +64,38 @@ func (l *loader) credentials(connections map[string]bool) []countersign.Credenti
 			}
 			c.ID = id
 		}
-		kv, hasKey := m["key"]
-		hv, hasHash := m["key_sha256"]
-		uv, isUser := m["user"]
 		switch {
-		case isUser && (hasKey || hasHash):
+		case e.User != nil && (e.Key != nil || e.KeySHA256 != nil):
 			s.errf(field(p, "user"), "a user signs in and has no key: give user (the e-mail they sign in as) or a key, not both")
-		case isUser:
+		case e.User != nil:
 			// A user: a person who signs in with OAuth as this e-mail. No
 			// key hash, so no key ever authenticates as them.
-			if u, ok := s.str(field(p, "user"), uv); ok {
-				u = strings.TrimSpace(u)
-				if at := strings.LastIndexByte(u, '@'); at <= 0 || at == len(u)-1 || len(u) > 254 || strings.ContainsAny(u, " \t<>\"") {
-					s.errf(field(p, "user"), "%q is not an e-mail address (the one the person signs in as)", u)
-				} else if policy.EmailKey(u) == "" {
-					s.errf(field(p, "user"), "%q holds a character that Unicode normalization turns into ASCII (such as the Kelvin sign): write the address in plain letters", u)
-				} else if j, dup := users[policy.EmailKey(u)]; dup {
-					s.errf(field(p, "user"), "%q is already the user of [%d]: one credential per person", u, j)
-				} else {
-					users[policy.EmailKey(u)] = i
-				}
-				c.Email = u
-				c.Origin = policy.OriginChat
+			u := strings.TrimSpace(*e.User)
+			if at := strings.LastIndexByte(u, '@'); at <= 0 || at == len(u)-1 || len(u) > 254 || strings.ContainsAny(u, " \t<>\"") {
+				s.errf(field(p, "user"), "%q is not an e-mail address (the one the person signs in as)", u)
+			} else if policy.EmailKey(u) == "" {
+				s.errf(field(p, "user"), "%q holds a character that Unicode normalization turns into ASCII (such as the Kelvin sign): write the address in plain letters", u)
+			} else if j, dup := users[policy.EmailKey(u)]; dup {
+				s.errf(field(p, "user"), "%q is already the user of [%d]: one credential per person", u, j)
+			} else {
+				users[policy.EmailKey(u)] = i
 			}
-		case hasKey && hasHash:
+			c.Email = u
+			c.Origin = policy.OriginChat
+		case e.Key != nil && e.KeySHA256 != nil:
 			s.errf(field(p, "key"), "a credential has exactly one of key (plain, hashed at load) or key_sha256, not both")
-		case !hasKey && !hasHash:
+		case e.Key == nil && e.KeySHA256 == nil:
 			s.errf(field(p, "key"), "credential without a key: give key (plain, hashed at load) or key_sha256 (64 lowercase hex digits), or user for a person who signs in")
-		case hasKey:
-			if k, ok := s.str(field(p, "key"), kv); ok {
-				if k == "" {
-					s.errf(field(p, "key"), "must not be empty")
-				} else {
-					c.KeyHash = HashKey(k)
-				}
+		case e.Key != nil:
+			if *e.Key == "" {
+				s.errf(field(p, "key"), "must not be empty")
+			} else {
+				c.KeyHash = HashKey(*e.Key)
 			}
+		case keyHash(*e.KeySHA256):
+			c.KeyHash = *e.KeySHA256
 		default:
-			if h, ok := s.str(field(p, "key_sha256"), hv); ok {
-				if keyHash(h) {
-					c.KeyHash = h
-				} else {
-					s.errf(field(p, "key_sha256"), "not a SHA-256: want 64 lowercase hex digits (got %d characters)", len(h))
-				}
-			}
+			s.errf(field(p, "key_sha256"), "not a SHA-256: want 64 lowercase hex digits (got %d characters)", len(*e.KeySHA256))
 		}
 		if c.KeyHash != "" {
 			if j, dup := hashes[c.KeyHash]; dup {
@@ -103,56 +104,36 @@ func (l *loader) credentials(connections map[string]bool) []countersign.Credenti
 				hashes[c.KeyHash] = i
 			}
 		}
-		if v, ok := m["origin"]; ok {
-			if o, ok := s.str(field(p, "origin"), v); ok {
-				if err := c.Origin.UnmarshalText([]byte(o)); err != nil {
-					s.errf(field(p, "origin"), `%q is not an origin: use "operator" (the default) or "chat"`, o)
-				}
+		if o := e.Origin; o != nil {
+			if err := c.Origin.UnmarshalText([]byte(*o)); err != nil {
+				s.errf(field(p, "origin"), `%q is not an origin: use "operator" (the default) or "chat"`, *o)
 			}
 		}
 		c.Choice = policy.DefaultChoice(c.Origin)
-		if v, ok := m["choice"]; ok {
-			if ch, ok := s.str(field(p, "choice"), v); ok {
-				if parsed, ok := policy.ParseChoice(ch); ok {
-					c.Choice = parsed
-				} else {
-					s.errf(field(p, "choice"), "%q is not a choice: use %s", ch, choicesAllowed)
-				}
+		if ch := e.Choice; ch != nil {
+			if parsed, ok := policy.ParseChoice(*ch); ok {
+				c.Choice = parsed
+			} else {
+				s.errf(field(p, "choice"), "%q is not a choice: use %s", *ch, choicesAllowed)
 			}
 		}
-		if v, ok := m["read_only"]; ok {
-			c.ReadOnly, _ = s.boolean(field(p, "read_only"), v)
-		}
-		if v, ok := m["ask_in_client"]; ok {
-			// A key that asks in the client trusts whoever holds it to be
-			// the person: for a key one person keeps in their own client.
-			c.AskInClient, _ = s.boolean(field(p, "ask_in_client"), v)
-		}
-		if v, ok := m["connections"]; ok {
-			if names, ok := s.array(field(p, "connections"), v); ok {
-				for j, nv := range names {
-					cp := index(field(p, "connections"), j)
-					n, ok := s.str(cp, nv)
-					if !ok {
-						continue
-					}
-					if !connections[n] {
-						s.errf(cp, "%q is not a connection: use the name of a folder under connections/ (%s)", n, known(connections))
-						continue
-					}
-					if !slices.Contains(c.Connections, n) {
-						c.Connections = append(c.Connections, n)
-					}
-				}
+		// A key that asks in the client trusts whoever holds it to be the
+		// person: for a key one person keeps in their own client.
+		c.ReadOnly, c.AskInClient = e.ReadOnly, e.AskInClient
+		for j, n := range e.Connections {
+			if !connections[n] {
+				s.errf(index(field(p, "connections"), j), "%q is not a connection: use the name of a folder under connections/ (%s)", n, known(connections))
+				continue
+			}
+			if !slices.Contains(c.Connections, n) {
+				c.Connections = append(c.Connections, n)
 			}
 		}
-		if v, ok := m["role"]; ok {
-			if r, ok := s.str(field(p, "role"), v); ok {
-				if r == "operator" {
-					c.Operator = true
-				} else {
-					s.errf(field(p, "role"), `%q is not a role: the only role is "operator" (omit role for an agent credential)`, r)
-				}
+		if r := e.Role; r != nil {
+			if *r == "operator" {
+				c.Operator = true
+			} else {
+				s.errf(field(p, "role"), `%q is not a role: the only role is "operator" (omit role for an agent credential)`, *r)
 			}
 		}
 		if len(l.errs) == nerr {

@@ -21,9 +21,8 @@ func (s *src) editable(p string, raw json.RawMessage) []string {
 		s.errf(p, "want an array of fields such as [\"body.amount\", \"query.limit\"], got %s", canon.Kind(raw))
 		return nil
 	}
-	var items []json.RawMessage
-	if err := json.Unmarshal(raw, &items); err != nil {
-		s.errf(p, "want an array: %v", err)
+	var items []string
+	if !s.decode(p, raw, &items) {
 		return nil
 	}
 	if len(items) > maxEditable {
@@ -31,11 +30,7 @@ func (s *src) editable(p string, raw json.RawMessage) []string {
 		return nil
 	}
 	var out []string
-	for i, item := range items {
-		f, ok := s.str(index(p, i), item)
-		if !ok {
-			continue
-		}
+	for i, f := range items {
 		if why := policy.CheckEditable(f); why != "" {
 			s.errf(index(p, i), "%q %s", f, why)
 			continue

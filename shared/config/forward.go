@@ -19,8 +19,8 @@ const MaxForwardHeaders = 32
 // client address overrides, X-Forwarded-*, Countersign-*), a default one,
 // a repeated one or more than MaxForwardHeaders names is an error.
 func (s *src) forwardHeaders(p string, raw json.RawMessage) []string {
-	items, ok := s.array(p, raw)
-	if !ok {
+	var items []string
+	if !s.decode(p, raw, &items) {
 		return nil
 	}
 	if len(items) > MaxForwardHeaders {
@@ -29,12 +29,8 @@ func (s *src) forwardHeaders(p string, raw json.RawMessage) []string {
 	}
 	var out []string
 	seen := map[string]string{}
-	for i, item := range items {
+	for i, name := range items {
 		ip := index(p, i)
-		name, ok := s.str(ip, item)
-		if !ok {
-			continue
-		}
 		if err := upstream.CheckForwardName(name); err != nil {
 			s.errf(ip, "%q %v", name, err)
 			continue

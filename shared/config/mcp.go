@@ -77,25 +77,15 @@ func IsLoopbackHost(host string) bool { return webguard.LoopbackHost(host) }
 // mcpSettings reads the mcp block: allowed_origins, a list of origins.
 func mcpSettings(s *src, raw json.RawMessage) MCP {
 	var out MCP
-	m, ok := s.object("mcp", raw, "allowed_origins")
-	if !ok {
-		return out
+	var doc struct {
+		AllowedOrigins *[]string `json:"allowed_origins"`
 	}
-	v, ok := m["allowed_origins"]
-	if !ok {
-		return out
-	}
-	items, ok := s.array("mcp.allowed_origins", v)
-	if !ok {
+	if !s.decode("mcp", raw, &doc) || doc.AllowedOrigins == nil {
 		return out
 	}
 	out.AllowedOrigins = []string{}
-	for i, item := range items {
+	for i, o := range *doc.AllowedOrigins {
 		path := index("mcp.allowed_origins", i)
-		o, ok := s.str(path, item)
-		if !ok {
-			continue
-		}
 		n, ok := NormalizeOrigin(o)
 		if !ok {
 			s.errf(path, "%q is not an origin: use scheme://host[:port], e.g. \"https://app.example.com\" or \"http://localhost:6274\" (no path, no wildcard)", o)

@@ -398,6 +398,8 @@ func TestLoadErrors(t *testing.T) {
 			file: credsFile, path: "", msg: "want a JSON array, got an object"},
 
 		// Settings.
+		{name: "a key twice after a number the strict reader refuses", edits: []edit{sub(settingsFile, `"console": true`, `"console": 99999999999999999999, "console": true`)},
+			file: settingsFile, path: "approvers", msg: `duplicate key: "console" appears twice`},
 		{name: "bad webhook format", edits: []edit{sub(settingsFile, `"format": "json"`, `"format": "xml"`)},
 			file: settingsFile, path: "approvers.webhooks[0].format", msg: `"xml" is not a webhook format: use "json" (the default) or "slack"`},
 		{name: "webhook without a secret", edits: []edit{sub(settingsFile, `, "secret": "whsec_test"`, ``)},

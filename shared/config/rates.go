@@ -21,33 +21,34 @@ func isRate(raw json.RawMessage) bool {
 // rate reads {"rate": {"calls": 20, "per_seconds": 600}, "escalate": "review"}.
 func (s *src) rate(p string, raw json.RawMessage) (policy.Rate, bool) {
 	var r policy.Rate
-	m, ok := s.object(p, raw, "rate", "escalate")
-	if !ok {
+	var doc struct {
+		Rate *struct {
+			Calls      *int `json:"calls"`
+			PerSeconds *int `json:"per_seconds"`
+		} `json:"rate"`
+		Escalate *string `json:"escalate"`
+	}
+	if !s.decode(p, raw, &doc) {
 		return r, false
 	}
-	good := len(m) == 2
-	if rm, ok := s.object(field(p, "rate"), m["rate"], "calls", "per_seconds"); !ok {
-		good = false
-	} else {
-		bound := func(key string, max int) int64 {
-			v, ok := rm[key]
-			if !ok {
+	good := doc.Rate != nil
+	if good {
+		bound := func(key string, n *int, max int) int64 {
+			switch {
+			case n == nil:
 				s.errf(field(p, "rate."+key), "missing: a rate is {\"calls\": N, \"per_seconds\": S}")
-				good = false
-				return 0
+			case *n < 1 || *n > max:
+				s.errf(field(p, "rate."+key), "%d is out of range: use a whole number from 1 to %d", *n, max)
+			default:
+				return int64(*n)
 			}
-			n, ok := s.integer(field(p, "rate."+key), v)
-			if ok && (n < 1 || n > max) {
-				s.errf(field(p, "rate."+key), "%d is out of range: use a whole number from 1 to %d", n, max)
-				ok = false
-			}
-			good = good && ok
-			return int64(n)
+			good = false
+			return 0
 		}
-		r.Calls = bound("calls", policy.MaxRateCalls)
-		r.PerSeconds = bound("per_seconds", policy.MaxRatePerSeconds)
+		r.Calls = bound("calls", doc.Rate.Calls, policy.MaxRateCalls)
+		r.PerSeconds = bound("per_seconds", doc.Rate.PerSeconds, policy.MaxRatePerSeconds)
 	}
-	if t, ok := s.escalateTo(p, m); ok {
+	if t, ok := s.escalateTo(p, doc.Escalate); ok {
 		r.Escalate = t
 	} else {
 		good = false
@@ -58,8 +59,8 @@ func (s *src) rate(p string, raw json.RawMessage) (policy.Rate, bool) {
 // connectionRates reads a connection's escalate[]: rate rules only (a
 // threshold names a field of one endpoint's calls).
 func (s *src) connectionRates(rel string, raw json.RawMessage) []policy.Rate {
-	items, ok := s.array("escalate", raw)
-	if !ok {
+	var items []json.RawMessage
+	if !s.decode("escalate", raw, &items) {
 		return nil
 	}
 	var out []policy.Rate
@@ -79,8 +80,11 @@ func (s *src) connectionRates(rel string, raw json.RawMessage) []policy.Rate {
 
 // remember reads approval.remember: {"max_minutes": 60, "max_calls": 20}.
 func (s *src) remember(p string, raw json.RawMessage) *policy.Remember {
-	m, ok := s.object(p, raw, "max_minutes", "max_calls")
-	if !ok {
+	var doc struct {
+		MaxMinutes *int `json:"max_minutes"`
+		MaxCalls   *int `json:"max_calls"`
+	}
+	if !s.decode(p, raw, &doc) {
 		return nil
 	}
 	r := &policy.Remember{}
@@ -88,21 +92,19 @@ func (s *src) remember(p string, raw json.RawMessage) *policy.Remember {
 	for _, f := range []struct {
 		key string
 		max int
+		n   *int
 		to  *int
-	}{{"max_minutes", policy.MaxRememberMinutes, &r.MaxMinutes}, {"max_calls", policy.MaxRememberCalls, &r.MaxCalls}} {
-		v, ok := m[f.key]
-		if !ok {
+	}{{"max_minutes", policy.MaxRememberMinutes, doc.MaxMinutes, &r.MaxMinutes}, {"max_calls", policy.MaxRememberCalls, doc.MaxCalls, &r.MaxCalls}} {
+		switch {
+		case f.n == nil:
 			s.errf(field(p, f.key), "missing: remember needs max_minutes and max_calls, e.g. {\"max_minutes\": 60, \"max_calls\": 20}")
 			good = false
-			continue
+		case *f.n < 1 || *f.n > f.max:
+			s.errf(field(p, f.key), "%d is out of range: use a whole number from 1 to %d", *f.n, f.max)
+			good = false
+		default:
+			*f.to = *f.n
 		}
-		n, ok := s.integer(field(p, f.key), v)
-		if ok && (n < 1 || n > f.max) {
-			s.errf(field(p, f.key), "%d is out of range: use a whole number from 1 to %d", n, f.max)
-			ok = false
-		}
-		*f.to = n
-		good = good && ok
 	}
 	if !good {
 		return nil

@@ -106,24 +106,20 @@ func (s *src) resolve(path string, r SecretRef) (string, bool) {
 // only checked).
 func (s *src) secretOrRef(path string, raw json.RawMessage) (value string, ref SecretRef, ok bool) {
 	if canon.Kind(raw) != "an object" {
-		v, ok := s.str(path, raw)
-		return v, SecretRef{}, ok
+		ok := s.decode(path, raw, &value)
+		return value, SecretRef{}, ok
 	}
-	m, ok := s.object(path, raw, SecretsManager)
-	if !ok {
+	var doc struct {
+		Name *string `json:"secretsmanager"` // SecretsManager
+	}
+	if !s.decode(path, raw, &doc) {
 		return "", SecretRef{}, false
 	}
-	if len(m) != 1 {
+	if doc.Name == nil {
 		s.errf(path, `a secret reference names its secret: {"secretsmanager": "NAME"}`)
 		return "", SecretRef{}, false
 	}
-	for store, v := range m {
-		name, ok := s.str(field(path, store), v)
-		if !ok {
-			return "", SecretRef{}, false
-		}
-		ref = SecretRef{Store: store, Name: name}
-	}
+	ref = SecretRef{Store: SecretsManager, Name: *doc.Name}
 	value, ok = s.resolve(path, ref)
 	return value, ref, ok
 }

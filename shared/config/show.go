@@ -22,23 +22,22 @@ type pendingShow struct {
 // true}. Its template's parameters must be the endpoint's own (the read
 // is made with the call's values).
 func (s *src) show(p string, raw json.RawMessage, params []string, tmplOK bool) (pendingShow, bool) {
-	m, ok := s.object(p, raw, "path", "recheck")
-	if !ok {
-		return pendingShow{}, false
-	}
 	sh := &policy.Show{Recheck: true}
-	good := true
-	if v, ok := m["recheck"]; ok {
-		if sh.Recheck, ok = s.boolean(field(p, "recheck"), v); !ok {
-			good = false
-		}
+	var doc struct {
+		Path    *string `json:"path"`
+		Recheck *bool   `json:"recheck"`
 	}
-	v, ok := m["path"]
-	if !ok {
-		s.errf(field(p, "path"), "missing: the path of an auto-tier GET of this connection, such as /contacts/{id}")
+	good := s.decode(p, raw, &doc)
+	if doc.Recheck != nil {
+		sh.Recheck = *doc.Recheck
+	}
+	if doc.Path == nil {
+		if good {
+			s.errf(field(p, "path"), "missing: the path of an auto-tier GET of this connection, such as /contacts/{id}")
+		}
 		return pendingShow{}, false
 	}
-	tmpl, showParams, shape, ok := s.template(field(p, "path"), v)
+	tmpl, showParams, shape, ok := s.template(field(p, "path"), *doc.Path)
 	if !ok {
 		return pendingShow{}, false
 	}

@@ -3,6 +3,8 @@ package config
 import (
 	"encoding/json"
 	"net/url"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // SignIn is settings.json's sign_in block: the workspace's identity
@@ -28,13 +30,18 @@ func (s SignIn) Configured() bool { return s.Issuer != "" }
 // signInSettings reads the sign_in block.
 func signInSettings(s *src, raw json.RawMessage) SignIn {
 	var out SignIn
-	m, ok := s.object("sign_in", raw, "issuer", "client_id", "client_secret")
-	if !ok {
+	var doc struct {
+		Issuer       *string        `json:"issuer"`
+		ClientID     *string        `json:"client_id"`
+		ClientSecret jsontext.Value `json:"client_secret"`
+	}
+	if !s.decode("sign_in", raw, &doc) {
 		return out
 	}
-	if v, ok := m["issuer"]; !ok {
+	if doc.Issuer == nil {
 		s.errf("sign_in.issuer", "missing: the identity provider's issuer URL (for example https://cognito-idp.<region>.amazonaws.com/<pool id>)")
-	} else if iss, ok := s.str("sign_in.issuer", v); ok {
+	} else {
+		iss := *doc.Issuer
 		u, err := url.Parse(iss)
 		switch {
 		case err != nil || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "":
@@ -44,17 +51,17 @@ func signInSettings(s *src, raw json.RawMessage) SignIn {
 		}
 		out.Issuer = iss
 	}
-	if v, ok := m["client_id"]; !ok {
+	if doc.ClientID == nil {
 		s.errf("sign_in.client_id", "missing: countersign's client id at the identity provider")
-	} else if id, ok := s.str("sign_in.client_id", v); ok {
-		if id == "" {
+	} else {
+		if *doc.ClientID == "" {
 			s.errf("sign_in.client_id", "must not be empty")
 		}
-		out.ClientID = id
+		out.ClientID = *doc.ClientID
 	}
-	if v, ok := m["client_secret"]; !ok {
+	if doc.ClientSecret == nil {
 		s.errf("sign_in.client_secret", `missing: the client's secret, as {"secretsmanager": "NAME"} (or the value itself, locally)`)
-	} else if sec, ref, ok := s.secretOrRef("sign_in.client_secret", v); ok {
+	} else if sec, ref, ok := s.secretOrRef("sign_in.client_secret", json.RawMessage(doc.ClientSecret)); ok {
 		if sec == "" && ref.IsZero() {
 			s.errf("sign_in.client_secret", "must not be empty")
 		}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package callbody
+
+const raceEnabled = false
