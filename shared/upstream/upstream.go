@@ -217,13 +217,26 @@ func (r *Response) JSONBody() (any, bool) {
 // the upstream's order and numbers and strings their literal form. A body
 // with invalid UTF-8 is not RawJSON (JSONBody replaces the bad bytes).
 func (r *Response) RawJSON() (json.RawMessage, bool) {
-	if r == nil || !isJSON(r.Header.Get("Content-Type")) || !utf8.Valid(r.Body) || !json.Valid(r.Body) {
+	if r == nil {
 		return nil, false
 	}
-	var buf bytes.Buffer
-	buf.Grow(len(r.Body))
-	if err := json.Compact(&buf, r.Body); err != nil {
+	raw, ok := r.AppendRawJSON(make([]byte, 0, len(r.Body)))
+	if !ok {
 		return nil, false
+	}
+	return raw, true
+}
+
+// AppendRawJSON appends what RawJSON returns to dst, in one pass over the
+// body (compacting validates it); false, and dst unchanged, when RawJSON
+// would return false.
+func (r *Response) AppendRawJSON(dst []byte) ([]byte, bool) {
+	if r == nil || !isJSON(r.Header.Get("Content-Type")) || !utf8.Valid(r.Body) {
+		return dst, false
+	}
+	buf := bytes.NewBuffer(dst)
+	if err := json.Compact(buf, r.Body); err != nil {
+		return dst, false
 	}
 	return buf.Bytes(), true
 }
