@@ -168,7 +168,7 @@ func (c *Client) do(ctx context.Context, r Request) (*Response, error) {
 
 	// The target names the call in errors only.
 	target := func() string { return req.Method + " " + req.URL.Redacted() }
-	resp, err := c.httpClient().Do(req)
+	resp, err := c.send(req)
 	if err != nil {
 		var ue *url.Error
 		if errors.As(err, &ue) {
@@ -273,6 +273,26 @@ func (c *Client) httpClient() *http.Client {
 		return c.HTTP
 	}
 	return defaultHTTP()
+}
+
+// send sends req once. The default client follows no redirect and has no
+// cookie jar or timeout of its own (Timeout is the request context's), so
+// for a URL without user information (which http.Client would turn into
+// Basic credentials) it does exactly what its transport does: req goes to
+// the transport directly, without the client's copy of the headers for
+// redirects that never happen (about ten allocations a call).
+func (c *Client) send(req *http.Request) (*http.Response, error) {
+	if c.HTTP != nil || req.URL.User != nil {
+		return c.httpClient().Do(req)
+	}
+	resp, err := defaultHTTP().Transport.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.Body == nil { // as http.Client makes it
+		resp.Body = http.NoBody
+	}
+	return resp, nil
 }
 
 var defaultHTTP = sync.OnceValue(func() *http.Client {
