@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/countersign/countersign"
+	"github.com/countersign/countersign/internal/raceflag"
 	"github.com/countersign/countersign/shared/policy"
 	"github.com/countersign/countersign/shared/reqlog"
 )
@@ -56,6 +57,9 @@ func TestLogCallLine(t *testing.T) {
 // level (JSON at info, with a request id): the record's attributes past
 // the fifth are its one allocation. Below the level it is free.
 func TestLogCallAllocations(t *testing.T) {
+	if raceflag.Enabled {
+		t.Skip("the race detector changes what allocates")
+	}
 	cred := &countersign.Credential{ID: "chat-user"}
 	p := &prepared{Call: &Call{Connection: "crm", Method: "GET", Path: "/contacts/12"}}
 	d := policy.Decision{Tier: policy.Auto, Rule: "connections/crm/policy.json endpoints[2]"}
