@@ -8,19 +8,20 @@ import (
 	"testing"
 
 	"github.com/countersign/countersign/internal/raceflag"
+	"github.com/countersign/countersign/shared/reqlog"
 )
 
 // TestAutoCallAllocations bounds what the gateway allocates on the auto
-// path, at the default log level (JSON at info, one line a call): the
-// allocations of a call through /v1/rest and /v1/calls beyond those of
-// the same read made directly (the client's and the upstream's, all in
-// this process). A bare reverse proxy adds about 75; BenchmarkAutoCall
+// path, at the default log level (reqlog's JSON at info, one line a
+// call): the allocations of a call through /v1/rest and /v1/calls beyond
+// those of the same read made directly (the client's and the upstream's,
+// all in this process). A bare reverse proxy adds about 75; BenchmarkAutoCall
 // times the same calls.
 func TestAutoCallAllocations(t *testing.T) {
 	if raceflag.Enabled {
 		t.Skip("the race detector changes what allocates")
 	}
-	h := newHarness(t, harnessOptions{limits: benchLimits, logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	h := newHarness(t, harnessOptions{limits: benchLimits, logger: slog.New(reqlog.NewJSONHandler(io.Discard, nil))})
 	client := &http.Client{}
 	conn := h.stack.Config.Connections["crm"]
 	do := func(method, url string, body []byte) func() {
