@@ -157,14 +157,15 @@ func errorType(err error) string {
 }
 
 func (c *Client) do(ctx context.Context, r Request) (*Response, error) {
+	// The request is made with its deadline's context: no copy of it to
+	// set the context afterwards.
+	ctx, cancel := context.WithTimeout(ctx, c.timeout())
+	defer cancel()
 	req, err := c.newRequest(ctx, r)
 	if err != nil {
 		return nil, err
 	}
 	telemetry.Inject(ctx, req.Header)
-	ctx, cancel := context.WithTimeout(req.Context(), c.timeout())
-	defer cancel()
-	req = req.WithContext(ctx)
 
 	// The target names the call in errors only.
 	target := func() string { return req.Method + " " + req.URL.Redacted() }
