@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/infra/local/stack"
+	"github.com/countersign/countersign/shared/reqlog"
 	"github.com/countersign/countersign/shared/telemetry/otlp"
 )
 
@@ -66,7 +67,8 @@ func run(args []string) error {
 	// request that logs it (logwriter.go).
 	logs := newLogWriter(os.Stderr)
 	defer logs.Close()
-	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: level}))
+	// slog's JSON lines, a call's written by hand (reqlog.NewJSONHandler).
+	logger := slog.New(reqlog.NewJSONHandler(logs, &slog.HandlerOptions{Level: level}))
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

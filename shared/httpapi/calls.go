@@ -79,6 +79,11 @@ func (g *Gateway) callsOutcome(ctx context.Context, cred *countersign.Credential
 	case calls.Paused:
 		return pending(res, false), false
 	}
+	if !res.Notice && res.Confirmation == nil && res.ApprovalGrant == nil {
+		if resp, ok := executedReply(res.Decision.Tier.String(), res.Response); ok {
+			return resp, false
+		}
+	}
 	out := executedBody{Status: "executed", Tier: res.Decision.Tier.String(), Response: viewOf(res.Response)}
 	if res.Notice {
 		out.Notice = &noticeBody{RequiresConfirmation: true, Reason: res.Decision.Reason}

@@ -11,6 +11,9 @@ import (
 
 type key struct{}
 
+// Attr is the name of the request id's attribute.
+const Attr = "request_id"
+
 // With returns ctx carrying the request id (an empty id changes nothing).
 func With(ctx context.Context, id string) context.Context {
 	if id == "" {
@@ -26,17 +29,27 @@ func ID(ctx context.Context) string {
 }
 
 // Handler wraps h so that every record logged with a context carrying a
-// request id gets a "request_id" attribute.
+// request id gets a "request_id" attribute. A record that already has one
+// (a hot path that adds it itself, sparing the copy) is passed as it is.
 func Handler(h slog.Handler) slog.Handler { return handler{h} }
 
 type handler struct{ slog.Handler }
 
 func (h handler) Handle(ctx context.Context, r slog.Record) error {
-	if id := ID(ctx); id != "" {
+	if id := ID(ctx); id != "" && !hasRequestID(r) {
 		r = r.Clone()
-		r.AddAttrs(slog.String("request_id", id))
+		r.AddAttrs(slog.String(Attr, id))
 	}
 	return h.Handler.Handle(ctx, r)
+}
+
+func hasRequestID(r slog.Record) bool {
+	found := false
+	r.Attrs(func(a slog.Attr) bool {
+		found = a.Key == Attr
+		return !found
+	})
+	return found
 }
 
 func (h handler) WithAttrs(attrs []slog.Attr) slog.Handler {

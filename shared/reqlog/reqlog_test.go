@@ -33,3 +33,15 @@ func TestRequestIDOnEveryLine(t *testing.T) {
 		t.Error("wrapping twice")
 	}
 }
+
+// TestRequestIDNotTwice: a record that carries the request id already
+// (the call's line adds it itself) is passed as it is.
+func TestRequestIDNotTwice(t *testing.T) {
+	var buf bytes.Buffer
+	l := Logger(slog.New(slog.NewJSONHandler(&buf, nil)))
+	ctx := With(context.Background(), "req-42")
+	l.LogAttrs(ctx, slog.LevelInfo, "call", slog.String("credential", "chat-user"), slog.String(Attr, "req-42"))
+	if n := bytes.Count(buf.Bytes(), []byte(`"request_id":"req-42"`)); n != 1 {
+		t.Errorf("request_id %d times: %s", n, buf.Bytes())
+	}
+}

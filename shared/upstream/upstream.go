@@ -157,18 +157,19 @@ func errorType(err error) string {
 }
 
 func (c *Client) do(ctx context.Context, r Request) (*Response, error) {
+	// The request is made with its deadline's context: no copy of it to
+	// set the context afterwards.
+	ctx, cancel := context.WithTimeout(ctx, c.timeout())
+	defer cancel()
 	req, err := c.newRequest(ctx, r)
 	if err != nil {
 		return nil, err
 	}
 	telemetry.Inject(ctx, req.Header)
-	ctx, cancel := context.WithTimeout(req.Context(), c.timeout())
-	defer cancel()
-	req = req.WithContext(ctx)
 
 	// The target names the call in errors only.
 	target := func() string { return req.Method + " " + req.URL.Redacted() }
-	resp, err := c.httpClient().Do(req)
+	resp, err := c.send(req)
 	if err != nil {
 		var ue *url.Error
 		if errors.As(err, &ue) {
@@ -217,13 +218,26 @@ func (r *Response) JSONBody() (any, bool) {
 // the upstream's order and numbers and strings their literal form. A body
 // with invalid UTF-8 is not RawJSON (JSONBody replaces the bad bytes).
 func (r *Response) RawJSON() (json.RawMessage, bool) {
-	if r == nil || !isJSON(r.Header.Get("Content-Type")) || !utf8.Valid(r.Body) || !json.Valid(r.Body) {
+	if r == nil {
 		return nil, false
 	}
-	var buf bytes.Buffer
-	buf.Grow(len(r.Body))
-	if err := json.Compact(&buf, r.Body); err != nil {
+	raw, ok := r.AppendRawJSON(make([]byte, 0, len(r.Body)))
+	if !ok {
 		return nil, false
+	}
+	return raw, true
+}
+
+// AppendRawJSON appends what RawJSON returns to dst, in one pass over the
+// body (compacting validates it); false, and dst unchanged, when RawJSON
+// would return false.
+func (r *Response) AppendRawJSON(dst []byte) ([]byte, bool) {
+	if r == nil || !isJSON(r.Header.Get("Content-Type")) || !utf8.Valid(r.Body) {
+		return dst, false
+	}
+	buf := bytes.NewBuffer(dst)
+	if err := json.Compact(buf, r.Body); err != nil {
+		return dst, false
 	}
 	return buf.Bytes(), true
 }
@@ -260,6 +274,26 @@ func (c *Client) httpClient() *http.Client {
 		return c.HTTP
 	}
 	return defaultHTTP()
+}
+
+// send sends req once. The default client follows no redirect and has no
+// cookie jar or timeout of its own (Timeout is the request context's), so
+// for a URL without user information (which http.Client would turn into
+// Basic credentials) it does exactly what its transport does: req goes to
+// the transport directly, without the client's copy of the headers for
+// redirects that never happen (about ten allocations a call).
+func (c *Client) send(req *http.Request) (*http.Response, error) {
+	if c.HTTP != nil || req.URL.User != nil {
+		return c.httpClient().Do(req)
+	}
+	resp, err := defaultHTTP().Transport.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.Body == nil { // as http.Client makes it
+		resp.Body = http.NoBody
+	}
+	return resp, nil
 }
 
 var defaultHTTP = sync.OnceValue(func() *http.Client {

@@ -581,3 +581,21 @@ func TestDoNeverResendsAWrite(t *testing.T) {
 		})
 	}
 }
+
+// TestDoBaseURLUserinfoIsBasicAuth: the default client goes to its
+// transport directly, except for a base URL with user information, which
+// is still sent as Basic credentials as http.Client sends it.
+func TestDoBaseURLUserinfoIsBasicAuth(t *testing.T) {
+	got := make(chan string, 1)
+	srv, _ := recorder(t, func(w http.ResponseWriter, r *http.Request) {
+		user, pass, _ := r.BasicAuth()
+		got <- user + ":" + pass
+	})
+	base := strings.Replace(srv.URL, "http://", "http://api:s3cret@", 1)
+	if _, err := (&upstream.Client{}).Do(context.Background(), upstream.Request{BaseURL: base, Method: "GET", Path: "/x"}); err != nil {
+		t.Fatal(err)
+	}
+	if auth := <-got; auth != "api:s3cret" {
+		t.Errorf("credentials %q, want api:s3cret", auth)
+	}
+}

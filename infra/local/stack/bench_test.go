@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/shared/notify"
+	"github.com/countersign/countersign/shared/reqlog"
 	"github.com/countersign/countersign/shared/upstream"
 	"github.com/countersign/countersign/shared/workflow/local"
 )
@@ -34,8 +36,13 @@ func cpuPerOp(b *testing.B, since time.Duration) {
 // Compare them with benchstat: gateway and rest against proxy is what the
 // gateway costs beyond any hop (bench/cmd/hop measures the same with each
 // in its own process).
+//
+// The stack logs as the local binary does by default (reqlog's JSON at
+// info, one line per call), into io.Discard: the line is built and
+// written, and what the writer does with it after is the binary's
+// logWriter's.
 func BenchmarkAutoCall(b *testing.B) {
-	h := newHarness(b, harnessOptions{limits: benchLimits})
+	h := newHarness(b, harnessOptions{limits: benchLimits, logger: slog.New(reqlog.NewJSONHandler(io.Discard, nil))})
 	client := &http.Client{}
 	conn := h.stack.Config.Connections["crm"]
 	b.Run("direct", func(b *testing.B) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"html"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -72,6 +73,9 @@ type harnessOptions struct {
 	// localhost, when set, makes public_url http://localhost:<port> (the
 	// stack's port): passkeys need a host name as their relying party.
 	localhost bool
+	// logger, when set, receives the stack's logs (they are discarded
+	// otherwise).
+	logger *slog.Logger
 }
 
 // harness is a running local stack with a recording upstream and a webhook
@@ -329,6 +333,7 @@ func (h *harness) start() {
 		ConfigDir: h.configDir, Addr: addr, Listener: ln, DataDir: h.dataDir, Stdout: h.console,
 		WebhookBackoff: []time.Duration{10 * time.Millisecond, 20 * time.Millisecond},
 		BodyTimeout:    h.opts.bodyTimeout,
+		Logger:         h.opts.logger,
 	})
 	if err != nil {
 		h.t.Fatalf("start stack: %v", err)

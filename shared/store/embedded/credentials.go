@@ -87,7 +87,11 @@ func (s *Store) CredentialByKeyHash(_ context.Context, keyHash string) (counters
 		if id == nil {
 			return store.ErrNotFound
 		}
-		return get(tx, bucketCredentials, id, &c)
+		data := tx.Bucket(bucketCredentials).Get(id)
+		if data == nil {
+			return store.ErrNotFound
+		}
+		return s.creds.decode(id, data, &c)
 	})
 	if err != nil {
 		// The hash identifies a key: log-safe, but keep only a prefix in errors.

@@ -63,6 +63,7 @@ type Store struct {
 	db     *bbolt.DB
 	writer *committer
 	now    func() time.Time
+	creds  credentialCache // CredentialByKeyHash's decodings (credcache.go)
 }
 
 // Open opens (or creates) the bbolt file at path and its store buckets.
