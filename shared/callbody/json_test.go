@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/countersign/countersign/internal/raceflag"
 	"github.com/countersign/countersign/shared/canon"
 )
 
@@ -235,7 +236,7 @@ func BenchmarkParseJSON(b *testing.B) {
 // allocations, 27 with the hand-written parser it replaced), and nothing for
 // Valid, which builds no value (the decoders are pooled).
 func TestParseJSONAllocations(t *testing.T) {
-	if raceEnabled {
+	if raceflag.Enabled {
 		t.Skip("the race detector drops pooled decoders at random; go test without -race counts")
 	}
 	in := []byte(`{"amount": 10001, "currency": "EUR", "to": "ACME", "lines": [{"sku": "a-1", "qty": 2, "price": 12.5}]}`)

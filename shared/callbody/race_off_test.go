@@ -1,5 +1,0 @@
-//go:build !race
-
-package callbody
-
-const raceEnabled = false

@@ -1,7 +1,0 @@
-//go:build race
-
-package callbody
-
-// raceEnabled: the race detector drops sync.Pool items at random, so
-// allocation counts vary.
-const raceEnabled = true
