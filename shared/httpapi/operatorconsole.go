@@ -23,8 +23,11 @@ import (
 
 // consoleGet serves the console's GET pages; ok is false for any other path.
 func (o *Operator) consoleGet(ctx context.Context, r *http.Request, cred *countersign.Credential, cl *sessionClaims, sub string) (reply, bool) {
-	if sub == "/shadow" {
+	switch sub {
+	case "/shadow":
 		return o.shadowPage(ctx, r, cred, cl), true
+	case "/operations":
+		return o.operationsPage(ctx, r, cred, cl), true
 	}
 	id, ok := pathID(sub, "/credentials/")
 	if !ok {

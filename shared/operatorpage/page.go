@@ -49,6 +49,8 @@ type Page struct {
 	// is configured); Shadow, when set, is that page instead of the lists.
 	Trial  bool
 	Shadow *ShadowPage
+	// Operations, when set, is the operations page instead of the lists.
+	Operations *OperationsPage
 }
 
 // Review is one review item.
@@ -192,6 +194,7 @@ func bound(p Page) Page {
 	p.NewKeyFor = clip(p.NewKeyFor, maxField)
 	p.Detail = boundDetail(p.Detail)
 	p.Shadow = boundShadow(p.Shadow)
+	p.Operations = boundOperations(p.Operations)
 	return p
 }
 

@@ -25,6 +25,21 @@ var refTemplate = template.Must(template.New("page.tmpl").Funcs(template.FuncMap
 	"json":  func(s string) template.HTML { return template.HTML(display.JSONHTML(s)) },
 	"plain": display.Text,
 	"css":   func() template.CSS { return template.CSS(display.CSS) },
+	"nav":   func() []NavItem { return Nav[:] },
+	"confs": func(list []Confirmation, all bool, none string) any {
+		return struct {
+			List []Confirmation
+			All  bool
+			None string
+		}{list, all, none}
+	},
+	"grants": func(list []Grant, withCredential bool, csrf string) any {
+		return struct {
+			List           []Grant
+			WithCredential bool
+			CSRF           string
+		}{list, withCredential, csrf}
+	},
 }).ParseFiles("testdata/page.tmpl"))
 
 // refView is view as the template sees it: the accent typed as CSS, as
@@ -32,6 +47,8 @@ var refTemplate = template.Must(template.New("page.tmpl").Funcs(template.FuncMap
 type refView struct {
 	view
 	Accent template.CSS
+	// Current is the page the navigation marks.
+	Current string
 }
 
 // mismatches counts pages whose hand-written rendering differed from the
@@ -46,7 +63,7 @@ func TestMain(m *testing.M) {
 	writePage = func(v *view) []byte {
 		got := v.html()
 		var want bytes.Buffer
-		if err := refTemplate.Execute(&want, refView{view: *v, Accent: template.CSS(v.Accent)}); err != nil {
+		if err := refTemplate.Execute(&want, refView{view: *v, Accent: template.CSS(v.Accent), Current: v.current()}); err != nil {
 			panic(err)
 		}
 		compared.Add(1)
@@ -100,6 +117,12 @@ func TestRendererMatchesTemplate(t *testing.T) {
 				Audit: []AuditRecord{{At: at, Chain: s, Seq: int64(i), Actor: s, Action: s, Subject: s, Outcome: s, Reason: s, What: s}, {}},
 			},
 			{Operator: "root", Accent: "#123456"},
+			{Operator: s, CSRF: s, Operations: &OperationsPage{Credential: s, Credentials: []string{"a", s},
+				Connections: []OperationsConnection{{Name: s, Rules: []string{s, "hooks"}, Operations: []Operation{
+					{Method: s, Path: s, Tier: s, Rules: []string{s}, Outcome: s, Rule: s}, {Method: "GET", Path: "/x"}}}, {Name: "empty"}}}},
+			{Operator: s, CSRF: s, Operations: &OperationsPage{Credentials: []string{s}, Connections: []OperationsConnection{{Name: "crm",
+				Operations: []Operation{{Method: "GET", Path: s, Tier: "auto"}}}}}},
+			{Operator: s, Operations: &OperationsPage{}},
 		} {
 			if _, _, err := Render(p); err != nil {
 				t.Fatal(err)
