@@ -57,7 +57,7 @@ th { background: #f3f4f6; }
 .empty { color: #6b7280; }
 .said { color: #4b5563; font-size: .8125rem; }
 .rules { margin: 0; padding-left: 1.1rem; }
-@media (max-width: 40rem) { main { padding: 1rem .75rem 2rem; } .bar p { flex-wrap: wrap; } table { font-size: .8125rem; } th, td { padding: .35rem .4rem; } }
+@media (max-width: 40rem) { main { padding: 1rem .75rem 2rem; } .bar p { flex-wrap: wrap; } table { font-size: .8125rem; } .scroll table:has(thead) { min-width: 40rem; } th, td { padding: .35rem .4rem; overflow-wrap: break-word; } }
 `
 
 // html writes the page.
