@@ -51,13 +51,17 @@ func (o *Operator) consoleForm(ctx context.Context, r *http.Request, cred *count
 	isCreate := sub == "/credentials"
 	credID, isCred := pathID(sub, "/credentials/")
 	grantID, isGrant := pathID(sub, "/grants/")
-	if !isCreate && !isCred && !isGrant {
+	_, isOAuthGrant := pathID(sub, "/oauth-grants/")
+	if !isCreate && !isCred && !isGrant && !isOAuthGrant {
 		return reply{}, false
 	}
 	for k, vs := range form {
 		if len(vs) > 1 {
 			return o.dashboard(ctx, r, cred, cl, http.StatusBadRequest, "The form gives "+strings.Join(strings.Fields(k), "")+" more than once; nothing was done.", true), true
 		}
+	}
+	if isOAuthGrant {
+		return o.revokeOAuthGrantForm(ctx, r, cred, cl, sub, form)
 	}
 	mgr := o.credentialManager()
 	if mgr == nil {
@@ -144,6 +148,9 @@ func (o *Operator) credentialPage(ctx context.Context, r *http.Request, cred *co
 		cp.Pending = append(cp.Pending, row)
 	}
 	cp.Grants = grantRows(d.Grants, o.now())
+	cp.User = c.IsPerson()
+	cp.OAuthGrants = oauthGrantRows(d.OAuthGrants, o.now())
+	cp.OAuthGrantsMore = d.OAuthGrantsNext != ""
 	p.Detail = cp
 	return o.render(status, p, nil)
 }

@@ -24,6 +24,19 @@ type CredentialPage struct {
 	// PendingMore says more pending confirmations were not read.
 	PendingMore bool
 	Grants      []Grant
+	// User marks a person's credential: its OAuth grants are shown (the
+	// MCP clients the person authorized), OAuthGrantsMore when there are
+	// more than were read.
+	User            bool
+	OAuthGrants     []OAuthGrant
+	OAuthGrantsMore bool
+}
+
+// OAuthGrant is one of a user's OAuth grants: an MCP client the person
+// authorized.
+type OAuthGrant struct {
+	ID, Client, Resource, Status string
+	CreatedAt, ExpiresAt         time.Time
 }
 
 // choiceOptions are the choice select's options, in the order of policy.Choice.
@@ -90,6 +103,47 @@ func (v *view) credentialPage(b *strings.Builder) {
 	}
 	w("\n<h3 id=\"credential-grants\">Grants</h3>")
 	grantTable(b, d.Grants, false, v.CSRF)
+	if d.User {
+		v.oauthGrants(b, d)
+	}
+}
+
+// oauthGrants writes a user's OAuth grants, each active one with the form
+// that revokes it behind a confirmation box.
+func (v *view) oauthGrants(b *strings.Builder, d *CredentialPage) {
+	w := b.WriteString
+	w("\n<h3 id=\"oauth-grants\">OAuth grants</h3>\n<p class=\"hint\">The MCP clients this person authorized. Revoking one refuses its tokens from the next call; the person can authorize the client again.</p>")
+	if len(d.OAuthGrants) == 0 {
+		w("\n<p class=\"empty\">No OAuth grants.</p>")
+		return
+	}
+	tableHead(b, "Id", "Client", "Resource", "Status", "Created", "Expires", "")
+	for _, g := range d.OAuthGrants {
+		w("\n<tr><td><code>")
+		value(b, g.ID)
+		w("</code></td><td>")
+		value(b, g.Client)
+		w("</td><td>")
+		value(b, g.Resource)
+		w("</td><td>")
+		text(b, g.Status)
+		w("</td><td>")
+		text(b, when(g.CreatedAt))
+		w("</td><td>")
+		text(b, when(g.ExpiresAt))
+		w("</td><td>")
+		if g.Status == "active" {
+			postForm(b, "/operator/oauth-grants/"+display.NormalizeURL(g.ID), v.CSRF)
+			w("<input type=\"hidden\" name=\"credential\" value=\"")
+			text(b, d.ID)
+			w("\"><label><input type=\"checkbox\" name=\"confirm\" value=\"yes\" required> Yes, revoke it</label><button type=\"submit\" class=\"secondary\">Revoke</button></form>")
+		}
+		w("</td></tr>")
+	}
+	tableEnd(b)
+	if d.OAuthGrantsMore {
+		w("\n<p class=\"hint\">There are more OAuth grants than are shown: <code>GET /v1/operator/credentials/&lt;id&gt;/oauth-grants</code> lists them all.</p>")
+	}
 }
 
 // lastClient writes the client last seen with a credential.
@@ -119,6 +173,15 @@ func boundDetail(d *CredentialPage) *CredentialPage {
 		c.Pending = c.Pending[:MaxRows]
 	}
 	c.Grants = boundGrants(c.Grants)
+	if len(c.OAuthGrants) > MaxRows {
+		c.OAuthGrants = c.OAuthGrants[:MaxRows]
+	}
+	og := make([]OAuthGrant, len(c.OAuthGrants))
+	for i, g := range c.OAuthGrants {
+		g.ID, g.Client, g.Resource = clip(g.ID, maxField), display.Clip(g.Client, display.AgentLimit), clip(g.Resource, maxField)
+		og[i] = g
+	}
+	c.OAuthGrants = og
 	return &c
 }
 
