@@ -161,6 +161,9 @@ func credentialRow(c countersign.Credential) operatorpage.Credential {
 	if len(c.Connections) > 0 {
 		row.Connections = strings.Join(c.Connections, ", ")
 	}
+	if pr := c.Person(); pr != nil {
+		row.Person = pr.Label()
+	}
 	if lc := c.LastClient; lc != nil {
 		row.HasClient, row.Client, row.ClientCanAsk, row.ClientSeen = true, strings.TrimSpace(lc.Name+" "+lc.Version), lc.CanAsk, lc.SeenAt
 	}

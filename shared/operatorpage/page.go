@@ -86,6 +86,9 @@ type Credential struct {
 	ClientSeen   time.Time
 	Connections  string
 	HasClient    bool
+	// Person is the person a user credential names (their e-mail): the
+	// list shows who each user is.
+	Person string
 }
 
 // AuditRecord is one audit record.
@@ -187,6 +190,7 @@ func bound(p Page) Page {
 	cr := make([]Credential, len(p.Credentials))
 	for i, c := range p.Credentials {
 		c.Client = display.Clip(c.Client, display.AgentLimit)
+		c.Person = clip(c.Person, maxField)
 		cr[i] = c
 	}
 	p.Credentials = cr

@@ -346,6 +346,11 @@ func (v *view) credentials(b *strings.Builder) {
 		w(pick(c.ReadOnly, "yes", "no"))
 		w("</td><td>")
 		w(pick(c.Operator, "operator", "agent"))
+		if c.Person != "" {
+			w("<div class=\"said\">person ")
+			value(b, c.Person)
+			w("</div>")
+		}
 		w("</td><td>")
 		value(b, c.Connections)
 		w("</td><td>")

@@ -117,7 +117,7 @@ func TestRendererMatchesTemplate(t *testing.T) {
 				Reviews:       []Review{review, decided, {ID: s}},
 				Confirmations: []Confirmation{{ID: s, Kind: s, Credential: s, Status: s, Operations: []string{s, s}, ExpiresAt: at}, {}},
 				Credentials: []Credential{{ID: s, Choice: s, ReadOnly: i%2 == 0, Operator: i%3 == 0, Client: s, ClientCanAsk: i%2 == 1,
-					ClientSeen: at, Connections: s, HasClient: true}, {ID: s}},
+					ClientSeen: at, Connections: s, HasClient: true, Person: s}, {ID: s}},
 				Audit: []AuditRecord{{At: at, Chain: s, Seq: int64(i), Actor: s, Action: s, Subject: s, Outcome: s, Reason: s, What: s}, {}},
 			},
 			{Operator: "root", Accent: "#123456"},

@@ -8,7 +8,8 @@ import (
 )
 
 // TestOperatorRevokesOAuthGrant: a person who authorized two clients
-// (an MCP client and an API token) is a user with two OAuth grants. The
+// (an MCP client and an API token) is a user with two OAuth grants,
+// listed among the credentials as the person they are. The
 // operator lists them a page at a time (GET
 // /v1/operator/credentials/<id>/oauth-grants: a cursor is its
 // credential's), sees them on the user's page, and revokes one with the
@@ -121,6 +122,9 @@ func TestOperatorRevokesOAuthGrant(t *testing.T) {
 	dash := b.get("/operator")
 	if !strings.Contains(string(dash.body), "oauth_grant.revoked") || !strings.Contains(string(dash.body), "operator:root") {
 		t.Errorf("the trail does not show the revocation by root")
+	}
+	if !strings.Contains(string(dash.body), `<div class="said">person <bdi>ann@example.com</bdi></div>`) {
+		t.Errorf("the credentials list does not say who the user is")
 	}
 	// Revoking it again changes nothing and says so as done.
 	if r := h.operatorJSON(http.MethodDelete, "/v1/operator/oauth-grants/"+apiGrant, ""); r.status != http.StatusOK || r.str("revoked.status") != "revoked" {
