@@ -39,8 +39,23 @@ type OAuthGrant struct {
 	CreatedAt, ExpiresAt         time.Time
 }
 
-// choiceOptions are the choice select's options, in the order of policy.Choice.
-const choiceOptions = `<option value="refuse">refuse</option><option value="ask_person">ask_person</option><option value="ask_agent">ask_agent</option><option value="run_without_asking">run_without_asking</option>`
+// Choices are the choice select's options, in the order of policy.Choice.
+var Choices = [...]string{"refuse", "ask_person", "ask_agent", "run_without_asking"}
+
+// choiceOptions are the choice select's options with current selected (a
+// credential's page starts from its choice, so pressing Change without
+// choosing changes nothing).
+func choiceOptions(current string) string {
+	var b strings.Builder
+	for _, c := range Choices {
+		b.WriteString(`<option value="` + c + `"`)
+		if c == current {
+			b.WriteString(" selected")
+		}
+		b.WriteString(">" + c + "</option>")
+	}
+	return b.String()
+}
 
 // newKey writes the key just created, shown this once.
 func (v *view) newKey(b *strings.Builder) {
@@ -60,7 +75,7 @@ func (v *view) createForm(b *strings.Builder) {
 	w := b.WriteString
 	w("\n<h3 id=\"create\">Create a key</h3>\n")
 	postForm(b, "/operator/credentials", v.CSRF)
-	w("<div class=\"actions\"><label>Id <input type=\"text\" name=\"id\" id=\"new-id\" required maxlength=\"64\"></label><label>Choice <select name=\"choice\" id=\"new-choice\">" + choiceOptions +
+	w("<div class=\"actions\"><label>Id <input type=\"text\" name=\"id\" id=\"new-id\" required maxlength=\"64\"></label><label>Choice <select name=\"choice\" id=\"new-choice\">" + choiceOptions("refuse") +
 		"</select></label><label>Connections <input type=\"text\" name=\"connections\" placeholder=\"all\"></label><label><input type=\"checkbox\" name=\"read_only\" value=\"true\"> Read-only</label><button type=\"submit\" class=\"primary\" id=\"create-key\">Create</button></div></form>")
 }
 
@@ -93,7 +108,7 @@ func (v *view) credentialPage(b *strings.Builder) {
 	tableEnd(b)
 	w("\n<h3>Change its choice</h3>\n")
 	postForm(b, action, v.CSRF)
-	w("<input type=\"hidden\" name=\"action\" value=\"change\"><div class=\"actions\"><label>Choice <select name=\"choice\" id=\"change-choice\">" + choiceOptions +
+	w("<input type=\"hidden\" name=\"action\" value=\"change\"><div class=\"actions\"><label>Choice <select name=\"choice\" id=\"change-choice\">" + choiceOptions(d.Choice) +
 		"</select></label><button type=\"submit\" class=\"primary\" id=\"change\">Change choice</button></div></form>\n<h3>Revoke it</h3>\n")
 	postForm(b, action, v.CSRF)
 	w("<input type=\"hidden\" name=\"action\" value=\"revoke\"><div class=\"actions\"><label><input type=\"checkbox\" name=\"confirm\" value=\"yes\" id=\"revoke-confirm\" required> Yes, revoke it: its key and tokens stop working at once</label><button type=\"submit\" class=\"secondary\" id=\"revoke\">Revoke</button></div></form>\n<h3 id=\"pending\">Pending confirmations</h3>")

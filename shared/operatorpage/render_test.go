@@ -20,12 +20,13 @@ var refTemplate = template.Must(template.New("page.tmpl").Funcs(template.FuncMap
 	"when": when,
 	"iso":  func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
 	// Values a person reads go through package display, as in the page.
-	"value": func(s string) template.HTML { return template.HTML(display.HTML(s)) },
-	"lines": func(s string) template.HTML { return template.HTML(display.BlockHTML(s)) },
-	"json":  func(s string) template.HTML { return template.HTML(display.JSONHTML(s)) },
-	"plain": display.Text,
-	"css":   func() template.CSS { return template.CSS(display.CSS) },
-	"nav":   func() []NavItem { return Nav[:] },
+	"value":   func(s string) template.HTML { return template.HTML(display.HTML(s)) },
+	"lines":   func(s string) template.HTML { return template.HTML(display.BlockHTML(s)) },
+	"json":    func(s string) template.HTML { return template.HTML(display.JSONHTML(s)) },
+	"plain":   display.Text,
+	"css":     func() template.CSS { return template.CSS(display.CSS) },
+	"nav":     func() []NavItem { return Nav[:] },
+	"choices": func() []string { return Choices[:] },
 	"confs": func(list []Confirmation, all bool, none string) any {
 		return struct {
 			List []Confirmation
@@ -108,7 +109,7 @@ func TestRendererMatchesTemplate(t *testing.T) {
 					{ID: s, Client: s, Resource: s, Status: s, CreatedAt: at, ExpiresAt: at}},
 			}},
 			{Operator: "root", CSRF: s, Detail: &CredentialPage{Credential: Credential{ID: s}, User: true}},
-			{Operator: "root", CSRF: s, Detail: &CredentialPage{Credential: Credential{ID: s}}},
+			{Operator: "root", CSRF: s, Detail: &CredentialPage{Credential: Credential{ID: s, Choice: "ask_agent"}}},
 			{Operator: s, CSRF: s, Trial: true, Message: s},
 			{Operator: s, CSRF: s, Shadow: &ShadowPage{Candidate: s, Differences: i, Truncated: i%2 == 0,
 				Examples: []ShadowExample{{At: at, Credential: s, Endpoint: s, Differs: s, Rule: s, Count: i}}}},
