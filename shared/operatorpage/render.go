@@ -53,7 +53,7 @@ button { font: inherit; font-weight: 600; min-height: 2.5rem; padding: .4rem 1.1
 button:focus-visible, input:focus-visible { outline: 3px solid #1d4ed8; outline-offset: 2px; }
 table { width: 100%; border-collapse: collapse; background: #fff; font-size: .875rem; }
 th, td { text-align: left; padding: .4rem .5rem; border-bottom: 1px solid #e5e7eb; vertical-align: top; overflow-wrap: anywhere; }
-th { background: #f3f4f6; }
+th { background: #f3f4f6; overflow-wrap: normal; }
 .empty { color: #6b7280; }
 .said { color: #4b5563; font-size: .8125rem; }
 .rules { margin: 0; padding-left: 1.1rem; }
