@@ -54,6 +54,7 @@ var flows = []struct {
 	{name: "configuration change picked up from S3, a bad one refused", run: configChange},
 	{name: "key created and revoked with countersign keys", run: keyRevoked},
 	{name: "key created, changed and revoked through the operator function's API", run: operatorCredentials},
+	{name: "candidate configuration from the bucket's candidate/ prefix: decided beside the live one, the live one enforced, the difference summarised by the operator function", run: candidateTrial},
 	{name: "edit and approve: the approve function binds the edited call, the agent's redemption runs it once; an escalating edit is 422", run: editAndApprove},
 	{name: "approve and remember: the approve function grants, the gateway runs the next call under it, the operator revokes it; velocity counted in the table", run: approveAndRemember},
 

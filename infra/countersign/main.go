@@ -29,7 +29,7 @@ commands:
   users SUBCOMMAND    list users, show and revoke their OAuth grants, set their choice
   grants SUBCOMMAND   list and revoke remembered approvals (gr_..., approval.remember)
   audit               print the audit trail; --verify checks its hash chains
-  shadow              print what the candidate policy (candidate_config) would have decided otherwise
+  shadow              print what the candidate policy (candidate_config, or DIR offline) would decide otherwise
   config push DIR     validate a configuration and upload it to a deployed stack's bucket
 
 Run "countersign <command> -h" for a command's flags.

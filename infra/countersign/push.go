@@ -146,7 +146,9 @@ func (p *pushCmd) validate() (map[string][]byte, error) {
 		if d.IsDir() || !strings.HasSuffix(rel, ".json") {
 			return nil
 		}
-		if rel == "credentials.json" && !p.withCredentials {
+		// A candidate configuration's credentials.json (candidate_config)
+		// is one too: never uploaded with plain keys.
+		if isCredentialsFile(rel) && !p.withCredentials {
 			fmt.Fprintf(p.stderr, "countersign: %s: not uploaded: deployed credentials live in the table (countersign keys create); --with-credentials uploads it for a stack with SeedCredentials=true\n", path)
 			return nil
 		}
@@ -160,13 +162,16 @@ func (p *pushCmd) validate() (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if b, ok := files["credentials.json"]; ok {
+	for rel, b := range files {
+		if !isCredentialsFile(rel) {
+			continue
+		}
 		var creds []map[string]json.RawMessage
 		_ = json.Unmarshal(b, &creds)
 		for i, c := range creds {
 			if _, plain := c["key"]; plain {
 				return nil, fmt.Errorf("%s: [%d].key: a plain key is not uploaded: give key_sha256 (its lowercase hex SHA-256), or create the credential in the table with countersign keys create",
-					filepath.Join(p.dir, "credentials.json"), i)
+					filepath.Join(p.dir, filepath.FromSlash(rel)), i)
 			}
 		}
 	}
@@ -300,4 +305,10 @@ func (p *pushCmd) push(ctx context.Context, api S3API, files map[string][]byte) 
 			where, len(upload), len(remove), len(keep))
 	}
 	return nil
+}
+
+// isCredentialsFile reports whether rel (slash-separated) is a
+// credentials.json: the configuration's or a candidate's.
+func isCredentialsFile(rel string) bool {
+	return rel == "credentials.json" || strings.HasSuffix(rel, "/credentials.json")
 }

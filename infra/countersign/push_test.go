@@ -151,3 +151,30 @@ func TestConfigPushCredentialsHashed(t *testing.T) {
 		t.Error("credentials.json was not uploaded")
 	}
 }
+
+// TestConfigPushCandidateCredentials: a candidate configuration's
+// credentials.json (candidate_config) is held back like the live one's,
+// and with --with-credentials its plain keys are refused.
+func TestConfigPushCandidateCredentials(t *testing.T) {
+	e := newPushEnv(t)
+	e.write(t, "settings.json", `{"candidate_config": "candidate", "approvers": {"webhooks": [{"name": "ops", "url": "https://hooks.example/ops", "secret": {"secretsmanager": "countersign/ops-hook"}}]}}`)
+	e.write(t, "candidate/settings.json", `{"approvers": {"webhooks": [{"name": "ops", "url": "https://hooks.example/ops", "secret": {"secretsmanager": "countersign/ops-hook"}}]}}`)
+	e.write(t, "candidate/credentials.json", `[{"id": "chat-user", "key": "cs_plain_candidate", "choice": "ask_person"}]`)
+	e.write(t, "candidate/connections/crm/policy.json", `{"base_url": "https://crm.example", "headers": {"Authorization": "Bearer ${secretsmanager:countersign/crm}"},
+	  "endpoints": [{"method": "DELETE", "path": "/contacts/{id}", "confirm": "never"}]}`)
+	code, out, errOut := e.push(t)
+	if code != exitOK {
+		t.Fatalf("push: %d\n%s%s", code, out, errOut)
+	}
+	want := []string{"config/candidate/connections/crm/policy.json", "config/candidate/settings.json", "config/connections/crm/policy.json", "config/settings.json"}
+	if got := e.aws.Keys("cfg"); !slices.Equal(got, want) {
+		t.Fatalf("bucket holds %q, want %q (no credentials.json of either)", got, want)
+	}
+	if !strings.Contains(errOut, filepath.Join("candidate", "credentials.json")+": not uploaded") {
+		t.Errorf("push does not say the candidate's credentials.json was held back:\n%s", errOut)
+	}
+	e.write(t, "credentials.json", `[{"id": "ops", "key_sha256": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"}]`)
+	if code, _, errOut := e.push(t, "--with-credentials"); code == exitOK || !strings.Contains(errOut, filepath.Join("candidate", "credentials.json")+": [0].key: a plain key is not uploaded") {
+		t.Fatalf("--with-credentials and a candidate's plain key: exit %d\n%s", code, errOut)
+	}
+}

@@ -12,7 +12,14 @@ import (
 	"github.com/countersign/countersign/shared/audit"
 )
 
-const shadowSynopsis = "[--data DIR | --table NAME [--region R] [--endpoint URL]] [--json]"
+const shadowSynopsis = `[--data DIR | --table NAME [--region R] [--endpoint URL]] [--json]
+       countersign shadow --config LIVE [--credential ID] [--json] DIR
+
+The first form prints the policy trial's summary from the store (the
+policy.shadow_differs records of settings.json candidate_config). The second
+tries the candidate configuration DIR offline, beside the live one LIVE:
+each endpoint of either, called plainly by each credential of LIVE, is
+decided by both, and every call the candidate decides otherwise is printed.`
 
 // runShadow is "countersign shadow": it prints what the candidate policy
 // (settings.json candidate_config) would have decided otherwise, from the
@@ -26,12 +33,25 @@ func runShadow(args []string, stdout, stderr io.Writer) int {
 	k.fs.StringVar(&k.region, "region", "", "AWS region (default $"+envRegion+")")
 	k.fs.StringVar(&k.endpoint, "endpoint", "", "DynamoDB endpoint URL (default $"+envEndpoint+")")
 	k.fs.BoolVar(&k.json, "json", false, "print the summary as JSON (as GET /v1/operator/shadow)")
+	live := k.fs.String("config", "", "with DIR: the live configuration directory")
+	credID := k.fs.String("credential", "", "with DIR: only this credential of the live configuration")
 	pos, err := parseFlags(k.fs, args)
-	if err == nil && len(pos) > 0 {
-		err = usagef("unexpected argument %q", pos[0])
+	switch {
+	case err != nil:
+	case len(pos) > 1:
+		err = usagef("unexpected argument %q", pos[1])
+	case len(pos) == 1 && *live == "":
+		err = usagef("shadow DIR needs --config LIVE, the live configuration to compare it with")
+	case len(pos) == 1 && (k.data != "" || k.table != ""):
+		err = usagef("shadow DIR reads no store: leave out --data and --table")
+	case len(pos) == 0 && (*live != "" || *credID != ""):
+		err = usagef("--config and --credential go with a candidate DIR")
 	}
 	if err != nil {
 		return finish(k.fs, err, stderr)
+	}
+	if len(pos) == 1 {
+		return finish(nil, shadowDir(*live, pos[0], *credID, k.json, stdout), stderr)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -67,6 +67,11 @@ type CredentialDetail struct {
 	// Grants are its remembered approvals (spent and expired included
 	// until deleted).
 	Grants []*countersign.ApprovalGrant
+	// OAuthGrants are a user's first page of OAuth grants (the MCP
+	// clients the person authorized, revoked ones marked); OAuthGrantsNext
+	// the cursor of the next page (OAuthGrants).
+	OAuthGrants     []*countersign.OAuthGrant
+	OAuthGrantsNext string
 }
 
 func (s *Service) credentialStore() (CredentialStore, error) {
@@ -328,5 +333,12 @@ func (s *Service) CredentialDetail(ctx context.Context, op *countersign.Credenti
 		return CredentialDetail{}, fault.Wrap(err, "the grants could not be read; try again")
 	}
 	d.Grants = gs
+	if ogs, ok := s.Store.(OAuthGrantStore); ok && c.IsPerson() {
+		p, err := ogs.ListOAuthGrants(ctx, id, countersign.ListQuery{Limit: countersign.MaxPageSize})
+		if err != nil {
+			return CredentialDetail{}, s.listError(ctx, "OAuth grants", err)
+		}
+		d.OAuthGrants, d.OAuthGrantsNext = p.Items, p.Next
+	}
 	return d, nil
 }

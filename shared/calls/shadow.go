@@ -28,7 +28,7 @@ func (s *Service) shadow(ctx context.Context, cred *countersign.Credential, p *p
 	}
 	m, ok := cand.Policy.Resolve(p.Connection, p.Method, p.Path)
 	c := policy.Decide(m, ok, in)
-	if c.Outcome == d.Outcome && c.Tier == d.Tier && c.Rule == d.Rule {
+	if !ShadowDiffers(d, c) {
 		return
 	}
 	telemetry.ShadowDiffered(p.Connection)
@@ -40,13 +40,19 @@ func (s *Service) shadow(ctx context.Context, cred *countersign.Credential, p *p
 	}
 	s.record(ctx, countersign.AuditRecord{Chain: audit.ChainOf(cred.ID), Actor: "system", Action: audit.ActionShadowDiffers,
 		Subject: p.Method + " " + endpoint + " on " + p.Connection, Credential: cred.ID, Connection: p.Connection, Method: p.Method, Path: endpoint,
-		Tier: d.Tier.String(), Rule: d.Rule, Outcome: "live " + decisionText(d) + "; candidate " + decisionText(c),
+		Tier: d.Tier.String(), Rule: d.Rule, Outcome: "live " + DecisionText(d) + "; candidate " + DecisionText(c),
 		Reason: audit.ShadowReason(c.Rule)})
 }
 
-// decisionText is a decision as a difference shows it: "pause (confirm)",
+// ShadowDiffers reports whether the candidate's decision c of a call
+// differs from the live one d: in outcome, tier or rule.
+func ShadowDiffers(d, c policy.Decision) bool {
+	return c.Outcome != d.Outcome || c.Tier != d.Tier || c.Rule != d.Rule
+}
+
+// DecisionText is a decision as a difference shows it: "pause (confirm)",
 // "deny blocked (never)".
-func decisionText(d policy.Decision) string {
+func DecisionText(d policy.Decision) string {
 	s := d.Outcome.String()
 	if d.Outcome == policy.Deny && d.Code != "" {
 		s += " " + string(d.Code)

@@ -142,6 +142,9 @@ func (o *Operator) api(ctx context.Context, r *http.Request, b []byte, cred *cou
 	if rp, ok := o.grants(ctx, r, cred, rest); ok {
 		return rp
 	}
+	if rp, ok := o.oauthGrants(ctx, r, cred, rest); ok {
+		return rp
+	}
 	if rp, ok := o.credentials(ctx, r, b, cred, rest); ok {
 		return rp
 	}

@@ -23,8 +23,11 @@ import (
 
 // consoleGet serves the console's GET pages; ok is false for any other path.
 func (o *Operator) consoleGet(ctx context.Context, r *http.Request, cred *countersign.Credential, cl *sessionClaims, sub string) (reply, bool) {
-	if sub == "/shadow" {
+	switch sub {
+	case "/shadow":
 		return o.shadowPage(ctx, r, cred, cl), true
+	case "/operations":
+		return o.operationsPage(ctx, r, cred, cl), true
 	}
 	id, ok := pathID(sub, "/credentials/")
 	if !ok {
@@ -48,13 +51,17 @@ func (o *Operator) consoleForm(ctx context.Context, r *http.Request, cred *count
 	isCreate := sub == "/credentials"
 	credID, isCred := pathID(sub, "/credentials/")
 	grantID, isGrant := pathID(sub, "/grants/")
-	if !isCreate && !isCred && !isGrant {
+	_, isOAuthGrant := pathID(sub, "/oauth-grants/")
+	if !isCreate && !isCred && !isGrant && !isOAuthGrant {
 		return reply{}, false
 	}
 	for k, vs := range form {
 		if len(vs) > 1 {
 			return o.dashboard(ctx, r, cred, cl, http.StatusBadRequest, "The form gives "+strings.Join(strings.Fields(k), "")+" more than once; nothing was done.", true), true
 		}
+	}
+	if isOAuthGrant {
+		return o.revokeOAuthGrantForm(ctx, r, cred, cl, sub, form)
 	}
 	mgr := o.credentialManager()
 	if mgr == nil {
@@ -141,6 +148,9 @@ func (o *Operator) credentialPage(ctx context.Context, r *http.Request, cred *co
 		cp.Pending = append(cp.Pending, row)
 	}
 	cp.Grants = grantRows(d.Grants, o.now())
+	cp.User = c.IsPerson()
+	cp.OAuthGrants = oauthGrantRows(d.OAuthGrants, o.now())
+	cp.OAuthGrantsMore = d.OAuthGrantsNext != ""
 	p.Detail = cp
 	return o.render(status, p, nil)
 }
@@ -150,6 +160,9 @@ func credentialRow(c countersign.Credential) operatorpage.Credential {
 	row := operatorpage.Credential{ID: c.ID, Choice: c.Choice.String(), ReadOnly: c.ReadOnly, Operator: c.Operator, Connections: "all"}
 	if len(c.Connections) > 0 {
 		row.Connections = strings.Join(c.Connections, ", ")
+	}
+	if pr := c.Person(); pr != nil {
+		row.Person = pr.Label()
 	}
 	if lc := c.LastClient; lc != nil {
 		row.HasClient, row.Client, row.ClientCanAsk, row.ClientSeen = true, strings.TrimSpace(lc.Name+" "+lc.Version), lc.CanAsk, lc.SeenAt

@@ -49,6 +49,10 @@ type credentialDetailView struct {
 	Pending     []reviewView `json:"pending"`
 	PendingMore bool         `json:"pending_more,omitempty"`
 	Grants      []*grantView `json:"grants"`
+	// OAuthGrants are a user's first page of OAuth grants; more are
+	// listed by GET /v1/operator/credentials/<id>/oauth-grants.
+	OAuthGrants     []oauthGrantView `json:"oauth_grants,omitempty"`
+	OAuthGrantsMore bool             `json:"oauth_grants_more,omitempty"`
 }
 
 // credentialManager is the pipeline as a CredentialManager, or nil.
@@ -125,6 +129,7 @@ func viewCredentialDetail(d calls.CredentialDetail, now time.Time) credentialDet
 		Pending: []reviewView{}, PendingMore: d.PendingMore, Grants: viewGrants(d.Grants, now)}
 	if p := c.Person(); p != nil {
 		v.Person = p.Label()
+		v.OAuthGrants, v.OAuthGrantsMore = viewOAuthGrants(d.OAuthGrants, now), d.OAuthGrantsNext != ""
 	}
 	for _, st := range d.Pending {
 		v.Pending = append(v.Pending, viewReview(st))

@@ -24,10 +24,38 @@ type CredentialPage struct {
 	// PendingMore says more pending confirmations were not read.
 	PendingMore bool
 	Grants      []Grant
+	// User marks a person's credential: its OAuth grants are shown (the
+	// MCP clients the person authorized), OAuthGrantsMore when there are
+	// more than were read.
+	User            bool
+	OAuthGrants     []OAuthGrant
+	OAuthGrantsMore bool
 }
 
-// choiceOptions are the choice select's options, in the order of policy.Choice.
-const choiceOptions = `<option value="refuse">refuse</option><option value="ask_person">ask_person</option><option value="ask_agent">ask_agent</option><option value="run_without_asking">run_without_asking</option>`
+// OAuthGrant is one of a user's OAuth grants: an MCP client the person
+// authorized.
+type OAuthGrant struct {
+	ID, Client, Resource, Status string
+	CreatedAt, ExpiresAt         time.Time
+}
+
+// Choices are the choice select's options, in the order of policy.Choice.
+var Choices = [...]string{"refuse", "ask_person", "ask_agent", "run_without_asking"}
+
+// choiceOptions are the choice select's options with current selected (a
+// credential's page starts from its choice, so pressing Change without
+// choosing changes nothing).
+func choiceOptions(current string) string {
+	var b strings.Builder
+	for _, c := range Choices {
+		b.WriteString(`<option value="` + c + `"`)
+		if c == current {
+			b.WriteString(" selected")
+		}
+		b.WriteString(">" + c + "</option>")
+	}
+	return b.String()
+}
 
 // newKey writes the key just created, shown this once.
 func (v *view) newKey(b *strings.Builder) {
@@ -45,9 +73,9 @@ func (v *view) newKey(b *strings.Builder) {
 // createForm writes the form that creates a key (under the credentials).
 func (v *view) createForm(b *strings.Builder) {
 	w := b.WriteString
-	w("\n<h3 id=\"create\">Create a key</h3>\n<form method=\"post\" action=\"/operator/credentials\"><input type=\"hidden\" name=\"csrf\" value=\"")
-	text(b, v.CSRF)
-	w("\"><div class=\"actions\"><label>Id <input type=\"text\" name=\"id\" id=\"new-id\" required maxlength=\"64\"></label><label>Choice <select name=\"choice\" id=\"new-choice\">" + choiceOptions +
+	w("\n<h3 id=\"create\">Create a key</h3>\n")
+	postForm(b, "/operator/credentials", v.CSRF)
+	w("<div class=\"actions\"><label>Id <input type=\"text\" name=\"id\" id=\"new-id\" required maxlength=\"64\"></label><label>Choice <select name=\"choice\" id=\"new-choice\">" + choiceOptions("refuse") +
 		"</select></label><label>Connections <input type=\"text\" name=\"connections\" placeholder=\"all\"></label><label><input type=\"checkbox\" name=\"read_only\" value=\"true\"> Read-only</label><button type=\"submit\" class=\"primary\" id=\"create-key\">Create</button></div></form>")
 }
 
@@ -58,7 +86,7 @@ func (v *view) credentialPage(b *strings.Builder) {
 	action := "/operator/credentials/" + display.NormalizeURL(d.ID)
 	w("\n<h2 id=\"credential\">Credential <code>")
 	value(b, d.ID)
-	w("</code></h2>\n<table><tbody>\n<tr><th>Choice</th><td id=\"choice\">")
+	w("</code></h2>\n<div class=\"scroll\"><table><tbody>\n<tr><th>Choice</th><td id=\"choice\">")
 	text(b, d.Choice)
 	w("</td></tr>\n<tr><th>Read-only</th><td>")
 	w(pick(d.ReadOnly, "yes", "no"))
@@ -76,64 +104,61 @@ func (v *view) credentialPage(b *strings.Builder) {
 	value(b, d.Connections)
 	w("</td></tr>\n<tr><th>Last client</th><td>")
 	lastClient(b, d.Credential)
-	w("</td></tr>\n</tbody></table>\n<h3>Change its choice</h3>\n<form method=\"post\" action=\"")
-	text(b, action)
-	w("\"><input type=\"hidden\" name=\"csrf\" value=\"")
-	text(b, v.CSRF)
-	w("\"><input type=\"hidden\" name=\"action\" value=\"change\"><div class=\"actions\"><label>Choice <select name=\"choice\" id=\"change-choice\">" + choiceOptions +
-		"</select></label><button type=\"submit\" class=\"primary\" id=\"change\">Change choice</button></div></form>\n<h3>Revoke it</h3>\n<form method=\"post\" action=\"")
-	text(b, action)
-	w("\"><input type=\"hidden\" name=\"csrf\" value=\"")
-	text(b, v.CSRF)
-	w("\"><input type=\"hidden\" name=\"action\" value=\"revoke\"><div class=\"actions\"><label><input type=\"checkbox\" name=\"confirm\" value=\"yes\" id=\"revoke-confirm\" required> Yes, revoke it: its key and tokens stop working at once</label><button type=\"submit\" class=\"secondary\" id=\"revoke\">Revoke</button></div></form>\n<h3 id=\"pending\">Pending confirmations</h3>")
-	if len(d.Pending) == 0 {
-		w("\n<p class=\"empty\">None pending.</p>")
-	} else {
-		w("\n<table><thead><tr><th>Id</th><th>Operations</th><th>Expires</th></tr></thead><tbody>")
-		for _, c := range d.Pending {
-			w("\n<tr><td><code>")
-			value(b, c.ID)
-			w("</code></td><td>")
-			for _, op := range c.Operations {
-				w("<div><code>")
-				value(b, op)
-				w("</code></div>")
-			}
-			w("</td><td>")
-			text(b, when(c.ExpiresAt))
-			w("</td></tr>")
-		}
-		w("\n</tbody></table>")
-	}
+	w("</td></tr>")
+	tableEnd(b)
+	w("\n<h3>Change its choice</h3>\n")
+	postForm(b, action, v.CSRF)
+	w("<input type=\"hidden\" name=\"action\" value=\"change\"><div class=\"actions\"><label>Choice <select name=\"choice\" id=\"change-choice\">" + choiceOptions(d.Choice) +
+		"</select></label><button type=\"submit\" class=\"primary\" id=\"change\">Change choice</button></div></form>\n<h3>Revoke it</h3>\n")
+	postForm(b, action, v.CSRF)
+	w("<input type=\"hidden\" name=\"action\" value=\"revoke\"><div class=\"actions\"><label><input type=\"checkbox\" name=\"confirm\" value=\"yes\" id=\"revoke-confirm\" required> Yes, revoke it: its key and tokens stop working at once</label><button type=\"submit\" class=\"secondary\" id=\"revoke\">Revoke</button></div></form>\n<h3 id=\"pending\">Pending confirmations</h3>")
+	confirmationTable(b, d.Pending, false, "None pending.")
 	if d.PendingMore {
 		w("\n<p class=\"hint\">There are more pending confirmations than were read.</p>")
 	}
 	w("\n<h3 id=\"credential-grants\">Grants</h3>")
-	if len(d.Grants) == 0 {
-		w("\n<p class=\"empty\">No grants.</p>")
+	grantTable(b, d.Grants, false, v.CSRF)
+	if d.User {
+		v.oauthGrants(b, d)
+	}
+}
+
+// oauthGrants writes a user's OAuth grants, each active one with the form
+// that revokes it behind a confirmation box.
+func (v *view) oauthGrants(b *strings.Builder, d *CredentialPage) {
+	w := b.WriteString
+	w("\n<h3 id=\"oauth-grants\">OAuth grants</h3>\n<p class=\"hint\">The MCP clients this person authorized. Revoking one refuses its tokens from the next call; the person can authorize the client again.</p>")
+	if len(d.OAuthGrants) == 0 {
+		w("\n<p class=\"empty\">No OAuth grants.</p>")
 		return
 	}
-	w("\n<table><thead><tr><th>Id</th><th>Allows</th><th>Granted by</th><th>Status</th><th>Calls left</th><th>Expires</th><th></th></tr></thead><tbody>")
-	for _, g := range d.Grants {
+	tableHead(b, "Id", "Client", "Resource", "Status", "Created", "Expires", "")
+	for _, g := range d.OAuthGrants {
 		w("\n<tr><td><code>")
 		value(b, g.ID)
-		w("</code></td><td><code>")
-		value(b, g.What)
 		w("</code></td><td>")
-		value(b, g.GrantedBy)
+		value(b, g.Client)
+		w("</td><td>")
+		value(b, g.Resource)
 		w("</td><td>")
 		text(b, g.Status)
 		w("</td><td>")
-		w(strconv.Itoa(g.CallsLeft) + " of " + strconv.Itoa(g.MaxCalls))
+		text(b, when(g.CreatedAt))
 		w("</td><td>")
 		text(b, when(g.ExpiresAt))
-		w("</td><td><form method=\"post\" action=\"")
-		text(b, "/operator/grants/"+display.NormalizeURL(g.ID))
-		w("\"><input type=\"hidden\" name=\"csrf\" value=\"")
-		text(b, v.CSRF)
-		w("\"><button type=\"submit\" class=\"secondary\">Revoke</button></form></td></tr>")
+		w("</td><td>")
+		if g.Status == "active" {
+			postForm(b, "/operator/oauth-grants/"+display.NormalizeURL(g.ID), v.CSRF)
+			w("<input type=\"hidden\" name=\"credential\" value=\"")
+			text(b, d.ID)
+			w("\"><label><input type=\"checkbox\" name=\"confirm\" value=\"yes\" required> Yes, revoke it</label><button type=\"submit\" class=\"secondary\">Revoke</button></form>")
+		}
+		w("</td></tr>")
 	}
-	w("\n</tbody></table>")
+	tableEnd(b)
+	if d.OAuthGrantsMore {
+		w("\n<p class=\"hint\">There are more OAuth grants than are shown: <code>GET /v1/operator/credentials/&lt;id&gt;/oauth-grants</code> lists them all.</p>")
+	}
 }
 
 // lastClient writes the client last seen with a credential.
@@ -163,6 +188,15 @@ func boundDetail(d *CredentialPage) *CredentialPage {
 		c.Pending = c.Pending[:MaxRows]
 	}
 	c.Grants = boundGrants(c.Grants)
+	if len(c.OAuthGrants) > MaxRows {
+		c.OAuthGrants = c.OAuthGrants[:MaxRows]
+	}
+	og := make([]OAuthGrant, len(c.OAuthGrants))
+	for i, g := range c.OAuthGrants {
+		g.ID, g.Client, g.Resource = clip(g.ID, maxField), display.Clip(g.Client, display.AgentLimit), clip(g.Resource, maxField)
+		og[i] = g
+	}
+	c.OAuthGrants = og
 	return &c
 }
 
@@ -205,7 +239,7 @@ func (v *view) shadowPage(b *strings.Builder) {
 		w("\n<p class=\"empty\">No differences recorded.</p>")
 		return
 	}
-	w("\n<table><thead><tr><th>When</th><th>Credential</th><th>Endpoint</th><th>Live and candidate</th><th>Candidate rule</th><th>Calls</th></tr></thead><tbody>")
+	tableHead(b, "When", "Credential", "Endpoint", "Live and candidate", "Candidate rule", "Calls")
 	for _, e := range d.Examples {
 		w("\n<tr><td>")
 		text(b, when(e.At))
@@ -221,7 +255,7 @@ func (v *view) shadowPage(b *strings.Builder) {
 		w(strconv.Itoa(e.Count))
 		w("</td></tr>")
 	}
-	w("\n</tbody></table>")
+	tableEnd(b)
 }
 
 // boundShadow clips the trial's page as bound does the lists.

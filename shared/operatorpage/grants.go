@@ -4,10 +4,12 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/countersign/countersign/shared/display"
 )
 
 // Grant is one remembered approval (approval.remember): what it allows,
-// to whom, who gave it, and how it stands. Revoke it with the CLI or
+// to whom, who gave it, and how it stands. Revoke it on the page, with the CLI or
 // DELETE /v1/operator/grants/<id>.
 type Grant struct {
 	ID, Credential, What, GrantedBy, Status string
@@ -17,19 +19,33 @@ type Grant struct {
 
 // grants writes the grants table (after the credentials).
 func (v *view) grants(b *strings.Builder) {
+	b.WriteString("\n<h2 id=\"grants\">Grants</h2>")
+	grantTable(b, v.Grants, true, v.CSRF)
+}
+
+// grantTable writes grants, each with the form that revokes it; with
+// withCredential, the credential each allows too (the dashboard's list; a
+// credential's page lists its own without).
+func grantTable(b *strings.Builder, gs []Grant, withCredential bool, csrf string) {
 	w := b.WriteString
-	w("\n<h2 id=\"grants\">Grants</h2>")
-	if len(v.Grants) == 0 {
+	if len(gs) == 0 {
 		w("\n<p class=\"empty\">No grants.</p>")
 		return
 	}
-	w("\n<table><thead><tr><th>Id</th><th>Credential</th><th>Allows</th><th>Granted by</th><th>Status</th><th>Calls left</th><th>Expires</th></tr></thead><tbody>")
-	for _, g := range v.Grants {
+	if withCredential {
+		tableHead(b, "Id", "Credential", "Allows", "Granted by", "Status", "Calls left", "Expires", "")
+	} else {
+		tableHead(b, "Id", "Allows", "Granted by", "Status", "Calls left", "Expires", "")
+	}
+	for _, g := range gs {
 		w("\n<tr><td><code>")
 		value(b, g.ID)
 		w("</code></td><td>")
-		value(b, g.Credential)
-		w("</td><td><code>")
+		if withCredential {
+			value(b, g.Credential)
+			w("</td><td>")
+		}
+		w("<code>")
 		value(b, g.What)
 		w("</code></td><td>")
 		value(b, g.GrantedBy)
@@ -39,9 +55,11 @@ func (v *view) grants(b *strings.Builder) {
 		w(strconv.Itoa(g.CallsLeft) + " of " + strconv.Itoa(g.MaxCalls))
 		w("</td><td>")
 		text(b, when(g.ExpiresAt))
-		w("</td></tr>")
+		w("</td><td>")
+		postForm(b, "/operator/grants/"+display.NormalizeURL(g.ID), csrf)
+		w("<button type=\"submit\" class=\"secondary\">Revoke</button></form></td></tr>")
 	}
-	w("\n</tbody></table>")
+	tableEnd(b)
 }
 
 // boundGrants clips the grants as bound does the other lists.

@@ -49,6 +49,8 @@ type Page struct {
 	// is configured); Shadow, when set, is that page instead of the lists.
 	Trial  bool
 	Shadow *ShadowPage
+	// Operations, when set, is the operations page instead of the lists.
+	Operations *OperationsPage
 }
 
 // Review is one review item.
@@ -84,6 +86,9 @@ type Credential struct {
 	ClientSeen   time.Time
 	Connections  string
 	HasClient    bool
+	// Person is the person a user credential names (their e-mail): the
+	// list shows who each user is.
+	Person string
 }
 
 // AuditRecord is one audit record.
@@ -185,6 +190,7 @@ func bound(p Page) Page {
 	cr := make([]Credential, len(p.Credentials))
 	for i, c := range p.Credentials {
 		c.Client = display.Clip(c.Client, display.AgentLimit)
+		c.Person = clip(c.Person, maxField)
 		cr[i] = c
 	}
 	p.Credentials = cr
@@ -192,6 +198,7 @@ func bound(p Page) Page {
 	p.NewKeyFor = clip(p.NewKeyFor, maxField)
 	p.Detail = boundDetail(p.Detail)
 	p.Shadow = boundShadow(p.Shadow)
+	p.Operations = boundOperations(p.Operations)
 	return p
 }
 

@@ -73,3 +73,23 @@ func TestNextPageLinks(t *testing.T) {
 		t.Error("a link to more credentials with no next page")
 	}
 }
+
+// TestChangeStartsFromTheChoice: a credential's page offers its own choice
+// selected, so pressing Change without choosing changes nothing; the
+// create form starts from refuse.
+func TestChangeStartsFromTheChoice(t *testing.T) {
+	body, _, err := Render(Page{Operator: "root", CSRF: "tok", Detail: &CredentialPage{Credential: Credential{ID: "bot", Choice: "ask_agent"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(body), `<select name="choice" id="change-choice"><option value="refuse">refuse</option><option value="ask_person">ask_person</option><option value="ask_agent" selected>ask_agent</option>`) {
+		t.Errorf("the change form does not start from ask_agent:\n%s", body)
+	}
+	body, _, err = Render(Page{Operator: "root", CSRF: "tok"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(body), `id="new-choice"><option value="refuse" selected>refuse</option>`) {
+		t.Errorf("the create form does not start from refuse")
+	}
+}

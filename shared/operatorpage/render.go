@@ -23,6 +23,11 @@ body { margin: 0; background: #f9fafb; color: #111827; font: 16px/1.5 system-ui,
 .bar { background: var(--accent); color: #fff; padding: .75rem 1rem; font-weight: 600; }
 .bar p { max-width: 64rem; margin: 0 auto; display: flex; justify-content: space-between; gap: 1rem; overflow-wrap: anywhere; }
 .bar a { color: #fff; }
+.nav { background: #fff; border-bottom: 1px solid #e5e7eb; }
+.nav ul { max-width: 64rem; margin: 0 auto; padding: .25rem 1rem; list-style: none; display: flex; flex-wrap: wrap; gap: .25rem 1.25rem; }
+.nav a { display: inline-block; padding: .4rem 0; color: #374151; text-decoration: none; font-weight: 600; border-bottom: 3px solid transparent; }
+.nav a[aria-current] { color: #111827; border-bottom-color: var(--accent); }
+.scroll { overflow-x: auto; max-width: 100%; }
 main { max-width: 64rem; margin: 0 auto; padding: 1.5rem 1rem 3rem; }
 h1 { font-size: 1.5rem; line-height: 1.25; margin: 0 0 .5rem; }
 h2 { font-size: 1.125rem; margin: 1.75rem 0 .5rem; }
@@ -39,7 +44,8 @@ pre { margin: .25rem 0 0; padding: .75rem; background: #f3f4f6; border-radius: .
 .actions { display: flex; flex-wrap: wrap; gap: .75rem; margin-top: .75rem; align-items: flex-end; }
 .actions form { display: flex; gap: .5rem; align-items: flex-end; flex-wrap: wrap; margin: 0; }
 label { display: block; font-size: .875rem; color: #374151; }
-input[type=text], input[type=password] { font: inherit; padding: .45rem .6rem; border: 1px solid #9ca3af; border-radius: .375rem; min-width: 14rem; }
+input[type=text], input[type=password], select { font: inherit; padding: .45rem .6rem; border: 1px solid #9ca3af; border-radius: .375rem; max-width: 100%; }
+input[type=text], input[type=password] { min-width: min(14rem, 100%); }
 button { font: inherit; font-weight: 600; min-height: 2.5rem; padding: .4rem 1.1rem; border-radius: .5rem; cursor: pointer; }
 .primary { background: var(--accent); color: #fff; border: 2px solid var(--accent); }
 .secondary { background: #fff; color: #111827; border: 2px solid #6b7280; }
@@ -47,9 +53,11 @@ button { font: inherit; font-weight: 600; min-height: 2.5rem; padding: .4rem 1.1
 button:focus-visible, input:focus-visible { outline: 3px solid #1d4ed8; outline-offset: 2px; }
 table { width: 100%; border-collapse: collapse; background: #fff; font-size: .875rem; }
 th, td { text-align: left; padding: .4rem .5rem; border-bottom: 1px solid #e5e7eb; vertical-align: top; overflow-wrap: anywhere; }
-th { background: #f3f4f6; }
+th { background: #f3f4f6; overflow-wrap: normal; }
 .empty { color: #6b7280; }
 .said { color: #4b5563; font-size: .8125rem; }
+.rules { margin: 0; padding-left: 1.1rem; }
+@media (max-width: 40rem) { main { padding: 1rem .75rem 2rem; } .bar p { flex-wrap: wrap; } table { font-size: .8125rem; } .scroll table:has(thead) { min-width: 40rem; } th, td { padding: .35rem .4rem; overflow-wrap: break-word; } }
 `
 
 // html writes the page.
@@ -78,12 +86,16 @@ func (v *view) html() []byte {
 		if v.Person {
 			w(" <a href=\"/oauth/signout\" id=\"signout\">Sign out</a></span>")
 		} else {
-			w(" <form method=\"post\" action=\"/operator/logout\" class=\"inline\"><input type=\"hidden\" name=\"csrf\" value=\"")
-			text(&b, v.CSRF)
-			w("\"><button type=\"submit\" class=\"secondary\">Sign out</button></form></span>")
+			w(" ")
+			postForm(&b, "/operator/logout", v.CSRF)
+			w("<button type=\"submit\" class=\"secondary\">Sign out</button></form></span>")
 		}
 	}
-	w("</p></header>\n<main>")
+	w("</p></header>")
+	if v.Operator != "" {
+		v.nav(&b)
+	}
+	w("\n<main>")
 	if v.Operator == "" {
 		w("\n<h1>Operator sign-in</h1>\n<p class=\"hint\">Enter an operator key. It is checked once and never kept in the page or its address; the session lasts a few hours.</p>")
 		if v.PersonSignIn {
@@ -97,33 +109,104 @@ func (v *view) html() []byte {
 		w("\n<h1>Operator</h1>")
 		v.message(&b)
 		v.newKey(&b)
-		if v.Shadow != nil {
+		switch {
+		case v.Shadow != nil:
 			v.shadowPage(&b)
-			w("\n<p><a href=\"/operator\">Back to the operator page</a></p>")
-			w("\n</main>\n</body>\n</html>\n")
-			return []byte(b.String())
-		}
-		if v.Detail != nil {
+		case v.Operations != nil:
+			v.operationsPage(&b)
+		case v.Detail != nil:
 			v.credentialPage(&b)
-			w("\n<p><a href=\"/operator#credentials\">All credentials</a></p>")
-			w("\n</main>\n</body>\n</html>\n")
-			return []byte(b.String())
+		default:
+			v.trialLink(&b)
+			v.reviews(&b)
+			more(&b, v.NextReviews, "More review items")
+			v.confirmations(&b)
+			more(&b, v.NextConfirmations, "Older confirmations")
+			v.credentials(&b)
+			more(&b, v.NextCredentials, "More credentials")
+			v.createForm(&b)
+			v.grants(&b)
+			more(&b, v.NextGrants, "More grants")
+			v.audit(&b)
+			more(&b, v.NextAudit, "Records of more chains")
 		}
-		v.trialLink(&b)
-		v.reviews(&b)
-		more(&b, v.NextReviews, "More review items")
-		v.confirmations(&b)
-		more(&b, v.NextConfirmations, "Older confirmations")
-		v.credentials(&b)
-		more(&b, v.NextCredentials, "More credentials")
-		v.createForm(&b)
-		v.grants(&b)
-		more(&b, v.NextGrants, "More grants")
-		v.audit(&b)
-		more(&b, v.NextAudit, "Records of more chains")
 	}
 	w("\n</main>\n</body>\n</html>\n")
 	return []byte(b.String())
+}
+
+// NavItem is one link of the navigation every signed-in page starts with.
+type NavItem struct {
+	Label, Href string
+	// Page is the page it marks as the one shown (view.current).
+	Page string
+}
+
+// Nav is the navigation, in its order.
+var Nav = [...]NavItem{
+	{"Queue", "/operator#reviews", "dashboard"},
+	{"Confirmations", "/operator#confirmations", ""},
+	{"Credentials", "/operator#credentials", "credential"},
+	{"Operations", "/operator/operations", "operations"},
+	{"Policy trial", "/operator/shadow", "trial"},
+	{"Audit", "/operator#audit", ""},
+}
+
+// current names the page shown, as NavItem.Page does.
+func (v *view) current() string {
+	switch {
+	case v.Shadow != nil:
+		return "trial"
+	case v.Operations != nil:
+		return "operations"
+	case v.Detail != nil:
+		return "credential"
+	}
+	return "dashboard"
+}
+
+// nav writes the navigation.
+func (v *view) nav(b *strings.Builder) {
+	w := b.WriteString
+	cur := v.current()
+	w("\n<nav class=\"nav\" aria-label=\"Operator pages\"><ul>")
+	for _, n := range Nav {
+		w("<li><a href=\"")
+		w(n.Href)
+		w("\"")
+		if n.Page == cur {
+			w(" aria-current=\"page\"")
+		}
+		w(">")
+		w(n.Label)
+		w("</a></li>")
+	}
+	w("</ul></nav>")
+}
+
+// tableHead opens a table, in a box that scrolls on its own on a narrow
+// screen (the page never does), with its column heads.
+func tableHead(b *strings.Builder, cols ...string) {
+	b.WriteString("\n<div class=\"scroll\"><table><thead><tr>")
+	for _, c := range cols {
+		b.WriteString("<th>")
+		b.WriteString(c)
+		b.WriteString("</th>")
+	}
+	b.WriteString("</tr></thead><tbody>")
+}
+
+// tableEnd closes what tableHead opened.
+func tableEnd(b *strings.Builder) { b.WriteString("\n</tbody></table></div>") }
+
+// postForm opens a POST form to action (an address the page made safe)
+// with the session's CSRF token.
+func postForm(b *strings.Builder, action, csrf string) {
+	b.WriteString("<form method=\"post\" action=\"")
+	text(b, action)
+	b.WriteString("\"><input type=\"hidden\" name=\"csrf\" value=\"")
+	text(b, csrf)
+	b.WriteString("\">")
 }
 
 func (v *view) message(b *strings.Builder) {
@@ -176,15 +259,11 @@ func (v *view) reviews(b *strings.Builder) {
 		}
 		if r.Pending {
 			action := "/operator/reviews/" + display.NormalizeURL(r.ID)
-			w("\n<div class=\"actions\">\n<form method=\"post\" action=\"")
-			text(b, action)
-			w("\"><input type=\"hidden\" name=\"csrf\" value=\"")
-			text(b, v.CSRF)
-			w("\"><input type=\"hidden\" name=\"decision\" value=\"run\"><button type=\"submit\" class=\"primary\">Run</button></form>\n<form method=\"post\" action=\"")
-			text(b, action)
-			w("\"><input type=\"hidden\" name=\"csrf\" value=\"")
-			text(b, v.CSRF)
-			w("\"><input type=\"hidden\" name=\"decision\" value=\"dismiss\"><label>Reason <input type=\"text\" name=\"reason\" maxlength=\"500\"></label><button type=\"submit\" class=\"secondary\">Dismiss</button></form>\n</div>")
+			w("\n<div class=\"actions\">\n")
+			postForm(b, action, v.CSRF)
+			w("<input type=\"hidden\" name=\"decision\" value=\"run\"><button type=\"submit\" class=\"primary\">Run</button></form>\n")
+			postForm(b, action, v.CSRF)
+			w("<input type=\"hidden\" name=\"decision\" value=\"dismiss\"><label>Reason <input type=\"text\" name=\"reason\" maxlength=\"500\"></label><button type=\"submit\" class=\"secondary\">Dismiss</button></form>\n</div>")
 		} else {
 			w("\n<p class=\"caption\">")
 			if r.DecidedBy != "" {
@@ -210,21 +289,36 @@ func (v *view) reviews(b *strings.Builder) {
 }
 
 func (v *view) confirmations(b *strings.Builder) {
+	b.WriteString("\n<h2 id=\"confirmations\">Confirmations</h2>")
+	confirmationTable(b, v.Confirmations, true, "No confirmations kept.")
+}
+
+// confirmationTable writes confirmations: with all, their credential and
+// status too (the dashboard's list; a credential's page lists its pending
+// ones without).
+func confirmationTable(b *strings.Builder, cs []Confirmation, all bool, none string) {
 	w := b.WriteString
-	w("\n<h2 id=\"confirmations\">Confirmations</h2>")
-	if len(v.Confirmations) == 0 {
-		w("\n<p class=\"empty\">No confirmations kept.</p>")
+	if len(cs) == 0 {
+		w("\n<p class=\"empty\">")
+		w(none)
+		w("</p>")
 		return
 	}
-	w("\n<table><thead><tr><th>Id</th><th>Credential</th><th>Status</th><th>Operations</th><th>Expires</th></tr></thead><tbody>")
-	for _, c := range v.Confirmations {
+	if all {
+		tableHead(b, "Id", "Credential", "Status", "Operations", "Expires")
+	} else {
+		tableHead(b, "Id", "Operations", "Expires")
+	}
+	for _, c := range cs {
 		w("\n<tr><td><code>")
 		value(b, c.ID)
 		w("</code></td><td>")
-		value(b, c.Credential)
-		w("</td><td>")
-		text(b, c.Status)
-		w("</td><td>")
+		if all {
+			value(b, c.Credential)
+			w("</td><td>")
+			text(b, c.Status)
+			w("</td><td>")
+		}
 		for _, op := range c.Operations {
 			w("<div><code>")
 			value(b, op)
@@ -234,12 +328,13 @@ func (v *view) confirmations(b *strings.Builder) {
 		text(b, when(c.ExpiresAt))
 		w("</td></tr>")
 	}
-	w("\n</tbody></table>")
+	tableEnd(b)
 }
 
 func (v *view) credentials(b *strings.Builder) {
 	w := b.WriteString
-	w("\n<h2 id=\"credentials\">Credentials</h2>\n<table><thead><tr><th>Id</th><th>Choice</th><th>Read-only</th><th>Role</th><th>Connections</th><th>Last client</th></tr></thead><tbody>")
+	w("\n<h2 id=\"credentials\">Credentials</h2>")
+	tableHead(b, "Id", "Choice", "Read-only", "Role", "Connections", "Last client")
 	for _, c := range v.Credentials {
 		w("\n<tr><td><a href=\"")
 		text(b, "/operator/credentials/"+display.NormalizeURL(c.ID))
@@ -251,13 +346,18 @@ func (v *view) credentials(b *strings.Builder) {
 		w(pick(c.ReadOnly, "yes", "no"))
 		w("</td><td>")
 		w(pick(c.Operator, "operator", "agent"))
+		if c.Person != "" {
+			w("<div class=\"said\">person ")
+			value(b, c.Person)
+			w("</div>")
+		}
 		w("</td><td>")
 		value(b, c.Connections)
 		w("</td><td>")
 		lastClient(b, c)
 		w("</td></tr>")
 	}
-	w("\n</tbody></table>")
+	tableEnd(b)
 }
 
 func (v *view) audit(b *strings.Builder) {
@@ -267,7 +367,7 @@ func (v *view) audit(b *strings.Builder) {
 		w("\n<p class=\"empty\">No audit records.</p>")
 		return
 	}
-	w("\n<table><thead><tr><th>When</th><th>Chain</th><th>Who</th><th>What</th><th>Outcome</th><th>Reason</th></tr></thead><tbody>")
+	tableHead(b, "When", "Chain", "Who", "What", "Outcome", "Reason")
 	for _, a := range v.Audit {
 		w("\n<tr><td><time datetime=\"")
 		text(b, a.At.UTC().Format(time.RFC3339))
@@ -297,7 +397,7 @@ func (v *view) audit(b *strings.Builder) {
 		value(b, a.Reason)
 		w("</td></tr>")
 	}
-	w("\n</tbody></table>")
+	tableEnd(b)
 }
 
 // more links to a list's next page when it has one. The address is the

@@ -20,11 +20,27 @@ var refTemplate = template.Must(template.New("page.tmpl").Funcs(template.FuncMap
 	"when": when,
 	"iso":  func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
 	// Values a person reads go through package display, as in the page.
-	"value": func(s string) template.HTML { return template.HTML(display.HTML(s)) },
-	"lines": func(s string) template.HTML { return template.HTML(display.BlockHTML(s)) },
-	"json":  func(s string) template.HTML { return template.HTML(display.JSONHTML(s)) },
-	"plain": display.Text,
-	"css":   func() template.CSS { return template.CSS(display.CSS) },
+	"value":   func(s string) template.HTML { return template.HTML(display.HTML(s)) },
+	"lines":   func(s string) template.HTML { return template.HTML(display.BlockHTML(s)) },
+	"json":    func(s string) template.HTML { return template.HTML(display.JSONHTML(s)) },
+	"plain":   display.Text,
+	"css":     func() template.CSS { return template.CSS(display.CSS) },
+	"nav":     func() []NavItem { return Nav[:] },
+	"choices": func() []string { return Choices[:] },
+	"confs": func(list []Confirmation, all bool, none string) any {
+		return struct {
+			List []Confirmation
+			All  bool
+			None string
+		}{list, all, none}
+	},
+	"grants": func(list []Grant, withCredential bool, csrf string) any {
+		return struct {
+			List           []Grant
+			WithCredential bool
+			CSRF           string
+		}{list, withCredential, csrf}
+	},
 }).ParseFiles("testdata/page.tmpl"))
 
 // refView is view as the template sees it: the accent typed as CSS, as
@@ -32,6 +48,8 @@ var refTemplate = template.Must(template.New("page.tmpl").Funcs(template.FuncMap
 type refView struct {
 	view
 	Accent template.CSS
+	// Current is the page the navigation marks.
+	Current string
 }
 
 // mismatches counts pages whose hand-written rendering differed from the
@@ -46,7 +64,7 @@ func TestMain(m *testing.M) {
 	writePage = func(v *view) []byte {
 		got := v.html()
 		var want bytes.Buffer
-		if err := refTemplate.Execute(&want, refView{view: *v, Accent: template.CSS(v.Accent)}); err != nil {
+		if err := refTemplate.Execute(&want, refView{view: *v, Accent: template.CSS(v.Accent), Current: v.current()}); err != nil {
 			panic(err)
 		}
 		compared.Add(1)
@@ -86,8 +104,12 @@ func TestRendererMatchesTemplate(t *testing.T) {
 				Origin:     s, Person: s, PendingMore: i%2 == 1,
 				Pending: []Confirmation{{ID: s, Operations: []string{s}, ExpiresAt: at}},
 				Grants:  []Grant{{ID: s, Credential: s, What: s, GrantedBy: s, Status: s, CallsLeft: i, MaxCalls: 3, ExpiresAt: at}},
+				User:    i%2 == 0, OAuthGrantsMore: i%3 == 0,
+				OAuthGrants: []OAuthGrant{{ID: s, Client: s, Resource: s, Status: "active", CreatedAt: at, ExpiresAt: at},
+					{ID: s, Client: s, Resource: s, Status: s, CreatedAt: at, ExpiresAt: at}},
 			}},
-			{Operator: "root", CSRF: s, Detail: &CredentialPage{Credential: Credential{ID: s}}},
+			{Operator: "root", CSRF: s, Detail: &CredentialPage{Credential: Credential{ID: s}, User: true}},
+			{Operator: "root", CSRF: s, Detail: &CredentialPage{Credential: Credential{ID: s, Choice: "ask_agent"}}},
 			{Operator: s, CSRF: s, Trial: true, Message: s},
 			{Operator: s, CSRF: s, Shadow: &ShadowPage{Candidate: s, Differences: i, Truncated: i%2 == 0,
 				Examples: []ShadowExample{{At: at, Credential: s, Endpoint: s, Differs: s, Rule: s, Count: i}}}},
@@ -96,10 +118,16 @@ func TestRendererMatchesTemplate(t *testing.T) {
 				Reviews:       []Review{review, decided, {ID: s}},
 				Confirmations: []Confirmation{{ID: s, Kind: s, Credential: s, Status: s, Operations: []string{s, s}, ExpiresAt: at}, {}},
 				Credentials: []Credential{{ID: s, Choice: s, ReadOnly: i%2 == 0, Operator: i%3 == 0, Client: s, ClientCanAsk: i%2 == 1,
-					ClientSeen: at, Connections: s, HasClient: true}, {ID: s}},
+					ClientSeen: at, Connections: s, HasClient: true, Person: s}, {ID: s}},
 				Audit: []AuditRecord{{At: at, Chain: s, Seq: int64(i), Actor: s, Action: s, Subject: s, Outcome: s, Reason: s, What: s}, {}},
 			},
 			{Operator: "root", Accent: "#123456"},
+			{Operator: s, CSRF: s, Operations: &OperationsPage{Credential: s, Credentials: []string{"a", s},
+				Connections: []OperationsConnection{{Name: s, Rules: []string{s, "hooks"}, Operations: []Operation{
+					{Method: s, Path: s, Tier: s, Rules: []string{s}, Outcome: s, Rule: s}, {Method: "GET", Path: "/x"}}}, {Name: "empty"}}}},
+			{Operator: s, CSRF: s, Operations: &OperationsPage{Credentials: []string{s}, Connections: []OperationsConnection{{Name: "crm",
+				Operations: []Operation{{Method: "GET", Path: s, Tier: "auto"}}}}}},
+			{Operator: s, Operations: &OperationsPage{}},
 		} {
 			if _, _, err := Render(p); err != nil {
 				t.Fatal(err)

@@ -204,10 +204,14 @@ type Store interface {
 	// OAuth keeps the authorization server's clients, codes, tokens and
 	// grants.
 	OAuth
-	// OAuthGrants returns the grants of a credential, ordered by ID. It is
-	// for the operator's tools and the credential's page: on DynamoDB it
-	// scans the table.
+	// OAuthGrants returns the grants of a credential, ordered by ID (at
+	// most MaxOAuthGrants). It is for the operator's tools and the
+	// credential's page; on DynamoDB it queries the list index, never
+	// scans.
 	OAuthGrants(ctx context.Context, credentialID string) ([]*countersign.OAuthGrant, error)
+	// ListOAuthGrants returns a page of a credential's grants in ID order
+	// (ErrBadCursor for a cursor not of this listing).
+	ListOAuthGrants(ctx context.Context, credentialID string, q countersign.ListQuery) (countersign.Page[*countersign.OAuthGrant], error)
 
 	// Counts and ApprovalGrants: velocity counts and remembered approvals
 	// (approvalgrants.go).
@@ -221,6 +225,10 @@ type Store interface {
 	// Close flushes and releases the store.
 	Close() error
 }
+
+// MaxOAuthGrants bounds how many OAuth grants of one credential
+// OAuthGrants returns.
+const MaxOAuthGrants = 10_000
 
 // All pages through a listing (q gives its filters) and returns every item,
 // for the tools that need the whole list: the command line, the local

@@ -13,7 +13,8 @@ import (
 // operator) signs in to /operator as a person, creates a key (shown once;
 // it works at once), changes its choice (the next call follows it) and
 // revokes it behind the confirmation box (its key is refused after);
-// grace, a user who is no operator, signs in and sees nothing of the page.
+// grace, a user who is no operator, signs in and sees nothing of the page
+// nor of its other pages.
 func TestOperatorPersonInBrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipped under -short (testing.Short): it starts chromium")
@@ -60,5 +61,13 @@ func TestOperatorPersonInBrowser(t *testing.T) {
 	grace.run("read grace's page", into(&shown, chromedp.Text(chromedp.CSS("main"))))
 	if strings.Contains(shown, "Review queue") || strings.Contains(shown, "Credentials") || strings.Contains(shown, "browser-bot") {
 		t.Fatalf("grace sees the page:\n%s", shown)
+	}
+	// Nor any of the console's other pages.
+	for _, p := range []string{"/operator/operations?credential=chat-user", "/operator/credentials/ada", "/operator/shadow"} {
+		grace.run("grace opens "+p, chromedp.Navigate(h.stack.URL+p), poll(`document.body.innerText.includes("may not use the operator page")`),
+			into(&shown, chromedp.Text(chromedp.CSS("main"))))
+		if strings.Contains(shown, "config-push") || strings.Contains(shown, "Last client") || strings.Contains(shown, "Policy trial") || strings.Contains(shown, "chat-user") {
+			t.Fatalf("grace sees %s:\n%s", p, shown)
+		}
 	}
 }

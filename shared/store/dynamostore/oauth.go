@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -179,14 +178,47 @@ func (s *Store) deleteExisting(ctx context.Context, key map[string]types.Attribu
 	return err
 }
 
-// grantItem is the grant's item with its version and TTL.
+// grantItem is the grant's item with its version and TTL, and its entry
+// in its credential's listing (gsi2: listOAuthGrants, by ID).
 func grantItem(g countersign.OAuthGrant) (map[string]types.AttributeValue, error) {
 	item, err := oauthItem(prefixOAuthGrant+g.ID, g, g.ExpiresAt)
 	if err != nil {
 		return nil, err
 	}
 	item[attrVersion] = num(g.Version)
+	item[attrGSI2PK] = str(listOAuthGrants(g.Credential))
+	item[attrGSI2SK] = str(g.ID)
 	return item, nil
+}
+
+// listOAuthGrants is the gsi2pk of a credential's OAuth grants.
+func listOAuthGrants(credentialID string) string { return "LIST#oauth-grants#" + credentialID }
+
+// ListOAuthGrants queries gsi2 for a page of the credential's OAuth grants
+// in ID order and reads each consistently (never a scan). A grant written
+// before the listing existed is listed from its next write (each refresh
+// rotates it).
+func (s *Store) ListOAuthGrants(ctx context.Context, credentialID string, q countersign.ListQuery) (countersign.Page[*countersign.OAuthGrant], error) {
+	var p countersign.Page[*countersign.OAuthGrant]
+	pks, next, err := s.queryPage(ctx, listOAuthGrants(credentialID), prefixOAuthGrant, q, false)
+	if err != nil {
+		return p, fmt.Errorf("list oauth grants of %s: %w", credentialID, err)
+	}
+	p.Next = next
+	for _, pk := range pks {
+		g, err := s.OAuthGrant(ctx, strings.TrimPrefix(pk, prefixOAuthGrant))
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return p, fmt.Errorf("list oauth grants of %s: %w", credentialID, err)
+		}
+		if g.Credential != credentialID {
+			continue // the index lags the record
+		}
+		p.Items = append(p.Items, g)
+	}
+	return p, nil
 }
 
 // CreateOAuthGrant stores a new grant with Version 1 unless its ID exists.
@@ -235,33 +267,15 @@ func (s *Store) UpdateOAuthGrant(ctx context.Context, g *countersign.OAuthGrant)
 	return nil
 }
 
-// OAuthGrants scans the table for the credential's grants (consistent,
-// paginated) and sorts them by ID: for the operator's tools and the
-// credential's page, never the request path.
+// OAuthGrants returns every OAuth grant of the credential, in ID order,
+// page by page of ListOAuthGrants (a query, never a scan), at most
+// store.MaxOAuthGrants.
 func (s *Store) OAuthGrants(ctx context.Context, credentialID string) ([]*countersign.OAuthGrant, error) {
-	pages := dynamodb.NewScanPaginator(s.client, &dynamodb.ScanInput{
-		TableName:                 aws.String(s.table),
-		ConsistentRead:            aws.Bool(true),
-		FilterExpression:          aws.String("begins_with(#pk, :prefix) AND #sk = :sk"),
-		ExpressionAttributeNames:  map[string]string{"#pk": attrPK, "#sk": attrSK},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":prefix": str(prefixOAuthGrant), ":sk": str(skOAuth)},
-	})
-	var out []*countersign.OAuthGrant
-	for pages.HasMorePages() {
-		page, err := pages.NextPage(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("oauth grants of %s: scan %s: %w", credentialID, s.table, err)
-		}
-		for _, it := range page.Items {
-			var g countersign.OAuthGrant
-			if err := decode(it, &g); err != nil {
-				return nil, fmt.Errorf("oauth grants of %s: %w", credentialID, err)
-			}
-			if g.Credential == credentialID {
-				out = append(out, &g)
-			}
-		}
+	gs, err := store.All(ctx, func(ctx context.Context, q countersign.ListQuery) (countersign.Page[*countersign.OAuthGrant], error) {
+		return s.ListOAuthGrants(ctx, credentialID, q)
+	}, countersign.ListQuery{}, store.MaxOAuthGrants)
+	if err != nil {
+		return nil, fmt.Errorf("oauth grants of %s: %w", credentialID, err)
 	}
-	slices.SortFunc(out, func(a, b *countersign.OAuthGrant) int { return strings.Compare(a.ID, b.ID) })
-	return out, nil
+	return gs, nil
 }

@@ -1,7 +1,9 @@
 package embedded
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"slices"
@@ -182,4 +184,55 @@ func (s *Store) OAuthGrants(_ context.Context, credentialID string) ([]*counters
 	}
 	slices.SortFunc(out, func(a, b *countersign.OAuthGrant) int { return strings.Compare(a.ID, b.ID) })
 	return out, nil
+}
+
+// ListOAuthGrants returns a page of the credential's grants in ID order:
+// the grants bucket is read in key order from the cursor, keeping the
+// credential's (a local file, not a table: reading past the others is
+// cheap).
+func (s *Store) ListOAuthGrants(_ context.Context, credentialID string, q countersign.ListQuery) (countersign.Page[*countersign.OAuthGrant], error) {
+	var p countersign.Page[*countersign.OAuthGrant]
+	size, err := q.PageSize()
+	if err != nil {
+		return p, fmt.Errorf("list oauth grants of %s: %w", credentialID, err)
+	}
+	name := "oauth-grants\x00" + credentialID + "\x00"
+	var after []byte
+	if q.Cursor != "" {
+		raw, err := base64.RawURLEncoding.DecodeString(q.Cursor)
+		rest, ok := bytes.CutPrefix(raw, []byte(name))
+		if err != nil || !ok || len(rest) == 0 {
+			return p, fmt.Errorf("list oauth grants of %s: cursor %.40q: %w", credentialID, q.Cursor, store.ErrBadCursor)
+		}
+		after = rest
+	}
+	err = s.db.View(func(tx *bbolt.Tx) error {
+		c := tx.Bucket(bucketOAuthGrants).Cursor()
+		k, v := c.First()
+		if after != nil {
+			k, v = c.Seek(after)
+			if k != nil && bytes.Equal(k, after) {
+				k, v = c.Next()
+			}
+		}
+		for ; k != nil; k, v = c.Next() {
+			var g countersign.OAuthGrant
+			if err := decodeRecord(bucketOAuthGrants, v, &g); err != nil {
+				return err
+			}
+			if g.Credential != credentialID {
+				continue
+			}
+			if len(p.Items) == size {
+				p.Next = base64.RawURLEncoding.EncodeToString(append([]byte(name), p.Items[size-1].ID...))
+				return nil
+			}
+			p.Items = append(p.Items, &g)
+		}
+		return nil
+	})
+	if err != nil {
+		return p, fmt.Errorf("list oauth grants of %s: %w", credentialID, err)
+	}
+	return p, nil
 }

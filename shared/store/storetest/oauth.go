@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -153,6 +154,44 @@ func (s *suite) oauth(t *testing.T) {
 		}
 		if len(list) != 1 || list[0].ID != g.ID || list[0].RefreshHash != keyHash("r2") {
 			t.Fatalf("OAuthGrants(%s) = %+v, want the one grant as updated", cred, list)
+		}
+	})
+	t.Run("GrantsListedByCredential", func(t *testing.T) {
+		st := s.newStore(t)
+		cred, other := uid(t), uid(t)
+		var ids []string
+		for range 3 {
+			g := &countersign.OAuthGrant{ID: uid(t), Credential: cred, ClientID: "c", CreatedAt: s.now(), ExpiresAt: s.now().Add(time.Hour)}
+			if err := st.CreateOAuthGrant(ctx, g); err != nil {
+				t.Fatalf("CreateOAuthGrant: %v", err)
+			}
+			ids = append(ids, g.ID)
+		}
+		if err := st.CreateOAuthGrant(ctx, &countersign.OAuthGrant{ID: uid(t), Credential: other, CreatedAt: s.now(), ExpiresAt: s.now().Add(time.Hour)}); err != nil {
+			t.Fatalf("CreateOAuthGrant: %v", err)
+		}
+		slices.Sort(ids)
+		first, err := st.ListOAuthGrants(ctx, cred, countersign.ListQuery{Limit: 2})
+		if err != nil || len(first.Items) != 2 || first.Next == "" || first.Items[0].ID != ids[0] || first.Items[1].ID != ids[1] {
+			t.Fatalf("first page: %+v %v, want %v and a cursor", first, err, ids[:2])
+		}
+		second, err := st.ListOAuthGrants(ctx, cred, countersign.ListQuery{Limit: 2, Cursor: first.Next})
+		if err != nil || len(second.Items) != 1 || second.Items[0].ID != ids[2] || second.Next != "" {
+			t.Fatalf("second page: %+v %v, want %s alone", second, err, ids[2])
+		}
+		// (A cursor is the store's position; the operator API seals each
+		// for its credential's listing, so another's is refused there.)
+		_, err = st.ListOAuthGrants(ctx, cred, countersign.ListQuery{Limit: 2, Cursor: "garbage"})
+		assertErrIs(t, "a malformed cursor", err, store.ErrBadCursor)
+		// A revoked grant is still listed (as revoked).
+		g := first.Items[0]
+		g.Revoked = true
+		if err := st.UpdateOAuthGrant(ctx, g); err != nil {
+			t.Fatalf("UpdateOAuthGrant: %v", err)
+		}
+		all, err := st.OAuthGrants(ctx, cred)
+		if err != nil || len(all) != 3 || !all[0].Revoked {
+			t.Fatalf("OAuthGrants after revoking one: %+v %v", all, err)
 		}
 	})
 }
