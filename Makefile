@@ -101,7 +101,7 @@ bin/%/bootstrap: $(GOJA_MODFILE) FORCE
 	$(LAMBDA_ENV) $(GO) build $(LAMBDA_FLAGS) -o $@ ./functions/$*
 
 # Every benchmark, one markdown report on standard output and in
-# bench/RESULTS.md (scripts/bench.sh: bounded, about 6 minutes on 2 cores).
+# bench/RESULTS.md (scripts/bench.sh: bounded to 10 minutes).
 bench:
 	./scripts/bench.sh $(GO)
 
