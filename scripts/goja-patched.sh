@@ -31,6 +31,10 @@ if [ -z "$src" ] || [ ! -f "$src/object_goreflect.go" ]; then
   echo "goja-patched: goja's source is not in the module cache (go mod download github.com/dop251/goja)" >&2
   exit 1
 fi
+if ! command -v patch > /dev/null; then
+  echo "goja-patched: the patch tool is missing (apt-get install patch, or your system's package)" >&2
+  exit 1
+fi
 rm -rf "$dir/goja"
 cp -R "$src" "$dir/goja"
 chmod -R u+w "$dir/goja"
