@@ -42,9 +42,10 @@ LAMBDA_ENV := GOOS=linux GOARCH=arm64 CGO_ENABLED=0
 # (-gcflags=github.com/aws/...=-l): they wait on the network, so inlining
 # buys nothing there, and it costs about 0.5 MB in each bootstrap that links
 # S3, DynamoDB and SNS (the approve function: 15.01 MB with it, 14.48 without).
-# -modfile: goja with scripts/goja-no-methods.patch, which shows a script no
+# -modfile: goja with scripts/goja.patch, which shows a script no
 # Go method, so that the linker can drop the exported methods nothing calls
-# (27.7 MB -> 20.1 MB for the scripts function; scripts/goja-patched.sh).
+# (27.7 MB -> 20.1 MB for the scripts function), and takes out its profiler
+# (scripts/goja-patched.sh).
 GOJA_MODFILE := bin/goja-patched/go.mod
 LAMBDA_FLAGS := -modfile=$(GOJA_MODFILE) -tags lambda.norpc -trimpath -ldflags="-s -w" -gcflags='github.com/aws/...=-l'
 

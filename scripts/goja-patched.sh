@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Writes DIR/go.mod, a copy of the module's go.mod (and DIR/go.sum) that
 # replaces goja with a copy of it under DIR/goja with
-# scripts/goja-no-methods.patch applied, and prints the path of DIR/go.mod.
+# scripts/goja.patch applied, and prints the path of DIR/go.mod.
 # make lambdas and sam build (LAMBDA_FLAGS: -modfile) and the AWS path test
 # build every bootstrap with it; only the scripts function links goja. (go
 # build -overlay cannot replace a file of the module cache, hence the copy.)
@@ -15,8 +15,12 @@
 # (linux/arm64, stripped). Code mode hands its scripts plain values only
 # (strings, numbers, maps, slices and its own goja.FunctionCall functions),
 # so the patch, which shows a script no Go method, changes nothing a script
-# can see. The patch names the lines it replaces: when a goja upgrade moves
-# them, patch fails and so does the build, rather than linking goja whole.
+# can see. It also takes out goja's execution-time profiler (profiler.go),
+# which nothing starts: its profile format, github.com/google/pprof/profile,
+# compiles a dozen regexps at package init (150 KB of every cold start of
+# the scripts function). The patch names the lines it replaces: when a goja
+# upgrade moves them, patch fails and so does the build, rather than
+# linking goja whole.
 #
 #   scripts/goja-patched.sh DIR
 set -euo pipefail
@@ -38,8 +42,8 @@ fi
 rm -rf "$dir/goja"
 cp -R "$src" "$dir/goja"
 chmod -R u+w "$dir/goja"
-if ! patch --quiet --forward --no-backup-if-mismatch -r - -d "$dir/goja" -p1 < "$here/goja-no-methods.patch" >&2; then
-  echo "goja-patched: scripts/goja-no-methods.patch does not apply to $src (goja was upgraded?): update the patch" >&2
+if ! patch --quiet --forward --no-backup-if-mismatch -r - -d "$dir/goja" -p1 < "$here/goja.patch" >&2; then
+  echo "goja-patched: scripts/goja.patch does not apply to $src (goja was upgraded?): update the patch" >&2
   exit 1
 fi
 cp "$root/go.sum" "$dir/go.sum"

@@ -5,7 +5,7 @@
 # is what its cold start loads and what the linker kept; the ceiling is
 # 15 MB (15,000,000 bytes) for each, LAMBDA_MAX_BYTES to change it, except
 # the scripts function's, 21 MB: it is the one that links the JavaScript
-# engine (goja, built with scripts/goja-no-methods.patch so that its
+# engine (goja, built with scripts/goja.patch so that its
 # reflection over Go values no longer keeps every exported method of every
 # linked type), the MCP SDK and the whole agents' surface
 # (docs/performance.md, Sizes and cold start); LAMBDA_MAX_BYTES_SCRIPTS.

@@ -13,7 +13,9 @@ import (
 
 // TestGojaPatchApplies: the bootstraps are built with goja patched so that
 // a script sees no Go method (scripts/goja-patched.sh, make lambdas), which
-// lets the linker drop the exported methods nothing calls. The patch must
+// lets the linker drop the exported methods nothing calls, and without its
+// profiler (whose profile format's package init costs every cold start).
+// The patch must
 // apply to the goja go.mod names and leave no reflective method lookup in
 // goja: after a goja upgrade this fails here, not only in make lambdas.
 func TestGojaPatchApplies(t *testing.T) {
@@ -62,6 +64,11 @@ func TestGojaPatchApplies(t *testing.T) {
 			if strings.Contains(string(src), call) {
 				t.Errorf("the patched goja's %s calls %s", filepath.Base(f), call)
 			}
+		}
+		// Nor imports the profile format of its profiler, whose package
+		// init every cold start would pay.
+		if strings.Contains(string(src), `"github.com/google/pprof/profile"`) {
+			t.Errorf("the patched goja's %s imports github.com/google/pprof/profile", filepath.Base(f))
 		}
 	}
 }
