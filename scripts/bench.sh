@@ -17,6 +17,10 @@
 #   5. every bootstrap's size (make lambdas; ceiling 15 MB, 21 MB for the
 #      scripts function).
 #
+# They run in the order 1, 2, 5, 4, 3 (the report keeps 1 to 5): the
+# decision comparison, the longest, runs last, so that on a loaded machine
+# the budget cuts it rather than the sizes and cold starts.
+#
 # Bounded: the whole run has BENCH_BUDGET seconds (600), and each step
 # runs under timeout, its own bound or what is left of the budget,
 # whichever is less; a step that runs out is reported as such and the
@@ -71,6 +75,7 @@ echo "building ..." >&2
 "$GO" test -c -o "$work/embedded.test" ./shared/store/embedded
 "$GO" test -c -o "$work/stack.test" ./infra/local/stack
 "$GO" test -c -o "$work/script.test" ./shared/script
+"$GO" test -c -o "$work/awstest.test" ./infra/awstest
 
 {
   echo "# countersign benchmarks"
@@ -117,39 +122,6 @@ echo "the hop and the confirmed path ..." >&2
   echo
 } > "$work/hop.md"
 
-# 3. The decision next to OPA and cedar-go.
-step "OPA and cedar-go"
-echo "the decision next to OPA and cedar-go ..." >&2
-{
-  echo "## The decision next to OPA and cedar-go"
-  echo
-  echo "\`make bench-compare\` (bench/README.md): the agreement test, then the table."
-  echo
-  timeout "$(bound 300)" make --no-print-directory -s bench-compare GO="$GO" 2>&1 | sed -n '/^BenchmarkDecide, /,$p' || echo "(bench-compare ran out of time or failed)"
-} > "$work/compare.md"
-
-# 4. Each function's cold start next to an empty aws-lambda-go handler's,
-# both under the Lambda runtime interface emulator, in pairs
-# (infra/awstest/initbench_test.go).
-step "cold starts"
-echo "cold starts under the Lambda runtime interface emulator ..." >&2
-{
-  echo "## Cold start"
-  echo
-  echo "\`go test -run '^\$' -bench BenchmarkInit -benchtime ${INIT_PAIRS}x ./infra/awstest/\`: for each function, $INIT_PAIRS pairs of cold starts under the Lambda runtime interface emulator, an empty aws-lambda-go handler built the same way then the function (A B A B), against in-process fakes of the AWS services; the init is the emulator's INIT REPORT (from the process's start to its first request for an invocation). The ratio is the median of the pairs' ratios; the target is 1.3."
-  echo
-  echo "| function | init (median) | empty handler's (median) | median of the ratios | target ≤ 1.3× | 1-minute load after |"
-  echo "| --- | ---: | ---: | ---: | --- | ---: |"
-  timeout "$(bound 240)" "$GO" test -run '^$' -bench BenchmarkInit -benchtime "${INIT_PAIRS}x" ./infra/awstest/ -args -init.functions="$INIT_FUNCTIONS" > "$work/init.out" 2>&1 ||
-    echo "(BenchmarkInit failed or ran out of time: $(grep -E '^(FAIL|panic|---|\s+\S+_test.go)' "$work/init.out" | head -3 | tr '\n' ' '))"
-  awk '/^BenchmarkInit\// {
-      f = $1; sub(/^BenchmarkInit\//, "", f); sub(/-[0-9]+$/, "", f)
-      for (i = 4; i < NF; i++) m[$(i+1)] = $i
-      printf "| %s | %.1f ms | %.1f ms | %.2f× | %s | %.2f |\n", f, m["init-ms"], m["empty-init-ms"], m["ratio"], (m["ratio"] <= 1.3 ? "met" : "**missed**"), m["load1"]
-    }' "$work/init.out"
-  echo
-} > "$work/init.md"
-
 # 5. What each bootstrap weighs (make lambdas: linux/arm64, stripped, as sam
 # build makes them; it fails past a ceiling, scripts/lambda-sizes.sh).
 step "bootstrap sizes"
@@ -164,6 +136,39 @@ echo "bootstrap sizes ..." >&2
   sed -n '/^function /,$p' "$work/sizes.out"
   echo '```'
 } > "$work/sizes.md"
+# 4. Each function's cold start next to an empty aws-lambda-go handler's,
+# both under the Lambda runtime interface emulator, in pairs
+# (infra/awstest/initbench_test.go).
+step "cold starts"
+echo "cold starts under the Lambda runtime interface emulator ..." >&2
+{
+  echo "## Cold start"
+  echo
+  echo "\`go test -run '^\$' -bench BenchmarkInit -benchtime ${INIT_PAIRS}x ./infra/awstest/\`: for each function, $INIT_PAIRS pairs of cold starts under the Lambda runtime interface emulator, an empty aws-lambda-go handler built the same way then the function (A B A B), against in-process fakes of the AWS services; the init is the emulator's INIT REPORT (from the process's start to its first request for an invocation). The ratio is the median of the pairs' ratios; the target is 1.3."
+  echo
+  echo "| function | init (median) | empty handler's (median) | median of the ratios | target ≤ 1.3× | 1-minute load after |"
+  echo "| --- | ---: | ---: | ---: | --- | ---: |"
+  (cd infra/awstest && timeout "$(bound 240)" "$work/awstest.test" -test.run '^$' -test.bench BenchmarkInit -test.benchtime "${INIT_PAIRS}x" -init.functions="$INIT_FUNCTIONS") > "$work/init.out" 2>&1 ||
+    echo "(BenchmarkInit failed or ran out of time: $(grep -E '^(FAIL|panic|---|\s+\S+_test.go)' "$work/init.out" | head -3 | tr '\n' ' '))"
+  awk '/^BenchmarkInit\// {
+      f = $1; sub(/^BenchmarkInit\//, "", f); sub(/-[0-9]+$/, "", f)
+      for (i = 4; i < NF; i++) m[$(i+1)] = $i
+      printf "| %s | %.1f ms | %.1f ms | %.2f× | %s | %.2f |\n", f, m["init-ms"], m["empty-init-ms"], m["ratio"], (m["ratio"] <= 1.3 ? "met" : "**missed**"), m["load1"]
+    }' "$work/init.out"
+  echo
+} > "$work/init.md"
+
+# 3. The decision next to OPA and cedar-go.
+step "OPA and cedar-go"
+echo "the decision next to OPA and cedar-go ..." >&2
+{
+  echo "## The decision next to OPA and cedar-go"
+  echo
+  echo "\`make bench-compare\` (bench/README.md): the agreement test, then the table."
+  echo
+  timeout "$(bound 300)" make --no-print-directory -s bench-compare GO="$GO" 2>&1 | sed -n '/^BenchmarkDecide, /,$p' || echo "(bench-compare ran out of time or failed)"
+} > "$work/compare.md"
+
 step ""
 
 {
