@@ -202,9 +202,15 @@ func buildLambdas(ctx context.Context, root, dir string, names []string) error {
 			errs <- fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
 	}
+	// The bootstraps are built as make lambdas builds them: goja patched
+	// to show a script no Go method (scripts/goja-patched.sh).
+	modfile, err := gojaPatched(ctx, root, filepath.Join(dir, "goja-patched"))
+	if err != nil {
+		return err
+	}
 	wg.Add(2)
 	go run([]string{"GOOS=linux", "GOARCH=amd64", "CGO_ENABLED=0"},
-		append([]string{"build", "-tags", "lambda.norpc", "-trimpath", "-ldflags=-s -w", "-o", bin + "/"}, pkgs...)...)
+		append([]string{"build", "-modfile=" + modfile, "-tags", "lambda.norpc", "-trimpath", "-ldflags=-s -w", "-o", bin + "/"}, pkgs...)...)
 	go run([]string{"GOBIN=" + dir, "CGO_ENABLED=0"}, "install", rieModule)
 	wg.Wait()
 	close(errs)
@@ -223,4 +229,18 @@ func buildLambdas(ctx context.Context, root, dir string, names []string) error {
 		}
 	}
 	return nil
+}
+
+// gojaPatched runs scripts/goja-patched.sh into dir and returns the go.mod
+// it wrote, for go build -modfile.
+func gojaPatched(ctx context.Context, root, dir string) (string, error) {
+	cmd := exec.CommandContext(ctx, filepath.Join(root, "scripts", "goja-patched.sh"), dir)
+	cmd.Dir = root
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("scripts/goja-patched.sh: %v\n%s", err, stderr.String())
+	}
+	return strings.TrimSpace(string(out)), nil
 }

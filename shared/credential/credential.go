@@ -8,7 +8,6 @@ import (
 	"crypto/rand"
 	"encoding/base32"
 	"fmt"
-	"regexp"
 	"strings"
 
 	"github.com/countersign/countersign"
@@ -22,16 +21,33 @@ func NewKey() string {
 	return "cs_" + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b))
 }
 
-// idPattern accepts ids of letters, digits and . _ @ - (they appear in
-// logs and in upstream Idempotency-Keys as "<credential id>:<key>").
-var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$`)
+// validID accepts ids of letters, digits and . _ @ - (they appear in logs
+// and in upstream Idempotency-Keys as "<credential id>:<key>"), starting
+// with a letter or digit, at most 64 bytes: what
+// ^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$ matches. A loop, not that regexp:
+// compiled at package init, its {0,63} cost every function's cold start
+// 60 KB of allocations and a quarter of a millisecond.
+func validID(id string) bool {
+	if len(id) == 0 || len(id) > 64 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		switch c := id[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case i > 0 && (c == '.' || c == '_' || c == '@' || c == '-'):
+		default:
+			return false
+		}
+	}
+	return true
+}
 
 // CheckID says why id is not a credential id, or nil.
 func CheckID(id string) error {
 	switch {
 	case id == "":
 		return fmt.Errorf("the credential's id is required")
-	case !idPattern.MatchString(id):
+	case !validID(id):
 		return fmt.Errorf("%q is not a credential id: use letters, digits, '.', '_', '@' and '-' (starting with a letter or digit), at most 64", clip(id))
 	}
 	return nil
