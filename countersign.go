@@ -274,8 +274,8 @@ type Decider struct {
 	Method string `json:"method,omitempty"`
 }
 
-// DecidedByView is who decided c, nil while nobody has.
-func (c *Confirmation) DecidedByView() *Decider {
+// DecidedBy is who decided c, nil while nobody has.
+func DecidedBy(c *Confirmation) *Decider {
 	switch {
 	case c.DecidedAt == nil:
 		return nil

@@ -63,7 +63,7 @@ func TestPasskeyApproval(t *testing.T) {
 	}
 	got, err := e.svc.Answer(e.ctx, c.ID, confirm.Answer{Approve: true, Approver: "ops", Person: bob,
 		Passkey: &confirm.PasskeyProof{Ceremony: "n3", Response: confirm.PasskeyChallenge(c, nil, true, []byte("n3"))}})
-	if err != nil || got.Status != countersign.StatusApproved || got.DecidedMethod != countersign.MethodPasskey || got.DecidedByView().Method != "passkey" {
+	if err != nil || got.Status != countersign.StatusApproved || got.DecidedMethod != countersign.MethodPasskey || countersign.DecidedBy(got).Method != "passkey" {
 		t.Fatalf("approval with a passkey: %v, %+v", err, got)
 	}
 }

@@ -36,7 +36,7 @@ func TestUnverifiedEmailIsNotRecorded(t *testing.T) {
 	if st.DecidedByPerson == nil || *st.DecidedByPerson != want {
 		t.Fatalf("decided by %+v, want %+v (no unverified e-mail)", st.DecidedByPerson, want)
 	}
-	if v := st.DecidedByView(); v == nil || v.Email != "" {
+	if v := countersign.DecidedBy(st); v == nil || v.Email != "" {
 		t.Fatalf("decided_by %+v, want no e-mail", v)
 	}
 }

@@ -63,7 +63,7 @@ type operationView struct {
 // redemption deadline, so that is its expires_at (and redeem_by).
 func viewConfirmation(c *countersign.Confirmation, effective countersign.Status) confirmationView {
 	v := confirmationView{ID: c.ID, Status: effective, Kind: c.Kind, CreatedAt: c.CreatedAt, ExpiresAt: c.ExpiresAt,
-		DecidedAt: c.DecidedAt, DecidedBy: c.DecidedByView(), Approvals: approvalsOf(c), DecisionReason: c.DecisionReason, RedeemBy: c.RedeemBy, Result: c.Result, Operations: make([]operationView, 0, len(c.Operations))}
+		DecidedAt: c.DecidedAt, DecidedBy: countersign.DecidedBy(c), Approvals: approvalsOf(c), DecisionReason: c.DecisionReason, RedeemBy: c.RedeemBy, Result: c.Result, Operations: make([]operationView, 0, len(c.Operations))}
 	if c.RedeemBy != nil && c.Status == countersign.StatusApproved {
 		v.ExpiresAt = *c.RedeemBy
 	}

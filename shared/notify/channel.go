@@ -73,7 +73,7 @@ func (c *Console) Send(ctx context.Context, ev Event) error {
 			b.WriteString(clean(l.URL) + "\n")
 		}
 	case TypeApprovalCounted:
-		fmt.Fprintf(&b, "countersign: %s: %s\n", clean(conf.ID), orDefault(conf.Approvals.Progress(clean), "approval counted"))
+		fmt.Fprintf(&b, "countersign: %s: %s\n", clean(conf.ID), orDefault(progress(conf.Approvals, clean), "approval counted"))
 	case TypeDecided:
 		fmt.Fprintf(&b, "countersign: %s %s%s\n", clean(conf.ID), orDefault(clean(ev.Decision), "decided"), clean(byWhom(conf.DecidedBy)))
 	case TypeExpired:

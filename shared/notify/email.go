@@ -135,7 +135,7 @@ func FollowUpFor(ev Event, workspace string) (m Email, ok bool) {
 		what = fmt.Sprintf("%s %s on %s", op.Method, op.Path, op.Connection)
 	}
 	id := clean(clipJSON(conf.ID, maxFieldCost))
-	progress := conf.Approvals.Progress(clean)
+	progress := progress(conf.Approvals, clean)
 	var b strings.Builder
 	switch ev.Type {
 	case TypeApprovalCounted:

@@ -59,7 +59,7 @@ type EventConfirmation struct {
 // ConfirmationOf is the event view of a stored confirmation.
 func ConfirmationOf(c *countersign.Confirmation) EventConfirmation {
 	ec := EventConfirmation{ID: c.ID, Kind: string(c.Kind), ExpiresAt: c.ExpiresAt, Credential: c.Credential, Reason: c.Reason,
-		DecidedBy: c.DecidedByView(), Approvals: ApprovalsOf(c)}
+		DecidedBy: countersign.DecidedBy(c), Approvals: ApprovalsOf(c)}
 	for _, op := range c.Operations {
 		args, _ := json.Marshal(op.Runs().Args)
 		eo := EventOperation{Connection: op.Connection, Method: op.Method, Path: op.Path, Endpoint: op.Endpoint, Args: args}
@@ -101,10 +101,10 @@ func ApprovalsOf(c *countersign.Confirmation) *Approvals {
 	return v
 }
 
-// Progress says a quorum's count as people read it, "1 of 2 approvals
+// progress says a quorum's count as people read it, "1 of 2 approvals
 // (by ana@example.com)"; each person by their label (personLabel), shown
 // through show (the channel's escaping).
-func (a *Approvals) Progress(show func(string) string) string {
+func progress(a *Approvals, show func(string) string) string {
 	if a == nil {
 		return ""
 	}

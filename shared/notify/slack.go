@@ -75,14 +75,14 @@ func slackMessageFor(ev Event) slackMessage {
 		fmt.Fprintf(&b, "%s, expires %s", id, conf.ExpiresAt.UTC().Format(time.RFC3339))
 		text, summary = title+" "+id, b.String()
 	case TypeApprovalCounted:
-		progress := conf.Approvals.Progress(slackEscape)
+		progress := progress(conf.Approvals, slackEscape)
 		text = fmt.Sprintf("%s: %s", id, orDefault(progress, "approval counted"))
 		summary = fmt.Sprintf("Confirmation %s: %s. It waits for the other approvals.", id, orDefault(progress, "an approval was counted"))
 	case TypeDecided:
 		text = fmt.Sprintf("%s %s", id, slackEscape(orDefault(ev.Decision, "decided")))
 		summary = fmt.Sprintf("Confirmation %s was %s%s", id, slackEscape(orDefault(ev.Decision, "decided")), slackEscape(byWhom(conf.DecidedBy)))
 		if conf.Approvals != nil {
-			summary += ": " + conf.Approvals.Progress(slackEscape)
+			summary += ": " + progress(conf.Approvals, slackEscape)
 		}
 		summary += "."
 	case TypeExpired:
