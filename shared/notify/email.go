@@ -139,7 +139,8 @@ func FollowUpFor(ev Event, workspace string) (m Email, ok bool) {
 	var b strings.Builder
 	switch ev.Type {
 	case TypeApprovalCounted:
-		m.Subject = subjectText(fmt.Sprintf("%d of %d approvals: %s (%s)", conf.Approvals.count(), conf.Approvals.required(), what, ws))
+		received, required := counted(conf.Approvals)
+		m.Subject = subjectText(fmt.Sprintf("%d of %d approvals: %s (%s)", received, required, what, ws))
 		fmt.Fprintf(&b, "%s: an approval of confirmation %s was counted: %s.\n", clean(clipJSON(ws, maxFieldCost)), id, orDefault(progress, "approval counted"))
 		b.WriteString("It stays pending until the other approvals are in; nothing runs before.\n")
 	case TypeDecided:
@@ -164,18 +165,12 @@ func FollowUpFor(ev Event, workspace string) (m Email, ok bool) {
 	return m, true
 }
 
-func (a *Approvals) count() int {
+// counted is a quorum's count and its required approvals, 0 and 0 for none.
+func counted(a *Approvals) (received, required int) {
 	if a == nil {
-		return 0
+		return 0, 0
 	}
-	return a.Received
-}
-
-func (a *Approvals) required() int {
-	if a == nil {
-		return 0
-	}
-	return a.Required
+	return a.Received, a.Required
 }
 
 // upperFirst capitalises an ASCII first letter: "approved" → "Approved".
