@@ -43,3 +43,6 @@ type PasskeyCeremony struct {
 	Session   json.RawMessage `json:"session,omitempty"`
 	ExpiresAt time.Time       `json:"expires_at"`
 }
+
+// MaxPasskeysPerPerson is how many passkeys one person may register.
+const MaxPasskeysPerPerson = 10

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/policy"
 )
 
@@ -58,7 +59,7 @@ func TestMixCoverage(t *testing.T) {
 	outcomes := map[policy.Outcome]bool{}
 	tiers := map[policy.Tier]bool{}
 	codes := map[policy.Code]bool{}
-	choices := map[policy.Choice]bool{}
+	choices := map[countersign.Choice]bool{}
 	var escalated, notice, delegated, readOnly bool
 	for _, c := range Mix() {
 		outcomes[c.Want.Outcome] = true

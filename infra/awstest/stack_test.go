@@ -38,11 +38,11 @@ import (
 	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 
-	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/internal/oidctest"
 	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/notify"
 	"github.com/countersign/countersign/shared/store/dynamostore"
+	"github.com/countersign/countersign/shared/views"
 )
 
 // stack is the emulated deployment of template.yaml: the five bootstraps
@@ -1242,7 +1242,7 @@ type hookEvent struct {
 			Method string `json:"method"`
 			Path   string `json:"path"`
 		} `json:"operations"`
-		DecidedBy *countersign.Decider `json:"decided_by"`
+		DecidedBy *views.Decider `json:"decided_by"`
 	} `json:"confirmation"`
 	Decision string `json:"decision"`
 	Status   string `json:"status"`

@@ -24,7 +24,6 @@ import (
 	"github.com/countersign/countersign/shared/audit"
 	config "github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/credential"
-	"github.com/countersign/countersign/shared/policy"
 	"github.com/countersign/countersign/shared/store"
 	"github.com/countersign/countersign/shared/store/dynamostore"
 	"github.com/countersign/countersign/shared/store/embedded"
@@ -279,9 +278,9 @@ func (k *keysCmd) create(ctx context.Context) error {
 	if err := c.Origin.UnmarshalText([]byte(k.origin)); err != nil {
 		return usagef("--origin %q is not an origin: use operator or chat", k.origin)
 	}
-	c.Choice = policy.DefaultChoice(c.Origin)
+	c.Choice = countersign.DefaultChoice(c.Origin)
 	if k.choice != "" {
-		ch, ok := policy.ParseChoice(k.choice)
+		ch, ok := countersign.ParseChoice(k.choice)
 		if !ok {
 			return usagef("--choice %q is not a choice: use refuse, ask_person, ask_agent or run_without_asking", k.choice)
 		}
@@ -477,7 +476,7 @@ func (k *keysCmd) setChoice(ctx context.Context) error {
 	if k.choice == "" {
 		return usagef("--choice C is required: refuse, ask_person, ask_agent or run_without_asking")
 	}
-	ch, ok := policy.ParseChoice(k.choice)
+	ch, ok := countersign.ParseChoice(k.choice)
 	if !ok {
 		return usagef("--choice %q is not a choice: use refuse, ask_person, ask_agent or run_without_asking", k.choice)
 	}

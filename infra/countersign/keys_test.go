@@ -24,7 +24,6 @@ import (
 	"github.com/countersign/countersign/shared/calls"
 	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/fault"
-	"github.com/countersign/countersign/shared/policy"
 	"github.com/countersign/countersign/shared/store"
 	"github.com/countersign/countersign/shared/store/dynamostore"
 	"github.com/countersign/countersign/shared/store/embedded"
@@ -76,10 +75,10 @@ func TestKeysLocal(t *testing.T) {
 	rootKey := createKey(t, append([]string{"--id", "root", "--operator"}, data...)...)
 	creds := storedCredentials(t, dir)
 	want := map[string]countersign.Credential{
-		"ops":      {ID: "ops", KeyHash: config.HashKey(opKey), Choice: policy.Refuse, Origin: policy.OriginOperator},
-		"chat-bot": {ID: "chat-bot", KeyHash: config.HashKey(chatKey), Choice: policy.AskPerson, Origin: policy.OriginChat, Connections: []string{"crm", "billing"}},
-		"reader":   {ID: "reader", KeyHash: config.HashKey(roKey), Choice: policy.RunWithoutAsking, Origin: policy.OriginOperator, ReadOnly: true},
-		"root":     {ID: "root", KeyHash: config.HashKey(rootKey), Choice: policy.Refuse, Origin: policy.OriginOperator, Operator: true},
+		"ops":      {ID: "ops", KeyHash: config.HashKey(opKey), Choice: countersign.Refuse, Origin: countersign.OriginOperator},
+		"chat-bot": {ID: "chat-bot", KeyHash: config.HashKey(chatKey), Choice: countersign.AskPerson, Origin: countersign.OriginChat, Connections: []string{"crm", "billing"}},
+		"reader":   {ID: "reader", KeyHash: config.HashKey(roKey), Choice: countersign.RunWithoutAsking, Origin: countersign.OriginOperator, ReadOnly: true},
+		"root":     {ID: "root", KeyHash: config.HashKey(rootKey), Choice: countersign.Refuse, Origin: countersign.OriginOperator, Operator: true},
 	}
 	if fmt.Sprint(creds) != fmt.Sprint(want) {
 		t.Fatalf("stored credentials:\n%+v\nwant\n%+v", creds, want)
@@ -161,7 +160,7 @@ func TestKeysLocal(t *testing.T) {
 	if _, ok := creds["chat-bot"]; ok {
 		t.Error("chat-bot is still stored after revoke")
 	}
-	if c := creds["ops"]; c.Choice != policy.AskAgent || !c.ReadOnly || c.KeyHash != config.HashKey(opKey) {
+	if c := creds["ops"]; c.Choice != countersign.AskAgent || !c.ReadOnly || c.KeyHash != config.HashKey(opKey) {
 		t.Errorf("ops after the changes: %+v", c)
 	}
 }
@@ -330,7 +329,7 @@ func TestKeysDynamoDB(t *testing.T) {
 
 	svc := &calls.Service{Store: dynamostore.New(client, table, nil)}
 	cred, err := svc.Authenticate(ctx, key)
-	if err != nil || cred.ID != "deploy-bot" || cred.Choice != policy.AskAgent {
+	if err != nil || cred.ID != "deploy-bot" || cred.Choice != countersign.AskAgent {
 		t.Fatalf("Authenticate with the new key: %+v, %v", cred, err)
 	}
 

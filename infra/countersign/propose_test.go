@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/policy"
 )
@@ -110,7 +111,7 @@ func TestProposePetstoreGolden(t *testing.T) {
 		{"POST", "/store/order", policy.Auto},
 	} {
 		call := policy.Call{Connection: "petstore", Method: c.method, Path: c.path, Intent: policy.IntentWrite}
-		d := policy.Evaluate(cfg.Policy, policy.Input{Call: &call, Credential: &policy.Credential{ID: "t", Choice: policy.AskPerson}})
+		d := policy.Evaluate(cfg.Policy, policy.Input{Call: &call, Credential: &policy.Credential{ID: "t", Choice: countersign.AskPerson}})
 		if d.Tier != c.want || d.Code == policy.CodeUnknownOperation {
 			t.Errorf("%s %s: tier %s (%s), want %s", c.method, c.path, d.Tier, d.Reason, c.want)
 		}

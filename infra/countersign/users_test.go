@@ -12,7 +12,6 @@ import (
 
 	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/oauth"
-	"github.com/countersign/countersign/shared/policy"
 	"github.com/countersign/countersign/shared/store/embedded"
 )
 
@@ -29,7 +28,7 @@ func seedUser(tb testing.TB, dir, publicURL string) string {
 	ctx := context.Background()
 	now := time.Now().UTC()
 	user := countersign.Credential{ID: "user_0123456789abcdef01234567", Issuer: "https://idp.example", Subject: "s-1", Email: "ana@example.com",
-		Origin: policy.OriginChat, Choice: policy.DefaultChoice(policy.OriginChat)}
+		Origin: countersign.OriginChat, Choice: countersign.DefaultChoice(countersign.OriginChat)}
 	if err := st.CreateCredential(ctx, user); err != nil {
 		tb.Fatal(err)
 	}

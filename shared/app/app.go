@@ -29,6 +29,7 @@ import (
 	"github.com/countersign/countersign/shared/script/journal"
 	"github.com/countersign/countersign/shared/store"
 	"github.com/countersign/countersign/shared/tasks"
+	"github.com/countersign/countersign/shared/views"
 	"github.com/countersign/countersign/shared/workflow"
 )
 
@@ -313,11 +314,11 @@ func (a *App) Gateway() *httpapi.Gateway {
 // it runs no script.
 type scriptStatus struct{ journal journal.Reader }
 
-func (s scriptStatus) RunScript(context.Context, *countersign.Credential, string, string) (*countersign.ScriptResult, error) {
+func (s scriptStatus) RunScript(context.Context, *countersign.Credential, string, string) (*views.ScriptResult, error) {
 	return nil, fault.Errorf(fault.NotFound, "no route POST /v1/scripts here: scripts run in the scripts function")
 }
 
-func (s scriptStatus) DescribeScript(ctx context.Context, c *countersign.Confirmation) (*countersign.ScriptResult, error) {
+func (s scriptStatus) DescribeScript(ctx context.Context, c *countersign.Confirmation) (*views.ScriptResult, error) {
 	return s.journal.Describe(ctx, c)
 }
 

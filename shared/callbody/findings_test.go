@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/callbody"
 	"github.com/countersign/countersign/shared/policy"
 )
@@ -30,7 +31,7 @@ func payments(tb testing.TB) *policy.Set {
 // with an error the gateway answers 400 with.
 func TestIssue11Findings(t *testing.T) {
 	pol := payments(t)
-	runner := &policy.Credential{ID: "runner", Choice: policy.RunWithoutAsking}
+	runner := &policy.Credential{ID: "runner", Choice: countersign.RunWithoutAsking}
 	tests := []struct {
 		name   string
 		ct     string

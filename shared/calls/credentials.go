@@ -14,7 +14,6 @@ import (
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/credential"
 	"github.com/countersign/countersign/shared/fault"
-	"github.com/countersign/countersign/shared/policy"
 	"github.com/countersign/countersign/shared/store"
 )
 
@@ -83,8 +82,8 @@ func (s *Service) credentialStore() (CredentialStore, error) {
 }
 
 // parseChoice reads a choice's wire name; "" is refuse when empty is allowed.
-func parseChoice(v string) (policy.Choice, error) {
-	ch, ok := policy.ParseChoice(v)
+func parseChoice(v string) (countersign.Choice, error) {
+	ch, ok := countersign.ParseChoice(v)
 	if !ok {
 		return 0, fault.Errorf(fault.InvalidRequest, "choice %s is not a choice: use refuse, ask_person, ask_agent or run_without_asking", strconv.Quote(clipText(v)))
 	}
@@ -131,7 +130,7 @@ func (s *Service) CreateCredential(ctx context.Context, op *countersign.Credenti
 	if err := credential.CheckID(n.ID); err != nil {
 		return countersign.Credential{}, "", fault.New(fault.InvalidRequest, err.Error())
 	}
-	c := countersign.Credential{ID: n.ID, Origin: policy.OriginOperator, ReadOnly: n.ReadOnly, Choice: policy.DefaultChoice(policy.OriginOperator)}
+	c := countersign.Credential{ID: n.ID, Origin: countersign.OriginOperator, ReadOnly: n.ReadOnly, Choice: countersign.DefaultChoice(countersign.OriginOperator)}
 	if n.Choice != "" {
 		ch, err := parseChoice(n.Choice)
 		if err != nil {
@@ -182,7 +181,7 @@ func (s *Service) ChangeCredential(ctx context.Context, op *countersign.Credenti
 	if err := RequireOperator(op); err != nil {
 		return countersign.Credential{}, err
 	}
-	var choice policy.Choice
+	var choice countersign.Choice
 	if ch.Choice != nil {
 		v, err := parseChoice(*ch.Choice)
 		if err != nil {

@@ -81,7 +81,7 @@ func (l *loader) credentials(connections map[string]bool) []countersign.Credenti
 				users[policy.EmailKey(u)] = i
 			}
 			c.Email = u
-			c.Origin = policy.OriginChat
+			c.Origin = countersign.OriginChat
 		case e.Key != nil && e.KeySHA256 != nil:
 			s.errf(field(p, "key"), "a credential has exactly one of key (plain, hashed at load) or key_sha256, not both")
 		case e.Key == nil && e.KeySHA256 == nil:
@@ -109,9 +109,9 @@ func (l *loader) credentials(connections map[string]bool) []countersign.Credenti
 				s.errf(field(p, "origin"), `%q is not an origin: use "operator" (the default) or "chat"`, *o)
 			}
 		}
-		c.Choice = policy.DefaultChoice(c.Origin)
+		c.Choice = countersign.DefaultChoice(c.Origin)
 		if ch := e.Choice; ch != nil {
-			if parsed, ok := policy.ParseChoice(*ch); ok {
+			if parsed, ok := countersign.ParseChoice(*ch); ok {
 				c.Choice = parsed
 			} else {
 				s.errf(field(p, "choice"), "%q is not a choice: use %s", *ch, choicesAllowed)

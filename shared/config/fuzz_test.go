@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/policy"
 )
 
@@ -54,7 +55,7 @@ func FuzzLoad(f *testing.F) {
 				path := strings.NewReplacer("{", "", "}", "").Replace(ep.Path)
 				call := policy.Call{Connection: c.Name, Method: ep.Method, Path: path, Intent: policy.IntentWrite,
 					BodyUnreadable: "fuzz"}
-				d := policy.Evaluate(cfg.Policy, policy.Input{Call: &call, Credential: &policy.Credential{Choice: policy.AskPerson}})
+				d := policy.Evaluate(cfg.Policy, policy.Input{Call: &call, Credential: &policy.Credential{Choice: countersign.AskPerson}})
 				if d.Reason == "" || d.Rule == "" {
 					t.Fatalf("a decision without a reason or rule: %+v", d)
 				}

@@ -51,11 +51,6 @@ const (
 var AllEvents = []Event{EventApprove, EventReject, EventTimeOut, EventWorkflowRejected, EventWorkflowFailed,
 	EventRedeem, EventExecute, EventClaim, EventFinish, EventRunReview, EventDismissReview, EventCountApproval}
 
-// AllStatuses lists every status, in order.
-var AllStatuses = []countersign.Status{countersign.StatusPending, countersign.StatusApproved, countersign.StatusRejected,
-	countersign.StatusExpired, countersign.StatusRedeemed, countersign.StatusExecuted, countersign.StatusPartiallyExecuted,
-	countersign.StatusFailed}
-
 var eventNames = [...]string{"", "approve", "reject", "time_out", "workflow_rejected", "workflow_failed",
 	"redeem", "execute", "claim", "finish", "run_review", "dismiss_review", "count_approval"}
 

@@ -1,6 +1,10 @@
 package confirm
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/countersign/countersign"
+)
 
 // TestTableHoldsOnlyListedPairs: the table has a row for every status in
 // AllStatuses and nothing else, each row one answer for every event in
@@ -16,10 +20,10 @@ func TestTableHoldsOnlyListedPairs(t *testing.T) {
 	if len(eventNames)-1 != len(AllEvents) {
 		t.Errorf("%d event names, %d events", len(eventNames)-1, len(AllEvents))
 	}
-	if len(table) != len(AllStatuses) {
-		t.Errorf("table has %d statuses, AllStatuses %d", len(table), len(AllStatuses))
+	if len(table) != len(countersign.AllStatuses) {
+		t.Errorf("table has %d statuses, AllStatuses %d", len(table), len(countersign.AllStatuses))
 	}
-	for _, st := range AllStatuses {
+	for _, st := range countersign.AllStatuses {
 		row, ok := table[st]
 		if !ok {
 			t.Errorf("no row for %s", st)

@@ -123,14 +123,14 @@ func TestLifecycleTable(t *testing.T) {
 		}
 		listed[key] = true
 	}
-	for _, st := range confirm.AllStatuses {
+	for _, st := range countersign.AllStatuses {
 		for _, ev := range confirm.AllEvents {
 			if !listed[[2]string{string(st), ev.String()}] {
 				t.Errorf("%s × %s is not listed: write down what it does", st, ev)
 			}
 		}
 	}
-	if want := len(confirm.AllStatuses) * len(confirm.AllEvents); len(lifecycle) != want {
+	if want := len(countersign.AllStatuses) * len(confirm.AllEvents); len(lifecycle) != want {
 		t.Errorf("%d pairs listed, want %d (every status × every event)", len(lifecycle), want)
 	}
 	events := map[string]confirm.Event{}

@@ -8,6 +8,7 @@ import (
 	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/fault"
+	"github.com/countersign/countersign/shared/views"
 )
 
 // verifier accepts an assertion whose response is the challenge the
@@ -63,7 +64,7 @@ func TestPasskeyApproval(t *testing.T) {
 	}
 	got, err := e.svc.Answer(e.ctx, c.ID, confirm.Answer{Approve: true, Approver: "ops", Person: bob,
 		Passkey: &confirm.PasskeyProof{Ceremony: "n3", Response: confirm.PasskeyChallenge(c, nil, true, []byte("n3"))}})
-	if err != nil || got.Status != countersign.StatusApproved || got.DecidedMethod != countersign.MethodPasskey || countersign.DecidedBy(got).Method != "passkey" {
+	if err != nil || got.Status != countersign.StatusApproved || got.DecidedMethod != countersign.MethodPasskey || views.DecidedBy(got).Method != "passkey" {
 		t.Fatalf("approval with a passkey: %v, %+v", err, got)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/countersign/countersign"
-	"github.com/countersign/countersign/shared/policy"
 )
 
 var keyFormat = regexp.MustCompile(`^cs_[a-z2-7]{40}$`)
@@ -49,7 +48,7 @@ func TestCheckID(t *testing.T) {
 }
 
 func TestDescribe(t *testing.T) {
-	c := countersign.Credential{Choice: policy.AskPerson, Origin: policy.OriginChat, ReadOnly: true, Connections: []string{"a", "b"}}
+	c := countersign.Credential{Choice: countersign.AskPerson, Origin: countersign.OriginChat, ReadOnly: true, Connections: []string{"a", "b"}}
 	if got, want := Describe(c), "choice ask_person, origin chat, read-only, connections a,b"; got != want {
 		t.Errorf("Describe = %q, want %q", got, want)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/operatorpage"
+	"github.com/countersign/countersign/shared/views"
 )
 
 // rememberer is a Decider that also creates the grant an approval with
@@ -71,18 +72,18 @@ func grantText(g *countersign.ApprovalGrant) string {
 
 // grantView is a grant as the API shows it (docs/api.md, Approve and remember).
 type grantView struct {
-	ID           string               `json:"id"`
-	Status       string               `json:"status"`
-	Credential   string               `json:"credential"`
-	Connection   string               `json:"connection"`
-	Method       string               `json:"method"`
-	Endpoint     string               `json:"endpoint"`
-	Confirmation string               `json:"confirmation"`
-	GrantedBy    *countersign.Decider `json:"granted_by,omitempty"`
-	CreatedAt    time.Time            `json:"created_at"`
-	ExpiresAt    time.Time            `json:"expires_at"`
-	MaxCalls     int                  `json:"max_calls"`
-	CallsLeft    int                  `json:"calls_left"`
+	ID           string         `json:"id"`
+	Status       string         `json:"status"`
+	Credential   string         `json:"credential"`
+	Connection   string         `json:"connection"`
+	Method       string         `json:"method"`
+	Endpoint     string         `json:"endpoint"`
+	Confirmation string         `json:"confirmation"`
+	GrantedBy    *views.Decider `json:"granted_by,omitempty"`
+	CreatedAt    time.Time      `json:"created_at"`
+	ExpiresAt    time.Time      `json:"expires_at"`
+	MaxCalls     int            `json:"max_calls"`
+	CallsLeft    int            `json:"calls_left"`
 }
 
 func viewGrant(g *countersign.ApprovalGrant, now time.Time) *grantView {
@@ -94,9 +95,9 @@ func viewGrant(g *countersign.ApprovalGrant, now time.Time) *grantView {
 		MaxCalls: g.MaxCalls, CallsLeft: max(g.CallsLeft, 0)}
 	switch p := g.GrantedByPerson; {
 	case p != nil:
-		v.GrantedBy = &countersign.Decider{Kind: "person", Issuer: p.Issuer, Subject: p.Subject, Email: p.Email, Name: p.Name, Channel: g.GrantedBy}
+		v.GrantedBy = &views.Decider{Kind: "person", Issuer: p.Issuer, Subject: p.Subject, Email: p.Email, Name: p.Name, Channel: g.GrantedBy}
 	case g.GrantedBy != "":
-		v.GrantedBy = &countersign.Decider{Kind: "channel", Channel: g.GrantedBy}
+		v.GrantedBy = &views.Decider{Kind: "channel", Channel: g.GrantedBy}
 	}
 	return v
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/oauth"
+	"github.com/countersign/countersign/shared/views"
 )
 
 // unverifiedSignIn signs in the person of X-Test-Subject with an e-mail
@@ -36,7 +37,7 @@ func TestUnverifiedEmailIsNotRecorded(t *testing.T) {
 	if st.DecidedByPerson == nil || *st.DecidedByPerson != want {
 		t.Fatalf("decided by %+v, want %+v (no unverified e-mail)", st.DecidedByPerson, want)
 	}
-	if v := countersign.DecidedBy(st); v == nil || v.Email != "" {
+	if v := views.DecidedBy(st); v == nil || v.Email != "" {
 		t.Fatalf("decided_by %+v, want no e-mail", v)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/callbody"
 	"github.com/countersign/countersign/shared/fault"
+	"github.com/countersign/countersign/shared/views"
 )
 
 // Scripts is code mode (shared/script). gatewayapp attaches it, so that
@@ -17,13 +18,13 @@ import (
 type Scripts interface {
 	// RunScript runs a script for cred, or, with a confirmation id,
 	// returns what became of it and runs nothing. A script that failed is
-	// a *countersign.ScriptFailure (422 with the code, the reason, the
+	// a *views.ScriptFailure (422 with the code, the reason, the
 	// line and column, and what it did first); other errors carry a fault
 	// code.
-	RunScript(ctx context.Context, cred *countersign.Credential, source, confirmationID string) (*countersign.ScriptResult, error)
+	RunScript(ctx context.Context, cred *countersign.Credential, source, confirmationID string) (*views.ScriptResult, error)
 	// DescribeScript returns the calls and outcome of a script batch's
 	// script, for its status.
-	DescribeScript(ctx context.Context, c *countersign.Confirmation) (*countersign.ScriptResult, error)
+	DescribeScript(ctx context.Context, c *countersign.Confirmation) (*views.ScriptResult, error)
 }
 
 // scriptRequest is the body of POST /v1/scripts (docs/scripts.md).
@@ -34,22 +35,22 @@ type scriptRequest struct {
 
 // scriptBody is the 200 and 202 answer of POST /v1/scripts.
 type scriptBody struct {
-	Status       string                  `json:"status"`
-	Result       json.RawMessage         `json:"result,omitempty"`
-	Confirmation *confirmationView       `json:"confirmation,omitempty"`
-	Calls        []countersign.ShownCall `json:"calls"`
-	Logs         []string                `json:"logs"`
+	Status       string            `json:"status"`
+	Result       json.RawMessage   `json:"result,omitempty"`
+	Confirmation *confirmationView `json:"confirmation,omitempty"`
+	Calls        []views.ShownCall `json:"calls"`
+	Logs         []string          `json:"logs"`
 }
 
 // scriptFailureBody is the 422 answer.
 type scriptFailureBody struct {
-	Status string                  `json:"status"`
-	Code   string                  `json:"code"`
-	Reason string                  `json:"reason"`
-	Line   int                     `json:"line,omitempty"`
-	Column int                     `json:"column,omitempty"`
-	Calls  []countersign.ShownCall `json:"calls"`
-	Logs   []string                `json:"logs"`
+	Status string            `json:"status"`
+	Code   string            `json:"code"`
+	Reason string            `json:"reason"`
+	Line   int               `json:"line,omitempty"`
+	Column int               `json:"column,omitempty"`
+	Calls  []views.ShownCall `json:"calls"`
+	Logs   []string          `json:"logs"`
 }
 
 // scripts handles POST /v1/scripts.
@@ -68,7 +69,7 @@ func (g *Gateway) scripts(ctx context.Context, _ *http.Request, b []byte, cred *
 		id = *r.ConfirmationID
 	}
 	ans, err := g.Scripts.RunScript(ctx, cred, *r.Script, id)
-	var sf *countersign.ScriptFailure
+	var sf *views.ScriptFailure
 	if errors.As(err, &sf) {
 		return jsonReply(httpStatus(sf.Code), scriptFailureBody{Status: "error", Code: string(sf.Code), Reason: sf.Reason,
 			Line: sf.Line, Column: sf.Column, Calls: sf.Calls, Logs: orNone(sf.Logs)})
@@ -81,7 +82,7 @@ func (g *Gateway) scripts(ctx context.Context, _ *http.Request, b []byte, cred *
 		v := viewConfirmation(ans.Confirmation, ans.Effective)
 		out.Confirmation = &v
 	}
-	if ans.Status != countersign.ScriptDone {
+	if ans.Status != views.ScriptDone {
 		out.Status = "confirmation_required"
 		return jsonReply(http.StatusAccepted, out)
 	}

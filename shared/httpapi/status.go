@@ -11,7 +11,7 @@ import (
 	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/calls"
 	"github.com/countersign/countersign/shared/fault"
-	"github.com/countersign/countersign/shared/notify"
+	"github.com/countersign/countersign/shared/views"
 )
 
 // confirmationView is the JSON of a confirmation (docs/api.md, Confirmation status).
@@ -24,7 +24,7 @@ type confirmationView struct {
 	DecidedAt *time.Time         `json:"decided_at"`
 	// DecidedBy is who decided: the person signed in, or the channel
 	// whose link was used (docs/api.md, Confirmation status).
-	DecidedBy *countersign.Decider `json:"decided_by,omitempty"`
+	DecidedBy *views.Decider `json:"decided_by,omitempty"`
 	// Approvals is a quorum's count (approval.required), once the first
 	// approval is counted.
 	Approvals *approvalsView `json:"approvals,omitempty"`
@@ -35,7 +35,7 @@ type confirmationView struct {
 	Operations     []operationView `json:"operations"`
 	Result         json.RawMessage `json:"result,omitempty"`
 	// A script batch's script (code mode): its calls, its logs, and why
-	// its run after approval failed. Calls holds a []countersign.ShownCall
+	// its run after approval failed. Calls holds a []views.ShownCall
 	// for a script batch (always shown) and nothing for other kinds.
 	Calls any                      `json:"calls,omitempty"`
 	Logs  []string                 `json:"logs,omitempty"`
@@ -63,7 +63,7 @@ type operationView struct {
 // redemption deadline, so that is its expires_at (and redeem_by).
 func viewConfirmation(c *countersign.Confirmation, effective countersign.Status) confirmationView {
 	v := confirmationView{ID: c.ID, Status: effective, Kind: c.Kind, CreatedAt: c.CreatedAt, ExpiresAt: c.ExpiresAt,
-		DecidedAt: c.DecidedAt, DecidedBy: countersign.DecidedBy(c), Approvals: approvalsOf(c), DecisionReason: c.DecisionReason, RedeemBy: c.RedeemBy, Result: c.Result, Operations: make([]operationView, 0, len(c.Operations))}
+		DecidedAt: c.DecidedAt, DecidedBy: views.DecidedBy(c), Approvals: approvalsOf(c), DecisionReason: c.DecisionReason, RedeemBy: c.RedeemBy, Result: c.Result, Operations: make([]operationView, 0, len(c.Operations))}
 	if c.RedeemBy != nil && c.Status == countersign.StatusApproved {
 		v.ExpiresAt = *c.RedeemBy
 	}
@@ -107,7 +107,7 @@ func (g *Gateway) status(ctx context.Context, r *http.Request, cred *countersign
 }
 
 // approvalsView is a quorum's count: "1 of 2 approvals", and by whom;
-// the webhooks carry the same (notify.Approvals).
-type approvalsView = notify.Approvals
+// the webhooks carry the same (views.Approvals).
+type approvalsView = views.Approvals
 
-func approvalsOf(c *countersign.Confirmation) *approvalsView { return notify.ApprovalsOf(c) }
+func approvalsOf(c *countersign.Confirmation) *approvalsView { return views.ApprovalsOf(c) }

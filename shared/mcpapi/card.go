@@ -27,7 +27,6 @@ import (
 	"github.com/countersign/countersign/shared/display"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/links"
-	"github.com/countersign/countersign/shared/policy"
 )
 
 // The confirmation tools.
@@ -84,7 +83,7 @@ type cardEdit struct {
 // addConfirmationTools adds review_pending, card_decide and
 // confirmation_status for credentials that ask a person.
 func (h *Handler) addConfirmationTools(s *mcp.Server, cred *countersign.Credential) {
-	if cred.Choice != policy.AskPerson {
+	if cred.Choice != countersign.AskPerson {
 		return
 	}
 	idSchema := map[string]any{"type": "object", "required": []string{"confirmation_id"}, "additionalProperties": false,

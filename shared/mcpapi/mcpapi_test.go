@@ -111,7 +111,7 @@ func TestCallOf(t *testing.T) {
 	now := t0
 	h := newTestHandler(t, `"Acme"`, &now)
 	ops := map[string]operation{}
-	for _, op := range visibleOperations(h.o.Calls.Current(), &countersign.Credential{ID: "c", Choice: policy.AskPerson}) {
+	for _, op := range visibleOperations(h.o.Calls.Current(), &countersign.Credential{ID: "c", Choice: countersign.AskPerson}) {
 		ops[op.name] = op
 	}
 	tests := []struct {
@@ -172,7 +172,7 @@ func TestCallOf(t *testing.T) {
 func TestAnswer(t *testing.T) {
 	now := t0
 	h := newTestHandler(t, `"Acme"`, &now)
-	cred := &countersign.Credential{ID: "chat-user", Choice: policy.AskPerson, Issuer: "https://idp.example", Subject: "ann"}
+	cred := &countersign.Credential{ID: "chat-user", Choice: countersign.AskPerson, Issuer: "https://idp.example", Subject: "ann"}
 	ops := []countersign.Operation{{Connection: "crm", Method: "DELETE", Path: "/contacts/1", Binding: "b1"}, {Connection: "crm", Method: "DELETE", Path: "/contacts/2", Binding: "b2"}}
 	asked := h.Ask(cred, Client{Name: "cc"}, "run_script", countersign.KindScript, ops, "")
 	ep := asked.InputRequests[inputKey].(*mcp.ElicitParams)

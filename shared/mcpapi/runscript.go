@@ -14,6 +14,7 @@ import (
 	"github.com/countersign/countersign/shared/calls"
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/fault"
+	"github.com/countersign/countersign/shared/views"
 )
 
 // ToolRunScript is code mode's tool (docs/scripts.md and docs/mcp.md).
@@ -25,14 +26,14 @@ const ToolRunScript = "run_script"
 type Scripts interface {
 	// RunScript runs a script for cred or, with a confirmation id, returns
 	// what became of that script's batch and runs nothing. A script that
-	// failed is a *countersign.ScriptFailure (script_error,
+	// failed is a *views.ScriptFailure (script_error,
 	// script_limit_exceeded, script_diverged, outcome_unknown); other
 	// errors carry a fault code.
-	RunScript(ctx context.Context, cred *countersign.Credential, r ScriptRequest) (*countersign.ScriptResult, error)
+	RunScript(ctx context.Context, cred *countersign.Credential, r ScriptRequest) (*views.ScriptResult, error)
 	// DescribeScript returns a script batch's script: the calls of its
 	// last run and, once its run after approval ended, its result
-	// (Status countersign.ScriptDone) or failure (Error).
-	DescribeScript(ctx context.Context, c *countersign.Confirmation) (*countersign.ScriptResult, error)
+	// (Status views.ScriptDone) or failure (Error).
+	DescribeScript(ctx context.Context, c *countersign.Confirmation) (*views.ScriptResult, error)
 	// RerunScript runs an approved script batch's script again and
 	// records its end: journaled calls replay, approved calls run once,
 	// cleared calls return {rejected: true}. A concurrent or later call
@@ -65,17 +66,17 @@ type scriptArgs struct {
 type scriptView struct {
 	// Status: completed, confirmation_required, approved (the script is
 	// still running again), denied or error.
-	Status         string                  `json:"status"`
-	Code           string                  `json:"code,omitempty"`
-	Reason         string                  `json:"reason,omitempty"`
-	Line           int                     `json:"line,omitempty"`
-	Column         int                     `json:"column,omitempty"`
-	Result         json.RawMessage         `json:"result,omitempty"`
-	ConfirmationID string                  `json:"confirmation_id,omitempty"`
-	ExpiresAt      *time.Time              `json:"expires_at,omitempty"`
-	Next           string                  `json:"next,omitempty"`
-	Calls          []countersign.ShownCall `json:"calls"`
-	Logs           []string                `json:"logs"`
+	Status         string            `json:"status"`
+	Code           string            `json:"code,omitempty"`
+	Reason         string            `json:"reason,omitempty"`
+	Line           int               `json:"line,omitempty"`
+	Column         int               `json:"column,omitempty"`
+	Result         json.RawMessage   `json:"result,omitempty"`
+	ConfirmationID string            `json:"confirmation_id,omitempty"`
+	ExpiresAt      *time.Time        `json:"expires_at,omitempty"`
+	Next           string            `json:"next,omitempty"`
+	Calls          []views.ShownCall `json:"calls"`
+	Logs           []string          `json:"logs"`
 	// askURL marks a batch the person decides on its approval page, which
 	// the client opens (URL-mode elicitation); never serialized.
 	askURL bool
@@ -152,7 +153,7 @@ func (h *Handler) runScript(ctx context.Context, cred *countersign.Credential, c
 	if err != nil {
 		return scriptErrorResult(err, "")
 	}
-	if run.Status == countersign.ScriptDone {
+	if run.Status == views.ScriptDone {
 		return scriptCompleted(run, r.CannotAsk)
 	}
 	return h.scriptPaused(ctx, cred, client, run, r.CannotAsk)
@@ -161,7 +162,7 @@ func (h *Handler) runScript(ctx context.Context, cred *countersign.Credential, c
 // scriptErrorResult renders a failed script (its code, reason, line and
 // column, and what it did first) or any other error.
 func scriptErrorResult(err error, confirmationID string) *mcp.CallToolResult {
-	var sf *countersign.ScriptFailure
+	var sf *views.ScriptFailure
 	if !errors.As(err, &sf) {
 		return errorResult(err)
 	}
@@ -174,7 +175,7 @@ func scriptErrorResult(err error, confirmationID string) *mcp.CallToolResult {
 // scriptCompleted returns the script's result as text and the whole run
 // as structured content. Calls denied because nobody could be asked make
 // it a denial the model can relay, with the result after it.
-func scriptCompleted(run *countersign.ScriptResult, cannotAsk string) *mcp.CallToolResult {
+func scriptCompleted(run *views.ScriptResult, cannotAsk string) *mcp.CallToolResult {
 	result := run.Value
 	if len(result) == 0 {
 		result = json.RawMessage("null")
@@ -202,7 +203,7 @@ func scriptCompleted(run *countersign.ScriptResult, cannotAsk string) *mcp.CallT
 // scriptPaused answers a script whose batch waits for a person, the way
 // this client can ask (docs/design.md, The pause): the client's dialog, the card,
 // or the approvers out of band.
-func (h *Handler) scriptPaused(ctx context.Context, cred *countersign.Credential, client Client, run *countersign.ScriptResult, cannotAsk string) *mcp.CallToolResult {
+func (h *Handler) scriptPaused(ctx context.Context, cred *countersign.Credential, client Client, run *views.ScriptResult, cannotAsk string) *mcp.CallToolResult {
 	conf := run.Confirmation
 	switch {
 	case h.outOfBand(conf) || !client.Elicit && !client.Apps && !client.URL:
@@ -241,7 +242,7 @@ func (h *Handler) scriptPaused(ctx context.Context, cred *countersign.Credential
 
 // scriptWaiting tells the model the approvers were asked and how to read
 // the script's result.
-func scriptWaiting(run *countersign.ScriptResult, outOfBand bool, cannotAsk string) *mcp.CallToolResult {
+func scriptWaiting(run *views.ScriptResult, outOfBand bool, cannotAsk string) *mcp.CallToolResult {
 	id := run.Confirmation.ID
 	next := fmt.Sprintf(`call run_script with the same script and {"confirmation_id": %q} (or confirmation_status with {"confirmation_id": %q, "wait_seconds": 25}) to read the script's result once it is approved and run`, id, id)
 	why := "The approvers were sent a link"
@@ -257,7 +258,7 @@ func scriptWaiting(run *countersign.ScriptResult, outOfBand bool, cannotAsk stri
 	return textResult(text, pausedScriptView(run, next))
 }
 
-func pausedScriptView(run *countersign.ScriptResult, next string) scriptView {
+func pausedScriptView(run *views.ScriptResult, next string) scriptView {
 	exp := run.Confirmation.ExpiresAt
 	return scriptView{Status: "confirmation_required", ConfirmationID: run.Confirmation.ID, ExpiresAt: &exp, Reason: run.Confirmation.Reason,
 		Next: next, Calls: orNoCalls(run.Calls), Logs: orNoLogs(run.Logs)}
@@ -382,11 +383,11 @@ func (h *Handler) rerunner() calls.Rerunner {
 
 // scriptOutcome is what became of an approved script batch: the script's
 // result, its failure, or that it is still running.
-func scriptOutcome(c *countersign.Confirmation, run *countersign.ScriptResult) *mcp.CallToolResult {
+func scriptOutcome(c *countersign.Confirmation, run *views.ScriptResult) *mcp.CallToolResult {
 	switch {
 	case run.Error != nil:
 		return scriptErrorResult(run.Failure(), c.ID)
-	case run.Status == countersign.ScriptDone:
+	case run.Status == views.ScriptDone:
 		run.Confirmation = c
 		return scriptCompleted(run, "")
 	}
@@ -408,7 +409,7 @@ func (h *Handler) withScript(ctx context.Context, v *cardView, c *countersign.Co
 	switch {
 	case run.Error != nil:
 		v.ScriptError = faultText(fault.Code(run.Error.Code), run.Error.Reason)
-	case run.Status == countersign.ScriptDone:
+	case run.Status == views.ScriptDone:
 		v.Result = run.Value
 		if len(v.Result) == 0 {
 			v.Result = json.RawMessage("null")
@@ -424,9 +425,9 @@ func count(n int, one, many string) string {
 	return fmt.Sprintf("%d %s", n, many)
 }
 
-func orNoCalls(c []countersign.ShownCall) []countersign.ShownCall {
+func orNoCalls(c []views.ShownCall) []views.ShownCall {
 	if c == nil {
-		return []countersign.ShownCall{}
+		return []views.ShownCall{}
 	}
 	return c
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/countersign/countersign/shared/display"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/links"
+	"github.com/countersign/countersign/shared/views"
 )
 
 // TasksExtension is the MCP tasks extension (2026-07-28): a tools/call may
@@ -368,7 +369,7 @@ func (h *Handler) ranResult(ctx context.Context, c *countersign.Confirmation) *m
 			h.logger().WarnContext(ctx, "mcp: task: script batch not described", "confirmation", c.ID, "error", err)
 			return nil
 		}
-		if run.Error == nil && run.Status != countersign.ScriptDone {
+		if run.Error == nil && run.Status != views.ScriptDone {
 			return nil
 		}
 		return scriptOutcome(c, run)

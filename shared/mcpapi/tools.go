@@ -67,7 +67,7 @@ func visible(ep *policy.Endpoint, cred *countersign.Credential) bool {
 		return false
 	case cred.ReadOnly && policy.IsMutating(ep.Method):
 		return false
-	case ep.Tier == policy.Confirm && cred.Choice == policy.Refuse:
+	case ep.Tier == policy.Confirm && cred.Choice == countersign.Refuse:
 		return false
 	}
 	return true

@@ -7,20 +7,21 @@ import (
 	"testing"
 
 	"github.com/countersign/countersign"
+	"github.com/countersign/countersign/shared/views"
 )
 
 // bidiName is a person whose name, from the identity provider, holds a
 // right-to-left override and a zero-width space: "Eve<RLO>nimda<PDF>"
 // would read "Eve admin".
-var bidiName = countersign.Decider{Kind: "person", Issuer: "https://idp.example.com", Subject: "eve", Name: "Eve\u202enimda\u202c\u200b<!here>", Channel: "ops"}
+var bidiName = views.Decider{Kind: "person", Issuer: "https://idp.example.com", Subject: "eve", Name: "Eve\u202enimda\u202c\u200b<!here>", Channel: "ops"}
 
-var ana = countersign.Decider{Kind: "person", Issuer: "https://idp.example.com", Subject: "ana", Email: "ana@example.com", Name: "Ana", Channel: "ops"}
+var ana = views.Decider{Kind: "person", Issuer: "https://idp.example.com", Subject: "ana", Email: "ana@example.com", Name: "Ana", Channel: "ops"}
 
 // countedEvent is the first of two approvals, by bidiName.
 func countedEvent() Event {
 	ev := requested()
 	ev.Type, ev.Links = TypeApprovalCounted, nil
-	ev.Confirmation.Approvals = &Approvals{Required: 2, Received: 1, By: []countersign.Decider{bidiName}}
+	ev.Confirmation.Approvals = &views.Approvals{Required: 2, Received: 1, By: []views.Decider{bidiName}}
 	return ev
 }
 
@@ -28,8 +29,8 @@ func countedEvent() Event {
 // /v1/confirmations/<id> shows; nil without a quorum.
 func TestApprovalsOf(t *testing.T) {
 	c := &countersign.Confirmation{ID: "cf_1"}
-	if ApprovalsOf(c) != nil || ConfirmationOf(c).Approvals != nil {
-		t.Errorf("a confirmation one approval decides has approvals %+v", ApprovalsOf(c))
+	if views.ApprovalsOf(c) != nil || ConfirmationOf(c).Approvals != nil {
+		t.Errorf("a confirmation one approval decides has approvals %+v", views.ApprovalsOf(c))
 	}
 	c.Required = 2
 	c.Approvals = []countersign.Approval{{Person: countersign.Person{Issuer: "https://idp.example.com", Subject: "ana", Email: "ana@example.com"}, Channel: "ops"}}
@@ -38,7 +39,7 @@ func TestApprovalsOf(t *testing.T) {
 		t.Errorf("approvals %s\nwant %s", b, want)
 	}
 	c.Approvals = nil
-	if b, _ := json.Marshal(ApprovalsOf(c)); string(b) != `{"required":2,"received":0,"by":[]}` {
+	if b, _ := json.Marshal(views.ApprovalsOf(c)); string(b) != `{"required":2,"received":0,"by":[]}` {
 		t.Errorf("no approvals yet: %s", b)
 	}
 }
@@ -66,7 +67,7 @@ func TestSlackDecidedQuorum(t *testing.T) {
 	ev := countedEvent()
 	ev.Type, ev.Decision = TypeDecided, "approved"
 	ev.Confirmation.DecidedBy = &ana
-	ev.Confirmation.Approvals = &Approvals{Required: 2, Received: 2, By: []countersign.Decider{bidiName, ana}}
+	ev.Confirmation.Approvals = &views.Approvals{Required: 2, Received: 2, By: []views.Decider{bidiName, ana}}
 	summary := slackMessageFor(ev).Blocks[0].Text.Text
 	want := `Confirmation cf_123 was approved by ana@example.com: 2 of 2 approvals (by Eve\u202Enimda\u202C\u200B&lt;!here&gt;, ana@example.com).`
 	if summary != want {
@@ -78,14 +79,14 @@ func TestSlackDecidedQuorum(t *testing.T) {
 // else their subject at the issuer.
 func TestPersonLabel(t *testing.T) {
 	for _, c := range []struct {
-		d    countersign.Decider
+		d    views.Decider
 		want string
 	}{
 		{ana, " by ana@example.com"},
-		{countersign.Decider{Kind: "person", Issuer: "https://idp", Subject: "s1", Name: "Bo"}, " by Bo"},
-		{countersign.Decider{Kind: "person", Issuer: "https://idp", Subject: "s1"}, " by s1 at https://idp"},
-		{countersign.Decider{Kind: "channel", Channel: "ops"}, " through the ops link"},
-		{countersign.Decider{Kind: "person", Issuer: "https://idp", Subject: "s1", Name: "Bo", Method: "passkey"}, " by Bo with a passkey"},
+		{views.Decider{Kind: "person", Issuer: "https://idp", Subject: "s1", Name: "Bo"}, " by Bo"},
+		{views.Decider{Kind: "person", Issuer: "https://idp", Subject: "s1"}, " by s1 at https://idp"},
+		{views.Decider{Kind: "channel", Channel: "ops"}, " through the ops link"},
+		{views.Decider{Kind: "person", Issuer: "https://idp", Subject: "s1", Name: "Bo", Method: "passkey"}, " by Bo with a passkey"},
 	} {
 		if got := byWhom(&c.d); got != c.want {
 			t.Errorf("%+v: %q, want %q", c.d, got, c.want)
@@ -109,7 +110,7 @@ func TestEmailFollowUps(t *testing.T) {
 	ev := countedEvent()
 	ev.Type, ev.Decision = TypeDecided, "approved"
 	ev.Confirmation.DecidedBy = &bidiName
-	ev.Confirmation.Approvals = &Approvals{Required: 2, Received: 2, By: []countersign.Decider{ana, bidiName}}
+	ev.Confirmation.Approvals = &views.Approvals{Required: 2, Received: 2, By: []views.Decider{ana, bidiName}}
 	m, ok = FollowUpFor(ev, "Acme")
 	if !ok || m.Subject != "Approved: DELETE /contacts/12 on crm (Acme)" {
 		t.Errorf("decided: %v, subject %q", ok, m.Subject)
@@ -119,7 +120,7 @@ func TestEmailFollowUps(t *testing.T) {
 	}
 	noHidden(t, "the follow-up", m.Body)
 
-	ev.Confirmation.Approvals, ev.Confirmation.DecidedBy = nil, &countersign.Decider{Kind: "channel", Channel: "email"}
+	ev.Confirmation.Approvals, ev.Confirmation.DecidedBy = nil, &views.Decider{Kind: "channel", Channel: "email"}
 	if m, _ = FollowUpFor(ev, "Acme"); !strings.Contains(m.Body, "was approved through the email link.") {
 		t.Errorf("without sign-in:\n%s", m.Body)
 	}

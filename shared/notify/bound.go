@@ -5,9 +5,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/countersign/countersign"
-
 	"github.com/countersign/countersign/shared/jsonview"
+	"github.com/countersign/countersign/shared/views"
 )
 
 // MaxPayloadBytes bounds the body of every webhook request: an agent
@@ -46,11 +45,11 @@ func boundEvent(ev Event, div int) Event {
 		c.DecidedBy = clipDecider(*d)
 	}
 	if a := c.Approvals; a != nil {
-		by := make([]countersign.Decider, len(a.By))
+		by := make([]views.Decider, len(a.By))
 		for i, d := range a.By {
 			by[i] = *clipDecider(d)
 		}
-		c.Approvals = &Approvals{Required: a.Required, Received: a.Received, By: by}
+		c.Approvals = &views.Approvals{Required: a.Required, Received: a.Received, By: by}
 	}
 	ev.Decision = clipJSON(ev.Decision, maxFieldCost)
 	ev.Status = clipJSON(ev.Status, maxFieldCost)
@@ -98,7 +97,7 @@ func boundEvent(ev Event, div int) Event {
 // clipDecider returns a copy of d with each field clipped: what an
 // identity provider says of a person is not the agent's, but no value
 // grows a payload without bound.
-func clipDecider(d countersign.Decider) *countersign.Decider {
+func clipDecider(d views.Decider) *views.Decider {
 	d.Kind, d.Channel = clipJSON(d.Kind, maxFieldCost), clipJSON(d.Channel, maxFieldCost)
 	d.Issuer, d.Subject = clipJSON(d.Issuer, maxFieldCost), clipJSON(d.Subject, maxFieldCost)
 	d.Email, d.Name = clipJSON(d.Email, maxFieldCost), clipJSON(d.Name, maxFieldCost)

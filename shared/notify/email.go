@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/shared/jsonview"
+	"github.com/countersign/countersign/shared/views"
 )
 
 // Limits of an e-mail approval request: SNS refuses a subject of 100
@@ -166,7 +167,7 @@ func FollowUpFor(ev Event, workspace string) (m Email, ok bool) {
 }
 
 // counted is a quorum's count and its required approvals, 0 and 0 for none.
-func counted(a *Approvals) (received, required int) {
+func counted(a *views.Approvals) (received, required int) {
 	if a == nil {
 		return 0, 0
 	}

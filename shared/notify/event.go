@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign"
+	"github.com/countersign/countersign/shared/views"
 )
 
 // Event types (docs/api.md, Webhooks).
@@ -47,10 +48,10 @@ type EventConfirmation struct {
 	Reason     string           `json:"reason"`
 	Operations []EventOperation `json:"operations"`
 	// DecidedBy is who decided, once someone has (decided and executed events).
-	DecidedBy *countersign.Decider `json:"decided_by,omitempty"`
+	DecidedBy *views.Decider `json:"decided_by,omitempty"`
 	// Approvals is the count of a quorum (approval.required), as
 	// GET /v1/confirmations/<id> shows it; nil when one approval decides.
-	Approvals *Approvals `json:"approvals,omitempty"`
+	Approvals *views.Approvals `json:"approvals,omitempty"`
 	// OmittedOperations counts the operations left out of a webhook payload
 	// (beyond MaxEventOperations).
 	OmittedOperations int `json:"omitted_operations,omitempty"`
@@ -59,7 +60,7 @@ type EventConfirmation struct {
 // ConfirmationOf is the event view of a stored confirmation.
 func ConfirmationOf(c *countersign.Confirmation) EventConfirmation {
 	ec := EventConfirmation{ID: c.ID, Kind: string(c.Kind), ExpiresAt: c.ExpiresAt, Credential: c.Credential, Reason: c.Reason,
-		DecidedBy: countersign.DecidedBy(c), Approvals: ApprovalsOf(c)}
+		DecidedBy: views.DecidedBy(c), Approvals: views.ApprovalsOf(c)}
 	for _, op := range c.Operations {
 		args, _ := json.Marshal(op.Runs().Args)
 		eo := EventOperation{Connection: op.Connection, Method: op.Method, Path: op.Path, Endpoint: op.Endpoint, Args: args}
@@ -81,30 +82,10 @@ func ConfirmationOf(c *countersign.Confirmation) EventConfirmation {
 	return ec
 }
 
-// Approvals is a quorum's count: "1 of 2 approvals", and by whom, in the
-// order they were counted.
-type Approvals struct {
-	Required int                   `json:"required"`
-	Received int                   `json:"received"`
-	By       []countersign.Decider `json:"by"`
-}
-
-// ApprovalsOf is c's quorum count, nil when c needs one approval.
-func ApprovalsOf(c *countersign.Confirmation) *Approvals {
-	if c.Required < 2 {
-		return nil
-	}
-	v := &Approvals{Required: c.Required, Received: len(c.Approvals), By: make([]countersign.Decider, 0, len(c.Approvals))}
-	for _, a := range c.Approvals {
-		v.By = append(v.By, countersign.Decider{Kind: "person", Issuer: a.Issuer, Subject: a.Subject, Email: a.Email, Name: a.Name, Channel: a.Channel, Method: a.Method})
-	}
-	return v
-}
-
 // progress says a quorum's count as people read it, "1 of 2 approvals
 // (by ana@example.com)"; each person by their label (personLabel), shown
 // through show (the channel's escaping).
-func progress(a *Approvals, show func(string) string) string {
+func progress(a *views.Approvals, show func(string) string) string {
 	if a == nil {
 		return ""
 	}
@@ -121,7 +102,7 @@ func progress(a *Approvals, show func(string) string) string {
 
 // personLabel names a person in a message: their e-mail, else their name,
 // else their subject at the issuer.
-func personLabel(d countersign.Decider) string {
+func personLabel(d views.Decider) string {
 	switch {
 	case d.Email != "":
 		return d.Email

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/countersign/countersign"
 	"io"
 	"log/slog"
 	"net/http"
@@ -17,6 +16,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/countersign/countersign/shared/views"
 )
 
 const secret = "whsec_test_secret"
@@ -652,11 +653,11 @@ func TestSetChannels(t *testing.T) {
 func TestSlackDecidedNamesTheApprover(t *testing.T) {
 	ev := requested()
 	ev.Type, ev.Decision, ev.Links = TypeDecided, "approved", nil
-	ev.Confirmation.DecidedBy = &countersign.Decider{Kind: "person", Issuer: "https://idp.example.com", Subject: "ada", Email: "ada@example.com", Channel: "ops"}
+	ev.Confirmation.DecidedBy = &views.Decider{Kind: "person", Issuer: "https://idp.example.com", Subject: "ada", Email: "ada@example.com", Channel: "ops"}
 	if b, _ := json.Marshal(slackMessageFor(ev)); !strings.Contains(string(b), "was approved by ada@example.com.") {
 		t.Errorf("person: %s", b)
 	}
-	ev.Confirmation.DecidedBy = &countersign.Decider{Kind: "channel", Channel: "ops"}
+	ev.Confirmation.DecidedBy = &views.Decider{Kind: "channel", Channel: "ops"}
 	if b, _ := json.Marshal(slackMessageFor(ev)); !strings.Contains(string(b), "was approved through the ops link.") {
 		t.Errorf("channel: %s", b)
 	}

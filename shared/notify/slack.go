@@ -7,6 +7,7 @@ import (
 
 	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/display"
+	"github.com/countersign/countersign/shared/views"
 )
 
 // slackMessage is a Slack-compatible message (incoming webhooks and
@@ -149,7 +150,7 @@ func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
 // passkey" when they proved it with one) or " through the
 // <channel> link"; empty when nobody is named. It is not escaped: the
 // caller shows it the way its channel does.
-func byWhom(d *countersign.Decider) string {
+func byWhom(d *views.Decider) string {
 	switch {
 	case d == nil:
 		return ""

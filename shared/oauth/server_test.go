@@ -17,7 +17,6 @@ import (
 
 	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/fault"
-	"github.com/countersign/countersign/shared/policy"
 	"github.com/countersign/countersign/shared/store/embedded"
 )
 
@@ -496,7 +495,7 @@ var requestField = regexp.MustCompile(`name="request" value="([^"]+)"`)
 func TestConfiguredUsers(t *testing.T) {
 	ctx := context.Background()
 	ts := newTestServer(t, false)
-	ada := countersign.Credential{ID: "ada", Email: "ada@example.com", Choice: policy.AskPerson, Origin: policy.OriginChat}
+	ada := countersign.Credential{ID: "ada", Email: "ada@example.com", Choice: countersign.AskPerson, Origin: countersign.OriginChat}
 	if err := ts.store.PutCredential(ctx, ada); err != nil {
 		t.Fatal(err)
 	}

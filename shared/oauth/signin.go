@@ -96,7 +96,7 @@ func (s *Server) userCredential(ctx context.Context, p Person) (countersign.Cred
 	if !errors.Is(err, store.ErrNotFound) {
 		return countersign.Credential{}, err
 	}
-	c = countersign.Credential{ID: id, Choice: policy.AskPerson, Origin: policy.OriginChat, Issuer: p.Issuer, Subject: p.Subject}
+	c = countersign.Credential{ID: id, Choice: countersign.AskPerson, Origin: countersign.OriginChat, Issuer: p.Issuer, Subject: p.Subject}
 	if p.EmailVerified {
 		// An unverified e-mail is anybody's: it never names the user.
 		c.Email = p.Email

@@ -20,7 +20,6 @@ import (
 	"time"
 
 	"github.com/countersign/countersign"
-	"github.com/countersign/countersign/shared/policy"
 	"github.com/countersign/countersign/shared/store/embedded"
 )
 
@@ -416,7 +415,7 @@ func TestSessionsEnd(t *testing.T) {
 
 	// Removing the person's credential ends their sessions.
 	_, graceCookies := signIn("grace@example.com")
-	if err := st.CreateCredential(context.Background(), countersign.Credential{ID: "user_grace", Choice: policy.AskPerson,
+	if err := st.CreateCredential(context.Background(), countersign.Credential{ID: "user_grace", Choice: countersign.AskPerson,
 		Issuer: d.Issuer, Subject: "grace@example.com"}); err != nil {
 		t.Fatal(err)
 	}

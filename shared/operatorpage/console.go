@@ -39,7 +39,7 @@ type OAuthGrant struct {
 	CreatedAt, ExpiresAt         time.Time
 }
 
-// Choices are the choice select's options, in the order of policy.Choice.
+// Choices are the choice select's options, in the order of countersign.Choice.
 var Choices = [...]string{"refuse", "ask_person", "ask_agent", "run_without_asking"}
 
 // choiceOptions are the choice select's options with current selected (a

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"testing"
+
+	"github.com/countersign/countersign"
 )
 
 // benchPolicy generates a 100-endpoint policy: 4 connections of 25
@@ -62,15 +64,15 @@ func BenchmarkEvaluate(b *testing.B) {
 		code    Code
 	}{
 		{name: "auto_GET", call: Call{Connection: "conn3", Method: "GET", Path: "/v1/resource4/12345", Intent: IntentRead},
-			cred: &Credential{ID: "k", Choice: Refuse}, outcome: Execute},
+			cred: &Credential{ID: "k", Choice: countersign.Refuse}, outcome: Execute},
 		{name: "confirm_DELETE_pause", call: Call{Connection: "conn2", Method: "DELETE", Path: "/v1/resource3/12345", Intent: IntentWrite},
-			cred: &Credential{ID: "k", Choice: AskPerson, Connections: []string{"conn1", "conn2"}}, outcome: Pause},
+			cred: &Credential{ID: "k", Choice: countersign.AskPerson, Connections: []string{"conn1", "conn2"}}, outcome: Pause},
 		{name: "threshold_escalation", call: Call{Connection: "conn1", Method: "POST", Path: "/v1/resource2", Intent: IntentWrite, Body: body},
-			cred: &Credential{ID: "k", Choice: AskPerson}, outcome: Deny, code: CodeReviewRequired},
+			cred: &Credential{ID: "k", Choice: countersign.AskPerson}, outcome: Deny, code: CodeReviewRequired},
 		{name: "threshold_two_levels", call: Call{Connection: "conn0", Method: "POST", Path: "/v1/resource2", Intent: IntentWrite, Body: body},
-			cred: &Credential{ID: "k", Choice: AskPerson}, outcome: Deny, code: CodeReviewRequired},
+			cred: &Credential{ID: "k", Choice: countersign.AskPerson}, outcome: Deny, code: CodeReviewRequired},
 		{name: "threshold_two_levels_below", call: Call{Connection: "conn0", Method: "POST", Path: "/v1/resource2", Intent: IntentWrite, Body: small},
-			cred: &Credential{ID: "k", Choice: AskPerson}, outcome: Pause},
+			cred: &Credential{ID: "k", Choice: countersign.AskPerson}, outcome: Pause},
 	}
 	for _, bc := range cases {
 		in := Input{Call: &bc.call, Credential: bc.cred}

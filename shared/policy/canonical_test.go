@@ -4,6 +4,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/countersign/countersign"
 )
 
 func TestCanonicalPath(t *testing.T) {
@@ -196,7 +198,7 @@ func TestResolveCaseTwin(t *testing.T) {
 		}
 	}
 	d := Evaluate(p, Input{Call: &Call{Connection: "crm", Method: "DELETE", Path: "/contacts/ALL", Intent: IntentWrite},
-		Credential: &Credential{Choice: RunWithoutAsking}})
+		Credential: &Credential{Choice: countersign.RunWithoutAsking}})
 	if d.Outcome != Deny || d.Code != CodeBlocked || d.Tier != Never {
 		t.Errorf("DELETE /contacts/ALL: %s %s (%s), want blocked", d.Outcome, d.Code, d.Reason)
 	}
@@ -241,7 +243,7 @@ func TestBodyFieldReadsTheQuery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cred := &Credential{Choice: RunWithoutAsking}
+	cred := &Credential{Choice: countersign.RunWithoutAsking}
 	for _, tt := range []struct {
 		name  string
 		query url.Values

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
+
+	"github.com/countersign/countersign"
 )
 
 // Evaluate resolves the call against the policy and decides it. It is
@@ -299,13 +301,13 @@ func decide(m Match, ok bool, in Input, tr *tracer) Decision {
 		d.Reason = et.hookCause + " (" + in.Hook.Reason + ")" + choiceSuffix[ch]
 	}
 	switch ch {
-	case Refuse:
+	case countersign.Refuse:
 		d.Code = CodeRequiresConfirmation
-	case AskPerson:
+	case countersign.AskPerson:
 		d.Outcome = Pause
-	case AskAgent:
+	case countersign.AskAgent:
 		d.Outcome, d.Notice = Execute, true
-	case RunWithoutAsking:
+	case countersign.RunWithoutAsking:
 		d.Outcome = Execute
 	}
 	if d.Outcome == Execute && et.people != "" {
@@ -323,9 +325,9 @@ func decide(m Match, ok bool, in Input, tr *tracer) Decision {
 }
 
 // choiceOf is the credential's choice, Refuse when it is not one.
-func choiceOf(cred *Credential) Choice {
+func choiceOf(cred *Credential) countersign.Choice {
 	if int(cred.Choice) >= len(choiceSuffix) {
-		return Refuse
+		return countersign.Refuse
 	}
 	return cred.Choice
 }

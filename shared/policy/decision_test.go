@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/countersign/countersign"
 )
 
 // testPolicy is the fixture of the decision table: one endpoint or tool per
@@ -65,16 +67,18 @@ func testPolicy(tb testing.TB) *Set {
 }
 
 var (
-	refuse      = &Credential{ID: "ops-key", Choice: Refuse}
-	askPerson   = &Credential{ID: "chat-user", Choice: AskPerson}
-	askAgent    = &Credential{ID: "agent", Choice: AskAgent}
-	runAlways   = &Credential{ID: "automation", Choice: RunWithoutAsking}
-	crmOnly     = &Credential{ID: "crm-only", Choice: AskPerson, Connections: []string{"crm"}}
-	operatorKey = &Credential{ID: "op", Choice: DefaultChoice(OriginOperator)}
-	chatUser    = &Credential{ID: "chat", Choice: DefaultChoice(OriginChat)}
+	refuse      = &Credential{ID: "ops-key", Choice: countersign.Refuse}
+	askPerson   = &Credential{ID: "chat-user", Choice: countersign.AskPerson}
+	askAgent    = &Credential{ID: "agent", Choice: countersign.AskAgent}
+	runAlways   = &Credential{ID: "automation", Choice: countersign.RunWithoutAsking}
+	crmOnly     = &Credential{ID: "crm-only", Choice: countersign.AskPerson, Connections: []string{"crm"}}
+	operatorKey = &Credential{ID: "op", Choice: countersign.DefaultChoice(countersign.OriginOperator)}
+	chatUser    = &Credential{ID: "chat", Choice: countersign.DefaultChoice(countersign.OriginChat)}
 )
 
-func readOnly(c Choice) *Credential { return &Credential{ID: "reader", Choice: c, ReadOnly: true} }
+func readOnly(c countersign.Choice) *Credential {
+	return &Credential{ID: "reader", Choice: c, ReadOnly: true}
+}
 
 func call(conn, method, path string, intent Intent) Call {
 	return Call{Connection: conn, Method: method, Path: path, Intent: intent}
@@ -421,25 +425,25 @@ func TestDecide(t *testing.T) {
 
 		// Read-only.
 		{name: "read-only refuses every write whatever its choice: refuse",
-			call: del, cred: readOnly(Refuse),
+			call: del, cred: readOnly(countersign.Refuse),
 			want: want{outcome: Deny, code: CodeReadOnly, tier: Confirm, configured: Confirm, rule: RuleReadOnly}},
 		{name: "read-only refuses every write whatever its choice: ask_person",
-			call: del, cred: readOnly(AskPerson),
+			call: del, cred: readOnly(countersign.AskPerson),
 			want: want{outcome: Deny, code: CodeReadOnly, tier: Confirm, configured: Confirm}},
 		{name: "read-only refuses every write whatever its choice: ask_agent",
-			call: del, cred: readOnly(AskAgent),
+			call: del, cred: readOnly(countersign.AskAgent),
 			want: want{outcome: Deny, code: CodeReadOnly, tier: Confirm, configured: Confirm}},
 		{name: "read-only refuses every write whatever its choice: run_without_asking",
-			call: del, cred: readOnly(RunWithoutAsking),
+			call: del, cred: readOnly(countersign.RunWithoutAsking),
 			want: want{outcome: Deny, code: CodeReadOnly, tier: Confirm, configured: Confirm}},
 		{name: "read-only refuses an auto write too",
-			call: call("crm", "POST", "/contacts", IntentWrite), cred: readOnly(RunWithoutAsking),
+			call: call("crm", "POST", "/contacts", IntentWrite), cred: readOnly(countersign.RunWithoutAsking),
 			want: want{outcome: Deny, code: CodeReadOnly, tier: Auto, configured: Auto, reason: "read-only"}},
 		{name: "read-only is checked before the intent",
-			call: call("crm", "POST", "/contacts", IntentRead), cred: readOnly(RunWithoutAsking),
+			call: call("crm", "POST", "/contacts", IntentRead), cred: readOnly(countersign.RunWithoutAsking),
 			want: want{outcome: Deny, code: CodeReadOnly, tier: Auto, configured: Auto}},
 		{name: "read-only still reads",
-			call: call("crm", "GET", "/contacts/1", IntentRead), cred: readOnly(Refuse),
+			call: call("crm", "GET", "/contacts/1", IntentRead), cred: readOnly(countersign.Refuse),
 			want: want{outcome: Execute, tier: Auto, configured: Auto}},
 
 		// Unknown operations and connection limits.
@@ -462,7 +466,7 @@ func TestDecide(t *testing.T) {
 			call: call("billing", "GET", "/invoices/1", IntentRead), cred: askPerson,
 			want: want{outcome: Execute, tier: Auto, configured: Auto}},
 		{name: "unknown operation decides before read-only and intent",
-			call: call("crm", "DELETE", "/nowhere", IntentRead), cred: readOnly(Refuse),
+			call: call("crm", "DELETE", "/nowhere", IntentRead), cred: readOnly(countersign.Refuse),
 			want: want{outcome: Deny, code: CodeUnknownOperation, tier: Never, configured: Never}},
 	}
 	for _, tt := range tests {
@@ -499,15 +503,15 @@ func TestDecide(t *testing.T) {
 func TestDefaultChoice(t *testing.T) {
 	tests := []struct {
 		name   string
-		origin Origin
-		want   Choice
+		origin countersign.Origin
+		want   countersign.Choice
 	}{
-		{name: "keys created by an operator start on refuse", origin: OriginOperator, want: Refuse},
-		{name: "users created for chat and coding agents start on ask_person", origin: OriginChat, want: AskPerson},
+		{name: "keys created by an operator start on refuse", origin: countersign.OriginOperator, want: countersign.Refuse},
+		{name: "users created for chat and coding agents start on ask_person", origin: countersign.OriginChat, want: countersign.AskPerson},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := DefaultChoice(tt.origin); got != tt.want {
+			if got := countersign.DefaultChoice(tt.origin); got != tt.want {
 				t.Errorf("DefaultChoice(%s) = %s, want %s", tt.origin, got, tt.want)
 			}
 		})
@@ -563,7 +567,7 @@ func TestDecideAllocations(t *testing.T) {
 	p := testPolicy(t)
 	get := call("crm", "GET", "/contacts/12", IntentRead)
 	del := call("crm", "DELETE", "/contacts/12", IntentWrite)
-	ro := readOnly(AskPerson)
+	ro := readOnly(countersign.AskPerson)
 	jsonUnder := withBody(call("crm", "POST", "/payments", IntentWrite), `{"amount": 5, "Amount": 7, "lines": [{"AMOUNT": 1}]}`)
 	formUnder := withForm(call("crm", "POST", "/transfers", IntentWrite), "amount=5&Amount=7&lines[0][x]=1")
 	noThreshold := unreadable(call("crm", "POST", "/contacts", IntentWrite), "it has no Content-Type")

@@ -1,6 +1,10 @@
 package policy
 
-import "net/url"
+import (
+	"net/url"
+
+	"github.com/countersign/countersign"
+)
 
 // FieldSource says which part of a call a threshold field addresses.
 type FieldSource uint8
@@ -279,7 +283,7 @@ type Call struct {
 // Credential is what the decision needs to know about the caller.
 type Credential struct {
 	ID       string
-	Choice   Choice
+	Choice   countersign.Choice
 	ReadOnly bool
 	// Connections limits the credential; empty means all.
 	Connections []string

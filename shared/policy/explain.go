@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/countersign/countersign"
 )
 
 // Verdict is what one rule of the decision did with a call.
@@ -83,7 +85,7 @@ var stageNames = [...]string{"the operation", "an escalation threshold", "delega
 
 // notReached lists the rules after stage s, which decided: nothing past
 // the operation applies to an unknown one.
-func (tr *tracer) notReached(s stage, ch Choice) {
+func (tr *tracer) notReached(s stage, ch countersign.Choice) {
 	if s == stageOperation {
 		return
 	}

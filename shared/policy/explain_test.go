@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/countersign/countersign"
 )
 
 // TestExplainAgreesWithDecide: over every combination of operation,
@@ -18,7 +20,7 @@ func TestExplainAgreesWithDecide(t *testing.T) {
 		{"POST", "/accounts/7/close"}, {"DELETE", "/accounts/7"}, {"POST", "/contacts/12/archive"},
 		{"POST", "/admin/reindex"}, {"POST", "/admin/purge"}, {"GET", "/export"}, {"GET", "/nowhere"},
 	}
-	creds := []*Credential{refuse, askPerson, askAgent, runAlways, crmOnly, readOnly(AskPerson), {ID: "bad", Choice: Choice(9)}}
+	creds := []*Credential{refuse, askPerson, askAgent, runAlways, crmOnly, readOnly(countersign.AskPerson), {ID: "bad", Choice: countersign.Choice(9)}}
 	hooks := []HookAnswer{{}, {Decision: HookAllow}, {Decision: HookAsk}, {Decision: HookAsk, Reason: "after hours"}, {Decision: HookDeny}}
 	bodies := []string{"", `{"amount": 5}`, `{"amount": 20000}`, `{"amount": 2000000, "lines": [{"amount": 9000}]}`, `{"amount": "lots"}`}
 	n := 0
@@ -125,7 +127,7 @@ func TestExplainChecks(t *testing.T) {
 			want: []Check{{RuleHook, Decided, "closed"}, {RuleReadOnly, NotReached, "not reached: the hook decided first"}}},
 		{name: "the hook asks", call: call("crm", "GET", "/contacts/12", IntentRead), cred: askPerson, hook: HookAnswer{Decision: HookAsk},
 			want: []Check{{RuleHook, Passed, "asked for confirmation: the call is at the confirm tier"}, {"choice ask_person", Decided, ""}}},
-		{name: "read-only decides before the intent", call: call("crm", "POST", "/contacts", IntentRead), cred: readOnly(RunWithoutAsking),
+		{name: "read-only decides before the intent", call: call("crm", "POST", "/contacts", IntentRead), cred: readOnly(countersign.RunWithoutAsking),
 			want: []Check{
 				{RuleReadOnly, Decided, "credential reader is read-only and POST is a write"},
 				{RuleIntent, NotReached, "not reached: the read-only flag decided first"},

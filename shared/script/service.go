@@ -20,6 +20,7 @@ import (
 	"github.com/countersign/countersign/shared/policy"
 	"github.com/countersign/countersign/shared/script/journal"
 	"github.com/countersign/countersign/shared/store"
+	"github.com/countersign/countersign/shared/views"
 )
 
 // Store keeps scripts' journals (store/embedded and store/dynamostore).
@@ -98,41 +99,41 @@ type Request struct {
 	Client *calls.Client
 }
 
-// Status is how a run ended (countersign.ScriptOutcome).
-type Status = countersign.ScriptOutcome
+// Status is how a run ended (views.ScriptOutcome).
+type Status = views.ScriptOutcome
 
 // Statuses of a Result.
 const (
 	// Completed: the script ran to its end with nothing to confirm, or its
 	// run after approval ended (a resubmission).
-	Completed = countersign.ScriptDone
+	Completed = views.ScriptDone
 	// ConfirmationRequired: calls were collected into a batch confirmation.
-	ConfirmationRequired = countersign.ScriptConfirmationRequired
+	ConfirmationRequired = views.ScriptConfirmationRequired
 )
 
-// CallState is what became of a call() in a run (countersign.ShownCallState).
-type CallState = countersign.ShownCallState
+// CallState is what became of a call() in a run (views.ShownCallState).
+type CallState = views.ShownCallState
 
 // Call states (docs/scripts.md, and denied).
 const (
-	StateRan      = countersign.ShownRan
-	StateReplayed = countersign.ShownReplayed
-	StatePending  = countersign.ShownPending
-	StateRejected = countersign.ShownRejected
-	StateDenied   = countersign.ShownDenied
+	StateRan      = views.ShownRan
+	StateReplayed = views.ShownReplayed
+	StatePending  = views.ShownPending
+	StateRejected = views.ShownRejected
+	StateDenied   = views.ShownDenied
 )
 
-// Call is one call() of a run, as the agent is shown it (countersign.ShownCall).
-type Call = countersign.ShownCall
+// Call is one call() of a run, as the agent is shown it (views.ShownCall).
+type Call = views.ShownCall
 
-// Result is a run that ended without failing: countersign.ScriptResult,
+// Result is a run that ended without failing: views.ScriptResult,
 // code mode's one result type, which the surfaces use without linking the
 // JavaScript engine.
-type Result = countersign.ScriptResult
+type Result = views.ScriptResult
 
-// Error is a script that failed (countersign.ScriptFailure): why, and what
+// Error is a script that failed (views.ScriptFailure): why, and what
 // it did first. Nothing it collected is pending.
-type Error = countersign.ScriptFailure
+type Error = views.ScriptFailure
 
 const (
 	// journalRetention outlives any batch: 30 minutes to decide, then the
@@ -416,7 +417,7 @@ func (s *Service) resume(ctx context.Context, cred *countersign.Credential, r Re
 // ScriptDone and Value once its run after approval completed, Error once
 // it failed, and the calls and logs of its last run that ended (the first
 // run's until then).
-type Outcome = countersign.ScriptResult
+type Outcome = views.ScriptResult
 
 // Describe returns the script of a script batch, for its status.
 func (s *Service) Describe(ctx context.Context, conf *countersign.Confirmation) (*Outcome, error) {

@@ -14,12 +14,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/internal/oidctest"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"golang.org/x/oauth2"
+
+	"github.com/countersign/countersign/shared/views"
 )
 
 // signInBrowser is a person's browser in the OAuth flow: it follows the
@@ -364,7 +365,7 @@ func TestAskPersonKeyCannotApproveItself(t *testing.T) {
 			t.Fatalf("the newest confirmation is not the answer in the client: %s", list.body)
 		}
 		c, err := h.stack.app.Confirm.Get(context.Background(), list.str("confirmations.0.id"))
-		if by := countersign.DecidedBy(c); err != nil || by == nil || by.Kind != "person" || by.Email != "carol@example.com" || by.Channel != "client:Person client" {
+		if by := views.DecidedBy(c); err != nil || by == nil || by.Kind != "person" || by.Email != "carol@example.com" || by.Channel != "client:Person client" {
 			t.Fatalf("the answer in the client is recorded as %+v (%v), want carol, a person, in her client", by, err)
 		}
 	})

@@ -18,6 +18,7 @@ import (
 	"github.com/countersign/countersign/shared/mcpapi"
 	"github.com/countersign/countersign/shared/script"
 	"github.com/countersign/countersign/shared/tasks"
+	"github.com/countersign/countersign/shared/views"
 )
 
 // Gateway is the agents' surface with every route attached: /mcp needs
@@ -57,11 +58,11 @@ func Scripts(a *app.App) *script.Service {
 // and failure.
 type httpScripts struct{ s *script.Service }
 
-func (h httpScripts) RunScript(ctx context.Context, cred *countersign.Credential, source, confirmationID string) (*countersign.ScriptResult, error) {
+func (h httpScripts) RunScript(ctx context.Context, cred *countersign.Credential, source, confirmationID string) (*views.ScriptResult, error) {
 	return h.s.Run(ctx, cred, script.Request{Source: source, ConfirmationID: confirmationID})
 }
 
-func (h httpScripts) DescribeScript(ctx context.Context, c *countersign.Confirmation) (*countersign.ScriptResult, error) {
+func (h httpScripts) DescribeScript(ctx context.Context, c *countersign.Confirmation) (*views.ScriptResult, error) {
 	return h.s.Describe(ctx, c)
 }
 
@@ -70,11 +71,11 @@ func (h httpScripts) DescribeScript(ctx context.Context, c *countersign.Confirma
 // through it).
 type mcpScripts struct{ s *script.Service }
 
-func (m mcpScripts) RunScript(ctx context.Context, cred *countersign.Credential, r mcpapi.ScriptRequest) (*countersign.ScriptResult, error) {
+func (m mcpScripts) RunScript(ctx context.Context, cred *countersign.Credential, r mcpapi.ScriptRequest) (*views.ScriptResult, error) {
 	return m.s.Run(ctx, cred, script.Request{Source: r.Source, ConfirmationID: r.ConfirmationID, CannotAsk: r.CannotAsk, Client: r.Client})
 }
 
-func (m mcpScripts) DescribeScript(ctx context.Context, c *countersign.Confirmation) (*countersign.ScriptResult, error) {
+func (m mcpScripts) DescribeScript(ctx context.Context, c *countersign.Confirmation) (*views.ScriptResult, error) {
 	return m.s.Describe(ctx, c)
 }
 

@@ -11,9 +11,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/smithy-go"
 
-	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/notify"
 	"github.com/countersign/countersign/shared/notify/snsmail"
+	"github.com/countersign/countersign/shared/views"
 )
 
 type fakeSNS struct {
@@ -80,15 +80,15 @@ func TestPublish(t *testing.T) {
 func TestFollowUps(t *testing.T) {
 	api := &fakeSNS{}
 	c := &snsmail.Channel{TopicARN: topic, API: api, Workspace: "Acme", Now: func() time.Time { return now }}
-	ana := countersign.Decider{Kind: "person", Issuer: "https://idp", Subject: "u1", Email: "ana@example.com", Channel: "email"}
-	bo := countersign.Decider{Kind: "person", Issuer: "https://idp", Subject: "u2", Name: "Bo", Channel: "email"}
+	ana := views.Decider{Kind: "person", Issuer: "https://idp", Subject: "u1", Email: "ana@example.com", Channel: "email"}
+	bo := views.Decider{Kind: "person", Issuer: "https://idp", Subject: "u2", Name: "Bo", Channel: "email"}
 	counted := event(notify.TypeApprovalCounted)
 	counted.Links = nil
-	counted.Confirmation.Approvals = &notify.Approvals{Required: 2, Received: 1, By: []countersign.Decider{ana}}
+	counted.Confirmation.Approvals = &views.Approvals{Required: 2, Received: 1, By: []views.Decider{ana}}
 	decided := event(notify.TypeDecided)
 	decided.Links, decided.Decision = nil, "approved"
 	decided.Confirmation.DecidedBy = &bo
-	decided.Confirmation.Approvals = &notify.Approvals{Required: 2, Received: 2, By: []countersign.Decider{ana, bo}}
+	decided.Confirmation.Approvals = &views.Approvals{Required: 2, Received: 2, By: []views.Decider{ana, bo}}
 	for _, ev := range []notify.Event{counted, decided} {
 		if !c.Wants(ev.Type) {
 			t.Errorf("does not want %s", ev.Type)

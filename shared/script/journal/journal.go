@@ -13,6 +13,7 @@ import (
 
 	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/fault"
+	"github.com/countersign/countersign/shared/views"
 )
 
 // Store is what reading a journal needs (store/embedded and
@@ -29,7 +30,7 @@ type Reader struct {
 }
 
 // Describe returns the script of a script batch, for its status.
-func (j Reader) Describe(ctx context.Context, conf *countersign.Confirmation) (*countersign.ScriptResult, error) {
+func (j Reader) Describe(ctx context.Context, conf *countersign.Confirmation) (*views.ScriptResult, error) {
 	run, err := j.Store.GetScriptRun(ctx, conf.ID)
 	if err != nil {
 		return nil, fault.Wrap(err, "the script's journal could not be read")
@@ -42,12 +43,12 @@ func (j Reader) Describe(ctx context.Context, conf *countersign.Confirmation) (*
 // Value once its run after approval completed, Error once it failed, and
 // the calls and logs of its last run that ended: the first run's until
 // then).
-func (j Reader) Outcome(ctx context.Context, run *countersign.ScriptRun) (*countersign.ScriptResult, error) {
+func (j Reader) Outcome(ctx context.Context, run *countersign.ScriptRun) (*views.ScriptResult, error) {
 	recs, err := j.Store.ScriptCalls(ctx, run.ID)
 	if err != nil {
 		return nil, fault.Wrap(err, "the script's journal could not be read")
 	}
-	out := &countersign.ScriptResult{Logs: run.Logs, Error: run.Error}
+	out := &views.ScriptResult{Logs: run.Logs, Error: run.Error}
 	finished := run.Status == countersign.ScriptCompleted || run.Status == countersign.ScriptFailed
 	for _, r := range recs {
 		if r.Index >= run.Reached {
@@ -57,7 +58,7 @@ func (j Reader) Outcome(ctx context.Context, run *countersign.ScriptRun) (*count
 	}
 	out.Calls = Bounded(out.Calls)
 	if run.Status == countersign.ScriptCompleted {
-		out.Status = countersign.ScriptDone
+		out.Status = views.ScriptDone
 		if out.Value, err = j.ResultOf(ctx, run); err != nil {
 			return nil, fault.Wrap(err, "the script's result could not be read")
 		}
@@ -72,8 +73,8 @@ func (j Reader) Outcome(ctx context.Context, run *countersign.ScriptRun) (*count
 
 // ViewOf shows a journaled call; after the run after approval, calls of
 // the first run that ran are replayed.
-func ViewOf(r *countersign.ScriptCall, afterApproval bool) countersign.ShownCall {
-	c := countersign.ShownCall{Connection: r.Connection, Method: r.Method, Path: r.Path, Response: Listed(r.Value)}
+func ViewOf(r *countersign.ScriptCall, afterApproval bool) views.ShownCall {
+	c := views.ShownCall{Connection: r.Connection, Method: r.Method, Path: r.Path, Response: Listed(r.Value)}
 	if r.ValueParts > 0 {
 		c.Response = json.RawMessage(`{"truncated":true}`)
 	}
@@ -83,16 +84,16 @@ func ViewOf(r *countersign.ScriptCall, afterApproval bool) countersign.ShownCall
 	}
 	switch r.State {
 	case countersign.ScriptCallRan:
-		c.State = countersign.ShownRan
+		c.State = views.ShownRan
 		if afterApproval && !r.Rerun {
-			c.State = countersign.ShownReplayed
+			c.State = views.ShownReplayed
 		}
 	case countersign.ScriptCallRejected:
-		c.State = countersign.ShownRejected
+		c.State = views.ShownRejected
 	case countersign.ScriptCallDenied:
-		c.State = countersign.ShownDenied
+		c.State = views.ShownDenied
 	default:
-		c.State = countersign.ShownPending
+		c.State = views.ShownPending
 	}
 	return c
 }
@@ -117,7 +118,7 @@ func Listed(v json.RawMessage) json.RawMessage {
 const MaxListing = 2 << 20
 
 // Bounded keeps a listing's responses within MaxListing.
-func Bounded(cs []countersign.ShownCall) []countersign.ShownCall {
+func Bounded(cs []views.ShownCall) []views.ShownCall {
 	total := 0
 	for i := range cs {
 		if total += len(cs[i].Response); total > MaxListing && len(cs[i].Response) > 64 {

@@ -50,7 +50,7 @@ func TestOneCredentialPausesAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	svc := (&calls.Service{Store: st, Confirm: &confirm.Service{Store: st, Workflow: recordingWorkflow{}}}).WithConfig(cfg)
-	cred := &countersign.Credential{ID: "busy", Choice: policy.AskPerson}
+	cred := &countersign.Credential{ID: "busy", Choice: countersign.AskPerson}
 	var mu sync.Mutex
 	outcomes := map[string]int{}
 	var wg sync.WaitGroup

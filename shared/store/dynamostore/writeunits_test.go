@@ -226,7 +226,7 @@ func confirmedCall(t *testing.T, method, path string, body []byte) *meter {
 	}
 	conf := &confirm.Service{Store: st, Workflow: recordingWorkflow{}}
 	svc := (&calls.Service{Store: st, Confirm: conf}).WithConfig(cfg)
-	cred := &countersign.Credential{ID: "chat-user", Choice: policy.AskPerson}
+	cred := &countersign.Credential{ID: "chat-user", Choice: countersign.AskPerson}
 	token := realisticToken(t)
 	call := func(intent policy.Intent, id string) *calls.Result {
 		t.Helper()

@@ -11,7 +11,6 @@ import (
 
 	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/internal/raceflag"
-	"github.com/countersign/countersign/shared/policy"
 	"github.com/countersign/countersign/shared/store"
 )
 
@@ -49,7 +48,7 @@ func TestCredentialByKeyHashSeesEveryChange(t *testing.T) {
 	}
 	t.Cleanup(func() { s.Close() })
 	key1, key2 := strings.Repeat("ab", 32), strings.Repeat("cd", 32)
-	c := countersign.Credential{ID: "cred-1", KeyHash: key1, Choice: policy.AskPerson, Connections: []string{"crm"}}
+	c := countersign.Credential{ID: "cred-1", KeyHash: key1, Choice: countersign.AskPerson, Connections: []string{"crm"}}
 	if err := s.CreateCredential(ctx, c); err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +112,7 @@ func TestCredentialByKeyHashAllocations(t *testing.T) {
 	}
 	t.Cleanup(func() { s.Close() })
 	key := strings.Repeat("ab", 32)
-	if err := s.CreateCredential(ctx, countersign.Credential{ID: "cred-1", KeyHash: key, Choice: policy.AskPerson, Connections: []string{"crm"}}); err != nil {
+	if err := s.CreateCredential(ctx, countersign.Credential{ID: "cred-1", KeyHash: key, Choice: countersign.AskPerson, Connections: []string{"crm"}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.CredentialByKeyHash(ctx, key); err != nil {

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/countersign/countersign"
-	"github.com/countersign/countersign/shared/policy"
 	"github.com/countersign/countersign/shared/store"
 )
 
@@ -73,7 +72,7 @@ func (s *suite) sessions(t *testing.T) {
 	t.Run("DeleteCredentialEndsThePersonsSessions", func(t *testing.T) {
 		st := s.newStore(t)
 		issuer, subject := "https://idp.example", uid(t)
-		cred := countersign.Credential{ID: "user_" + uid(t), Choice: policy.AskPerson, Origin: policy.OriginChat, Issuer: issuer, Subject: subject}
+		cred := countersign.Credential{ID: "user_" + uid(t), Choice: countersign.AskPerson, Origin: countersign.OriginChat, Issuer: issuer, Subject: subject}
 		if err := st.CreateCredential(ctx, cred); err != nil {
 			t.Fatalf("CreateCredential: %v", err)
 		}

@@ -18,7 +18,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/countersign/countersign"
-	"github.com/countersign/countersign/shared/policy"
 	"github.com/countersign/countersign/shared/store"
 )
 
@@ -230,8 +229,8 @@ func (s *suite) credentials(t *testing.T) {
 		repl := countersign.Credential{
 			ID:      old.ID,
 			KeyHash: keyHash(id + "-rotated"),
-			Choice:  policy.Refuse,
-			Origin:  policy.OriginOperator,
+			Choice:  countersign.Refuse,
+			Origin:  countersign.OriginOperator,
 		}
 		mustPutCredential(t, st, repl)
 		got, err := st.CredentialByKeyHash(ctx, repl.KeyHash)
@@ -246,7 +245,7 @@ func (s *suite) credentials(t *testing.T) {
 	t.Run("CredentialsAreIndependent", func(t *testing.T) {
 		st := s.newStore(t)
 		a, b := fullCredential(uid(t), s.now()), fullCredential(uid(t), s.now())
-		b.Choice = policy.RunWithoutAsking
+		b.Choice = countersign.RunWithoutAsking
 		mustPutCredential(t, st, a)
 		mustPutCredential(t, st, b)
 		for _, c := range []countersign.Credential{a, b} {
@@ -312,7 +311,7 @@ func (s *suite) credentials(t *testing.T) {
 		if err := st.CreateCredential(ctx, first); err != nil {
 			t.Fatalf("CreateCredential: %v", err)
 		}
-		dup := countersign.Credential{ID: first.ID, KeyHash: keyHash(first.ID + "-second"), Choice: policy.RunWithoutAsking}
+		dup := countersign.Credential{ID: first.ID, KeyHash: keyHash(first.ID + "-second"), Choice: countersign.RunWithoutAsking}
 		assertErrIs(t, "CreateCredential(duplicate)", st.CreateCredential(ctx, dup), store.ErrConflict)
 		got, err := st.GetCredential(ctx, first.ID)
 		if err != nil {
@@ -345,7 +344,7 @@ func (s *suite) credentials(t *testing.T) {
 			fullCredential(prefix+"-b", s.now()),
 		}
 		in[1].LastClient = nil
-		in[2].Choice, in[2].ReadOnly, in[2].Connections = policy.RunWithoutAsking, false, nil
+		in[2].Choice, in[2].ReadOnly, in[2].Connections = countersign.RunWithoutAsking, false, nil
 		for i, c := range in {
 			if i == 0 {
 				mustPutCredential(t, st, c)
@@ -385,7 +384,7 @@ func (s *suite) credentials(t *testing.T) {
 			t.Fatalf("CredentialByKeyHash(kept): %v", err)
 		}
 		// The ID can be used again, with a new key.
-		again := countersign.Credential{ID: gone.ID, KeyHash: keyHash(gone.ID + "-new"), Choice: policy.AskPerson}
+		again := countersign.Credential{ID: gone.ID, KeyHash: keyHash(gone.ID + "-new"), Choice: countersign.AskPerson}
 		if err := st.CreateCredential(ctx, again); err != nil {
 			t.Fatalf("CreateCredential(after delete): %v", err)
 		}
@@ -1270,8 +1269,8 @@ func fullCredential(id string, now time.Time) countersign.Credential {
 	return countersign.Credential{
 		ID:          id,
 		KeyHash:     keyHash("key-" + id),
-		Choice:      policy.AskPerson,
-		Origin:      policy.OriginChat,
+		Choice:      countersign.AskPerson,
+		Origin:      countersign.OriginChat,
 		ReadOnly:    true,
 		Connections: []string{"crm", "mail"},
 		Operator:    true,
