@@ -586,28 +586,7 @@ func decisionText(c *countersign.Confirmation, st countersign.Status) string {
 	} else if c.DecidedBy != "" {
 		by = " by " + c.DecidedBy
 	}
-	switch st {
-	case countersign.StatusRejected:
-		return "Rejected" + by + "."
-	case countersign.StatusApproved:
-		if c.RedeemBy != nil {
-			return "Approved" + by + "; the agent can run it until " + c.RedeemBy.UTC().Format("2 Jan 2006, 15:04:05 UTC") + " (redeem by)."
-		}
-		return "Approved" + by + "; waiting for the agent to run it."
-	case countersign.StatusRedeemed:
-		return "Approved" + by + "; running."
-	case countersign.StatusExecuted:
-		return "Approved" + by + " and executed."
-	case countersign.StatusPartiallyExecuted:
-		return "Approved" + by + "; some operations failed."
-	case countersign.StatusFailed:
-		return "Approved" + by + "; the operation failed."
-	case countersign.StatusExpired:
-		if c.DecidedAt != nil {
-			return "Approved" + by + ", but the agent did not run it in time."
-		}
-	}
-	return string(st)
+	return c.DecidedText(st, by)
 }
 
 func outcomeText(o *countersign.Outcome) string {

@@ -70,7 +70,7 @@ func (o *Operator) listQuery(name, raw string, statuses bool, defaultNewest bool
 			if !statuses {
 				return q, fault.New(fault.InvalidRequest, "this listing has no status filter")
 			}
-			if !knownStatus(countersign.Status(v)) {
+			if !countersign.Status(v).Valid() {
 				return q, fault.Errorf(fault.InvalidRequest, "status %q is not a confirmation status", v)
 			}
 			q.Status = countersign.Status(v)
@@ -100,13 +100,4 @@ func (o *Operator) listQuery(name, raw string, statuses bool, defaultNewest bool
 	}
 	q.Cursor, err = o.openCursor(name, q, q.Cursor)
 	return q, err
-}
-
-func knownStatus(s countersign.Status) bool {
-	switch s {
-	case countersign.StatusPending, countersign.StatusApproved, countersign.StatusRejected, countersign.StatusExpired,
-		countersign.StatusRedeemed, countersign.StatusExecuted, countersign.StatusPartiallyExecuted, countersign.StatusFailed:
-		return true
-	}
-	return false
 }

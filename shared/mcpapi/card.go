@@ -306,21 +306,7 @@ func outcomeText(o *countersign.Outcome) string {
 }
 
 func decidedText(c *countersign.Confirmation, st countersign.Status) string {
-	switch st {
-	case countersign.StatusRejected:
-		return "Rejected; nothing ran."
-	case countersign.StatusApproved, countersign.StatusRedeemed:
-		return "Approved; running."
-	case countersign.StatusExecuted:
-		return "Approved and executed."
-	case countersign.StatusPartiallyExecuted:
-		return "Approved; some operations failed."
-	case countersign.StatusFailed:
-		return "Approved, but it failed."
-	case countersign.StatusExpired:
-		return "Approved, but it was not run in time."
-	}
-	return string(st)
+	return c.DecidedText(st, "")
 }
 
 // cardText is what the model reads of a card: the state and the
