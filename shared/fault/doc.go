@@ -5,6 +5,7 @@
 // has no entry there.
 //
 // The pure decision keeps its own small code type (policy.Code) so that
-// shared/policy imports nothing but the standard library; every tier code is
+// shared/policy imports nothing of the project but the domain, and the
+// domain nothing of it; every tier code is
 // also a code here (FromTier converts, and a test proves each is known).
 package fault

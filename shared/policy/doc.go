@@ -11,8 +11,9 @@
 // finally map the tier to an outcome, using the credential's Choice at the
 // confirm tier.
 //
-// The package does no I/O, reads no clock and imports only the standard
-// library. A Policy is compiled once by NewPolicy (path templates into
+// The package does no I/O, reads no clock and imports nothing of the
+// project but the domain (the root package, for a credential's Choice),
+// which imports nothing of it. A Policy is compiled once by NewPolicy (path templates into
 // per-method segment tries, explanation strings precomputed) and is then safe
 // for concurrent use; Resolve and Decide do not allocate on the common paths.
 // Every Decision carries the effective and configured tiers, the rule that
