@@ -51,7 +51,7 @@ var decodeOptions = jsonv2.JoinOptions(
 		if _, raw := v.(*jsontext.Value); !raw && dec.PeekKind() == 'n' {
 			return errNull
 		}
-		return jsonv2.SkipFunc
+		return errors.ErrUnsupported
 	})),
 )
 
