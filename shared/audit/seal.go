@@ -37,6 +37,13 @@ import (
 // sealed twice. `countersign audit --verify` seals what is left pending
 // before it verifies.
 //
+// A store that one process holds alone (store/embedded) does both steps in
+// one transaction (chainAdder): the record is numbered after the chain's
+// head and written with the head, in the store's group commit with the
+// other writes of the moment, so one record costs one durable write and no
+// writer waits on a sealer. It falls back to the two steps while the chain
+// has pending records (left by a process that stopped between them).
+//
 // A sealed record is verified as every record is: deleting or editing it
 // breaks the chain. A pending record is not in a chain yet: until it is
 // sealed (a moment, on a process that stays up), deleting it leaves no
@@ -85,6 +92,15 @@ func newID() string {
 	return "ar_" + hex.EncodeToString(b[:])
 }
 
+// chainAdder is a store that adds a record to the end of its chain in one
+// durable write (store/embedded: one process holds its file, so no other
+// sealer races). It returns store.ErrConflict, writing nothing, while the
+// chain has pending records; the record is then added as pending and sealed
+// after them.
+type chainAdder interface {
+	AddAuditChained(ctx context.Context, r *countersign.AuditRecord, hash func(*countersign.AuditRecord) string) error
+}
+
 // add writes r as a pending record and seals its chain unless another
 // goroutine of this process is sealing it.
 func (t *Trail) add(ctx context.Context, r countersign.AuditRecord) error {
@@ -108,6 +124,17 @@ func (t *Trail) add(ctx context.Context, r countersign.AuditRecord) error {
 	}
 	r.ID = newID()
 	r.Seq, r.Prev, r.PrevTTL, r.Hash = 0, "", 0, ""
+	if ca, ok := t.Store.(chainAdder); ok {
+		c := r
+		err := ca.AddAuditChained(ctx, &c, Hash)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, store.ErrConflict) {
+			return fmt.Errorf("audit %s: %w", r.Chain, err)
+		}
+		// The chain has pending records: r joins them and is sealed after.
+	}
 	if err := t.Store.AddAudit(ctx, &r); err != nil {
 		return fmt.Errorf("audit %s: %w", r.Chain, err)
 	}

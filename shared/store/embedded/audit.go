@@ -232,3 +232,58 @@ func (s *Store) ListAudit(_ context.Context, q countersign.AuditQuery) ([]*count
 	}
 	return out, nil
 }
+
+// AddAuditChained adds r to the end of its chain in one transaction: the
+// record numbered after the chain's head, its Prev, PrevTTL and Hash set
+// (hash computes Hash from the rest), and the head moved to it. A process
+// holds the file alone (Open), so no other sealer races for the slot and the
+// record needs no pending copy: one durable write instead of AddAudit's and
+// SealAudit's two. It returns store.ErrConflict, writing nothing, when the
+// chain still has pending records (a process stopped before sealing them):
+// the caller then adds r as pending, to be sealed after them in time order.
+// On success r holds the stored record.
+func (s *Store) AddAuditChained(_ context.Context, r *countersign.AuditRecord, hash func(*countersign.AuditRecord) string) error {
+	if r.Chain == "" || r.ID == "" || bytes.IndexByte([]byte(r.Chain), 0) >= 0 || bytes.IndexByte([]byte(r.ID), 0) >= 0 {
+		return fmt.Errorf("add audit: bad chain %q or id %q", r.Chain, r.ID)
+	}
+	var stored countersign.AuditRecord
+	err := s.writer.Update(func(tx *bbolt.Tx) error {
+		prefix := pendingPrefix(r.Chain)
+		if k, _ := tx.Bucket(bucketAuditPending).Cursor().Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) {
+			return store.ErrConflict
+		}
+		rec := *r
+		rec.At = rec.At.UTC()
+		var head countersign.AuditHead
+		switch err := get(tx, bucketAuditHeads, []byte(r.Chain), &head); {
+		case errors.Is(err, store.ErrNotFound):
+			// No head: the chain must be empty too, else leave it to the
+			// sealer, which reads the chain's records.
+			if k, _ := tx.Bucket(bucketAudit).Cursor().Seek(auditPrefix(r.Chain)); k != nil && bytes.HasPrefix(k, auditPrefix(r.Chain)) {
+				return store.ErrConflict
+			}
+		case err != nil:
+			return err
+		}
+		rec.Seq, rec.Prev, rec.PrevTTL = head.Seq+1, head.Hash, head.Expires
+		// Along a chain the TTL never decreases (audit.Trail.append).
+		if rec.TTL > 0 {
+			rec.TTL = max(rec.TTL, rec.PrevTTL)
+		}
+		rec.Hash = hash(&rec)
+		key := auditKey(rec.Chain, rec.Seq)
+		if tx.Bucket(bucketAudit).Get(key) != nil {
+			return store.ErrConflict
+		}
+		if err := put(tx, bucketAudit, key, rec); err != nil {
+			return err
+		}
+		stored = rec
+		return moveHead(tx, &rec)
+	})
+	if err != nil {
+		return fmt.Errorf("add audit %s/%s: %w", r.Chain, r.ID, err)
+	}
+	*r = stored
+	return nil
+}
