@@ -101,6 +101,45 @@ type chainAdder interface {
 	AddAuditChained(ctx context.Context, r *countersign.AuditRecord, hash func(*countersign.AuditRecord) string) error
 }
 
+// alongStore is a store that writes an audit record in the same
+// transaction as a confirmation write (store.Along): store/embedded.
+type alongStore interface {
+	AuditAlong(hash func(*countersign.AuditRecord) string) any
+}
+
+// Along returns ctx carrying the audit record build makes from the
+// confirmation as the next confirmation write made with ctx stores it, to
+// be written with it in one transaction on a store that can
+// (store/embedded), and the store.Along that says whether it was. When it
+// was not (another store, a failed write, build's false, a chain with
+// pending records), the caller records on its own (Record). A nil trail
+// returns ctx and nil.
+func (t *Trail) Along(ctx context.Context, build func(c *countersign.Confirmation) (countersign.AuditRecord, bool)) (context.Context, *store.Along) {
+	if t == nil || t.Store == nil {
+		return ctx, nil
+	}
+	as, ok := t.Store.(alongStore)
+	if !ok {
+		return ctx, nil
+	}
+	t.configLoaded(ctx)
+	a := &store.Along{Write: as.AuditAlong(Hash), Record: func(c *countersign.Confirmation) (countersign.AuditRecord, bool) {
+		r, ok := build(c)
+		if !ok || r.Chain == "" || r.Action == "" || r.Chain == Config || Expiring(r.Chain) || r.Action == ActionDenied || r.Action == ActionShadowDiffers {
+			return r, false
+		}
+		if r.At.IsZero() {
+			r.At = t.now()
+		}
+		r.At = r.At.UTC()
+		bound(&r)
+		r.ID = newID()
+		r.Seq, r.Prev, r.PrevTTL, r.Hash, r.TTL = 0, "", 0, "", 0
+		return r, true
+	}}
+	return store.WithAlong(ctx, a), a
+}
+
 // add writes r as a pending record and seals its chain unless another
 // goroutine of this process is sealing it.
 func (t *Trail) add(ctx context.Context, r countersign.AuditRecord) error {

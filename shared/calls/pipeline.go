@@ -107,6 +107,9 @@ type Result struct {
 	ApprovalGrant *countersign.ApprovalGrant
 	// At is when the call was decided.
 	At time.Time
+
+	// recorded: the call's audit record was written with the pause.
+	recorded bool
 }
 
 // Do runs one call through the pipeline for an authenticated credential.
@@ -278,7 +281,10 @@ func (s *Service) pause(ctx context.Context, cred *countersign.Credential, p *pr
 		rules = m.Connection.RulesFor(m.Endpoint)
 	}
 	pctx, psp := telemetry.Start(ctx, "countersign.pause")
-	conf, err := s.Confirm.Create(pctx, confirm.Request{Kind: countersign.KindCall, Credential: cred.ID, Reason: res.Decision.Reason,
+	// The call's record (call.paused) is written with the confirmation
+	// where the store can: one commit (else auditCall writes it).
+	actx, along := s.pausedAlong(pctx, cred, p, res.Decision, op)
+	conf, err := s.Confirm.Create(actx, confirm.Request{Kind: countersign.KindCall, Credential: cred.ID, Reason: res.Decision.Reason,
 		Operations: []countersign.Operation{op}, GatewayRuns: o.Pause == PauseGatewayRuns, Asker: o.Client.Asker(),
 		Required: rules.Required, SeparateApprover: rules.SeparateApprover, Rules: confirm.RulesOf(p.cfg.Policy, []countersign.Operation{op})})
 	psp.End("", err)
@@ -287,6 +293,7 @@ func (s *Service) pause(ctx context.Context, cred *countersign.Credential, p *pr
 		return nil, fault.Wrap(err, "the confirmation could not be created")
 	}
 	res.Outcome, res.Confirmation, res.Operation = Paused, conf, op
+	res.recorded = along.Done()
 	res.PreviewURL = s.upstreamURL(p)
 	return res, nil
 }

@@ -571,7 +571,15 @@ func (s *Service) Answer(ctx context.Context, id string, d Answer) (*countersign
 	}
 	counted := false // this approval was counted toward a quorum it does not complete
 	cc := &callerCache{}
-	c, err := s.update(ctx, id, func(c *countersign.Confirmation, now time.Time) error {
+	// The decision's audit record is written with the decision where the
+	// store can (one commit); else after the workflow is told, below.
+	actx, along := s.along(ctx, func(c *countersign.Confirmation) (countersign.AuditRecord, bool) {
+		if counted {
+			return recordOf(d.actor(), "confirmation.approval_counted", c, fmt.Sprintf("%d of %d approvals", len(c.Approvals), c.Required)), true
+		}
+		return recordOf(d.actor(), "confirmation."+string(c.Status), c, answerReason(c, d)), true
+	})
+	c, err := s.update(actx, id, func(c *countersign.Confirmation, now time.Time) error {
 		counted = false
 		t := On(c, ev, now)
 		if err := t.Err(c); err != nil {
@@ -649,7 +657,9 @@ func (s *Service) Answer(ctx context.Context, id string, d Answer) (*countersign
 		// Counted, not yet approved: the workflow is told only by the
 		// approval that completes the quorum.
 		s.logger().InfoContext(ctx, "approval counted", "confirmation", id, "approvals", len(c.Approvals), "required", c.Required)
-		s.record(ctx, d.actor(), "confirmation.approval_counted", c, fmt.Sprintf("%d of %d approvals", len(c.Approvals), c.Required))
+		if !along.Done() {
+			s.record(ctx, d.actor(), "confirmation.approval_counted", c, fmt.Sprintf("%d of %d approvals", len(c.Approvals), c.Required))
+		}
 		// Only the write that counted this approval gets here (a lost race
 		// re-reads and counts again, or finds it counted): each approval is
 		// announced once.
@@ -668,14 +678,22 @@ func (s *Service) Answer(ctx context.Context, id string, d Answer) (*countersign
 		s.logger().WarnContext(ctx, "workflow not told of decision", "confirmation", id, "error", err)
 	}
 	s.logger().InfoContext(ctx, "confirmation answered", "confirmation", id, "approved", d.Approve, "approver", d.Approver)
+	if !along.Done() {
+		s.record(ctx, d.actor(), "confirmation."+string(c.Status), c, answerReason(c, d))
+	}
+	s.emit(ctx, notify.Event{Type: notify.TypeDecided, Confirmation: notify.ConfirmationOf(c), Decision: string(c.Status), Status: string(c.Status)})
+	return c, nil
+}
+
+// answerReason is the reason an answer's audit record gives: the
+// approver's, after a summary of their edits.
+func answerReason(c *countersign.Confirmation, d Answer) string {
 	reason := d.Reason
 	if sum := EditSummary(c); sum != "" && d.Approve {
 		reason = strings.TrimSpace(sum + "; " + reason)
 		reason = strings.TrimSuffix(reason, ";")
 	}
-	s.record(ctx, d.actor(), "confirmation."+string(c.Status), c, reason)
-	s.emit(ctx, notify.Event{Type: notify.TypeDecided, Confirmation: notify.ConfirmationOf(c), Decision: string(c.Status), Status: string(c.Status)})
-	return c, nil
+	return reason
 }
 
 // GatewayExecutes reports whether the gateway runs the approved operations

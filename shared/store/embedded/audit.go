@@ -243,47 +243,103 @@ func (s *Store) ListAudit(_ context.Context, q countersign.AuditQuery) ([]*count
 // the caller then adds r as pending, to be sealed after them in time order.
 // On success r holds the stored record.
 func (s *Store) AddAuditChained(_ context.Context, r *countersign.AuditRecord, hash func(*countersign.AuditRecord) string) error {
-	if r.Chain == "" || r.ID == "" || bytes.IndexByte([]byte(r.Chain), 0) >= 0 || bytes.IndexByte([]byte(r.ID), 0) >= 0 {
-		return fmt.Errorf("add audit: bad chain %q or id %q", r.Chain, r.ID)
+	if err := checkChained(r); err != nil {
+		return err
 	}
 	var stored countersign.AuditRecord
 	err := s.writer.Update(func(tx *bbolt.Tx) error {
-		prefix := pendingPrefix(r.Chain)
-		if k, _ := tx.Bucket(bucketAuditPending).Cursor().Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) {
-			return store.ErrConflict
+		ok, err := chainAudit(tx, r, hash, &stored)
+		if err == nil && !ok {
+			err = store.ErrConflict
 		}
-		rec := *r
-		rec.At = rec.At.UTC()
-		var head countersign.AuditHead
-		switch err := get(tx, bucketAuditHeads, []byte(r.Chain), &head); {
-		case errors.Is(err, store.ErrNotFound):
-			// No head: the chain must be empty too, else leave it to the
-			// sealer, which reads the chain's records.
-			if k, _ := tx.Bucket(bucketAudit).Cursor().Seek(auditPrefix(r.Chain)); k != nil && bytes.HasPrefix(k, auditPrefix(r.Chain)) {
-				return store.ErrConflict
-			}
-		case err != nil:
-			return err
-		}
-		rec.Seq, rec.Prev, rec.PrevTTL = head.Seq+1, head.Hash, head.Expires
-		// Along a chain the TTL never decreases (audit.Trail.append).
-		if rec.TTL > 0 {
-			rec.TTL = max(rec.TTL, rec.PrevTTL)
-		}
-		rec.Hash = hash(&rec)
-		key := auditKey(rec.Chain, rec.Seq)
-		if tx.Bucket(bucketAudit).Get(key) != nil {
-			return store.ErrConflict
-		}
-		if err := put(tx, bucketAudit, key, rec); err != nil {
-			return err
-		}
-		stored = rec
-		return moveHead(tx, &rec)
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("add audit %s/%s: %w", r.Chain, r.ID, err)
 	}
 	*r = stored
 	return nil
+}
+
+func checkChained(r *countersign.AuditRecord) error {
+	if r.Chain == "" || r.ID == "" || bytes.IndexByte([]byte(r.Chain), 0) >= 0 || bytes.IndexByte([]byte(r.ID), 0) >= 0 {
+		return fmt.Errorf("add audit: bad chain %q or id %q", r.Chain, r.ID)
+	}
+	return nil
+}
+
+// chainAudit is AddAuditChained's write in tx: false, writing nothing, when
+// the chain has pending records or no head but records; stored gets the
+// record written.
+func chainAudit(tx *bbolt.Tx, r *countersign.AuditRecord, hash func(*countersign.AuditRecord) string, stored *countersign.AuditRecord) (bool, error) {
+	prefix := pendingPrefix(r.Chain)
+	if k, _ := tx.Bucket(bucketAuditPending).Cursor().Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) {
+		return false, nil
+	}
+	rec := *r
+	rec.At = rec.At.UTC()
+	var head countersign.AuditHead
+	switch err := get(tx, bucketAuditHeads, []byte(r.Chain), &head); {
+	case errors.Is(err, store.ErrNotFound):
+		// No head: the chain must be empty too, else leave it to the
+		// sealer, which reads the chain's records.
+		if k, _ := tx.Bucket(bucketAudit).Cursor().Seek(auditPrefix(r.Chain)); k != nil && bytes.HasPrefix(k, auditPrefix(r.Chain)) {
+			return false, nil
+		}
+	case err != nil:
+		return false, err
+	}
+	rec.Seq, rec.Prev, rec.PrevTTL = head.Seq+1, head.Hash, head.Expires
+	// Along a chain the TTL never decreases (audit.Trail.append).
+	if rec.TTL > 0 {
+		rec.TTL = max(rec.TTL, rec.PrevTTL)
+	}
+	rec.Hash = hash(&rec)
+	key := auditKey(rec.Chain, rec.Seq)
+	if tx.Bucket(bucketAudit).Get(key) != nil {
+		return false, nil
+	}
+	if err := put(tx, bucketAudit, key, rec); err != nil {
+		return false, err
+	}
+	if err := moveHead(tx, &rec); err != nil {
+		return false, err
+	}
+	*stored = rec
+	return true, nil
+}
+
+// auditAlong is the embedded store's form of a store.Along: the audit
+// record is chained (chainAudit) in the confirmation write's transaction.
+type auditAlong struct {
+	store *Store
+	hash  func(*countersign.AuditRecord) string
+}
+
+// AuditAlong returns the Write of a store.Along whose record is added to
+// its chain in the same transaction as the confirmation write it goes with.
+func (s *Store) AuditAlong(hash func(*countersign.AuditRecord) string) any {
+	return &auditAlong{store: s, hash: hash}
+}
+
+// along returns the write ctx carries for a confirmation write, if it is
+// this store's; its write runs in the confirmation write's transaction after it (false:
+// nothing written, the caller writes the record itself).
+func (s *Store) along(ctx context.Context) (a *store.Along, write func(tx *bbolt.Tx, c *countersign.Confirmation) (bool, error)) {
+	a = store.AlongOf(ctx)
+	if a == nil || a.Record == nil {
+		return nil, nil
+	}
+	w, ok := a.Write.(*auditAlong)
+	if !ok || w.store != s {
+		return nil, nil
+	}
+	return a, func(tx *bbolt.Tx, c *countersign.Confirmation) (bool, error) {
+		r, ok := a.Record(c)
+		if !ok || checkChained(&r) != nil {
+			return false, nil
+		}
+		var stored countersign.AuditRecord
+		return chainAudit(tx, &r, w.hash, &stored)
+	}
 }
