@@ -271,14 +271,20 @@ func (s *Service) Create(ctx context.Context, r Request) (*countersign.Confirmat
 		TTL:              now.Add(wait + s.timeouts().Redeem + retention).Unix(),
 		Trace:            telemetry.TraceParent(ctx),
 	}
-	if err := s.create(ctx, c); err != nil {
-		return nil, fmt.Errorf("create confirmation %s: %w", id, err)
-	}
 	input, err := json.Marshal(workflowInput{ConfirmationID: id, TimeoutSeconds: int64(wait / time.Second), TraceParent: c.Trace})
 	if err != nil {
 		return nil, fmt.Errorf("create confirmation %s: %w", id, err)
 	}
-	if _, err := s.Workflow.Start(ctx, machine, id, input); err != nil {
+	// Where the workflow can, its execution is written with the record
+	// (one commit); start then only acts on it.
+	wctx, start := ctx, func(ctx context.Context) (string, error) { return s.Workflow.Start(ctx, machine, id, input) }
+	if as, ok := s.Workflow.(alongStarter); ok {
+		wctx, start = as.StartAlong(ctx, machine, id, input)
+	}
+	if err := s.create(wctx, c); err != nil {
+		return nil, fmt.Errorf("create confirmation %s: %w", id, err)
+	}
+	if _, err := start(ctx); err != nil {
 		// Nobody can be asked: make sure the record can never be approved.
 		if _, ferr := s.Finalize(context.WithoutCancel(ctx), id, countersign.StatusFailed); ferr != nil {
 			s.logger().ErrorContext(ctx, "finalize after failed start", "confirmation", id, "error", ferr)
@@ -293,6 +299,14 @@ func (s *Service) Create(ctx context.Context, r Request) (*countersign.Confirmat
 		s.record(ctx, c.Credential, "script.paused", c, c.Reason)
 	}
 	return c, nil
+}
+
+// alongStarter is a workflow that can write a new execution in the same
+// transaction as the confirmation write made with the context it returns
+// (the local engine on the embedded store); start, called after that
+// write, finishes the start (or starts it on its own).
+type alongStarter interface {
+	StartAlong(ctx context.Context, m workflow.Machine, name string, input []byte) (context.Context, func(ctx context.Context) (string, error))
 }
 
 // Get returns a confirmation, or an unknown_confirmation error.

@@ -10,7 +10,8 @@ import (
 // Along is a write that goes in the same transaction as the next
 // confirmation write (CreateConfirmation, UpdateConfirmation) made with a
 // context that carries it (WithAlong): the audit record of a transition,
-// durable in the same commit as the transition. A store that commits
+// or the workflow execution a new confirmation starts, durable in the same
+// commit as the transition. A store that commits
 // several writes in one transaction (store/embedded) makes it; one that
 // cannot (store/dynamostore) ignores it, and so does a write that fails.
 // Done reports whether it was made: if not, the caller makes it on its own.
@@ -21,7 +22,8 @@ type Along struct {
 	Write any
 	// Record builds the write's audit record from the confirmation as it
 	// is stored by that write; false means there is nothing to write with
-	// it (the caller writes what it needs on its own).
+	// it (the caller writes what it needs on its own). Nil for a write
+	// that is not an audit record.
 	Record func(c *countersign.Confirmation) (countersign.AuditRecord, bool)
 
 	done atomic.Bool
@@ -35,19 +37,25 @@ func (a *Along) MarkDone() { a.done.Store(true) }
 
 type alongKey struct{}
 
-// WithAlong returns ctx carrying a; a nil a returns ctx.
+// WithAlong returns ctx carrying a as well as the writes ctx carries
+// already; a nil a returns ctx.
 func WithAlong(ctx context.Context, a *Along) context.Context {
 	if a == nil {
 		return ctx
 	}
-	return context.WithValue(ctx, alongKey{}, a)
+	prev, _ := ctx.Value(alongKey{}).([]*Along)
+	return context.WithValue(ctx, alongKey{}, append(prev[:len(prev):len(prev)], a))
 }
 
-// AlongOf returns the write ctx carries that is not yet made, or nil.
-func AlongOf(ctx context.Context) *Along {
-	a, _ := ctx.Value(alongKey{}).(*Along)
-	if a == nil || a.Done() {
-		return nil
+// AlongOf returns the writes ctx carries that are not yet made, in the
+// order they were added.
+func AlongOf(ctx context.Context) []*Along {
+	all, _ := ctx.Value(alongKey{}).([]*Along)
+	var out []*Along
+	for _, a := range all {
+		if !a.Done() {
+			out = append(out, a)
+		}
 	}
-	return a
+	return out
 }

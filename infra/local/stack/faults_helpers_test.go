@@ -340,6 +340,13 @@ func (f *faultWorkflow) Start(ctx context.Context, m workflow.Machine, name stri
 	return id, err
 }
 
+// StartAlong starts on its own, through Start, so that its faults are
+// injected: the engine's StartAlong would write the execution with the
+// confirmation, past them.
+func (f *faultWorkflow) StartAlong(ctx context.Context, m workflow.Machine, name string, input []byte) (context.Context, func(context.Context) (string, error)) {
+	return ctx, func(ctx context.Context) (string, error) { return f.Start(ctx, m, name, input) }
+}
+
 func (f *faultWorkflow) SendTaskSuccess(ctx context.Context, token string, output []byte) error {
 	return f.act(wfSuccess, func() error { return f.Engine.SendTaskSuccess(ctx, token, output) })
 }

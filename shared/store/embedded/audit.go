@@ -322,24 +322,74 @@ func (s *Store) AuditAlong(hash func(*countersign.AuditRecord) string) any {
 	return &auditAlong{store: s, hash: hash}
 }
 
-// along returns the write ctx carries for a confirmation write, if it is
-// this store's; its write runs in the confirmation write's transaction after it (false:
-// nothing written, the caller writes the record itself).
-func (s *Store) along(ctx context.Context) (a *store.Along, write func(tx *bbolt.Tx, c *countersign.Confirmation) (bool, error)) {
-	a = store.AlongOf(ctx)
-	if a == nil || a.Record == nil {
-		return nil, nil
-	}
-	w, ok := a.Write.(*auditAlong)
-	if !ok || w.store != s {
-		return nil, nil
-	}
-	return a, func(tx *bbolt.Tx, c *countersign.Confirmation) (bool, error) {
-		r, ok := a.Record(c)
-		if !ok || checkChained(&r) != nil {
-			return false, nil
+// txAlong is the form of a store.Along written by a component that keeps
+// its own buckets in the store's file (the local workflow engine): fn
+// writes in the transaction, or declines (false) without writing.
+type txAlong struct {
+	store *Store
+	fn    func(tx *bbolt.Tx) (bool, error)
+}
+
+// TxAlong returns ctx carrying fn, to run in the transaction of the next
+// confirmation write made with ctx (store.Along), and the Along that says
+// whether it did. fn must act only through tx, may run more than once,
+// and must check before it writes: it returns false, having written
+// nothing, to decline; an error fails the confirmation write too.
+func (s *Store) TxAlong(ctx context.Context, fn func(tx *bbolt.Tx) (bool, error)) (context.Context, *store.Along) {
+	a := &store.Along{Write: &txAlong{store: s, fn: fn}}
+	return store.WithAlong(ctx, a), a
+}
+
+// along returns the writes ctx carries for a confirmation write that are
+// this store's, and the function that makes them in the confirmation
+// write's transaction after it, reporting which it made (a record the
+// builder declines, or a chain with pending records, is not: the caller
+// writes it on its own).
+func (s *Store) along(ctx context.Context) ([]*store.Along, func(tx *bbolt.Tx, c *countersign.Confirmation) ([]bool, error)) {
+	var mine []*store.Along
+	for _, a := range store.AlongOf(ctx) {
+		switch w := a.Write.(type) {
+		case *auditAlong:
+			if w.store == s && a.Record != nil {
+				mine = append(mine, a)
+			}
+		case *txAlong:
+			if w.store == s {
+				mine = append(mine, a)
+			}
 		}
-		var stored countersign.AuditRecord
-		return chainAudit(tx, &r, w.hash, &stored)
+	}
+	if len(mine) == 0 {
+		return nil, nil
+	}
+	return mine, func(tx *bbolt.Tx, c *countersign.Confirmation) ([]bool, error) {
+		made := make([]bool, len(mine))
+		for i, a := range mine {
+			var err error
+			switch w := a.Write.(type) {
+			case *auditAlong:
+				r, ok := a.Record(c)
+				if !ok || checkChained(&r) != nil {
+					continue
+				}
+				var stored countersign.AuditRecord
+				made[i], err = chainAudit(tx, &r, w.hash, &stored)
+			case *txAlong:
+				made[i], err = w.fn(tx)
+			}
+			if err != nil {
+				return nil, err
+			}
+		}
+		return made, nil
+	}
+}
+
+// markAlong marks the writes made once their transaction committed.
+func markAlong(alongs []*store.Along, made []bool) {
+	for i, ok := range made {
+		if ok {
+			alongs[i].MarkDone()
+		}
 	}
 }

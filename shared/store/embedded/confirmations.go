@@ -19,10 +19,10 @@ func (s *Store) CreateConfirmation(ctx context.Context, c *countersign.Confirmat
 	}
 	rec := utcConfirmation(c)
 	rec.Version = 1
-	along, makeAlong := s.along(ctx)
-	made := false
+	alongs, makeAlong := s.along(ctx)
+	var made []bool
 	err := s.writer.Update(func(tx *bbolt.Tx) error {
-		made = false // the write may run again
+		made = nil // the write may run again
 		if tx.Bucket(bucketConfirmations).Get([]byte(c.ID)) != nil {
 			return store.ErrConflict
 		}
@@ -42,9 +42,7 @@ func (s *Store) CreateConfirmation(ctx context.Context, c *countersign.Confirmat
 	if err != nil {
 		return fmt.Errorf("create confirmation %s: %w", c.ID, err)
 	}
-	if made {
-		along.MarkDone()
-	}
+	markAlong(alongs, made)
 	c.Version = 1
 	return nil
 }
@@ -69,10 +67,10 @@ func (s *Store) GetConfirmation(_ context.Context, id string) (*countersign.Conf
 func (s *Store) UpdateConfirmation(ctx context.Context, c *countersign.Confirmation) error {
 	rec := utcConfirmation(c)
 	rec.Version = c.Version + 1
-	along, makeAlong := s.along(ctx)
-	made := false
+	alongs, makeAlong := s.along(ctx)
+	var made []bool
 	err := s.writer.Update(func(tx *bbolt.Tx) error {
-		made = false // the write may run again
+		made = nil // the write may run again
 		var stored countersign.Confirmation
 		if err := get(tx, bucketConfirmations, []byte(c.ID), &stored); err != nil {
 			return err
@@ -100,9 +98,7 @@ func (s *Store) UpdateConfirmation(ctx context.Context, c *countersign.Confirmat
 	if err != nil {
 		return fmt.Errorf("update confirmation %s: %w", c.ID, err)
 	}
-	if made {
-		along.MarkDone()
-	}
+	markAlong(alongs, made)
 	c.Version = rec.Version
 	return nil
 }
