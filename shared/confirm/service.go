@@ -301,6 +301,14 @@ func (s *Service) Create(ctx context.Context, r Request) (*countersign.Confirmat
 	return c, nil
 }
 
+// alongAnswerer is a workflow that can write its answer to a task in the
+// same transaction as the confirmation write made with the context it
+// returns (the local engine on the embedded store); send, called after
+// that write, acts on it (or sends it on its own).
+type alongAnswerer interface {
+	AnswerAlong(ctx context.Context, token string, answer func() (output []byte, errorName, cause string, ok bool)) (context.Context, func(ctx context.Context) error)
+}
+
 // alongStarter is a workflow that can write a new execution in the same
 // transaction as the confirmation write made with the context it returns
 // (the local engine on the embedded store); start, called after that
@@ -593,8 +601,24 @@ func (s *Service) Answer(ctx context.Context, id string, d Answer) (*countersign
 		}
 		return recordOf(d.actor(), "confirmation."+string(c.Status), c, answerReason(c, d)), true
 	})
+	// Where the workflow can, its answer is written with the decision too;
+	// send then acts on it (or sends it on its own).
+	var decided *countersign.Confirmation // as this answer writes it
+	var send func(ctx context.Context) error
+	if aa, ok := s.Workflow.(alongAnswerer); ok && token != "" {
+		actx, send = aa.AnswerAlong(actx, token, func() ([]byte, string, string, bool) {
+			switch {
+			case counted || decided == nil:
+				return nil, "", "", false
+			case d.Approve:
+				out, err := json.Marshal(answerOutput{Approved: true, Execute: GatewayExecutes(decided)})
+				return out, "", "", err == nil
+			}
+			return nil, RejectedError, "rejected by " + d.Approver, true
+		})
+	}
 	c, err := s.update(actx, id, func(c *countersign.Confirmation, now time.Time) error {
-		counted = false
+		counted, decided = false, nil
 		t := On(c, ev, now)
 		if err := t.Err(c); err != nil {
 			return err
@@ -634,6 +658,7 @@ func (s *Service) Answer(ctx context.Context, id string, d Answer) (*countersign
 		c.DecidedAt, c.DecidedBy, c.DecidedByPerson, c.DecisionReason = &at, d.Approver, d.Person, d.Reason
 		c.DecidedMethod = d.method()
 		c.Status = t.To
+		decided = c // an error below stops the answer before any write
 		if !d.Approve {
 			for i := range c.Operations {
 				c.Operations[i].Selected = false
@@ -680,7 +705,9 @@ func (s *Service) Answer(ctx context.Context, id string, d Answer) (*countersign
 		s.emit(ctx, notify.Event{Type: notify.TypeApprovalCounted, Confirmation: notify.ConfirmationOf(c), Status: string(c.Status)})
 		return c, nil
 	}
-	if d.Approve {
+	if send != nil {
+		err = send(ctx)
+	} else if d.Approve {
 		out, _ := json.Marshal(answerOutput{Approved: true, Execute: GatewayExecutes(c)})
 		err = s.Workflow.SendTaskSuccess(ctx, token, out)
 	} else {

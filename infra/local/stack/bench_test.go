@@ -153,14 +153,13 @@ func BenchmarkHandshake(b *testing.B) {
 }
 
 // TestHandshakeWrites pins the durable writes of one handshake, one per
-// step that must be durable: the quota slot, the confirmation with the
+// step that must be durable: the quota slot; the confirmation with the
 // call's audit record (call.paused) and the workflow's execution started
-// and waiting with its token, the token (before the link is sent), the
-// decision with
-// its record (confirmation.approved), the answer to the workflow with its
-// last states, the redemption's claim (before the upstream call), and the
-// outcome with its record (confirmation.redeemed). The three records are
-// in the credential's chain, in order, and it verifies.
+// and waiting with its token; the token (before the link is sent); the
+// decision with its record (confirmation.approved) and the workflow's
+// answer with its next states; the redemption's claim (before the upstream
+// call); and the outcome with its record (confirmation.redeemed). The
+// three records are in the credential's chain, in order, and it verifies.
 func TestHandshakeWrites(t *testing.T) {
 	h := newHarness(t, harnessOptions{})
 	before := h.stack.StoreStats()
@@ -180,7 +179,7 @@ func TestHandshakeWrites(t *testing.T) {
 		}
 	}
 	after := h.stack.StoreStats()
-	if got, want := after.Writes-before.Writes, uint64(7); got != want {
+	if got, want := after.Writes-before.Writes, uint64(6); got != want {
 		t.Errorf("%d durable writes for one handshake, want %d", got, want)
 	}
 	ctx := context.Background()

@@ -347,6 +347,21 @@ func (f *faultWorkflow) StartAlong(ctx context.Context, m workflow.Machine, name
 	return ctx, func(ctx context.Context) (string, error) { return f.Start(ctx, m, name, input) }
 }
 
+// AnswerAlong sends on its own, through SendTaskSuccess and
+// SendTaskFailure, so that their faults are injected.
+func (f *faultWorkflow) AnswerAlong(ctx context.Context, token string, answer func() ([]byte, string, string, bool)) (context.Context, func(context.Context) error) {
+	return ctx, func(ctx context.Context) error {
+		output, errorName, cause, ok := answer()
+		switch {
+		case !ok:
+			return nil
+		case errorName == "":
+			return f.SendTaskSuccess(ctx, token, output)
+		}
+		return f.SendTaskFailure(ctx, token, errorName, cause)
+	}
+}
+
 func (f *faultWorkflow) SendTaskSuccess(ctx context.Context, token string, output []byte) error {
 	return f.act(wfSuccess, func() error { return f.Engine.SendTaskSuccess(ctx, token, output) })
 }

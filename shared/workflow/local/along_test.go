@@ -87,3 +87,69 @@ func TestStartAlong(t *testing.T) {
 		}
 	})
 }
+
+// answerAlong answers the task on token with AnswerAlong, its write made
+// by a stand-in for the confirmation write (as TestStartAlong's), and
+// fails unless the answer went with that write.
+func answerAlong(e *Engine, token string, output []byte, errorName, cause string) error {
+	var pending func(tx *bbolt.Tx) (bool, error)
+	var along *store.Along
+	e.along = func(ctx context.Context, fn func(tx *bbolt.Tx) (bool, error)) (context.Context, *store.Along) {
+		pending, along = fn, &store.Along{}
+		return store.WithAlong(ctx, along), along
+	}
+	defer func() { e.along = nil }()
+	_, send := e.AnswerAlong(context.Background(), token, func() ([]byte, string, string, bool) { return output, errorName, cause, true })
+	if pending == nil {
+		return errors.New("AnswerAlong carried no write")
+	}
+	made := false
+	if err := e.db.Update(func(tx *bbolt.Tx) error {
+		var err error
+		made, err = pending(tx)
+		return err
+	}); err != nil {
+		return err
+	}
+	if !made {
+		return errors.New("the answer was not written with the confirmation write")
+	}
+	along.MarkDone()
+	return send(context.Background())
+}
+
+// TestAnswerAlongFallsBack: an answer whose write did not go with the
+// confirmation write is sent on its own by send, which reports what
+// SendTaskSuccess reports (an unknown token); one whose answer function
+// declines sends nothing.
+func TestAnswerAlongFallsBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakes{}
+		v := newEnv(t, f)
+		defer v.close(t)
+		v.e.along = func(ctx context.Context, fn func(tx *bbolt.Tx) (bool, error)) (context.Context, *store.Along) {
+			a := &store.Along{}
+			return store.WithAlong(ctx, a), a
+		}
+		id := v.start(t, workflow.Confirm, "cf_1", 600)
+		synctest.Wait()
+		token := v.info(t, id).TaskToken
+		_, send := v.e.AnswerAlong(context.Background(), "no-such-token", func() ([]byte, string, string, bool) { return []byte(`{"approved":true}`), "", "", true })
+		if err := send(context.Background()); !errors.Is(err, workflow.ErrTaskNotFound) {
+			t.Fatalf("send for an unknown token: %v, want ErrTaskNotFound", err)
+		}
+		_, send = v.e.AnswerAlong(context.Background(), token, func() ([]byte, string, string, bool) { return nil, "", "", false })
+		if err := send(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		wantState(t, v.info(t, id), StatusRunning, "Notify")
+		// Not written with a confirmation write: send sends it.
+		_, send = v.e.AnswerAlong(context.Background(), token, func() ([]byte, string, string, bool) { return []byte(`{"approved":true,"execute":false}`), "", "", true })
+		if err := send(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		wantState(t, v.info(t, id), StatusSucceeded, "Approved")
+	})
+}

@@ -532,3 +532,81 @@ func (e *Engine) stopTimer(timers map[string]*time.Timer, key string) {
 		delete(timers, key)
 	}
 }
+
+// AnswerAlong prepares the answer to the task waiting on token, to be
+// written in the transaction of the next confirmation write made with the
+// returned context (Options.Along): one commit for a decision and the
+// workflow's answer to it. answer, called in that transaction (and again
+// by send when it was not written there), gives the answer: output for a
+// success, or errorName and cause for a failure; false answers nothing.
+// The returned send, called after the write, acts on the answer written
+// (timers, a driver for the next states), or sends it as SendTaskSuccess
+// and SendTaskFailure do when it was not written with it (no
+// Options.Along, the write failed, the token is unknown, answered or timed
+// out: send then reports what they report).
+func (e *Engine) AnswerAlong(ctx context.Context, token string, answer func() (output []byte, errorName, cause string, ok bool)) (context.Context, func(ctx context.Context) error) {
+	send := func(ctx context.Context) error {
+		output, errorName, cause, ok := answer()
+		switch {
+		case !ok:
+			return nil
+		case errorName == "":
+			return e.SendTaskSuccess(ctx, token, output)
+		default:
+			return e.SendTaskFailure(ctx, token, errorName, cause)
+		}
+	}
+	if e.along == nil || token == "" || e.check(ctx) != nil {
+		return ctx, send
+	}
+	var id string
+	if err := e.db.View(func(tx *bbolt.Tx) error {
+		id = string(tx.Bucket(bucketTokens).Get([]byte(token)))
+		return nil
+	}); err != nil || id == "" {
+		return ctx, send
+	}
+	var prev, cur record
+	actx, a := e.along(ctx, func(tx *bbolt.Tx) (bool, error) {
+		output, errorName, cause, ok := answer()
+		if !ok {
+			return false, nil
+		}
+		var res any
+		var fail *taskError
+		if errorName == "" {
+			v, err := decodeJSON(output)
+			if err != nil {
+				return false, nil // send reports it
+			}
+			res = v
+		} else {
+			fail = &taskError{name: errorName, cause: cause}
+		}
+		r, err := getRecord(tx, id)
+		if err != nil || r == nil || r.Status != StatusRunning || r.Token != token {
+			return false, err
+		}
+		now := time.Now().UTC()
+		st := e.lookup(r)
+		if st == nil || !r.TokenDeadline.IsZero() && !now.Before(r.TokenDeadline) {
+			return false, nil // send fails or times it out
+		}
+		prev = r.clone()
+		afterTask(r, st, res, fail, now)
+		e.settle(r, now)
+		if r.Token != "" && e.isNotified(r.Token) {
+			r.Notified = true
+		}
+		r.Seq++
+		cur = *r
+		return true, putRecord(tx, &prev, r)
+	})
+	return actx, func(ctx context.Context) error {
+		if !a.Done() {
+			return send(ctx)
+		}
+		e.acted(&prev, &cur)
+		return nil
+	}
+}
