@@ -145,7 +145,9 @@ func TestAnswerAlongFallsBack(t *testing.T) {
 		synctest.Wait()
 		wantState(t, v.info(t, id), StatusRunning, "Notify")
 		// Not written with a confirmation write: send sends it.
-		_, send = v.e.AnswerAlong(context.Background(), token, func() ([]byte, string, string, bool) { return []byte(`{"approved":true,"execute":false}`), "", "", true })
+		_, send = v.e.AnswerAlong(context.Background(), token, func() ([]byte, string, string, bool) {
+			return []byte(`{"approved":true,"execute":false}`), "", "", true
+		})
 		if err := send(context.Background()); err != nil {
 			t.Fatal(err)
 		}
