@@ -271,7 +271,9 @@ func (s *Service) pause(ctx context.Context, cred *countersign.Credential, p *pr
 	if err != nil {
 		return nil, err
 	}
-	if err := s.Reserve(ctx, cred, countersign.KindCall); err != nil {
+	// The quota's use is counted with the confirmation (reserveAlong).
+	qctx, reserved, err := s.reserveAlong(ctx, cred, countersign.KindCall)
+	if err != nil {
 		return nil, err
 	}
 	// The record keeps the approval rules in force now (the endpoint's,
@@ -280,7 +282,7 @@ func (s *Service) pause(ctx context.Context, cred *countersign.Credential, p *pr
 	if m := res.Decision.Match; m.Connection != nil {
 		rules = m.Connection.RulesFor(m.Endpoint)
 	}
-	pctx, psp := telemetry.Start(ctx, "countersign.pause")
+	pctx, psp := telemetry.Start(qctx, "countersign.pause")
 	// The call's record (call.paused) is written with the confirmation
 	// where the store can: one commit (else auditCall writes it).
 	actx, along := s.pausedAlong(pctx, cred, p, res.Decision, op)
@@ -288,6 +290,16 @@ func (s *Service) pause(ctx context.Context, cred *countersign.Credential, p *pr
 		Operations: []countersign.Operation{op}, GatewayRuns: o.Pause == PauseGatewayRuns, Asker: o.Client.Asker(),
 		Required: rules.Required, SeparateApprover: rules.SeparateApprover, Rules: confirm.RulesOf(p.cfg.Policy, []countersign.Operation{op})})
 	psp.End("", err)
+	if rerr := reserved(ctx, err); rerr != nil {
+		if err == nil {
+			// Created, and the quota, counted on its own, is full: nobody
+			// may be asked.
+			if _, ferr := s.Confirm.Finalize(context.WithoutCancel(ctx), conf.ID, countersign.StatusFailed); ferr != nil {
+				s.logger().ErrorContext(ctx, "finalize over the quota", "confirmation", conf.ID, "error", ferr)
+			}
+		}
+		return nil, rerr
+	}
 	if err != nil {
 		s.logger().ErrorContext(ctx, "confirmation not created", "credential", cred.ID, "error", err)
 		return nil, fault.Wrap(err, "the confirmation could not be created")

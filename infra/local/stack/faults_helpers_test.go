@@ -254,6 +254,12 @@ func (f *faultStore) UpdateIdempotency(ctx context.Context, r *countersign.Idemp
 	return write(f.take(stepIdemAnswer, r.Key), func() error { return f.Store.UpdateIdempotency(ctx, r) }, func() { r.Version = v })
 }
 
+// TakeQuotaAlong carries nothing, so the pause counts the quota on its own
+// through TakeQuota, where its faults are injected.
+func (f *faultStore) TakeQuotaAlong(ctx context.Context, _ string, _ int, _, _ time.Time) (context.Context, *store.Along) {
+	return ctx, nil
+}
+
 func (f *faultStore) TakeQuota(ctx context.Context, key string, limit int, now, until time.Time) error {
 	return write(f.take(stepQuota, key), func() error { return f.Store.TakeQuota(ctx, key, limit, now, until) }, func() {})
 }

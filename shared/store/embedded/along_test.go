@@ -114,3 +114,42 @@ func TestAuditAlongConfirmationWrites(t *testing.T) {
 		t.Fatalf("verify: %v, %+v", err, rep)
 	}
 }
+
+// TestTakeQuotaAlong: a quota's use carried by the context is counted in
+// the transaction that creates the confirmation it counts; when the quota
+// is full that creation fails with the quota's refusal and writes nothing,
+// neither the confirmation nor its audit record.
+func TestTakeQuotaAlong(t *testing.T) {
+	st := openStore(t, filepath.Join(t.TempDir(), "db"), nil)
+	ctx := context.Background()
+	tr := &audit.Trail{Store: st}
+	now := time.Now()
+	create := func(id string) error {
+		qctx, _ := st.TakeQuotaAlong(ctx, "confirmations:agent", 1, now, now.Add(time.Hour))
+		actx, _ := tr.Along(qctx, func(c *countersign.Confirmation) (countersign.AuditRecord, bool) {
+			return countersign.AuditRecord{Chain: audit.ChainOf("agent"), Actor: "agent", Action: "call.paused", Subject: c.ID}, true
+		})
+		return st.CreateConfirmation(actx, &countersign.Confirmation{ID: id, Kind: countersign.KindCall, Credential: "agent",
+			Status: countersign.StatusPending, CreatedAt: now, ExpiresAt: now.Add(time.Hour), Operations: []countersign.Operation{{Method: "DELETE"}}})
+	}
+	before := st.Stats()
+	if err := create("cf_1"); err != nil {
+		t.Fatal(err)
+	}
+	if d := st.Stats(); d.Commits-before.Commits != 1 {
+		t.Fatalf("the use, the confirmation and its record took %d commits, want 1", d.Commits-before.Commits)
+	}
+	var full *store.QuotaFullError
+	if err := create("cf_2"); !errors.As(err, &full) {
+		t.Fatalf("a creation over the quota: %v, want a QuotaFullError", err)
+	}
+	if _, err := st.GetConfirmation(ctx, "cf_2"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the refused confirmation was stored: %v", err)
+	}
+	if rs, err := st.ListAudit(ctx, countersign.AuditQuery{Chain: audit.ChainOf("agent")}); err != nil || len(rs) != 1 || rs[0].Subject != "cf_1" {
+		t.Fatalf("records after the refusal: %+v, %v; want cf_1's alone", rs, err)
+	}
+	if err := st.TakeQuota(ctx, "confirmations:agent", 2, now, now.Add(time.Hour)); err != nil {
+		t.Fatalf("the refused creation counted a use: %v", err)
+	}
+}
