@@ -27,6 +27,7 @@ import (
 	"go.etcd.io/bbolt"
 
 	"github.com/countersign/countersign"
+	"github.com/countersign/countersign/shared/audit"
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/notify"
 	"github.com/countersign/countersign/shared/store/embedded"
@@ -203,6 +204,45 @@ func TestSIGKILL(t *testing.T) {
 		}
 	}
 	t.Logf("confirmations (past their windows): %v; upstream writes: %d", statuses, len(received))
+	checkKilledAudit(t, st, all)
+}
+
+// checkKilledAudit checks the audit trail a killed process left: each
+// transition's record is written in the transaction of the transition it
+// records, so every confirmation has its call.paused record, every one
+// decided its confirmation.approved or .rejected, and every one whose
+// outcome was stored with the upstream's answer its confirmation.redeemed;
+// none twice, and the chains verify.
+func checkKilledAudit(t *testing.T, st *embedded.Store, all []*countersign.Confirmation) {
+	t.Helper()
+	ctx := context.Background()
+	recs, err := st.ListAudit(ctx, countersign.AuditQuery{Chain: audit.ChainOf("chat-user")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int{}
+	for _, r := range recs {
+		got[r.Subject+" "+r.Action]++
+	}
+	for _, c := range all {
+		want := []string{"call.paused"}
+		if c.DecidedAt != nil {
+			want = append(want, "confirmation."+map[bool]string{true: "approved", false: "rejected"}[c.Operations[0].Selected])
+		}
+		if o := c.Operations[0].Outcome; o != nil && o.Error == "" {
+			want = append(want, "confirmation.redeemed")
+		}
+		for _, a := range want {
+			if n := got[c.ID+" "+a]; n != 1 {
+				t.Errorf("%s (%s): %d %s records, want 1", c.ID, c.Status, n, a)
+			}
+		}
+	}
+	rep, err := audit.Verify(ctx, st)
+	if err != nil || !rep.OK() {
+		t.Errorf("the audit chains do not verify after the kills: %v, %+v", err, rep)
+	}
+	t.Logf("audit: %d records on the credential's chain", len(recs))
 }
 
 // callResult is how one call ended: "executed" (the upstream ran it once

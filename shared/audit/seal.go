@@ -40,6 +40,13 @@ import (
 // sealed twice. `countersign audit --verify` seals what is left pending
 // before it verifies.
 //
+// A store that one process holds alone (store/embedded) does both steps in
+// one transaction (chainAdder): the record is numbered after the chain's
+// head and written with the head, in the store's group commit with the
+// other writes of the moment, so one record costs one durable write and no
+// writer waits on a sealer. It falls back to the two steps while the chain
+// has pending records (left by a process that stopped between them).
+//
 // A sealed record is verified as every record is: deleting or editing it
 // breaks the chain. A pending record is not in a chain yet: until it is
 // sealed (a moment, on a process that stays up), deleting it leaves no
@@ -88,6 +95,54 @@ func newID() string {
 	return "ar_" + hex.EncodeToString(b[:])
 }
 
+// chainAdder is a store that adds a record to the end of its chain in one
+// durable write (store/embedded: one process holds its file, so no other
+// sealer races). It returns store.ErrConflict, writing nothing, while the
+// chain has pending records; the record is then added as pending and sealed
+// after them.
+type chainAdder interface {
+	AddAuditChained(ctx context.Context, r *countersign.AuditRecord, hash func(*countersign.AuditRecord) string) error
+}
+
+// alongStore is a store that writes an audit record in the same
+// transaction as a confirmation write (store.Along): store/embedded.
+type alongStore interface {
+	AuditAlong(hash func(*countersign.AuditRecord) string) any
+}
+
+// Along returns ctx carrying the audit record build makes from the
+// confirmation as the next confirmation write made with ctx stores it, to
+// be written with it in one transaction on a store that can
+// (store/embedded), and the store.Along that says whether it was. When it
+// was not (another store, a failed write, build's false, a chain with
+// pending records), the caller records on its own (Record). A nil trail
+// returns ctx and nil.
+func (t *Trail) Along(ctx context.Context, build func(c *countersign.Confirmation) (countersign.AuditRecord, bool)) (context.Context, *store.Along) {
+	if t == nil || t.Store == nil {
+		return ctx, nil
+	}
+	as, ok := t.Store.(alongStore)
+	if !ok {
+		return ctx, nil
+	}
+	t.configLoaded(ctx)
+	a := &store.Along{Write: as.AuditAlong(Hash), Record: func(c *countersign.Confirmation) (countersign.AuditRecord, bool) {
+		r, ok := build(c)
+		if !ok || r.Chain == "" || r.Action == "" || r.Chain == Config || Expiring(r.Chain) || r.Action == ActionDenied || r.Action == ActionShadowDiffers {
+			return r, false
+		}
+		if r.At.IsZero() {
+			r.At = t.now()
+		}
+		r.At = r.At.UTC()
+		bound(&r)
+		r.ID = newID()
+		r.Seq, r.Prev, r.PrevTTL, r.Hash, r.TTL = 0, "", 0, "", 0
+		return r, true
+	}}
+	return store.WithAlong(ctx, a), a
+}
+
 // add writes r as a pending record and seals its chain unless another
 // goroutine of this process is sealing it.
 func (t *Trail) add(ctx context.Context, r countersign.AuditRecord) error {
@@ -112,6 +167,17 @@ func (t *Trail) add(ctx context.Context, r countersign.AuditRecord) error {
 	r.ID = newID()
 	r.Chain = t.shardFor(r.Chain)
 	r.Seq, r.Prev, r.PrevTTL, r.Hash = 0, "", 0, ""
+	if ca, ok := t.Store.(chainAdder); ok {
+		c := r
+		err := ca.AddAuditChained(ctx, &c, Hash)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, store.ErrConflict) {
+			return fmt.Errorf("audit %s: %w", r.Chain, err)
+		}
+		// The chain has pending records: r joins them and is sealed after.
+	}
 	if err := t.Store.AddAudit(ctx, &r); err != nil {
 		return fmt.Errorf("audit %s: %w", r.Chain, err)
 	}

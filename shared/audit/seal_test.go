@@ -23,7 +23,9 @@ func TestRecordsFromManyWritersAndTwoProcessesAreSealedOnce(t *testing.T) {
 	st := open(t)
 	ctx := context.Background()
 	chain := audit.ChainOf("busy")
-	trails := []*audit.Trail{{Store: st}, {Store: st}}
+	// Two processes cannot hold an embedded file at once: twoSteps hides
+	// its one-transaction add, so the trails race as two processes do.
+	trails := []*audit.Trail{{Store: twoSteps{st}}, {Store: twoSteps{st}}}
 	var wg sync.WaitGroup
 	for w := range 50 {
 		wg.Go(func() {
@@ -85,14 +87,16 @@ func TestRecordsFromManyWritersAndTwoProcessesAreSealedOnce(t *testing.T) {
 }
 
 // BenchmarkRecordOneChain records to one chain from 20 goroutines: the
-// sealed path (Record: write on its own, sealed by one goroutine at a time)
-// against the old conditional append (Append: every writer reads the end
+// embedded store's one-transaction add (Record, chained), the sealed path
+// of a shared store (Record: write on its own, sealed by one goroutine at a
+// time) and the old conditional append (Append: every writer reads the end
 // and races for the next slot) in the same run.
 func BenchmarkRecordOneChain(b *testing.B) {
 	for _, tc := range []struct {
 		name   string
 		record func(tr *audit.Trail, r countersign.AuditRecord)
 	}{
+		{"record-chained", func(tr *audit.Trail, r countersign.AuditRecord) { tr.Record(context.Background(), r) }},
 		{"record-and-seal", func(tr *audit.Trail, r countersign.AuditRecord) { tr.Record(context.Background(), r) }},
 		{"conditional-append", func(tr *audit.Trail, r countersign.AuditRecord) {
 			if _, err := tr.Append(context.Background(), r); err != nil {
@@ -107,6 +111,9 @@ func BenchmarkRecordOneChain(b *testing.B) {
 			}
 			defer st.Close()
 			tr := &audit.Trail{Store: st}
+			if tc.name == "record-and-seal" {
+				tr.Store = twoSteps{st}
+			}
 			b.SetParallelism(10)
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
@@ -116,4 +123,81 @@ func BenchmarkRecordOneChain(b *testing.B) {
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "records/s")
 		})
 	}
+}
+
+// twoSteps is a store without the embedded store's one-transaction add
+// (AddAuditChained): its records are added pending, then sealed, as on a
+// store that several processes share.
+type twoSteps struct{ audit.Store }
+
+// TestOneDurableWritePerRecord: on the embedded store (one process holds
+// the file) a record is numbered, hashed into its chain and written with
+// the head in one commit, with nothing pending. 40 writers of one chain at
+// once take no more commits than records and make one unbroken chain. A
+// record left pending by a process that stopped before sealing it is
+// sealed first, in time order, by the next record, which then goes
+// through the two steps; the one after is one write again.
+func TestOneDurableWritePerRecord(t *testing.T) {
+	st := open(t)
+	ctx := context.Background()
+	tr := &audit.Trail{Store: st}
+	chain := audit.ChainOf("agent")
+	before := st.Stats()
+	for i := range 5 {
+		tr.Record(ctx, countersign.AuditRecord{Chain: chain, Actor: "agent", Action: "call.paused", Subject: fmt.Sprintf("cf_%d", i)})
+	}
+	after := st.Stats()
+	if w, c := after.Writes-before.Writes, after.Commits-before.Commits; w != 5 || c != 5 {
+		t.Fatalf("5 records took %d writes in %d commits, want 5 in 5", w, c)
+	}
+
+	var wg sync.WaitGroup
+	before = st.Stats()
+	for w := range 40 {
+		wg.Go(func() {
+			tr.Record(ctx, countersign.AuditRecord{Chain: chain, Actor: "agent", Action: "call.paused", Subject: fmt.Sprintf("cf_w%d", w)})
+		})
+	}
+	wg.Wait()
+	after = st.Stats()
+	if w, c := after.Writes-before.Writes, after.Commits-before.Commits; w != 40 || c > 40 {
+		t.Fatalf("40 concurrent records took %d writes in %d commits, want 40 in at most 40", w, c)
+	}
+
+	// A record a stopped process added and never sealed.
+	left := countersign.AuditRecord{Chain: chain, ID: "ar_left", Actor: "agent", Action: "call.paused", Subject: "cf_left", At: time.Now().Add(-time.Second).UTC()}
+	if err := st.AddAudit(ctx, &left); err != nil {
+		t.Fatal(err)
+	}
+	tr.Record(ctx, countersign.AuditRecord{Chain: chain, Actor: "agent", Action: "call.paused", Subject: "cf_after"})
+	before = st.Stats()
+	tr.Record(ctx, countersign.AuditRecord{Chain: chain, Actor: "agent", Action: "call.paused", Subject: "cf_last"})
+	if w := st.Stats().Writes - before.Writes; w != 1 {
+		t.Errorf("the record after the pending one was sealed took %d writes, want 1", w)
+	}
+
+	recs, err := st.ListAudit(ctx, countersign.AuditQuery{Chain: chain})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 48 {
+		t.Fatalf("%d records in the chain, want 48", len(recs))
+	}
+	subjects := map[string]bool{}
+	for i, r := range recs {
+		if r.Seq != int64(i+1) || r.ID == "" {
+			t.Fatalf("record %d: seq %d, id %q", i, r.Seq, r.ID)
+		}
+		subjects[r.Subject] = true
+	}
+	if len(subjects) != 48 {
+		t.Errorf("%d distinct records, want 48", len(subjects))
+	}
+	if got := []string{recs[45].Subject, recs[46].Subject, recs[47].Subject}; got[0] != "cf_left" || got[1] != "cf_after" || got[2] != "cf_last" {
+		t.Errorf("the last three records are %v, want the one left pending first", got)
+	}
+	if p, err := st.PendingAudit(ctx, chain, 1000); err != nil || len(p) != 0 {
+		t.Fatalf("pending: %d, %v", len(p), err)
+	}
+	verifyOK(t, st, time.Now())
 }

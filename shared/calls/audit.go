@@ -12,6 +12,7 @@ import (
 	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/policy"
+	"github.com/countersign/countersign/shared/store"
 )
 
 // record appends r to the audit trail, if there is one.
@@ -75,6 +76,9 @@ func (s *Service) auditCall(ctx context.Context, cred *countersign.Credential, p
 			s.expiring(&r)
 		}
 	case Paused:
+		if res.recorded {
+			return // written with the confirmation (pausedAlong)
+		}
 		r.Action, r.Outcome, r.Subject = "call.paused", "confirmation_required", res.Confirmation.ID
 	case Executed:
 		if res.Confirmation != nil {
@@ -100,6 +104,30 @@ func (s *Service) auditCall(ctx context.Context, cred *countersign.Credential, p
 		return
 	}
 	s.record(ctx, r)
+}
+
+// alongAuditor is an Auditor that can write a record in the same
+// transaction as a confirmation write (audit.Trail.Along).
+type alongAuditor interface {
+	Along(ctx context.Context, build func(c *countersign.Confirmation) (countersign.AuditRecord, bool)) (context.Context, *store.Along)
+}
+
+// pausedAlong returns ctx carrying the call's call.paused record (as
+// auditCall makes it), to be written with the confirmation the pause
+// creates, in one transaction where the store can (audit.Trail.Along).
+func (s *Service) pausedAlong(ctx context.Context, cred *countersign.Credential, p *prepared, d policy.Decision, op countersign.Operation) (context.Context, *store.Along) {
+	a, ok := s.Audit.(alongAuditor)
+	if !ok {
+		return ctx, nil
+	}
+	return a.Along(ctx, func(c *countersign.Confirmation) (countersign.AuditRecord, bool) {
+		r := s.callRecord(cred, p, d)
+		if op.Binding != "" {
+			r.Binding = op.Binding
+		}
+		r.Action, r.Outcome, r.Subject, r.At = "call.paused", "confirmation_required", c.ID, s.now()
+		return r, true
+	})
 }
 
 // expiring moves r to its credential's expiring chain, with a TTL of

@@ -105,17 +105,62 @@ func (s *Service) rateLimit(cred *countersign.Credential) error {
 func (s *Service) takeSlot(ctx context.Context, key string, window time.Duration, limit int, what string) error {
 	now := s.now()
 	err := s.Store.TakeQuota(ctx, key, limit, now, now.Add(window))
-	var full *store.QuotaFullError
-	switch {
-	case err == nil:
+	if err == nil {
 		return nil
-	case errors.As(err, &full):
-		retry := max(1, int(math.Ceil(full.Free.Sub(now).Seconds())))
-		return &fault.Error{Code: fault.RateLimited, RetryAfter: retry,
-			Reason: fmt.Sprintf("%s: the limit of %d is reached; retry in %d s", what, limit, retry)}
+	}
+	if fe := quotaFull(err, now, limit, what); fe != nil {
+		return fe
 	}
 	s.logger().ErrorContext(ctx, "quota not taken", "quota", key, "error", err)
 	return fault.Wrap(err, "the credential's limits could not be checked; try again")
+}
+
+// quotaFull is the rate_limited refusal of a full quota (err holds a
+// *store.QuotaFullError), or nil.
+func quotaFull(err error, now time.Time, limit int, what string) error {
+	var full *store.QuotaFullError
+	if !errors.As(err, &full) {
+		return nil
+	}
+	retry := max(1, int(math.Ceil(full.Free.Sub(now).Seconds())))
+	return &fault.Error{Code: fault.RateLimited, RetryAfter: retry,
+		Reason: fmt.Sprintf("%s: the limit of %d is reached; retry in %d s", what, limit, retry)}
+}
+
+// quotaAlong is a store that counts a use of a quota in the transaction
+// of the confirmation it counts (store/embedded).
+type quotaAlong interface {
+	TakeQuotaAlong(ctx context.Context, key string, limit int, now, until time.Time) (context.Context, *store.Along)
+}
+
+// reserveAlong is Reserve for a confirmation about to be created with the
+// returned context: where the store can, the use is counted in the
+// transaction that creates it (one commit), and done, called with the
+// creation's error, returns the refusal of a full quota (or nil) and
+// counts the use on its own if the store did not (the caller then ends
+// the confirmation when that is refused). Elsewhere, or when the store
+// carries nothing, it reserves at once, as Reserve does.
+func (s *Service) reserveAlong(ctx context.Context, cred *countersign.Credential, kind countersign.Kind) (context.Context, func(ctx context.Context, created error) error, error) {
+	key, window, limit, what := "confirmations:"+cred.ID, s.Confirm.Wait(kind), s.limits().PendingConfirmations, "confirmations pending for "+cred.ID
+	none := func(context.Context, error) error { return nil }
+	qa, ok := s.Store.(quotaAlong)
+	if !ok {
+		return ctx, none, s.takeSlot(ctx, key, window, limit, what)
+	}
+	now := s.now()
+	actx, along := qa.TakeQuotaAlong(ctx, key, limit, now, now.Add(window))
+	if along == nil {
+		return ctx, none, s.takeSlot(ctx, key, window, limit, what)
+	}
+	return actx, func(ctx context.Context, created error) error {
+		switch {
+		case created != nil:
+			return quotaFull(created, now, limit, what)
+		case along.Done():
+			return nil
+		}
+		return s.takeSlot(ctx, key, window, limit, what)
+	}, nil
 }
 
 // Reserve counts a confirmation of kind about to be created for cred

@@ -108,6 +108,9 @@ type Result struct {
 	ApprovalGrant *countersign.ApprovalGrant
 	// At is when the call was decided.
 	At time.Time
+
+	// recorded: the call's audit record was written with the pause.
+	recorded bool
 }
 
 // Do runs one call through the pipeline for an authenticated credential.
@@ -269,7 +272,9 @@ func (s *Service) pause(ctx context.Context, cred *countersign.Credential, p *pr
 	if err != nil {
 		return nil, err
 	}
-	if err := s.Reserve(ctx, cred, countersign.KindCall); err != nil {
+	// The quota's use is counted with the confirmation (reserveAlong).
+	qctx, reserved, err := s.reserveAlong(ctx, cred, countersign.KindCall)
+	if err != nil {
 		return nil, err
 	}
 	// The record keeps the approval rules in force now (the endpoint's,
@@ -278,16 +283,30 @@ func (s *Service) pause(ctx context.Context, cred *countersign.Credential, p *pr
 	if m := res.Decision.Match; m.Connection != nil {
 		rules = m.Connection.RulesFor(m.Endpoint)
 	}
-	pctx, psp := telemetry.Start(ctx, "countersign.pause")
-	conf, err := s.Confirm.Create(pctx, confirm.Request{Kind: countersign.KindCall, Credential: cred.ID, Reason: res.Decision.Reason,
+	pctx, psp := telemetry.Start(qctx, "countersign.pause")
+	// The call's record (call.paused) is written with the confirmation
+	// where the store can: one commit (else auditCall writes it).
+	actx, along := s.pausedAlong(pctx, cred, p, res.Decision, op)
+	conf, err := s.Confirm.Create(actx, confirm.Request{Kind: countersign.KindCall, Credential: cred.ID, Reason: res.Decision.Reason,
 		Operations: []countersign.Operation{op}, GatewayRuns: o.Pause == PauseGatewayRuns, Asker: o.Client.Asker(),
 		Required: rules.Required, SeparateApprover: rules.SeparateApprover, Rules: confirm.RulesOf(p.cfg.Policy, []countersign.Operation{op})})
 	psp.End("", err)
+	if rerr := reserved(ctx, err); rerr != nil {
+		if err == nil {
+			// Created, and the quota, counted on its own, is full: nobody
+			// may be asked.
+			if _, ferr := s.Confirm.Finalize(context.WithoutCancel(ctx), conf.ID, countersign.StatusFailed); ferr != nil {
+				s.logger().ErrorContext(ctx, "finalize over the quota", "confirmation", conf.ID, "error", ferr)
+			}
+		}
+		return nil, rerr
+	}
 	if err != nil {
 		s.logger().ErrorContext(ctx, "confirmation not created", "credential", cred.ID, "error", err)
 		return nil, fault.Wrap(err, "the confirmation could not be created")
 	}
 	res.Outcome, res.Confirmation, res.Operation = Paused, conf, op
+	res.recorded = along.Done()
 	res.PreviewURL = s.upstreamURL(p)
 	return res, nil
 }

@@ -10,12 +10,19 @@ import (
 	"github.com/countersign/countersign/shared/audit"
 	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/notify"
+	"github.com/countersign/countersign/shared/store"
 )
 
 // Auditor appends records to the audit trail (audit.Trail). Record never
 // fails the caller: the transition it records has happened.
 type Auditor interface {
 	Record(ctx context.Context, r countersign.AuditRecord)
+}
+
+// alongAuditor is an Auditor that can write a record in the same
+// transaction as a confirmation write (audit.Trail.Along).
+type alongAuditor interface {
+	Along(ctx context.Context, build func(c *countersign.Confirmation) (countersign.AuditRecord, bool)) (context.Context, *store.Along)
 }
 
 // Events sends approver events (notify.Dispatcher).
@@ -70,6 +77,28 @@ func (s *Service) record(ctx context.Context, actor, action string, c *countersi
 	if s.Audit == nil || c == nil {
 		return
 	}
+	s.write(ctx, recordOf(actor, action, c, reason))
+}
+
+// along returns ctx carrying the audit record of the transition that the
+// next confirmation write made with ctx stores, built by build from the
+// record as stored (see record), to be written in the same transaction
+// where the store can (audit.Trail.Along). When the returned Along is not
+// Done after the write, the caller records on its own.
+func (s *Service) along(ctx context.Context, build func(c *countersign.Confirmation) (countersign.AuditRecord, bool)) (context.Context, *store.Along) {
+	a, ok := s.Audit.(alongAuditor)
+	if !ok {
+		return ctx, nil
+	}
+	return a.Along(ctx, func(c *countersign.Confirmation) (countersign.AuditRecord, bool) {
+		r, ok := build(c)
+		r.At = s.now()
+		return r, ok
+	})
+}
+
+// recordOf is the record of what actor did to c (record).
+func recordOf(actor, action string, c *countersign.Confirmation, reason string) countersign.AuditRecord {
 	r := countersign.AuditRecord{Chain: audit.ChainOf(c.Credential), Actor: actor, Action: action, Subject: c.ID,
 		Credential: c.Credential, Outcome: string(c.Status), Reason: reason}
 	if len(c.Operations) == 1 {
@@ -79,7 +108,7 @@ func (s *Service) record(ctx context.Context, actor, action string, c *countersi
 			r.Outcome += " (" + strconv.Itoa(op.Outcome.Status) + ")"
 		}
 	}
-	s.write(ctx, r)
+	return r
 }
 
 // recordOperation writes that operation index of c ran after approval,

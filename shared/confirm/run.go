@@ -118,17 +118,33 @@ func (s *Service) RedeemCall(ctx context.Context, r Redemption) (Ran, error) {
 	if err != nil {
 		return Ran{Confirmation: c}, err
 	}
-	ran, stored := s.run(ctx, c, index, r.Upstream)
+	// The redemption's record is written with its outcome where the store
+	// can (one commit), when the operation ran; else below.
+	octx, along := s.along(ctx, func(c *countersign.Confirmation) (countersign.AuditRecord, bool) {
+		op := c.Operations[index]
+		if op.State != countersign.OpDone || op.Outcome == nil || op.Outcome.Error != "" {
+			return countersign.AuditRecord{}, false
+		}
+		return callRecordOf(r.Record, "confirmation.redeemed", r.ID, Ran{Confirmation: c}), true
+	})
+	ran, stored := s.run(octx, c, index, r.Upstream)
 	if stored {
 		s.executed(ctx, ran.Confirmation)
 	}
-	s.recordCall(ctx, r.Record, "confirmation.redeemed", r.ID, ran)
+	if !along.Done() {
+		s.recordCall(ctx, r.Record, "confirmation.redeemed", r.ID, ran)
+	}
 	return ran, nil
 }
 
 // recordCall completes the record of the call that ran an approval with
 // the confirmation and the outcome, and writes it.
 func (s *Service) recordCall(ctx context.Context, rec countersign.AuditRecord, action, id string, ran Ran) {
+	s.write(ctx, callRecordOf(rec, action, id, ran))
+}
+
+// callRecordOf is the record recordCall writes.
+func callRecordOf(rec countersign.AuditRecord, action, id string, ran Ran) countersign.AuditRecord {
 	rec.Action, rec.Subject = action, id
 	if ran.Err != nil {
 		rec.Outcome, rec.Reason = string(fault.CodeOf(ran.Err)), fault.ReasonOf(ran.Err)
@@ -138,7 +154,7 @@ func (s *Service) recordCall(ctx context.Context, rec countersign.AuditRecord, a
 			rec.Binding = c.Operations[0].Binding
 		}
 	}
-	s.write(ctx, rec)
+	return rec
 }
 
 // GrantCall records a person's answer given in the client once (Grant)

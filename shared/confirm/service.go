@@ -271,14 +271,20 @@ func (s *Service) Create(ctx context.Context, r Request) (*countersign.Confirmat
 		TTL:              now.Add(wait + s.timeouts().Redeem + retention).Unix(),
 		Trace:            telemetry.TraceParent(ctx),
 	}
-	if err := s.create(ctx, c); err != nil {
-		return nil, fmt.Errorf("create confirmation %s: %w", id, err)
-	}
 	input, err := json.Marshal(workflowInput{ConfirmationID: id, TimeoutSeconds: int64(wait / time.Second), TraceParent: c.Trace})
 	if err != nil {
 		return nil, fmt.Errorf("create confirmation %s: %w", id, err)
 	}
-	if _, err := s.Workflow.Start(ctx, machine, id, input); err != nil {
+	// Where the workflow can, its execution is written with the record
+	// (one commit); start then only acts on it.
+	wctx, start := ctx, func(ctx context.Context) (string, error) { return s.Workflow.Start(ctx, machine, id, input) }
+	if as, ok := s.Workflow.(alongStarter); ok {
+		wctx, start = as.StartAlong(ctx, machine, id, input)
+	}
+	if err := s.create(wctx, c); err != nil {
+		return nil, fmt.Errorf("create confirmation %s: %w", id, err)
+	}
+	if _, err := start(ctx); err != nil {
 		// Nobody can be asked: make sure the record can never be approved.
 		if _, ferr := s.Finalize(context.WithoutCancel(ctx), id, countersign.StatusFailed); ferr != nil {
 			s.logger().ErrorContext(ctx, "finalize after failed start", "confirmation", id, "error", ferr)
@@ -293,6 +299,22 @@ func (s *Service) Create(ctx context.Context, r Request) (*countersign.Confirmat
 		s.record(ctx, c.Credential, "script.paused", c, c.Reason)
 	}
 	return c, nil
+}
+
+// alongAnswerer is a workflow that can write its answer to a task in the
+// same transaction as the confirmation write made with the context it
+// returns (the local engine on the embedded store); send, called after
+// that write, acts on it (or sends it on its own).
+type alongAnswerer interface {
+	AnswerAlong(ctx context.Context, token string, answer func() (output []byte, errorName, cause string, ok bool)) (context.Context, func(ctx context.Context) error)
+}
+
+// alongStarter is a workflow that can write a new execution in the same
+// transaction as the confirmation write made with the context it returns
+// (the local engine on the embedded store); start, called after that
+// write, finishes the start (or starts it on its own).
+type alongStarter interface {
+	StartAlong(ctx context.Context, m workflow.Machine, name string, input []byte) (context.Context, func(ctx context.Context) (string, error))
 }
 
 // Get returns a confirmation, or an unknown_confirmation error.
@@ -571,8 +593,32 @@ func (s *Service) Answer(ctx context.Context, id string, d Answer) (*countersign
 	}
 	counted := false // this approval was counted toward a quorum it does not complete
 	cc := &callerCache{}
-	c, err := s.update(ctx, id, func(c *countersign.Confirmation, now time.Time) error {
-		counted = false
+	// The decision's audit record is written with the decision where the
+	// store can (one commit); else after the workflow is told, below.
+	actx, along := s.along(ctx, func(c *countersign.Confirmation) (countersign.AuditRecord, bool) {
+		if counted {
+			return recordOf(d.actor(), "confirmation.approval_counted", c, fmt.Sprintf("%d of %d approvals", len(c.Approvals), c.Required)), true
+		}
+		return recordOf(d.actor(), "confirmation."+string(c.Status), c, answerReason(c, d)), true
+	})
+	// Where the workflow can, its answer is written with the decision too;
+	// send then acts on it (or sends it on its own).
+	var decided *countersign.Confirmation // as this answer writes it
+	var send func(ctx context.Context) error
+	if aa, ok := s.Workflow.(alongAnswerer); ok && token != "" {
+		actx, send = aa.AnswerAlong(actx, token, func() ([]byte, string, string, bool) {
+			switch {
+			case counted || decided == nil:
+				return nil, "", "", false
+			case d.Approve:
+				out, err := json.Marshal(answerOutput{Approved: true, Execute: GatewayExecutes(decided)})
+				return out, "", "", err == nil
+			}
+			return nil, RejectedError, "rejected by " + d.Approver, true
+		})
+	}
+	c, err := s.update(actx, id, func(c *countersign.Confirmation, now time.Time) error {
+		counted, decided = false, nil
 		t := On(c, ev, now)
 		if err := t.Err(c); err != nil {
 			return err
@@ -612,6 +658,7 @@ func (s *Service) Answer(ctx context.Context, id string, d Answer) (*countersign
 		c.DecidedAt, c.DecidedBy, c.DecidedByPerson, c.DecisionReason = &at, d.Approver, d.Person, d.Reason
 		c.DecidedMethod = d.method()
 		c.Status = t.To
+		decided = c // an error below stops the answer before any write
 		if !d.Approve {
 			for i := range c.Operations {
 				c.Operations[i].Selected = false
@@ -649,14 +696,18 @@ func (s *Service) Answer(ctx context.Context, id string, d Answer) (*countersign
 		// Counted, not yet approved: the workflow is told only by the
 		// approval that completes the quorum.
 		s.logger().InfoContext(ctx, "approval counted", "confirmation", id, "approvals", len(c.Approvals), "required", c.Required)
-		s.record(ctx, d.actor(), "confirmation.approval_counted", c, fmt.Sprintf("%d of %d approvals", len(c.Approvals), c.Required))
+		if !along.Done() {
+			s.record(ctx, d.actor(), "confirmation.approval_counted", c, fmt.Sprintf("%d of %d approvals", len(c.Approvals), c.Required))
+		}
 		// Only the write that counted this approval gets here (a lost race
 		// re-reads and counts again, or finds it counted): each approval is
 		// announced once.
 		s.emit(ctx, notify.Event{Type: notify.TypeApprovalCounted, Confirmation: notify.ConfirmationOf(c), Status: string(c.Status)})
 		return c, nil
 	}
-	if d.Approve {
+	if send != nil {
+		err = send(ctx)
+	} else if d.Approve {
 		out, _ := json.Marshal(answerOutput{Approved: true, Execute: GatewayExecutes(c)})
 		err = s.Workflow.SendTaskSuccess(ctx, token, out)
 	} else {
@@ -668,14 +719,22 @@ func (s *Service) Answer(ctx context.Context, id string, d Answer) (*countersign
 		s.logger().WarnContext(ctx, "workflow not told of decision", "confirmation", id, "error", err)
 	}
 	s.logger().InfoContext(ctx, "confirmation answered", "confirmation", id, "approved", d.Approve, "approver", d.Approver)
+	if !along.Done() {
+		s.record(ctx, d.actor(), "confirmation."+string(c.Status), c, answerReason(c, d))
+	}
+	s.emit(ctx, notify.Event{Type: notify.TypeDecided, Confirmation: notify.ConfirmationOf(c), Decision: string(c.Status), Status: string(c.Status)})
+	return c, nil
+}
+
+// answerReason is the reason an answer's audit record gives: the
+// approver's, after a summary of their edits.
+func answerReason(c *countersign.Confirmation, d Answer) string {
 	reason := d.Reason
 	if sum := EditSummary(c); sum != "" && d.Approve {
 		reason = strings.TrimSpace(sum + "; " + reason)
 		reason = strings.TrimSuffix(reason, ";")
 	}
-	s.record(ctx, d.actor(), "confirmation."+string(c.Status), c, reason)
-	s.emit(ctx, notify.Event{Type: notify.TypeDecided, Confirmation: notify.ConfirmationOf(c), Decision: string(c.Status), Status: string(c.Status)})
-	return c, nil
+	return reason
 }
 
 // GatewayExecutes reports whether the gateway runs the approved operations

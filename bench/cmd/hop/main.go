@@ -50,6 +50,7 @@ func main() {
 	block := flag.Duration("block", time.Second, "hop: duration of one block")
 	hsRounds := flag.Int("hs-rounds", 4, "handshake: rounds of interleaved blocks")
 	hsBlock := flag.Duration("hs-block", 2*time.Second, "handshake: duration of one block")
+	hsOne := flag.Bool("hs-one-credential", false, "handshake: every agent calls with one credential (default: one each)")
 	cpuProfile := flag.String("cpuprofile", "", "handshake: write a CPU profile of the measured blocks (the stack runs in this process)")
 	memProfile := flag.String("memprofile", "", "handshake: write an allocation profile after the measured blocks")
 	flag.Parse()
@@ -79,7 +80,7 @@ func main() {
 		ok = res.write(os.Stdout) && ok
 	}
 	if *only == "" || *only == "handshake" {
-		res, err := runHandshakes(ctx, hsOptions{rounds: *hsRounds, block: *hsBlock, cpuProfile: *cpuProfile, memProfile: *memProfile})
+		res, err := runHandshakes(ctx, hsOptions{rounds: *hsRounds, block: *hsBlock, cpuProfile: *cpuProfile, memProfile: *memProfile, oneCredential: *hsOne})
 		exitIf(err)
 		ok = res.write(os.Stdout) && ok
 	}

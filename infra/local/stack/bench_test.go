@@ -9,9 +9,12 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign"
+	"github.com/countersign/countersign/shared/audit"
 	"github.com/countersign/countersign/shared/notify"
 	"github.com/countersign/countersign/shared/reqlog"
 	"github.com/countersign/countersign/shared/upstream"
@@ -156,13 +159,14 @@ func BenchmarkHandshake(b *testing.B) {
 	}
 }
 
-// TestHandshakeWrites pins the durable writes of one handshake: eight for
-// the lifecycle (the quota slot, the confirmation, the execution started and
-// waiting with its token, the token, the decision, the answer to the
-// workflow with its last states, the redemption, and the outcome) and six
-// for the audit trail (paused, approved, redeemed: each written on its own,
-// then sealed into its chain with the chain's head in one transaction; in a
-// busy process one seal takes many records).
+// TestHandshakeWrites pins the durable writes of one handshake, one per
+// step that must be durable: the confirmation with the quota's use it
+// counts, the call's audit record (call.paused) and the workflow's
+// execution started and waiting with its token; the token (before the link is sent); the
+// decision with its record (confirmation.approved) and the workflow's
+// answer with its next states; the redemption's claim (before the upstream
+// call); and the outcome with its record (confirmation.redeemed). The
+// three records are in the credential's chain, in order, and it verifies.
 func TestHandshakeWrites(t *testing.T) {
 	h := newHarness(t, harnessOptions{})
 	before := h.stack.StoreStats()
@@ -182,7 +186,31 @@ func TestHandshakeWrites(t *testing.T) {
 		}
 	}
 	after := h.stack.StoreStats()
-	if got, want := after.Writes-before.Writes, uint64(8+2*3); got != want {
+	if got, want := after.Writes-before.Writes, uint64(5); got != want {
 		t.Errorf("%d durable writes for one handshake, want %d", got, want)
+	}
+	ctx := context.Background()
+	chains, err := audit.Chains(ctx, h.stack.store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var actions []string
+	for _, chain := range chains {
+		recs, err := h.stack.store.ListAudit(ctx, countersign.AuditQuery{Chain: chain})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			if r.Subject == id {
+				actions = append(actions, r.Chain+" "+r.Action+" "+r.Outcome)
+			}
+		}
+	}
+	chain := audit.ChainOf("chat-user") // cs_test_ask's credential
+	if want := []string{chain + " call.paused confirmation_required", chain + " confirmation.approved approved", chain + " confirmation.redeemed executed"}; !slices.Equal(actions, want) {
+		t.Errorf("the chain records %q of the handshake, want %q", actions, want)
+	}
+	if rep, err := audit.Verify(ctx, h.stack.store); err != nil || !rep.OK() {
+		t.Errorf("the audit chains do not verify: %v, %+v", err, rep)
 	}
 }

@@ -254,6 +254,12 @@ func (f *faultStore) UpdateIdempotency(ctx context.Context, r *countersign.Idemp
 	return write(f.take(stepIdemAnswer, r.Key), func() error { return f.Store.UpdateIdempotency(ctx, r) }, func() { r.Version = v })
 }
 
+// TakeQuotaAlong carries nothing, so the pause counts the quota on its own
+// through TakeQuota, where its faults are injected.
+func (f *faultStore) TakeQuotaAlong(ctx context.Context, _ string, _ int, _, _ time.Time) (context.Context, *store.Along) {
+	return ctx, nil
+}
+
 func (f *faultStore) TakeQuota(ctx context.Context, key string, limit int, now, until time.Time) error {
 	return write(f.take(stepQuota, key), func() error { return f.Store.TakeQuota(ctx, key, limit, now, until) }, func() {})
 }
@@ -338,6 +344,28 @@ func (f *faultWorkflow) Start(ctx context.Context, m workflow.Machine, name stri
 		return err
 	})
 	return id, err
+}
+
+// StartAlong starts on its own, through Start, so that its faults are
+// injected: the engine's StartAlong would write the execution with the
+// confirmation, past them.
+func (f *faultWorkflow) StartAlong(ctx context.Context, m workflow.Machine, name string, input []byte) (context.Context, func(context.Context) (string, error)) {
+	return ctx, func(ctx context.Context) (string, error) { return f.Start(ctx, m, name, input) }
+}
+
+// AnswerAlong sends on its own, through SendTaskSuccess and
+// SendTaskFailure, so that their faults are injected.
+func (f *faultWorkflow) AnswerAlong(ctx context.Context, token string, answer func() ([]byte, string, string, bool)) (context.Context, func(context.Context) error) {
+	return ctx, func(ctx context.Context) error {
+		output, errorName, cause, ok := answer()
+		switch {
+		case !ok:
+			return nil
+		case errorName == "":
+			return f.SendTaskSuccess(ctx, token, output)
+		}
+		return f.SendTaskFailure(ctx, token, errorName, cause)
+	}
 }
 
 func (f *faultWorkflow) SendTaskSuccess(ctx context.Context, token string, output []byte) error {

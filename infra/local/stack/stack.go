@@ -299,6 +299,7 @@ func (s *Stack) startWorkflows(ctx context.Context, logger *slog.Logger) error {
 	s.engine, err = local.New(local.Options{
 		DB:            s.store.DB(),
 		Update:        s.store.Update,
+		Along:         s.store.TxAlong,
 		Definitions:   defs,
 		Substitutions: substitutions,
 		Functions: map[string]local.LambdaFunc{

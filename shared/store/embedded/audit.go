@@ -232,3 +232,164 @@ func (s *Store) ListAudit(_ context.Context, q countersign.AuditQuery) ([]*count
 	}
 	return out, nil
 }
+
+// AddAuditChained adds r to the end of its chain in one transaction: the
+// record numbered after the chain's head, its Prev, PrevTTL and Hash set
+// (hash computes Hash from the rest), and the head moved to it. A process
+// holds the file alone (Open), so no other sealer races for the slot and the
+// record needs no pending copy: one durable write instead of AddAudit's and
+// SealAudit's two. It returns store.ErrConflict, writing nothing, when the
+// chain still has pending records (a process stopped before sealing them):
+// the caller then adds r as pending, to be sealed after them in time order.
+// On success r holds the stored record.
+func (s *Store) AddAuditChained(_ context.Context, r *countersign.AuditRecord, hash func(*countersign.AuditRecord) string) error {
+	if err := checkChained(r); err != nil {
+		return err
+	}
+	var stored countersign.AuditRecord
+	err := s.writer.Update(func(tx *bbolt.Tx) error {
+		ok, err := chainAudit(tx, r, hash, &stored)
+		if err == nil && !ok {
+			err = store.ErrConflict
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("add audit %s/%s: %w", r.Chain, r.ID, err)
+	}
+	*r = stored
+	return nil
+}
+
+func checkChained(r *countersign.AuditRecord) error {
+	if r.Chain == "" || r.ID == "" || bytes.IndexByte([]byte(r.Chain), 0) >= 0 || bytes.IndexByte([]byte(r.ID), 0) >= 0 {
+		return fmt.Errorf("add audit: bad chain %q or id %q", r.Chain, r.ID)
+	}
+	return nil
+}
+
+// chainAudit is AddAuditChained's write in tx: false, writing nothing, when
+// the chain has pending records or no head but records; stored gets the
+// record written.
+func chainAudit(tx *bbolt.Tx, r *countersign.AuditRecord, hash func(*countersign.AuditRecord) string, stored *countersign.AuditRecord) (bool, error) {
+	prefix := pendingPrefix(r.Chain)
+	if k, _ := tx.Bucket(bucketAuditPending).Cursor().Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) {
+		return false, nil
+	}
+	rec := *r
+	rec.At = rec.At.UTC()
+	var head countersign.AuditHead
+	switch err := get(tx, bucketAuditHeads, []byte(r.Chain), &head); {
+	case errors.Is(err, store.ErrNotFound):
+		// No head: the chain must be empty too, else leave it to the
+		// sealer, which reads the chain's records.
+		if k, _ := tx.Bucket(bucketAudit).Cursor().Seek(auditPrefix(r.Chain)); k != nil && bytes.HasPrefix(k, auditPrefix(r.Chain)) {
+			return false, nil
+		}
+	case err != nil:
+		return false, err
+	}
+	rec.Seq, rec.Prev, rec.PrevTTL = head.Seq+1, head.Hash, head.Expires
+	// Along a chain the TTL never decreases (audit.Trail.append).
+	if rec.TTL > 0 {
+		rec.TTL = max(rec.TTL, rec.PrevTTL)
+	}
+	rec.Hash = hash(&rec)
+	key := auditKey(rec.Chain, rec.Seq)
+	if tx.Bucket(bucketAudit).Get(key) != nil {
+		return false, nil
+	}
+	if err := put(tx, bucketAudit, key, rec); err != nil {
+		return false, err
+	}
+	if err := moveHead(tx, &rec); err != nil {
+		return false, err
+	}
+	*stored = rec
+	return true, nil
+}
+
+// auditAlong is the embedded store's form of a store.Along: the audit
+// record is chained (chainAudit) in the confirmation write's transaction.
+type auditAlong struct {
+	store *Store
+	hash  func(*countersign.AuditRecord) string
+}
+
+// AuditAlong returns the Write of a store.Along whose record is added to
+// its chain in the same transaction as the confirmation write it goes with.
+func (s *Store) AuditAlong(hash func(*countersign.AuditRecord) string) any {
+	return &auditAlong{store: s, hash: hash}
+}
+
+// txAlong is the form of a store.Along written by a component that keeps
+// its own buckets in the store's file (the local workflow engine): fn
+// writes in the transaction, or declines (false) without writing.
+type txAlong struct {
+	store *Store
+	fn    func(tx *bbolt.Tx) (bool, error)
+}
+
+// TxAlong returns ctx carrying fn, to run in the transaction of the next
+// confirmation write made with ctx (store.Along), and the Along that says
+// whether it did. fn must act only through tx, may run more than once,
+// and must check before it writes: it returns false, having written
+// nothing, to decline; an error fails the confirmation write too.
+func (s *Store) TxAlong(ctx context.Context, fn func(tx *bbolt.Tx) (bool, error)) (context.Context, *store.Along) {
+	a := &store.Along{Write: &txAlong{store: s, fn: fn}}
+	return store.WithAlong(ctx, a), a
+}
+
+// along returns the writes ctx carries for a confirmation write that are
+// this store's, and the function that makes them in the confirmation
+// write's transaction after it, reporting which it made (a record the
+// builder declines, or a chain with pending records, is not: the caller
+// writes it on its own).
+func (s *Store) along(ctx context.Context) ([]*store.Along, func(tx *bbolt.Tx, c *countersign.Confirmation) ([]bool, error)) {
+	var mine []*store.Along
+	for _, a := range store.AlongOf(ctx) {
+		switch w := a.Write.(type) {
+		case *auditAlong:
+			if w.store == s && a.Record != nil {
+				mine = append(mine, a)
+			}
+		case *txAlong:
+			if w.store == s {
+				mine = append(mine, a)
+			}
+		}
+	}
+	if len(mine) == 0 {
+		return nil, nil
+	}
+	return mine, func(tx *bbolt.Tx, c *countersign.Confirmation) ([]bool, error) {
+		made := make([]bool, len(mine))
+		for i, a := range mine {
+			var err error
+			switch w := a.Write.(type) {
+			case *auditAlong:
+				r, ok := a.Record(c)
+				if !ok || checkChained(&r) != nil {
+					continue
+				}
+				var stored countersign.AuditRecord
+				made[i], err = chainAudit(tx, &r, w.hash, &stored)
+			case *txAlong:
+				made[i], err = w.fn(tx)
+			}
+			if err != nil {
+				return nil, err
+			}
+		}
+		return made, nil
+	}
+}
+
+// markAlong marks the writes made once their transaction committed.
+func markAlong(alongs []*store.Along, made []bool) {
+	for i, ok := range made {
+		if ok {
+			alongs[i].MarkDone()
+		}
+	}
+}

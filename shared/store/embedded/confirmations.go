@@ -12,24 +12,37 @@ import (
 )
 
 // CreateConfirmation stores c with Version 1; store.ErrConflict if its ID exists.
-func (s *Store) CreateConfirmation(_ context.Context, c *countersign.Confirmation) error {
+// A store.Along that ctx carries is made in the same transaction.
+func (s *Store) CreateConfirmation(ctx context.Context, c *countersign.Confirmation) error {
 	if c.ID == "" {
 		return errors.New("create confirmation: empty id")
 	}
 	rec := utcConfirmation(c)
 	rec.Version = 1
+	alongs, makeAlong := s.along(ctx)
+	var made []bool
 	err := s.writer.Update(func(tx *bbolt.Tx) error {
+		made = nil // the write may run again
 		if tx.Bucket(bucketConfirmations).Get([]byte(c.ID)) != nil {
 			return store.ErrConflict
 		}
 		if err := put(tx, bucketConfirmations, []byte(c.ID), rec); err != nil {
 			return err
 		}
-		return index(tx, &rec, nil)
+		if err := index(tx, &rec, nil); err != nil {
+			return err
+		}
+		if makeAlong != nil {
+			var err error
+			made, err = makeAlong(tx, &rec)
+			return err
+		}
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("create confirmation %s: %w", c.ID, err)
 	}
+	markAlong(alongs, made)
 	c.Version = 1
 	return nil
 }
@@ -49,11 +62,15 @@ func (s *Store) GetConfirmation(_ context.Context, id string) (*countersign.Conf
 // UpdateConfirmation replaces the confirmation's state if its stored
 // Version equals c.Version, and then increments c.Version. The fields fixed
 // at creation keep their stored values and the number of operations cannot
-// change, as on DynamoDB (store.Store.UpdateConfirmation).
-func (s *Store) UpdateConfirmation(_ context.Context, c *countersign.Confirmation) error {
+// change, as on DynamoDB (store.Store.UpdateConfirmation). A store.Along
+// that ctx carries is made in the same transaction.
+func (s *Store) UpdateConfirmation(ctx context.Context, c *countersign.Confirmation) error {
 	rec := utcConfirmation(c)
 	rec.Version = c.Version + 1
+	alongs, makeAlong := s.along(ctx)
+	var made []bool
 	err := s.writer.Update(func(tx *bbolt.Tx) error {
+		made = nil // the write may run again
 		var stored countersign.Confirmation
 		if err := get(tx, bucketConfirmations, []byte(c.ID), &stored); err != nil {
 			return err
@@ -68,11 +85,20 @@ func (s *Store) UpdateConfirmation(_ context.Context, c *countersign.Confirmatio
 		if err := put(tx, bucketConfirmations, []byte(c.ID), rec); err != nil {
 			return err
 		}
-		return index(tx, &rec, &stored)
+		if err := index(tx, &rec, &stored); err != nil {
+			return err
+		}
+		if makeAlong != nil {
+			var err error
+			made, err = makeAlong(tx, &rec)
+			return err
+		}
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("update confirmation %s: %w", c.ID, err)
 	}
+	markAlong(alongs, made)
 	c.Version = rec.Version
 	return nil
 }

@@ -39,49 +39,70 @@ func (s *Store) TakeQuota(_ context.Context, key string, limit int, now, until t
 	if limit < 1 || bytes.IndexByte([]byte(key), 0) >= 0 {
 		return fmt.Errorf("take quota %q: limit %d", key, limit)
 	}
-	err := s.writer.Update(func(tx *bbolt.Tx) error {
-		var q quotaCount
-		switch err := get(tx, bucketQuotas, []byte(key), &q); {
-		case errors.Is(err, store.ErrNotFound):
-			q = quotaCount{Key: key}
-		case err != nil:
-			return err
-		}
-		uses := tx.Bucket(bucketQuotaUses)
-		prefix := quotaPrefix(key)
-		var ended [][]byte
-		var free time.Time
-		c := uses.Cursor()
-		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-			u := useUntil(k[len(prefix):])
-			if u.After(now) {
-				free = u
-				break
-			}
-			ended = append(ended, bytes.Clone(k))
-		}
-		for _, k := range ended {
-			if err := uses.Delete(k); err != nil {
-				return err
-			}
-		}
-		q.Count = max(0, q.Count-len(ended))
-		if q.Count >= limit {
-			return &store.QuotaFullError{Key: key, Limit: limit, Free: free}
-		}
-		q.Next++
-		k := binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(prefix, uint64(max(0, until.UnixNano()))), q.Next)
-		if err := uses.Put(k, nil); err != nil {
-			return err
-		}
-		q.Count++
-		q.TTL = max(q.TTL, until.Add(time.Minute).Unix())
-		return put(tx, bucketQuotas, []byte(key), q)
-	})
+	err := s.writer.Update(func(tx *bbolt.Tx) error { return takeQuota(tx, key, limit, now, until) })
 	if err != nil {
 		return fmt.Errorf("take quota %s: %w", key, err)
 	}
 	return nil
+}
+
+// TakeQuotaAlong returns ctx carrying TakeQuota's write, to be made in the
+// transaction of the next confirmation write made with ctx (store.Along):
+// the use counted and the confirmation it counts in one commit. A full
+// quota fails that write with TakeQuota's *store.QuotaFullError, writing
+// neither. A bad key or limit carries nothing (nil): the caller takes the
+// quota on its own, which reports it.
+func (s *Store) TakeQuotaAlong(ctx context.Context, key string, limit int, now, until time.Time) (context.Context, *store.Along) {
+	if limit < 1 || bytes.IndexByte([]byte(key), 0) >= 0 {
+		return ctx, nil
+	}
+	return s.TxAlong(ctx, func(tx *bbolt.Tx) (bool, error) {
+		if err := takeQuota(tx, key, limit, now, until); err != nil {
+			return false, fmt.Errorf("take quota %s: %w", key, err)
+		}
+		return true, nil
+	})
+}
+
+// takeQuota is TakeQuota's write in tx.
+func takeQuota(tx *bbolt.Tx, key string, limit int, now, until time.Time) error {
+	var q quotaCount
+	switch err := get(tx, bucketQuotas, []byte(key), &q); {
+	case errors.Is(err, store.ErrNotFound):
+		q = quotaCount{Key: key}
+	case err != nil:
+		return err
+	}
+	uses := tx.Bucket(bucketQuotaUses)
+	prefix := quotaPrefix(key)
+	var ended [][]byte
+	var free time.Time
+	c := uses.Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		u := useUntil(k[len(prefix):])
+		if u.After(now) {
+			free = u
+			break
+		}
+		ended = append(ended, bytes.Clone(k))
+	}
+	for _, k := range ended {
+		if err := uses.Delete(k); err != nil {
+			return err
+		}
+	}
+	q.Count = max(0, q.Count-len(ended))
+	if q.Count >= limit {
+		return &store.QuotaFullError{Key: key, Limit: limit, Free: free}
+	}
+	q.Next++
+	k := binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(prefix, uint64(max(0, until.UnixNano()))), q.Next)
+	if err := uses.Put(k, nil); err != nil {
+		return err
+	}
+	q.Count++
+	q.TTL = max(q.TTL, until.Add(time.Minute).Unix())
+	return put(tx, bucketQuotas, []byte(key), q)
 }
 
 // useUntil reads when a use stops counting from the rest of its key.

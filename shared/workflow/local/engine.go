@@ -16,6 +16,7 @@ import (
 
 	"go.etcd.io/bbolt"
 
+	"github.com/countersign/countersign/shared/store"
 	"github.com/countersign/countersign/shared/workflow"
 )
 
@@ -34,6 +35,10 @@ type Options struct {
 	// stack passes the embedded store's, so the engine's commits join the
 	// store's (one disk sync for concurrent writes). fn may run more than once.
 	Update func(fn func(*bbolt.Tx) error) error
+	// Along, when set, carries a write to the transaction of the next
+	// confirmation write made with the context it returns (the embedded
+	// store's TxAlong, store.Along): StartAlong uses it.
+	Along func(ctx context.Context, fn func(tx *bbolt.Tx) (bool, error)) (context.Context, *store.Along)
 	// Definitions are the raw ASL definitions by machine, with their
 	// ${...} placeholders (see LoadDefinitions).
 	Definitions map[workflow.Machine][]byte
@@ -53,6 +58,7 @@ type Options struct {
 type Engine struct {
 	db       *bbolt.DB
 	write    func(fn func(*bbolt.Tx) error) error
+	along    func(ctx context.Context, fn func(tx *bbolt.Tx) (bool, error)) (context.Context, *store.Along)
 	machines map[workflow.Machine]*machine
 	funcs    map[string]LambdaFunc
 	log      *slog.Logger
@@ -110,6 +116,7 @@ func New(opts Options) (*Engine, error) {
 	e := &Engine{
 		db:          opts.DB,
 		write:       opts.Update,
+		along:       opts.Along,
 		machines:    map[workflow.Machine]*machine{},
 		funcs:       opts.Functions,
 		log:         opts.Logger,
@@ -160,33 +167,13 @@ func (e *Engine) Start(ctx context.Context, m workflow.Machine, name string, inp
 	if err := e.check(ctx); err != nil {
 		return "", fmt.Errorf("start %s %s: %w", m, name, err)
 	}
-	mach, ok := e.machines[m]
-	if !ok {
-		return "", fmt.Errorf("start %s %s: unknown state machine", m, name)
+	r, err := e.newExecution(m, name, input)
+	if err != nil {
+		return "", err
 	}
-	if err := validName(name); err != nil {
-		return "", fmt.Errorf("start %s %s: %w", m, name, err)
-	}
-	if len(bytes.TrimSpace(input)) == 0 {
-		input = []byte("{}")
-	}
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, input); err != nil {
-		return "", fmt.Errorf("start %s %s: invalid input: %w", m, name, err)
-	}
-	id := "local:" + string(m) + ":" + name
-	now := time.Now().UTC()
-	r := &record{
-		ID: id, Machine: string(m), Name: name, Input: buf.Bytes(), StartTime: now,
-		Status: StatusRunning, State: mach.startAt, StateInput: buf.Bytes(), EnteredTime: now,
-	}
-	if mach.timeout > 0 {
-		r.Deadline = now.Add(mach.timeout)
-	}
-	// Persisted already settled: waiting in its first Task with a token.
-	e.settle(r, now)
+	id := r.ID
 	existed := false
-	err := e.write(func(tx *bbolt.Tx) error {
+	err = e.write(func(tx *bbolt.Tx) error {
 		old, err := getRecord(tx, id)
 		if err != nil {
 			return err
@@ -206,12 +193,81 @@ func (e *Engine) Start(ctx context.Context, m workflow.Machine, name string, inp
 	if existed {
 		return id, nil
 	}
-	e.log.Info("workflow: execution started", "execution", id, "state", r.State)
-	if r.Status == StatusRunning && !r.Deadline.IsZero() {
-		e.armExecTimer(id, r.Deadline)
-	}
-	e.acted(&record{ID: id, Status: StatusRunning, State: mach.startAt}, r)
+	e.started(r)
 	return id, nil
+}
+
+// newExecution is the record of a new execution of m named name, settled
+// (waiting in its first Task with a token, as it is persisted).
+func (e *Engine) newExecution(m workflow.Machine, name string, input []byte) (*record, error) {
+	mach, ok := e.machines[m]
+	if !ok {
+		return nil, fmt.Errorf("start %s %s: unknown state machine", m, name)
+	}
+	if err := validName(name); err != nil {
+		return nil, fmt.Errorf("start %s %s: %w", m, name, err)
+	}
+	if len(bytes.TrimSpace(input)) == 0 {
+		input = []byte("{}")
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, input); err != nil {
+		return nil, fmt.Errorf("start %s %s: invalid input: %w", m, name, err)
+	}
+	id := "local:" + string(m) + ":" + name
+	now := time.Now().UTC()
+	r := &record{
+		ID: id, Machine: string(m), Name: name, Input: buf.Bytes(), StartTime: now,
+		Status: StatusRunning, State: mach.startAt, StateInput: buf.Bytes(), EnteredTime: now,
+	}
+	if mach.timeout > 0 {
+		r.Deadline = now.Add(mach.timeout)
+	}
+	// Persisted already settled: waiting in its first Task with a token.
+	e.settle(r, now)
+	return r, nil
+}
+
+// started acts on a new execution once it is persisted: its timers, and a
+// driver for its first state.
+func (e *Engine) started(r *record) {
+	e.log.Info("workflow: execution started", "execution", r.ID, "state", r.State)
+	if r.Status == StatusRunning && !r.Deadline.IsZero() {
+		e.armExecTimer(r.ID, r.Deadline)
+	}
+	e.acted(&record{ID: r.ID, Status: StatusRunning, State: e.machines[workflow.Machine(r.Machine)].startAt}, r)
+}
+
+// StartAlong is Start with the new execution written in the transaction of
+// the next confirmation write made with the returned context (see
+// Options.Along): one commit for the confirmation a pause creates and the
+// execution that asks for it. The returned start, called after that write,
+// finishes: when the execution was not written with it (no Options.Along,
+// the write failed, an execution of that name exists), it starts it as
+// Start does.
+func (e *Engine) StartAlong(ctx context.Context, m workflow.Machine, name string, input []byte) (context.Context, func(ctx context.Context) (string, error)) {
+	start := func(ctx context.Context) (string, error) { return e.Start(ctx, m, name, input) }
+	if e.along == nil || e.check(ctx) != nil {
+		return ctx, start
+	}
+	r, err := e.newExecution(m, name, input)
+	if err != nil {
+		return ctx, start // Start reports it
+	}
+	actx, a := e.along(ctx, func(tx *bbolt.Tx) (bool, error) {
+		old, err := getRecord(tx, r.ID)
+		if err != nil || old != nil {
+			return false, err // Start decides about an existing one
+		}
+		return true, putRecord(tx, nil, r)
+	})
+	return actx, func(ctx context.Context) (string, error) {
+		if !a.Done() {
+			return start(ctx)
+		}
+		e.started(r)
+		return r.ID, nil
+	}
 }
 
 // SendTaskSuccess completes the task waiting on token with output, which
@@ -474,5 +530,83 @@ func (e *Engine) stopTimer(timers map[string]*time.Timer, key string) {
 	if t := timers[key]; t != nil {
 		t.Stop()
 		delete(timers, key)
+	}
+}
+
+// AnswerAlong prepares the answer to the task waiting on token, to be
+// written in the transaction of the next confirmation write made with the
+// returned context (Options.Along): one commit for a decision and the
+// workflow's answer to it. answer, called in that transaction (and again
+// by send when it was not written there), gives the answer: output for a
+// success, or errorName and cause for a failure; false answers nothing.
+// The returned send, called after the write, acts on the answer written
+// (timers, a driver for the next states), or sends it as SendTaskSuccess
+// and SendTaskFailure do when it was not written with it (no
+// Options.Along, the write failed, the token is unknown, answered or timed
+// out: send then reports what they report).
+func (e *Engine) AnswerAlong(ctx context.Context, token string, answer func() (output []byte, errorName, cause string, ok bool)) (context.Context, func(ctx context.Context) error) {
+	send := func(ctx context.Context) error {
+		output, errorName, cause, ok := answer()
+		switch {
+		case !ok:
+			return nil
+		case errorName == "":
+			return e.SendTaskSuccess(ctx, token, output)
+		default:
+			return e.SendTaskFailure(ctx, token, errorName, cause)
+		}
+	}
+	if e.along == nil || token == "" || e.check(ctx) != nil {
+		return ctx, send
+	}
+	var id string
+	if err := e.db.View(func(tx *bbolt.Tx) error {
+		id = string(tx.Bucket(bucketTokens).Get([]byte(token)))
+		return nil
+	}); err != nil || id == "" {
+		return ctx, send
+	}
+	var prev, cur record
+	actx, a := e.along(ctx, func(tx *bbolt.Tx) (bool, error) {
+		output, errorName, cause, ok := answer()
+		if !ok {
+			return false, nil
+		}
+		var res any
+		var fail *taskError
+		if errorName == "" {
+			v, err := decodeJSON(output)
+			if err != nil {
+				return false, nil // send reports it
+			}
+			res = v
+		} else {
+			fail = &taskError{name: errorName, cause: cause}
+		}
+		r, err := getRecord(tx, id)
+		if err != nil || r == nil || r.Status != StatusRunning || r.Token != token {
+			return false, err
+		}
+		now := time.Now().UTC()
+		st := e.lookup(r)
+		if st == nil || !r.TokenDeadline.IsZero() && !now.Before(r.TokenDeadline) {
+			return false, nil // send fails or times it out
+		}
+		prev = r.clone()
+		afterTask(r, st, res, fail, now)
+		e.settle(r, now)
+		if r.Token != "" && e.isNotified(r.Token) {
+			r.Notified = true
+		}
+		r.Seq++
+		cur = *r
+		return true, putRecord(tx, &prev, r)
+	})
+	return actx, func(ctx context.Context) error {
+		if !a.Done() {
+			return send(ctx)
+		}
+		e.acted(&prev, &cur)
+		return nil
 	}
 }

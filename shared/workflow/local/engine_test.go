@@ -261,6 +261,20 @@ func TestConfirm(t *testing.T) {
 			},
 		},
 		{
+			name: "approved with execute, written with the decision",
+			answer: func(e *Engine, token string) error {
+				return answerAlong(e, token, []byte(`{"approved":true,"execute":true}`), "", "")
+			},
+			wantStatus: StatusSucceeded, wantState: "Executed", wantExecute: 1,
+		},
+		{
+			name: "rejected, written with the decision",
+			answer: func(e *Engine, token string) error {
+				return answerAlong(e, token, nil, "Rejected", "rejected by ana@example.com")
+			},
+			wantStatus: StatusSucceeded, wantState: "Rejected", wantOutcome: []string{"rejected"},
+		},
+		{
 			name: "failure with another name",
 			answer: func(e *Engine, token string) error {
 				return e.SendTaskFailure(context.Background(), token, "StoreUnavailable", "dynamodb down")

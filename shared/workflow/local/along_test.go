@@ -1,0 +1,157 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"testing/synctest"
+
+	"go.etcd.io/bbolt"
+
+	"github.com/countersign/countersign/shared/store"
+	"github.com/countersign/countersign/shared/workflow"
+)
+
+// TestStartAlong: the execution StartAlong prepares is written by the
+// store's confirmation write (here a stand-in that runs the Along's write
+// in its own transaction, as the embedded store does), and start then only
+// acts on it: the first state runs (notify is called once) with no write
+// of the engine's own. When the confirmation write did not make it (it
+// failed), start starts the execution itself; when an execution of that
+// name exists, the write declines and start answers as Start does.
+func TestStartAlong(t *testing.T) {
+	input := func(name string) []byte {
+		return fmt.Appendf(nil, `{"confirmation_id":%q,"timeout_seconds":600}`, name)
+	}
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakes{}
+		v := newEnv(t, f)
+		defer v.close(t)
+		var pending func(tx *bbolt.Tx) (bool, error)
+		var along *store.Along
+		v.e.along = func(ctx context.Context, fn func(tx *bbolt.Tx) (bool, error)) (context.Context, *store.Along) {
+			pending, along = fn, &store.Along{}
+			return store.WithAlong(ctx, along), along
+		}
+		writes := 0
+		v.e.write = func(fn func(*bbolt.Tx) error) error { writes++; return v.db.Update(fn) }
+		confirmationWrite := func() (made bool) {
+			t.Helper()
+			if err := v.db.Update(func(tx *bbolt.Tx) error {
+				var err error
+				made, err = pending(tx)
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if made {
+				along.MarkDone()
+			}
+			return made
+		}
+
+		ctx, start := v.e.StartAlong(context.Background(), workflow.Confirm, "cf_1", input("cf_1"))
+		if len(store.AlongOf(ctx)) != 1 || !confirmationWrite() {
+			t.Fatal("the execution did not go with the confirmation write")
+		}
+		id, err := start(context.Background())
+		if err != nil || id != "local:confirm:cf_1" {
+			t.Fatalf("start: %q, %v", id, err)
+		}
+		synctest.Wait()
+		wantState(t, v.info(t, id), StatusRunning, "Notify")
+		if n := f.calls(&f.notify); len(n) != 1 || n[0].payload["execution"] != id {
+			t.Fatalf("notify calls = %v", n)
+		}
+		if writes != 0 {
+			t.Errorf("the engine wrote the started execution again (%d writes)", writes)
+		}
+
+		// The confirmation write failed: start starts it on its own.
+		_, start = v.e.StartAlong(context.Background(), workflow.Confirm, "cf_2", input("cf_2"))
+		if id, err := start(context.Background()); err != nil || id != "local:confirm:cf_2" || writes != 1 {
+			t.Fatalf("start after a failed write: %q, %v, %d writes", id, err, writes)
+		}
+		synctest.Wait()
+		wantState(t, v.info(t, "local:confirm:cf_2"), StatusRunning, "Notify")
+
+		// An execution of that name with another input: the write declines
+		// and start reports what Start does.
+		_, start = v.e.StartAlong(context.Background(), workflow.Confirm, "cf_1", input("other"))
+		if confirmationWrite() {
+			t.Fatal("an existing execution was overwritten")
+		}
+		if _, err := start(context.Background()); !errors.Is(err, ErrExecutionAlreadyExists) {
+			t.Fatalf("start of an existing name: %v, want ErrExecutionAlreadyExists", err)
+		}
+	})
+}
+
+// answerAlong answers the task on token with AnswerAlong, its write made
+// by a stand-in for the confirmation write (as TestStartAlong's), and
+// fails unless the answer went with that write.
+func answerAlong(e *Engine, token string, output []byte, errorName, cause string) error {
+	var pending func(tx *bbolt.Tx) (bool, error)
+	var along *store.Along
+	e.along = func(ctx context.Context, fn func(tx *bbolt.Tx) (bool, error)) (context.Context, *store.Along) {
+		pending, along = fn, &store.Along{}
+		return store.WithAlong(ctx, along), along
+	}
+	defer func() { e.along = nil }()
+	_, send := e.AnswerAlong(context.Background(), token, func() ([]byte, string, string, bool) { return output, errorName, cause, true })
+	if pending == nil {
+		return errors.New("AnswerAlong carried no write")
+	}
+	made := false
+	if err := e.db.Update(func(tx *bbolt.Tx) error {
+		var err error
+		made, err = pending(tx)
+		return err
+	}); err != nil {
+		return err
+	}
+	if !made {
+		return errors.New("the answer was not written with the confirmation write")
+	}
+	along.MarkDone()
+	return send(context.Background())
+}
+
+// TestAnswerAlongFallsBack: an answer whose write did not go with the
+// confirmation write is sent on its own by send, which reports what
+// SendTaskSuccess reports (an unknown token); one whose answer function
+// declines sends nothing.
+func TestAnswerAlongFallsBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakes{}
+		v := newEnv(t, f)
+		defer v.close(t)
+		v.e.along = func(ctx context.Context, fn func(tx *bbolt.Tx) (bool, error)) (context.Context, *store.Along) {
+			a := &store.Along{}
+			return store.WithAlong(ctx, a), a
+		}
+		id := v.start(t, workflow.Confirm, "cf_1", 600)
+		synctest.Wait()
+		token := v.info(t, id).TaskToken
+		_, send := v.e.AnswerAlong(context.Background(), "no-such-token", func() ([]byte, string, string, bool) { return []byte(`{"approved":true}`), "", "", true })
+		if err := send(context.Background()); !errors.Is(err, workflow.ErrTaskNotFound) {
+			t.Fatalf("send for an unknown token: %v, want ErrTaskNotFound", err)
+		}
+		_, send = v.e.AnswerAlong(context.Background(), token, func() ([]byte, string, string, bool) { return nil, "", "", false })
+		if err := send(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		wantState(t, v.info(t, id), StatusRunning, "Notify")
+		// Not written with a confirmation write: send sends it.
+		_, send = v.e.AnswerAlong(context.Background(), token, func() ([]byte, string, string, bool) {
+			return []byte(`{"approved":true,"execute":false}`), "", "", true
+		})
+		if err := send(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		wantState(t, v.info(t, id), StatusSucceeded, "Approved")
+	})
+}
