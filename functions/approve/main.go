@@ -14,7 +14,7 @@ func main() {
 	// sign-in the gateway function's /oauth routes complete.
 	// WithEmail: the e-mail approvers are mailed each approval counted
 	// toward a quorum and the decision (their follow-ups).
-	d := awsenv.MustLoad(awsenv.NeedWorkflow|awsenv.NeedSigningKey|awsenv.NeedOAuth, awsenv.WithEmail(snsmail.Deployed))
+	d := awsenv.MustLoad(awsenv.NeedWorkflow|awsenv.NeedSigningKey|awsenv.NeedOAuth, awsenv.WithEmail(snsmail.Deployed), awsenv.WithSignIn())
 	// Passkeys: only this function registers them and verifies approvals
 	// made with them, so only it links the WebAuthn library.
 	d.App.UsePasskeys(passkey.New(d.App.PasskeyDeps()))

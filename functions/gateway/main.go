@@ -16,6 +16,6 @@ func main() {
 	// written to it at start only when COUNTERSIGN_SEED_CREDENTIALS=true.
 	// NeedOAuth: it is the OAuth authorization server (the metadata
 	// documents and /oauth/...) and takes access tokens on /v1.
-	d := awsenv.MustLoad(awsenv.NeedWorkflow | awsenv.NeedSigningKey | awsenv.NeedOAuth | awsenv.MaySeedCredentials)
+	d := awsenv.MustLoad(awsenv.NeedWorkflow|awsenv.NeedSigningKey|awsenv.NeedOAuth|awsenv.MaySeedCredentials, awsenv.WithSignIn())
 	awsenv.StartHTTP(d, d.HTTP())
 }

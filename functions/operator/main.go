@@ -11,6 +11,6 @@ import (
 func main() {
 	// NeedOAuth: operators who are people sign in through the deployment's
 	// provider, the sign-in the gateway function's /oauth routes complete.
-	d := awsenv.MustLoad(awsenv.NeedSigningKey | awsenv.NeedOAuth)
+	d := awsenv.MustLoad(awsenv.NeedSigningKey|awsenv.NeedOAuth, awsenv.WithSignIn())
 	awsenv.StartHTTP(d, d.Operator())
 }

@@ -21,7 +21,8 @@ func init() { runtime.MemProfileRate = 0 }
 func main() {
 	// The signing key seals MCP request states and card tokens; the
 	// workflow ARNs: a script whose calls need a person starts a batch.
-	// NeedOAuth: /mcp takes access tokens and its 401 names the metadata.
+	// NeedOAuth: /mcp takes access tokens and its 401 names the metadata;
+	// without WithSignIn, as nobody signs in here (no OpenID Connect client).
 	d := awsenv.MustLoad(awsenv.NeedWorkflow | awsenv.NeedSigningKey | awsenv.NeedOAuth)
 	awsenv.Start(d, gatewayapp.Function(d.App).Handle)
 }

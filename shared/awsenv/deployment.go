@@ -42,6 +42,8 @@ type Deployment struct {
 
 	source   *s3config.Source
 	channels func(*config.Config) []notify.Channel
+	// signIn builds SignIn (WithSignIn); nil: nobody signs in here.
+	signIn func(d *Deployment, key []byte, sessions oauth.SessionStore) oauth.SignIn
 }
 
 // ErrNoApproverChannel is why a deployment refuses a configuration that
@@ -74,7 +76,7 @@ func Load(ctx context.Context, need Needs, opts ...Option) (*Deployment, error) 
 	if err != nil {
 		return nil, err
 	}
-	d := &Deployment{Env: env}
+	d := &Deployment{Env: env, signIn: o.signIn}
 	var email func(workspace string) notify.Channel
 	if o.email != nil && env.ApproverTopicARN != "" {
 		email = o.email(env.ApproverTopicARN, env.SNSEndpoint, awsCfg)
@@ -182,7 +184,8 @@ func webhooks(cfg *config.Config) []notify.Channel {
 type Option func(*options)
 
 type options struct {
-	email EmailApprover
+	email  EmailApprover
+	signIn func(d *Deployment, key []byte, sessions oauth.SessionStore) oauth.SignIn
 }
 
 // EmailApprover builds the e-mail approver of a deployment: its channel

@@ -53,7 +53,10 @@ func (d *Deployment) withOAuth(st oauth.Store, k links.Key) error {
 	if !ok {
 		return errors.New("oauth: the store keeps no sessions")
 	}
-	si := &deployedSignIn{d: d, key: signKey, sessions: sessions}
+	var si oauth.SignIn = noSignIn{}
+	if d.signIn != nil {
+		si = d.signIn(d, signKey, sessions)
+	}
 	d.OAuth, err = oauth.New(st, oauth.Options{
 		PublicURL:  func() string { return d.LinkBase() },
 		SignIn:     si,
@@ -123,6 +126,31 @@ func (d *Deployment) HTTP() http.Handler {
 		}
 		g.ServeHTTP(w, r)
 	})
+}
+
+// WithSignIn lets people sign in through the deployment's provider
+// (with NeedOAuth): the authorization server's authorize endpoint (the
+// gateway function), approvers.sign_in (approve) and operators who are
+// people (operator). The scripts function, which only checks access
+// tokens, does not ask for it, so it links no OpenID Connect client (0.33
+// MB of its bootstrap): its sign-in signs nobody in (noSignIn).
+func WithSignIn() Option {
+	return func(o *options) { o.signIn = newDeployedSignIn }
+}
+
+func newDeployedSignIn(d *Deployment, key []byte, sessions oauth.SessionStore) oauth.SignIn {
+	return &deployedSignIn{d: d, key: key, sessions: sessions}
+}
+
+// noSignIn is the sign-in of a deployment without WithSignIn: nobody is
+// signed in, and a sign-in asked of it is not found here (API Gateway
+// routes none of the OAuth server's pages to such a function).
+type noSignIn struct{}
+
+func (noSignIn) Person(*http.Request) (oauth.Person, bool) { return oauth.Person{}, false }
+
+func (noSignIn) Start(w http.ResponseWriter, r *http.Request, _ string) {
+	http.Error(w, "Sign-in is not served by this function.", http.StatusNotFound)
 }
 
 // provider is one identity provider countersign is a client of.

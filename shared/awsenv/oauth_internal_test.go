@@ -133,3 +133,33 @@ func TestSignInAvailable(t *testing.T) {
 		})
 	}
 }
+
+// TestSignInOnlyWithWithSignIn: a deployment signs people in through its
+// provider only when its function asks for it (WithSignIn: the gateway,
+// approve and operator functions); without it (the scripts function, which
+// checks access tokens only) nobody is signed in and a sign-in asked of it
+// is not found, rather than sent to a provider.
+func TestSignInOnlyWithWithSignIn(t *testing.T) {
+	var o options
+	WithSignIn()(&o)
+	if o.signIn == nil {
+		t.Fatal("WithSignIn sets no sign-in")
+	}
+	if _, ok := o.signIn(&Deployment{}, bytes.Repeat([]byte{1}, 32), nil).(*deployedSignIn); !ok {
+		t.Fatal("WithSignIn's sign-in is not the deployment's provider")
+	}
+	var none options
+	if none.signIn != nil {
+		t.Fatal("a sign-in without WithSignIn")
+	}
+	var si oauth.SignIn = noSignIn{}
+	r := httptest.NewRequest(http.MethodGet, "https://example.com/oauth/authorize", nil)
+	if p, ok := si.Person(r); ok {
+		t.Errorf("noSignIn found %+v signed in", p)
+	}
+	w := httptest.NewRecorder()
+	si.Start(w, r, "/oauth/authorize")
+	if w.Code != http.StatusNotFound || w.Header().Get("Location") != "" {
+		t.Errorf("noSignIn's Start: %d, Location %q; want 404 and no redirect", w.Code, w.Header().Get("Location"))
+	}
+}
