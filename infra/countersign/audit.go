@@ -11,6 +11,7 @@ import (
 
 	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/audit"
+	"github.com/countersign/countersign/shared/display"
 )
 
 const auditSynopsis = "[--data DIR | --table NAME [--region R] [--endpoint URL]] [--since WHEN] [--chain NAME] [--json] [--verify]"
@@ -143,16 +144,21 @@ func (k *keysCmd) printAudit(recs []*countersign.AuditRecord) {
 		}
 		return
 	}
+	// Every text a record holds is written with its hidden and control
+	// characters as escapes (display.Text): a reject reason is anyone's
+	// with the link, and raw it could drive the terminal (clear the screen,
+	// rewrite the line above).
+	t := display.Text
 	for _, r := range recs {
-		line := []string{r.At.UTC().Format(time.RFC3339), fmt.Sprintf("%s#%d", r.Chain, r.Seq), r.Actor, r.Action}
+		line := []string{r.At.UTC().Format(time.RFC3339), fmt.Sprintf("%s#%d", t(r.Chain), r.Seq), t(r.Actor), t(r.Action)}
 		if r.Subject != "" {
-			line = append(line, r.Subject)
+			line = append(line, t(r.Subject))
 		}
 		if r.Method != "" {
-			line = append(line, r.Method+" "+r.Path+" on "+r.Connection)
+			line = append(line, t(r.Method)+" "+t(r.Path)+" on "+t(r.Connection))
 		}
 		if r.Outcome != "" {
-			line = append(line, "-> "+r.Outcome)
+			line = append(line, "-> "+t(r.Outcome))
 		}
 		if r.Count > 0 && r.Since != nil {
 			line = append(line, fmt.Sprintf("x%d more since %s (as record %d)", r.Count, r.Since.UTC().Format(time.RFC3339), r.First))
@@ -161,10 +167,10 @@ func (k *keysCmd) printAudit(recs []*countersign.AuditRecord) {
 			line = append(line, fmt.Sprintf("[path cut: %d bytes, sha256 %s]", r.PathBytes, r.PathSHA256))
 		}
 		if r.Hook != nil {
-			line = append(line, "hook "+r.Hook.Decision)
+			line = append(line, "hook "+t(r.Hook.Decision))
 		}
 		if r.Reason != "" {
-			line = append(line, fmt.Sprintf("(%s)", r.Reason))
+			line = append(line, "("+t(r.Reason)+")")
 		}
 		fmt.Fprintln(k.stdout, strings.Join(line, "  "))
 	}

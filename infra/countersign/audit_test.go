@@ -248,3 +248,31 @@ func TestAuditVerifyDynamoDB(t *testing.T) {
 		})
 	}
 }
+
+// TestAuditPrintsControlsAsEscapes: a record's text is anyone's with a
+// link (a reject reason), so the text output writes its control, bidi and
+// zero-width characters as escapes, never raw to the terminal.
+func TestAuditPrintsControlsAsEscapes(t *testing.T) {
+	dir := t.TempDir()
+	st, err := embedded.Open(filepath.Join(dir, "countersign.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &audit.Trail{Store: st}
+	if _, err := tr.Append(context.Background(), countersign.AuditRecord{Chain: audit.ChainOf("agent"), Actor: "approver:ops\r\x1b[2K",
+		Action: "confirmation.rejected", Method: "POST", Path: "/payments", Connection: "crm", Outcome: "rejected",
+		Reason: "\x1b]0;pwned\x07\x1b[2J\u202egnp.exe\u200b"}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	r := runCmd(t, "audit", "--data", dir)
+	if r.code != exitOK {
+		t.Fatalf("audit: %d %s", r.code, r.stderr)
+	}
+	if strings.ContainsAny(r.stdout, "\x1b\x07\r\u202e\u200b") {
+		t.Fatalf("the output holds a control or hidden character raw: %q", r.stdout)
+	}
+	if !strings.Contains(r.stdout, "approver:ops") || !strings.Contains(r.stdout, "gnp.exe") {
+		t.Errorf("the output does not show the escapes: %q", r.stdout)
+	}
+}

@@ -434,8 +434,21 @@ func DirDigest(dir string) (string, error) {
 
 // bound cuts r's text fields to their bounds: Path and Reason keep the
 // whole one's length and SHA-256 (PathBytes, PathSHA256, ReasonBytes,
-// ReasonSHA256); the others are cut. A record already bound is unchanged.
+// ReasonSHA256); the others are cut. Every text field is made valid UTF-8
+// first (invalid bytes become U+FFFD): the hash is over the record's
+// JSON, which writes an invalid byte as the escape \ufffd and reads it
+// back as the character, so a record holding one would not verify. A
+// record already bound is unchanged.
 func bound(r *countersign.AuditRecord) {
+	for _, f := range []*string{&r.ID, &r.Actor, &r.Action, &r.Subject, &r.Credential, &r.Connection, &r.Method, &r.Path,
+		&r.Tier, &r.Rule, &r.Binding, &r.Outcome, &r.Reason} {
+		*f = strings.ToValidUTF8(*f, "\uFFFD")
+	}
+	if r.Hook != nil && (!utf8.ValidString(r.Hook.Decision) || !utf8.ValidString(r.Hook.Reason)) {
+		h := *r.Hook
+		h.Decision, h.Reason = strings.ToValidUTF8(h.Decision, "\uFFFD"), strings.ToValidUTF8(h.Reason, "\uFFFD")
+		r.Hook = &h
+	}
 	if len(r.Path) > MaxPath && r.PathSHA256 == "" {
 		r.PathBytes, r.PathSHA256 = len(r.Path), sha256Hex(r.Path)
 		r.Path = cut(r.Path, MaxPath)

@@ -2,6 +2,7 @@ package audit_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -95,5 +96,33 @@ func TestDirDigestChangesWithAFile(t *testing.T) {
 	b, _ := audit.DirDigest(dir)
 	if a == b || !strings.HasPrefix(a, "sha256:") {
 		t.Fatalf("digests %s %s", a, b)
+	}
+}
+
+// TestInvalidUTF8Verifies: a record whose text is not UTF-8 is stored as
+// valid text, so it hashes the same read back from JSON and its chain
+// verifies.
+func TestInvalidUTF8Verifies(t *testing.T) {
+	ctx := context.Background()
+	st := open(t)
+	tr := &audit.Trail{Store: st}
+	if _, err := tr.Append(ctx, countersign.AuditRecord{Chain: "cred:x", Actor: "a\xff", Action: "confirmation.rejected", Reason: "no \xfe way",
+		Hook: &countersign.AuditHook{Decision: "deny", Reason: "\xc0\xaf"}}); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := st.ListAudit(ctx, countersign.AuditQuery{Chain: "cred:x"})
+	if err != nil || len(recs) != 1 {
+		t.Fatalf("%d records, %v", len(recs), err)
+	}
+	b, err := json.Marshal(recs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back countersign.AuditRecord
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if audit.Hash(&back) != back.Hash || back.Reason != "no \uFFFD way" || back.Hook.Reason != "\uFFFD" {
+		t.Fatalf("read back from JSON: %+v", back)
 	}
 }

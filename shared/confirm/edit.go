@@ -95,6 +95,11 @@ func EditedArgs(op *countersign.Operation, edits []EditRequest) (countersign.Arg
 		if len(to) == 0 || json.Unmarshal(to, &probe) != nil {
 			return args, nil, invalidEdit("the value of %s is not JSON", e.Field)
 		}
+		// Invalid UTF-8 or a lone surrogate would be decoded to U+FFFD in
+		// the body that runs while the record kept the bytes posted.
+		if _, err := canon.Transform(to); err != nil {
+			return args, nil, invalidEdit("the value of %s is not valid JSON text (UTF-8, no lone surrogate)", e.Field)
+		}
 		where, rest, _ := strings.Cut(e.Field, ".")
 		switch where {
 		case "query":

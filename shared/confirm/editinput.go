@@ -28,7 +28,7 @@ const MaxEditInput = 1000
 // EditInputs are the inputs of operation i of c: each field its endpoint
 // lists in approval.editable that the call has, with a string, a number or
 // a boolean (the only values an edit may change) of at most MaxEditInput
-// bytes. None where c cannot be edited: a quorum or a passkey approves the
+// bytes, a string only if an input holds it as it is (inputHolds). None where c cannot be edited: a quorum or a passkey approves the
 // call as it was made, and an operation is edited once.
 func EditInputs(c *countersign.Confirmation, i int) []EditInput {
 	if i < 0 || i >= len(c.Operations) || c.Required > 1 || NeedsPasskey(c, nil) || c.Kind == countersign.KindReview {
@@ -52,7 +52,7 @@ func EditInputs(c *countersign.Confirmation, i int) []EditInput {
 			e.Kind = "boolean"
 		case "a string":
 			var s string
-			if json.Unmarshal(v, &s) != nil {
+			if json.Unmarshal(v, &s) != nil || !inputHolds(s) {
 				continue
 			}
 			e.Kind, e.Value = "string", s
@@ -65,6 +65,14 @@ func EditInputs(c *countersign.Confirmation, i int) []EditInput {
 		out = append(out, e)
 	}
 	return out
+}
+
+// inputHolds reports whether a text input holds s as it is, so that an
+// Approve that leaves it alone posts s back: an HTML page writes a NUL as
+// U+FFFD and a browser strips a text input's line breaks, which would post
+// as a change nobody made.
+func inputHolds(s string) bool {
+	return !strings.ContainsAny(s, "\x00\r\n")
 }
 
 // PlainEdit is an input's plain text as the JSON value of an edit of field,

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -237,7 +238,7 @@ func readApproveRequest(r *http.Request, b []byte) (approveRequest, error) {
 		return jsonRequest(b)
 	}
 	form, err := url.ParseQuery(string(b))
-	if err != nil {
+	if err != nil || !validForm(form) {
 		return approveRequest{}, fault.New(fault.InvalidRequest, "The form could not be read.")
 	}
 	return formRequest(form), nil
@@ -266,4 +267,20 @@ func jsonProblem(err error) string {
 		where = "the body"
 	}
 	return fmt.Sprintf("%.100s is %s, not %s", where, te.Value, want)
+}
+
+// validForm reports whether every name and value of form is UTF-8, as a
+// browser sends the page's form: the JSON body is held to the same.
+func validForm(form url.Values) bool {
+	for k, vs := range form {
+		if !utf8.ValidString(k) {
+			return false
+		}
+		for _, v := range vs {
+			if !utf8.ValidString(v) {
+				return false
+			}
+		}
+	}
+	return true
 }
