@@ -66,10 +66,15 @@ func (c *Confirmation) DecidedText(st Status, by string) string {
 	}
 	rest := t.rest
 	switch {
-	case c.GatewayRuns || c.Kind == KindScript:
+	case c.GatewayExecutes():
 		rest = t.gateway
 	case st == StatusApproved && c.RedeemBy != nil:
 		rest = "; the agent can run it until " + c.RedeemBy.UTC().Format("2 Jan 2006, 15:04:05 UTC") + " (redeem by)."
 	}
 	return t.verb + by + rest
 }
+
+// GatewayExecutes reports whether the gateway runs c's approved operations
+// itself (a script's batch, or GatewayRuns) instead of waiting for the
+// agent to redeem them.
+func (c *Confirmation) GatewayExecutes() bool { return c.GatewayRuns || c.Kind == KindScript }
