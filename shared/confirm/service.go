@@ -443,7 +443,7 @@ var ErrNotReady = errors.New("the workflow has not handed over its task token ye
 // Answer is an approver's answer to a confirmation: approve (all of it,
 // or the operations kept) or reject. The policy's decision on a call is
 // policy.Decision; this is the person's. Every surface's answer becomes
-// one (mcpapi.Answer, read from an MCP client, included); calls.Answer is
+// one (mcpapi.Answer, read from an MCP client, included); calls.Reply is
 // something else: a response kept for an idempotent replay.
 type Answer struct {
 	Approve bool
