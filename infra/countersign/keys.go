@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -351,18 +350,28 @@ func hashPrefix(h string) string {
 	return h
 }
 
-func (k *keysCmd) list(ctx context.Context) error {
+// credentials reads every credential in the store (at most maxListed),
+// for the list commands, which take no arguments.
+func (k *keysCmd) credentials(ctx context.Context) ([]countersign.Credential, string, error) {
 	if err := k.noArgs(); err != nil {
-		return err
+		return nil, "", err
 	}
 	st, where, err := k.open(ctx, false)
 	if err != nil {
-		return err
+		return nil, "", err
 	}
 	defer st.Close()
 	creds, err := store.All(ctx, st.ListCredentials, countersign.ListQuery{}, maxListed)
 	if err != nil {
-		return fmt.Errorf("list credentials in %s: %w", where, err)
+		return nil, "", fmt.Errorf("list credentials in %s: %w", where, err)
+	}
+	return creds, where, nil
+}
+
+func (k *keysCmd) list(ctx context.Context) error {
+	creds, where, err := k.credentials(ctx)
+	if err != nil {
+		return err
 	}
 	if k.json {
 		out := make([]listedCredential, 0, len(creds))
@@ -374,12 +383,7 @@ func (k *keysCmd) list(ctx context.Context) error {
 			out = append(out, listedCredential{ID: c.ID, Choice: c.Choice.String(), Origin: c.Origin.String(), ReadOnly: c.ReadOnly,
 				Operator: c.Operator, Connections: conns, KeyPrefix: hashPrefix(c.KeyHash), LastClient: c.LastClient})
 		}
-		enc := json.NewEncoder(k.stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(out); err != nil {
-			return fmt.Errorf("list: write: %w", err)
-		}
-		return nil
+		return writeJSON(k.stdout, out)
 	}
 	if len(creds) == 0 {
 		fmt.Fprintf(k.stderr, "countersign: no credentials in %s\n", where)

@@ -110,17 +110,9 @@ type listedUser struct {
 }
 
 func (k *keysCmd) listUsers(ctx context.Context) error {
-	if err := k.noArgs(); err != nil {
-		return err
-	}
-	st, where, err := k.open(ctx, false)
+	creds, where, err := k.credentials(ctx)
 	if err != nil {
 		return err
-	}
-	defer st.Close()
-	creds, err := store.All(ctx, st.ListCredentials, countersign.ListQuery{}, maxListed)
-	if err != nil {
-		return fmt.Errorf("list credentials in %s: %w", where, err)
 	}
 	out := []listedUser{}
 	for _, c := range creds {
