@@ -61,7 +61,7 @@ var statusTexts = map[Status]struct{ verb, rest, gateway string }{
 // undecided) reads as its name.
 func (c *Confirmation) DecidedText(st Status, by string) string {
 	t, ok := statusTexts[st]
-	if !ok || st == StatusExpired && c.DecidedAt == nil {
+	if !ok || c.Lapsed(st) {
 		return string(st)
 	}
 	rest := t.rest
@@ -78,3 +78,7 @@ func (c *Confirmation) DecidedText(st Status, by string) string {
 // itself (a script's batch, or GatewayRuns) instead of waiting for the
 // agent to redeem them.
 func (c *Confirmation) GatewayExecutes() bool { return c.GatewayRuns || c.Kind == KindScript }
+
+// Lapsed reports whether c, in its effective status st, expired before
+// anyone decided it: nothing was approved, and nothing ran.
+func (c *Confirmation) Lapsed(st Status) bool { return st == StatusExpired && c.DecidedAt == nil }

@@ -322,7 +322,7 @@ func (a *Approver) show(ctx context.Context, r *http.Request, id string, head bo
 			p.Progress = fmt.Sprintf("%d of %d approvals", len(c.Approvals), n)
 		}
 		return a.page(http.StatusOK, p, head)
-	case st == countersign.StatusPending || st == countersign.StatusExpired && c.DecidedAt == nil:
+	case st == countersign.StatusPending || c.Lapsed(st):
 		p.State = approvalpage.Expired
 		return a.page(http.StatusGone, p, head)
 	default:

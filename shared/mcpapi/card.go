@@ -269,7 +269,7 @@ func (h *Handler) cardOf(c *countersign.Confirmation, effective countersign.Stat
 		v.State, v.Message = "out_of_band", "This confirmation is decided by the approvers only, out of band."
 	case effective == countersign.StatusPending:
 		v.State = "pending"
-	case effective == countersign.StatusExpired && c.DecidedAt == nil:
+	case c.Lapsed(effective):
 		v.State, v.Message, v.SecondsLeft = "expired", expiredText+"; nothing ran. Ask again to get a new one.", 0
 	default:
 		v.State, v.Message = "decided", c.DecidedText(effective, "")
@@ -490,7 +490,7 @@ func (h *Handler) confirmationStatus(cred *countersign.Credential) mcp.ToolHandl
 		if v.State == "out_of_band" {
 			v.State = "pending"
 			switch {
-			case st.Effective == countersign.StatusExpired && st.DecidedAt == nil:
+			case st.Lapsed(st.Effective):
 				v.State = "expired"
 			case st.Effective != countersign.StatusPending:
 				v.State, v.Message = "decided", st.Confirmation.DecidedText(st.Effective, "")
