@@ -82,3 +82,13 @@ func (c *Confirmation) GatewayExecutes() bool { return c.GatewayRuns || c.Kind =
 // Lapsed reports whether c, in its effective status st, expired before
 // anyone decided it: nothing was approved, and nothing ran.
 func (c *Confirmation) Lapsed(st Status) bool { return st == StatusExpired && c.DecidedAt == nil }
+
+// Decider names who decided c as the surfaces show it: the person signed
+// in (Person.Label), else the channel whose link was used; empty while
+// nobody has.
+func (c *Confirmation) Decider() string {
+	if c.DecidedByPerson != nil {
+		return c.DecidedByPerson.Label()
+	}
+	return c.DecidedBy
+}

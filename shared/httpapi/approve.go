@@ -581,10 +581,8 @@ func (a *Approver) decidedPage(c *countersign.Confirmation, link links.Link) app
 // effective status: an approval not redeemed in time reads as such.
 func decisionText(c *countersign.Confirmation, st countersign.Status) string {
 	by := ""
-	if c.DecidedByPerson != nil {
-		by = " by " + c.DecidedByPerson.Label()
-	} else if c.DecidedBy != "" {
-		by = " by " + c.DecidedBy
+	if d := c.Decider(); d != "" {
+		by = " by " + d
 	}
 	return c.DecidedText(st, by)
 }

@@ -288,11 +288,8 @@ func decidedBy(c *countersign.Confirmation, eff countersign.Status) string {
 
 // decider names who decided a confirmation.
 func decider(c *countersign.Confirmation) string {
-	if c.DecidedByPerson != nil {
-		return display.Text(c.DecidedByPerson.Label())
-	}
-	if c.DecidedBy != "" {
-		return display.Text(c.DecidedBy)
+	if d := c.Decider(); d != "" {
+		return display.Text(d)
 	}
 	return "its approvers"
 }
