@@ -61,15 +61,34 @@ var statusTexts = map[Status]struct{ verb, rest, gateway string }{
 // undecided) reads as its name.
 func (c *Confirmation) DecidedText(st Status, by string) string {
 	t, ok := statusTexts[st]
-	if !ok || st == StatusExpired && c.DecidedAt == nil {
+	if !ok || c.Lapsed(st) {
 		return string(st)
 	}
 	rest := t.rest
 	switch {
-	case c.GatewayRuns || c.Kind == KindScript:
+	case c.GatewayExecutes():
 		rest = t.gateway
 	case st == StatusApproved && c.RedeemBy != nil:
 		rest = "; the agent can run it until " + c.RedeemBy.UTC().Format("2 Jan 2006, 15:04:05 UTC") + " (redeem by)."
 	}
 	return t.verb + by + rest
+}
+
+// GatewayExecutes reports whether the gateway runs c's approved operations
+// itself (a script's batch, or GatewayRuns) instead of waiting for the
+// agent to redeem them.
+func (c *Confirmation) GatewayExecutes() bool { return c.GatewayRuns || c.Kind == KindScript }
+
+// Lapsed reports whether c, in its effective status st, expired before
+// anyone decided it: nothing was approved, and nothing ran.
+func (c *Confirmation) Lapsed(st Status) bool { return st == StatusExpired && c.DecidedAt == nil }
+
+// Decider names who decided c as the surfaces show it: the person signed
+// in (Person.Label), else the channel whose link was used; empty while
+// nobody has.
+func (c *Confirmation) Decider() string {
+	if c.DecidedByPerson != nil {
+		return c.DecidedByPerson.Label()
+	}
+	return c.DecidedBy
 }

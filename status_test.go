@@ -68,3 +68,22 @@ func TestDecidedText(t *testing.T) {
 		})
 	}
 }
+
+func TestDecider(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		c    Confirmation
+		want string
+	}{
+		{"nobody yet", Confirmation{}, ""},
+		{"a channel", Confirmation{DecidedBy: "console"}, "console"},
+		{"a person through a channel", Confirmation{DecidedBy: "console", DecidedByPerson: &Person{Issuer: "https://idp", Subject: "ada", Email: "ada@example.com"}}, "ada@example.com"},
+		{"a person without an e-mail", Confirmation{DecidedByPerson: &Person{Issuer: "https://idp", Subject: "ada"}}, "ada at https://idp"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.c.Decider(); got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -37,50 +37,29 @@ const maxGrantsListed = 100_000
 
 // runGrants is "countersign grants SUBCOMMAND".
 func runGrants(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, grantsUsage)
-		return exitUsage
-	}
-	sub, rest := args[0], args[1:]
-	var k keysCmd
-	var grant string
-	switch sub {
-	case "list":
-		k.run = k.listGrants
-		k.synopsis = "[--id CREDENTIAL] [--json] [store flags]"
-	case "revoke":
-		k.run = func(ctx context.Context) error { return k.revokeApprovalGrant(ctx, grant) }
-		k.synopsis = "--grant gr_... [store flags]"
-	case "-h", "-help", "--help", "help":
-		fmt.Fprint(stdout, grantsUsage)
-		return exitOK
-	default:
-		fmt.Fprintf(stderr, "countersign: unknown grants subcommand %q\n\n%s", sub, grantsUsage)
-		return exitUsage
-	}
-	return k.execute("grants "+sub, "list only the grants of this credential", rest, stdout, stderr, func() {
-		switch sub {
-		case "list":
-			k.fs.BoolVar(&k.json, "json", false, "print a JSON array")
-		case "revoke":
-			k.fs.StringVar(&grant, "grant", "", "the grant's id, gr_... (countersign grants list)")
-		}
-	})
+	return runFamily("grants", grantsUsage, "list only the grants of this credential", map[string]subcommand{
+		"list": {(*keysCmd).listGrants, "[--id CREDENTIAL] [--json] [store flags]", jsonFlag},
+		"revoke": {(*keysCmd).revokeApprovalGrant, "--grant gr_... [store flags]", func(k *keysCmd) {
+			k.fs.StringVar(&k.grant, "grant", "", "the grant's id, gr_... (countersign grants list)")
+		}},
+	}, args, stdout, stderr)
 }
 
-// grantStore is the store opened by the flags as a store of grants (both
-// adapters are).
-func (k *keysCmd) grantStore(ctx context.Context) (store.ApprovalGrants, keyStore, string, error) {
+// openAs opens the store the flags name as a T (what a command needs
+// beyond keyStore; both adapters are), with its keyStore and where it
+// is; a store that is not a T keeps no what.
+func openAs[T any](ctx context.Context, k *keysCmd, what string) (T, keyStore, string, error) {
+	var none T
 	st, where, err := k.open(ctx, false)
 	if err != nil {
-		return nil, nil, "", err
+		return none, nil, "", err
 	}
-	gs, ok := st.(store.ApprovalGrants)
+	t, ok := st.(T)
 	if !ok {
 		st.Close()
-		return nil, nil, "", fmt.Errorf("%s keeps no grants", where)
+		return none, nil, "", fmt.Errorf("%s keeps no %s", where, what)
 	}
-	return gs, st, where, nil
+	return t, st, where, nil
 }
 
 // listedApprovalGrant is one line of grants list --json.
@@ -98,7 +77,7 @@ func (k *keysCmd) listGrants(ctx context.Context) error {
 			return err
 		}
 	}
-	gs, st, where, err := k.grantStore(ctx)
+	gs, st, where, err := openAs[store.ApprovalGrants](ctx, k, "grants")
 	if err != nil {
 		return err
 	}
@@ -139,14 +118,15 @@ func (k *keysCmd) listGrants(ctx context.Context) error {
 	return tw.Flush()
 }
 
-func (k *keysCmd) revokeApprovalGrant(ctx context.Context, id string) error {
+func (k *keysCmd) revokeApprovalGrant(ctx context.Context) error {
+	id := k.grant
 	if err := k.noArgs(); err != nil {
 		return err
 	}
 	if !strings.HasPrefix(id, "gr_") {
 		return usagef("--grant gr_... is required (countersign grants list shows them)")
 	}
-	gs, st, where, err := k.grantStore(ctx)
+	gs, st, where, err := openAs[store.ApprovalGrants](ctx, k, "grants")
 	if err != nil {
 		return err
 	}

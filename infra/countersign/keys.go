@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -96,49 +95,61 @@ var (
 
 // runKeys is "countersign keys SUBCOMMAND".
 func runKeys(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, keysUsage)
-		return exitUsage
-	}
-	sub, rest := args[0], args[1:]
-	var k keysCmd
-	switch sub {
-	case "create":
-		k.run = k.create
-		k.synopsis = "--id ID [--choice C] [--read-only] [--operator] [--connections a,b] [--origin operator|chat] [store flags]"
-	case "list":
-		k.run = k.list
-		k.synopsis = "[--json] [store flags]"
-	case "revoke":
-		k.run = k.revoke
-		k.synopsis = "--id ID [store flags]"
-	case "set-choice":
-		k.run = k.setChoice
-		k.synopsis = "--id ID --choice C [store flags]"
-	case "set-read-only":
-		k.run = k.setReadOnly
-		k.synopsis = "--id ID [true|false] [store flags]"
-	case "-h", "-help", "--help", "help":
-		fmt.Fprint(stdout, keysUsage)
-		return exitOK
-	default:
-		fmt.Fprintf(stderr, "countersign: unknown keys subcommand %q\n\n%s", sub, keysUsage)
-		return exitUsage
-	}
-	return k.execute("keys "+sub, "the credential's id", rest, stdout, stderr, func() {
-		if sub == "create" || sub == "set-choice" {
-			k.fs.StringVar(&k.choice, "choice", "", "refuse, ask_person, ask_agent or run_without_asking")
-		}
-		if sub == "create" {
+	return runFamily("keys", keysUsage, "the credential's id", map[string]subcommand{
+		"create": {(*keysCmd).create, "--id ID [--choice C] [--read-only] [--operator] [--connections a,b] [--origin operator|chat] [store flags]", func(k *keysCmd) {
+			choiceFlag(k)
 			k.fs.BoolVar(&k.readOnly, "read-only", false, "refuse every write")
 			k.fs.BoolVar(&k.operator, "operator", false, "may use the operator surface (role operator)")
 			k.fs.StringVar(&k.connections, "connections", "", "comma-separated connections the credential may use (default: all)")
 			k.fs.StringVar(&k.origin, "origin", "operator", "who the key is for: operator (starts on refuse) or chat (starts on ask_person)")
-		}
-		if sub == "list" {
-			k.fs.BoolVar(&k.json, "json", false, "print a JSON array")
+		}},
+		"list":          {(*keysCmd).list, "[--json] [store flags]", jsonFlag},
+		"revoke":        {(*keysCmd).revoke, "--id ID [store flags]", nil},
+		"set-choice":    {(*keysCmd).setChoice, "--id ID --choice C [store flags]", choiceFlag},
+		"set-read-only": {(*keysCmd).setReadOnly, "--id ID [true|false] [store flags]", nil},
+	}, args, stdout, stderr)
+}
+
+// subcommand is one subcommand of keys, users or grants: what it runs,
+// its synopsis, and the flags it adds to the store's and --id (nil: none).
+type subcommand struct {
+	run      func(*keysCmd, context.Context) error
+	synopsis string
+	flags    func(*keysCmd)
+}
+
+// runFamily is "countersign FAMILY SUBCOMMAND": it runs the subcommand of
+// subs the first argument names, or prints usage.
+func runFamily(family, usage, idHelp string, subs map[string]subcommand, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitUsage
+	}
+	name, rest := args[0], args[1:]
+	switch name {
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	}
+	sc, ok := subs[name]
+	if !ok {
+		fmt.Fprintf(stderr, "countersign: unknown %s subcommand %q\n\n%s", family, name, usage)
+		return exitUsage
+	}
+	var k keysCmd
+	k.run = func(ctx context.Context) error { return sc.run(&k, ctx) }
+	k.synopsis = sc.synopsis
+	return k.execute(family+" "+name, idHelp, rest, stdout, stderr, func() {
+		if sc.flags != nil {
+			sc.flags(&k)
 		}
 	})
+}
+
+func jsonFlag(k *keysCmd) { k.fs.BoolVar(&k.json, "json", false, "print a JSON array") }
+
+func choiceFlag(k *keysCmd) {
+	k.fs.StringVar(&k.choice, "choice", "", "refuse, ask_person, ask_agent or run_without_asking")
 }
 
 // execute runs the subcommand k.run, named name, with its flags: the
@@ -173,7 +184,7 @@ type keysCmd struct {
 
 	data, table, region, endpoint string
 	id, choice, connections       string
-	origin                        string
+	origin, grant                 string
 	readOnly, operator, json      bool
 }
 
@@ -339,18 +350,28 @@ func hashPrefix(h string) string {
 	return h
 }
 
-func (k *keysCmd) list(ctx context.Context) error {
+// credentials reads every credential in the store (at most maxListed),
+// for the list commands, which take no arguments.
+func (k *keysCmd) credentials(ctx context.Context) ([]countersign.Credential, string, error) {
 	if err := k.noArgs(); err != nil {
-		return err
+		return nil, "", err
 	}
 	st, where, err := k.open(ctx, false)
 	if err != nil {
-		return err
+		return nil, "", err
 	}
 	defer st.Close()
 	creds, err := store.All(ctx, st.ListCredentials, countersign.ListQuery{}, maxListed)
 	if err != nil {
-		return fmt.Errorf("list credentials in %s: %w", where, err)
+		return nil, "", fmt.Errorf("list credentials in %s: %w", where, err)
+	}
+	return creds, where, nil
+}
+
+func (k *keysCmd) list(ctx context.Context) error {
+	creds, where, err := k.credentials(ctx)
+	if err != nil {
+		return err
 	}
 	if k.json {
 		out := make([]listedCredential, 0, len(creds))
@@ -362,12 +383,7 @@ func (k *keysCmd) list(ctx context.Context) error {
 			out = append(out, listedCredential{ID: c.ID, Choice: c.Choice.String(), Origin: c.Origin.String(), ReadOnly: c.ReadOnly,
 				Operator: c.Operator, Connections: conns, KeyPrefix: hashPrefix(c.KeyHash), LastClient: c.LastClient})
 		}
-		enc := json.NewEncoder(k.stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(out); err != nil {
-			return fmt.Errorf("list: write: %w", err)
-		}
-		return nil
+		return writeJSON(k.stdout, out)
 	}
 	if len(creds) == 0 {
 		fmt.Fprintf(k.stderr, "countersign: no credentials in %s\n", where)

@@ -50,62 +50,22 @@ var (
 
 // runUsers is "countersign users SUBCOMMAND".
 func runUsers(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, usersUsage)
-		return exitUsage
-	}
-	sub, rest := args[0], args[1:]
-	var k keysCmd
-	var grant string
-	switch sub {
-	case "list":
-		k.run = k.listUsers
-		k.synopsis = "[--json] [store flags]"
-	case "grants":
-		k.run = k.grants
-		k.synopsis = "--id ID [--json] [store flags]"
-	case "revoke-grant":
-		k.run = func(ctx context.Context) error { return k.revokeGrant(ctx, grant) }
-		k.synopsis = "--id ID --grant G [store flags]"
-	case "set-choice":
-		k.run = func(ctx context.Context) error {
-			if err := k.needUser(ctx); err != nil {
-				return err
-			}
-			return k.setChoice(ctx)
-		}
-		k.synopsis = "--id ID --choice C [store flags]"
-	case "-h", "-help", "--help", "help":
-		fmt.Fprint(stdout, usersUsage)
-		return exitOK
-	default:
-		fmt.Fprintf(stderr, "countersign: unknown users subcommand %q\n\n%s", sub, usersUsage)
-		return exitUsage
-	}
-	return k.execute("users "+sub, "the user's credential id", rest, stdout, stderr, func() {
-		switch sub {
-		case "set-choice":
-			k.fs.StringVar(&k.choice, "choice", "", "refuse, ask_person, ask_agent or run_without_asking")
-		case "revoke-grant":
-			k.fs.StringVar(&grant, "grant", "", "the grant's id (countersign users grants --id ID)")
-		case "list", "grants":
-			k.fs.BoolVar(&k.json, "json", false, "print a JSON array")
-		}
-	})
+	return runFamily("users", usersUsage, "the user's credential id", map[string]subcommand{
+		"list":   {(*keysCmd).listUsers, "[--json] [store flags]", jsonFlag},
+		"grants": {(*keysCmd).grants, "--id ID [--json] [store flags]", jsonFlag},
+		"revoke-grant": {(*keysCmd).revokeGrant, "--id ID --grant G [store flags]", func(k *keysCmd) {
+			k.fs.StringVar(&k.grant, "grant", "", "the grant's id (countersign users grants --id ID)")
+		}},
+		"set-choice": {(*keysCmd).setUserChoice, "--id ID --choice C [store flags]", choiceFlag},
+	}, args, stdout, stderr)
 }
 
-// openGrants opens the store with its grants.
-func (k *keysCmd) openGrants(ctx context.Context) (grantStore, string, error) {
-	st, where, err := k.open(ctx, false)
-	if err != nil {
-		return nil, "", err
+// setUserChoice is set-choice on a user: it refuses a key before any change.
+func (k *keysCmd) setUserChoice(ctx context.Context) error {
+	if err := k.needUser(ctx); err != nil {
+		return err
 	}
-	gs, ok := st.(grantStore)
-	if !ok {
-		st.Close()
-		return nil, "", fmt.Errorf("%s keeps no OAuth grants", where)
-	}
-	return gs, where, nil
+	return k.setChoice(ctx)
 }
 
 // user reads credential k.id and refuses a key: these commands are for people.
@@ -150,17 +110,9 @@ type listedUser struct {
 }
 
 func (k *keysCmd) listUsers(ctx context.Context) error {
-	if err := k.noArgs(); err != nil {
-		return err
-	}
-	st, where, err := k.open(ctx, false)
+	creds, where, err := k.credentials(ctx)
 	if err != nil {
 		return err
-	}
-	defer st.Close()
-	creds, err := store.All(ctx, st.ListCredentials, countersign.ListQuery{}, maxListed)
-	if err != nil {
-		return fmt.Errorf("list credentials in %s: %w", where, err)
 	}
 	out := []listedUser{}
 	for _, c := range creds {
@@ -204,7 +156,7 @@ func (k *keysCmd) grants(ctx context.Context) error {
 	if err := k.noArgs(); err != nil {
 		return err
 	}
-	st, where, err := k.openGrants(ctx)
+	st, _, where, err := openAs[grantStore](ctx, k, "OAuth grants")
 	if err != nil {
 		return err
 	}
@@ -251,14 +203,15 @@ func (k *keysCmd) grants(ctx context.Context) error {
 	return tw.Flush()
 }
 
-func (k *keysCmd) revokeGrant(ctx context.Context, grant string) error {
+func (k *keysCmd) revokeGrant(ctx context.Context) error {
+	grant := k.grant
 	if err := k.noArgs(); err != nil {
 		return err
 	}
 	if grant == "" {
 		return usagef("--grant G is required (countersign users grants --id ID lists them)")
 	}
-	st, where, err := k.openGrants(ctx)
+	st, _, where, err := openAs[grantStore](ctx, k, "OAuth grants")
 	if err != nil {
 		return err
 	}

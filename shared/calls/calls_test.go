@@ -288,11 +288,11 @@ func TestIdempotencyClaimOutlivesALostAnswer(t *testing.T) {
 	e.svc.Store = lostAnswers{e.st}
 	cred := e.creds["runner"]
 	del := &calls.Call{Connection: "crm", Method: "DELETE", Path: "/contacts/5", Intent: policy.IntentWrite, IdempotencyKey: "once"}
-	run := func() calls.Answer {
+	run := func() calls.Reply {
 		if _, err := e.svc.Do(e.ctx, cred, del, calls.Options{}); err != nil {
 			t.Fatal(err)
 		}
-		return calls.Answer{Status: 200}
+		return calls.Reply{Status: 200}
 	}
 	hash := calls.RequestHash("test", del)
 	if _, _, err := e.svc.Idempotent(e.ctx, cred, "once", hash, run); err != nil {

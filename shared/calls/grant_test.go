@@ -154,9 +154,9 @@ func TestRetryableAnswersAreNotKept(t *testing.T) {
 	cred := e.creds["chat-user"]
 	runs := 0
 	for i, transient := range []bool{true, false, false} {
-		a, replayed, err := e.svc.Idempotent(e.ctx, cred, "k1", "hash", func() calls.Answer {
+		a, replayed, err := e.svc.Idempotent(e.ctx, cred, "k1", "hash", func() calls.Reply {
 			runs++
-			return calls.Answer{Status: 200, Body: []byte("x"), Retryable: transient}
+			return calls.Reply{Status: 200, Body: []byte("x"), Retryable: transient}
 		})
 		if err != nil || string(a.Body) != "x" {
 			t.Fatalf("use %d: %+v, %v", i, a, err)

@@ -18,24 +18,23 @@ import (
 const (
 	// idempotencyTTL is how long an answer is replayed (docs/api.md: 24 hours).
 	idempotencyTTL = 24 * time.Hour
-	// maxAnswer bounds the body kept for a replay; a larger one is kept
+	// maxReply bounds the body kept for a replay; a larger one is kept
 	// truncated, with a Countersign-Truncated header saying so.
-	maxAnswer = 64 << 10
+	maxReply = 64 << 10
 	// inProgressWait is how long a duplicate waits for the first to finish.
 	inProgressWait = 10 * time.Second
 	// maxIdempotencyKey is the longest Idempotency-Key accepted.
 	maxIdempotencyKey = 255
 )
 
-// Answer is a surface's rendered response to a call (status, headers,
-// body), kept under its Idempotency-Key for replay. It is not a person's
-// answer: an approver's is confirm.Answer, a person's in an MCP client
-// mcpapi.Answer.
-type Answer struct {
+// Reply is a surface's rendered response to a call (status, headers,
+// body), kept under its Idempotency-Key for replay. A person's answer is
+// confirm.Answer (mcpapi.Answer in an MCP client).
+type Reply struct {
 	Status  int
 	Headers map[string]string
 	Body    []byte
-	// Retryable marks an answer that is not kept, so a retry with the key
+	// Retryable marks a reply that is not kept, so a retry with the key
 	// runs again: one given before anything was sent upstream (an internal
 	// error), or an MCP input request, whose retry carries the person's
 	// answer.
@@ -47,8 +46,8 @@ type Answer struct {
 const TruncatedHeader = "Countersign-Truncated"
 
 // bounded returns a copy of a whose body fits a store item.
-func (a Answer) bounded() Answer {
-	if len(a.Body) <= maxAnswer {
+func (a Reply) bounded() Reply {
+	if len(a.Body) <= maxReply {
 		return a
 	}
 	sum := sha256.Sum256(a.Body)
@@ -56,8 +55,8 @@ func (a Answer) bounded() Answer {
 	for k, v := range a.Headers {
 		h[k] = v
 	}
-	h[TruncatedHeader] = fmt.Sprintf("%d of %d bytes; sha256=%s", maxAnswer, len(a.Body), hex.EncodeToString(sum[:]))
-	a.Headers, a.Body = h, a.Body[:maxAnswer]
+	h[TruncatedHeader] = fmt.Sprintf("%d of %d bytes; sha256=%s", maxReply, len(a.Body), hex.EncodeToString(sum[:]))
+	a.Headers, a.Body = h, a.Body[:maxReply]
 	return a
 }
 
@@ -106,12 +105,12 @@ func requestHash(surface string, c *Call, headers map[string]string) string {
 // written before fn runs and lasts as long as an answer is kept: if the
 // answer cannot be stored (or the process dies), the key stays in progress
 // rather than letting the call run twice. An empty key runs fn.
-func (s *Service) Idempotent(ctx context.Context, cred *countersign.Credential, key, hash string, fn func() Answer) (a Answer, replayed bool, err error) {
+func (s *Service) Idempotent(ctx context.Context, cred *countersign.Credential, key, hash string, fn func() Reply) (a Reply, replayed bool, err error) {
 	if key == "" {
 		return fn(), false, nil
 	}
 	if len(key) > maxIdempotencyKey {
-		return Answer{}, false, fault.New(fault.InvalidRequest, "Idempotency-Key is longer than 255 characters")
+		return Reply{}, false, fault.New(fault.InvalidRequest, "Idempotency-Key is longer than 255 characters")
 	}
 	now := s.now()
 	rec := &countersign.Idempotency{Credential: cred.ID, Key: key, RequestHash: hash, CreatedAt: now, ExpiresAt: now.Add(idempotencyTTL)}
@@ -123,7 +122,7 @@ func (s *Service) Idempotent(ctx context.Context, cred *countersign.Credential, 
 		}
 		if !errors.Is(err, store.ErrConflict) {
 			s.logger().ErrorContext(ctx, "idempotency record not stored", "credential", cred.ID, "error", err)
-			return Answer{}, false, fault.Wrap(err, "the Idempotency-Key could not be recorded; try again")
+			return Reply{}, false, fault.Wrap(err, "the Idempotency-Key could not be recorded; try again")
 		}
 		prev, err := s.Store.GetIdempotency(ctx, cred.ID, key)
 		if errors.Is(err, store.ErrNotFound) {
@@ -131,20 +130,20 @@ func (s *Service) Idempotent(ctx context.Context, cred *countersign.Credential, 
 		}
 		if err != nil {
 			s.logger().ErrorContext(ctx, "idempotency record not read", "credential", cred.ID, "error", err)
-			return Answer{}, false, fault.Wrap(err, "the Idempotency-Key could not be checked; try again")
+			return Reply{}, false, fault.Wrap(err, "the Idempotency-Key could not be checked; try again")
 		}
 		if prev.RequestHash != hash {
-			return Answer{}, false, fault.New(fault.IdempotencyKeyReused, "this Idempotency-Key was used for another call")
+			return Reply{}, false, fault.New(fault.IdempotencyKeyReused, "this Idempotency-Key was used for another call")
 		}
 		if prev.Done {
-			return Answer{Status: prev.Status, Headers: prev.Headers, Body: prev.Body}, true, nil
+			return Reply{Status: prev.Status, Headers: prev.Headers, Body: prev.Body}, true, nil
 		}
 		if s.now().After(deadline) {
-			return Answer{}, false, fault.New(fault.IdempotencyInProgress, "a call with this Idempotency-Key is still running, or was cut off before its answer was kept; retry later, or use a new key")
+			return Reply{}, false, fault.New(fault.IdempotencyInProgress, "a call with this Idempotency-Key is still running, or was cut off before its answer was kept; retry later, or use a new key")
 		}
 		select {
 		case <-ctx.Done():
-			return Answer{}, false, fault.New(fault.IdempotencyInProgress, "a call with this Idempotency-Key is still running; retry later")
+			return Reply{}, false, fault.New(fault.IdempotencyInProgress, "a call with this Idempotency-Key is still running; retry later")
 		case <-time.After(50 * time.Millisecond):
 		}
 	}

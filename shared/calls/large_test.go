@@ -71,12 +71,12 @@ func TestLargeAnswers(t *testing.T) {
 			}
 
 			read := &calls.Call{Connection: "crm", Method: "GET", Path: "/contacts/big", Intent: policy.IntentRead, IdempotencyKey: "k1"}
-			run := func() calls.Answer {
+			run := func() calls.Reply {
 				res, err := e.svc.Do(e.ctx, e.creds["runner"], read, calls.Options{})
 				if err != nil {
 					t.Fatal(err)
 				}
-				return calls.Answer{Status: 200, Body: res.Response.Body}
+				return calls.Reply{Status: 200, Body: res.Response.Body}
 			}
 			hash := calls.RequestHash("test", read)
 			a1, replayed, err := e.svc.Idempotent(e.ctx, e.creds["runner"], "k1", hash, run)

@@ -207,7 +207,7 @@ func (s *Service) outcome(ctx context.Context, cred *countersign.Credential, p *
 
 // evaluate resolves the call, asks the connection's hooks, and takes the
 // policy decision (policy.Decide); an approver's answer is another thing
-// (Answer).
+// (Service.Answer).
 func (s *Service) evaluate(ctx context.Context, cred *countersign.Credential, p *prepared, o Options) (policy.Decision, error) {
 	m, ok := p.cfg.Policy.Resolve(p.Connection, p.Method, p.Path)
 	in := policy.Input{Call: &p.tier, Credential: tierCredential(cred)}

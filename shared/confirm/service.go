@@ -443,7 +443,7 @@ var ErrNotReady = errors.New("the workflow has not handed over its task token ye
 // Answer is an approver's answer to a confirmation: approve (all of it,
 // or the operations kept) or reject. The policy's decision on a call is
 // policy.Decision; this is the person's. Every surface's answer becomes
-// one (mcpapi.Answer, read from an MCP client, included); calls.Answer is
+// one (mcpapi.Answer, read from an MCP client, included); calls.Reply is
 // something else: a response kept for an idempotent replay.
 type Answer struct {
 	Approve bool
@@ -611,7 +611,7 @@ func (s *Service) Answer(ctx context.Context, id string, d Answer) (*countersign
 			case counted || decided == nil:
 				return nil, "", "", false
 			case d.Approve:
-				out, err := json.Marshal(answerOutput{Approved: true, Execute: GatewayExecutes(decided)})
+				out, err := json.Marshal(answerOutput{Approved: true, Execute: decided.GatewayExecutes()})
 				return out, "", "", err == nil
 			}
 			return nil, RejectedError, "rejected by " + d.Approver, true
@@ -683,7 +683,7 @@ func (s *Service) Answer(ctx context.Context, id string, d Answer) (*countersign
 		if err := applyEdited(c, d.Edited); err != nil {
 			return err
 		}
-		if !GatewayExecutes(c) {
+		if !c.GatewayExecutes() {
 			by := now.Add(s.timeouts().Redeem)
 			c.RedeemBy = &by
 		}
@@ -708,7 +708,7 @@ func (s *Service) Answer(ctx context.Context, id string, d Answer) (*countersign
 	if send != nil {
 		err = send(ctx)
 	} else if d.Approve {
-		out, _ := json.Marshal(answerOutput{Approved: true, Execute: GatewayExecutes(c)})
+		out, _ := json.Marshal(answerOutput{Approved: true, Execute: c.GatewayExecutes()})
 		err = s.Workflow.SendTaskSuccess(ctx, token, out)
 	} else {
 		err = s.Workflow.SendTaskFailure(ctx, token, RejectedError, "rejected by "+d.Approver)
@@ -737,12 +737,6 @@ func answerReason(c *countersign.Confirmation, d Answer) string {
 	return reason
 }
 
-// GatewayExecutes reports whether the gateway runs the approved operations
-// itself (script batches) instead of waiting for the agent to redeem.
-func GatewayExecutes(c *countersign.Confirmation) bool {
-	return c.Kind == countersign.KindScript || c.GatewayRuns
-}
-
 // Finalize records the end of a wait the workflow observed: expired when its
 // timer fired, rejected after a rejection, failed when the workflow broke.
 // It moves a pending record; a decided record keeps its decision, with one
@@ -767,7 +761,7 @@ func (s *Service) Finalize(ctx context.Context, id string, to countersign.Status
 		if !t.Allowed() || t.To == c.Status {
 			return errUnchanged
 		}
-		if c.Status == countersign.StatusApproved && !GatewayExecutes(c) {
+		if c.Status == countersign.StatusApproved && !c.GatewayExecutes() {
 			// The agent redeems it: its approval keeps its window.
 			return errUnchanged
 		}
@@ -1114,7 +1108,7 @@ func (s *Service) Grant(ctx context.Context, r GrantRequest) (*countersign.Confi
 func (s *Service) ClaimOne(ctx context.Context, id string, index int) (c *countersign.Confirmation, claimed bool, err error) {
 	c, err = s.update(ctx, id, func(c *countersign.Confirmation, now time.Time) error {
 		claimed = false
-		if !GatewayExecutes(c) {
+		if !c.GatewayExecutes() {
 			return fault.Errorf(fault.ConfirmationMismatch, "confirmation %s is redeemed by the agent, not run by the gateway", c.ID)
 		}
 		if index < 0 || index >= len(c.Operations) {

@@ -322,7 +322,7 @@ func (a *Approver) show(ctx context.Context, r *http.Request, id string, head bo
 			p.Progress = fmt.Sprintf("%d of %d approvals", len(c.Approvals), n)
 		}
 		return a.page(http.StatusOK, p, head)
-	case st == countersign.StatusPending || st == countersign.StatusExpired && c.DecidedAt == nil:
+	case st == countersign.StatusPending || c.Lapsed(st):
 		p.State = approvalpage.Expired
 		return a.page(http.StatusGone, p, head)
 	default:
@@ -581,10 +581,8 @@ func (a *Approver) decidedPage(c *countersign.Confirmation, link links.Link) app
 // effective status: an approval not redeemed in time reads as such.
 func decisionText(c *countersign.Confirmation, st countersign.Status) string {
 	by := ""
-	if c.DecidedByPerson != nil {
-		by = " by " + c.DecidedByPerson.Label()
-	} else if c.DecidedBy != "" {
-		by = " by " + c.DecidedBy
+	if d := c.Decider(); d != "" {
+		by = " by " + d
 	}
 	return c.DecidedText(st, by)
 }

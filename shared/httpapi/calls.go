@@ -153,10 +153,10 @@ func (g *Gateway) idempotent(ctx context.Context, cred *countersign.Credential, 
 		return resp
 	}
 	var first reply
-	a, replayed, err := g.Calls.Idempotent(ctx, cred, c.IdempotencyKey, g.Calls.RequestHash(surface, c), func() calls.Answer {
+	a, replayed, err := g.Calls.Idempotent(ctx, cred, c.IdempotencyKey, g.Calls.RequestHash(surface, c), func() calls.Reply {
 		var retryable bool
 		first, retryable = fn()
-		a := answerOf(first)
+		a := keptReply(first)
 		a.Retryable = retryable
 		return a
 	})
@@ -174,10 +174,10 @@ func (g *Gateway) idempotent(ctx context.Context, cred *countersign.Credential, 
 	return resp
 }
 
-// answerOf is the kept form of a reply: its status, headers and body; the
+// keptReply is the kept form of a reply: its status, headers and body; the
 // cookies an upstream set are not kept, so a replay sets none.
-func answerOf(rp reply) calls.Answer {
-	a := calls.Answer{Status: rp.status, Headers: make(map[string]string, len(rp.header)), Body: rp.body}
+func keptReply(rp reply) calls.Reply {
+	a := calls.Reply{Status: rp.status, Headers: make(map[string]string, len(rp.header)), Body: rp.body}
 	for k, vs := range rp.header {
 		if k != "Set-Cookie" && len(vs) > 0 {
 			a.Headers[k] = strings.Join(vs, ", ")

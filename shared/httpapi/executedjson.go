@@ -4,9 +4,9 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/countersign/countersign/shared/calls"
+	"github.com/countersign/countersign/shared/reqlog"
 )
 
 // maxFastHeaders bounds the upstream headers executedReply sorts on the
@@ -36,7 +36,7 @@ func executedReply(tier string, r *calls.Response) (reply, bool) {
 	slices.Sort(keys)
 	b := make([]byte, 0, size)
 	b = append(b, `{"status":"executed","tier":`...)
-	b = appendJSONString(b, tier)
+	b = reqlog.AppendString(b, tier, true)
 	b = append(b, `,"response":{"status":`...)
 	b = strconv.AppendInt(b, int64(r.Status), 10)
 	b = append(b, `,"headers":{`...)
@@ -44,9 +44,9 @@ func executedReply(tier string, r *calls.Response) (reply, bool) {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendJSONString(b, k)
+		b = reqlog.AppendString(b, k, true)
 		b = append(b, ':')
-		b = appendJSONString(b, r.Header[k][0])
+		b = reqlog.AppendString(b, r.Header[k][0], true)
 	}
 	b = append(b, `},"body":`...)
 	if len(r.Body) == 0 {
@@ -61,58 +61,4 @@ func executedReply(tier string, r *calls.Response) (reply, bool) {
 	}
 	b = append(b, "}}\n"...)
 	return reply{status: http.StatusOK, header: http.Header{"Content-Type": {"application/json"}, "Cache-Control": {"no-store"}}, body: b}, true
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendJSONString appends s as a JSON string, escaped as encoding/json
-// escapes it with SetEscapeHTML(false): quotes, backslashes and control
-// characters, U+2028 and U+2029, and invalid UTF-8 as U+FFFD.
-func appendJSONString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if c := s[i]; c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }

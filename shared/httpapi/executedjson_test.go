@@ -9,6 +9,7 @@ import (
 
 	"github.com/countersign/countersign/internal/raceflag"
 	"github.com/countersign/countersign/shared/calls"
+	"github.com/countersign/countersign/shared/reqlog"
 )
 
 // TestExecutedReplyMatchesEncoder: the auto path's hand-written answer is
@@ -88,7 +89,7 @@ func TestAppendJSONString(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
-		if got := appendJSONString(nil, s); !bytes.Equal(got, want) {
+		if got := reqlog.AppendString(nil, s, true); !bytes.Equal(got, want) {
 			t.Errorf("%q: got %s, want %s", s, got, want)
 		}
 	}

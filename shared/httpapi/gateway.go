@@ -24,7 +24,7 @@ type Pipeline interface {
 	Challenge(path string, invalid bool) string
 	RecordClient(ctx context.Context, cred *countersign.Credential, c calls.Client)
 	Do(ctx context.Context, cred *countersign.Credential, c *calls.Call, o calls.Options) (*calls.Result, error)
-	Idempotent(ctx context.Context, cred *countersign.Credential, key, hash string, fn func() calls.Answer) (calls.Answer, bool, error)
+	Idempotent(ctx context.Context, cred *countersign.Credential, key, hash string, fn func() calls.Reply) (calls.Reply, bool, error)
 	RequestHash(surface string, c *calls.Call) string
 	Confirmation(ctx context.Context, cred *countersign.Credential, id string, o calls.WaitOptions) (calls.Status, error)
 	Connections(cred *countersign.Credential) []string

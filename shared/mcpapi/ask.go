@@ -180,7 +180,7 @@ func writeChanges(b *strings.Builder, cs []countersign.Change) {
 
 // Answer is the person's answer in the MCP client (an elicitation's
 // result), carried by a retried call; Handler.Answer reads it and it is
-// recorded as a confirm.Answer. Not calls.Answer, the response kept for
+// recorded as a confirm.Answer. Not calls.Reply, the response kept for
 // an idempotent replay.
 type Answer struct {
 	// ID names the question; the answer is recorded under it, once.

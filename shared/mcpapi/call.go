@@ -56,14 +56,14 @@ func (h *Handler) callOperation(ctx context.Context, cred *countersign.Credentia
 		return run()
 	}
 	var first *mcp.CallToolResult
-	a, replayed, err := h.o.Calls.Idempotent(ctx, cred, c.IdempotencyKey, calls.RequestHash("mcp", c), func() calls.Answer {
+	a, replayed, err := h.o.Calls.Idempotent(ctx, cred, c.IdempotencyKey, calls.RequestHash("mcp", c), func() calls.Reply {
 		first = run()
 		b, err := json.Marshal(first)
 		if err != nil {
-			return calls.Answer{Status: http.StatusInternalServerError}
+			return calls.Reply{Status: http.StatusInternalServerError}
 		}
 		// An input request is not kept: its retry carries the answer.
-		return calls.Answer{Status: http.StatusOK, Body: b, Retryable: first.InputRequests != nil}
+		return calls.Reply{Status: http.StatusOK, Body: b, Retryable: first.InputRequests != nil}
 	})
 	switch {
 	case err != nil:

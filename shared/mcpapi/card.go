@@ -269,10 +269,10 @@ func (h *Handler) cardOf(c *countersign.Confirmation, effective countersign.Stat
 		v.State, v.Message = "out_of_band", "This confirmation is decided by the approvers only, out of band."
 	case effective == countersign.StatusPending:
 		v.State = "pending"
-	case effective == countersign.StatusExpired && c.DecidedAt == nil:
+	case c.Lapsed(effective):
 		v.State, v.Message, v.SecondsLeft = "expired", expiredText+"; nothing ran. Ask again to get a new one.", 0
 	default:
-		v.State, v.Message = "decided", decidedText(c, effective)
+		v.State, v.Message = "decided", c.DecidedText(effective, "")
 	}
 	return v
 }
@@ -303,10 +303,6 @@ func outcomeText(o *countersign.Outcome) string {
 		text += ": " + body
 	}
 	return text
-}
-
-func decidedText(c *countersign.Confirmation, st countersign.Status) string {
-	return c.DecidedText(st, "")
 }
 
 // cardText is what the model reads of a card: the state and the
@@ -365,7 +361,7 @@ func (h *Handler) reviewPending(cred *countersign.Credential) mcp.ToolHandler {
 		if err != nil {
 			return errorResult(err), nil
 		}
-		if !confirm.GatewayExecutes(st.Confirmation) {
+		if !st.Confirmation.GatewayExecutes() {
 			return faultResult(fault.InvalidRequest, a.ConfirmationID+" is not decided in a card: the agent redeems it"), nil
 		}
 		v := h.cardOf(st.Confirmation, st.Effective)
@@ -400,7 +396,7 @@ func (h *Handler) cardDecide(cred *countersign.Credential) mcp.ToolHandler {
 		if err != nil {
 			return errorResult(err), nil
 		}
-		if !confirm.GatewayExecutes(st.Confirmation) {
+		if !st.Confirmation.GatewayExecutes() {
 			return faultResult(fault.Forbidden, "this confirmation is not decided in the card"), nil
 		}
 		// The caller answers in their own client: the lifecycle decides
@@ -494,10 +490,10 @@ func (h *Handler) confirmationStatus(cred *countersign.Credential) mcp.ToolHandl
 		if v.State == "out_of_band" {
 			v.State = "pending"
 			switch {
-			case st.Effective == countersign.StatusExpired && st.DecidedAt == nil:
+			case st.Lapsed(st.Effective):
 				v.State = "expired"
 			case st.Effective != countersign.StatusPending:
-				v.State, v.Message = "decided", decidedText(st.Confirmation, st.Effective)
+				v.State, v.Message = "decided", st.Confirmation.DecidedText(st.Effective, "")
 			}
 		}
 		text := cardText(v)

@@ -20,7 +20,7 @@ type Pipeline interface {
 	Challenge(path string, invalid bool) string
 	RecordClient(ctx context.Context, cred *countersign.Credential, c calls.Client)
 	Connections(cred *countersign.Credential) []string
-	Idempotent(ctx context.Context, cred *countersign.Credential, key, hash string, fn func() calls.Answer) (calls.Answer, bool, error)
+	Idempotent(ctx context.Context, cred *countersign.Credential, key, hash string, fn func() calls.Reply) (calls.Reply, bool, error)
 	Do(ctx context.Context, cred *countersign.Credential, c *calls.Call, o calls.Options) (*calls.Result, error)
 	Confirmation(ctx context.Context, cred *countersign.Credential, id string, o calls.WaitOptions) (calls.Status, error)
 	AnswerAndRun(ctx context.Context, id string, a confirm.Answer, rerun calls.Rerunner) (*countersign.Confirmation, error)

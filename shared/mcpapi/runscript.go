@@ -350,7 +350,7 @@ func (h *Handler) scriptAnswered(ctx context.Context, cred *countersign.Credenti
 func spentAnswer(c *countersign.Confirmation, effective countersign.Status, ans *Answer) *mcp.CallToolResult {
 	next := fmt.Sprintf(`call run_script with the same script and {"confirmation_id": %q} to read what became of it`, c.ID)
 	switch {
-	case effective == countersign.StatusExpired && c.DecidedAt == nil:
+	case c.Lapsed(effective):
 		return faultResult(fault.ConfirmationExpired, fmt.Sprintf("the script's batch %s expired before it was decided; nothing ran. Run the script again to ask again", c.ID))
 	case c.DecidedBy == ans.By:
 		return faultResult(fault.ConfirmationUsed, fmt.Sprintf("the answer to %s was already used; nothing was decided or run again: %s", c.ID, next))

@@ -169,7 +169,7 @@ func (h *Handler) newTask(ctx context.Context, cred *countersign.Credential, cli
 		return nil
 	}
 	c := st.Confirmation
-	if st.Effective != countersign.StatusPending || !confirm.GatewayExecutes(c) || !h.decidedOutside(client, c) {
+	if st.Effective != countersign.StatusPending || !c.GatewayExecutes() || !h.decidedOutside(client, c) {
 		return nil
 	}
 	v := h.taskOf(cred, c, st.Effective)
@@ -239,7 +239,7 @@ func (h *Handler) taskOf(cred *countersign.Credential, c *countersign.Confirmati
 	case countersign.StatusPending:
 		v.StatusMessage = waitingFor(c)
 	case countersign.StatusApproved, countersign.StatusRedeemed:
-		v.StatusMessage = "approved by " + decider(c) + "; countersign is running it"
+		v.StatusMessage = decidedBy(c, eff)
 	}
 	return v
 }
@@ -279,13 +279,17 @@ func waitingFor(c *countersign.Confirmation) string {
 	return b.String()
 }
 
+// decidedBy says what became of decided confirmation c in its effective
+// status eff, in the domain's words (Confirmation.DecidedText), with who
+// decided: "Approved by ana@example.com and executed.".
+func decidedBy(c *countersign.Confirmation, eff countersign.Status) string {
+	return c.DecidedText(eff, " by "+decider(c))
+}
+
 // decider names who decided a confirmation.
 func decider(c *countersign.Confirmation) string {
-	if c.DecidedByPerson != nil {
-		return display.Text(c.DecidedByPerson.Label())
-	}
-	if c.DecidedBy != "" {
-		return display.Text(c.DecidedBy)
+	if d := c.Decider(); d != "" {
+		return display.Text(d)
 	}
 	return "its approvers"
 }
@@ -305,7 +309,7 @@ func (h *Handler) taskState(ctx context.Context, cred *countersign.Credential, i
 		return taskView{}, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the task could not be read; try again"}
 	}
 	c := st.Confirmation
-	if !confirm.GatewayExecutes(c) {
+	if !c.GatewayExecutes() {
 		// Not a confirmation a task was made for (the agent redeems it).
 		return taskView{}, errTaskNotFound
 	}
@@ -332,17 +336,18 @@ func (h *Handler) taskState(ctx context.Context, cred *countersign.Credential, i
 	}
 	if res := h.ranResult(ctx, c); res != nil {
 		v.Status, v.Result = taskCompleted, res
-		v.StatusMessage = "approved by " + decider(c) + " and run"
+		v.StatusMessage = decidedBy(c, eff)
 		return v, nil
 	}
 	if c.Kind == countersign.KindScript && eff == countersign.StatusExecuted {
-		// The script's run after approval has not recorded its end yet.
-		v.StatusMessage = "approved by " + decider(c) + "; countersign is running the script again"
+		// The script's run after approval has not recorded its end yet:
+		// it is still running.
+		v.StatusMessage = decidedBy(c, countersign.StatusRedeemed)
 		return v, nil
 	}
 	msg := expiredText + "; nothing ran"
 	if c.DecidedAt != nil {
-		msg = decidedText(c, eff) + " Nothing of it ran."
+		msg = decidedBy(c, eff) + " Nothing of it ran."
 	}
 	v.Status, v.StatusMessage = taskFailed, msg
 	v.Error = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: msg}
@@ -490,7 +495,7 @@ func (h *Handler) serveTask(ctx context.Context, w http.ResponseWriter, r *http.
 // cancellation is cooperative).
 func (h *Handler) cancelTask(ctx context.Context, cred *countersign.Credential, id string) *jsonrpc.Error {
 	st, err := h.o.Calls.Confirmation(ctx, cred, id, calls.WaitOptions{})
-	if fault.CodeOf(err) == fault.UnknownConfirmation || err == nil && !confirm.GatewayExecutes(st.Confirmation) {
+	if fault.CodeOf(err) == fault.UnknownConfirmation || err == nil && !st.Confirmation.GatewayExecutes() {
 		return errTaskNotFound
 	}
 	if err != nil {

@@ -113,7 +113,7 @@ func TestTaskOf(t *testing.T) {
 	decided := t0.Add(2 * time.Minute)
 	c.Status, c.DecidedAt, c.DecidedBy = countersign.StatusApproved, &decided, "ops"
 	v := h.taskOf(cred, c, countersign.StatusApproved)
-	if v.TTLMs != (24*time.Hour).Milliseconds() || v.LastUpdatedAt != "2026-11-30T12:02:00Z" || v.StatusMessage != "approved by ops; countersign is running it" {
+	if v.TTLMs != (24*time.Hour).Milliseconds() || v.LastUpdatedAt != "2026-11-30T12:02:00Z" || v.StatusMessage != "Approved by ops; running." {
 		t.Errorf("approved: %+v", v)
 	}
 }
@@ -319,7 +319,7 @@ func TestTaskState(t *testing.T) {
 		{"executed", func(c *countersign.Confirmation) {
 			c.Status, c.DecidedAt, c.DecidedBy = countersign.StatusExecuted, &decided, "ops"
 			c.Operations[0].State, c.Operations[0].Outcome = countersign.OpDone, &countersign.Outcome{Status: 204}
-		}, t0, taskCompleted, "approved by ops and run", "204 No Content"},
+		}, t0, taskCompleted, "Approved by ops and executed.", "204 No Content"},
 		{"expired", func(*countersign.Confirmation) {}, t0.Add(10 * time.Minute), taskFailed, "This confirmation expired", ""},
 	}
 	for i, tc := range tests {

@@ -89,9 +89,9 @@ func appendFlatJSON(b []byte, r *slog.Record) ([]byte, bool) {
 	b = append(b, `{"time":"`...)
 	b = r.Time.AppendFormat(b, time.RFC3339Nano)
 	b = append(b, `","level":`...)
-	b = appendString(b, r.Level.String())
+	b = AppendString(b, r.Level.String(), false)
 	b = append(b, `,"msg":`...)
-	b = appendString(b, r.Message)
+	b = AppendString(b, r.Message, false)
 	ok := true
 	r.Attrs(func(a slog.Attr) bool {
 		if a.Key == "" {
@@ -99,11 +99,11 @@ func appendFlatJSON(b []byte, r *slog.Record) ([]byte, bool) {
 			return false
 		}
 		b = append(b, ',')
-		b = appendString(b, a.Key)
+		b = AppendString(b, a.Key, false)
 		b = append(b, ':')
 		switch a.Value.Kind() {
 		case slog.KindString:
-			b = appendString(b, a.Value.String())
+			b = AppendString(b, a.Value.String(), false)
 		case slog.KindBool:
 			b = strconv.AppendBool(b, a.Value.Bool())
 		case slog.KindInt64:
@@ -121,10 +121,12 @@ func appendFlatJSON(b []byte, r *slog.Record) ([]byte, bool) {
 
 const hexDigits = "0123456789abcdef"
 
-// appendString appends s quoted as slog's JSON handler quotes it: quotes,
-// backslashes, \n, \r and \t escaped, other control characters as \u00XX,
-// U+2028 and U+2029 escaped, invalid UTF-8 as U+FFFD.
-func appendString(b []byte, s string) []byte {
+// AppendString appends s as a JSON string, quoted as slog's JSON handler
+// quotes it: quotes, backslashes, \n, \r and \t escaped, other control
+// characters as \u00XX, U+2028 and U+2029 escaped, invalid UTF-8 as
+// U+FFFD. With short, \b and \f are written so too, as encoding/json
+// writes them (SetEscapeHTML(false)).
+func AppendString(b []byte, s string, short bool) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
@@ -134,14 +136,18 @@ func appendString(b []byte, s string) []byte {
 				continue
 			}
 			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
+			switch {
+			case c == '"' || c == '\\':
 				b = append(b, '\\', c)
-			case '\n':
+			case c == '\b' && short:
+				b = append(b, '\\', 'b')
+			case c == '\f' && short:
+				b = append(b, '\\', 'f')
+			case c == '\n':
 				b = append(b, '\\', 'n')
-			case '\r':
+			case c == '\r':
 				b = append(b, '\\', 'r')
-			case '\t':
+			case c == '\t':
 				b = append(b, '\\', 't')
 			default:
 				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])

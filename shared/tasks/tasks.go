@@ -112,7 +112,7 @@ type FinalizeOutput struct {
 	// stored is kept.
 	Status string `json:"status"`
 	// Execute is set when the gateway runs the confirmation's approved
-	// operations itself (confirm.GatewayExecutes): an approval whose
+	// operations itself (Confirmation.GatewayExecutes): an approval whose
 	// SendTaskSuccess never arrived is then run by the state machine's
 	// Execute state, as nobody redeems it.
 	Execute bool `json:"execute,omitempty"`
@@ -143,7 +143,7 @@ func (h *Finalize) Handle(ctx context.Context, in FinalizeInput) (FinalizeOutput
 	if err != nil {
 		return FinalizeOutput{}, taskError(err)
 	}
-	return FinalizeOutput{Status: string(c.Status), Execute: confirm.GatewayExecutes(c)}, nil
+	return FinalizeOutput{Status: string(c.Status), Execute: c.GatewayExecutes()}, nil
 }
 
 // ExecuteInput is the execute task's payload.

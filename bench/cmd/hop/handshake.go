@@ -274,16 +274,7 @@ func writeHandshakeConfig(dir, upstreamURL, hookURL string) error {
   ]
 }`, upstreamURL),
 	}
-	for rel, content := range files {
-		p := filepath.Join(dir, rel)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return err
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			return err
-		}
-	}
-	return nil
+	return writeFiles(dir, files)
 }
 
 type hsBlock struct {

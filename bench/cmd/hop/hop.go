@@ -174,6 +174,11 @@ func writeHopConfig(dir, upstreamURL string) error {
   ]
 }`, upstreamURL),
 	}
+	return writeFiles(dir, files)
+}
+
+// writeFiles writes files (path below dir → content), making their folders.
+func writeFiles(dir string, files map[string]string) error {
 	for rel, content := range files {
 		p := filepath.Join(dir, rel)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {

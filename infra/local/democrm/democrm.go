@@ -430,13 +430,18 @@ func (s *Server) purgeContacts(w http.ResponseWriter, r *http.Request) {
 
 // contact finds the contact named by {id} or writes a 404.
 func (s *Server) contact(w http.ResponseWriter, r *http.Request) (*Contact, bool) {
+	return byID(w, r, s.contacts, "contact")
+}
+
+// byID finds the record of m named by {id} or writes a 404 naming what.
+func byID[T any](w http.ResponseWriter, r *http.Request, m map[int]*T, what string) (*T, bool) {
 	id, err := strconv.Atoi(r.PathValue("id"))
-	c, ok := s.contacts[id]
+	v, ok := m[id]
 	if err != nil || !ok {
-		writeJSON(w, http.StatusNotFound, errorBody("contact "+r.PathValue("id")+" not found"))
+		writeJSON(w, http.StatusNotFound, errorBody(what+" "+r.PathValue("id")+" not found"))
 		return nil, false
 	}
-	return c, true
+	return v, true
 }
 
 func (s *Server) getContact(w http.ResponseWriter, r *http.Request) {
@@ -522,13 +527,7 @@ func (s *Server) createPayment(w http.ResponseWriter, r *http.Request) {
 
 // account finds the account named by {id} or writes a 404.
 func (s *Server) account(w http.ResponseWriter, r *http.Request) (*Account, bool) {
-	id, err := strconv.Atoi(r.PathValue("id"))
-	a, ok := s.accounts[id]
-	if err != nil || !ok {
-		writeJSON(w, http.StatusNotFound, errorBody("account "+r.PathValue("id")+" not found"))
-		return nil, false
-	}
-	return a, true
+	return byID(w, r, s.accounts, "account")
 }
 
 func (s *Server) getAccount(w http.ResponseWriter, r *http.Request) {

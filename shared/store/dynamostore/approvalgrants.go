@@ -278,18 +278,9 @@ func (s *Store) DeleteApprovalGrant(ctx context.Context, id string) (*countersig
 	if err != nil {
 		return nil, fmt.Errorf("delete approval grant %s: %w", id, err)
 	}
-	out, err := s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
-		TableName:                aws.String(s.table),
-		Key:                      itemKey(pk, sk),
-		ConditionExpression:      aws.String("attribute_exists(#pk)"),
-		ExpressionAttributeNames: map[string]string{"#pk": attrPK},
-		ReturnValues:             types.ReturnValueAllOld,
-	})
-	if isConditionFailed(err) {
-		return nil, fmt.Errorf("delete approval grant %s: %w", id, store.ErrNotFound)
-	}
+	old, err := s.deleteItem(ctx, itemKey(pk, sk), types.ReturnValueAllOld)
 	if err != nil {
 		return nil, fmt.Errorf("delete approval grant %s: %w", id, err)
 	}
-	return decodeGrant(out.Attributes)
+	return decodeGrant(old)
 }

@@ -28,9 +28,9 @@ const (
 	skOAuth           = "OAUTH"
 )
 
-// oauthItem is v's item with the TTL of expires (none when zero).
-func oauthItem(pk string, v any, expires time.Time) (map[string]types.AttributeValue, error) {
-	item, err := newItem(pk, skOAuth, v)
+// expiringItem is v's item with the TTL of expires (none when zero).
+func expiringItem(pk, sk string, v any, expires time.Time) (map[string]types.AttributeValue, error) {
+	item, err := newItem(pk, sk, v)
 	if err != nil {
 		return nil, err
 	}
@@ -45,16 +45,44 @@ func (s *Store) createItem(ctx context.Context, item map[string]types.AttributeV
 	return s.putIf(ctx, item, "attribute_not_exists(#pk)", map[string]string{"#pk": attrPK}, nil)
 }
 
+// createExpiring writes v's item with the TTL of expires unless one with
+// its key exists (store.ErrConflict).
+func (s *Store) createExpiring(ctx context.Context, pk, sk string, v any, expires time.Time) error {
+	item, err := expiringItem(pk, sk, v, expires)
+	if err != nil {
+		return err
+	}
+	return s.createItem(ctx, item)
+}
+
+// read reads the item at (pk, sk) consistently into a T.
+func read[T any](ctx context.Context, s *Store, pk, sk string) (T, error) {
+	var v T
+	item, err := s.getItem(ctx, pk, sk)
+	if err == nil {
+		err = decode(item, &v)
+	}
+	return v, err
+}
+
+// take deletes the item at key on the condition that it exists and
+// returns what it held: of two racing takers one gets it, the other
+// store.ErrNotFound.
+func take[T any](ctx context.Context, s *Store, key map[string]types.AttributeValue) (T, error) {
+	var v T
+	old, err := s.deleteItem(ctx, key, types.ReturnValueAllOld)
+	if err == nil {
+		err = decode(old, &v)
+	}
+	return v, err
+}
+
 // CreateOAuthClient stores a registered client unless its ID exists.
 func (s *Store) CreateOAuthClient(ctx context.Context, c countersign.OAuthClient) error {
 	if c.ID == "" {
 		return errors.New("create oauth client: empty id")
 	}
-	item, err := oauthItem(prefixOAuthClient+c.ID, c, c.ExpiresAt)
-	if err == nil {
-		err = s.createItem(ctx, item)
-	}
-	if err != nil {
+	if err := s.createExpiring(ctx, prefixOAuthClient+c.ID, skOAuth, c, c.ExpiresAt); err != nil {
 		return fmt.Errorf("create oauth client %s: %w", c.ID, err)
 	}
 	return nil
@@ -65,7 +93,7 @@ func (s *Store) PutOAuthClient(ctx context.Context, c countersign.OAuthClient) e
 	if c.ID == "" {
 		return errors.New("put oauth client: empty id")
 	}
-	item, err := oauthItem(prefixOAuthClient+c.ID, c, c.ExpiresAt)
+	item, err := expiringItem(prefixOAuthClient+c.ID, skOAuth, c, c.ExpiresAt)
 	if err == nil {
 		_, err = s.client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: item})
 	}
@@ -77,11 +105,7 @@ func (s *Store) PutOAuthClient(ctx context.Context, c countersign.OAuthClient) e
 
 // OAuthClient reads the client consistently.
 func (s *Store) OAuthClient(ctx context.Context, id string) (countersign.OAuthClient, error) {
-	var c countersign.OAuthClient
-	item, err := s.getItem(ctx, prefixOAuthClient+id, skOAuth)
-	if err == nil {
-		err = decode(item, &c)
-	}
+	c, err := read[countersign.OAuthClient](ctx, s, prefixOAuthClient+id, skOAuth)
 	if err != nil {
 		return countersign.OAuthClient{}, fmt.Errorf("oauth client %s: %w", id, err)
 	}
@@ -93,11 +117,7 @@ func (s *Store) CreateOAuthCode(ctx context.Context, c countersign.OAuthCode) er
 	if c.Hash == "" {
 		return errors.New("create oauth code: empty hash")
 	}
-	item, err := oauthItem(prefixOAuthCode+c.Hash, c, c.ExpiresAt)
-	if err == nil {
-		err = s.createItem(ctx, item)
-	}
-	if err != nil {
+	if err := s.createExpiring(ctx, prefixOAuthCode+c.Hash, skOAuth, c, c.ExpiresAt); err != nil {
 		return fmt.Errorf("create oauth code: %w", err)
 	}
 	return nil
@@ -107,20 +127,7 @@ func (s *Store) CreateOAuthCode(ctx context.Context, c countersign.OAuthCode) er
 // and returns what it held: of two racing takers one gets the code, the
 // other store.ErrNotFound.
 func (s *Store) TakeOAuthCode(ctx context.Context, hash string) (countersign.OAuthCode, error) {
-	out, err := s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
-		TableName:                aws.String(s.table),
-		Key:                      itemKey(prefixOAuthCode+hash, skOAuth),
-		ConditionExpression:      aws.String("attribute_exists(#pk)"),
-		ExpressionAttributeNames: map[string]string{"#pk": attrPK},
-		ReturnValues:             types.ReturnValueAllOld,
-	})
-	if isConditionFailed(err) {
-		err = store.ErrNotFound
-	}
-	var c countersign.OAuthCode
-	if err == nil {
-		err = decode(out.Attributes, &c)
-	}
+	c, err := take[countersign.OAuthCode](ctx, s, itemKey(prefixOAuthCode+hash, skOAuth))
 	if err != nil {
 		return countersign.OAuthCode{}, fmt.Errorf("take oauth code: %w", err)
 	}
@@ -132,11 +139,7 @@ func (s *Store) CreateOAuthToken(ctx context.Context, t countersign.OAuthToken) 
 	if t.Hash == "" {
 		return errors.New("create oauth token: empty hash")
 	}
-	item, err := oauthItem(prefixOAuthToken+t.Hash, t, t.ExpiresAt)
-	if err == nil {
-		err = s.createItem(ctx, item)
-	}
-	if err != nil {
+	if err := s.createExpiring(ctx, prefixOAuthToken+t.Hash, skOAuth, t, t.ExpiresAt); err != nil {
 		return fmt.Errorf("create oauth token: %w", err)
 	}
 	return nil
@@ -144,11 +147,7 @@ func (s *Store) CreateOAuthToken(ctx context.Context, t countersign.OAuthToken) 
 
 // OAuthToken reads the token consistently.
 func (s *Store) OAuthToken(ctx context.Context, hash string) (countersign.OAuthToken, error) {
-	var t countersign.OAuthToken
-	item, err := s.getItem(ctx, prefixOAuthToken+hash, skOAuth)
-	if err == nil {
-		err = decode(item, &t)
-	}
+	t, err := read[countersign.OAuthToken](ctx, s, prefixOAuthToken+hash, skOAuth)
 	if err != nil {
 		return countersign.OAuthToken{}, fmt.Errorf("oauth token: %w", err)
 	}
@@ -166,22 +165,33 @@ func (s *Store) DeleteOAuthToken(ctx context.Context, hash string) error {
 // deleteExisting deletes the item at key in one conditional write;
 // store.ErrNotFound if there is none.
 func (s *Store) deleteExisting(ctx context.Context, key map[string]types.AttributeValue) error {
-	_, err := s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+	_, err := s.deleteItem(ctx, key, types.ReturnValueNone)
+	return err
+}
+
+// deleteItem deletes the item at key on the condition that it exists
+// (store.ErrNotFound otherwise) and returns the attributes rv asks for.
+func (s *Store) deleteItem(ctx context.Context, key map[string]types.AttributeValue, rv types.ReturnValue) (map[string]types.AttributeValue, error) {
+	out, err := s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 		TableName:                aws.String(s.table),
 		Key:                      key,
 		ConditionExpression:      aws.String("attribute_exists(#pk)"),
 		ExpressionAttributeNames: map[string]string{"#pk": attrPK},
+		ReturnValues:             rv,
 	})
 	if isConditionFailed(err) {
-		return store.ErrNotFound
+		return nil, store.ErrNotFound
 	}
-	return err
+	if err != nil {
+		return nil, err
+	}
+	return out.Attributes, nil
 }
 
 // grantItem is the grant's item with its version and TTL, and its entry
 // in its credential's listing (gsi2: listOAuthGrants, by ID).
 func grantItem(g countersign.OAuthGrant) (map[string]types.AttributeValue, error) {
-	item, err := oauthItem(prefixOAuthGrant+g.ID, g, g.ExpiresAt)
+	item, err := expiringItem(prefixOAuthGrant+g.ID, skOAuth, g, g.ExpiresAt)
 	if err != nil {
 		return nil, err
 	}
@@ -241,11 +251,7 @@ func (s *Store) CreateOAuthGrant(ctx context.Context, g *countersign.OAuthGrant)
 
 // OAuthGrant reads the grant consistently.
 func (s *Store) OAuthGrant(ctx context.Context, id string) (*countersign.OAuthGrant, error) {
-	var g countersign.OAuthGrant
-	item, err := s.getItem(ctx, prefixOAuthGrant+id, skOAuth)
-	if err == nil {
-		err = decode(item, &g)
-	}
+	g, err := read[countersign.OAuthGrant](ctx, s, prefixOAuthGrant+id, skOAuth)
 	if err != nil {
 		return nil, fmt.Errorf("oauth grant %s: %w", id, err)
 	}

@@ -7,12 +7,9 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/countersign/countersign"
-	"github.com/countersign/countersign/shared/store"
 )
 
 // A person's passkeys are one partition, keyed by the SHA-256 of their
@@ -105,12 +102,7 @@ func (s *Store) CreatePasskeyCeremony(ctx context.Context, c countersign.Passkey
 	if c.ID == "" {
 		return errors.New("create passkey ceremony: empty id")
 	}
-	item, err := newItem(prefixPasskeyCeremony+c.ID, skPasskeyCeremony, c)
-	if err == nil {
-		item[attrTTL] = num(ttlSeconds(c.ExpiresAt))
-		err = s.createItem(ctx, item)
-	}
-	if err != nil {
+	if err := s.createExpiring(ctx, prefixPasskeyCeremony+c.ID, skPasskeyCeremony, c, c.ExpiresAt); err != nil {
 		return fmt.Errorf("create passkey ceremony: %w", err)
 	}
 	return nil
@@ -119,20 +111,7 @@ func (s *Store) CreatePasskeyCeremony(ctx context.Context, c countersign.Passkey
 // TakePasskeyCeremony deletes the ceremony's item on the condition that
 // it exists and returns what it held.
 func (s *Store) TakePasskeyCeremony(ctx context.Context, id string) (countersign.PasskeyCeremony, error) {
-	out, err := s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
-		TableName:                aws.String(s.table),
-		Key:                      itemKey(prefixPasskeyCeremony+id, skPasskeyCeremony),
-		ConditionExpression:      aws.String("attribute_exists(#pk)"),
-		ExpressionAttributeNames: map[string]string{"#pk": attrPK},
-		ReturnValues:             types.ReturnValueAllOld,
-	})
-	if isConditionFailed(err) {
-		err = store.ErrNotFound
-	}
-	var c countersign.PasskeyCeremony
-	if err == nil {
-		err = decode(out.Attributes, &c)
-	}
+	c, err := take[countersign.PasskeyCeremony](ctx, s, itemKey(prefixPasskeyCeremony+id, skPasskeyCeremony))
 	if err != nil {
 		return countersign.PasskeyCeremony{}, fmt.Errorf("take passkey ceremony: %w", err)
 	}

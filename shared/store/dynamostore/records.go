@@ -112,21 +112,12 @@ func (s *Store) GetCredential(ctx context.Context, id string) (countersign.Crede
 // the item consistently, so a lagging index entry cannot authenticate the
 // deleted key.
 func (s *Store) DeleteCredential(ctx context.Context, id string) error {
-	out, err := s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
-		TableName:                aws.String(s.table),
-		Key:                      itemKey(prefixCredential+id, skCredential),
-		ConditionExpression:      aws.String("attribute_exists(#pk)"),
-		ExpressionAttributeNames: map[string]string{"#pk": attrPK},
-		ReturnValues:             types.ReturnValueAllOld,
-	})
-	if isConditionFailed(err) {
-		err = store.ErrNotFound
-	}
+	old, err := s.deleteItem(ctx, itemKey(prefixCredential+id, skCredential), types.ReturnValueAllOld)
 	if err != nil {
 		return fmt.Errorf("delete credential %s: %w", id, err)
 	}
 	// The person it named is signed out everywhere.
-	if c, derr := decodeCredential(out.Attributes); derr == nil && c.Subject != "" {
+	if c, derr := decodeCredential(old); derr == nil && c.Subject != "" {
 		if _, err := s.EndSessions(ctx, store.PersonKey(c.Issuer, c.Subject)); err != nil {
 			return fmt.Errorf("delete credential %s: %w", id, err)
 		}

@@ -50,36 +50,8 @@ func (s *suite) oauth(t *testing.T) {
 		c := countersign.OAuthCode{Hash: keyHash(uid(t)), ClientID: "c", RedirectURI: "http://127.0.0.1/cb", Challenge: "ch",
 			Resource: "https://cs.example/mcp", Scope: "mcp", Credential: "user_1", ExpiresAt: s.now().Add(time.Minute).In(zone)}
 		assertNoZeroFields(t, c)
-		if err := st.CreateOAuthCode(ctx, c); err != nil {
-			t.Fatalf("CreateOAuthCode: %v", err)
-		}
-		if err := st.CreateOAuthCode(ctx, c); !errors.Is(err, store.ErrConflict) {
-			t.Fatalf("second CreateOAuthCode = %v, want ErrConflict", err)
-		}
-		// Racing takers: exactly one gets the code.
-		var wg sync.WaitGroup
-		var mu sync.Mutex
-		won, lost := 0, 0
-		for range 4 {
-			wg.Go(func() {
-				got, err := st.TakeOAuthCode(ctx, c.Hash)
-				mu.Lock()
-				defer mu.Unlock()
-				switch {
-				case err == nil:
-					won++
-					assertEqual(t, "taken code", got, roundTrip(t, c))
-				case errors.Is(err, store.ErrNotFound):
-					lost++
-				default:
-					t.Errorf("TakeOAuthCode: %v", err)
-				}
-			})
-		}
-		wg.Wait()
-		if won != 1 || lost != 3 {
-			t.Fatalf("takers: %d won, %d lost; want 1 and 3", won, lost)
-		}
+		takenOnce(t, "code", c, func(c countersign.OAuthCode) error { return st.CreateOAuthCode(ctx, c) },
+			func() (countersign.OAuthCode, error) { return st.TakeOAuthCode(ctx, c.Hash) })
 	})
 
 	t.Run("TokenByHashAndDelete", func(t *testing.T) {
@@ -194,4 +166,40 @@ func (s *suite) oauth(t *testing.T) {
 			t.Fatalf("OAuthGrants after revoking one: %+v %v", all, err)
 		}
 	})
+}
+
+// takenOnce creates v, refuses a second create (store.ErrConflict), then
+// has four takers race for it: exactly one gets v as stored, the others
+// store.ErrNotFound.
+func takenOnce[T any](tb testing.TB, what string, v T, create func(T) error, take func() (T, error)) {
+	tb.Helper()
+	if err := create(v); err != nil {
+		tb.Fatalf("create %s: %v", what, err)
+	}
+	if err := create(v); !errors.Is(err, store.ErrConflict) {
+		tb.Fatalf("second create %s = %v, want ErrConflict", what, err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	won, lost := 0, 0
+	for range 4 {
+		wg.Go(func() {
+			got, err := take()
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				won++
+				assertEqual(tb, "taken "+what, got, roundTrip(tb, v))
+			case errors.Is(err, store.ErrNotFound):
+				lost++
+			default:
+				tb.Errorf("take %s: %v", what, err)
+			}
+		})
+	}
+	wg.Wait()
+	if won != 1 || lost != 3 {
+		tb.Fatalf("takers of the %s: %d won, %d lost; want 1 and 3", what, won, lost)
+	}
 }

@@ -106,34 +106,7 @@ func (s *suite) passkeys(t *testing.T) {
 		c := countersign.PasskeyCeremony{ID: uid(t), Purpose: "approve", Issuer: "https://idp", Subject: "ada", Confirmation: "cf_1",
 			Nonce: []byte{1, 2, 3}, Session: json.RawMessage(`{"challenge":"x"}`), ExpiresAt: s.now().Add(time.Minute).In(zone)}
 		assertNoZeroFields(t, c)
-		if err := st.CreatePasskeyCeremony(ctx, c); err != nil {
-			t.Fatalf("CreatePasskeyCeremony: %v", err)
-		}
-		if err := st.CreatePasskeyCeremony(ctx, c); !errors.Is(err, store.ErrConflict) {
-			t.Fatalf("second CreatePasskeyCeremony = %v, want ErrConflict", err)
-		}
-		var wg sync.WaitGroup
-		var mu sync.Mutex
-		won, lost := 0, 0
-		for range 4 {
-			wg.Go(func() {
-				got, err := st.TakePasskeyCeremony(ctx, c.ID)
-				mu.Lock()
-				defer mu.Unlock()
-				switch {
-				case err == nil:
-					won++
-					assertEqual(t, "taken ceremony", got, roundTrip(t, c))
-				case errors.Is(err, store.ErrNotFound):
-					lost++
-				default:
-					t.Errorf("TakePasskeyCeremony: %v", err)
-				}
-			})
-		}
-		wg.Wait()
-		if won != 1 || lost != 3 {
-			t.Fatalf("takers: %d won, %d lost; want 1 and 3", won, lost)
-		}
+		takenOnce(t, "ceremony", c, func(c countersign.PasskeyCeremony) error { return st.CreatePasskeyCeremony(ctx, c) },
+			func() (countersign.PasskeyCeremony, error) { return st.TakePasskeyCeremony(ctx, c.ID) })
 	})
 }
