@@ -278,7 +278,17 @@ func (s *Service) Create(ctx context.Context, r Request) (*countersign.Confirmat
 	// Where the workflow can, its execution is written with the record
 	// (one commit); start then only acts on it.
 	wctx, start := ctx, func(ctx context.Context) (string, error) { return s.Workflow.Start(ctx, machine, id, input) }
-	if as, ok := s.Workflow.(alongStarter); ok {
+	ts, tokens := s.Workflow.(tokenStarter)
+	ta, kept := s.Store.(taskTokenAlong)
+	switch as, ok := s.Workflow.(alongStarter); {
+	case tokens && kept && !needsRead(c.Operations):
+		// The task token too, which AttachToken then finds in place. Not
+		// when the notify task stores show reads first: nobody may
+		// answer before they are there.
+		var token string
+		wctx, token, start = ts.StartAlongToken(ctx, machine, id, input)
+		wctx, _ = ta.TaskTokenAlong(wctx, id, token, c.TTL)
+	case ok:
 		wctx, start = as.StartAlong(ctx, machine, id, input)
 	}
 	if err := s.create(wctx, c); err != nil {
@@ -315,6 +325,21 @@ type alongAnswerer interface {
 // write, finishes the start (or starts it on its own).
 type alongStarter interface {
 	StartAlong(ctx context.Context, m workflow.Machine, name string, input []byte) (context.Context, func(ctx context.Context) (string, error))
+}
+
+// tokenStarter is an alongStarter that also returns the token of the task
+// the new execution waits in first, to be written in the same transaction
+// (the local engine); an execution of that name that exists already fails
+// that write.
+type tokenStarter interface {
+	StartAlongToken(ctx context.Context, m workflow.Machine, name string, input []byte) (context.Context, string, func(ctx context.Context) (string, error))
+}
+
+// taskTokenAlong is a store that can write a task token in the
+// transaction of the next confirmation write made with the context it
+// returns (store/embedded).
+type taskTokenAlong interface {
+	TaskTokenAlong(ctx context.Context, id, token string, ttl int64) (context.Context, *store.Along)
 }
 
 // Get returns a confirmation, or an unknown_confirmation error.
@@ -412,7 +437,9 @@ func (s *Service) update(ctx context.Context, id string, fn func(c *countersign.
 
 // AttachToken stores the workflow's task token of a pending confirmation
 // (the notify task), apart from the record: one write that the record's
-// transitions never repeat. It returns the record so the caller can send
+// transitions never repeat, and none when the token is stored already
+// (the local engine's, written with the confirmation, or a retried
+// task's). It returns the record so the caller can send
 // the links. A record that is no longer pending is left alone; the caller
 // should not notify, and ok is false. A later token (a retried task)
 // replaces an earlier one.
@@ -423,6 +450,9 @@ func (s *Service) AttachToken(ctx context.Context, id, token string) (c *counter
 	}
 	if c.Status != countersign.StatusPending {
 		return c, false, nil
+	}
+	if got, err := s.Store.TaskToken(ctx, id); err == nil && got == token {
+		return c, true, nil // written with the confirmation (taskTokenAlong), or a retried task's
 	}
 	if err := s.Store.PutTaskToken(ctx, id, token, c.TTL); err != nil {
 		// The write may have landed with its answer lost (an SDK retry then
