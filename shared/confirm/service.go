@@ -448,6 +448,13 @@ func (s *Service) AttachToken(ctx context.Context, id, token string) (c *counter
 	if err != nil {
 		return nil, false, fmt.Errorf("attach token: %w", err)
 	}
+	return s.AttachTokenTo(ctx, c, token)
+}
+
+// AttachTokenTo is AttachToken for the record c as the caller just read
+// or wrote it (Observe's), which it does not read again.
+func (s *Service) AttachTokenTo(ctx context.Context, c *countersign.Confirmation, token string) (_ *countersign.Confirmation, ok bool, err error) {
+	id := c.ID
 	if c.Status != countersign.StatusPending {
 		return c, false, nil
 	}
