@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -402,10 +403,23 @@ func (s *Service) create(ctx context.Context, c *countersign.Confirmation) error
 // lost but which was applied stands, and fn is not called again: its last
 // call is the one written.
 func (s *Service) update(ctx context.Context, id string, fn func(c *countersign.Confirmation, now time.Time) error) (*countersign.Confirmation, error) {
+	return s.updateFrom(ctx, id, nil, fn)
+}
+
+// updateFrom is update whose first attempt starts from a copy of from (its
+// operations copied too, which is all fn may change in place), the record
+// as the caller just wrote it, rather than reading it again: a stale one
+// loses the race on its version and the record is read again.
+func (s *Service) updateFrom(ctx context.Context, id string, from *countersign.Confirmation, fn func(c *countersign.Confirmation, now time.Time) error) (*countersign.Confirmation, error) {
 	tag := "" // the last write's, while its outcome is unknown
 	for range maxCASAttempts {
-		c, err := s.Get(ctx, id)
-		if err != nil {
+		var c *countersign.Confirmation
+		var err error
+		if from != nil && from.ID == id {
+			cp := *from
+			cp.Operations = slices.Clone(from.Operations)
+			c, from = &cp, nil
+		} else if c, err = s.Get(ctx, id); err != nil {
 			return nil, err
 		}
 		if tag != "" && c.WriteID == tag {
@@ -898,7 +912,13 @@ func (s *Service) Complete(ctx context.Context, id string, index int, out counte
 // complete is Complete; ended reports whether this write gave the record
 // its final status.
 func (s *Service) complete(ctx context.Context, id string, index int, out countersign.Outcome) (c *countersign.Confirmation, ended bool, err error) {
-	c, err = s.update(ctx, id, func(c *countersign.Confirmation, now time.Time) error {
+	return s.completeFrom(ctx, id, nil, index, out)
+}
+
+// completeFrom is complete starting from claimed, the record as the claim
+// wrote it (updateFrom).
+func (s *Service) completeFrom(ctx context.Context, id string, claimed *countersign.Confirmation, index int, out countersign.Outcome) (c *countersign.Confirmation, ended bool, err error) {
+	c, err = s.updateFrom(ctx, id, claimed, func(c *countersign.Confirmation, now time.Time) error {
 		ended = false
 		if index < 0 || index >= len(c.Operations) {
 			return fmt.Errorf("no operation %d", index)
@@ -980,7 +1000,7 @@ func (s *Service) runClaimed(ctx context.Context, c *countersign.Confirmation, i
 	} else {
 		s.logger().InfoContext(ctx, "recheck stopped the write", "confirmation", c.ID, "operation", index, "outcome", out.Error)
 	}
-	return s.complete(context.WithoutCancel(ctx), c.ID, index, out)
+	return s.completeFrom(context.WithoutCancel(ctx), c.ID, c, index, out)
 }
 
 // ExecuteApproved runs the selected operations of an approved record the
