@@ -451,10 +451,9 @@ func (s *Service) updateFrom(ctx context.Context, id string, from *countersign.C
 
 // AttachToken stores the workflow's task token of a pending confirmation
 // (the notify task), apart from the record: one write that the record's
-// transitions never repeat, and none when the token is stored already
-// (the local engine's, written with the confirmation, or a retried
-// task's). It returns the record so the caller can send
-// the links. A record that is no longer pending is left alone; the caller
+// transitions never repeat, and none on a store that writes the token
+// with the confirmation (taskTokenAlong) when it is there already. It
+// returns the record so the caller can send the links. A record that is no longer pending is left alone; the caller
 // should not notify, and ok is false. A later token (a retried task)
 // replaces an earlier one.
 func (s *Service) AttachToken(ctx context.Context, id, token string) (c *countersign.Confirmation, ok bool, err error) {
@@ -472,8 +471,12 @@ func (s *Service) AttachTokenTo(ctx context.Context, c *countersign.Confirmation
 	if c.Status != countersign.StatusPending {
 		return c, false, nil
 	}
-	if got, err := s.Store.TaskToken(ctx, id); err == nil && got == token {
-		return c, true, nil // written with the confirmation (taskTokenAlong), or a retried task's
+	if _, along := s.Store.(taskTokenAlong); along {
+		// Written with the confirmation, most likely (a store that cannot
+		// is not read first: DynamoDB's path is one write, as it was).
+		if got, err := s.Store.TaskToken(ctx, id); err == nil && got == token {
+			return c, true, nil
+		}
 	}
 	if err := s.Store.PutTaskToken(ctx, id, token, c.TTL); err != nil {
 		// The write may have landed with its answer lost (an SDK retry then
