@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -278,7 +279,17 @@ func (s *Service) Create(ctx context.Context, r Request) (*countersign.Confirmat
 	// Where the workflow can, its execution is written with the record
 	// (one commit); start then only acts on it.
 	wctx, start := ctx, func(ctx context.Context) (string, error) { return s.Workflow.Start(ctx, machine, id, input) }
-	if as, ok := s.Workflow.(alongStarter); ok {
+	ts, tokens := s.Workflow.(tokenStarter)
+	ta, kept := s.Store.(taskTokenAlong)
+	switch as, ok := s.Workflow.(alongStarter); {
+	case tokens && kept && !needsRead(c.Operations):
+		// The task token too, which AttachToken then finds in place. Not
+		// when the notify task stores show reads first: nobody may
+		// answer before they are there.
+		var token string
+		wctx, token, start = ts.StartAlongToken(ctx, machine, id, input)
+		wctx, _ = ta.TaskTokenAlong(wctx, id, token, c.TTL)
+	case ok:
 		wctx, start = as.StartAlong(ctx, machine, id, input)
 	}
 	if err := s.create(wctx, c); err != nil {
@@ -315,6 +326,21 @@ type alongAnswerer interface {
 // write, finishes the start (or starts it on its own).
 type alongStarter interface {
 	StartAlong(ctx context.Context, m workflow.Machine, name string, input []byte) (context.Context, func(ctx context.Context) (string, error))
+}
+
+// tokenStarter is an alongStarter that also returns the token of the task
+// the new execution waits in first, to be written in the same transaction
+// (the local engine); an execution of that name that exists already fails
+// that write.
+type tokenStarter interface {
+	StartAlongToken(ctx context.Context, m workflow.Machine, name string, input []byte) (context.Context, string, func(ctx context.Context) (string, error))
+}
+
+// taskTokenAlong is a store that can write a task token in the
+// transaction of the next confirmation write made with the context it
+// returns (store/embedded).
+type taskTokenAlong interface {
+	TaskTokenAlong(ctx context.Context, id, token string, ttl int64) (context.Context, *store.Along)
 }
 
 // Get returns a confirmation, or an unknown_confirmation error.
@@ -377,10 +403,23 @@ func (s *Service) create(ctx context.Context, c *countersign.Confirmation) error
 // lost but which was applied stands, and fn is not called again: its last
 // call is the one written.
 func (s *Service) update(ctx context.Context, id string, fn func(c *countersign.Confirmation, now time.Time) error) (*countersign.Confirmation, error) {
+	return s.updateFrom(ctx, id, nil, fn)
+}
+
+// updateFrom is update whose first attempt starts from a copy of from (its
+// operations copied too, which is all fn may change in place), the record
+// as the caller just wrote it, rather than reading it again: a stale one
+// loses the race on its version and the record is read again.
+func (s *Service) updateFrom(ctx context.Context, id string, from *countersign.Confirmation, fn func(c *countersign.Confirmation, now time.Time) error) (*countersign.Confirmation, error) {
 	tag := "" // the last write's, while its outcome is unknown
 	for range maxCASAttempts {
-		c, err := s.Get(ctx, id)
-		if err != nil {
+		var c *countersign.Confirmation
+		var err error
+		if from != nil && from.ID == id {
+			cp := *from
+			cp.Operations = slices.Clone(from.Operations)
+			c, from = &cp, nil
+		} else if c, err = s.Get(ctx, id); err != nil {
 			return nil, err
 		}
 		if tag != "" && c.WriteID == tag {
@@ -412,8 +451,9 @@ func (s *Service) update(ctx context.Context, id string, fn func(c *countersign.
 
 // AttachToken stores the workflow's task token of a pending confirmation
 // (the notify task), apart from the record: one write that the record's
-// transitions never repeat. It returns the record so the caller can send
-// the links. A record that is no longer pending is left alone; the caller
+// transitions never repeat, and none on a store that writes the token
+// with the confirmation (taskTokenAlong) when it is there already. It
+// returns the record so the caller can send the links. A record that is no longer pending is left alone; the caller
 // should not notify, and ok is false. A later token (a retried task)
 // replaces an earlier one.
 func (s *Service) AttachToken(ctx context.Context, id, token string) (c *countersign.Confirmation, ok bool, err error) {
@@ -421,8 +461,22 @@ func (s *Service) AttachToken(ctx context.Context, id, token string) (c *counter
 	if err != nil {
 		return nil, false, fmt.Errorf("attach token: %w", err)
 	}
+	return s.AttachTokenTo(ctx, c, token)
+}
+
+// AttachTokenTo is AttachToken for the record c as the caller just read
+// or wrote it (Observe's), which it does not read again.
+func (s *Service) AttachTokenTo(ctx context.Context, c *countersign.Confirmation, token string) (_ *countersign.Confirmation, ok bool, err error) {
+	id := c.ID
 	if c.Status != countersign.StatusPending {
 		return c, false, nil
+	}
+	if _, along := s.Store.(taskTokenAlong); along {
+		// Written with the confirmation, most likely (a store that cannot
+		// is not read first: DynamoDB's path is one write, as it was).
+		if got, err := s.Store.TaskToken(ctx, id); err == nil && got == token {
+			return c, true, nil
+		}
 	}
 	if err := s.Store.PutTaskToken(ctx, id, token, c.TTL); err != nil {
 		// The write may have landed with its answer lost (an SDK retry then
@@ -855,7 +909,13 @@ func (s *Service) Complete(ctx context.Context, id string, index int, out counte
 // complete is Complete; ended reports whether this write gave the record
 // its final status.
 func (s *Service) complete(ctx context.Context, id string, index int, out countersign.Outcome) (c *countersign.Confirmation, ended bool, err error) {
-	c, err = s.update(ctx, id, func(c *countersign.Confirmation, now time.Time) error {
+	return s.completeFrom(ctx, id, nil, index, out)
+}
+
+// completeFrom is complete starting from claimed, the record as the claim
+// wrote it (updateFrom).
+func (s *Service) completeFrom(ctx context.Context, id string, claimed *countersign.Confirmation, index int, out countersign.Outcome) (c *countersign.Confirmation, ended bool, err error) {
+	c, err = s.updateFrom(ctx, id, claimed, func(c *countersign.Confirmation, now time.Time) error {
 		ended = false
 		if index < 0 || index >= len(c.Operations) {
 			return fmt.Errorf("no operation %d", index)
@@ -937,7 +997,7 @@ func (s *Service) runClaimed(ctx context.Context, c *countersign.Confirmation, i
 	} else {
 		s.logger().InfoContext(ctx, "recheck stopped the write", "confirmation", c.ID, "operation", index, "outcome", out.Error)
 	}
-	return s.complete(context.WithoutCancel(ctx), c.ID, index, out)
+	return s.completeFrom(context.WithoutCancel(ctx), c.ID, c, index, out)
 }
 
 // ExecuteApproved runs the selected operations of an approved record the

@@ -69,10 +69,15 @@ func (h *Notify) Handle(ctx context.Context, in NotifyInput) (struct{}, error) {
 	// reads) is stored before the token: nobody can answer, nor get a
 	// link, before it is there. A read that fails is stored as such; a
 	// store that fails leaves the record as it was, and the links still go.
-	if _, err := h.Confirm.Observe(ctx, in.ConfirmationID); err != nil {
+	var c *countersign.Confirmation
+	var ok bool
+	seen, err := h.Confirm.Observe(ctx, in.ConfirmationID)
+	if err != nil {
 		logger(h.Logger).WarnContext(ctx, "show reads not stored", "confirmation", in.ConfirmationID, "error", err)
+		c, ok, err = h.Confirm.AttachToken(ctx, in.ConfirmationID, in.TaskToken)
+	} else {
+		c, ok, err = h.Confirm.AttachTokenTo(ctx, seen, in.TaskToken) // the record as Observe left it
 	}
-	c, ok, err := h.Confirm.AttachToken(ctx, in.ConfirmationID, in.TaskToken)
 	if err != nil {
 		return struct{}{}, taskError(fmt.Errorf("notify %s: %w", in.ConfirmationID, err))
 	}

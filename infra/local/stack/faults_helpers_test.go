@@ -353,6 +353,13 @@ func (f *faultWorkflow) StartAlong(ctx context.Context, m workflow.Machine, name
 	return ctx, func(ctx context.Context) (string, error) { return f.Start(ctx, m, name, input) }
 }
 
+// StartAlongToken is StartAlong: no token goes with the confirmation, so
+// the notify task attaches it, past the faults injected on the start.
+func (f *faultWorkflow) StartAlongToken(ctx context.Context, m workflow.Machine, name string, input []byte) (context.Context, string, func(context.Context) (string, error)) {
+	ctx, start := f.StartAlong(ctx, m, name, input)
+	return ctx, "", start
+}
+
 // AnswerAlong sends on its own, through SendTaskSuccess and
 // SendTaskFailure, so that their faults are injected.
 func (f *faultWorkflow) AnswerAlong(ctx context.Context, token string, answer func() ([]byte, string, string, bool)) (context.Context, func(context.Context) error) {

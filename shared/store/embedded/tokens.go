@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"go.etcd.io/bbolt"
+
+	"github.com/countersign/countersign/shared/store"
 )
 
 // tokenRecord is a confirmation's task token, kept apart from the
@@ -40,4 +42,21 @@ func (s *Store) TaskToken(_ context.Context, id string) (string, error) {
 		return "", fmt.Errorf("task token of %s: %w", id, err)
 	}
 	return r.Token, nil
+}
+
+// TaskTokenAlong returns ctx carrying PutTaskToken's write, to be made in
+// the transaction of the next confirmation write made with ctx
+// (store.Along): the token a new confirmation's workflow will hand its
+// notify task, durable with the confirmation (the local engine knows it
+// before the task runs). An empty id or token carries nothing (nil).
+func (s *Store) TaskTokenAlong(ctx context.Context, id, token string, ttl int64) (context.Context, *store.Along) {
+	if id == "" || token == "" {
+		return ctx, nil
+	}
+	return s.TxAlong(ctx, func(tx *bbolt.Tx) (bool, error) {
+		if err := put(tx, bucketTaskTokens, []byte(id), tokenRecord{Token: token, TTL: ttl}); err != nil {
+			return false, fmt.Errorf("put task token of %s: %w", id, err)
+		}
+		return true, nil
+	})
 }

@@ -155,3 +155,56 @@ func TestAnswerAlongFallsBack(t *testing.T) {
 		wantState(t, v.info(t, id), StatusSucceeded, "Approved")
 	})
 }
+
+// TestStartAlongToken: the token StartAlongToken returns is the one the
+// execution waits on and the notify function gets; an execution of that
+// name that exists fails the confirmation write, as the token written
+// beside it would not be its own.
+func TestStartAlongToken(t *testing.T) {
+	input := func(name string) []byte {
+		return fmt.Appendf(nil, `{"confirmation_id":%q,"timeout_seconds":600}`, name)
+	}
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakes{}
+		v := newEnv(t, f)
+		defer v.close(t)
+		var pending func(tx *bbolt.Tx) (bool, error)
+		var along *store.Along
+		v.e.along = func(ctx context.Context, fn func(tx *bbolt.Tx) (bool, error)) (context.Context, *store.Along) {
+			pending, along = fn, &store.Along{}
+			return store.WithAlong(ctx, along), along
+		}
+		write := func() (bool, error) {
+			var made bool
+			err := v.db.Update(func(tx *bbolt.Tx) error {
+				var err error
+				made, err = pending(tx)
+				return err
+			})
+			if made && err == nil {
+				along.MarkDone()
+			}
+			return made, err
+		}
+		_, token, start := v.e.StartAlongToken(context.Background(), workflow.Confirm, "cf_1", input("cf_1"))
+		if made, err := write(); !made || err != nil || token == "" {
+			t.Fatalf("the execution did not go with the write: %v, %v, token %q", made, err, token)
+		}
+		id, err := start(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if info := v.info(t, id); info.TaskToken != token {
+			t.Errorf("the execution waits on %q, StartAlongToken said %q", info.TaskToken, token)
+		}
+		if n := f.calls(&f.notify); len(n) != 1 || n[0].payload["task_token"] != token {
+			t.Fatalf("notify calls = %v, want one with the token", n)
+		}
+
+		_, _, _ = v.e.StartAlongToken(context.Background(), workflow.Confirm, "cf_1", input("cf_1"))
+		if made, err := write(); made || !errors.Is(err, ErrExecutionAlreadyExists) {
+			t.Fatalf("an existing execution: made %v, %v; want ErrExecutionAlreadyExists", made, err)
+		}
+	})
+}

@@ -246,22 +246,47 @@ func (e *Engine) started(r *record) {
 // the write failed, an execution of that name exists), it starts it as
 // Start does.
 func (e *Engine) StartAlong(ctx context.Context, m workflow.Machine, name string, input []byte) (context.Context, func(ctx context.Context) (string, error)) {
+	ctx, _, start := e.startAlong(ctx, m, name, input, false)
+	return ctx, start
+}
+
+// StartAlongToken is StartAlong for a caller that keeps the token of the
+// task the new execution waits in first (the notify task's) with the same
+// confirmation write: it returns that token ("" when there is none), as
+// the waitForTaskToken function gets it later. An execution of that name
+// that exists already fails the confirmation write (wrapping
+// ErrExecutionAlreadyExists) rather than being left for start to decide,
+// since the token written beside it would not be its own.
+func (e *Engine) StartAlongToken(ctx context.Context, m workflow.Machine, name string, input []byte) (context.Context, string, func(ctx context.Context) (string, error)) {
+	return e.startAlong(ctx, m, name, input, true)
+}
+
+func (e *Engine) startAlong(ctx context.Context, m workflow.Machine, name string, input []byte, strict bool) (context.Context, string, func(ctx context.Context) (string, error)) {
 	start := func(ctx context.Context) (string, error) { return e.Start(ctx, m, name, input) }
 	if e.along == nil || e.check(ctx) != nil {
-		return ctx, start
+		return ctx, "", start
 	}
 	r, err := e.newExecution(m, name, input)
 	if err != nil {
-		return ctx, start // Start reports it
+		return ctx, "", start // Start reports it
 	}
 	actx, a := e.along(ctx, func(tx *bbolt.Tx) (bool, error) {
 		old, err := getRecord(tx, r.ID)
-		if err != nil || old != nil {
-			return false, err // Start decides about an existing one
+		switch {
+		case err != nil:
+			return false, err
+		case old != nil && strict:
+			return false, fmt.Errorf("start %s: %w", r.ID, ErrExecutionAlreadyExists)
+		case old != nil:
+			return false, nil // Start decides about an existing one
 		}
 		return true, putRecord(tx, nil, r)
 	})
-	return actx, func(ctx context.Context) (string, error) {
+	token := ""
+	if r.Status == StatusRunning {
+		token = r.Token
+	}
+	return actx, token, func(ctx context.Context) (string, error) {
 		if !a.Done() {
 			return start(ctx)
 		}
