@@ -23,6 +23,8 @@
 #            loopback (npm ci of the pinned dynalite under infra/dynalite on first
 #            use); TestBrowser runs headless Chromium and, run as root without
 #            it, installs it with apt-get
+#   allocs   the tests that bound allocations, without -race (the race stage
+#            skips those the race detector changes: raceflag.SkipAllocationBound)
 #   awstest  the AWS path (infra/awstest), verbose; go install of the pinned
 #            Lambda runtime interface emulator into a temporary directory;
 #            skips, saying so, without moto_server
@@ -33,7 +35,7 @@ GO=${1:-go}
 # first use and caches it; it changes nothing in go.mod.
 STATICCHECK=honnef.co/go/tools/cmd/staticcheck@v0.8.2
 TEST_FUZZTIME=${TEST_FUZZTIME:-2s}
-STAGES=${STAGES:-vet lambdas asl mcpclients race awstest fuzz}
+STAGES=${STAGES:-vet lambdas asl mcpclients race allocs awstest fuzz}
 cd "$(dirname "$0")/.."
 
 describe() {
@@ -43,6 +45,7 @@ describe() {
   asl) echo "validate statemachines/*.asl.json (installs infra/asl's pinned asl-validator with npm ci on first use)" ;;
   mcpclients) echo "install infra/mcpclients' pinned MCP clients (npm ci on first use: the TypeScript SDKs, the conformance suites, Claude Code's CLI, Node 22 for the suites)" ;;
   race) echo "go test -race, every package but infra/awstest, dynalite on loopback (installs infra/dynalite with npm ci on first use; TestBrowser may apt-get install chromium when run as root)" ;;
+  allocs) echo "the tests that bound allocations (testing.AllocsPerRun), without -race: the race stage skips those the race detector changes" ;;
   awstest) echo "the AWS path on moto_server, dynalite and the bootstraps under the Lambda emulator (go install of the emulator; skips without moto_server)" ;;
   fuzz) echo "every fuzz target for $TEST_FUZZTIME" ;;
   *) return 1 ;;
@@ -56,6 +59,7 @@ run_stage() {
   asl) ./infra/asl/check.sh ;;
   mcpclients) ./infra/mcpclients/install.sh ;;
   race) ./scripts/test-with-dynalite.sh sh -c "$GO test -race -count=1 \$($GO list ./... | grep -v /infra/awstest)" ;;
+  allocs) "$GO" test -count=1 -run 'Alloc' $(grep -rl --include='*_test.go' 'AllocsPerRun' shared infra internal | xargs -n1 dirname | sort -u | sed 's|^|./|' | grep -v /infra/awstest) ;;
   awstest) ./scripts/test-with-dynalite.sh "$GO" test -count=1 -v -timeout 20m ./infra/awstest/ ;;
   fuzz) FUZZTIME=$TEST_FUZZTIME ./scripts/fuzz.sh "$GO" ;;
   esac
@@ -76,7 +80,7 @@ count=$(wc -w <<<"$STAGES")
 for stage in $STAGES; do
   n=$((n + 1))
   if ! what=$(describe "$stage"); then
-    echo "make test: unknown stage $stage (known: vet lambdas asl mcpclients race awstest fuzz)" >&2
+    echo "make test: unknown stage $stage (known: vet lambdas asl mcpclients race allocs awstest fuzz)" >&2
     exit 2
   fi
   echo "==> [$n/$count] $stage: $what"

@@ -57,9 +57,7 @@ func TestLogCallLine(t *testing.T) {
 // level (JSON at info, with a request id): the record's attributes past
 // the fifth are its one allocation. Below the level it is free.
 func TestLogCallAllocations(t *testing.T) {
-	if raceflag.Enabled {
-		t.Skip("the race detector changes what allocates")
-	}
+	raceflag.SkipAllocationBound(t)
 	cred := &countersign.Credential{ID: "chat-user"}
 	p := &prepared{Call: &Call{Connection: "crm", Method: "GET", Path: "/contacts/12"}}
 	d := policy.Decision{Tier: policy.Auto, Rule: "connections/crm/policy.json endpoints[2]"}

@@ -97,9 +97,7 @@ func TestJSONHandlerOneLineAtATime(t *testing.T) {
 
 // TestJSONHandlerAllocations: a call's line is written without allocating.
 func TestJSONHandlerAllocations(t *testing.T) {
-	if raceflag.Enabled {
-		t.Skip("the race detector changes what allocates")
-	}
+	raceflag.SkipAllocationBound(t)
 	h := NewJSONHandler(discard{}, nil)
 	r := slog.NewRecord(time.Now(), slog.LevelInfo, "call", 0)
 	r.AddAttrs(slog.String("credential", "chat-user"), slog.String("connection", "crm"), slog.Bool("escalated", false))

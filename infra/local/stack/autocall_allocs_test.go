@@ -18,9 +18,7 @@ import (
 // all in this process). A bare reverse proxy adds about 75; BenchmarkAutoCall
 // times the same calls.
 func TestAutoCallAllocations(t *testing.T) {
-	if raceflag.Enabled {
-		t.Skip("the race detector changes what allocates")
-	}
+	raceflag.SkipAllocationBound(t)
 	h := newHarness(t, harnessOptions{limits: benchLimits, logger: slog.New(reqlog.NewJSONHandler(io.Discard, nil))})
 	client := &http.Client{}
 	conn := h.stack.Config.Connections["crm"]

@@ -102,9 +102,7 @@ func TestCredentialByKeyHashSeesEveryChange(t *testing.T) {
 // credential lookup once the credential was decoded: a read transaction
 // and a copy, no JSON decoding.
 func TestCredentialByKeyHashAllocations(t *testing.T) {
-	if raceflag.Enabled {
-		t.Skip("the race detector changes what allocates")
-	}
+	raceflag.SkipAllocationBound(t)
 	ctx := context.Background()
 	s, err := Open(filepath.Join(t.TempDir(), "countersign.db"), nil)
 	if err != nil {
