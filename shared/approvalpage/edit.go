@@ -34,11 +34,16 @@ type Edit struct {
 	Value string
 }
 
-// Input is the input's type: number, text or checkbox.
+// Input is the input's type: number, text or checkbox. A number a number
+// input cannot hold (past a double's range, such as 1e400, which a browser
+// empties) is offered as text, as the card does, so an unchanged value
+// posts back as it was.
 func (e Edit) Input() string {
 	switch e.Kind {
 	case "number":
-		return "number"
+		if _, err := strconv.ParseFloat(e.Value, 64); err == nil {
+			return "number"
+		}
 	case "boolean":
 		return "checkbox"
 	}
