@@ -125,7 +125,10 @@ func TestClaudeCodeOAuth(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	authRe := regexp.MustCompile(regexp.QuoteMeta(e.stack.URL) + `/oauth/authorize\?\S+`)
+	// The terminal output may wrap the URL in an OSC 8 hyperlink
+	// (ESC ] 8 ;; URL BEL text ESC ] 8 ;; BEL): a URL ends at a control
+	// character as well as at a space.
+	authRe := regexp.MustCompile(regexp.QuoteMeta(e.stack.URL) + `/oauth/authorize\?[^\s\x00-\x1f\x7f]+`)
 	authURL := ""
 	for deadline := time.Now().Add(30 * time.Second); authURL == "" && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		b, _ := os.ReadFile(opened)

@@ -67,7 +67,7 @@ func TestConformanceAuthorization(t *testing.T) {
 		t.Fatal(err)
 	}
 	var log strings.Builder
-	authRe := regexp.MustCompile(regexp.QuoteMeta(e.stack.URL) + `/oauth/authorize\?\S+`)
+	authRe := regexp.MustCompile(regexp.QuoteMeta(e.stack.URL) + `/oauth/authorize\?[^\s\x00-\x1f\x7f]+`)
 	sc := bufio.NewScanner(out)
 	signedIn := false
 	for sc.Scan() {
