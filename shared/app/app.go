@@ -154,6 +154,9 @@ func (a *App) Apply(l Live) {
 		base = l.Config.Settings.PublicURL
 	}
 	a.link.Store(&base)
+	// The trail first: a record made under the new configuration follows
+	// its config.loaded.
+	a.Audit.SetConfig(l.Config.Digest, l.Config.Dir)
 	a.Calls.SetConfig(l.Config)
 }
 
@@ -178,18 +181,13 @@ func New(cfg *config.Config, ad Adapters, o Options) *App {
 		a.PublicURL = cfg.Settings.PublicURL
 	}
 	a.Dispatcher = notify.NewDispatcher(ad.Channels, logger)
-	a.Audit = &audit.Trail{Store: ad.Store, Now: ad.Now, Logger: logger, ConfigDir: cfg.Dir}
+	a.Audit = &audit.Trail{Store: ad.Store, Now: ad.Now, Logger: logger, ConfigDir: cfg.Dir, ConfigDigest: cfg.Digest}
 	a.Confirm = &confirm.Service{
 		Store: ad.Store, Workflow: ad.Workflow,
 		Timeouts: confirm.Timeouts{Call: t.Call(), Script: t.Script(), Redeem: t.Redeem()},
 		Now:      ad.Now, NewID: ad.NewID, Logger: logger,
 		Audit: a.Audit, Events: a.Dispatcher, SyncEvents: o.SyncEvents,
 		Credentials: ad.Store,
-	}
-	if digest, err := audit.DirDigest(cfg.Dir); err == nil {
-		a.Audit.ConfigDigest = digest
-	} else {
-		logger.Warn("configuration digest not computed; configuration loads are not recorded", "error", err)
 	}
 	a.Calls = (&calls.Service{
 		Store: ad.Store, Confirm: a.Confirm, Upstream: ad.Upstream, Hooks: ad.Hooks,

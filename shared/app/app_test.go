@@ -8,12 +8,14 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/app"
+	"github.com/countersign/countersign/shared/audit"
 	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/httpapi"
@@ -146,5 +148,63 @@ func TestApply(t *testing.T) {
 	a.Apply(app.Live{Config: first, Channels: []notify.Channel{after}})
 	if a.LinkBase() != "https://first.example" {
 		t.Errorf("link base %q, want settings.public_url", a.LinkBase())
+	}
+}
+
+// TestConfigLoadsRecorded: a configuration read from S3 (an fs.FS named
+// s3://...) is named by its digest like a directory, so the trail records
+// its load before the first record; a changed configuration put in force
+// by Apply is recorded before the next record, an unchanged one is not.
+func TestConfigLoadsRecorded(t *testing.T) {
+	ctx := context.Background()
+	st, err := embedded.Open(filepath.Join(t.TempDir(), "db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	files := fstest.MapFS{
+		"settings.json":               {Data: []byte(`{}`)},
+		"connections/crm/policy.json": {Data: []byte(`{"base_url": "http://127.0.0.1:9", "endpoints": [{"method": "DELETE", "path": "/contacts/{id}", "confirm": true}]}`)},
+	}
+	loadS3 := func() *config.Config {
+		cfg, err := config.LoadFS(files, "s3://bucket/config", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	first := loadS3()
+	a := app.New(first, app.Adapters{Store: st, Workflow: nopWorkflow{}}, app.Options{})
+	loads := func() []string {
+		recs, err := st.ListAudit(ctx, countersign.AuditQuery{Chain: audit.Config, Limit: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var digests []string
+		for _, r := range recs {
+			digests = append(digests, r.Subject)
+		}
+		return digests
+	}
+	record := func() {
+		if _, err := a.Audit.Append(ctx, countersign.AuditRecord{Chain: "system", Action: "test"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	record()
+	if got := loads(); len(got) != 1 || got[0] != first.Digest || !strings.HasPrefix(first.Digest, "sha256:") {
+		t.Fatalf("config.loaded records %q, want the S3 configuration's digest %q", got, first.Digest)
+	}
+	a.Apply(app.Live{Config: loadS3()})
+	record()
+	if got := loads(); len(got) != 1 {
+		t.Fatalf("an unchanged configuration applied was recorded again: %q", got)
+	}
+	files["settings.json"] = &fstest.MapFile{Data: []byte(`{"workspace": {"name": "Changed"}}`)}
+	second := loadS3()
+	a.Apply(app.Live{Config: second})
+	record()
+	if got := loads(); len(got) != 2 || got[1] != second.Digest || second.Digest == first.Digest {
+		t.Fatalf("config.loaded records %q, want %q then %q", got, first.Digest, second.Digest)
 	}
 }

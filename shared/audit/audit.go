@@ -7,12 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -101,8 +97,8 @@ type Trail struct {
 	Now func() time.Time
 	// Logger receives failures to record; nil discards.
 	Logger *slog.Logger
-	// ConfigDigest names the configuration this process loaded (see
-	// DirDigest). When set, the first record a process appends is preceded
+	// ConfigDigest names the configuration this process loaded
+	// (config.Digest; SetConfig changes it). When set, the first record a process appends is preceded
 	// by a config.loaded record in the Config chain, unless that chain's
 	// last record names the same digest: a configuration load is recorded
 	// once per change, and a cold start writes nothing by itself.
@@ -375,13 +371,24 @@ func (t *Trail) ConfigLoaded(ctx context.Context) {
 	t.configLoaded(ctx)
 }
 
-func (t *Trail) configLoaded(ctx context.Context) {
-	if t.ConfigDigest == "" {
+// SetConfig names the configuration now in force: a process that
+// re-reads its configuration (a deployment's S3 refresh) records the load
+// of a changed one before its next record, as it recorded the first.
+func (t *Trail) SetConfig(digest, dir string) {
+	if t == nil {
 		return
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.configDone {
+	if digest != t.ConfigDigest {
+		t.ConfigDigest, t.ConfigDir, t.configDone = digest, dir, false
+	}
+}
+
+func (t *Trail) configLoaded(ctx context.Context) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.configDone || t.ConfigDigest == "" {
 		return
 	}
 	last, err := t.Store.LastAudit(ctx, Config)
@@ -400,36 +407,6 @@ func (t *Trail) configLoaded(ctx context.Context) {
 		return
 	}
 	t.configDone = true
-}
-
-// DirDigest is "sha256:<hex>" over the relative path and content of every
-// regular file under dir, in path order: it names a configuration.
-func DirDigest(dir string) (string, error) {
-	var files []string
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.Type().IsRegular() {
-			files = append(files, p)
-		}
-		return nil
-	})
-	if err != nil {
-		return "", fmt.Errorf("digest %s: %w", dir, err)
-	}
-	slices.Sort(files)
-	h := sha256.New()
-	for _, p := range files {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return "", fmt.Errorf("digest %s: %w", dir, err)
-		}
-		rel, _ := filepath.Rel(dir, p)
-		fmt.Fprintf(h, "%s\x00%d\x00", filepath.ToSlash(rel), len(b))
-		h.Write(b)
-	}
-	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // bound cuts r's text fields to their bounds: Path and Reason keep the

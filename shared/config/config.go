@@ -32,6 +32,9 @@ type Config struct {
 	// Connections are the connections by name, with what the gateway
 	// needs besides the decision (upstream URL, headers, hooks, tools).
 	Connections map[string]*Connection
+	// Digest names the configuration (Digest over the files it was
+	// loaded from); empty for a candidate.
+	Digest string
 	// Candidate is the candidate policy of settings.json candidate_config
 	// (candidate.go), decided beside this one and never enforced; nil
 	// when there is none.
@@ -414,6 +417,11 @@ func LoadFS(fsys fs.FS, name string, opts *LoadOptions) (*Config, error) {
 		return nil, &Error{File: l.where("connections"), Msg: err.Error()}
 	}
 	cfg.Policy = p
+	if !l.candidate {
+		if cfg.Digest, err = Digest(fsys); err != nil {
+			return nil, &Error{File: name, Msg: err.Error()}
+		}
+	}
 	if rel := cfg.Settings.CandidateConfig; rel != "" {
 		if cfg.Candidate, err = loadCandidate(fsys, l, rel, opts); err != nil {
 			return nil, err
