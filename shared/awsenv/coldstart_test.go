@@ -36,6 +36,7 @@ import (
 var (
 	coldStart        = flag.String("coldstart", "", "TestColdStartSteps: the function whose main to run once (gateway, scripts, approve, operator, notify, execute, finalize)")
 	coldStartProfile = flag.String("coldstart.cpuprofile", "", "TestColdStartSteps: write a CPU profile (sampled at 2 kHz) of the cold start here")
+	coldStartLatency = flag.Duration("coldstart.latency", 0, "TestColdStartSteps: hold each answer of the fake this long (a round trip to AWS), to see which reads wait for which")
 )
 
 // coldMains are the functions' mains up to lambda.Start: what a cold start
@@ -147,6 +148,7 @@ func TestColdStartSteps(t *testing.T) {
 			what = target
 		}
 		mark("fake: %s", what)
+		time.Sleep(*coldStartLatency)
 		fake.ServeHTTP(w, r)
 		mark("fake: %s answered", what)
 	}))

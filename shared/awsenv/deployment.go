@@ -119,6 +119,9 @@ func Load(ctx context.Context, need Needs, opts ...Option) (*Deployment, error) 
 	loadFS := func(ctx context.Context, fsys fs.FS, name string) (*config.Config, error) {
 		step("configuration read")
 		r := newSecretResolver(ctx, sm, env.SecretsPrefix)
+		// Every secret the files name is read at once, while they are
+		// validated, not one round trip after another as Load meets them.
+		r.prefetch(config.SecretRefs(fsys, maxPrefetch))
 		cfg, err := config.LoadFS(fsys, name, &config.LoadOptions{Secrets: r.resolve})
 		if err != nil {
 			return nil, err
