@@ -49,6 +49,12 @@ var initFunctions = flag.String("init.functions", "gateway,scripts,approve,opera
 // on (package initialisation and the larger binary), the rest is main's.
 var initSplit = flag.Bool("init.split", false, "BenchmarkInit: also start each function's packages with an empty main (imports-init-ms, imports-ratio)")
 
+// initBaseline is a directory of bootstraps built elsewhere (another
+// commit), <dir>/<function>/bootstrap, started in the same pairs as this
+// tree's (-init.baseline): before and after in one run, under the same
+// load (baseline-init-ms, baseline-ratio).
+var initBaseline = flag.String("init.baseline", "", "BenchmarkInit: a directory of another build's bootstraps (<dir>/<function>/bootstrap) to start beside this tree's")
+
 // initGODEBUG is GODEBUG for every bootstrap BenchmarkInit starts
 // (-init.godebug, e.g. inittrace=1,gctrace=1); the output of each
 // function's starts is written beside its bootstrap (the emulator's too: it
@@ -290,16 +296,29 @@ func BenchmarkInit(b *testing.B) {
 				emptyEnv, env = append(slices.Clone(base), "GODEBUG="+*initGODEBUG), append(slices.Clone(fnEnv), "GODEBUG="+*initGODEBUG)
 			}
 			var logs strings.Builder
-			var imports []time.Duration
-			var importsRatios []float64
-			for range b.N {
+			var imports, baseline []time.Duration
+			var importsRatios, baselineRatios []float64
+			for i := range b.N {
 				e := emulatedColdStart(b, initBootstrap("empty"), emptyEnv, `{}`)
+				// The baseline's start comes before the function's in one
+				// pair, after it in the next: neither always follows the
+				// empty handler.
+				var o emulatedStart
+				if *initBaseline != "" && i%2 == 0 {
+					o = emulatedColdStart(b, filepath.Join(*initBaseline, f, "bootstrap"), env, in)
+				}
 				d := emulatedColdStart(b, initBootstrap(f), env, in)
+				if *initBaseline != "" && i%2 == 1 {
+					o = emulatedColdStart(b, filepath.Join(*initBaseline, f, "bootstrap"), env, in)
+				}
 				empty, fn, ratios = append(empty, e.init), append(fn, d.init), append(ratios, ms(d.init)/ms(e.init))
 				emptyFirst, fnFirst = append(emptyFirst, e.init+e.invoke), append(fnFirst, d.init+d.invoke)
 				firstRatios = append(firstRatios, ms(d.init+d.invoke)/ms(e.init+e.invoke))
 				if *initGODEBUG != "" {
 					logs.WriteString(d.log)
+				}
+				if *initBaseline != "" {
+					baseline, baselineRatios = append(baseline, o.init), append(baselineRatios, ms(o.init)/ms(e.init))
 				}
 				if *initSplit {
 					i := emulatedColdStart(b, initBootstrap(f+"-imports"), env, in)
@@ -334,6 +353,11 @@ func BenchmarkInit(b *testing.B) {
 			b.ReportMetric(ms(median(emptyFirst)), "empty-init+first-ms")
 			b.ReportMetric(ms(median(fnFirst)), "init+first-ms")
 			b.ReportMetric(firstRatio, "init+first-ratio")
+			if *initBaseline != "" {
+				slices.Sort(baselineRatios)
+				b.ReportMetric(ms(median(baseline)), "baseline-init-ms")
+				b.ReportMetric(baselineRatios[len(baselineRatios)/2], "baseline-ratio")
+			}
 			if *initSplit {
 				slices.Sort(importsRatios)
 				b.ReportMetric(ms(median(imports)), "imports-init-ms")
