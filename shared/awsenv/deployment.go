@@ -186,8 +186,7 @@ func Load(ctx context.Context, need Needs, opts ...Option) (*Deployment, error) 
 }
 
 // step marks the end of a step of Load; it does nothing but in
-// TestColdStartSteps,
-// which times them.
+// TestColdStartSteps, which times them.
 var step = func(string) {}
 
 // webhooks are cfg's webhook approver channels. (The console prints to the
