@@ -3,8 +3,11 @@ package awstest
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"flag"
 	"fmt"
+	"go/parser"
+	"go/token"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -40,6 +43,24 @@ func main() {
 var initFunctions = flag.String("init.functions", "gateway,scripts,approve,operator,notify,execute,finalize",
 	"the functions BenchmarkInit compares with the empty handler, comma-separated")
 
+// initSplit adds, for each function, a bootstrap that links and
+// initialises the same packages but whose main is the empty handler's
+// (-init.split): its init is the floor the function's own init work sits
+// on (package initialisation and the larger binary), the rest is main's.
+var initSplit = flag.Bool("init.split", false, "BenchmarkInit: also start each function's packages with an empty main (imports-init-ms, imports-ratio)")
+
+// initBaseline is a directory of bootstraps built elsewhere (another
+// commit), <dir>/<function>/bootstrap, started in the same pairs as this
+// tree's (-init.baseline): before and after in one run, under the same
+// load (baseline-init-ms, baseline-ratio).
+var initBaseline = flag.String("init.baseline", "", "BenchmarkInit: a directory of another build's bootstraps (<dir>/<function>/bootstrap) to start beside this tree's")
+
+// initGODEBUG is GODEBUG for every bootstrap BenchmarkInit starts
+// (-init.godebug, e.g. inittrace=1,gctrace=1); the output of each
+// function's starts is written beside its bootstrap (the emulator's too: it
+// is a Go program that gets the same environment).
+var initGODEBUG = flag.String("init.godebug", "", "BenchmarkInit: GODEBUG for the bootstraps; each function's starts' output is written beside its bootstrap")
+
 // initBuild holds the bootstraps BenchmarkInit compares and the emulator,
 // built once per process under the user's cache (overwritten each time).
 var initBuild struct {
@@ -62,7 +83,9 @@ func buildInitBench(root string, functions []string) error {
 			initBuild.err = err
 			return
 		}
-		dir := filepath.Join(cache, "countersign-initbench")
+		// One directory per work tree: two trees benchmarked at once do
+		// not overwrite each other's bootstraps.
+		dir := filepath.Join(cache, "countersign-initbench", fmt.Sprintf("%x", sha256.Sum256([]byte(root)))[:12])
 		src := filepath.Join(root, "infra", "awstest", "testdata", "emptyhandler")
 		for _, d := range []string{dir, src} {
 			if err := os.MkdirAll(d, 0o755); err != nil {
@@ -77,14 +100,23 @@ func buildInitBench(root string, functions []string) error {
 			return
 		}
 		defer os.RemoveAll(src)
+		defer os.RemoveAll(filepath.Join(root, "infra", "awstest", "testdata", "initsplit")) // writeImportsOnly's
+		pkgs := map[string]string{"empty": "./infra/awstest/testdata/emptyhandler"}
+		for _, f := range functions {
+			pkgs[f] = "./functions/" + f
+			if *initSplit {
+				pkg, err := writeImportsOnly(root, f)
+				if err != nil {
+					initBuild.err = err
+					return
+				}
+				pkgs[f+"-imports"] = pkg
+			}
+		}
 		modfile, err := gojaPatched(context.Background(), root, filepath.Join(dir, "goja-patched"))
 		if err != nil {
 			initBuild.err = err
 			return
-		}
-		pkgs := map[string]string{"empty": "./infra/awstest/testdata/emptyhandler"}
-		for _, f := range functions {
-			pkgs[f] = "./functions/" + f
 		}
 		for name, pkg := range pkgs {
 			cmd := exec.Command("go", "build", "-modfile="+modfile, "-tags", "lambda.norpc", "-trimpath", "-ldflags=-s -w",
@@ -107,13 +139,49 @@ func buildInitBench(root string, functions []string) error {
 	return initBuild.err
 }
 
-// initReport is the emulator's account of an init phase, from its start to
-// the runtime's first request for an invocation.
-var initReport = regexp.MustCompile(`INIT REPORT\(durationMs: ([0-9.]+)\)`)
+// writeImportsOnly writes a command (in the module, removed after the
+// build) that imports every package function's main imports and runs the
+// empty handler, and returns its package path: the packages are linked and
+// initialised, main does nothing of the function's.
+func writeImportsOnly(root, function string) (string, error) {
+	f, err := parser.ParseFile(token.NewFileSet(), filepath.Join(root, "functions", function, "main.go"), nil, parser.ImportsOnly)
+	if err != nil {
+		return "", err
+	}
+	var imports strings.Builder
+	for _, spec := range f.Imports {
+		if p, _ := strconv.Unquote(spec.Path.Value); p != "context" && p != "github.com/aws/aws-lambda-go/lambda" {
+			fmt.Fprintf(&imports, "\t_ %s\n", spec.Path.Value)
+		}
+	}
+	src := strings.Replace(emptyHandler, "\"github.com/aws/aws-lambda-go/lambda\"\n", "\"github.com/aws/aws-lambda-go/lambda\"\n\n"+imports.String(), 1)
+	pkg := "infra/awstest/testdata/initsplit/" + function
+	dir := filepath.Join(root, filepath.FromSlash(pkg))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	return "./" + pkg, os.WriteFile(filepath.Join(dir, "main.go"), []byte(src), 0o644)
+}
 
-// emulatedColdStart starts bootstrap under the emulator with env, invokes it once
-// with payload and returns the init duration the emulator reports.
-func emulatedColdStart(tb testing.TB, bootstrap string, env []string, payload string) time.Duration {
+// initReport is the emulator's account of an init phase, from its start to
+// the runtime's first request for an invocation; invokeReport its account
+// of an invocation, from the runtime's receiving the event to its posting
+// the response.
+var (
+	initReport   = regexp.MustCompile(`INIT REPORT\(durationMs: ([0-9.]+)\)`)
+	invokeReport = regexp.MustCompile(`INVOKE RTDONE\(status: [a-z]+, produced bytes: [0-9]+, duration: ([0-9.]+)ms\)`)
+)
+
+// emulatedStart is what the emulator reports of a cold start.
+type emulatedStart struct {
+	init, invoke time.Duration // the init phase, the first invocation
+	log          string        // the emulator's and the bootstrap's output
+}
+
+// emulatedColdStart starts bootstrap under the emulator with env, invokes
+// it once with payload and returns the durations the emulator reports of
+// the init and of that first invocation.
+func emulatedColdStart(tb testing.TB, bootstrap string, env []string, payload string) emulatedStart {
 	tb.Helper()
 	port, rapi := freePort(tb), freePort(tb)
 	cmd := exec.Command(initBuild.rie,
@@ -140,12 +208,13 @@ func emulatedColdStart(tb testing.TB, bootstrap string, env []string, payload st
 		tb.Fatalf("invoke: HTTP %d %s\n%s", resp.StatusCode, body.String(), p.tail(3000))
 	}
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		if m := initReport.FindStringSubmatch(p.log.String()); m != nil {
-			ms, _ := strconv.ParseFloat(m[1], 64)
-			return time.Duration(ms * float64(time.Millisecond))
+		log := p.log.String()
+		i, v := initReport.FindStringSubmatch(log), invokeReport.FindStringSubmatch(log)
+		if i != nil && v != nil {
+			return emulatedStart{init: parseMs(i[1]), invoke: parseMs(v[1]), log: log}
 		}
 		if time.Now().After(deadline) {
-			tb.Fatalf("no INIT REPORT in the emulator's log:\n%s", p.tail(3000))
+			tb.Fatalf("no INIT REPORT and INVOKE RTDONE in the emulator's log:\n%s", p.tail(3000))
 		}
 	}
 }
@@ -158,7 +227,9 @@ func emulatedColdStart(tb testing.TB, bootstrap string, env []string, payload st
 // function; each of its b.N iterations is a pair, the empty handler's cold
 // start then the function's, so a burst of load falls on both, and the
 // figure is the median of the pairs' ratios (docs/performance.md, Sizes
-// and cold start; the target is 1.3). The AWS services are awsfake in this
+// and cold start; the target is 1.3), and beside it the init and first
+// invocation together, against the empty handler's (init+first-ratio):
+// work made lazy must shrink that sum, not move into it. The AWS services are awsfake in this
 // process, answering in microseconds, so the numbers are the code's, not a
 // network's. Each sub-benchmark reports the 1-minute load average at its
 // end (load1).
@@ -214,10 +285,54 @@ func BenchmarkInit(b *testing.B) {
 			empty := make([]time.Duration, 0, b.N)
 			fn := make([]time.Duration, 0, b.N)
 			ratios := make([]float64, 0, b.N)
-			for range b.N {
-				e := emulatedColdStart(b, initBootstrap("empty"), base, `{}`)
-				d := emulatedColdStart(b, initBootstrap(f), fnEnv, in)
-				empty, fn, ratios = append(empty, e), append(fn, d), append(ratios, ms(d)/ms(e))
+			// The first invocation's duration beside the init's: work made
+			// lazy leaves the init for the first invocation, so init plus
+			// first invocation is the figure that shows it was cut, not moved.
+			emptyFirst := make([]time.Duration, 0, b.N)
+			fnFirst := make([]time.Duration, 0, b.N)
+			firstRatios := make([]float64, 0, b.N)
+			emptyEnv, env := base, fnEnv
+			if *initGODEBUG != "" {
+				emptyEnv, env = append(slices.Clone(base), "GODEBUG="+*initGODEBUG), append(slices.Clone(fnEnv), "GODEBUG="+*initGODEBUG)
+			}
+			var logs strings.Builder
+			var imports, baseline []time.Duration
+			var importsRatios, baselineRatios []float64
+			for i := range b.N {
+				e := emulatedColdStart(b, initBootstrap("empty"), emptyEnv, `{}`)
+				// The baseline's start comes before the function's in one
+				// pair, after it in the next: neither always follows the
+				// empty handler.
+				var o emulatedStart
+				if *initBaseline != "" && i%2 == 0 {
+					o = emulatedColdStart(b, filepath.Join(*initBaseline, f, "bootstrap"), env, in)
+				}
+				d := emulatedColdStart(b, initBootstrap(f), env, in)
+				if *initBaseline != "" && i%2 == 1 {
+					o = emulatedColdStart(b, filepath.Join(*initBaseline, f, "bootstrap"), env, in)
+				}
+				empty, fn, ratios = append(empty, e.init), append(fn, d.init), append(ratios, ms(d.init)/ms(e.init))
+				emptyFirst, fnFirst = append(emptyFirst, e.init+e.invoke), append(fnFirst, d.init+d.invoke)
+				firstRatios = append(firstRatios, ms(d.init+d.invoke)/ms(e.init+e.invoke))
+				if *initGODEBUG != "" {
+					logs.WriteString(d.log)
+				}
+				if *initBaseline != "" {
+					baseline, baselineRatios = append(baseline, o.init), append(baselineRatios, ms(o.init)/ms(e.init))
+				}
+				if *initSplit {
+					i := emulatedColdStart(b, initBootstrap(f+"-imports"), env, in)
+					imports, importsRatios = append(imports, i.init), append(importsRatios, ms(i.init)/ms(e.init))
+				}
+			}
+			if *initGODEBUG != "" {
+				// The testing package truncates a benchmark's log: the
+				// output goes to a file beside the bootstrap.
+				out := filepath.Join(filepath.Dir(initBootstrap(f)), "starts.log")
+				if err := os.WriteFile(out, []byte(logs.String()), 0o644); err != nil {
+					b.Fatal(err)
+				}
+				b.Logf("%s's cold starts with GODEBUG=%s: %s", f, *initGODEBUG, out)
 			}
 			// What a cold start does before the first request reads S3 and
 			// Secrets Manager, never the table (shared/awsenv); only the
@@ -230,10 +345,24 @@ func BenchmarkInit(b *testing.B) {
 				}
 			}
 			slices.Sort(ratios)
-			ratio := ratios[len(ratios)/2]
+			slices.Sort(firstRatios)
+			ratio, firstRatio := ratios[len(ratios)/2], firstRatios[len(firstRatios)/2]
 			b.ReportMetric(ms(median(empty)), "empty-init-ms")
 			b.ReportMetric(ms(median(fn)), "init-ms")
 			b.ReportMetric(ratio, "ratio")
+			b.ReportMetric(ms(median(emptyFirst)), "empty-init+first-ms")
+			b.ReportMetric(ms(median(fnFirst)), "init+first-ms")
+			b.ReportMetric(firstRatio, "init+first-ratio")
+			if *initBaseline != "" {
+				slices.Sort(baselineRatios)
+				b.ReportMetric(ms(median(baseline)), "baseline-init-ms")
+				b.ReportMetric(baselineRatios[len(baselineRatios)/2], "baseline-ratio")
+			}
+			if *initSplit {
+				slices.Sort(importsRatios)
+				b.ReportMetric(ms(median(imports)), "imports-init-ms")
+				b.ReportMetric(importsRatios[len(importsRatios)/2], "imports-ratio")
+			}
 			b.ReportMetric(load1(), "load1")
 			if b.N == 1 {
 				return // the testing package's first, single-iteration run
@@ -242,11 +371,19 @@ func BenchmarkInit(b *testing.B) {
 			if ratio > 1.3 {
 				verdict = "OVER"
 			}
-			b.Logf("%d pairs: %s init median %s (p90 %s), empty handler %s (p90 %s); median of the ratios %.2fx, %s the 1.3x target",
+			b.Logf("%d pairs: %s init median %s (p90 %s), empty handler %s (p90 %s); median of the ratios %.2fx, %s the 1.3x target; "+
+				"init and first invocation %s, empty handler %s, median of the ratios %.2fx",
 				b.N, f, median(fn).Round(10*time.Microsecond), p90(fn).Round(10*time.Microsecond),
-				median(empty).Round(10*time.Microsecond), p90(empty).Round(10*time.Microsecond), ratio, verdict)
+				median(empty).Round(10*time.Microsecond), p90(empty).Round(10*time.Microsecond), ratio, verdict,
+				median(fnFirst).Round(10*time.Microsecond), median(emptyFirst).Round(10*time.Microsecond), firstRatio)
 		})
 	}
+}
+
+// parseMs is the duration of the emulator's milliseconds.
+func parseMs(s string) time.Duration {
+	ms, _ := strconv.ParseFloat(s, 64)
+	return time.Duration(ms * float64(time.Millisecond))
 }
 
 // load1 is the 1-minute load average (0 where /proc/loadavg is missing).

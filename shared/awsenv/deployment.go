@@ -60,6 +60,7 @@ var ErrNoApproverChannel = errors.New("no approver channel: settings.json lists 
 // only). An error names every missing or invalid variable, or every
 // configuration problem; the function's main exits with it.
 func Load(ctx context.Context, need Needs, opts ...Option) (*Deployment, error) {
+	step("load")
 	var o options
 	for _, opt := range opts {
 		opt(&o)
@@ -76,6 +77,7 @@ func Load(ctx context.Context, need Needs, opts ...Option) (*Deployment, error) 
 	if err != nil {
 		return nil, err
 	}
+	step("environment read")
 	d := &Deployment{Env: env, signIn: o.signIn}
 	var email func(workspace string) notify.Channel
 	if o.email != nil && env.ApproverTopicARN != "" {
@@ -89,6 +91,7 @@ func Load(ctx context.Context, need Needs, opts ...Option) (*Deployment, error) 
 		return out
 	}
 	sm := env.SecretsManager(awsCfg)
+	step("Secrets Manager client built")
 	// The signing key is read while the configuration is: a cold start
 	// waits for the slower of the two, not their sum.
 	type keyResult struct {
@@ -99,6 +102,7 @@ func Load(ctx context.Context, need Needs, opts ...Option) (*Deployment, error) 
 	if need&NeedSigningKey != 0 {
 		go func() {
 			k, err := LoadSigningKey(ctx, sm, env.SigningKeySecret)
+			step("signing key read")
 			keyc <- keyResult{k, err}
 		}()
 	}
@@ -113,11 +117,16 @@ func Load(ctx context.Context, need Needs, opts ...Option) (*Deployment, error) 
 	// Each load resolves its references afresh (a rotated secret is read
 	// at the next change or cold start).
 	loadFS := func(ctx context.Context, fsys fs.FS, name string) (*config.Config, error) {
+		step("configuration read")
 		r := newSecretResolver(ctx, sm, env.SecretsPrefix)
+		// Every secret the files name is read at once, while they are
+		// validated, not one round trip after another as Load meets them.
+		r.prefetch(config.SecretRefs(fsys, maxPrefetch))
 		cfg, err := config.LoadFS(fsys, name, &config.LoadOptions{Secrets: r.resolve})
 		if err != nil {
 			return nil, err
 		}
+		step("configuration loaded")
 		if err := check(cfg); err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
@@ -128,6 +137,7 @@ func Load(ctx context.Context, need Needs, opts ...Option) (*Deployment, error) 
 		d.source = s3config.New(env.S3(awsCfg), s3config.Options{
 			Bucket: env.ConfigBucket, Prefix: env.ConfigPrefix, Every: env.ConfigRefresh, Load: loadFS, Logger: logger,
 		})
+		step("S3 client built")
 		cfg, err = d.source.Load(ctx)
 	} else {
 		cfg, err = loadFS(ctx, os.DirFS(env.ConfigDir), env.ConfigDir)
@@ -136,6 +146,7 @@ func Load(ctx context.Context, need Needs, opts ...Option) (*Deployment, error) 
 		return nil, fmt.Errorf("configuration: %w", err)
 	}
 
+	step("configuration in hand")
 	st := dynamostore.New(env.DynamoDB(awsCfg), env.Table, nil)
 	ad := app.Adapters{Store: st, Logger: logger, Channels: d.channels(cfg)}
 	if need&NeedWorkflow != 0 {
@@ -143,9 +154,11 @@ func Load(ctx context.Context, need Needs, opts ...Option) (*Deployment, error) 
 			return nil, err
 		}
 	}
+	step("store and workflow built")
 	var key links.Key
 	if need&NeedSigningKey != 0 {
 		r := <-keyc
+		step("signing key in hand")
 		if r.err != nil {
 			return nil, r.err
 		}
@@ -155,10 +168,12 @@ func Load(ctx context.Context, need Needs, opts ...Option) (*Deployment, error) 
 		key = r.key
 	}
 	d.App = app.New(cfg, ad, app.Options{PublicURL: d.publicURL(cfg), SyncEvents: true})
+	step("graph built")
 	if need&NeedOAuth != 0 {
 		if err := d.withOAuth(st, key); err != nil {
 			return nil, err
 		}
+		step("OAuth server built")
 	}
 	if env.SeedCredentials {
 		revoked, err := d.SeedCredentials(ctx)
@@ -169,6 +184,10 @@ func Load(ctx context.Context, need Needs, opts ...Option) (*Deployment, error) 
 	}
 	return d, nil
 }
+
+// step marks the end of a step of Load; it does nothing but in
+// TestColdStartSteps, which times them.
+var step = func(string) {}
 
 // webhooks are cfg's webhook approver channels. (The console prints to the
 // function's log, which no approver reads: a deployment has none.)

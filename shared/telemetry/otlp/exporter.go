@@ -18,7 +18,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/instrumentation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
-	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/countersign/countersign/shared/telemetry/otlp/internal/protowire"
 )
 
 // Exporter sends spans to an OTLP/HTTP endpoint as protobuf
