@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/countersign/countersign/shared/awslite"
@@ -135,7 +136,7 @@ func TestErrorsAndRetries(t *testing.T) {
 // seen is what a request looked like to the service.
 type seen struct {
 	Method, Path, ContentType, Target, PayloadHash, Scope string
-	Query                                                 url.Values
+	Query, Form                                           url.Values
 	Body                                                  map[string]any
 }
 
@@ -153,7 +154,9 @@ func recorder(tb testing.TB, answer string) (*httptest.Server, *[]seen) {
 			// The scope: date/region/service/aws4_request.
 			s.Scope, _, _ = strings.Cut(after, ",")
 		}
-		if len(b) > 0 {
+		if s.ContentType == "application/x-www-form-urlencoded" {
+			s.Form, _ = url.ParseQuery(string(b))
+		} else if len(b) > 0 {
 			_ = json.Unmarshal(b, &s.Body)
 		}
 		mu.Lock()
@@ -234,6 +237,19 @@ func TestRequestsAsTheSDKSends(t *testing.T) {
 			},
 			ours: func(e string) error {
 				_, err := awslite.NewSecretsManager(awslite.Options{Config: cfg, Endpoint: e}).GetSecretValue(ctx, &awslite.GetSecretValueInput{SecretId: "app/key"})
+				return err
+			}},
+		{name: "Publish", answer: `<PublishResponse><PublishResult><MessageId>m-1</MessageId></PublishResult></PublishResponse>`,
+			sdk: func(e string) error {
+				_, err := sns.NewFromConfig(cfg, func(o *sns.Options) { o.BaseEndpoint = aws.String(e) }).Publish(ctx, &sns.PublishInput{
+					TopicArn: aws.String("arn:aws:sns:us-east-1:1:approvers"), Subject: aws.String("Approve?"), Message: aws.String("a & b = c\n")})
+				return err
+			},
+			ours: func(e string) error {
+				out, err := awslite.NewSNS(awslite.Options{Config: cfg, Endpoint: e}).Publish(ctx, &awslite.PublishInput{TopicArn: "arn:aws:sns:us-east-1:1:approvers", Subject: "Approve?", Message: "a & b = c\n"})
+				if err == nil && out.MessageId != "m-1" {
+					err = errors.New("message id " + out.MessageId)
+				}
 				return err
 			}},
 	}

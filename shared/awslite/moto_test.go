@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/smithy-go"
 
 	"github.com/countersign/countersign/internal/testenv"
@@ -233,6 +234,22 @@ func TestAgainstMoto(t *testing.T) {
 		}
 		if err := c.SendTaskFailure(ctx, &awslite.SendTaskFailureInput{TaskToken: "token", Error: "denied", Cause: "no"}); err != nil {
 			t.Errorf("send task failure: %v", err)
+		}
+	})
+
+	t.Run("SNS", func(t *testing.T) {
+		sdk := sns.NewFromConfig(cfg, func(o *sns.Options) { o.BaseEndpoint = aws.String(url) })
+		topic, err := sdk.CreateTopic(ctx, &sns.CreateTopicInput{Name: aws.String("approvers")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := awslite.NewSNS(opts)
+		out, err := c.Publish(ctx, &awslite.PublishInput{TopicArn: aws.ToString(topic.TopicArn), Subject: "Approve DELETE /contacts/12?", Message: "a & b\nhttps://x.example/?a=1&b=2"})
+		if err != nil || out.MessageId == "" {
+			t.Errorf("publish: %+v, %v", out, err)
+		}
+		if _, err := c.Publish(ctx, &awslite.PublishInput{TopicArn: aws.ToString(topic.TopicArn) + "-none", Message: "m"}); apiCode(err) != "NotFound" {
+			t.Errorf("publish to a missing topic: %v, want NotFound", err)
 		}
 	})
 }
