@@ -15,6 +15,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
@@ -135,9 +136,9 @@ func TestErrorsAndRetries(t *testing.T) {
 
 // seen is what a request looked like to the service.
 type seen struct {
-	Method, Path, ContentType, Target, PayloadHash, Scope string
-	Query, Form                                           url.Values
-	Body                                                  map[string]any
+	Method, Path, ContentType, Target, PayloadHash, Scope, Token string
+	Query, Form                                                  url.Values
+	Body                                                         map[string]any
 }
 
 // recorder answers every request with answer and keeps what it saw.
@@ -148,7 +149,7 @@ func recorder(tb testing.TB, answer string) (*httptest.Server, *[]seen) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		s := seen{Method: r.Method, Path: r.URL.EscapedPath(), Query: r.URL.Query(), ContentType: r.Header.Get("Content-Type"),
-			Target: r.Header.Get("X-Amz-Target"), PayloadHash: r.Header.Get("X-Amz-Content-Sha256")}
+			Target: r.Header.Get("X-Amz-Target"), PayloadHash: r.Header.Get("X-Amz-Content-Sha256"), Token: r.Header.Get("X-Amz-Security-Token")}
 		s.Query.Del("x-id") // the SDK's routing hint, which S3 does not need
 		if _, after, ok := strings.Cut(r.Header.Get("Authorization"), "Credential=AKIDTEST/"); ok {
 			// The scope: date/region/service/aws4_request.
@@ -174,6 +175,8 @@ func recorder(tb testing.TB, answer string) (*httptest.Server, *[]seen) {
 func TestRequestsAsTheSDKSends(t *testing.T) {
 	ctx := context.Background()
 	cfg := testConfig()
+	// A Lambda's credentials always carry a session token.
+	cfg.Credentials = credentials.NewStaticCredentialsProvider("AKIDTEST", "SECRETTEST", "SESSIONTOKEN")
 	type pair struct {
 		name      string
 		answer    string
@@ -266,6 +269,9 @@ func TestRequestsAsTheSDKSends(t *testing.T) {
 				t.Fatalf("%d requests, want 2", len(*got))
 			}
 			sdk, ours := (*got)[0], (*got)[1]
+			if ours.Token != "SESSIONTOKEN" {
+				t.Errorf("X-Amz-Security-Token = %q, want the session token", ours.Token)
+			}
 			if !strings.HasPrefix(ours.Scope, time.Now().UTC().Format("20060102")[:6]) || !strings.HasSuffix(ours.Scope, "/aws4_request") {
 				t.Errorf("signature scope %q, want <date>/<region>/<service>/aws4_request", ours.Scope)
 			}

@@ -40,8 +40,8 @@ var (
 	_ notify.Filter  = (*Channel)(nil)
 )
 
-// Channel publishes approval requests to TopicARN. The SDK client retries
-// throttling and server errors itself; a request that still fails is the
+// Channel publishes approval requests to TopicARN. The client
+// (awslite.SNS) retries throttling and server errors itself; a request that still fails is the
 // dispatcher's to log.
 type Channel struct {
 	// TopicARN is the approvers' topic.
@@ -90,7 +90,7 @@ func (c *Channel) Send(ctx context.Context, ev notify.Event) error {
 	}
 	out, err := c.API.Publish(ctx, &awslite.PublishInput{TopicArn: c.TopicARN, Subject: m.Subject, Message: m.Body})
 	if err != nil {
-		// The SDK's message names the topic and the service's reason; the
+		// The message names the topic and the service's reason; the
 		// mail (and its link) is never in it.
 		var ae smithy.APIError
 		if errors.As(err, &ae) {

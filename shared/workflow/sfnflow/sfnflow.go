@@ -142,7 +142,7 @@ func (f *Flow) SendTaskFailure(ctx context.Context, token, errorName, cause stri
 
 // taskError translates the error of a SendTask* call. The three answers
 // meaning "no such waiting task" become workflow.ErrTaskNotFound without
-// the SDK error in the chain; anything else is wrapped.
+// the service's error in the chain; anything else is wrapped.
 func taskError(op string, err error) error {
 	if e, ok := errors.AsType[*awslite.Error](err); ok {
 		switch e.Code {
