@@ -18,7 +18,13 @@
 # can see. It also takes out goja's execution-time profiler (profiler.go),
 # which nothing starts: its profile format, github.com/google/pprof/profile,
 # compiles a dozen regexps at package init (150 KB of every cold start of
-# the scripts function). The patch names the lines it replaces: when a goja
+# the scripts function). And it takes out localeCompare's collation
+# (golang.org/x/text/collate's tables, 1.4 MB): code mode gives every
+# runtime its own localeCompare (shared/script, collate.go), on the local
+# stack's unpatched goja as here, so a script orders strings the same on
+# both. Nor does it register the typed array and ArrayBuffer globals, which
+# code mode's prelude deletes from every runtime anyway (0.26 MB). The
+# patch names the lines it replaces: when a goja
 # upgrade moves them, patch fails and so does the build, rather than
 # linking goja whole.
 #

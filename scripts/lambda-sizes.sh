@@ -3,19 +3,22 @@
 # bin/, linux/arm64 stripped, as sam build makes them): a table of the sizes,
 # and a failure naming every bootstrap over its ceiling. A bootstrap's size
 # is what its cold start loads and what the linker kept; the ceiling is
-# 15 MB (15,000,000 bytes) for each, LAMBDA_MAX_BYTES to change it, except
-# the scripts function's, 20.3 MB: it is the one that links the JavaScript
-# engine (goja, built with scripts/goja.patch so that its
+# 14 MB (14,000,000 bytes) for each, LAMBDA_MAX_BYTES to change it: the
+# largest, approve, is 13.4 MB, the target 15 MB. Except the scripts
+# function's, 17 MB (it is 16.6 MB): it is the one that links the
+# JavaScript engine (goja, built with scripts/goja.patch so that its
 # reflection over Go values no longer keeps every exported method of every
-# linked type), the MCP SDK and the whole agents' surface
-# (docs/performance.md, Sizes and cold start); LAMBDA_MAX_BYTES_SCRIPTS.
+# linked type, and without its collation tables and typed arrays), the MCP
+# SDK and the whole agents' surface (docs/performance.md, Sizes and cold
+# start);
+# LAMBDA_MAX_BYTES_SCRIPTS.
 #
 #   scripts/lambda-sizes.sh DIR FUNCTION...
 set -euo pipefail
 dir=$1
 shift
-max=${LAMBDA_MAX_BYTES:-15000000}
-max_scripts=${LAMBDA_MAX_BYTES_SCRIPTS:-20300000}
+max=${LAMBDA_MAX_BYTES:-14000000}
+max_scripts=${LAMBDA_MAX_BYTES_SCRIPTS:-17000000}
 over=()
 printf '%-10s %12s %9s %9s\n' function bytes MB ceiling
 for f in "$@"; do

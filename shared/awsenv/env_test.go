@@ -14,11 +14,10 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
-	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/countersign/countersign/shared/awsenv"
+	"github.com/countersign/countersign/shared/awslite"
 	"github.com/countersign/countersign/shared/workflow"
 )
 
@@ -265,13 +264,13 @@ func TestClientsUseEndpointOverrides(t *testing.T) {
 	if _, err := env.DynamoDB(cfg).ListTables(ctx, &dynamodb.ListTablesInput{}); err != nil {
 		t.Errorf("DynamoDB: %v", err)
 	}
-	if _, err := env.SFN(cfg).ListStateMachines(ctx, &sfn.ListStateMachinesInput{}); err != nil {
+	if err := env.SFN(cfg).SendTaskSuccess(ctx, &awslite.SendTaskSuccessInput{TaskToken: "t", Output: "{}"}); err != nil {
 		t.Errorf("SFN: %v", err)
 	}
-	if _, err := env.SecretsManager(cfg).ListSecrets(ctx, &secretsmanager.ListSecretsInput{}); err != nil {
+	if _, err := env.SecretsManager(cfg).GetSecretValue(ctx, &awslite.GetSecretValueInput{SecretId: "s"}); err != nil {
 		t.Errorf("SecretsManager: %v", err)
 	}
-	want := []string{"DynamoDB_20120810.ListTables", "AWSStepFunctions.ListStateMachines", "secretsmanager.ListSecrets"}
+	want := []string{"DynamoDB_20120810.ListTables", "AWSStepFunctions.SendTaskSuccess", "secretsmanager.GetSecretValue"}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !slices.Equal(s.got, want) {

@@ -7,10 +7,9 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/smithy-go"
 
+	"github.com/countersign/countersign/shared/awslite"
 	"github.com/countersign/countersign/shared/config"
 )
 
@@ -97,7 +96,7 @@ func (r *secretResolver) read(ref config.SecretRef) (string, error) {
 	}
 	switch ref.Store {
 	case config.SecretsManager:
-		out, err := r.sm.GetSecretValue(r.ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(ref.Name)})
+		out, err := r.sm.GetSecretValue(r.ctx, &awslite.GetSecretValueInput{SecretId: ref.Name})
 		if err != nil {
 			return "", reason(err)
 		}

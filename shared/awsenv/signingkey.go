@@ -8,18 +8,16 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
-
+	"github.com/countersign/countersign/shared/awslite"
 	"github.com/countersign/countersign/shared/links"
 )
 
-// SecretsAPI is the subset of *secretsmanager.Client LoadSigningKey uses.
+// SecretsAPI is the subset of *awslite.SecretsManager LoadSigningKey uses.
 type SecretsAPI interface {
-	GetSecretValue(ctx context.Context, in *secretsmanager.GetSecretValueInput, optFns ...func(*secretsmanager.Options)) (*secretsmanager.GetSecretValueOutput, error)
+	GetSecretValue(ctx context.Context, in *awslite.GetSecretValueInput) (*awslite.GetSecretValueOutput, error)
 }
 
-var _ SecretsAPI = (*secretsmanager.Client)(nil)
+var _ SecretsAPI = (*awslite.SecretsManager)(nil)
 
 // secretKey is the JSON form of the key in the secret, the same as the local
 // stack's key file (links.LoadOrCreateKey).
@@ -41,7 +39,7 @@ func LoadSigningKey(ctx context.Context, api SecretsAPI, secretID string) (links
 	if secretID == "" {
 		return fail("no secret id")
 	}
-	out, err := api.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(secretID)})
+	out, err := api.GetSecretValue(ctx, &awslite.GetSecretValueInput{SecretId: secretID})
 	if err != nil {
 		return fail("%w", err)
 	}

@@ -7,25 +7,24 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/countersign/countersign/shared/awsenv"
+	"github.com/countersign/countersign/shared/awslite"
 	"github.com/countersign/countersign/shared/links"
 )
 
 // fakeSecrets is a SecretsAPI holding one secret.
 type fakeSecrets struct {
 	id     string
-	out    *secretsmanager.GetSecretValueOutput
+	out    *awslite.GetSecretValueOutput
 	err    error
 	called int
 }
 
-func (f *fakeSecrets) GetSecretValue(_ context.Context, in *secretsmanager.GetSecretValueInput, _ ...func(*secretsmanager.Options)) (*secretsmanager.GetSecretValueOutput, error) {
+func (f *fakeSecrets) GetSecretValue(_ context.Context, in *awslite.GetSecretValueInput) (*awslite.GetSecretValueOutput, error) {
 	f.called++
-	if aws.ToString(in.SecretId) != f.id {
+	if in.SecretId != f.id {
 		return nil, errors.New("ResourceNotFoundException: Secrets Manager can't find the specified secret")
 	}
 	return f.out, f.err
@@ -37,13 +36,13 @@ func TestLoadSigningKey(t *testing.T) {
 	b64 := base64.StdEncoding.EncodeToString(secret)
 	raw := base64.RawStdEncoding.EncodeToString(secret)
 	short := base64.StdEncoding.EncodeToString([]byte("too-short-secret-value-31-bytes"))
-	str := func(s string) *secretsmanager.GetSecretValueOutput {
-		return &secretsmanager.GetSecretValueOutput{SecretString: aws.String(s)}
+	str := func(s string) *awslite.GetSecretValueOutput {
+		return &awslite.GetSecretValueOutput{SecretString: &s}
 	}
 	tests := []struct {
 		name     string
 		secretID string
-		out      *secretsmanager.GetSecretValueOutput
+		out      *awslite.GetSecretValueOutput
 		err      error
 		want     links.Key
 		wantErr  string // substring of the error; "" for success
@@ -51,7 +50,7 @@ func TestLoadSigningKey(t *testing.T) {
 		{name: "good", out: str(`{"kid": "k1a2b3c4", "secret": "` + b64 + `"}`), want: links.Key{ID: "k1a2b3c4", Secret: secret}},
 		{name: "unpadded base64", out: str(`{"kid":"k1","secret":"` + raw + `"}`), want: links.Key{ID: "k1", Secret: secret}},
 		{name: "extra fields ignored", out: str(`{"kid":"k1","secret":"` + b64 + `","note":"rotated"}`), want: links.Key{ID: "k1", Secret: secret}},
-		{name: "secret binary", out: &secretsmanager.GetSecretValueOutput{SecretBinary: []byte(`{"kid":"k1","secret":"` + b64 + `"}`)}, want: links.Key{ID: "k1", Secret: secret}},
+		{name: "secret binary", out: &awslite.GetSecretValueOutput{SecretBinary: []byte(`{"kid":"k1","secret":"` + b64 + `"}`)}, want: links.Key{ID: "k1", Secret: secret}},
 		{name: "malformed JSON", out: str(`{"kid":"k1","secret":"` + b64 + `"`), wantErr: "not valid JSON"},
 		{name: "plain secret, not JSON", out: str(b64), wantErr: "not valid JSON"},
 		{name: "not an object", out: str(`"` + b64 + `"`), wantErr: "not a JSON object"},

@@ -14,20 +14,19 @@ import (
 	"sync"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
 
+	"github.com/countersign/countersign/shared/awslite"
 	"github.com/countersign/countersign/shared/config"
 )
 
-// API is the subset of *s3.Client a Source uses.
+// API is the subset of *awslite.S3 a Source uses.
 type API interface {
-	ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, optFns ...func(*s3.Options)) (*s3.ListObjectsV2Output, error)
-	GetObject(ctx context.Context, in *s3.GetObjectInput, optFns ...func(*s3.Options)) (*s3.GetObjectOutput, error)
+	ListObjectsV2(ctx context.Context, in *awslite.ListObjectsV2Input) (*awslite.ListObjectsV2Output, error)
+	GetObject(ctx context.Context, in *awslite.GetObjectInput) (*awslite.GetObjectOutput, error)
 }
 
-var _ API = (*s3.Client)(nil)
+var _ API = (*awslite.S3)(nil)
 
 // Defaults of Options.
 const (
@@ -227,21 +226,23 @@ type entry struct {
 func (s *Source) list(ctx context.Context) ([]entry, error) {
 	var out []entry
 	var size int64
-	pages := s3.NewListObjectsV2Paginator(s.api, &s3.ListObjectsV2Input{Bucket: aws.String(s.o.Bucket), Prefix: aws.String(s.o.Prefix)})
-	for pages.HasMorePages() {
-		page, err := pages.NextPage(ctx)
+	in := &awslite.ListObjectsV2Input{Bucket: s.o.Bucket, Prefix: s.o.Prefix}
+	for more := true; more; {
+		page, err := s.api.ListObjectsV2(ctx, in)
 		if err != nil {
 			return nil, fmt.Errorf("list %s: %w", s.Name(), err)
 		}
+		more = page.IsTruncated && page.NextContinuationToken != "" && page.NextContinuationToken != in.ContinuationToken
+		in.ContinuationToken = page.NextContinuationToken
 		for _, o := range page.Contents {
-			rel := strings.TrimPrefix(aws.ToString(o.Key), s.o.Prefix)
+			rel := strings.TrimPrefix(o.Key, s.o.Prefix)
 			if rel == "" || strings.HasSuffix(rel, "/") {
 				continue
 			}
 			if !fs.ValidPath(rel) {
 				return nil, fmt.Errorf("%s%s: not a path a configuration can hold", s.Name(), rel)
 			}
-			e := entry{path: rel, etag: aws.ToString(o.ETag), size: aws.ToInt64(o.Size), modified: aws.ToTime(o.LastModified)}
+			e := entry{path: rel, etag: o.ETag, size: o.Size, modified: o.LastModified}
 			if e.size > MaxObjectBytes {
 				return nil, fmt.Errorf("%s%s: %d bytes, more than a configuration file may hold (%d)", s.Name(), rel, e.size, MaxObjectBytes)
 			}
@@ -304,10 +305,7 @@ func (s *Source) fetch(ctx context.Context, list []entry) (map[string]object, er
 }
 
 func (s *Source) get(ctx context.Context, e entry) ([]byte, error) {
-	in := &s3.GetObjectInput{Bucket: aws.String(s.o.Bucket), Key: aws.String(s.o.Prefix + e.path)}
-	if e.etag != "" {
-		in.IfMatch = aws.String(e.etag)
-	}
+	in := &awslite.GetObjectInput{Bucket: s.o.Bucket, Key: s.o.Prefix + e.path, IfMatch: e.etag}
 	out, err := s.api.GetObject(ctx, in)
 	if err != nil {
 		var ae smithy.APIError

@@ -16,11 +16,9 @@ import (
 	"testing/fstest"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/countersign/countersign/shared/awslite"
 	"github.com/countersign/countersign/shared/config"
 )
 
@@ -51,7 +49,7 @@ func (f *fakeS3) put(key, data string, at time.Time) {
 	f.objects[key] = fakeObject{data: []byte(data), etag: `"` + hex.EncodeToString(sum[:]) + `"`, modified: at}
 }
 
-func (f *fakeS3) ListObjectsV2(_ context.Context, in *s3.ListObjectsV2Input, _ ...func(*s3.Options)) (*s3.ListObjectsV2Output, error) {
+func (f *fakeS3) ListObjectsV2(_ context.Context, in *awslite.ListObjectsV2Input) (*awslite.ListObjectsV2Output, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.lists++
@@ -60,25 +58,25 @@ func (f *fakeS3) ListObjectsV2(_ context.Context, in *s3.ListObjectsV2Input, _ .
 	}
 	var keys []string
 	for k := range f.objects {
-		if strings.HasPrefix(k, aws.ToString(in.Prefix)) && k > aws.ToString(in.ContinuationToken) {
+		if strings.HasPrefix(k, in.Prefix) && k > in.ContinuationToken {
 			keys = append(keys, k)
 		}
 	}
 	sort.Strings(keys)
-	out := &s3.ListObjectsV2Output{}
+	out := &awslite.ListObjectsV2Output{}
 	for i, k := range keys {
 		if i == 2 {
-			out.IsTruncated, out.NextContinuationToken = aws.Bool(true), aws.String(keys[1])
+			out.IsTruncated, out.NextContinuationToken = true, keys[1]
 			break
 		}
 		o := f.objects[k]
-		out.Contents = append(out.Contents, s3types.Object{Key: aws.String(k), ETag: aws.String(o.etag), Size: aws.Int64(int64(len(o.data))), LastModified: aws.Time(o.modified)})
+		out.Contents = append(out.Contents, awslite.Object{Key: k, ETag: o.etag, Size: int64(len(o.data)), LastModified: o.modified})
 	}
 	return out, nil
 }
 
-func (f *fakeS3) GetObject(_ context.Context, in *s3.GetObjectInput, _ ...func(*s3.Options)) (*s3.GetObjectOutput, error) {
-	key := aws.ToString(in.Key)
+func (f *fakeS3) GetObject(_ context.Context, in *awslite.GetObjectInput) (*awslite.GetObjectOutput, error) {
+	key := in.Key
 	if f.beforeGet != nil {
 		f.beforeGet(key)
 	}
@@ -89,10 +87,10 @@ func (f *fakeS3) GetObject(_ context.Context, in *s3.GetObjectInput, _ ...func(*
 	if !ok {
 		return nil, &smithy.GenericAPIError{Code: "NoSuchKey", Message: "The specified key does not exist."}
 	}
-	if in.IfMatch != nil && *in.IfMatch != o.etag {
+	if in.IfMatch != "" && in.IfMatch != o.etag {
 		return nil, &smithy.GenericAPIError{Code: "PreconditionFailed", Message: "At least one of the pre-conditions you specified did not hold"}
 	}
-	return &s3.GetObjectOutput{Body: io.NopCloser(bytes.NewReader(o.data)), ETag: aws.String(o.etag)}, nil
+	return &awslite.GetObjectOutput{Body: io.NopCloser(bytes.NewReader(o.data)), ETag: o.etag}, nil
 }
 
 func (f *fakeS3) counts() (lists int, gets []string) {

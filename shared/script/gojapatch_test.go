@@ -13,8 +13,10 @@ import (
 
 // TestGojaPatchApplies: the bootstraps are built with goja patched so that
 // a script sees no Go method (scripts/goja-patched.sh, make lambdas), which
-// lets the linker drop the exported methods nothing calls, and without its
-// profiler (whose profile format's package init costs every cold start).
+// lets the linker drop the exported methods nothing calls, without its
+// profiler (whose profile format's package init costs every cold start),
+// and without the collation tables of its localeCompare, which code mode
+// replaces with its own.
 // The patch must
 // apply to the goja go.mod names and leave no reflective method lookup in
 // goja: after a goja upgrade this fails here, not only in make lambdas.
@@ -69,6 +71,11 @@ func TestGojaPatchApplies(t *testing.T) {
 		// init every cold start would pay.
 		if strings.Contains(string(src), `"github.com/google/pprof/profile"`) {
 			t.Errorf("the patched goja's %s imports github.com/google/pprof/profile", filepath.Base(f))
+		}
+		// Nor the collation tables of localeCompare, which code mode
+		// replaces with its own (collate.go).
+		if strings.Contains(string(src), `"golang.org/x/text/collate"`) {
+			t.Errorf("the patched goja's %s imports golang.org/x/text/collate", filepath.Base(f))
 		}
 	}
 }

@@ -90,6 +90,10 @@ func newSandbox(limits Limits) (*sandbox, error) {
 	if err := sb.bound(); err != nil {
 		return nil, fmt.Errorf("script built-ins: %w", err)
 	}
+	strProto := rt.Get("String").(*goja.Object).Get("prototype").(*goja.Object)
+	if err := sb.method(strProto, "localeCompare", sb.localeCompare); err != nil {
+		return nil, fmt.Errorf("script built-ins: %w", err)
+	}
 	if err := sb.hostFunctions(); err != nil {
 		return nil, fmt.Errorf("script host functions: %w", err)
 	}

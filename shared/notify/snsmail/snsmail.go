@@ -18,9 +18,9 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/smithy-go"
 
+	"github.com/countersign/countersign/shared/awslite"
 	"github.com/countersign/countersign/shared/notify"
 )
 
@@ -28,20 +28,20 @@ import (
 // webhook may not take it (policy reserves it).
 const Approver = "email"
 
-// API is the subset of *sns.Client the channel uses.
+// API is the subset of *awslite.SNS the channel uses.
 type API interface {
-	Publish(ctx context.Context, in *sns.PublishInput, optFns ...func(*sns.Options)) (*sns.PublishOutput, error)
+	Publish(ctx context.Context, in *awslite.PublishInput) (*awslite.PublishOutput, error)
 }
 
-var _ API = (*sns.Client)(nil)
+var _ API = (*awslite.SNS)(nil)
 
 var (
 	_ notify.Channel = (*Channel)(nil)
 	_ notify.Filter  = (*Channel)(nil)
 )
 
-// Channel publishes approval requests to TopicARN. The SDK client retries
-// throttling and server errors itself; a request that still fails is the
+// Channel publishes approval requests to TopicARN. The client
+// (awslite.SNS) retries throttling and server errors itself; a request that still fails is the
 // dispatcher's to log.
 type Channel struct {
 	// TopicARN is the approvers' topic.
@@ -57,11 +57,7 @@ type Channel struct {
 // channel per workspace publishing to topicARN, through endpoint when set
 // (tests, emulators).
 func Deployed(topicARN, endpoint string, cfg aws.Config) func(workspace string) notify.Channel {
-	api := sns.NewFromConfig(cfg, func(o *sns.Options) {
-		if endpoint != "" {
-			o.BaseEndpoint = aws.String(endpoint)
-		}
-	})
+	api := awslite.NewSNS(awslite.Options{Config: cfg, Endpoint: endpoint})
 	return func(workspace string) notify.Channel {
 		return &Channel{TopicARN: topicARN, API: api, Workspace: workspace}
 	}
@@ -92,11 +88,9 @@ func (c *Channel) Send(ctx context.Context, ev notify.Event) error {
 			return nil
 		}
 	}
-	out, err := c.API.Publish(ctx, &sns.PublishInput{
-		TopicArn: aws.String(c.TopicARN), Subject: aws.String(m.Subject), Message: aws.String(m.Body),
-	})
+	out, err := c.API.Publish(ctx, &awslite.PublishInput{TopicArn: c.TopicARN, Subject: m.Subject, Message: m.Body})
 	if err != nil {
-		// The SDK's message names the topic and the service's reason; the
+		// The message names the topic and the service's reason; the
 		// mail (and its link) is never in it.
 		var ae smithy.APIError
 		if errors.As(err, &ae) {
@@ -104,7 +98,7 @@ func (c *Channel) Send(ctx context.Context, ev notify.Event) error {
 		}
 		return fmt.Errorf("sns %s: %w", c.TopicARN, err)
 	}
-	if aws.ToString(out.MessageId) == "" {
+	if out.MessageId == "" {
 		return fmt.Errorf("sns %s: no message id in the answer", c.TopicARN)
 	}
 	return nil

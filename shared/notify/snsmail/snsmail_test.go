@@ -7,26 +7,25 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/smithy-go"
 
+	"github.com/countersign/countersign/shared/awslite"
 	"github.com/countersign/countersign/shared/notify"
 	"github.com/countersign/countersign/shared/notify/snsmail"
 	"github.com/countersign/countersign/shared/views"
 )
 
 type fakeSNS struct {
-	got []*sns.PublishInput
+	got []*awslite.PublishInput
 	err error
 }
 
-func (f *fakeSNS) Publish(_ context.Context, in *sns.PublishInput, _ ...func(*sns.Options)) (*sns.PublishOutput, error) {
+func (f *fakeSNS) Publish(_ context.Context, in *awslite.PublishInput) (*awslite.PublishOutput, error) {
 	f.got = append(f.got, in)
 	if f.err != nil {
 		return nil, f.err
 	}
-	return &sns.PublishOutput{MessageId: aws.String("m-1")}, nil
+	return &awslite.PublishOutput{MessageId: "m-1"}, nil
 }
 
 const topic = "arn:aws:sns:us-east-1:123456789012:countersign-approvers"
@@ -54,10 +53,10 @@ func TestPublish(t *testing.T) {
 		t.Fatalf("%d publishes, want 1", len(api.got))
 	}
 	in := api.got[0]
-	if aws.ToString(in.TopicArn) != topic || aws.ToString(in.Subject) != "Approve DELETE /contacts/12 on crm? (Acme)" {
-		t.Errorf("published to %s with subject %q", aws.ToString(in.TopicArn), aws.ToString(in.Subject))
+	if in.TopicArn != topic || in.Subject != "Approve DELETE /contacts/12 on crm? (Acme)" {
+		t.Errorf("published to %s with subject %q", in.TopicArn, in.Subject)
 	}
-	msg := aws.ToString(in.Message)
+	msg := in.Message
 	if !strings.Contains(msg, "https://api.example/approve/cf_1?a=email&sig=S") || strings.Contains(msg, "OPS") ||
 		!strings.Contains(msg, "expires at 2026-11-30 12:10:00 UTC (in 10 minutes)") {
 		t.Errorf("message:\n%s", msg)
@@ -105,10 +104,10 @@ func TestFollowUps(t *testing.T) {
 		{"Approved: DELETE /contacts/12 on crm (Acme)", "confirmation cf_1 was approved by Bo.\n2 of 2 approvals (by ana@example.com, Bo)."},
 	} {
 		in := api.got[i]
-		if got := aws.ToString(in.Subject); got != want.subject {
+		if got := in.Subject; got != want.subject {
 			t.Errorf("subject %q, want %q", got, want.subject)
 		}
-		if msg := aws.ToString(in.Message); !strings.Contains(msg, want.body) || strings.Contains(msg, "sig=") {
+		if msg := in.Message; !strings.Contains(msg, want.body) || strings.Contains(msg, "sig=") {
 			t.Errorf("message:\n%s\nwant it to say %q, with no link", msg, want.body)
 		}
 	}

@@ -5,7 +5,7 @@
 //
 // Step Functions errors are translated here, at the edge: TaskDoesNotExist,
 // InvalidToken and TaskTimedOut become workflow.ErrTaskNotFound and
-// ExecutionAlreadyExists becomes ErrExecutionAlreadyExists, with no SDK type
-// left in the chain; other errors are wrapped with the operation. The local
+// ExecutionAlreadyExists becomes ErrExecutionAlreadyExists, with no service
+// error (awslite.Error) left in the chain; other errors are wrapped with the operation. The local
 // adapter (package local) follows the same contract on one machine.
 package sfnflow

@@ -8,10 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sfn"
-	"github.com/aws/aws-sdk-go-v2/service/sfn/types"
-
+	"github.com/countersign/countersign/shared/awslite"
 	"github.com/countersign/countersign/shared/workflow"
 )
 
@@ -31,14 +28,14 @@ const (
 // error; it returns the same execution ARN.
 var ErrExecutionAlreadyExists = errors.New("sfnflow: execution already exists")
 
-// API is the subset of *sfn.Client a Flow uses, so tests may fake it.
+// API is the subset of *awslite.SFN a Flow uses, so tests may fake it.
 type API interface {
-	StartExecution(ctx context.Context, in *sfn.StartExecutionInput, optFns ...func(*sfn.Options)) (*sfn.StartExecutionOutput, error)
-	SendTaskSuccess(ctx context.Context, in *sfn.SendTaskSuccessInput, optFns ...func(*sfn.Options)) (*sfn.SendTaskSuccessOutput, error)
-	SendTaskFailure(ctx context.Context, in *sfn.SendTaskFailureInput, optFns ...func(*sfn.Options)) (*sfn.SendTaskFailureOutput, error)
+	StartExecution(ctx context.Context, in *awslite.StartExecutionInput) (*awslite.StartExecutionOutput, error)
+	SendTaskSuccess(ctx context.Context, in *awslite.SendTaskSuccessInput) error
+	SendTaskFailure(ctx context.Context, in *awslite.SendTaskFailureInput) error
 }
 
-var _ API = (*sfn.Client)(nil)
+var _ API = (*awslite.SFN)(nil)
 
 // Flow runs the countersign state machines on AWS Step Functions. It is safe
 // for concurrent use.
@@ -96,29 +93,29 @@ func (f *Flow) Start(ctx context.Context, m workflow.Machine, name string, input
 	if len(input) == 0 {
 		input = []byte("{}")
 	}
-	out, err := f.api.StartExecution(ctx, &sfn.StartExecutionInput{
-		StateMachineArn: aws.String(arn),
-		Name:            aws.String(name),
-		Input:           aws.String(string(input)),
+	out, err := f.api.StartExecution(ctx, &awslite.StartExecutionInput{
+		StateMachineArn: arn,
+		Name:            name,
+		Input:           string(input),
 	})
 	if err != nil {
-		if e, ok := errors.AsType[*types.ExecutionAlreadyExists](err); ok {
-			return "", fmt.Errorf("sfnflow: start %s %s: %w (%s)", m, name, ErrExecutionAlreadyExists, e.ErrorMessage())
+		if e, ok := errors.AsType[*awslite.Error](err); ok && e.Code == "ExecutionAlreadyExists" {
+			return "", fmt.Errorf("sfnflow: start %s %s: %w (%s)", m, name, ErrExecutionAlreadyExists, e.Message)
 		}
 		return "", fmt.Errorf("sfnflow: start %s %s: %w", m, name, err)
 	}
-	if out == nil || aws.ToString(out.ExecutionArn) == "" {
+	if out == nil || out.ExecutionArn == "" {
 		return "", fmt.Errorf("sfnflow: start %s %s: no execution ARN in the response", m, name)
 	}
-	return aws.ToString(out.ExecutionArn), nil
+	return out.ExecutionArn, nil
 }
 
 // SendTaskSuccess completes the task waiting on token with the JSON output.
 // An unknown, answered or timed-out token is workflow.ErrTaskNotFound.
 func (f *Flow) SendTaskSuccess(ctx context.Context, token string, output []byte) error {
-	_, err := f.api.SendTaskSuccess(ctx, &sfn.SendTaskSuccessInput{
-		TaskToken: aws.String(token),
-		Output:    aws.String(string(output)),
+	err := f.api.SendTaskSuccess(ctx, &awslite.SendTaskSuccessInput{
+		TaskToken: token,
+		Output:    string(output),
 	})
 	if err != nil {
 		return taskError("send task success", err)
@@ -132,10 +129,10 @@ func (f *Flow) SendTaskSuccess(ctx context.Context, token string, output []byte)
 // character boundary. An unknown, answered or timed-out token is
 // workflow.ErrTaskNotFound.
 func (f *Flow) SendTaskFailure(ctx context.Context, token, errorName, cause string) error {
-	_, err := f.api.SendTaskFailure(ctx, &sfn.SendTaskFailureInput{
-		TaskToken: aws.String(token),
-		Error:     aws.String(truncate(errorName, MaxErrorNameLen)),
-		Cause:     aws.String(truncate(cause, MaxCauseLen)),
+	err := f.api.SendTaskFailure(ctx, &awslite.SendTaskFailureInput{
+		TaskToken: token,
+		Error:     truncate(errorName, MaxErrorNameLen),
+		Cause:     truncate(cause, MaxCauseLen),
 	})
 	if err != nil {
 		return taskError("send task failure", err)
@@ -145,18 +142,13 @@ func (f *Flow) SendTaskFailure(ctx context.Context, token, errorName, cause stri
 
 // taskError translates the error of a SendTask* call. The three answers
 // meaning "no such waiting task" become workflow.ErrTaskNotFound without
-// the SDK error in the chain; anything else is wrapped.
+// the service's error in the chain; anything else is wrapped.
 func taskError(op string, err error) error {
-	var code string
-	if e, ok := errors.AsType[*types.TaskDoesNotExist](err); ok {
-		code = e.ErrorCode()
-	} else if e, ok := errors.AsType[*types.InvalidToken](err); ok {
-		code = e.ErrorCode()
-	} else if e, ok := errors.AsType[*types.TaskTimedOut](err); ok {
-		code = e.ErrorCode()
-	}
-	if code != "" {
-		return fmt.Errorf("sfnflow: %s: %s: %w", op, code, workflow.ErrTaskNotFound)
+	if e, ok := errors.AsType[*awslite.Error](err); ok {
+		switch e.Code {
+		case "TaskDoesNotExist", "InvalidToken", "TaskTimedOut":
+			return fmt.Errorf("sfnflow: %s: %s: %w", op, e.Code, workflow.ErrTaskNotFound)
+		}
 	}
 	return fmt.Errorf("sfnflow: %s: %w", op, err)
 }

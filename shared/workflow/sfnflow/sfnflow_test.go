@@ -14,9 +14,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	"github.com/aws/smithy-go"
 
+	"github.com/countersign/countersign/shared/awslite"
 	"github.com/countersign/countersign/shared/workflow"
 	"github.com/countersign/countersign/shared/workflow/sfnflow"
 )
@@ -102,7 +102,7 @@ func (f *fakeSFN) requests() []request {
 	return append([]request(nil), f.reqs...)
 }
 
-// newFlow returns a Flow using a real *sfn.Client pointed at f.
+// newFlow returns a Flow using a real *awslite.SFN pointed at f.
 func newFlow(tb testing.TB, f *fakeSFN) *sfnflow.Flow {
 	tb.Helper()
 	cfg := aws.Config{
@@ -111,7 +111,7 @@ func newFlow(tb testing.TB, f *fakeSFN) *sfnflow.Flow {
 		HTTPClient:       f.srv.Client(),
 		RetryMaxAttempts: 1,
 	}
-	client := sfn.NewFromConfig(cfg, func(o *sfn.Options) { o.BaseEndpoint = aws.String(f.srv.URL) })
+	client := awslite.NewSFN(awslite.Options{Config: cfg, Endpoint: f.srv.URL})
 	flow, err := sfnflow.New(client, map[workflow.Machine]string{workflow.Confirm: confirmARN, workflow.Batch: batchARN})
 	if err != nil {
 		tb.Fatal(err)
@@ -363,7 +363,7 @@ func TestSendTaskFailureTruncates(t *testing.T) {
 }
 
 func TestNew(t *testing.T) {
-	client := sfn.New(sfn.Options{Region: "us-east-1"})
+	client := awslite.NewSFN(awslite.Options{Config: aws.Config{Region: "us-east-1"}})
 	tests := []struct {
 		name     string
 		api      sfnflow.API
