@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
+	"github.com/countersign/countersign/shared/awslite"
 	"github.com/countersign/countersign/shared/config"
 )
 
@@ -30,8 +30,8 @@ type barrierSecrets struct {
 	calls   []string
 }
 
-func (b *barrierSecrets) GetSecretValue(ctx context.Context, in *secretsmanager.GetSecretValueInput, _ ...func(*secretsmanager.Options)) (*secretsmanager.GetSecretValueOutput, error) {
-	id := aws.ToString(in.SecretId)
+func (b *barrierSecrets) GetSecretValue(ctx context.Context, in *awslite.GetSecretValueInput) (*awslite.GetSecretValueOutput, error) {
+	id := in.SecretId
 	b.mu.Lock()
 	b.calls = append(b.calls, id)
 	b.waiting++
@@ -48,7 +48,7 @@ func (b *barrierSecrets) GetSecretValue(ctx context.Context, in *secretsmanager.
 	if !ok {
 		return nil, errors.New("ResourceNotFoundException")
 	}
-	return &secretsmanager.GetSecretValueOutput{SecretString: aws.String(v)}, nil
+	return &awslite.GetSecretValueOutput{SecretString: aws.String(v)}, nil
 }
 
 // TestSecretsReadAtOnce: a configuration naming three secrets is loaded
