@@ -84,7 +84,7 @@ func Open(path string, opts *Options) (*Store, error) {
 		// bbolt treats 0 as "wait forever"; the shortest finite wait is one retry.
 		o.Timeout = time.Nanosecond
 	}
-	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: o.Timeout})
+	db, err := bbolt.Open(path, 0o600, boltOptions(o.Timeout))
 	if errors.Is(err, bolterrors.ErrTimeout) {
 		return nil, fmt.Errorf("open store %s: the file is locked by another process (is another countersign running?); gave up after %s: %w", path, o.Timeout, err)
 	}
@@ -110,6 +110,26 @@ func Open(path string, opts *Options) (*Store, error) {
 	return &Store{db: db, writer: &committer{db: db}, now: o.Now}, nil
 }
 
+// boltOptions are the bbolt options of every Open. Each commit still
+// writes its data pages and syncs them, then its meta page and syncs it,
+// before any caller returns (NoSync stays off), so nothing acknowledged is
+// lost on a crash. What they drop is bookkeeping bbolt can rebuild:
+//
+//   - NoFreelistSync: a commit does not write the free-page list (one page
+//     more, and its encoding, per commit). The meta page records that
+//     there is none, and Open rebuilds the list by walking the pages the
+//     last committed meta reaches: a page is free exactly when no
+//     committed tree holds it, so the rebuilt list cannot hand out a page
+//     that committed data still uses. The cost is that walk at Open. A
+//     bbolt that syncs its freelist opens such a file the same way and
+//     writes the list again. etcd runs bbolt so.
+//   - FreelistMapType: the free-page list as a map from run length to
+//     pages, whose allocation does not scan the whole list (the array
+//     type does, on every page a commit allocates).
+func boltOptions(timeout time.Duration) *bbolt.Options {
+	return &bbolt.Options{Timeout: timeout, NoFreelistSync: true, FreelistType: bbolt.FreelistMapType}
+}
+
 // DB returns the underlying bbolt database, for components that keep their
 // own buckets in the same file (the local workflow engine). They must not
 // touch buckets whose names start with "store_", and should write through
@@ -121,9 +141,11 @@ func (s *Store) DB() *bbolt.DB { return s.db }
 // it is durable. fn must act only through tx: it may run more than once.
 func (s *Store) Update(fn func(*bbolt.Tx) error) error { return s.writer.Update(fn) }
 
-// Stats returns the writes and commits made through Update so far.
+// Stats returns the writes and commits made through Update so far, and
+// the pages bbolt wrote.
 func (s *Store) Stats() Stats {
-	return Stats{Writes: s.writer.writes.Load(), Commits: s.writer.commits.Load()}
+	tx := s.db.Stats().TxStats
+	return Stats{Writes: s.writer.writes.Load(), Commits: s.writer.commits.Load(), Pages: uint64(tx.GetPageCount())}
 }
 
 // Close closes the file and releases its lock.
