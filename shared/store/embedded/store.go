@@ -64,6 +64,9 @@ type Store struct {
 	writer *committer
 	now    func() time.Time
 	creds  credentialCache // CredentialByKeyHash's decodings (credcache.go)
+	// written is the confirmations as UpdateConfirmation last wrote them
+	// (written.go).
+	written writtenCache
 }
 
 // Open opens (or creates) the bbolt file at path and its store buckets.
@@ -179,17 +182,24 @@ func decodeRecord(bucket, data []byte, v any) error {
 
 // put stores v as JSON under key in bucket.
 func put(tx *bbolt.Tx, bucket, key []byte, v any) error {
+	_, err := putRecord(tx, bucket, key, v)
+	return err
+}
+
+// putRecord is put that also returns the bytes stored, which the caller
+// must not change.
+func putRecord(tx *bbolt.Tx, bucket, key []byte, v any) ([]byte, error) {
 	data, err := json.Marshal(v)
 	if err != nil {
-		return fmt.Errorf("encode %s: %w", bucket, err)
+		return nil, fmt.Errorf("encode %s: %w", bucket, err)
 	}
 	if len(data) > store.MaxItemBytes {
-		return fmt.Errorf("write %s: %d bytes, limit %d: %w", bucket, len(data), store.MaxItemBytes, store.ErrTooLarge)
+		return nil, fmt.Errorf("write %s: %d bytes, limit %d: %w", bucket, len(data), store.MaxItemBytes, store.ErrTooLarge)
 	}
 	if err := tx.Bucket(bucket).Put(key, data); err != nil {
-		return fmt.Errorf("write %s: %w", bucket, err)
+		return nil, fmt.Errorf("write %s: %w", bucket, err)
 	}
-	return nil
+	return data, nil
 }
 
 // storedVersion reads only the version of the JSON record under key.
