@@ -49,17 +49,31 @@ func indexKey(list string, status countersign.Status, created time.Time, id stri
 }
 
 // index writes c's index entries, deleting those of was (the record it
-// replaces; nil for a new one).
+// replaces; nil for a new one). An entry already in place is left as it
+// is: an update that keeps the status (the claim of an approved call)
+// writes nothing to the index, whose pages would otherwise be rewritten
+// and synced for nothing.
 func index(tx *bbolt.Tx, c, was *countersign.Confirmation) error {
 	b := tx.Bucket(bucketConfirmationIndex)
+	list := listOf(c.Kind)
+	keys := [2][]byte{indexKey(list, "", c.CreatedAt, c.ID), indexKey(list, c.Status, c.CreatedAt, c.ID)}
 	if was != nil {
-		if err := unindex(tx, was); err != nil {
-			return err
+		wasList := listOf(was.Kind)
+		for _, st := range []countersign.Status{"", was.Status} {
+			k := indexKey(wasList, st, was.CreatedAt, was.ID)
+			if bytes.Equal(k, keys[0]) || bytes.Equal(k, keys[1]) {
+				continue
+			}
+			if err := b.Delete(k); err != nil {
+				return fmt.Errorf("unindex confirmation %s: %w", was.ID, err)
+			}
 		}
 	}
-	list := listOf(c.Kind)
-	for _, st := range []countersign.Status{"", c.Status} {
-		if err := b.Put(indexKey(list, st, c.CreatedAt, c.ID), nil); err != nil {
+	for _, k := range keys {
+		if b.Get(k) != nil {
+			continue
+		}
+		if err := b.Put(k, nil); err != nil {
 			return fmt.Errorf("index confirmation %s: %w", c.ID, err)
 		}
 	}

@@ -3,6 +3,7 @@ package embedded_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -88,5 +89,63 @@ func TestUpdateReadsWhatIsStored(t *testing.T) {
 	stale.Version = 2
 	if err := s.UpdateConfirmation(ctx, &stale); err == nil {
 		t.Error("an update from version 2 of a record at version 4 succeeded")
+	}
+}
+
+// TestIndexFollowsEachUpdate: the status listings follow every update,
+// those that keep the status (whose index entries are left in place)
+// and those that change it, and the pages a status-keeping update writes
+// are fewer than a status change's (it does not rewrite the index).
+func TestIndexFollowsEachUpdate(t *testing.T) {
+	ctx := context.Background()
+	s, err := embedded.Open(filepath.Join(t.TempDir(), "countersign.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	now := time.Now().UTC()
+	// Enough other records that the index is a tree of its own pages.
+	for i := range 400 {
+		c := &countersign.Confirmation{ID: fmt.Sprintf("other-%03d", i), Kind: countersign.KindCall, Status: countersign.StatusPending, CreatedAt: now.Add(time.Duration(i)), ExpiresAt: now.Add(time.Hour)}
+		if err := s.CreateConfirmation(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := &countersign.Confirmation{ID: "cf-1", Kind: countersign.KindCall, Status: countersign.StatusPending, CreatedAt: now.Add(-time.Second), ExpiresAt: now.Add(time.Hour),
+		Operations: []countersign.Operation{{Connection: "crm", Method: "DELETE", Path: "/contacts/12"}}}
+	if err := s.CreateConfirmation(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	listed := func(st countersign.Status) bool {
+		t.Helper()
+		p, err := s.ListConfirmations(ctx, countersign.ListQuery{Status: st, Limit: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(p.Items) == 1 && p.Items[0].ID == c.ID
+	}
+	pages := func(change func()) uint64 {
+		before := s.Stats().Pages
+		change()
+		return s.Stats().Pages - before
+	}
+	update := func(f func()) {
+		t.Helper()
+		f()
+		if err := s.UpdateConfirmation(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	approve := pages(func() { update(func() { c.Status = countersign.StatusApproved }) })
+	claim := pages(func() { update(func() { c.Operations[0].State = countersign.OpClaimed }) })
+	if !listed("") || !listed(countersign.StatusApproved) || listed(countersign.StatusPending) {
+		t.Errorf("after the claim: listed under every status %v, approved %v, pending %v; want true, true, false", listed(""), listed(countersign.StatusApproved), listed(countersign.StatusPending))
+	}
+	update(func() { c.Status, c.Operations[0].State = countersign.StatusExecuted, countersign.OpDone })
+	if !listed("") || !listed(countersign.StatusExecuted) || listed(countersign.StatusApproved) {
+		t.Errorf("after the outcome: listed under every status %v, executed %v, approved %v; want true, true, false", listed(""), listed(countersign.StatusExecuted), listed(countersign.StatusApproved))
+	}
+	if claim >= approve {
+		t.Errorf("the claim (status kept) wrote %d pages, the approval %d: want fewer, the index untouched", claim, approve)
 	}
 }
