@@ -1,11 +1,11 @@
 package embedded
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
+	json "github.com/go-json-experiment/json/v1"
 	"go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
 
@@ -158,6 +158,15 @@ func (s *Store) Close() error {
 	}
 	return nil
 }
+
+// The records are encoded and decoded by go-json-experiment's v1: the
+// standard library's encoding/json semantics (jsonv1.DefaultOptionsV1) on
+// the v2 implementation, which decodes a confirmation in about half the
+// time with 25 allocations instead of 43, and encodes it with 5 instead of
+// 12; a handshake encodes its confirmation four times and decodes it five.
+// The bytes are encoding/json's but for invalid UTF-8, written as U+FFFD
+// itself rather than escaped, which decodes the same
+// (TestRecordEncodingIsEncodingJSONs).
 
 // get decodes the JSON stored under key in bucket into v; store.ErrNotFound
 // if there is none.
