@@ -41,11 +41,24 @@ func listOf(kind countersign.Kind) string {
 
 // indexPrefix is the key prefix of a list's entries with status ("" for all).
 func indexPrefix(list string, status countersign.Status) []byte {
-	return fmt.Appendf(nil, "%s\x00%s\x00", list, status)
+	return appendIndexPrefix(make([]byte, 0, len(list)+len(status)+2), list, status)
 }
 
+func appendIndexPrefix(b []byte, list string, status countersign.Status) []byte {
+	b = append(append(b, list...), 0)
+	return append(append(b, status...), 0)
+}
+
+// indexTime is the layout of an index key's creation time: fixed width,
+// so the keys sort by time.
+const indexTime = "2006-01-02T15:04:05.000000000Z"
+
+// indexKey is built in one allocation: a handshake builds fourteen.
 func indexKey(list string, status countersign.Status, created time.Time, id string) []byte {
-	return fmt.Appendf(indexPrefix(list, status), "%s\x00%s", created.UTC().Format("2006-01-02T15:04:05.000000000Z"), id)
+	b := make([]byte, 0, len(list)+len(status)+len(indexTime)+len(id)+3)
+	b = appendIndexPrefix(b, list, status)
+	b = append(created.UTC().AppendFormat(b, indexTime), 0)
+	return append(b, id...)
 }
 
 // index writes c's index entries, deleting those of was (the record it
