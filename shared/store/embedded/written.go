@@ -8,8 +8,14 @@ import (
 )
 
 // maxWrittenConfirmations bounds the records writtenCache keeps; past it
-// the cache starts again empty.
-const maxWrittenConfirmations = 1024
+// the cache starts again empty. maxWrittenBytes bounds the size of a
+// record it keeps (a handshake's is under 1 KiB; one with a large body or
+// outcome is decoded each time): at most 8 MiB of records, twice that
+// with their decoded form.
+const (
+	maxWrittenConfirmations = 1024
+	maxWrittenBytes         = 8 << 10
+)
 
 // writtenCache keeps, for each confirmation UpdateConfirmation wrote, the
 // record as written beside its stored bytes, so the next update of the
@@ -50,10 +56,21 @@ func (w *writtenCache) stored(id string, data []byte) *countersign.Confirmation 
 // remember notes rec as committed as raw (which the caller no longer
 // changes).
 func (w *writtenCache) remember(id string, raw []byte, rec *countersign.Confirmation) {
+	if len(raw) > maxWrittenBytes {
+		w.forget(id)
+		return
+	}
 	w.mu.Lock()
 	if w.m == nil || len(w.m) >= maxWrittenConfirmations {
 		w.m = make(map[string]writtenConfirmation)
 	}
 	w.m[id] = writtenConfirmation{raw: raw, rec: rec}
+	w.mu.Unlock()
+}
+
+// forget drops id's entry.
+func (w *writtenCache) forget(id string) {
+	w.mu.Lock()
+	delete(w.m, id)
 	w.mu.Unlock()
 }
