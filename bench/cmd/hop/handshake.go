@@ -25,7 +25,9 @@ import (
 
 // The targets of docs/design.md for the confirmed path.
 const (
-	minHandshakes     = 250 // per second at c=20
+	minHandshakes     = 250  // per second at c=20
+	minPauses         = 2000 // pause creation alone, per second at c=20 from one credential
+	maxPausesPerBlock = 9000 // a pause block's credential stays under its 10,000 pending
 	maxApproveToCall  = 10 * time.Millisecond
 	hsConcurrency     = 20
 	webhookSecretHop  = "whsec_bench_hop_receiver"
@@ -40,6 +42,9 @@ type hsOptions struct {
 	// (cs_bench_00), as one busy agent fanning out would; otherwise each
 	// has its own.
 	oneCredential bool
+	// pauses adds a block of pause creation alone (the call → 202, with
+	// nothing approved) at c=20 from one credential to each round.
+	pauses bool
 }
 
 // hsCell is what one concurrency measured over its blocks.
@@ -57,6 +62,9 @@ type hsResult struct {
 	cells map[int]*hsCell
 	loads []string
 	conns int64 // connections the stack opened to the upstream and the receiver
+	// pauses is the pause blocks' cell (hsResult.opts.pauses): total holds
+	// each pause's latency, toCall nothing.
+	pauses *hsCell
 }
 
 // hsEnv is the running stack with its webhook receiver and upstream.
@@ -205,6 +213,18 @@ func runHandshakes(ctx context.Context, o hsOptions) (*hsResult, error) {
 			return nil, fmt.Errorf("warm-up at c=%d: %w", c, err)
 		}
 	}
+	// Each pause block calls with a credential of its own, so that no
+	// credential reaches its 10,000 pending confirmations (the limit's
+	// most): the paused calls stay pending. cs_bench_00 is left to the
+	// handshakes.
+	pauseKey := 0
+	nextPauseKey := func() string { pauseKey++; return fmt.Sprintf("cs_bench_%02d", 1+(pauseKey-1)%(hsConcurrency-1)) }
+	if o.pauses {
+		res.pauses = &hsCell{}
+		if _, err := env.pauseBlock(ctx, hsConcurrency, o.block/4, nextPauseKey()); err != nil {
+			return nil, fmt.Errorf("pause warm-up: %w", err)
+		}
+	}
 	if o.cpuProfile != "" {
 		f, err := os.Create(o.cpuProfile)
 		if err != nil {
@@ -237,15 +257,15 @@ func runHandshakes(ctx context.Context, o hsOptions) (*hsResult, error) {
 			if err != nil {
 				return nil, fmt.Errorf("handshakes at c=%d: %w", c, err)
 			}
-			cl := res.cells[c]
-			cl.n += b.n
-			cl.elapsed += b.elapsed
-			cl.total = append(cl.total, b.total...)
-			cl.toCall = append(cl.toCall, b.toCall...)
-			cl.writes += b.writes
-			cl.commits += b.commits
-			cl.cpu += b.cpu
-			cl.perBlockRate = append(cl.perBlockRate, float64(b.n)/b.elapsed.Seconds())
+			res.cells[c].add(b)
+		}
+		if o.pauses {
+			res.loads = append(res.loads, loadavg())
+			b, err := env.pauseBlock(ctx, hsConcurrency, o.block, nextPauseKey())
+			if err != nil {
+				return nil, fmt.Errorf("pauses at c=%d: %w", hsConcurrency, err)
+			}
+			res.pauses.add(b)
 		}
 	}
 	res.loads = append(res.loads, loadavg())
@@ -275,6 +295,18 @@ func writeHandshakeConfig(dir, upstreamURL, hookURL string) error {
 }`, upstreamURL),
 	}
 	return writeFiles(dir, files)
+}
+
+// add pools a block into the cell.
+func (cl *hsCell) add(b hsBlock) {
+	cl.n += b.n
+	cl.elapsed += b.elapsed
+	cl.total = append(cl.total, b.total...)
+	cl.toCall = append(cl.toCall, b.toCall...)
+	cl.writes += b.writes
+	cl.commits += b.commits
+	cl.cpu += b.cpu
+	cl.perBlockRate = append(cl.perBlockRate, float64(b.n)/b.elapsed.Seconds())
 }
 
 type hsBlock struct {
@@ -340,6 +372,77 @@ func (e *hsEnv) block(ctx context.Context, c int, d time.Duration) (hsBlock, err
 	after := e.stack.StoreStats()
 	for settle := time.Now().Add(2 * time.Second); time.Now().Before(settle); {
 		time.Sleep(20 * time.Millisecond)
+		now := e.stack.StoreStats()
+		if now == after {
+			break
+		}
+		after = now
+	}
+	out.writes, out.commits = after.Writes-before.Writes, after.Commits-before.Commits
+	return out, nil
+}
+
+// pauseBlock runs c workers calling with one credential, key, each
+// making confirmed calls that pause (202) and nothing more, until d has
+// passed or the credential has maxPausesPerBlock pauses; then it waits
+// for the stack's writes to settle (the notify tasks') and counts them.
+func (e *hsEnv) pauseBlock(ctx context.Context, c int, d time.Duration, key string) (hsBlock, error) {
+	before := e.stack.StoreStats()
+	cpu0 := selfCPU()
+	var (
+		mu    sync.Mutex
+		out   hsBlock
+		first error
+		wg    sync.WaitGroup
+		seq   atomic.Int64
+	)
+	start := time.Now()
+	deadline := start.Add(d)
+	for range c {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var took []time.Duration
+			var err error
+			for ctx.Err() == nil && time.Now().Before(deadline) {
+				i := seq.Add(1)
+				if i > maxPausesPerBlock {
+					break
+				}
+				t0 := time.Now()
+				call := fmt.Sprintf(`{"connection":"crm","method":"DELETE","path":"/contacts/%d","intent":"write"}`, 1+i%20)
+				var status int
+				var body []byte
+				status, body, err = e.post(e.stack.URL+"/v1/calls", "application/json", key, call)
+				if err == nil && status != http.StatusAccepted {
+					err = fmt.Errorf("call: status %d: %s", status, body)
+				}
+				if err != nil {
+					break
+				}
+				took = append(took, time.Since(t0))
+			}
+			mu.Lock()
+			out.total = append(out.total, took...)
+			if err != nil && first == nil {
+				first = err
+			}
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	out.elapsed = time.Since(start)
+	out.cpu = selfCPU() - cpu0
+	out.n = len(out.total)
+	if first != nil {
+		return out, first
+	}
+	if ctx.Err() != nil {
+		return out, ctx.Err()
+	}
+	after := e.stack.StoreStats()
+	for settle := time.Now().Add(5 * time.Second); time.Now().Before(settle); {
+		time.Sleep(50 * time.Millisecond)
 		now := e.stack.StoreStats()
 		if now == after {
 			break
@@ -479,6 +582,22 @@ func (r *hsResult) write(w io.Writer) bool {
 		}
 	}
 	fmt.Fprintln(w)
+	if p := r.pauses; p != nil {
+		rate := float64(p.n) / p.elapsed.Seconds()
+		var blocks []string
+		for _, b := range p.perBlockRate {
+			blocks = append(blocks, fmt.Sprintf("%.0f", b))
+		}
+		fmt.Fprintf(w, "Pause creation alone: call → 202 at c=%d, every agent of a block with one credential (a credential per block), nothing approved; interleaved with the rounds above. Writes, commits and CPU include the notify tasks that send each pause's webhook (settled after each block).\n\n", hsConcurrency)
+		fmt.Fprintln(w, "| c | pauses/s | blocks | pause p50 | p99 | durable writes / pause | bbolt commits / pause | CPU / pause |")
+		fmt.Fprintln(w, "| ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |")
+		fmt.Fprintf(w, "| %d | %.0f | %s | %s | %s | %.2f | %.2f | %s |\n\n", hsConcurrency, rate, strings.Join(blocks, ", "),
+			ms(percentile(p.total, 50)), ms(percentile(p.total, 99)), float64(p.writes)/float64(p.n), float64(p.commits)/float64(p.n), ms(p.cpu/time.Duration(p.n)))
+		if rate < minPauses {
+			ok = false
+			misses = append(misses, fmt.Sprintf("%.0f pauses/s at c=%d from one credential (target ≥ %d)", rate, hsConcurrency, minPauses))
+		}
+	}
 	fmt.Fprintf(w, "CPU / handshake is this process's: the stack and the harness's agents, receiver and upstream. The stack opened %d connections to the upstream and the receiver in all.\n\n", r.conns)
 	if ok {
 		fmt.Fprintf(w, "Targets (docs/design.md): ≥ %d handshakes/s at c=%d, approve POST → upstream call < %s p50: **met**.\n\n", minHandshakes, hsConcurrency, ms(maxApproveToCall))

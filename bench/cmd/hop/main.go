@@ -3,7 +3,7 @@
 // local stack completes per second. It prints markdown tables and the
 // targets of docs/design.md with whether this run met them.
 //
-//	hop -local PATH [-rounds 6 -block 1s] [-hs-rounds 4 -hs-block 2s] [-only hop|handshake]
+//	hop -local PATH [-rounds 6 -block 1s] [-hs-rounds 4 -hs-block 2s] [-hs-one-credential] [-hs-pauses] [-only hop|handshake]
 //
 // With -cpuprofile and -memprofile, the handshake's measured blocks are
 // profiled (go tool pprof hop FILE).
@@ -51,6 +51,7 @@ func main() {
 	hsRounds := flag.Int("hs-rounds", 4, "handshake: rounds of interleaved blocks")
 	hsBlock := flag.Duration("hs-block", 2*time.Second, "handshake: duration of one block")
 	hsOne := flag.Bool("hs-one-credential", false, "handshake: every agent calls with one credential (default: one each)")
+	hsPauses := flag.Bool("hs-pauses", false, "handshake: also measure pause creation alone (call → 202) at c=20 from one credential, a block each round")
 	cpuProfile := flag.String("cpuprofile", "", "handshake: write a CPU profile of the measured blocks (the stack runs in this process)")
 	memProfile := flag.String("memprofile", "", "handshake: write an allocation profile after the measured blocks")
 	flag.Parse()
@@ -80,7 +81,7 @@ func main() {
 		ok = res.write(os.Stdout) && ok
 	}
 	if *only == "" || *only == "handshake" {
-		res, err := runHandshakes(ctx, hsOptions{rounds: *hsRounds, block: *hsBlock, cpuProfile: *cpuProfile, memProfile: *memProfile, oneCredential: *hsOne})
+		res, err := runHandshakes(ctx, hsOptions{rounds: *hsRounds, block: *hsBlock, cpuProfile: *cpuProfile, memProfile: *memProfile, oneCredential: *hsOne, pauses: *hsPauses})
 		exitIf(err)
 		ok = res.write(os.Stdout) && ok
 	}

@@ -154,6 +154,7 @@ func BenchmarkHandshake(b *testing.B) {
 	after := h.stack.StoreStats()
 	b.ReportMetric(float64(after.Writes-before.Writes)/float64(b.N), "writes/op")
 	b.ReportMetric(float64(after.Commits-before.Commits)/float64(b.N), "commits/op")
+	b.ReportMetric(float64(after.Pages-before.Pages)/float64(b.N), "pages/op")
 	if n := h.upstream.Count("DELETE", "/contacts/12"); n != b.N {
 		b.Fatalf("upstream DELETEs %d, want one per handshake (%d)", n, b.N)
 	}

@@ -302,7 +302,9 @@ func chainAudit(tx *bbolt.Tx, r *countersign.AuditRecord, hash func(*countersign
 	if err := put(tx, bucketAudit, key, rec); err != nil {
 		return false, err
 	}
-	if err := moveHead(tx, &rec); err != nil {
+	// The head just read is the one this record follows (rec.Seq is one
+	// past it): it moves without reading it again (moveHead).
+	if err := put(tx, bucketAuditHeads, []byte(rec.Chain), countersign.AuditHead{Chain: rec.Chain, Seq: rec.Seq, Hash: rec.Hash, Expires: rec.TTL}); err != nil {
 		return false, err
 	}
 	*stored = rec

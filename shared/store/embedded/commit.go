@@ -38,6 +38,10 @@ type Stats struct {
 	// page), so Commits counts the durable round trips; Writes/Commits is
 	// how many writes shared one.
 	Commits uint64
+	// Pages is how many pages (4 KiB each, bbolt's page size on most
+	// systems) the write transactions wrote, the meta pages aside: what
+	// the disk was given to sync.
+	Pages uint64
 }
 
 type pending struct {

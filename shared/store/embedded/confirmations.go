@@ -69,11 +69,19 @@ func (s *Store) UpdateConfirmation(ctx context.Context, c *countersign.Confirmat
 	rec.Version = c.Version + 1
 	alongs, makeAlong := s.along(ctx)
 	var made []bool
+	var raw []byte // as written
 	err := s.writer.Update(func(tx *bbolt.Tx) error {
 		made = nil // the write may run again
-		var stored countersign.Confirmation
-		if err := get(tx, bucketConfirmations, []byte(c.ID), &stored); err != nil {
-			return err
+		data := tx.Bucket(bucketConfirmations).Get([]byte(c.ID))
+		if data == nil {
+			return store.ErrNotFound
+		}
+		stored := s.written.stored(c.ID, data)
+		if stored == nil {
+			stored = new(countersign.Confirmation)
+			if err := decodeRecord(bucketConfirmations, data, stored); err != nil {
+				return err
+			}
 		}
 		if stored.Version != c.Version {
 			return fmt.Errorf("stored version %d, update from version %d: %w", stored.Version, c.Version, store.ErrConflict)
@@ -81,11 +89,12 @@ func (s *Store) UpdateConfirmation(ctx context.Context, c *countersign.Confirmat
 		if (stored.Operations == nil) != (rec.Operations == nil) || len(stored.Operations) != len(rec.Operations) {
 			return fmt.Errorf("%d operations, the record has %d: the operations of a confirmation are fixed at creation", len(rec.Operations), len(stored.Operations))
 		}
-		keepFixed(&rec, &stored)
-		if err := put(tx, bucketConfirmations, []byte(c.ID), rec); err != nil {
+		keepFixed(&rec, stored)
+		var err error
+		if raw, err = putRecord(tx, bucketConfirmations, []byte(c.ID), rec); err != nil {
 			return err
 		}
-		if err := index(tx, &rec, &stored); err != nil {
+		if err := index(tx, &rec, stored); err != nil {
 			return err
 		}
 		if makeAlong != nil {
@@ -98,6 +107,7 @@ func (s *Store) UpdateConfirmation(ctx context.Context, c *countersign.Confirmat
 	if err != nil {
 		return fmt.Errorf("update confirmation %s: %w", c.ID, err)
 	}
+	s.written.remember(c.ID, raw, &rec)
 	markAlong(alongs, made)
 	c.Version = rec.Version
 	return nil

@@ -41,25 +41,52 @@ func listOf(kind countersign.Kind) string {
 
 // indexPrefix is the key prefix of a list's entries with status ("" for all).
 func indexPrefix(list string, status countersign.Status) []byte {
-	return fmt.Appendf(nil, "%s\x00%s\x00", list, status)
+	return appendIndexPrefix(make([]byte, 0, len(list)+len(status)+2), list, status)
 }
 
+func appendIndexPrefix(b []byte, list string, status countersign.Status) []byte {
+	b = append(append(b, list...), 0)
+	return append(append(b, status...), 0)
+}
+
+// indexTime is the layout of an index key's creation time: fixed width,
+// so the keys sort by time.
+const indexTime = "2006-01-02T15:04:05.000000000Z"
+
+// indexKey is built in one allocation: a handshake builds fourteen.
 func indexKey(list string, status countersign.Status, created time.Time, id string) []byte {
-	return fmt.Appendf(indexPrefix(list, status), "%s\x00%s", created.UTC().Format("2006-01-02T15:04:05.000000000Z"), id)
+	b := make([]byte, 0, len(list)+len(status)+len(indexTime)+len(id)+3)
+	b = appendIndexPrefix(b, list, status)
+	b = append(created.UTC().AppendFormat(b, indexTime), 0)
+	return append(b, id...)
 }
 
 // index writes c's index entries, deleting those of was (the record it
-// replaces; nil for a new one).
+// replaces; nil for a new one). An entry already in place is left as it
+// is: an update that keeps the status (the claim of an approved call)
+// writes nothing to the index, whose pages would otherwise be rewritten
+// and synced for nothing.
 func index(tx *bbolt.Tx, c, was *countersign.Confirmation) error {
 	b := tx.Bucket(bucketConfirmationIndex)
+	list := listOf(c.Kind)
+	keys := [2][]byte{indexKey(list, "", c.CreatedAt, c.ID), indexKey(list, c.Status, c.CreatedAt, c.ID)}
 	if was != nil {
-		if err := unindex(tx, was); err != nil {
-			return err
+		wasList := listOf(was.Kind)
+		for _, st := range []countersign.Status{"", was.Status} {
+			k := indexKey(wasList, st, was.CreatedAt, was.ID)
+			if bytes.Equal(k, keys[0]) || bytes.Equal(k, keys[1]) {
+				continue
+			}
+			if err := b.Delete(k); err != nil {
+				return fmt.Errorf("unindex confirmation %s: %w", was.ID, err)
+			}
 		}
 	}
-	list := listOf(c.Kind)
-	for _, st := range []countersign.Status{"", c.Status} {
-		if err := b.Put(indexKey(list, st, c.CreatedAt, c.ID), nil); err != nil {
+	for _, k := range keys {
+		if b.Get(k) != nil {
+			continue
+		}
+		if err := b.Put(k, nil); err != nil {
 			return fmt.Errorf("index confirmation %s: %w", c.ID, err)
 		}
 	}
