@@ -129,6 +129,13 @@ func (o *Operator) page(ctx context.Context, r *http.Request, b []byte, sub stri
 	if !ok || !o.csrfOK(form.Get("csrf"), cl.ID) {
 		return o.dashboard(ctx, r, cred, cl, http.StatusForbidden, "The form was stale or not sent from this page; nothing was done. Try again.", true)
 	}
+	// Every form, the review queue's too: a field given twice is ambiguous
+	// (decision=dismiss&decision=run), so nothing is done.
+	for k, vs := range form {
+		if len(vs) > 1 {
+			return o.dashboard(ctx, r, cred, cl, http.StatusBadRequest, "The form gives "+strings.Join(strings.Fields(k), "")+" more than once; nothing was done.", true)
+		}
+	}
 	switch {
 	case sub == "/logout" && cred.IsPerson():
 		return o.dashboard(ctx, r, cred, cl, http.StatusBadRequest, "You signed in as a person: sign out with the Sign out link (it signs you out of approvals too).", true)

@@ -66,3 +66,34 @@ func TestOperatorCannotRunOwnFourEyesReview(t *testing.T) {
 		t.Fatalf("the root key's run sent DELETE /contacts/77 %d times, want once", n)
 	}
 }
+
+// TestOperatorReviewFormRefusesRepeatedFields: the review queue's form,
+// like every console form, refuses a field given twice (400, nothing
+// done): decision=dismiss&decision=run used to dismiss (the first
+// counted), and decision=run with two reasons ran.
+func TestOperatorReviewFormRefusesRepeatedFields(t *testing.T) {
+	h := newHarness(t, harnessOptions{})
+	id := h.queueReview("/accounts/4/close", nil)
+	b := newBrowser(t, h)
+	page := b.login(b.get("/operator"), operatorKey)
+	expect(t, page, http.StatusOK, "")
+	csrf := csrfOf(t, page)
+	for _, form := range []url.Values{
+		{"csrf": {csrf}, "decision": {"dismiss", "run"}},
+		{"csrf": {csrf}, "decision": {"run", "run"}},
+		{"csrf": {csrf}, "decision": {"run"}, "reason": {"a", "b"}},
+		{"csrf": {csrf, csrf}, "decision": {"run"}},
+	} {
+		r := b.post("/operator/reviews/"+id, form)
+		if r.status != http.StatusBadRequest || !strings.Contains(string(r.body), "more than once") {
+			t.Errorf("%v: %d, want 400\n%s", form, r.status, visibleText(r.body))
+		}
+		if st := h.statusOf("cs_test_ask", id); st != "pending" || h.upstream.Count("POST", "/accounts/4/close") != 0 {
+			t.Fatalf("%v: the item is %s, want pending with nothing sent", form, st)
+		}
+	}
+	if r := b.post("/operator/reviews/"+id, url.Values{"csrf": {csrf}, "decision": {"run"}}); r.status != http.StatusOK ||
+		h.upstream.Count("POST", "/accounts/4/close") != 1 {
+		t.Fatalf("a plain run: %d, %d upstream calls\n%s", r.status, h.upstream.Count("POST", "/accounts/4/close"), visibleText(r.body))
+	}
+}
