@@ -241,8 +241,20 @@ func readApproveRequest(r *http.Request, b []byte) (approveRequest, error) {
 	if err != nil || !validForm(form) {
 		return approveRequest{}, fault.New(fault.InvalidRequest, "The form could not be read.")
 	}
+	// A field the page sends once, given twice, is ambiguous
+	// (decision=reject&decision=approve): the JSON body refuses a name
+	// twice, and so does the form (op, remember and edits say their own).
+	for _, k := range singleFields {
+		if len(form[k]) > 1 {
+			return approveRequest{}, fault.Errorf(fault.InvalidRequest, "%s is given more than once; nothing was decided.", k)
+		}
+	}
 	return formRequest(form), nil
 }
+
+// singleFields are the approve form's fields that are given at most once.
+var singleFields = []string{"a", "exp", "kid", "sig", "decision", approvalpage.ReasonField, approvalpage.CSRFField,
+	approvalpage.SelectionField, passkeyField, passkeyCeremonyField, passkeyAssertionField, approvalpage.EditFormField}
 
 // jsonProblem says what is wrong with a JSON body in the request's terms:
 // where and what, never the Go types it was read into.
