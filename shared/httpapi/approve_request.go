@@ -237,6 +237,15 @@ func readApproveRequest(r *http.Request, b []byte) (approveRequest, error) {
 	if isJSON(r) {
 		return jsonRequest(b)
 	}
+	// Anything else must be the form as a browser posts it: text/plain
+	// carrying JSON, or multipart, was read as a form and answered "This
+	// link is not valid" (or, worded as a form, decided).
+	if ct := header(r, "Content-Type"); ct != "" {
+		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/x-www-form-urlencoded" {
+			return approveRequest{}, fault.New(fault.InvalidRequest,
+				"The body must be the form (application/x-www-form-urlencoded) or JSON (application/json); nothing was decided.")
+		}
+	}
 	form, err := url.ParseQuery(string(b))
 	if err != nil || !validForm(form) {
 		return approveRequest{}, fault.New(fault.InvalidRequest, "The form could not be read.")
