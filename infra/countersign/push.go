@@ -143,6 +143,14 @@ func (p *pushCmd) validate() (map[string][]byte, error) {
 			}
 			return nil
 		}
+		if d.Type()&fs.ModeSymlink != 0 {
+			// The validation read through the link; the walk does not
+			// follow it, so its files would not be uploaded and the
+			// deployed configuration would differ from the one checked.
+			if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+				return fmt.Errorf("%s is a symbolic link to a directory: push uploads the files inside DIR, so what was validated through the link would not be deployed; copy the directory in instead", path)
+			}
+		}
 		if d.IsDir() || !strings.HasSuffix(rel, ".json") {
 			return nil
 		}

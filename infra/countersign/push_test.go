@@ -178,3 +178,31 @@ func TestConfigPushCandidateCredentials(t *testing.T) {
 		t.Fatalf("--with-credentials and a candidate's plain key: exit %d\n%s", code, errOut)
 	}
 }
+
+// TestConfigPushRefusesLinkedDirectory: a directory of the configuration
+// that is a symbolic link (here the crm connection's tools) was validated
+// through the link but not walked, so push uploaded a configuration
+// without it and said it was fine. It is refused, naming the link, and
+// nothing is uploaded.
+func TestConfigPushRefusesLinkedDirectory(t *testing.T) {
+	e := newPushEnv(t)
+	elsewhere := t.TempDir()
+	if err := os.WriteFile(filepath.Join(elsewhere, "archive_contact.json"), []byte(`{"name": "archive_contact", "description": "Archive a contact",
+  "exposure": {"kind": "requires-confirmation", "prompt": "Archive this contact?"}, "call": {"method": "POST", "path": "/contacts/{id}/archive"}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tools := filepath.Join(e.dir, "connections", "crm", "tools")
+	if err := os.RemoveAll(tools); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(elsewhere, tools); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := e.push(t)
+	if code == exitOK || !strings.Contains(errOut, filepath.Join("crm", "tools")+" is a symbolic link to a directory") {
+		t.Fatalf("push: %d\n%s%s; want the link refused (bucket %q)", code, out, errOut, e.aws.Keys("cfg"))
+	}
+	if got := e.aws.Keys("cfg"); len(got) != 0 {
+		t.Errorf("a refused push uploaded %q", got)
+	}
+}

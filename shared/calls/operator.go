@@ -146,6 +146,9 @@ func (s *Service) RunReview(ctx context.Context, op *countersign.Credential, id 
 	if err != nil {
 		return Status{}, nil, lifecycleError(ctx, s, err)
 	}
+	if err := s.Confirm.MayRunReview(ctx, c, op); err != nil {
+		return Status{Confirmation: c, Effective: confirm.Effective(c, s.now())}, nil, err
+	}
 	if err := s.stillConfigured(c.Operations[0]); err != nil {
 		return Status{Confirmation: c, Effective: confirm.Effective(c, s.now())}, nil, err
 	}

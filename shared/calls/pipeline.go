@@ -253,7 +253,14 @@ func (s *Service) deny(ctx context.Context, cred *countersign.Credential, p *pre
 	if err := s.takeSlot(ctx, "reviews:"+cred.ID, l.ReviewRetention(), l.PendingReviews, "review items queued by "+cred.ID); err != nil {
 		return nil, err
 	}
-	rv, err := s.Confirm.CreateReview(ctx, confirm.ReviewRequest{Credential: cred.ID, Reason: d.Reason, Operation: op, Retention: l.ReviewRetention()})
+	// Four eyes holds at the review tier too: the operator who runs the
+	// item must not be who made the call (confirm.MayRunReview).
+	var rules policy.Rules
+	if m := d.Match; m.Connection != nil {
+		rules = m.Connection.RulesFor(m.Endpoint)
+	}
+	rv, err := s.Confirm.CreateReview(ctx, confirm.ReviewRequest{Credential: cred.ID, Reason: d.Reason, Operation: op, Retention: l.ReviewRetention(),
+		SeparateApprover: rules.SeparateApprover})
 	if err != nil {
 		s.logger().ErrorContext(ctx, "review item not stored", "credential", cred.ID, "error", err)
 		return nil, fault.Wrap(err, "the review item could not be queued")

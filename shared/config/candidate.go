@@ -3,6 +3,7 @@ package config
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"strings"
 )
@@ -29,8 +30,21 @@ func candidatePath(s *src, raw json.RawMessage) string {
 	return p
 }
 
-// loadCandidate loads the candidate configuration at rel inside fsys.
+// loadCandidate loads the candidate configuration at rel inside fsys. No
+// directory on its way may be a symbolic link: it could lead out of the
+// configuration, and config push uploads directories, not links, so the
+// candidate deployed would not be the one checked here.
 func loadCandidate(fsys fs.FS, l *loader, rel string, opts *LoadOptions) (*Config, error) {
+	if lfs, ok := fsys.(fs.ReadLinkFS); ok {
+		segs := strings.Split(rel, "/")
+		for i := range segs {
+			at := strings.Join(segs[:i+1], "/")
+			if fi, err := lfs.Lstat(at); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+				return nil, &Error{File: l.where("settings.json"), Path: "candidate_config",
+					Msg: fmt.Sprintf("%s is a symbolic link: the candidate must be a directory inside the configuration", at)}
+			}
+		}
+	}
 	sub, err := fs.Sub(fsys, rel)
 	if err != nil {
 		return nil, &Error{File: l.where(rel), Msg: "candidate_config: " + err.Error()}

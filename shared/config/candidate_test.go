@@ -1,6 +1,8 @@
 package config
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -64,6 +66,38 @@ func TestCandidateConfig(t *testing.T) {
 			_, err := Load(writeConfig(t, withCandidate(tt.settings, tt.cand)), testEnv)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("Load: %v, want an error mentioning %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestCandidateConfigSymlink: a candidate directory reached through a
+// symbolic link (to a directory outside the configuration, or within it)
+// is refused, naming the link: config push uploads directories, not
+// links, so the candidate deployed would not be the one loaded here.
+func TestCandidateConfigSymlink(t *testing.T) {
+	outside := writeConfig(t, withCandidate(naming(`"candidate"`), nil))
+	for _, tt := range []struct{ name, setting, link, target string }{
+		{"a link out of the configuration", `"candidate"`, "candidate", filepath.Join(outside, "candidate")},
+		{"a link on the way", `"trial/candidate"`, "trial", "real"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			files := withCandidate(naming(tt.setting), nil)
+			for rel, content := range files {
+				if after, ok := strings.CutPrefix(rel, "candidate/"); ok {
+					delete(files, rel)
+					if tt.link == "trial" {
+						files["real/candidate/"+after] = content
+					}
+				}
+			}
+			dir := writeConfig(t, files)
+			if err := os.Symlink(tt.target, filepath.Join(dir, tt.link)); err != nil {
+				t.Fatal(err)
+			}
+			_, err := Load(dir, testEnv)
+			if err == nil || !strings.Contains(err.Error(), tt.link+" is a symbolic link") {
+				t.Fatalf("Load: %v, want the link refused", err)
 			}
 		})
 	}

@@ -91,14 +91,19 @@ func EditedArgs(op *countersign.Operation, edits []EditRequest) (countersign.Arg
 			return args, nil, invalidEdit("%.100q of %s %s is not editable (approval.editable lists %s)", e.Field, op.Method, op.Endpoint, listed(op.Editable))
 		}
 		to := bytes.TrimSpace(e.Value)
-		var probe any
-		if len(to) == 0 || json.Unmarshal(to, &probe) != nil {
+		// Valid JSON, not "decodes to a float64": a number past a double's
+		// range (1e400) is JSON, refused below with its reason rather than
+		// as "not JSON".
+		if len(to) == 0 || !json.Valid(to) {
 			return args, nil, invalidEdit("the value of %s is not JSON", e.Field)
 		}
 		// Invalid UTF-8 or a lone surrogate would be decoded to U+FFFD in
 		// the body that runs while the record kept the bytes posted.
+		// So would a number past a double's range (1e400): the binding's
+		// canonical form cannot hold it, nor can the body's round trip.
 		if _, err := canon.Transform(to); err != nil {
-			return args, nil, invalidEdit("the value of %s is not valid JSON text (UTF-8, no lone surrogate)", e.Field)
+			return args, nil, invalidEdit("the value of %s is not valid JSON text that can be bound (UTF-8, no lone surrogate, no number past a double's range): %.100s",
+				e.Field, strings.TrimPrefix(err.Error(), "canonicalize: "))
 		}
 		where, rest, _ := strings.Cut(e.Field, ".")
 		switch where {

@@ -27,6 +27,10 @@ type ReviewRequest struct {
 	Operation  countersign.Operation
 	// Retention is how long the item waits for an operator.
 	Retention time.Duration
+	// SeparateApprover is approval.separate_approver in force when the
+	// call was made: the operator who runs the item must not be the
+	// person (or the credential) that made it (MayRunReview).
+	SeparateApprover bool
 }
 
 // NewReviewID returns a random review id: "rv_" and 26 base32 characters.
@@ -47,7 +51,7 @@ func (s *Service) CreateReview(ctx context.Context, r ReviewRequest) (*countersi
 	c := &countersign.Confirmation{
 		ID: id, Kind: countersign.KindReview, Credential: r.Credential, Status: countersign.StatusPending, Reason: r.Reason,
 		CreatedAt: now, ExpiresAt: now.Add(r.Retention), Operations: []countersign.Operation{op},
-		TTL: now.Add(r.Retention + retention).Unix(),
+		TTL: now.Add(r.Retention + retention).Unix(), SeparateApprover: r.SeparateApprover,
 	}
 	if err := s.Store.CreateConfirmation(ctx, c); err != nil {
 		return nil, fmt.Errorf("create review %s: %w", id, err)

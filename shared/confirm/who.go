@@ -166,6 +166,33 @@ func (s *Service) mayAnswer(ctx context.Context, c *countersign.Confirmation, d 
 	return nil
 }
 
+// MayRunReview reports why operator may not run review item c (a
+// forbidden fault), or nil when it may: under four eyes, as recorded when
+// the call was made, the operator must be neither the credential that
+// made it nor its person (an operator who signed in as a person and made
+// the call through their client). Dismissing stays open to them: nothing
+// runs.
+func (s *Service) MayRunReview(ctx context.Context, c *countersign.Confirmation, operator *countersign.Credential) error {
+	if !c.SeparateApprover {
+		return nil
+	}
+	if operator == nil || operator.ID == c.Credential {
+		return forbidden("You made this call, and it needs another operator to run it (four eyes); nothing ran.")
+	}
+	p := operator.Person()
+	if p == nil {
+		return nil // a key is nobody's
+	}
+	cred, err := s.caller(ctx, c, &callerCache{})
+	if err != nil {
+		return forbidden("This call needs an operator other than the person who made it, and who made it could not be read; nothing ran, try again.")
+	}
+	if isCaller(cred, p) {
+		return forbidden("You made this call, and it needs another operator to run it (four eyes); nothing ran.")
+	}
+	return nil
+}
+
 // isCaller reports whether p is the person of the calling credential: the
 // same subject at the same issuer. A configured user not yet bound to a
 // subject (credentials.json "user", before their first verified sign-in

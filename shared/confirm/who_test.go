@@ -217,3 +217,52 @@ func TestCallerMayWithdraw(t *testing.T) {
 		})
 	}
 }
+
+// TestMayRunReview: under four eyes, recorded when the item was queued,
+// the operator who runs a review item is neither the credential that made
+// the call nor its person; without four eyes any operator runs it, and a
+// caller that cannot be read refuses (fail closed).
+func TestMayRunReview(t *testing.T) {
+	ada, bob := user("ada"), user("bob")
+	adaKey := countersign.Credential{ID: "ada-key", Operator: true}
+	rootKey := countersign.Credential{ID: "root", Operator: true}
+	for _, tc := range []struct {
+		name     string
+		caller   *countersign.Credential // nil: not in the store
+		callerID string
+		separate bool
+		operator countersign.Credential
+		refused  bool
+	}{
+		{"no four eyes: the caller runs it", &ada, "ada", false, ada, false},
+		{"four eyes: another person", &ada, "ada", true, bob, false},
+		{"four eyes: the caller signed in as a person", &ada, "ada", true, ada, true},
+		{"four eyes: the caller's person by subject, another credential", &ada, "ada", true,
+			countersign.Credential{ID: "ada-2", Issuer: idp, Subject: "ada-sub", Email: "ada.new@example.com"}, true},
+		{"four eyes: the key that made it", &adaKey, "ada-key", true, adaKey, true},
+		{"four eyes: another key", &adaKey, "ada-key", true, rootKey, false},
+		{"four eyes: a person, the caller unreadable", nil, "gone", true, bob, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			if tc.caller != nil {
+				if err := e.st.PutCredential(e.ctx, *tc.caller); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c, err := e.svc.CreateReview(e.ctx, confirm.ReviewRequest{Credential: tc.callerID, Reason: "r",
+				Operation: deleteOp(t, tc.callerID, "3"), Retention: 3600e9, SeparateApprover: tc.separate})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := e.svc.GetReview(e.ctx, c.ID)
+			if err != nil || got.SeparateApprover != tc.separate {
+				t.Fatalf("the stored item: %+v, %v; want separate_approver %v kept", got, err, tc.separate)
+			}
+			err = e.svc.MayRunReview(e.ctx, got, &tc.operator)
+			if refused := fault.CodeOf(err) == fault.Forbidden; refused != tc.refused || (err != nil && !refused) {
+				t.Fatalf("MayRunReview: %v, want refused %v", err, tc.refused)
+			}
+		})
+	}
+}

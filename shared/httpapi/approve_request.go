@@ -237,12 +237,33 @@ func readApproveRequest(r *http.Request, b []byte) (approveRequest, error) {
 	if isJSON(r) {
 		return jsonRequest(b)
 	}
+	// Anything else must be the form as a browser posts it: text/plain
+	// carrying JSON, or multipart, was read as a form and answered "This
+	// link is not valid" (or, worded as a form, decided).
+	if ct := header(r, "Content-Type"); ct != "" {
+		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/x-www-form-urlencoded" {
+			return approveRequest{}, fault.New(fault.InvalidRequest,
+				"The body must be the form (application/x-www-form-urlencoded) or JSON (application/json); nothing was decided.")
+		}
+	}
 	form, err := url.ParseQuery(string(b))
 	if err != nil || !validForm(form) {
 		return approveRequest{}, fault.New(fault.InvalidRequest, "The form could not be read.")
 	}
+	// A field the page sends once, given twice, is ambiguous
+	// (decision=reject&decision=approve): the JSON body refuses a name
+	// twice, and so does the form (op, remember and edits say their own).
+	for _, k := range singleFields {
+		if len(form[k]) > 1 {
+			return approveRequest{}, fault.Errorf(fault.InvalidRequest, "%s is given more than once; nothing was decided.", k)
+		}
+	}
 	return formRequest(form), nil
 }
+
+// singleFields are the approve form's fields that are given at most once.
+var singleFields = []string{"a", "exp", "kid", "sig", "decision", approvalpage.ReasonField, approvalpage.CSRFField,
+	approvalpage.SelectionField, passkeyField, passkeyCeremonyField, passkeyAssertionField, approvalpage.EditFormField}
 
 // jsonProblem says what is wrong with a JSON body in the request's terms:
 // where and what, never the Go types it was read into.

@@ -55,11 +55,6 @@ func (o *Operator) consoleForm(ctx context.Context, r *http.Request, cred *count
 	if !isCreate && !isCred && !isGrant && !isOAuthGrant {
 		return reply{}, false
 	}
-	for k, vs := range form {
-		if len(vs) > 1 {
-			return o.dashboard(ctx, r, cred, cl, http.StatusBadRequest, "The form gives "+strings.Join(strings.Fields(k), "")+" more than once; nothing was done.", true), true
-		}
-	}
 	if isOAuthGrant {
 		return o.revokeOAuthGrantForm(ctx, r, cred, cl, sub, form)
 	}

@@ -125,9 +125,19 @@ func (o *Operator) page(ctx context.Context, r *http.Request, b []byte, sub stri
 	if m != http.MethodPost {
 		return o.methodNotAllowed("GET, HEAD, POST")
 	}
+	if len(b) > maxOperatorForm {
+		return o.dashboard(ctx, r, cred, cl, http.StatusRequestEntityTooLarge, "The form is larger than 64 KiB; nothing was done.", true)
+	}
 	form, ok := o.form(b)
 	if !ok || !o.csrfOK(form.Get("csrf"), cl.ID) {
 		return o.dashboard(ctx, r, cred, cl, http.StatusForbidden, "The form was stale or not sent from this page; nothing was done. Try again.", true)
+	}
+	// Every form, the review queue's too: a field given twice is ambiguous
+	// (decision=dismiss&decision=run), so nothing is done.
+	for k, vs := range form {
+		if len(vs) > 1 {
+			return o.dashboard(ctx, r, cred, cl, http.StatusBadRequest, "The form gives "+strings.Join(strings.Fields(k), "")+" more than once; nothing was done.", true)
+		}
 	}
 	switch {
 	case sub == "/logout" && cred.IsPerson():
@@ -152,8 +162,11 @@ func (o *Operator) methodNotAllowed(allow string) reply {
 	return resp
 }
 
+// maxOperatorForm bounds a form of the operator page.
+const maxOperatorForm = 64 << 10
+
 func (o *Operator) form(b []byte) (url.Values, bool) {
-	if len(b) > 64<<10 {
+	if len(b) > maxOperatorForm {
 		return nil, false
 	}
 	form, err := url.ParseQuery(string(b))

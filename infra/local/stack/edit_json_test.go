@@ -170,3 +170,36 @@ func TestApproveJSONCSRF(t *testing.T) {
 		t.Fatalf("after the JSON approval: %s, want approved", got)
 	}
 }
+
+// TestApproveRefusesOtherContentTypes: the approve POST is the form or
+// JSON. The same fields as text/plain (JSON or form-encoded) or multipart
+// are 400 invalid_request and decide nothing: JSON as text/plain used to
+// be read as a form ("This link is not valid"), and form fields as
+// text/plain decided. The form without a Content-Type still decides.
+func TestApproveRefusesOtherContentTypes(t *testing.T) {
+	h := newHarness(t, harnessOptions{})
+	id, link := h.pause("cs_test_ask", map[string]any{"connection": "crm", "method": "DELETE", "path": "/contacts/6", "intent": "write"})
+	path, asJSON := approveJSONBody(t, link, nil)
+	u, _ := url.Parse(link)
+	form := u.Query()
+	form.Set("decision", "approve")
+	multipart := "--XyZ\r\nContent-Disposition: form-data; name=\"decision\"\r\n\r\napprove\r\n--XyZ--\r\n"
+	for _, c := range []struct{ name, ct, body string }{
+		{"JSON as text/plain", "text/plain", string(asJSON)},
+		{"the form as text/plain", "text/plain; charset=utf-8", form.Encode()},
+		{"multipart", "multipart/form-data; boundary=XyZ", multipart},
+		{"JSON with a misspelt type", "application/jsn", string(asJSON)},
+		{"a malformed type", "application/x-www-form-urlencoded; =", form.Encode()},
+	} {
+		r := h.do(http.MethodPost, path, "", strings.NewReader(c.body), map[string]string{"Content-Type": c.ct, "Accept": "application/json"})
+		expect(t, r, http.StatusBadRequest, "invalid_request")
+		if st := h.statusOf("cs_test_ask", id); st != "pending" {
+			t.Fatalf("%s: the confirmation is %s, want pending", c.name, st)
+		}
+	}
+	r := h.do(http.MethodPost, path, "", strings.NewReader(form.Encode()), map[string]string{"Accept": "application/json"})
+	expect(t, r, http.StatusOK, "")
+	if r.str("status") != "approved" {
+		t.Fatalf("the form without a Content-Type: %s", r.body)
+	}
+}

@@ -161,3 +161,40 @@ func TestEditAndApproveEndToEnd(t *testing.T) {
 		t.Errorf("the trail has no approval of %s that says what was edited: %+v", id, recs)
 	}
 }
+
+// TestApproveFormRefusesRepeatedFields: the approve form, like its JSON
+// body, refuses a field the page sends once given twice (400
+// invalid_request, nothing decided): decision=reject&decision=approve was
+// read as its first value.
+func TestApproveFormRefusesRepeatedFields(t *testing.T) {
+	h := newHarness(t, harnessOptions{})
+	id, link := h.pause("cs_test_ask", map[string]any{"connection": "crm", "method": "DELETE", "path": "/contacts/5", "intent": "write"})
+	u, err := url.Parse(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ field, first, second string }{
+		{"decision", "approve", "reject"},
+		{"decision", "reject", "approve"},
+		{"decision", "approve", "approve"},
+		{"a", u.Query().Get("a"), "someone"},
+		{"sig", u.Query().Get("sig"), u.Query().Get("sig")},
+		{"reason", "one", "two"},
+		{"selection", "explicit", "explicit"},
+	} {
+		form := u.Query()
+		form.Set("decision", "approve")
+		form[c.field] = []string{c.first, c.second}
+		r := h.do(http.MethodPost, u.Path, "", strings.NewReader(form.Encode()),
+			map[string]string{"Content-Type": "application/x-www-form-urlencoded", "Accept": "application/json"})
+		expect(t, r, http.StatusBadRequest, "invalid_request")
+		if st := h.statusOf("cs_test_ask", id); st != "pending" {
+			t.Fatalf("%s twice: the confirmation is %s, want pending", c.field, st)
+		}
+	}
+	r := h.postEdit(link, nil)
+	expect(t, r, http.StatusOK, "")
+	if r.str("status") != "approved" {
+		t.Fatalf("a plain approval: %s", r.body)
+	}
+}

@@ -2,6 +2,7 @@ package stack
 
 import (
 	"bytes"
+	"encoding/json"
 	"html"
 	"net/http"
 	"strings"
@@ -61,6 +62,27 @@ func TestEditInputHoldsTheValue(t *testing.T) {
 		expect(t, r, http.StatusOK, "")
 		if st := h.do(http.MethodGet, "/v1/confirmations/"+id, "cs_test_ask", nil, nil); bytes.Contains(st.body, []byte(`"edited"`)) {
 			t.Errorf("to %q: approving as the page stood recorded an edit nobody made: %s", to, st.body)
+		}
+	}
+}
+
+// TestEditNumberPastADouble: an edit to a number no double holds (1e400,
+// -1e400, 1e-400) is valid JSON, so it is refused saying why (out of a
+// double's range, or it does not survive the body's round trip), not as
+// "not JSON"; nothing is decided.
+func TestEditNumberPastADouble(t *testing.T) {
+	h := newHarness(t, harnessOptions{files: map[string]string{"connections/pay/policy.json": editPolicy}})
+	id, link := h.pause("cs_test_ask", payEdit(900))
+	for _, v := range []string{"1e400", "-1e400", "1e-400"} {
+		path, body := approveJSONBody(t, link, map[string]any{"edits": []map[string]any{{"op": 0, "field": "body.amount", "value": json.RawMessage(v)}}})
+		for _, r := range []result{h.postJSON(path, body), h.postEdit(link, map[string]string{"edit.0.body.amount": v})} {
+			expect(t, r, http.StatusBadRequest, "invalid_edit")
+			if reason := r.str("reason"); strings.Contains(reason, "not JSON") || !strings.Contains(reason, "range") && !strings.Contains(reason, "round trip") {
+				t.Errorf("%s: the reason %q, want the number's range or round trip named", v, reason)
+			}
+		}
+		if st := h.statusOf("cs_test_ask", id); st != "pending" {
+			t.Fatalf("%s: the confirmation is %s, want pending", v, st)
 		}
 	}
 }

@@ -539,7 +539,13 @@ func pageForm(t testing.TB, page result, button string, uncheck ...string) (stri
 	}
 	action := html.UnescapeString(string(m[1]))
 	form := url.Values{}
-	for _, in := range inputRe.FindAllSubmatch(page.body, -1) {
+	// The first form's inputs only, as a browser posts them (a page that
+	// offers remember has a second form with the link's fields again).
+	first := page.body[bytes.Index(page.body, []byte("<form")):]
+	if j := bytes.Index(first, []byte("</form>")); j >= 0 {
+		first = first[:j]
+	}
+	for _, in := range inputRe.FindAllSubmatch(first, -1) {
 		attrs := map[string]string{}
 		for _, a := range attrRe.FindAllSubmatch(in[1], -1) {
 			attrs[string(a[1])] = html.UnescapeString(string(a[2]))

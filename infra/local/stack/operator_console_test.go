@@ -42,7 +42,7 @@ func TestOperatorPageManagesCredentials(t *testing.T) {
 		{"connection not configured", url.Values{"csrf": {csrf}, "id": {"x1"}, "connections": {"crm, nowhere"}}, nil, http.StatusBadRequest, "not configured"},
 		{"id clash", url.Values{"csrf": {csrf}, "id": {"runner"}}, nil, http.StatusConflict, "already exists"},
 		{"bad id", url.Values{"csrf": {csrf}, "id": {"a b"}}, nil, http.StatusBadRequest, "not a credential id"},
-		{"huge", url.Values{"csrf": {csrf}, "id": {strings.Repeat("x", 70<<10)}}, nil, http.StatusForbidden, ""},
+		{"huge", url.Values{"csrf": {csrf}, "id": {strings.Repeat("x", 70<<10)}}, nil, http.StatusRequestEntityTooLarge, "larger than 64 KiB"},
 	}
 	for _, tt := range refused {
 		r := b.post("/operator/credentials", tt.form, tt.headers...)

@@ -90,7 +90,7 @@ func TestOperatorRevokesOAuthGrant(t *testing.T) {
 		{"no token", url.Values{"confirm": {"yes"}}, http.StatusForbidden, "stale"},
 		{"box not ticked", url.Values{"csrf": {csrf}, "credential": {user}}, http.StatusBadRequest, "Tick the box"},
 		{"duplicate fields", url.Values{"csrf": {csrf}, "confirm": {"yes", "yes"}}, http.StatusBadRequest, "more than once"},
-		{"huge", url.Values{"csrf": {csrf}, "confirm": {"yes"}, "credential": {strings.Repeat("x", 70<<10)}}, http.StatusForbidden, ""},
+		{"huge", url.Values{"csrf": {csrf}, "confirm": {"yes"}, "credential": {strings.Repeat("x", 70<<10)}}, http.StatusRequestEntityTooLarge, "larger than 64 KiB"},
 	} {
 		r := b.post(action, tt.form)
 		if r.status != tt.status || !strings.Contains(string(r.body), tt.says) {
