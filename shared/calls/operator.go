@@ -146,6 +146,13 @@ func (s *Service) RunReview(ctx context.Context, op *countersign.Credential, id 
 	if err != nil {
 		return Status{}, nil, lifecycleError(ctx, s, err)
 	}
+	if o := c.Operations[0]; !c.SeparateApprover && s.Current().Policy.RulesOf(o.Connection, o.Method, o.Path).SeparateApprover {
+		// An item queued before review items recorded four eyes, or
+		// before the connection turned it on: the policy in force holds.
+		held := *c
+		held.SeparateApprover = true
+		c = &held
+	}
 	if err := s.Confirm.MayRunReview(ctx, c, op); err != nil {
 		return Status{Confirmation: c, Effective: confirm.Effective(c, s.now())}, nil, err
 	}

@@ -1,10 +1,15 @@
 package stack
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/countersign/countersign"
+	"github.com/countersign/countersign/shared/confirm"
 )
 
 // fourEyesReview is a connection under four eyes whose DELETE is at the
@@ -95,5 +100,28 @@ func TestOperatorReviewFormRefusesRepeatedFields(t *testing.T) {
 	if r := b.post("/operator/reviews/"+id, url.Values{"csrf": {csrf}, "decision": {"run"}}); r.status != http.StatusOK ||
 		h.upstream.Count("POST", "/accounts/4/close") != 1 {
 		t.Fatalf("a plain run: %d, %d upstream calls\n%s", r.status, h.upstream.Count("POST", "/accounts/4/close"), visibleText(r.body))
+	}
+}
+
+// TestFourEyesReviewQueuedBefore: a review item stored without the
+// four-eyes flag (queued before review items recorded it, or before the
+// connection turned it on) is held by the policy in force: the key that
+// made the call cannot run it.
+func TestFourEyesReviewQueuedBefore(t *testing.T) {
+	h := newHarness(t, harnessOptions{files: map[string]string{
+		"credentials.json":             personCredentials,
+		"connections/team/policy.json": fourEyesReview,
+	}})
+	op, err := confirm.NewOperation("root", "team", "DELETE", "/contacts/79", "/contacts/{id}", countersign.Args{Path: map[string]string{"id": "79"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, err := h.stack.app.Confirm.CreateReview(context.Background(), confirm.ReviewRequest{Credential: "root", Reason: "review", Operation: op, Retention: time.Hour})
+	if err != nil || old.SeparateApprover {
+		t.Fatalf("review item %+v, %v", old, err)
+	}
+	expect(t, h.operatorJSON(http.MethodPost, "/v1/operator/reviews/"+old.ID, `{"decision": "run"}`), http.StatusForbidden, "forbidden")
+	if n := h.upstream.Count("DELETE", "/contacts/79"); n != 0 {
+		t.Fatalf("the caller ran its own item queued without the flag: %d upstream calls", n)
 	}
 }
