@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"math"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -145,4 +147,23 @@ func TestTwinCheckDoesNotAllocate(t *testing.T) {
 			t.Errorf("DELETE %s: Evaluate allocates %v times, want 0", path, n)
 		}
 	}
+}
+
+// FuzzShortInt: where shortInt parses a text, ParseFloat gives the same
+// number, its sign included; where ParseFloat refuses a text, so does
+// shortInt.
+func FuzzShortInt(f *testing.F) {
+	for _, s := range []string{"20000", "-0", "+7", "007", "999999999999999", "9999999999999999", "1_000", "-", "+", "", "1e3", "12.5", "0x10", " 1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, ok := shortInt(s)
+		want, err := strconv.ParseFloat(s, 64)
+		switch {
+		case ok && err != nil:
+			t.Errorf("shortInt(%q) = %v, ParseFloat refuses it: %v", s, got, err)
+		case ok && (got != want || math.Signbit(got) != math.Signbit(want)):
+			t.Errorf("shortInt(%q) = %v, ParseFloat %v", s, got, want)
+		}
+	})
 }
