@@ -280,6 +280,42 @@ func twinFold(lit, seg string) bool {
 	return false
 }
 
+// plainSegment reports a canonical segment of ASCII bytes without an
+// escape or a dot: what twinFold reads in it is its bytes, its spellings
+// that routers reduce (escapes, full-width forms, trailing dots and
+// spaces, a format suffix) are absent, and no byte folds to a non-ASCII
+// rune that way.
+func plainSegment(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= utf8.RuneSelf || c == '%' || c == '.' {
+			return false
+		}
+	}
+	return true
+}
+
+// plainTwin is twinFold of two plain segments (plainSegment): ASCII bytes
+// equal but for case. It compares lengths first, so a parameter value
+// that is no literal's length costs one comparison per literal.
+func plainTwin(lit, seg string) bool {
+	if len(lit) != len(seg) {
+		return false
+	}
+	for i := 0; i < len(lit); i++ {
+		a, b := lit[i], seg[i]
+		if 'A' <= a && a <= 'Z' {
+			a += 'a' - 'A'
+		}
+		if 'A' <= b && b <= 'Z' {
+			b += 'a' - 'A'
+		}
+		if a != b {
+			return false
+		}
+	}
+	return true
+}
+
 // trimDotsAndSpaces cuts trailing dots and (escaped) spaces off a
 // canonical segment.
 func trimDotsAndSpaces(s string) string {

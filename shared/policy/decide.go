@@ -11,13 +11,17 @@ import (
 // Evaluate resolves the call against the policy and decides it. It is
 // Resolve followed by Decide; callers that ask a connection hook resolve
 // first, ask the hook, and call Decide with the answer in Input.Hook.
-func Evaluate(p *Set, in Input) Decision {
+func Evaluate(p *Set, in Input) (d Decision) {
 	var c *Call
 	if c = in.Call; c == nil {
 		c = &zeroCall
 	}
-	m, ok := p.Resolve(c.Connection, c.Method, c.Path)
-	return Decide(m, ok, in)
+	// The match is resolved into the decision and decided there:
+	// copying the Match (its path parameters inline) from Resolve to
+	// Decide to the result was about a fifth of a simple decision.
+	ok := p.resolveInto(c.Connection, c.Method, c.Path, &d.Match)
+	decide(&d, ok, &in, nil)
+	return d
 }
 
 var (
@@ -58,11 +62,17 @@ var (
 // one the call names. Decide does not allocate except when it builds the
 // reason of an escalation denial or of a hook answer with a reason.
 // Explain decides the same way and also lists the rules it went through.
-func Decide(m Match, ok bool, in Input) Decision { return decide(m, ok, in, nil) }
+func Decide(m Match, ok bool, in Input) (d Decision) {
+	d.Match = m
+	decide(&d, ok, &in, nil)
+	return d
+}
 
-// decide is Decide; with a tracer (Explain) it records each rule's check
+// decide is Decide on the match in d.Match, d being zero otherwise: it
+// writes the decision over d (its Match is kept when an endpoint decides,
+// zeroed otherwise). With a tracer (Explain) it records each rule's check
 // where the rule is applied. Every use of tr is behind tr != nil.
-func decide(m Match, ok bool, in Input, tr *tracer) Decision {
+func decide(d *Decision, ok bool, in *Input, tr *tracer) {
 	c := in.Call
 	if c == nil {
 		c = &zeroCall
@@ -71,45 +81,50 @@ func decide(m Match, ok bool, in Input, tr *tracer) Decision {
 	if cred == nil {
 		cred = &zeroCredential
 	}
-	d := Decision{Tier: Never, Configured: Never, Outcome: Deny, Code: CodeUnknownOperation}
+	m := &d.Match
+	d.Tier, d.Configured, d.Outcome, d.Code = Never, Never, Deny, CodeUnknownOperation
 
 	// Rule 2: resolve.
 	conn := m.Connection
 	if conn == nil {
+		d.Match = Match{}
 		d.Rule, d.Reason = RuleUnknownConnection, reasonUnknownConnection
 		if tr != nil {
 			tr.add(d.Rule, Decided, d.Reason)
 		}
-		return d
+		return
 	}
 	ct := conn.text
 	if ct == nil {
 		ct = newConnText(conn)
 	}
 	if len(cred.Connections) > 0 && !allowed(cred.Connections, conn.Name) {
+		d.Match = Match{}
 		d.Rule, d.Reason = RuleCredentialConnections, ct.notAllowed
 		if tr != nil {
 			tr.connections(cred, conn.Name, Decided)
 		}
-		return d
+		return
 	}
 	if tr != nil {
 		tr.connections(cred, conn.Name, Passed)
 	}
 	ep := m.Endpoint
 	if !ok || ep == nil {
+		d.Match = Match{}
 		d.Rule, d.Reason = RuleUnknownEndpoint, ct.noEndpoint
 		if tr != nil {
 			tr.add(d.Rule, Decided, d.Reason)
 		}
-		return d
+		return
 	}
 	if ep.Hidden {
+		d.Match = Match{}
 		d.Rule, d.Reason = RuleHidden, ct.noEndpoint
 		if tr != nil {
 			tr.add(d.Rule, Decided, d.Reason)
 		}
-		return d
+		return
 	}
 	et := ep.text
 	if et == nil {
@@ -121,34 +136,15 @@ func decide(m Match, ok bool, in Input, tr *tracer) Decision {
 	if ep.OperatorOnly {
 		t = Never
 	}
-	d.Configured, d.Tier, d.Match, d.Code, d.Rule = t, t, m, CodeNone, et.rule
+	d.Configured, d.Tier, d.Code, d.Rule = t, t, CodeNone, et.rule
 
-	// Rule 4: escalation only raises. A field two thresholds name (review
-	// above one amount, never above another) is read once: read keeps what
-	// the first found, for the first maxReads thresholds.
+	// Rule 4: escalation only raises.
 	esc, raised := -1, t
 	var f float64
 	var s string
 	var st fieldState
-	var read [maxReads]fieldRead
-	for i := range ep.Escalate {
-		th := &ep.Escalate[i]
-		if th.Escalate <= raised {
-			continue
-		}
-		var r fieldRead
-		if j := sameAs(et, i); j >= 0 && read[j].done {
-			r = read[j]
-		} else {
-			r.f, r.s, r.st = fieldValue(th, &m, c)
-			r.done = true
-		}
-		if i < maxReads {
-			read[i] = r
-		}
-		if r.st >= fieldInvalid || r.st == fieldNumber && r.f > th.Above {
-			esc, raised, f, s, st = i, th.Escalate, r.f, r.s, r.st
-		}
+	if len(ep.Escalate) > 0 {
+		esc, raised, f, s, st = escalation(ep, et, m, c, t)
 	}
 	// A rate rule raises like a threshold: the count the pipeline passed
 	// in is this call's in the rule's window.
@@ -163,7 +159,7 @@ func decide(m Match, ok bool, in Input, tr *tracer) Decision {
 		if rate >= 0 {
 			decided = -1 // a rate rule raised further than every threshold
 		}
-		tr.thresholds(ep, &m, c, t, decided, raised)
+		tr.thresholds(ep, m, c, t, decided, raised)
 	}
 	if rate >= 0 {
 		r := &ep.Rates[rate]
@@ -180,13 +176,10 @@ func decide(m Match, ok bool, in Input, tr *tracer) Decision {
 			tr.add(d.Rule, Decided, d.Reason)
 			tr.notReached(stageThreshold, choiceOf(cred))
 		}
-		return d
+		return
 	}
 	if esc >= 0 {
 		th := &ep.Escalate[esc]
-		if s == "" {
-			s = strconv.FormatFloat(f, 'f', -1, 64)
-		}
 		d.Tier, d.Escalated, d.Rule = raised, true, th.Rule
 		if d.Rule == "" {
 			d.Rule = thresholdField(th)
@@ -200,15 +193,18 @@ func decide(m Match, ok bool, in Input, tr *tracer) Decision {
 			// number ("99999" is one, "lots" is not) cannot be checked.
 			d.Reason = "escalated to " + raised.String() + ": " + thresholdField(th) + " is not a number, so it cannot be checked against " + strconv.FormatFloat(th.Above, 'f', -1, 64)
 		case esc < len(et.esc):
-			d.Reason = et.esc[esc].prefix + s + et.esc[esc].suffix
+			d.Reason = et.esc[esc].reason(f, s)
 		default:
+			if s == "" {
+				s = strconv.FormatFloat(f, 'f', -1, 64)
+			}
 			d.Reason = "escalated to " + raised.String() + ": " + thresholdField(th) + " " + s + " is above " + strconv.FormatFloat(th.Above, 'f', -1, 64)
 		}
 		d.Code = denyCode(raised)
 		if tr != nil {
 			tr.notReached(stageThreshold, choiceOf(cred))
 		}
-		return d
+		return
 	}
 	if t == Confirm && c.Delegated && conn.EscalateDelegated {
 		d.Tier, d.Escalated, d.Rule, d.Reason, d.Code = Review, true, RuleDelegation, reasonDelegation, CodeReviewRequired
@@ -216,7 +212,7 @@ func decide(m Match, ok bool, in Input, tr *tracer) Decision {
 			tr.add(d.Rule, Decided, "the call is delegated and connection "+conn.Name+" sets delegations.escalateConfirm")
 			tr.notReached(stageDelegation, choiceOf(cred))
 		}
-		return d
+		return
 	}
 	if tr != nil {
 		tr.delegation(conn, c, t)
@@ -234,7 +230,7 @@ func decide(m Match, ok bool, in Input, tr *tracer) Decision {
 			tr.add(d.Rule, Decided, d.Reason)
 			tr.notReached(stageHook, choiceOf(cred))
 		}
-		return d
+		return
 	case HookAsk:
 		if t < Confirm {
 			t, viaHook = Confirm, true
@@ -253,7 +249,7 @@ func decide(m Match, ok bool, in Input, tr *tracer) Decision {
 				tr.add(d.Rule, Decided, "credential "+cred.ID+" is read-only and "+ep.Method+" is a write")
 				tr.notReached(stageReadOnly, choiceOf(cred))
 			}
-			return d
+			return
 		}
 		if c.Intent == IntentRead {
 			d.Code, d.Rule, d.Reason = CodeWriteIntentRequired, RuleIntent, reasonWriteIntent
@@ -262,7 +258,7 @@ func decide(m Match, ok bool, in Input, tr *tracer) Decision {
 				tr.add(d.Rule, Decided, "the call declares intent read, and "+ep.Method+" is a write")
 				tr.notReached(stageIntent, choiceOf(cred))
 			}
-			return d
+			return
 		}
 	}
 	if tr != nil {
@@ -276,19 +272,19 @@ func decide(m Match, ok bool, in Input, tr *tracer) Decision {
 		if tr != nil {
 			tr.tier(d, cred)
 		}
-		return d
+		return
 	case Review:
 		d.Code, d.Reason = CodeReviewRequired, et.review
 		if tr != nil {
 			tr.tier(d, cred)
 		}
-		return d
+		return
 	case Never:
 		d.Code, d.Reason = CodeBlocked, et.never
 		if tr != nil {
 			tr.tier(d, cred)
 		}
-		return d
+		return
 	}
 	ch := choiceOf(cred)
 	d.Rule = choiceRules[ch]
@@ -321,7 +317,56 @@ func decide(m Match, ok bool, in Input, tr *tracer) Decision {
 	if tr != nil {
 		tr.add(d.Rule, Decided, d.Reason)
 	}
-	return d
+}
+
+// escalation is rule 4's thresholds for an endpoint that has some: the
+// index of the one that raises t the most (-1 for none), the tier it
+// raises to, and what it read. A field two thresholds name (review above
+// one amount, never above another) is read once when they follow each
+// other: last keeps what the previous read found, for the thresholds
+// that sameAs names its field's first.
+func escalation(ep *Endpoint, et *endpointText, m *Match, c *Call, t Tier) (esc int, raised Tier, f float64, s string, st fieldState) {
+	esc, raised = -1, t
+	var last fieldRead
+	lastField := -1
+	for i := range ep.Escalate {
+		th := &ep.Escalate[i]
+		if th.Escalate <= raised {
+			continue
+		}
+		field := i
+		if j := sameAs(et, i); j >= 0 {
+			field = j
+		}
+		if field != lastField {
+			last.f, last.s, last.st = fieldValue(th, m, c)
+			lastField = field
+		}
+		if last.st >= fieldInvalid || last.st == fieldNumber && last.f > th.Above {
+			esc, raised, f, s, st = i, th.Escalate, last.f, last.s, last.st
+		}
+	}
+	return esc, raised, f, s, st
+}
+
+// reason is the escalation's reason for the value read: prefix, the value
+// as written (s), else f formatted, and suffix, built in one allocation
+// (the decision's only one).
+func (e *escText) reason(f float64, s string) string {
+	var b strings.Builder
+	if s != "" {
+		b.Grow(len(e.prefix) + len(s) + len(e.suffix))
+		b.WriteString(e.prefix)
+		b.WriteString(s)
+	} else {
+		var buf [32]byte
+		v := strconv.AppendFloat(buf[:0], f, 'f', -1, 64)
+		b.Grow(len(e.prefix) + len(v) + len(e.suffix))
+		b.WriteString(e.prefix)
+		b.Write(v)
+	}
+	b.WriteString(e.suffix)
+	return b.String()
 }
 
 // choiceOf is the credential's choice, Refuse when it is not one.
@@ -348,21 +393,17 @@ func denyCode(t Tier) Code {
 	return CodeReviewRequired
 }
 
-// maxReads is how many thresholds of an endpoint keep the value they read
-// for a later threshold on the same field (on the stack: no allocation).
-const maxReads = 8
-
 // fieldRead is a threshold field's value as fieldValue read it.
 type fieldRead struct {
-	f    float64
-	s    string
-	st   fieldState
-	done bool
+	f  float64
+	s  string
+	st fieldState
 }
 
-// sameAs is the earlier threshold whose field threshold i reads too, or -1.
+// sameAs is the first earlier threshold whose field threshold i reads
+// too, or -1.
 func sameAs(et *endpointText, i int) int {
-	if i < len(et.sameField) && et.sameField[i] < maxReads {
+	if i < len(et.sameField) {
 		return et.sameField[i]
 	}
 	return -1
@@ -422,7 +463,9 @@ func fieldValue(t *Threshold, m *Match, c *Call) (f float64, s string, st fieldS
 		// Flask's request.values, Rails' params, Laravel's input() and
 		// PHP's $_REQUEST merge the query with the body: a body field is
 		// read in the query too, and the worst reading counts.
-		f, s, st = formValue(c.Query, t.Path)
+		if len(c.Query) > 0 {
+			f, s, st = formValue(c.Query, t.Path)
+		}
 		if c.BodyForm != nil && st != fieldInvalid {
 			ff, fs, fst := formValue(c.BodyForm, t.Path)
 			f, s, st = worse(f, s, st, ff, fs, fst)
@@ -550,6 +593,9 @@ func matchKey(key string, path []string) keyMatch {
 func isKeySep(c byte) bool { return c == '.' || c == '[' || c == ']' }
 
 func numericText(s string) (float64, string, fieldState) {
+	if f, ok := shortInt(s); ok {
+		return f, s, fieldNumber
+	}
 	f, err := strconv.ParseFloat(s, 64)
 	if err != nil {
 		// A value too large for a float64 is ±Inf: it still counts, so that
@@ -562,6 +608,33 @@ func numericText(s string) (float64, string, fieldState) {
 		return 0, s, fieldInvalid
 	}
 	return f, s, fieldNumber
+}
+
+// shortInt parses s when it is a decimal integer of at most 15 digits
+// with an optional sign, the common amount: every such integer is exact in
+// a float64, so the result is ParseFloat's, at a tenth of its cost
+// (FuzzShortInt holds them equal).
+func shortInt(s string) (float64, bool) {
+	neg := false
+	if len(s) > 1 && (s[0] == '-' || s[0] == '+') {
+		neg, s = s[0] == '-', s[1:]
+	}
+	if len(s) == 0 || len(s) > 15 {
+		return 0, false
+	}
+	var n int64
+	for i := 0; i < len(s); i++ {
+		c := s[i] - '0'
+		if c > 9 {
+			return 0, false
+		}
+		n = n*10 + int64(c)
+	}
+	f := float64(n)
+	if neg {
+		f = -f
+	}
+	return f, true
 }
 
 func numeric(v any) (float64, string, fieldState) {

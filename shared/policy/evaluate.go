@@ -219,8 +219,10 @@ func (r Rules) Strictest(o Rules) Rules {
 
 // Params holds the path parameters of a match without allocating.
 type Params struct {
-	n      int
-	names  [maxParams]string
+	n int
+	// names points at the endpoint's own list (Endpoint.params), never
+	// written: Resolve does not copy it, and Params stays comparable.
+	names  *[]string
 	values [maxParams]string
 }
 
@@ -230,12 +232,12 @@ const maxParams = 8
 func (p *Params) Len() int { return p.n }
 
 // At returns the i-th parameter's name and value.
-func (p *Params) At(i int) (name, value string) { return p.names[i], p.values[i] }
+func (p *Params) At(i int) (name, value string) { return (*p.names)[i], p.values[i] }
 
 // Get returns the value of the named parameter.
 func (p *Params) Get(name string) (string, bool) {
 	for i := 0; i < p.n; i++ {
-		if p.names[i] == name {
+		if (*p.names)[i] == name {
 			return p.values[i], true
 		}
 	}
@@ -246,7 +248,7 @@ func (p *Params) Get(name string) (string, bool) {
 func (p *Params) Map() map[string]string {
 	m := make(map[string]string, p.n)
 	for i := 0; i < p.n; i++ {
-		m[p.names[i]] = p.values[i]
+		m[(*p.names)[i]] = p.values[i]
 	}
 	return m
 }

@@ -53,7 +53,8 @@ type Check struct {
 // every call.
 func Explain(m Match, ok bool, in Input) (Decision, []Check) {
 	var tr tracer
-	d := decide(m, ok, in, &tr)
+	d := Decision{Match: m}
+	decide(&d, ok, &in, &tr)
 	return d, tr.checks
 }
 
@@ -211,7 +212,7 @@ func (tr *tracer) limits(ep *Endpoint, cred *Credential, c *Call) {
 
 // tier records the endpoint's tier deciding a call outside the confirm
 // tier, where the credential's choice does not apply.
-func (tr *tracer) tier(d Decision, cred *Credential) {
+func (tr *tracer) tier(d *Decision, cred *Credential) {
 	tr.add(choiceRules[choiceOf(cred)], Passed, "the choice decides only at the confirm tier; this call is at the "+d.Tier.String()+" tier")
 	tr.add(d.Rule, Decided, d.Reason)
 }

@@ -169,14 +169,19 @@ func (p *Set) Connections() []*Connection {
 // parameter; a trailing slash is significant. When the connection exists but
 // nothing matches, the returned Match still carries the Connection. Resolve
 // does not allocate.
-func (p *Set) Resolve(connection, method, path string) (Match, bool) {
-	var m Match
+func (p *Set) Resolve(connection, method, path string) (m Match, ok bool) {
+	ok = p.resolveInto(connection, method, path, &m)
+	return m, ok
+}
+
+// resolveInto is Resolve writing the match into m, which is zero.
+func (p *Set) resolveInto(connection, method, path string, m *Match) bool {
 	c := p.Connection(connection)
 	if c == nil {
-		return m, false
+		return false
 	}
 	m.Connection = c
-	return m, c.router.match(method, path, &m)
+	return c.router.match(method, path, m)
 }
 
 // RulesOf is the approval rules for a call to connection, method and

@@ -129,6 +129,9 @@ type node struct {
 	// parameter value that names one of them in another case or spelling is
 	// decided at the stricter of the two routes (see twin).
 	keys []string
+	// plain[i] reports that keys[i] is a plainSegment, so twin can compare
+	// it with a plain parameter value byte by byte.
+	plain []bool
 }
 
 func (r *router) insert(method string, template string, ep *Endpoint) *Endpoint {
@@ -153,6 +156,7 @@ func (r *router) insert(method string, template string, ep *Endpoint) *Endpoint 
 			c = &node{}
 			n.lits[s] = c
 			n.keys = append(n.keys, s)
+			n.plain = append(n.plain, plainSegment(s))
 		}
 		n = c
 	}
@@ -202,8 +206,18 @@ func (n *node) lookup(path string, vals *[maxParams]string, k int) *Endpoint {
 // stricter endpoint wins (its parameter values replace vals); on a tie the
 // parameter route stays. It runs only where a node has both kinds of child.
 func (n *node) twin(seg, rest string, more bool, ep *Endpoint, vals *[maxParams]string, k int) *Endpoint {
-	for _, lit := range n.keys {
-		if lit == seg || !twinFold(lit, seg) {
+	plain := plainSegment(seg)
+	for i, lit := range n.keys {
+		if lit == seg {
+			continue
+		}
+		if plain && n.plain[i] {
+			// Both plain: twinFold is ASCII case folding (plainTwin), and
+			// an id like 12345 is refused at its length.
+			if !plainTwin(lit, seg) {
+				continue
+			}
+		} else if !twinFold(lit, seg) {
 			continue
 		}
 		c := n.lits[lit]
@@ -248,7 +262,7 @@ func (r *router) match(method, path string, m *Match) bool {
 	}
 	m.Endpoint = ep
 	m.Params.n = len(ep.params)
-	copy(m.Params.names[:], ep.params)
+	m.Params.names = &ep.params
 	for j := m.Params.n; j < maxParams; j++ {
 		m.Params.values[j] = ""
 	}
