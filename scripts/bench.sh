@@ -120,7 +120,7 @@ echo "the hop and the confirmed path ..." >&2
 {
   echo "## The hop and the confirmed path"
   echo
-  timeout "$(bound 240)" "$work/hop" -local "$work/countersign-local" -rounds "$HOP_ROUNDS" -block 1s -hs-rounds "$HS_ROUNDS" -hs-block 2s \
+  timeout "$(bound 240)" "$work/hop" -local "$work/countersign-local" -rounds "$HOP_ROUNDS" -block 1s -hs-rounds "$HS_ROUNDS" -hs-block 2s -hs-one-credential -hs-pauses \
     | sed -e 's/^Machine:/Hop machine:/' || echo "(the hop ran out of time or failed)"
   echo
 } > "$work/hop.md"
