@@ -286,7 +286,7 @@ func (c *Client) send(req *http.Request) (*http.Response, error) {
 	if c.HTTP != nil || req.URL.User != nil {
 		return c.httpClient().Do(req)
 	}
-	resp, err := defaultHTTP().Transport.RoundTrip(req)
+	resp, err := defaultDirect().RoundTrip(req)
 	if err != nil {
 		return nil, err
 	}
@@ -303,6 +303,12 @@ var defaultHTTP = sync.OnceValue(func() *http.Client {
 			return http.ErrUseLastResponse
 		},
 	}
+})
+
+// defaultDirect sends the default client's plain-HTTP requests on the
+// caller's goroutine (direct.go), and the rest on its transport.
+var defaultDirect = sync.OnceValue(func() *directTransport {
+	return newDirectTransport(defaultHTTP().Transport.(*http.Transport))
 })
 
 // NewTransport returns a new transport configured as the one the default
