@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"bufio"
+	"cmp"
 	"compress/gzip"
 	"context"
 	"errors"
@@ -47,6 +48,8 @@ type directTransport struct {
 	// connection idle that long instead of using it.
 	maxIdle, maxIdlePerHost int
 	idleTimeout             time.Duration
+	// maxHeader bounds an answer's head (the status line and headers).
+	maxHeader int64
 
 	mu    sync.Mutex
 	idle  map[string][]*directConn // host:port → the most recent last
@@ -57,11 +60,37 @@ type directTransport struct {
 type directConn struct {
 	nc     net.Conn
 	raw    syscall.RawConn // to check it before reuse; nil: never reused
+	lr     limitedConn     // what br reads
 	br     *bufio.Reader
 	bw     *bufio.Writer
 	key    string
 	idleAt time.Time
 }
+
+// limitedConn reads from a connection at most left bytes, then fails: an
+// answer's headers are bounded as http.Transport bounds them
+// (MaxResponseHeaderBytes); its body is bounded by its reader.
+type limitedConn struct {
+	nc   net.Conn
+	left int64
+}
+
+func (l *limitedConn) Read(p []byte) (int, error) {
+	if l.left <= 0 {
+		return 0, errHeadersTooLarge
+	}
+	if int64(len(p)) > l.left {
+		p = p[:l.left]
+	}
+	n, err := l.nc.Read(p)
+	l.left -= int64(n)
+	return n, err
+}
+
+var errHeadersTooLarge = errors.New("the upstream's response headers are too large")
+
+// noLimit is limitedConn's left while a body is read.
+const noLimit = 1<<63 - 1
 
 // newDirectTransport returns a directTransport that leaves to fallback what
 // it does not send itself, with fallback's pool bounds and idle timeout.
@@ -76,6 +105,7 @@ func newDirectTransport(fallback *http.Transport) *directTransport {
 		maxIdle:        max(fallback.MaxIdleConns, 1),
 		maxIdlePerHost: max(fallback.MaxIdleConnsPerHost, 1),
 		idleTimeout:    idle,
+		maxHeader:      cmp.Or(fallback.MaxResponseHeaderBytes, 10<<20), // http.Transport's default
 		idle:           make(map[string][]*directConn),
 	}
 }
@@ -162,6 +192,7 @@ func (t *directTransport) send(ctx context.Context, c *directConn, req *http.Req
 		return fail(err)
 	}
 	var resp *http.Response
+	c.lr.left = t.maxHeader
 	for n := 0; ; n++ {
 		var err error
 		if resp, err = http.ReadResponse(c.br, req); err != nil {
@@ -175,6 +206,7 @@ func (t *directTransport) send(ctx context.Context, c *directConn, req *http.Req
 			return fail(errors.New("too many 1xx informational responses"))
 		}
 	}
+	c.lr.left = noLimit
 	body := &directBody{t: t, c: c, ctx: ctx, body: resp.Body, stop: stop,
 		reuse: !resp.Close && !req.Close && resp.StatusCode != http.StatusSwitchingProtocols}
 	resp.Body = body
@@ -234,7 +266,8 @@ func (t *directTransport) dial(ctx context.Context, key string) (*directConn, er
 	if err != nil {
 		return nil, err
 	}
-	c := &directConn{nc: nc, key: key, br: bufio.NewReaderSize(nc, 4<<10), bw: bufio.NewWriterSize(nc, 4<<10)}
+	c := &directConn{nc: nc, key: key, lr: limitedConn{nc: nc, left: noLimit}, bw: bufio.NewWriterSize(nc, 4<<10)}
+	c.br = bufio.NewReaderSize(&c.lr, 4<<10)
 	if sc, ok := nc.(syscall.Conn); ok {
 		c.raw, _ = sc.SyscallConn()
 	}

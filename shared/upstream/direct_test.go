@@ -309,3 +309,25 @@ func TestDirectAllocations(t *testing.T) {
 		t.Errorf("%.0f allocations a call, want at most %d", n, bound)
 	}
 }
+
+// An answer whose headers never end is refused at the transport's bound,
+// not read into memory without one.
+func TestDirectBoundsTheHeaders(t *testing.T) {
+	base := rawUpstream(t, func(c net.Conn) {
+		br := bufio.NewReader(c)
+		if _, err := http.ReadRequest(br); err != nil {
+			return
+		}
+		io.WriteString(c, "HTTP/1.1 200 OK\r\n")
+		line := "X-Pad: " + strings.Repeat("a", 1000) + "\r\n"
+		for range 11 << 10 { // 11 MiB of headers
+			if _, err := io.WriteString(c, line); err != nil {
+				return
+			}
+		}
+	})
+	_, err := (&upstream.Client{}).Do(context.Background(), upstream.Request{BaseURL: base, Method: "GET", Path: "/x"})
+	if !errors.Is(err, upstream.ErrUnreachable) || !strings.Contains(err.Error(), "headers are too large") {
+		t.Fatalf("err = %v, want ErrUnreachable for headers over the bound", err)
+	}
+}
