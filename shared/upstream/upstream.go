@@ -48,7 +48,8 @@ type Client struct {
 	// HTTP sends the requests. Nil means a shared client with a pooled transport (proxy from
 	// the environment, HTTP/2 when offered, 64 idle connections per host) that does not
 	// follow redirects: a 3xx comes back as the response, so configured credentials are
-	// never replayed to another location and a write is never re-sent.
+	// never replayed to another location and a write is never re-sent. Its plain-HTTP
+	// calls without a proxy are sent on the caller's goroutine (directTransport, direct.go).
 	HTTP *http.Client
 
 	// Timeout bounds one call, from dialling to the last byte of the body. Zero means
