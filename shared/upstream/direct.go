@@ -34,7 +34,8 @@ import (
 // does it. What it does not do it leaves to fallback, the transport the
 // default client uses: https (TLS, HTTP/2), a request a proxy from the
 // environment would carry, a request with Expect, a host that is not
-// ASCII, and platforms where a pooled connection cannot be checked.
+// ASCII, a header the transport would refuse (it refuses it, sending
+// nothing), and platforms where a pooled connection cannot be checked.
 //
 // A request is sent once, as with http.Transport: a pooled connection is
 // checked before it is used (the upstream may have closed it while idle),
@@ -120,6 +121,13 @@ func (t *directTransport) direct(req *http.Request) (string, bool) {
 	for i := range len(host) {
 		if host[i] >= 0x80 {
 			return "", false // IDNA: the transport's own conversion
+		}
+	}
+	for k, vs := range req.Header {
+		for _, v := range vs {
+			if !validHeader(k, v) {
+				return "", false // the transport refuses it, in its words
+			}
 		}
 	}
 	if t.fallback.Proxy != nil {

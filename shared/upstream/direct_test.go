@@ -331,3 +331,19 @@ func TestDirectBoundsTheHeaders(t *testing.T) {
 		t.Fatalf("err = %v, want ErrUnreachable for headers over the bound", err)
 	}
 }
+
+// A header the transport refuses (a control character in a value that
+// came with the agent's request) is refused here too, and nothing is sent.
+func TestDirectRefusesWhatTheTransportRefuses(t *testing.T) {
+	srv, conns, reqs := countingServer(t, nil)
+	clients := []*upstream.Client{{}, {HTTP: &http.Client{Transport: upstream.NewTransport()}}}
+	for i, c := range clients {
+		_, err := c.Do(context.Background(), upstream.Request{BaseURL: srv.URL, Method: "POST", Path: "/x", Body: []byte(`{}`), ContentType: "application/json\r\nX-Injected: 1"})
+		if err == nil || !strings.Contains(err.Error(), "invalid header field value") {
+			t.Errorf("client %d: err = %v, want the transport's refusal", i, err)
+		}
+	}
+	if n, m := conns.Load(), reqs.Load(); n != 0 || m != 0 {
+		t.Errorf("the upstream accepted %d connections and %d requests, want none", n, m)
+	}
+}
