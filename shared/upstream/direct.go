@@ -33,9 +33,10 @@ import (
 // Accept-Encoding: gzip added and a gzip answer decoded as the transport
 // does it. What it does not do it leaves to fallback, the transport the
 // default client uses: https (TLS, HTTP/2), a request a proxy from the
-// environment would carry, a request with Expect, a host that is not
-// ASCII, a header the transport would refuse (it refuses it, sending
-// nothing), and platforms where a pooled connection cannot be checked.
+// environment would carry, a request with Expect or a body over
+// maxDirectBody, a host that is not ASCII, a header the transport would
+// refuse (it refuses it, sending nothing), and platforms where a pooled
+// connection cannot be checked.
 //
 // A request is sent once, as with http.Transport: a pooled connection is
 // checked before it is used (the upstream may have closed it while idle),
@@ -115,6 +116,9 @@ func newDirectTransport(fallback *http.Transport) *directTransport {
 func (t *directTransport) direct(req *http.Request) (string, bool) {
 	u := req.URL
 	if !canCheckConns || u.Scheme != "http" || u.Host == "" || len(req.Header["Expect"]) > 0 {
+		return "", false
+	}
+	if req.Body != nil && req.Body != http.NoBody && (req.ContentLength < 0 || req.ContentLength > maxDirectBody) {
 		return "", false
 	}
 	host := u.Hostname()
@@ -228,6 +232,13 @@ func (t *directTransport) send(ctx context.Context, c *directConn, req *http.Req
 	}
 	return resp, nil
 }
+
+// maxDirectBody is the largest request body sent directly. The request
+// is written whole before the answer is read; a body this small goes into
+// the socket's send buffer at once, so an upstream that answers early (a
+// 413) without reading it is heard, as http.Transport, which writes and
+// reads at the same time, hears it. A larger body goes to the transport.
+const maxDirectBody = 8 << 10
 
 // max1xx bounds the informational answers before the answer, as
 // http.Transport does.

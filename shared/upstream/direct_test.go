@@ -347,3 +347,21 @@ func TestDirectRefusesWhatTheTransportRefuses(t *testing.T) {
 		t.Errorf("the upstream accepted %d connections and %d requests, want none", n, m)
 	}
 }
+
+// An upstream that refuses a large body before reading it is heard: its
+// answer comes back, as http.Transport returns it (a body over the direct
+// path's size goes through the transport, which writes and reads at once).
+func TestDirectEarlyAnswerToALargeBody(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Connection", "close")
+		http.Error(w, "too large", http.StatusRequestEntityTooLarge) // the body unread
+	}))
+	t.Cleanup(srv.Close)
+	for _, size := range []int{100, 4 << 20} {
+		resp, err := (&upstream.Client{}).Do(context.Background(), upstream.Request{BaseURL: srv.URL, Method: "POST", Path: "/x",
+			Body: []byte(`"` + strings.Repeat("a", size) + `"`)})
+		if err != nil || resp.Status != http.StatusRequestEntityTooLarge {
+			t.Errorf("a %d-byte body: %v %+v, want the upstream's 413", size, err, resp)
+		}
+	}
+}
