@@ -48,7 +48,8 @@ type Client struct {
 	// HTTP sends the requests. Nil means a shared client with a pooled transport (proxy from
 	// the environment, HTTP/2 when offered, 64 idle connections per host) that does not
 	// follow redirects: a 3xx comes back as the response, so configured credentials are
-	// never replayed to another location and a write is never re-sent.
+	// never replayed to another location and a write is never re-sent. Its plain-HTTP
+	// calls without a proxy are sent on the caller's goroutine (directTransport, direct.go).
 	HTTP *http.Client
 
 	// Timeout bounds one call, from dialling to the last byte of the body. Zero means
@@ -286,7 +287,7 @@ func (c *Client) send(req *http.Request) (*http.Response, error) {
 	if c.HTTP != nil || req.URL.User != nil {
 		return c.httpClient().Do(req)
 	}
-	resp, err := defaultHTTP().Transport.RoundTrip(req)
+	resp, err := defaultDirect().RoundTrip(req)
 	if err != nil {
 		return nil, err
 	}
@@ -303,6 +304,12 @@ var defaultHTTP = sync.OnceValue(func() *http.Client {
 			return http.ErrUseLastResponse
 		},
 	}
+})
+
+// defaultDirect sends the default client's plain-HTTP requests on the
+// caller's goroutine (direct.go), and the rest on its transport.
+var defaultDirect = sync.OnceValue(func() *directTransport {
+	return newDirectTransport(defaultHTTP().Transport.(*http.Transport))
 })
 
 // NewTransport returns a new transport configured as the one the default

@@ -32,7 +32,14 @@ type hopOptions struct {
 	local  string
 	rounds int
 	block  time.Duration
+	// compare, when set, is a second local binary (the build before a
+	// change, or a variant) measured in the same rounds as the routes
+	// "rest (B)" and "calls (B)"; the targets are judged on -local alone.
+	compare string
 }
+
+// compareSuffix marks the routes through the -compare binary.
+const compareSuffix = " (B)"
 
 // route is one way of sending the same GET.
 type route struct {
@@ -98,6 +105,15 @@ func runHop(ctx context.Context, o hopOptions) (*hopResult, error) {
 		return nil, err
 	}
 	defer gw.stop()
+	var gwB *child
+	if o.compare != "" {
+		gwB, err = startChild(ctx, "gateway B", filepath.Join(dir, "gateway-b.log"), addrRe, o.compare,
+			"--config", configDir, "--addr", "127.0.0.1:0", "--data", filepath.Join(dir, "data-b"), "--demo-upstream=")
+		if err != nil {
+			return nil, err
+		}
+		defer gwB.stop()
+	}
 
 	routes := []*route{
 		{name: "direct", newReq: getter(up.URL + "/contacts/12"), ok: is200, pid: up.cmd.Process.Pid},
@@ -107,6 +123,22 @@ func runHop(ctx context.Context, o hopOptions) (*hopResult, error) {
 			ok: func(status int, body []byte) bool {
 				return status == http.StatusOK && bytes.Contains(body, []byte(`"status":"executed"`))
 			}, pid: gw.cmd.Process.Pid},
+	}
+	if gwB != nil {
+		for _, r := range routes[2:4] {
+			b := *r
+			b.name += compareSuffix
+			b.pid = gwB.cmd.Process.Pid
+			orig, host := r.newReq, strings.TrimPrefix(gwB.URL, "http://")
+			b.newReq = func() (*http.Request, error) {
+				req, err := orig()
+				if err == nil {
+					req.URL.Host, req.Host = host, host
+				}
+				return req, err
+			}
+			routes = append(routes, &b)
+		}
 	}
 	for _, r := range routes {
 		r.client = keepAliveClient()
@@ -364,7 +396,8 @@ func (r *hopResult) write(w io.Writer) bool {
 			if name != "direct" {
 				added = us(p50 - direct)
 			}
-			if name == "rest" || name == "calls" {
+			gatewayRoute := strings.TrimSuffix(name, compareSuffix)
+			if gatewayRoute == "rest" || gatewayRoute == "calls" {
 				var added, rates []float64
 				for i := range cl.perRound {
 					added = append(added, float64(cl.perRound[i]-dcell.perRound[i])/float64(proxy.perRound[i]-dcell.perRound[i]))
@@ -374,11 +407,13 @@ func (r *hopResult) write(w io.Writer) bool {
 				t := rate / (float64(proxy.n) / proxy.elapsed.Seconds())
 				ratio = fmt.Sprintf("**%.2f×** (%.2f×, %.2f–%.2f)", x, medianOf(added), slices.Min(added), slices.Max(added))
 				tput = fmt.Sprintf("**%.0f%%** (%.0f%%, %.0f–%.0f%%)", 100*t, 100*medianOf(rates), 100*slices.Min(rates), 100*slices.Max(rates))
-				if x > maxAddedRatio {
+				if name != gatewayRoute {
+					// The -compare binary is shown, not judged.
+				} else if x > maxAddedRatio {
 					ok = false
 					verdicts = append(verdicts, fmt.Sprintf("/v1/%s at c=%d: added latency %.2f× the proxy's (target ≤ %.1f×)", name, c, x, maxAddedRatio))
 				}
-				if c == hopConcurrency && t < minThroughput {
+				if name == gatewayRoute && c == hopConcurrency && t < minThroughput {
 					ok = false
 					verdicts = append(verdicts, fmt.Sprintf("/v1/%s at c=%d: throughput %.0f%% of the proxy's (target ≥ %.0f%%)", name, c, 100*t, 100*minThroughput))
 				}

@@ -3,7 +3,12 @@
 // local stack completes per second. It prints markdown tables and the
 // targets of docs/design.md with whether this run met them.
 //
-//	hop -local PATH [-rounds 6 -block 1s] [-hs-rounds 4 -hs-block 2s] [-hs-one-credential] [-hs-pauses] [-only hop|handshake]
+//	hop -local PATH [-compare PATH] [-rounds 6 -block 1s] [-hs-rounds 4 -hs-block 2s] [-hs-one-credential] [-hs-pauses] [-only hop|handshake]
+//
+// With -compare, a second local binary (the build before a change, or a
+// variant) runs beside the first, and its routes are measured in the same
+// interleaved rounds, so a change is judged against the proxy and against
+// the code before it in one run.
 //
 // With -cpuprofile and -memprofile, the handshake's measured blocks are
 // profiled (go tool pprof hop FILE).
@@ -45,6 +50,7 @@ func main() {
 	addr := flag.String("addr", "127.0.0.1:0", "internal: address a role listens on")
 	target := flag.String("target", "", "internal: the proxy's upstream URL")
 	local := flag.String("local", "", "the local stack binary (go build -o ... ./infra/local)")
+	compare := flag.String("compare", "", "hop: a second local stack binary (e.g. the build before a change) measured in the same rounds, shown as rest (B) and calls (B)")
 	only := flag.String("only", "", "run only the hop or only the handshake")
 	rounds := flag.Int("rounds", 6, "hop: rounds of interleaved blocks")
 	block := flag.Duration("block", time.Second, "hop: duration of one block")
@@ -76,7 +82,7 @@ func main() {
 		if *local == "" {
 			exitIf(fmt.Errorf("-local is required for the hop"))
 		}
-		res, err := runHop(ctx, hopOptions{local: *local, rounds: *rounds, block: *block})
+		res, err := runHop(ctx, hopOptions{local: *local, compare: *compare, rounds: *rounds, block: *block})
 		exitIf(err)
 		ok = res.write(os.Stdout) && ok
 	}

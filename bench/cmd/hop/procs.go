@@ -32,9 +32,11 @@ func serveUpstream(addr string) error {
 	return serve(addr, crm)
 }
 
-// serveProxy runs a bare reverse proxy to target on the transport the
-// gateway's upstream client uses (upstream.NewTransport), so the two hops
-// differ only in what each does with the request.
+// serveProxy runs a bare reverse proxy to target on http.Transport with the
+// pool settings of the gateway's upstream client (upstream.NewTransport).
+// The gateway sends a plain-HTTP call on the handler's own goroutine
+// instead (shared/upstream's directTransport); the proxy is left as
+// httputil.ReverseProxy runs by default, the baseline the targets name.
 func serveProxy(addr, target string) error {
 	u, err := url.Parse(target)
 	if err != nil || u.Host == "" {
