@@ -348,14 +348,23 @@ func (c *client) jsonCall(ctx context.Context, version, target, op string, in, o
 				_, err := io.Copy(io.Discard, io.LimitReader(resp.Body, maxAnswerBody))
 				return err
 			}
-			data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBody+1))
+			data, err := readAnswer(resp)
 			if err != nil {
 				return err
-			}
-			if len(data) > maxAnswerBody {
-				return errors.New("the answer is too large")
 			}
 			return json.Unmarshal(data, out)
 		},
 	})
+}
+
+// readAnswer reads an answer's body, at most maxAnswerBody bytes.
+func readAnswer(resp *http.Response) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBody+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxAnswerBody {
+		return nil, errors.New("the answer is too large")
+	}
+	return data, nil
 }

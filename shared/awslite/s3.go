@@ -71,12 +71,9 @@ func (s *S3) ListObjectsV2(ctx context.Context, in *ListObjectsV2Input) (*ListOb
 			return s.newRequest(ctx, in.Bucket, "", q)
 		},
 		decode: func(resp *http.Response) error {
-			data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBody+1))
+			data, err := readAnswer(resp)
 			if err != nil {
 				return err
-			}
-			if len(data) > maxAnswerBody {
-				return errors.New("the answer is too large")
 			}
 			return xml.Unmarshal(data, out)
 		},

@@ -3,8 +3,6 @@ package awslite
 import (
 	"context"
 	"encoding/xml"
-	"errors"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -51,12 +49,9 @@ func (s *SNS) Publish(ctx context.Context, in *PublishInput) (*PublishOutput, er
 			return req, err
 		},
 		decode: func(resp *http.Response) error {
-			data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBody+1))
+			data, err := readAnswer(resp)
 			if err != nil {
 				return err
-			}
-			if len(data) > maxAnswerBody {
-				return errors.New("the answer is too large")
 			}
 			return xml.Unmarshal(data, &answer)
 		},

@@ -21,6 +21,7 @@ import (
 
 	"github.com/countersign/countersign/infra/local/stack"
 	"github.com/countersign/countersign/shared/notify"
+	"github.com/countersign/countersign/shared/store/embedded"
 )
 
 // The targets of docs/design.md for the confirmed path.
@@ -375,17 +376,23 @@ func (e *hsEnv) block(ctx context.Context, c int, d time.Duration) (hsBlock, err
 		return out, ctx.Err()
 	}
 	// The workflow's last transitions may still be committing.
+	out.writes, out.commits = e.settled(before, 2*time.Second, 20*time.Millisecond)
+	return out, nil
+}
+
+// settled waits up to limit, checking every step, for the store's counts
+// to stop moving, and returns the writes and commits since before.
+func (e *hsEnv) settled(before embedded.Stats, limit, step time.Duration) (writes, commits uint64) {
 	after := e.stack.StoreStats()
-	for settle := time.Now().Add(2 * time.Second); time.Now().Before(settle); {
-		time.Sleep(20 * time.Millisecond)
+	for settle := time.Now().Add(limit); time.Now().Before(settle); {
+		time.Sleep(step)
 		now := e.stack.StoreStats()
 		if now == after {
 			break
 		}
 		after = now
 	}
-	out.writes, out.commits = after.Writes-before.Writes, after.Commits-before.Commits
-	return out, nil
+	return after.Writes - before.Writes, after.Commits - before.Commits
 }
 
 // pauseBlock runs c workers calling with one credential, key, each
@@ -446,16 +453,7 @@ func (e *hsEnv) pauseBlock(ctx context.Context, c int, d time.Duration, key stri
 	if ctx.Err() != nil {
 		return out, ctx.Err()
 	}
-	after := e.stack.StoreStats()
-	for settle := time.Now().Add(5 * time.Second); time.Now().Before(settle); {
-		time.Sleep(50 * time.Millisecond)
-		now := e.stack.StoreStats()
-		if now == after {
-			break
-		}
-		after = now
-	}
-	out.writes, out.commits = after.Writes-before.Writes, after.Commits-before.Commits
+	out.writes, out.commits = e.settled(before, 5*time.Second, 50*time.Millisecond)
 	return out, nil
 }
 
