@@ -1,0 +1,68 @@
+package stack
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// TestShowBatchStoresWhatItShows: the client's dialog about a script's
+// batch shows each resource as the batch stores it for the recheck
+// before the write. The contact answers differently at every read (the
+// gate changes it before each), so a question built from a read of its
+// own, while the workflow stores another, shows something else than
+// what the recheck compares with: whichever read comes first, the
+// company in the dialog is not the stored one. Here they are the same,
+// and the write, whose recheck reads a changed contact, is not sent.
+func TestShowBatchStoresWhatItShows(t *testing.T) {
+	var up atomic.Pointer[harness]
+	var reads atomic.Int32
+	h := newHarness(t, harnessOptions{files: map[string]string{"connections/shown/policy.json": showPolicy},
+		gate: func(r *http.Request) {
+			if r.Method != http.MethodGet || r.URL.Path != "/contacts/12" {
+				return
+			}
+			change := httptest.NewRequest(http.MethodPatch, "/contacts/12", strings.NewReader(fmt.Sprintf(`{"company":"Read %d"}`, reads.Add(1))))
+			change.Header.Set("Content-Type", "application/json")
+			up.Load().upstream.ServeHTTP(httptest.NewRecorder(), change)
+		}})
+	up.Store(h)
+	var mu sync.Mutex
+	var message string
+	s := h.mcpSession("cs_test_ask", clientKind{name: "Claude Code", elicit: func(r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		mu.Lock()
+		message = r.Params.Message
+		mu.Unlock()
+		return accept(true)(r)
+	}}, nil)
+	src := `const a = call('shown', 'PATCH', '/contacts/12', {body: {company: 'Stanford'}}); ({a: a.status, ae: a.error})`
+	r := runScript(t, s, src, "", nil)
+	id, _ := structured(t, r)["confirmation_id"].(string)
+	if id == "" {
+		t.Fatalf("no batch: %q", text(r))
+	}
+	mu.Lock()
+	m := regexp.MustCompile(`company: "([^"]*)" → "Stanford"`).FindStringSubmatch(message)
+	mu.Unlock()
+	if m == nil {
+		t.Fatalf("the dialog shows no change of the company:\n%s", message)
+	}
+	st := h.do(http.MethodGet, "/v1/confirmations/"+id, "cs_test_ask", nil, nil)
+	expect(t, st, 200, "")
+	if stored := st.str("operations.0.current.body.company"); stored != m[1] {
+		t.Errorf("the dialog showed the company %q, the batch stores %q for the recheck (%d reads)", m[1], stored, reads.Load())
+	}
+	if c, _ := h.upstream.Contact(12); c.Company == "Stanford" {
+		t.Errorf("the write was sent although the contact changed after the person saw it")
+	}
+	if !strings.Contains(text(r), `"ae":"resource_changed"`) {
+		t.Errorf("the script's result does not mark the changed operation: %q", text(r))
+	}
+}
