@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -64,5 +65,60 @@ func TestShowBatchStoresWhatItShows(t *testing.T) {
 	}
 	if !strings.Contains(text(r), `"ae":"resource_changed"`) {
 		t.Errorf("the script's result does not mark the changed operation: %q", text(r))
+	}
+}
+
+// TestShowCardStoresBeforeItShows: the card asked for before the
+// workflow's notify task stored the read (the gate holds that read until
+// another one comes) shows the contact as stored, read before the card,
+// not a record without it; the read the card showed is the one the
+// recheck compares with, and the unchanged contact is deleted once.
+func TestShowCardStoresBeforeItShows(t *testing.T) {
+	var mu sync.Mutex
+	reads := 0
+	another := make(chan struct{})
+	release := sync.OnceFunc(func() { close(another) })
+	t.Cleanup(release)
+	h := newHarness(t, harnessOptions{files: map[string]string{"connections/shown/policy.json": showPolicy},
+		gate: func(r *http.Request) {
+			if r.Method != http.MethodGet || r.URL.Path != "/contacts/12" {
+				return
+			}
+			mu.Lock()
+			reads++
+			first := reads == 1
+			mu.Unlock()
+			if first {
+				<-another
+				return
+			}
+			release()
+		}})
+	s := h.mcpSession("cs_test_ask", clientKind{name: "Card Host", apps: true}, nil)
+	r := callTool(t, s, "shown__delete_contacts_by_id", map[string]any{"id": "12"}, nil)
+	id, _ := structured(t, r)["confirmation_id"].(string)
+	if id == "" {
+		t.Fatalf("paused notice %q", text(r))
+	}
+	rp := callTool(t, s, "review_pending", map[string]any{"confirmation_id": id}, nil)
+	release()
+	op := fmt.Sprint(structured(t, rp)["operations"])
+	for _, want := range []string{"Delete contact 12, John McCarthy", "inv_103", "this will be gone"} {
+		if !strings.Contains(op, want) {
+			t.Errorf("the card lacks %q: %s", want, op)
+		}
+	}
+	st := h.do(http.MethodGet, "/v1/confirmations/"+id, "cs_test_ask", nil, nil)
+	expect(t, st, 200, "")
+	at, err := time.Parse(time.RFC3339Nano, st.str("operations.0.current.read_at"))
+	if err != nil || !strings.Contains(op, "Read at "+at.UTC().Format(time.DateTime)+" UTC") {
+		t.Errorf("the card does not show the stored read (read at %q, %v): %s", st.str("operations.0.current.read_at"), err, op)
+	}
+	d := callTool(t, s, "card_decide", map[string]any{"confirmation_id": id, "token": cardToken(t, rp), "decision": "approve"}, nil)
+	if d.IsError || !strings.Contains(text(d), "ran: the upstream answered 204") {
+		t.Errorf("approve unchanged: %q", text(d))
+	}
+	if n := h.upstream.Count("DELETE", "/contacts/12"); n != 1 {
+		t.Errorf("%d deletes, want 1", n)
 	}
 }
