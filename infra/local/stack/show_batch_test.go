@@ -74,26 +74,9 @@ func TestShowBatchStoresWhatItShows(t *testing.T) {
 // not a record without it; the read the card showed is the one the
 // recheck compares with, and the unchanged contact is deleted once.
 func TestShowCardStoresBeforeItShows(t *testing.T) {
-	var mu sync.Mutex
-	reads := 0
-	another := make(chan struct{})
-	release := sync.OnceFunc(func() { close(another) })
-	t.Cleanup(release)
-	h := newHarness(t, harnessOptions{files: map[string]string{"connections/shown/policy.json": showPolicy},
-		gate: func(r *http.Request) {
-			if r.Method != http.MethodGet || r.URL.Path != "/contacts/12" {
-				return
-			}
-			mu.Lock()
-			reads++
-			first := reads == 1
-			mu.Unlock()
-			if first {
-				<-another
-				return
-			}
-			release()
-		}})
+	gate, release := holdFirstRead("/contacts/12")
+	h := newHarness(t, harnessOptions{files: map[string]string{"connections/shown/policy.json": showPolicy}, gate: gate})
+	t.Cleanup(release) // before the upstream closes: it waits for the held read
 	s := h.mcpSession("cs_test_ask", clientKind{name: "Card Host", apps: true}, nil)
 	r := callTool(t, s, "shown__delete_contacts_by_id", map[string]any{"id": "12"}, nil)
 	id, _ := structured(t, r)["confirmation_id"].(string)
@@ -121,4 +104,48 @@ func TestShowCardStoresBeforeItShows(t *testing.T) {
 	if n := h.upstream.Count("DELETE", "/contacts/12"); n != 1 {
 		t.Errorf("%d deletes, want 1", n)
 	}
+}
+
+// TestShowPageStoresBeforeItsLink: the approval page a URL elicitation
+// links, opened before the workflow's notify task stored the read (the
+// gate holds that read until another one comes), shows the contact as
+// stored: the read is stored before the link is given.
+func TestShowPageStoresBeforeItsLink(t *testing.T) {
+	gate, release := holdFirstRead("/contacts/12")
+	h := newHarness(t, harnessOptions{files: map[string]string{"connections/shown/policy.json": showPolicy}, gate: gate})
+	t.Cleanup(release) // before the upstream closes: it waits for the held read
+	s, _ := h.oauthSession(newSignInBrowser(t, "dana@example.com"), "URL client", clientKind{url: true, protocol: "2025-11-25"})
+	e := urlElicitationOf(t, s, "shown__delete_contacts_by_id", map[string]any{"id": "12"})
+	dana := newApproverBrowser(h, "dana@example.com")
+	page := dana.open(h.link(e.URL))
+	release()
+	for _, want := range []string{"Delete contact 12, John McCarthy", "inv_103", "this will be gone"} {
+		if !strings.Contains(visibleText(page.body), want) {
+			t.Errorf("the page lacks %q:\n%s", want, visibleText(page.body))
+		}
+	}
+}
+
+// holdFirstRead is an upstream gate that holds the first GET of path
+// until a second one comes, or release is called: the workflow's notify
+// task, alone, leaves its read unstored while the test looks.
+func holdFirstRead(path string) (gate func(*http.Request), release func()) {
+	var mu sync.Mutex
+	reads := 0
+	another := make(chan struct{})
+	release = sync.OnceFunc(func() { close(another) })
+	return func(r *http.Request) {
+		if r.Method != http.MethodGet || r.URL.Path != path {
+			return
+		}
+		mu.Lock()
+		reads++
+		first := reads == 1
+		mu.Unlock()
+		if first {
+			<-another
+			return
+		}
+		release()
+	}, release
 }
