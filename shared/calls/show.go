@@ -15,6 +15,7 @@ import (
 	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/confirm"
+	"github.com/countersign/countersign/shared/fault"
 	"github.com/countersign/countersign/shared/policy"
 	"github.com/countersign/countersign/shared/upstream"
 )
@@ -100,4 +101,21 @@ func (r ShowReader) Read(ctx context.Context, op countersign.Operation) counters
 // (the client's dialog) show what they read.
 func (s *Service) ReadCurrent(ctx context.Context, ops []countersign.Operation) {
 	s.Confirm.ReadCurrent(ctx, ops)
+}
+
+// Observe stores the show reads of the pending confirmation id, once
+// (confirm.Service.Observe: the first reads stored stand), and returns the
+// record that holds them. A surface that shows a paused confirmation, or
+// links to it, does so from this record and never from a read of its
+// own: the person sees exactly what the recheck before the write compares
+// with.
+func (s *Service) Observe(ctx context.Context, id string) (*countersign.Confirmation, error) {
+	c, err := s.Confirm.Observe(ctx, id)
+	if err != nil && fault.As(err) == nil {
+		return nil, fault.Wrap(err, "what the person is to see of the resources could not be stored; nobody was asked")
+	}
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
 }

@@ -122,6 +122,13 @@ func (h *Handler) first(ctx context.Context, cred *countersign.Credential, clien
 		h.o.Calls.ReadCurrent(ctx, ops)
 		return h.ask(cred, op, countersign.KindCall, ops, res.Decision.Reason)
 	case calls.Paused:
+		if passkeyPage || client.URL && !oob {
+			// The page the link opens shows the stored reads: stored
+			// before the link is given.
+			if _, err := h.o.Calls.Observe(ctx, res.Confirmation.ID); err != nil {
+				return errorResult(err)
+			}
+		}
 		switch {
 		case passkeyPage:
 			out := approversNotice(res, client)

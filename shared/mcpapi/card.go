@@ -364,6 +364,13 @@ func (h *Handler) reviewPending(cred *countersign.Credential) mcp.ToolHandler {
 		if !st.Confirmation.GatewayExecutes() {
 			return faultResult(fault.InvalidRequest, a.ConfirmationID+" is not decided in a card: the agent redeems it"), nil
 		}
+		if st.Effective == countersign.StatusPending {
+			// The card shows the resources as the record stores them for
+			// the recheck: stored before the card shows them.
+			if st.Confirmation, err = h.o.Calls.Observe(ctx, st.ID); err != nil {
+				return errorResult(err), nil
+			}
+		}
 		v := h.cardOf(st.Confirmation, st.Effective)
 		h.withScript(ctx, &v, st.Confirmation)
 		res := textResult(cardText(v), v)

@@ -25,6 +25,7 @@ type Pipeline interface {
 	Confirmation(ctx context.Context, cred *countersign.Credential, id string, o calls.WaitOptions) (calls.Status, error)
 	AnswerAndRun(ctx context.Context, id string, a confirm.Answer, rerun calls.Rerunner) (*countersign.Confirmation, error)
 	ReadCurrent(ctx context.Context, ops []countersign.Operation)
+	Observe(ctx context.Context, id string) (*countersign.Confirmation, error)
 	RunApproved(ctx context.Context, c *countersign.Confirmation, rerun calls.Rerunner) *countersign.Confirmation
 	Answer(ctx context.Context, id string, a confirm.Answer) (*countersign.Confirmation, error)
 }

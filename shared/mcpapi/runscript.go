@@ -216,16 +216,23 @@ func (h *Handler) scriptPaused(ctx context.Context, cred *countersign.Credential
 		// state carries the batch's id, so the answer decides that batch
 		// (once) and nothing else.
 		st := requestState{ID: conf.ID, Cred: cred.ID, Tool: ToolRunScript, Kind: countersign.KindScript}
-		// Each operation with what it acts on, read now for the question
-		// (the batch's own reads, which the recheck compares with, are
-		// the workflow's, stored before the answer can be taken).
-		ops := append([]countersign.Operation(nil), conf.Operations...)
-		h.o.Calls.ReadCurrent(ctx, ops)
-		return h.question(st, operation{name: ToolRunScript}, ops, conf.Reason, conf.ExpiresAt)
+		// Each operation with what it acts on, as the batch stores it
+		// for the recheck before the write: read once and stored before
+		// the question shows it (a read of the question's own could
+		// differ from the one the workflow stores later).
+		seen, err := h.o.Calls.Observe(ctx, conf.ID)
+		if err != nil {
+			return errorResult(err)
+		}
+		return h.question(st, operation{name: ToolRunScript}, seen.Operations, conf.Reason, conf.ExpiresAt)
 	case client.URL:
 		// The person decides the batch on its approval page, signed in
 		// (the tool's handler answers with the URL elicitation); the
-		// approvers' links stay a way to decide it, as for a card.
+		// approvers' links stay a way to decide it, as for a card. The
+		// page shows the stored reads: they are stored before the link.
+		if _, err := h.o.Calls.Observe(ctx, conf.ID); err != nil {
+			return errorResult(err)
+		}
 		out := scriptWaiting(run, false, cannotAsk)
 		v := out.StructuredContent.(scriptView)
 		v.askURL = true
@@ -287,6 +294,11 @@ func (h *Handler) scriptAnswered(ctx context.Context, cred *countersign.Credenti
 	conf := st.Confirmation
 	if conf.Kind != countersign.KindScript || !sameBindings(conf.Operations, ans.Bindings) {
 		return faultResult(fault.ConfirmationMismatch, "the answer was given for another batch; nothing ran")
+	}
+	if !sameSeen(conf.Operations, ans.Seen) {
+		// The recheck before each write compares with the batch's stored
+		// reads: an answer given on other reads is not about what would run.
+		return faultResult(fault.ResourceChanged, "the person was not shown the resources as the batch holds them; nothing ran. Ask the person again with a new run_script call")
 	}
 	if h.outOfBand(conf) {
 		// Before the script runs again; the lifecycle refuses the answer too.
@@ -370,6 +382,31 @@ func sameBindings(ops []countersign.Operation, binds []string) bool {
 		}
 	}
 	return true
+}
+
+// sameSeen reports whether what a question showed of each operation's
+// resource (seen, nil where nothing was read; empty when nothing was) is
+// what the batch stores for its recheck.
+func sameSeen(ops []countersign.Operation, seen []*countersign.Current) bool {
+	for i, op := range ops {
+		var sn *countersign.Current
+		if i < len(seen) {
+			sn = seen[i]
+		}
+		cur := op.Current
+		if !cur.Read() {
+			cur = nil
+		}
+		switch {
+		case sn == nil || cur == nil:
+			if sn != cur {
+				return false
+			}
+		case sn.Status != cur.Status || sn.SHA256 != cur.SHA256 || sn.ETag != cur.ETag:
+			return false
+		}
+	}
+	return len(seen) == 0 || len(seen) == len(ops)
 }
 
 // rerunner is code mode's rerun of an approved batch's script, nil

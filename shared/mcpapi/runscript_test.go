@@ -63,3 +63,37 @@ func TestSameBindings(t *testing.T) {
 		}
 	}
 }
+
+// TestSameSeen: a batch's answer stands only when the question showed
+// each resource as the batch stores it for the recheck.
+func TestSameSeen(t *testing.T) {
+	read := func(sum, etag string) *countersign.Current {
+		return &countersign.Current{Status: 200, SHA256: sum, ETag: etag}
+	}
+	failed := &countersign.Current{Error: "no answer within 5s"}
+	for _, c := range []struct {
+		name   string
+		stored []*countersign.Current
+		seen   []*countersign.Current
+		want   bool
+	}{
+		{"the same reads", []*countersign.Current{read("a", ""), read("b", `"1"`)}, []*countersign.Current{read("a", ""), read("b", `"1"`)}, true},
+		{"nothing read, nothing shown", []*countersign.Current{nil, failed}, nil, true},
+		{"one without a read", []*countersign.Current{read("a", ""), nil}, []*countersign.Current{read("a", ""), nil}, true},
+		{"another body", []*countersign.Current{read("a", "")}, []*countersign.Current{read("b", "")}, false},
+		{"another etag", []*countersign.Current{read("a", `"1"`)}, []*countersign.Current{read("a", `"2"`)}, false},
+		{"another status", []*countersign.Current{read("a", "")}, []*countersign.Current{{Status: 404, SHA256: "a"}}, false},
+		{"shown, not stored", []*countersign.Current{nil}, []*countersign.Current{read("a", "")}, false},
+		{"stored, not shown", []*countersign.Current{read("a", "")}, nil, false},
+		{"stored, shown failed", []*countersign.Current{read("a", ""), read("b", "")}, []*countersign.Current{read("a", ""), nil}, false},
+		{"fewer shown", []*countersign.Current{read("a", ""), nil}, []*countersign.Current{read("a", "")}, false},
+	} {
+		ops := make([]countersign.Operation, len(c.stored))
+		for i, cur := range c.stored {
+			ops[i].Current = cur
+		}
+		if got := sameSeen(ops, c.seen); got != c.want {
+			t.Errorf("%s: sameSeen = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
