@@ -16,7 +16,8 @@ const shadowSynopsis = `[--data DIR | --table NAME [--region R] [--endpoint URL]
        countersign shadow --config LIVE [--credential ID] [--json] DIR
 
 The first form prints the policy trial's summary from the store (the
-policy.shadow_differs records of settings.json candidate_config). The second
+policy.shadow_differs records of settings.json candidate_config) for the
+newest candidate: earlier candidates' differences are left out. The second
 tries the candidate configuration DIR offline, beside the live one LIVE:
 each endpoint of either, called plainly by each credential of LIVE, is
 decided by both, and every call the candidate decides otherwise is printed.`
@@ -64,7 +65,7 @@ func (k *keysCmd) shadow(ctx context.Context) error {
 		return err
 	}
 	defer st.Close()
-	sum, err := audit.Shadow(ctx, st, "")
+	sum, err := audit.Shadow(ctx, st, "", "") // the newest candidate's differences
 	if err != nil {
 		return fmt.Errorf("read the audit trail in %s: %w", where, err)
 	}
@@ -74,6 +75,12 @@ func (k *keysCmd) shadow(ctx context.Context) error {
 		return enc.Encode(sum)
 	}
 	fmt.Fprintf(k.stdout, "%d calls the candidate policy would have decided otherwise (%s)\n", sum.Differences, where)
+	if sum.CandidateDigest != "" {
+		fmt.Fprintf(k.stdout, "the newest candidate: %s\n", sum.CandidateDigest)
+	}
+	if sum.Older > 0 {
+		fmt.Fprintf(k.stdout, "(%d differences earlier candidates made are left out)\n", sum.Older)
+	}
 	if sum.Truncated {
 		fmt.Fprintf(k.stdout, "(more chains hold records than were read: the newest %d records of %d pages of chains)\n", audit.ShadowPerChain, audit.ShadowChainPages)
 	}

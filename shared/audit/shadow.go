@@ -12,7 +12,11 @@ import (
 // The policy trial's summary (settings.json candidate_config): what the
 // candidate policy would have decided otherwise, from the trail's
 // policy.shadow_differs records, counted per endpoint and per credential
-// (a summary record counts its repeats), with the newest examples. It
+// (a summary record counts its repeats), with the newest examples. A
+// difference names the candidate that made it (its Subject: the
+// candidate's configuration digest), and only the candidate in force's
+// are counted: after a change the older candidate's are left out (and
+// counted as such). It
 // reads at most ShadowChainPages pages of chains and the newest
 // ShadowPerChain records of each: bounded, never a scan. The operator API
 // (GET /v1/operator/shadow), the page and countersign shadow show it.
@@ -45,8 +49,15 @@ type ShadowExample struct {
 // ShadowSummary is the summary.
 type ShadowSummary struct {
 	// Candidate is the candidate_config in force ("" when none).
-	Candidate    string          `json:"candidate"`
-	Differences  int             `json:"differences"`
+	Candidate string `json:"candidate"`
+	// CandidateDigest is the digest of the candidate whose differences
+	// are counted: the one in force, or, when the reader knows none, the
+	// one of the newest difference.
+	CandidateDigest string `json:"candidate_digest,omitempty"`
+	Differences     int    `json:"differences"`
+	// Older counts the differences read that other (earlier) candidates
+	// made: left out of everything else.
+	Older        int             `json:"older,omitempty"`
 	ByEndpoint   map[string]int  `json:"by_endpoint"`
 	ByCredential map[string]int  `json:"by_credential"`
 	Examples     []ShadowExample `json:"examples"`
@@ -54,10 +65,11 @@ type ShadowSummary struct {
 	Truncated bool `json:"truncated,omitempty"`
 }
 
-// Shadow summarises the differences recorded in r; candidate is the
-// candidate_config in force, as the summary names it.
-func Shadow(ctx context.Context, r ShadowReader, candidate string) (ShadowSummary, error) {
-	sum := ShadowSummary{Candidate: candidate, ByEndpoint: map[string]int{}, ByCredential: map[string]int{}, Examples: []ShadowExample{}}
+// Shadow summarises the differences recorded in r by the candidate whose
+// configuration digest is digest ("": the newest difference's); candidate
+// is the candidate_config in force, as the summary names it.
+func Shadow(ctx context.Context, r ShadowReader, candidate, digest string) (ShadowSummary, error) {
+	sum := ShadowSummary{Candidate: candidate, CandidateDigest: digest, ByEndpoint: map[string]int{}, ByCredential: map[string]int{}, Examples: []ShadowExample{}}
 	q := countersign.ListQuery{Limit: countersign.MaxPageSize}
 	var found []*countersign.AuditRecord
 	for page := 0; ; page++ {
@@ -86,8 +98,15 @@ func Shadow(ctx context.Context, r ShadowReader, candidate string) (ShadowSummar
 		q.Cursor = chains.Next
 	}
 	sort.Slice(found, func(i, j int) bool { return found[i].At.After(found[j].At) })
+	if sum.CandidateDigest == "" && len(found) > 0 {
+		sum.CandidateDigest = found[0].Subject
+	}
 	for _, rec := range found {
 		n := int(max(rec.Count, 1))
+		if rec.Subject != sum.CandidateDigest {
+			sum.Older += n
+			continue
+		}
 		endpoint := rec.Method + " " + rec.Path + " on " + rec.Connection
 		sum.Differences += n
 		sum.ByEndpoint[endpoint] += n

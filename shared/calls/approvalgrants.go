@@ -82,8 +82,8 @@ type rememberPlan struct {
 
 // planRemember checks an answer's Remember against confirmation id and
 // the policy in force: the answer approves one call of an endpoint whose
-// approval.remember allows that many minutes, which no quorum or four
-// eyes governs, and the credential has room for another grant. Every
+// approval.remember allows that many minutes, which no quorum, four eyes
+// or passkey governs (as recorded when it paused), and the credential has room for another grant. Every
 // refusal is invalid_remember, before anything is decided.
 func (s *Service) planRemember(ctx context.Context, id string, a confirm.Answer) (*rememberPlan, error) {
 	refuse := func(why string) error { return fault.New(fault.InvalidRemember, why+"; nothing was decided") }
@@ -102,6 +102,9 @@ func (s *Service) planRemember(ctx context.Context, id string, a confirm.Answer)
 	}
 	if c.Required > 1 || c.SeparateApprover {
 		return nil, refuse("this call needs more than one person's approval (approval.required or separate_approver), so it cannot be remembered")
+	}
+	if confirm.NeedsPasskey(c, nil) {
+		return nil, refuse("this call is approved with a passkey (approval.passkey), which a grant cannot carry, so it cannot be remembered")
 	}
 	op := c.Operations[0]
 	m, ok := s.Current().Policy.Resolve(op.Connection, op.Method, op.Path)

@@ -17,7 +17,10 @@ import (
 // (countersign_policy_shadow_differs_total) and recorded on its
 // credential's audit chain as policy.shadow_differs, bounded and counted
 // like denials: identical differences within a minute are one record and
-// a summary.
+// a summary. A difference's Subject is the candidate's digest
+// (config.Config.Digest): the summary counts the candidate in force's
+// alone, and two candidates' identical differences are never counted
+// into one record.
 
 // shadow decides the call with the candidate policy and records a
 // difference from the live decision d.
@@ -39,7 +42,7 @@ func (s *Service) shadow(ctx context.Context, cred *countersign.Credential, p *p
 		endpoint = m.Endpoint.Path
 	}
 	s.record(ctx, countersign.AuditRecord{Chain: audit.ChainOf(cred.ID), Actor: "system", Action: audit.ActionShadowDiffers,
-		Subject: p.Method + " " + endpoint + " on " + p.Connection, Credential: cred.ID, Connection: p.Connection, Method: p.Method, Path: endpoint,
+		Subject: cand.Digest, Credential: cred.ID, Connection: p.Connection, Method: p.Method, Path: endpoint,
 		Tier: d.Tier.String(), Rule: d.Rule, Outcome: "live " + DecisionText(d) + "; candidate " + DecisionText(c),
 		Reason: audit.ShadowReason(c.Rule)})
 }

@@ -33,7 +33,8 @@ type Config struct {
 	// needs besides the decision (upstream URL, headers, hooks, tools).
 	Connections map[string]*Connection
 	// Digest names the configuration (Digest over the files it was
-	// loaded from); empty for a candidate.
+	// loaded from). A candidate's names the candidate alone: its
+	// differences on the audit trail carry it (calls.Service).
 	Digest string
 	// Candidate is the candidate policy of settings.json candidate_config
 	// (candidate.go), decided beside this one and never enforced; nil
@@ -417,10 +418,8 @@ func LoadFS(fsys fs.FS, name string, opts *LoadOptions) (*Config, error) {
 		return nil, &Error{File: l.where("connections"), Msg: err.Error()}
 	}
 	cfg.Policy = p
-	if !l.candidate {
-		if cfg.Digest, err = Digest(fsys); err != nil {
-			return nil, &Error{File: name, Msg: err.Error()}
-		}
+	if cfg.Digest, err = Digest(fsys); err != nil {
+		return nil, &Error{File: name, Msg: err.Error()}
 	}
 	if rel := cfg.Settings.CandidateConfig; rel != "" {
 		if cfg.Candidate, err = loadCandidate(fsys, l, rel, opts); err != nil {

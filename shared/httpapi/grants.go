@@ -45,10 +45,11 @@ func rememberMinutes(form map[string][]string) (int, error) {
 }
 
 // rememberOffer is what the page offers as "Approve and allow for N
-// minutes" for c, or nil: one call, no quorum or four eyes recorded, and
+// minutes" for c, or nil: one call, no quorum, four eyes or passkey
+// recorded (a grant would be refused: calls.Service.AnswerRemember), and
 // an endpoint whose approval.remember (in the policy in force) allows it.
 func (a *Approver) rememberOffer(c *countersign.Confirmation) *approvalpage.Remember {
-	if c == nil || c.Kind != countersign.KindCall || len(c.Operations) != 1 || c.Required > 1 || c.SeparateApprover {
+	if c == nil || c.Kind != countersign.KindCall || len(c.Operations) != 1 || c.Required > 1 || c.SeparateApprover || confirm.NeedsPasskey(c, nil) {
 		return nil
 	}
 	op := c.Operations[0]

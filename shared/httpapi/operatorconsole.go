@@ -179,7 +179,7 @@ func (o *Operator) shadowPage(ctx context.Context, r *http.Request, cred *counte
 		o.logger().ErrorContext(ctx, "shadow summary not read", "error", err)
 		return o.dashboard(ctx, r, cred, cl, http.StatusInternalServerError, "The audit trail could not be read; try again.", true)
 	}
-	sp := &operatorpage.ShadowPage{Candidate: sum.Candidate, Differences: sum.Differences, Truncated: sum.Truncated}
+	sp := &operatorpage.ShadowPage{Candidate: sum.Candidate, Digest: sum.CandidateDigest, Differences: sum.Differences, Older: sum.Older, Truncated: sum.Truncated}
 	if sp.Candidate == "" {
 		sp.Candidate = "(none configured now)"
 	}

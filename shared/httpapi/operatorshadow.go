@@ -30,5 +30,10 @@ func (o *Operator) shadowRoute(ctx context.Context, r *http.Request) reply {
 }
 
 func (o *Operator) shadowSummary(ctx context.Context) (audit.ShadowSummary, error) {
-	return audit.Shadow(ctx, o.Audit, o.Calls.Current().Settings.CandidateConfig)
+	cfg := o.Calls.Current()
+	digest := "" // none in force: the newest difference's candidate
+	if cfg.Candidate != nil {
+		digest = cfg.Candidate.Digest
+	}
+	return audit.Shadow(ctx, o.Audit, cfg.Settings.CandidateConfig, digest)
 }

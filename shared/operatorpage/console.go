@@ -203,8 +203,12 @@ func boundDetail(d *CredentialPage) *CredentialPage {
 // ShadowPage is the policy trial's page: what the candidate policy
 // (settings.json candidate_config) would have decided otherwise.
 type ShadowPage struct {
-	Candidate   string
+	Candidate string
+	// Digest names the candidate whose differences are counted; Older
+	// counts those of earlier candidates, left out.
+	Digest      string
 	Differences int
+	Older       int
 	Truncated   bool
 	Examples    []ShadowExample
 }
@@ -229,9 +233,20 @@ func (v *view) shadowPage(b *strings.Builder) {
 	w := b.WriteString
 	w("\n<h2 id=\"shadow\">Policy trial</h2>\n<p class=\"hint\">The candidate <code>")
 	value(b, d.Candidate)
-	w("</code> would have decided ")
+	w("</code>")
+	if d.Digest != "" {
+		w(" (<code>")
+		value(b, d.Digest)
+		w("</code>)")
+	}
+	w(" would have decided ")
 	w(strconv.Itoa(d.Differences))
 	w(" calls otherwise. The live policy decided them.</p>")
+	if d.Older > 0 {
+		w("\n<p class=\"hint\" id=\"older\">")
+		w(strconv.Itoa(d.Older))
+		w(" differences an earlier candidate made are left out.</p>")
+	}
 	if d.Truncated {
 		w("\n<p class=\"hint\">More chains hold records than were read.</p>")
 	}
@@ -264,7 +279,7 @@ func boundShadow(d *ShadowPage) *ShadowPage {
 		return nil
 	}
 	c := *d
-	c.Candidate = clip(c.Candidate, maxField)
+	c.Candidate, c.Digest = clip(c.Candidate, maxField), clip(c.Digest, maxField)
 	if len(c.Examples) > MaxRows {
 		c.Examples = c.Examples[:MaxRows]
 	}

@@ -97,3 +97,55 @@ func TestCandidatePolicyIsTriedNotEnforced(t *testing.T) {
 		t.Fatalf("shadow summary after the window's summary: %s", s.body)
 	}
 }
+
+// TestShadowSummaryCountsTheCandidateInForce: after the candidate changes
+// (the same candidate_config path, other content), the summary counts
+// the new candidate's differences alone, even one identical to an older
+// candidate's but for the candidate, and says how many it left out.
+func TestShadowSummaryCountsTheCandidateInForce(t *testing.T) {
+	h := newHarness(t, harnessOptions{})
+	h.withCandidatePolicy()
+	for _, id := range []string{"5", "6", "7"} {
+		expect(t, h.call("cs_test_ask", deleteContact(id)), http.StatusAccepted, "")
+	}
+	h.restart() // the window's summary is written: three differences
+	first := h.operatorJSON(http.MethodGet, "/v1/operator/shadow", "")
+	if first.get("differences") != 3.0 || first.str("candidate_digest") == "" {
+		t.Fatalf("the first candidate's summary: %s", first.body)
+	}
+
+	// The candidate changes: GET /contacts/{id} is never too.
+	h.stop()
+	p := filepath.Join(h.configDir, "candidate", "connections", "crm", "policy.json")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := strings.Replace(string(b), `{"method": "GET",    "path": "/contacts/{id}"}`, `{"method": "GET",    "path": "/contacts/{id}", "confirm": "never"}`, 1)
+	if changed == string(b) {
+		t.Fatal("the candidate's GET /contacts/{id} not found")
+	}
+	if err := os.WriteFile(p, []byte(changed), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.start()
+	s := h.operatorJSON(http.MethodGet, "/v1/operator/shadow", "")
+	if s.get("differences") != 0.0 || s.get("older") != 3.0 || s.str("candidate_digest") == first.str("candidate_digest") {
+		t.Fatalf("the changed candidate before any call: %s", s.body)
+	}
+
+	expect(t, h.call("cs_test_ask", deleteContact("8")), http.StatusAccepted, "")
+	expect(t, h.call("cs_test_ask", map[string]any{"connection": "crm", "method": "GET", "path": "/contacts/1", "intent": "read"}), http.StatusOK, "")
+	s = h.operatorJSON(http.MethodGet, "/v1/operator/shadow", "")
+	if s.get("differences") != 2.0 || s.get("older") != 3.0 || s.get("by_endpoint.DELETE /contacts/{id} on crm") != 1.0 ||
+		s.get("by_endpoint.GET /contacts/{id} on crm") != 1.0 || s.get("by_credential.chat-user") != 2.0 {
+		t.Fatalf("the changed candidate's summary: %s", s.body)
+	}
+	b2 := newBrowser(t, h)
+	b2.login(b2.get("/operator"), operatorKey)
+	trial := b2.get("/operator/shadow")
+	if trial.status != http.StatusOK || !strings.Contains(string(trial.body), "would have decided 2 calls otherwise") ||
+		!strings.Contains(string(trial.body), "3 differences an earlier candidate made are left out") {
+		t.Fatalf("the policy trial page: %d\n%s", trial.status, trial.body)
+	}
+}
