@@ -231,7 +231,7 @@ func (v *view) trialLink(b *strings.Builder) {
 func (v *view) shadowPage(b *strings.Builder) {
 	d := v.Shadow
 	w := b.WriteString
-	w("\n<h2 id=\"shadow\">Policy trial</h2>\n<p class=\"hint\">The candidate <code>")
+	w("\n<h2 id=\"shadow\">Policy trial</h2>\n<p class=\"hint\">Calls the candidate <code>")
 	value(b, d.Candidate)
 	w("</code>")
 	if d.Digest != "" {
@@ -239,9 +239,9 @@ func (v *view) shadowPage(b *strings.Builder) {
 		value(b, d.Digest)
 		w("</code>)")
 	}
-	w(" would have decided ")
+	w(" would have decided otherwise: ")
 	w(strconv.Itoa(d.Differences))
-	w(" calls otherwise. The live policy decided them.</p>")
+	w(". The live policy decided them.</p>")
 	if d.Older > 0 {
 		w("\n<p class=\"hint\" id=\"older\">")
 		w(strconv.Itoa(d.Older))

@@ -85,7 +85,7 @@ func TestCandidatePolicyIsTriedNotEnforced(t *testing.T) {
 		t.Fatalf("the operator page has no link to the policy trial:\n%s", page.body)
 	}
 	trial := b.get("/operator/shadow")
-	if trial.status != http.StatusOK || !strings.Contains(string(trial.body), "would have decided 1 calls otherwise") ||
+	if trial.status != http.StatusOK || !strings.Contains(string(trial.body), "would have decided otherwise: 1.") ||
 		!strings.Contains(string(trial.body), "live pause (confirm); candidate deny blocked (never)") {
 		t.Fatalf("the policy trial page: %d\n%s", trial.status, trial.body)
 	}
@@ -144,7 +144,7 @@ func TestShadowSummaryCountsTheCandidateInForce(t *testing.T) {
 	b2 := newBrowser(t, h)
 	b2.login(b2.get("/operator"), operatorKey)
 	trial := b2.get("/operator/shadow")
-	if trial.status != http.StatusOK || !strings.Contains(string(trial.body), "would have decided 2 calls otherwise") ||
+	if trial.status != http.StatusOK || !strings.Contains(string(trial.body), "would have decided otherwise: 2.") ||
 		!strings.Contains(string(trial.body), "3 differences an earlier candidate made are left out") {
 		t.Fatalf("the policy trial page: %d\n%s", trial.status, trial.body)
 	}
