@@ -6,9 +6,11 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"hash"
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -93,6 +95,7 @@ func checkField(name, v string) error {
 type Signer struct {
 	current Key
 	keys    map[string][]byte
+	macs    map[string]*sync.Pool // key id -> *macState of that key
 }
 
 // NewSigner returns a Signer that signs with current and verifies links
@@ -100,7 +103,7 @@ type Signer struct {
 // Every key needs a valid ID and a secret of at least MinSecretLen bytes, and
 // key ids must be distinct. The secrets are copied.
 func NewSigner(current Key, others ...Key) (*Signer, error) {
-	s := &Signer{keys: make(map[string][]byte, 1+len(others))}
+	s := &Signer{keys: make(map[string][]byte, 1+len(others)), macs: make(map[string]*sync.Pool, 1+len(others))}
 	for i, k := range append([]Key{current}, others...) {
 		if err := k.validate(); err != nil {
 			return nil, fmt.Errorf("links: new signer: %w", err)
@@ -110,6 +113,7 @@ func NewSigner(current Key, others ...Key) (*Signer, error) {
 		}
 		secret := append([]byte(nil), k.Secret...)
 		s.keys[k.ID] = secret
+		s.macs[k.ID] = &sync.Pool{New: func() any { return &macState{h: hmac.New(sha256.New, secret)} }}
 		if i == 0 {
 			s.current = Key{ID: k.ID, Secret: secret}
 		}
@@ -145,7 +149,9 @@ func (s *Signer) Sign(id, approver string, exp time.Time) Link {
 		panic("links: sign: " + err.Error())
 	}
 	l := Link{ID: id, Approver: approver, Exp: exp.Unix(), KID: s.current.ID}
-	l.Sig = base64.RawURLEncoding.EncodeToString(mac(s.current.Secret, l))
+	var sum [sha256.Size]byte
+	s.mac(s.current.ID, l, &sum)
+	l.Sig = base64.RawURLEncoding.EncodeToString(sum[:])
 	return l
 }
 
@@ -160,15 +166,16 @@ func (s *Signer) Verify(l Link, now time.Time) error {
 	if err := checkField("approver", l.Approver); err != nil {
 		return fmt.Errorf("%w: %v", ErrBadSignature, err)
 	}
-	secret, ok := s.keys[l.KID]
-	if !ok {
+	if _, ok := s.keys[l.KID]; !ok {
 		return fmt.Errorf("%w: unknown key id %q", ErrBadSignature, truncate(l.KID, maxKIDLen))
 	}
 	got, err := base64.RawURLEncoding.Strict().DecodeString(l.Sig)
 	if err != nil || len(got) != sha256.Size {
 		return fmt.Errorf("%w: malformed signature", ErrBadSignature)
 	}
-	if !hmac.Equal(got, mac(secret, l)) {
+	var sum [sha256.Size]byte
+	s.mac(l.KID, l, &sum)
+	if !hmac.Equal(got, sum[:]) {
 		return fmt.Errorf("%w: signature does not match", ErrBadSignature)
 	}
 	if !now.Before(time.Unix(l.Exp, 0)) {
@@ -182,15 +189,40 @@ func (s *Signer) Verify(l Link, now time.Time) error {
 // None of the fields can hold a newline, so the encoding is unambiguous.
 func mac(secret []byte, l Link) []byte {
 	h := hmac.New(sha256.New, secret)
-	h.Write([]byte(macPrefix))
-	h.Write([]byte(l.ID))
-	h.Write([]byte{'\n'})
-	h.Write([]byte(l.Approver))
-	h.Write([]byte{'\n'})
-	h.Write([]byte(strconv.FormatInt(l.Exp, 10)))
-	h.Write([]byte{'\n'})
-	h.Write([]byte(l.KID))
+	h.Write(appendMACInput(nil, l))
 	return h.Sum(nil)
+}
+
+func appendMACInput(b []byte, l Link) []byte {
+	b = append(b, macPrefix...)
+	b = append(b, l.ID...)
+	b = append(b, '\n')
+	b = append(b, l.Approver...)
+	b = append(b, '\n')
+	b = strconv.AppendInt(b, l.Exp, 10)
+	b = append(b, '\n')
+	return append(b, l.KID...)
+}
+
+// macState is one key's HMAC and the buffers of one computation, reused
+// through the Signer's pool: a link is signed for every pause and checked
+// on every approval page, and hmac.New with its per-call buffers was most
+// of a link's allocations.
+type macState struct {
+	h        hash.Hash
+	msg, sum []byte
+}
+
+// mac writes mac(key kid's secret, l) to out. kid is one of s's keys.
+func (s *Signer) mac(kid string, l Link, out *[sha256.Size]byte) {
+	p := s.macs[kid]
+	st := p.Get().(*macState)
+	st.h.Reset()
+	st.msg = appendMACInput(st.msg[:0], l)
+	st.h.Write(st.msg)
+	st.sum = st.h.Sum(st.sum[:0])
+	copy(out[:], st.sum)
+	p.Put(st)
 }
 
 // Query returns the link's query: a, exp, kid and sig.
