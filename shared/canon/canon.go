@@ -42,10 +42,48 @@ const bindingVersion = "countersign-binding-v1"
 // one binding approves nothing else. endpoint is the path template
 // (/contacts/{id}); the concrete path parameters live in args.
 func Binding(credential, connection, method, endpoint string, args any) (string, error) {
+	if b, ok := plainBinding(credential, connection, method, endpoint, args); ok {
+		sum := sha256.Sum256(b)
+		return hex.EncodeToString(sum[:]), nil
+	}
 	b, err := Marshal([]any{bindingVersion, credential, connection, method, endpoint, args})
 	if err != nil {
 		return "", fmt.Errorf("binding: %w", err)
 	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:]), nil
+}
+
+// plainBinding builds Binding's canonical array without encoding and
+// re-parsing the four strings, when each is printable ASCII without a
+// quote or backslash (the credential, connection, method and endpoint
+// template always are): encoding/json and RFC 8785 both write such a
+// string as is between quotes, and the canonical form of an array is its
+// elements' canonical forms, so the bytes are those of Marshal's array
+// (TestPlainBindingMatchesArray, FuzzPlainBinding). Anything else, an
+// error included, is left to the general path.
+func plainBinding(credential, connection, method, endpoint string, args any) ([]byte, bool) {
+	for _, s := range [...]string{credential, connection, method, endpoint} {
+		for i := 0; i < len(s); i++ {
+			if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+				return nil, false
+			}
+		}
+	}
+	a, err := Marshal(args)
+	if err != nil {
+		return nil, false
+	}
+	b := make([]byte, 0, len(bindingVersion)+len(credential)+len(connection)+len(method)+len(endpoint)+len(a)+16)
+	b = append(b, `["`+bindingVersion+`","`...)
+	b = append(b, credential...)
+	b = append(b, `","`...)
+	b = append(b, connection...)
+	b = append(b, `","`...)
+	b = append(b, method...)
+	b = append(b, `","`...)
+	b = append(b, endpoint...)
+	b = append(b, `",`...)
+	b = append(b, a...)
+	return append(b, ']'), true
 }
