@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -107,14 +109,25 @@ var coldMains = map[string]func() (http.Handler, error){
 // the run. A process runs one cold start only (the SDK's and the JSON
 // codec's caches are warm after it), so a profile is built up from many
 // runs (see the flags above).
+//
+// Without -coldstart it runs every function's main once, each in a
+// subtest: each must load the deployment from the fake and answer its
+// first invocation (the steps are logged, not measured).
 func TestColdStartSteps(t *testing.T) {
-	if *coldStart == "" {
-		t.Skip("a measurement: -coldstart FUNCTION")
+	if *coldStart != "" {
+		main, ok := coldMains[*coldStart]
+		if !ok {
+			t.Fatalf("-coldstart %q: no such function", *coldStart)
+		}
+		coldStartSteps(t, *coldStart, main)
+		return
 	}
-	main, ok := coldMains[*coldStart]
-	if !ok {
-		t.Fatalf("-coldstart %q: no such function", *coldStart)
+	for _, name := range slices.Sorted(maps.Keys(coldMains)) {
+		t.Run(name, func(t *testing.T) { coldStartSteps(t, name, coldMains[name]) })
 	}
+}
+
+func coldStartSteps(t *testing.T, name string, main func() (http.Handler, error)) {
 	// BenchmarkInit's account: settings.json, one connection, two secrets.
 	fake := awsfake.New()
 	old := time.Now().Add(-time.Hour)
@@ -195,7 +208,7 @@ func TestColdStartSteps(t *testing.T) {
 		}
 		mark("first invocation (GET /healthz) answered; CPU time since the start %.3f ms", float64(processCPU()-cpu0)/float64(time.Millisecond))
 	}
-	t.Logf("%s cold start, after package initialisation:\n%s", *coldStart, strings.Join(steps, "\n"))
+	t.Logf("%s cold start, after package initialisation:\n%s", name, strings.Join(steps, "\n"))
 }
 
 // processCPU is the process's CPU time so far, user and system.
