@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -21,7 +22,6 @@ import (
 
 	"github.com/countersign/countersign/infra/local/stack"
 	"github.com/countersign/countersign/shared/notify"
-	"github.com/countersign/countersign/shared/store/embedded"
 )
 
 // The targets of docs/design.md for the confirmed path.
@@ -327,6 +327,43 @@ type hsBlock struct {
 // block runs c workers, each doing whole handshakes until d has passed,
 // then waits for the stack's writes to settle and counts them.
 func (e *hsEnv) block(ctx context.Context, c int, d time.Duration) (hsBlock, error) {
+	return e.measure(ctx, c, d, 2*time.Second, 20*time.Millisecond, func(w int, i int64) (time.Duration, time.Duration, error) {
+		key := fmt.Sprintf("cs_bench_%02d", w)
+		if e.one {
+			key = "cs_bench_00"
+		}
+		return e.handshake(key, 1+i%20)
+	})
+}
+
+// pauseBlock runs c workers calling with one credential, key, each
+// making confirmed calls that pause (202) and nothing more, until d has
+// passed or the credential has maxPausesPerBlock pauses; then it waits
+// for the stack's writes to settle (the notify tasks') and counts them.
+func (e *hsEnv) pauseBlock(ctx context.Context, c int, d time.Duration, key string) (hsBlock, error) {
+	return e.measure(ctx, c, d, 5*time.Second, 50*time.Millisecond, func(_ int, i int64) (time.Duration, time.Duration, error) {
+		if i > maxPausesPerBlock {
+			return 0, 0, errBlockFull
+		}
+		t0 := time.Now()
+		call := fmt.Sprintf(`{"connection":"crm","method":"DELETE","path":"/contacts/%d","intent":"write"}`, 1+i%20)
+		status, body, err := e.post(e.stack.URL+"/v1/calls", "application/json", key, call)
+		if err == nil && status != http.StatusAccepted {
+			err = fmt.Errorf("call: status %d: %s", status, body)
+		}
+		return time.Since(t0), 0, err
+	})
+}
+
+// errBlockFull stops a worker without failing the block.
+var errBlockFull = errors.New("the block's credential has its pauses")
+
+// measure runs c workers until d has passed, each calling op (with its
+// number and the block's running count) until op fails, and gathers what
+// each operation took (toCall only where op gives one); then it waits up
+// to settle, checking every step, for the store's counts to stop moving
+// and counts the writes and commits of the block.
+func (e *hsEnv) measure(ctx context.Context, c int, d, settle, step time.Duration, op func(w int, i int64) (total, toCall time.Duration, err error)) (hsBlock, error) {
 	before := e.stack.StoreStats()
 	cpu0 := selfCPU()
 	var (
@@ -342,24 +379,22 @@ func (e *hsEnv) block(ctx context.Context, c int, d time.Duration) (hsBlock, err
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			key := fmt.Sprintf("cs_bench_%02d", w)
-			if e.one {
-				key = "cs_bench_00"
-			}
 			var total, toCall []time.Duration
 			var err error
 			for ctx.Err() == nil && time.Now().Before(deadline) {
 				var t, a time.Duration
-				t, a, err = e.handshake(key, 1+seq.Add(1)%20)
-				if err != nil {
+				if t, a, err = op(w, seq.Add(1)); err != nil {
 					break
 				}
-				total, toCall = append(total, t), append(toCall, a)
+				total = append(total, t)
+				if a > 0 {
+					toCall = append(toCall, a)
+				}
 			}
 			mu.Lock()
 			out.total = append(out.total, total...)
 			out.toCall = append(out.toCall, toCall...)
-			if err != nil && first == nil {
+			if err != nil && !errors.Is(err, errBlockFull) && first == nil {
 				first = err
 			}
 			mu.Unlock()
@@ -376,15 +411,8 @@ func (e *hsEnv) block(ctx context.Context, c int, d time.Duration) (hsBlock, err
 		return out, ctx.Err()
 	}
 	// The workflow's last transitions may still be committing.
-	out.writes, out.commits = e.settled(before, 2*time.Second, 20*time.Millisecond)
-	return out, nil
-}
-
-// settled waits up to limit, checking every step, for the store's counts
-// to stop moving, and returns the writes and commits since before.
-func (e *hsEnv) settled(before embedded.Stats, limit, step time.Duration) (writes, commits uint64) {
 	after := e.stack.StoreStats()
-	for settle := time.Now().Add(limit); time.Now().Before(settle); {
+	for until := time.Now().Add(settle); time.Now().Before(until); {
 		time.Sleep(step)
 		now := e.stack.StoreStats()
 		if now == after {
@@ -392,68 +420,7 @@ func (e *hsEnv) settled(before embedded.Stats, limit, step time.Duration) (write
 		}
 		after = now
 	}
-	return after.Writes - before.Writes, after.Commits - before.Commits
-}
-
-// pauseBlock runs c workers calling with one credential, key, each
-// making confirmed calls that pause (202) and nothing more, until d has
-// passed or the credential has maxPausesPerBlock pauses; then it waits
-// for the stack's writes to settle (the notify tasks') and counts them.
-func (e *hsEnv) pauseBlock(ctx context.Context, c int, d time.Duration, key string) (hsBlock, error) {
-	before := e.stack.StoreStats()
-	cpu0 := selfCPU()
-	var (
-		mu    sync.Mutex
-		out   hsBlock
-		first error
-		wg    sync.WaitGroup
-		seq   atomic.Int64
-	)
-	start := time.Now()
-	deadline := start.Add(d)
-	for range c {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var took []time.Duration
-			var err error
-			for ctx.Err() == nil && time.Now().Before(deadline) {
-				i := seq.Add(1)
-				if i > maxPausesPerBlock {
-					break
-				}
-				t0 := time.Now()
-				call := fmt.Sprintf(`{"connection":"crm","method":"DELETE","path":"/contacts/%d","intent":"write"}`, 1+i%20)
-				var status int
-				var body []byte
-				status, body, err = e.post(e.stack.URL+"/v1/calls", "application/json", key, call)
-				if err == nil && status != http.StatusAccepted {
-					err = fmt.Errorf("call: status %d: %s", status, body)
-				}
-				if err != nil {
-					break
-				}
-				took = append(took, time.Since(t0))
-			}
-			mu.Lock()
-			out.total = append(out.total, took...)
-			if err != nil && first == nil {
-				first = err
-			}
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
-	out.elapsed = time.Since(start)
-	out.cpu = selfCPU() - cpu0
-	out.n = len(out.total)
-	if first != nil {
-		return out, first
-	}
-	if ctx.Err() != nil {
-		return out, ctx.Err()
-	}
-	out.writes, out.commits = e.settled(before, 5*time.Second, 50*time.Millisecond)
+	out.writes, out.commits = after.Writes-before.Writes, after.Commits-before.Commits
 	return out, nil
 }
 
