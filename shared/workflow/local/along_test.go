@@ -208,3 +208,38 @@ func TestStartAlongToken(t *testing.T) {
 		}
 	})
 }
+
+// TestStartedExecutionReadsOnce: a started confirm execution, from its
+// write to the notify function's return (what every pause costs), decodes
+// its record once: the driver reads it to run the Notify task, and neither
+// the check that the task was not answered meanwhile (the token index
+// says it) nor the driver's end (the task waits on its token) reads it
+// again. It was three.
+func TestStartedExecutionReadsOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakes{}
+		v := newEnv(t, f)
+		defer v.close(t)
+		before := recordDecodes.Load()
+		id := v.start(t, workflow.Confirm, "cf_1", 600)
+		synctest.Wait()
+		if n := len(f.calls(&f.notify)); n != 1 {
+			t.Fatalf("notify called %d times", n)
+		}
+		if n := recordDecodes.Load() - before; n != 1 {
+			t.Errorf("%d decodes of the execution record from its start to the notify function's return, want 1", n)
+		}
+		v.e.mu.Lock()
+		notified, drivers := len(v.e.notified), len(v.e.drivers)
+		v.e.mu.Unlock()
+		if notified != 1 || drivers != 0 {
+			t.Errorf("%d notified marks and %d drivers, want 1 and 0", notified, drivers)
+		}
+		// Still answered as before.
+		if err := v.e.SendTaskSuccess(context.Background(), f.token(t), []byte(`{"approved":true}`)); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		wantState(t, v.info(t, id), StatusSucceeded, "Approved")
+	})
+}

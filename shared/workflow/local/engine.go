@@ -364,7 +364,7 @@ func (e *Engine) Resume(ctx context.Context) error {
 	err := e.db.View(func(tx *bbolt.Tx) error {
 		return tx.Bucket(bucketExecutions).ForEach(func(k, v []byte) error {
 			var r record
-			if err := json.Unmarshal(v, &r); err != nil {
+			if err := decodeRecord(v, &r); err != nil {
 				return fmt.Errorf("decode execution %s: %w", k, err)
 			}
 			if r.Status == StatusRunning {

@@ -110,14 +110,15 @@ func (e *Engine) markNotified(id, token string) {
 	e.mu.Unlock()
 	// The task may have been answered before the function returned (the
 	// approver was quick): then nothing will forget the token, so do it.
-	var current string
+	// The token index holds a running execution's current token and no
+	// other (putRecord removes a token its record no longer waits on), so
+	// looking the token up there tells without decoding the record.
+	current := false
 	_ = e.db.View(func(tx *bbolt.Tx) error {
-		if r, err := getRecord(tx, id); err == nil && r != nil && r.Status == StatusRunning {
-			current = r.Token
-		}
+		current = string(tx.Bucket(bucketTokens).Get([]byte(token))) == id
 		return nil
 	})
-	if current != token {
+	if !current {
 		e.forgetNotified(token)
 	}
 }
@@ -252,6 +253,12 @@ func (e *Engine) drive(id string) {
 		if errors.Is(err, errStale) {
 			continue
 		}
+		if errors.Is(err, errWaits) {
+			// Nothing for a driver until the task is answered or times
+			// out, and that change kicks one (acted): reading the record
+			// again to find that out would cost every pause a decode.
+			return
+		}
 		if err != nil {
 			if e.ctx.Err() == nil {
 				e.log.Error("workflow: run state", "execution", id, "state", r.State, "err", err)
@@ -275,6 +282,10 @@ func (e *Engine) sleep(d time.Duration) bool {
 		return false
 	}
 }
+
+// errWaits means the current Task's function was handed its token and
+// returned: the execution waits on the token.
+var errWaits = errors.New("local: waiting on the task token")
 
 // errShutdown means the engine closed during a function call.
 var errShutdown = errors.New("local: engine closing")
@@ -351,7 +362,7 @@ func (e *Engine) runState(r *record) error {
 		}
 		// The function's output is ignored: the task waits for its token.
 		e.markNotified(r.ID, token)
-		return nil
+		return errWaits
 	}
 
 	if terr == nil && deadlineHit {

@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
+	jsonv1 "github.com/go-json-experiment/json/v1"
 	"go.etcd.io/bbolt"
 )
 
@@ -90,11 +92,28 @@ func getRecord(tx *bbolt.Tx, id string) (*record, error) {
 		return nil, nil
 	}
 	var r record
-	if err := json.Unmarshal(b, &r); err != nil {
+	if err := decodeRecord(b, &r); err != nil {
 		return nil, fmt.Errorf("decode execution %s: %w", id, err)
 	}
 	return &r, nil
 }
+
+// decodeRecord and encodeRecord read and write an execution record with
+// go-json-experiment's v1, encoding/json's semantics on the v2
+// implementation (as the embedded store's records): the same bytes, about
+// twice as fast with a third of the allocations, and every pause writes
+// one record and reads it back in its notify task
+// (TestRecordEncodingIsEncodingJSONs).
+func decodeRecord(b []byte, r *record) error {
+	recordDecodes.Add(1)
+	return jsonv1.Unmarshal(b, r)
+}
+
+// recordDecodes counts decodeRecord's calls, so that a test can bound the
+// reads a step makes (TestStartedExecutionReadsOnce).
+var recordDecodes atomic.Int64
+
+func encodeRecord(r *record) ([]byte, error) { return jsonv1.Marshal(r) }
 
 // putRecord writes cur, keeping the token index in step with prev.
 func putRecord(tx *bbolt.Tx, prev, cur *record) error {
@@ -109,7 +128,7 @@ func putRecord(tx *bbolt.Tx, prev, cur *record) error {
 			return err
 		}
 	}
-	b, err := json.Marshal(cur)
+	b, err := encodeRecord(cur)
 	if err != nil {
 		return fmt.Errorf("encode execution %s: %w", cur.ID, err)
 	}
