@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -45,18 +46,36 @@ func TestEffective(t *testing.T) {
 	}
 }
 
+// TestNewID: ids are cf_ and 26 lower-case base32 characters, never
+// repeated; those made in the same millisecond share their first nine
+// characters (the time: what keeps a group commit's pauses on shared leaf
+// pages of the store's trees) and differ after them (80 random bits), and
+// an id made later has another prefix.
 func TestNewID(t *testing.T) {
-	seen := map[string]bool{}
-	for range 100 {
-		id := confirm.NewID()
-		if !strings.HasPrefix(id, "cf_") || len(id) != len("cf_")+26 || strings.ToLower(id) != id {
-			t.Fatalf("NewID() = %q, want cf_ and 26 lower-case base32 characters", id)
+	synctest.Test(t, func(t *testing.T) {
+		seen := map[string]bool{}
+		first := confirm.NewID()
+		for range 100 {
+			id := confirm.NewID()
+			if !strings.HasPrefix(id, "cf_") || len(id) != len("cf_")+26 || strings.ToLower(id) != id {
+				t.Fatalf("NewID() = %q, want cf_ and 26 lower-case base32 characters", id)
+			}
+			if seen[id] {
+				t.Fatalf("NewID() repeated %q", id)
+			}
+			seen[id] = true
+			if id[:3+9] != first[:3+9] {
+				t.Errorf("ids of one millisecond %q and %q do not share their time", first, id)
+			}
+			if id[3+10:] == first[3+10:] {
+				t.Errorf("ids %q and %q share their random part", first, id)
+			}
 		}
-		if seen[id] {
-			t.Fatalf("NewID() repeated %q", id)
+		time.Sleep(time.Hour)
+		if later := confirm.NewID(); later[:3+9] == first[:3+9] {
+			t.Errorf("an id an hour later %q has the prefix of %q", later, first)
 		}
-		seen[id] = true
-	}
+	})
 }
 
 func TestCreate(t *testing.T) {

@@ -243,3 +243,24 @@ func TestStartedExecutionReadsOnce(t *testing.T) {
 		wantState(t, v.info(t, id), StatusSucceeded, "Approved")
 	})
 }
+
+// TestTokensSideBySide: task tokens made at the same instant share their
+// first ten characters (the time, so a group commit's pauses share the
+// token index's leaf pages) and differ after them (32 random bytes).
+func TestTokensSideBySide(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		first, err := newToken()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 100 {
+			tok, err := newToken()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(tok) != 54 || tok[:10] != first[:10] || tok[11:] == first[11:] {
+				t.Fatalf("tokens %q and %q: want 54 characters, the first ten shared and the rest not", first, tok)
+			}
+		}
+	})
+}
