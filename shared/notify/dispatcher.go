@@ -121,15 +121,23 @@ func (d *Dispatcher) NotifyEachWait(ctx context.Context, ev Event, linkFor func(
 	channels := d.channelsFor(ev.Type)
 	evs := perChannel(channels, ev, linkFor)
 	errs := make([]error, len(channels))
+	send := func(i int) {
+		ch := channels[i]
+		err := ch.Send(ctx, evs[i])
+		d.delivered(ctx, ch, ev, err)
+		if err != nil {
+			errs[i] = fmt.Errorf("notify %s: %w", ch.Name(), err)
+		}
+	}
+	// The last channel is sent on this goroutine, which waits anyway: one
+	// goroutine (and its stack's growth) fewer per pause, none with one
+	// channel.
 	var wg sync.WaitGroup
-	for i, ch := range channels {
-		wg.Go(func() {
-			err := ch.Send(ctx, evs[i])
-			d.delivered(ctx, ch, ev, err)
-			if err != nil {
-				errs[i] = fmt.Errorf("notify %s: %w", ch.Name(), err)
-			}
-		})
+	for i := range len(channels) - 1 {
+		wg.Go(func() { send(i) })
+	}
+	if len(channels) > 0 {
+		send(len(channels) - 1)
 	}
 	wg.Wait()
 	return errors.Join(errs...)

@@ -17,7 +17,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/aws/aws-lambda-go/lambda"
+	jsonv1 "github.com/go-json-experiment/json/v1"
 
 	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/infra/local/democrm"
@@ -475,17 +475,25 @@ func (s *Stack) flushAudit() {
 	}
 }
 
-// invoke adapts a Lambda handler to the engine exactly as the Lambda runtime
-// calls it (aws-lambda-go's reflection handler), so errors keep the type
-// names Step Functions would see.
-func invoke(handler any) local.LambdaFunc {
-	h := lambda.NewHandler(handler)
+// invoke adapts a Lambda handler to the engine as the Lambda runtime calls
+// it (aws-lambda-go's reflection handler): the payload decoded into the
+// handler's input with encoding/json's semantics, the handler's error
+// returned as it is, so errors keep the type names Step Functions would
+// see, and the result encoded as JSON. It decodes and encodes with
+// go-json-experiment's v1 instead of through reflect.Value.Call and
+// encoding/json's Decoder: every pause runs the notify task through it
+// (TestInvokeAsTheLambdaRuntime holds it to aws-lambda-go's handler).
+func invoke[In, Out any](handler func(context.Context, In) (Out, error)) local.LambdaFunc {
 	return func(ctx context.Context, payload json.RawMessage) (json.RawMessage, error) {
-		out, err := h.Invoke(ctx, payload)
+		var in In
+		if err := jsonv1.Unmarshal(payload, &in); err != nil {
+			return nil, err
+		}
+		out, err := handler(ctx, in)
 		if err != nil {
 			return nil, err
 		}
-		return out, nil
+		return jsonv1.Marshal(out)
 	}
 }
 
