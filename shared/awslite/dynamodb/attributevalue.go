@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -16,10 +17,13 @@ import (
 // values in DynamoDB's form: {"S": "..."}, {"N": "12"} (numbers as
 // strings), {"B": "<base64>"}, {"BOOL": true}, {"NULL": true}, {"L": [...]},
 // {"M": {...}}, {"SS": [...]}, {"NS": [...]}, {"BS": ["<base64>"...]}.
-var jsonOptions = json.JoinOptions(
-	json.WithMarshalers(json.JoinMarshalers(json.MarshalToFunc(encodeItem), json.MarshalToFunc(encodeValue))),
-	json.WithUnmarshalers(json.UnmarshalFromFunc(decodeValue)),
-)
+// Built at the first call, not at every cold start.
+var jsonOptions = sync.OnceValue(func() json.Options {
+	return json.JoinOptions(
+		json.WithMarshalers(json.JoinMarshalers(json.MarshalToFunc(encodeItem), json.MarshalToFunc(encodeValue))),
+		json.WithUnmarshalers(json.UnmarshalFromFunc(decodeValue)),
+	)
+})
 
 // errEmptySet is DynamoDB's refusal of an empty set, made before sending.
 var errEmptySet = errors.New("an empty set: DynamoDB refuses them")

@@ -77,7 +77,7 @@ func NewFromConfig(cfg aws.Config, optFns ...func(*Options)) *Client {
 
 // call sends in as op and decodes the answer into a new Out.
 func call[Out any](ctx context.Context, c *Client, op string, in any) (*Out, error) {
-	body, err := json.Marshal(in, jsonOptions)
+	body, err := json.Marshal(in, jsonOptions())
 	if err != nil {
 		return nil, fmt.Errorf("dynamodb %s: %w", op, err)
 	}
@@ -90,7 +90,7 @@ func call[Out any](ctx context.Context, c *Client, op string, in any) (*Out, err
 		return nil, err
 	}
 	out := new(Out)
-	if err := json.Unmarshal(data, out, jsonOptions); err != nil {
+	if err := json.Unmarshal(data, out, jsonOptions()); err != nil {
 		return nil, fmt.Errorf("dynamodb %s: read the answer: %w", op, err)
 	}
 	return out, nil
