@@ -258,6 +258,9 @@ func (p *QueryPaginator) NextPage(ctx context.Context) (*QueryOutput, error) {
 	}
 	params := *p.params
 	params.ExclusiveStartKey = p.nextToken
+	if params.Limit != nil && *params.Limit <= 0 { // as the SDK's: no limit
+		params.Limit = nil
+	}
 	out, err := p.client.Query(ctx, &params)
 	if err != nil {
 		return nil, err
