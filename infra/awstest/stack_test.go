@@ -39,6 +39,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 
 	"github.com/countersign/countersign/internal/oidctest"
+	ddblite "github.com/countersign/countersign/shared/awslite/dynamodb"
 	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/notify"
 	"github.com/countersign/countersign/shared/store/dynamostore"
@@ -344,7 +345,10 @@ func (s *stack) createTable(ctx context.Context) {
 		}
 	}
 	s.res.refs[ids[0]] = s.table
-	s.Store = dynamostore.New(s.ddb, s.table, nil)
+	// The store as the functions open it: awslite's client, not the SDK's
+	// (which creates the table above from the template's properties).
+	store := ddblite.NewFromConfig(awsConfig(), func(o *ddblite.Options) { o.BaseEndpoint = aws.String(s.dynamoURL) })
+	s.Store = dynamostore.New(store, s.table, nil)
 }
 
 // createSecret stores the link signing key in moto's Secrets Manager in the

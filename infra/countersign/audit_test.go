@@ -12,13 +12,13 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"go.etcd.io/bbolt"
 
 	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/internal/testenv"
 	"github.com/countersign/countersign/shared/audit"
+	"github.com/countersign/countersign/shared/awslite/dynamodb"
+	"github.com/countersign/countersign/shared/awslite/dynamodb/types"
 	"github.com/countersign/countersign/shared/store/dynamostore"
 	"github.com/countersign/countersign/shared/store/embedded"
 )

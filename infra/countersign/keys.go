@@ -16,11 +16,11 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	bolterrors "go.etcd.io/bbolt/errors"
 
 	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/audit"
+	"github.com/countersign/countersign/shared/awslite/dynamodb"
 	config "github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/credential"
 	"github.com/countersign/countersign/shared/store"

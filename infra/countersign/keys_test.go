@@ -16,11 +16,11 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/infra/local/stack"
 	"github.com/countersign/countersign/internal/testenv"
+	"github.com/countersign/countersign/shared/awslite/dynamodb"
 	"github.com/countersign/countersign/shared/calls"
 	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/fault"

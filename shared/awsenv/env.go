@@ -13,9 +13,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/countersign/countersign/shared/awslite"
+	"github.com/countersign/countersign/shared/awslite/dynamodb"
 	"github.com/countersign/countersign/shared/workflow"
 )
 
@@ -323,7 +323,9 @@ func (e Env) AWSConfig(ctx context.Context) (aws.Config, error) {
 	}, nil
 }
 
-// DynamoDB returns a DynamoDB client, using DynamoDBEndpoint when set.
+// DynamoDB returns a DynamoDB client, using DynamoDBEndpoint when set:
+// awslite's (shared/awslite/dynamodb), not the SDK's, whose package
+// initialisation every cold start paid.
 func (e Env) DynamoDB(cfg aws.Config) *dynamodb.Client {
 	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
 		if e.DynamoDBEndpoint != "" {

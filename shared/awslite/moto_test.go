@@ -237,6 +237,8 @@ func TestAgainstMoto(t *testing.T) {
 		}
 	})
 
+	t.Run("DynamoDB", func(t *testing.T) { dynamoDBAgainstMoto(t, url) })
+
 	t.Run("SNS", func(t *testing.T) {
 		sdk := sns.NewFromConfig(cfg, func(o *sns.Options) { o.BaseEndpoint = aws.String(url) })
 		topic, err := sdk.CreateTopic(ctx, &sns.CreateTopicInput{Name: aws.String("approvers")})

@@ -8,9 +8,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/countersign/countersign"
+	"github.com/countersign/countersign/shared/awslite/dynamodb"
 	"github.com/countersign/countersign/shared/calls"
 	"github.com/countersign/countersign/shared/policy"
 	"github.com/countersign/countersign/shared/store/dynamostore"

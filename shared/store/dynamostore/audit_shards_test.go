@@ -11,14 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/smithy-go/middleware"
-
 	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/audit"
+	"github.com/countersign/countersign/shared/awslite/dynamodb"
+	"github.com/countersign/countersign/shared/awslite/dynamodb/types"
 	"github.com/countersign/countersign/shared/store/dynamostore"
 )
 
@@ -31,55 +27,48 @@ type partitionMeter struct {
 	failures []string
 }
 
-func (m *partitionMeter) apiOption(stack *middleware.Stack) error {
-	return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("countersignPartitionMeter",
-		func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-			total := types.ReturnConsumedCapacityTotal
-			var key map[string]types.AttributeValue
-			switch p := in.Parameters.(type) {
-			case *dynamodb.PutItemInput:
-				p.ReturnConsumedCapacity, key = total, p.Item
-			case *dynamodb.UpdateItemInput:
-				p.ReturnConsumedCapacity, key = total, p.Key
-			case *dynamodb.DeleteItemInput:
-				p.ReturnConsumedCapacity, key = total, p.Key
-			case *dynamodb.BatchWriteItemInput, *dynamodb.TransactWriteItemsInput:
-				m.mu.Lock()
-				m.failures = append(m.failures, fmt.Sprintf("%T is not metered", p))
-				m.mu.Unlock()
-			}
-			out, md, err := next.HandleInitialize(ctx, in)
-			if key == nil {
-				return out, md, err
-			}
-			pk := key["pk"].(*types.AttributeValueMemberS).Value
-			var cc *types.ConsumedCapacity
-			switch r := out.Result.(type) {
-			case *dynamodb.PutItemOutput:
-				cc = r.ConsumedCapacity
-			case *dynamodb.UpdateItemOutput:
-				cc = r.ConsumedCapacity
-			case *dynamodb.DeleteItemOutput:
-				cc = r.ConsumedCapacity
-			}
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			m.writes[pk]++
-			switch {
-			case err != nil:
-				// DynamoDB charges a failed conditional write one unit.
-				m.units[pk]++
-				var ccf *types.ConditionalCheckFailedException
-				if !errors.As(err, &ccf) {
-					m.failures = append(m.failures, pk+": "+err.Error())
-				}
-			case cc == nil || cc.CapacityUnits == nil:
-				m.failures = append(m.failures, pk+": no consumed capacity")
-			default:
-				m.units[pk] += *cc.CapacityUnits
-			}
-			return out, md, err
-		}), middleware.After)
+func (m *partitionMeter) meter(in any, call func() (any, error)) (any, error) {
+	total := types.ReturnConsumedCapacityTotal
+	var key map[string]types.AttributeValue
+	switch p := in.(type) {
+	case *dynamodb.PutItemInput:
+		p.ReturnConsumedCapacity, key = total, p.Item
+	case *dynamodb.UpdateItemInput:
+		p.ReturnConsumedCapacity, key = total, p.Key
+	case *dynamodb.DeleteItemInput:
+		p.ReturnConsumedCapacity, key = total, p.Key
+	}
+	out, err := call()
+	if key == nil {
+		return out, err
+	}
+	pk := key["pk"].(*types.AttributeValueMemberS).Value
+	var cc *types.ConsumedCapacity
+	switch r := out.(type) {
+	case *dynamodb.PutItemOutput:
+		cc = r.ConsumedCapacity
+	case *dynamodb.UpdateItemOutput:
+		cc = r.ConsumedCapacity
+	case *dynamodb.DeleteItemOutput:
+		cc = r.ConsumedCapacity
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.writes[pk]++
+	switch {
+	case err != nil:
+		// DynamoDB charges a failed conditional write one unit.
+		m.units[pk]++
+		var ccf *types.ConditionalCheckFailedException
+		if !errors.As(err, &ccf) {
+			m.failures = append(m.failures, pk+": "+err.Error())
+		}
+	case cc == nil || cc.CapacityUnits == nil:
+		m.failures = append(m.failures, pk+": no consumed capacity")
+	default:
+		m.units[pk] += *cc.CapacityUnits
+	}
+	return out, err
 }
 
 // oneShard is the DynamoDB store as it was before its chains were
@@ -89,14 +78,10 @@ type oneShard struct{ *dynamostore.Store }
 func (oneShard) AuditShards() int { return 1 }
 
 // meteredStore opens a fresh table with a store whose writes m meters.
-func meteredStore(tb testing.TB, m *partitionMeter) (*dynamostore.Store, *dynamodb.Client) {
+func meteredStore(tb testing.TB, m *partitionMeter) (*dynamostore.Store, dynamostore.Client) {
 	tb.Helper()
 	_, table := newTable(tb)
-	client := dynamodb.NewFromConfig(aws.Config{
-		Region:      "us-east-1",
-		Credentials: credentials.NewStaticCredentialsProvider("countersign-test", "countersign-test", ""),
-		APIOptions:  []func(*middleware.Stack) error{m.apiOption},
-	}, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(os.Getenv(endpointEnv)) })
+	client := meteredClient(m.meter)
 	return dynamostore.New(client, table, nil), client
 }
 

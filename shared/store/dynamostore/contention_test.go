@@ -7,10 +7,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-
 	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/calls"
 	"github.com/countersign/countersign/shared/config"
@@ -26,10 +22,7 @@ import (
 func TestOneCredentialPausesAtOnce(t *testing.T) {
 	ctx := context.Background()
 	_, table := newTable(t)
-	client := dynamodb.NewFromConfig(aws.Config{
-		Region:      "us-east-1",
-		Credentials: credentials.NewStaticCredentialsProvider("countersign-test", "countersign-test", ""),
-	}, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(os.Getenv(endpointEnv)) })
+	client := testClient()
 	st := dynamostore.New(client, table, nil)
 	dir := t.TempDir()
 	for rel, content := range map[string]string{

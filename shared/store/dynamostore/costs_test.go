@@ -3,15 +3,9 @@ package dynamostore_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/smithy-go/middleware"
 
 	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/shared/store/dynamostore"
@@ -30,11 +24,7 @@ func TestCostOfEachOperation(t *testing.T) {
 	ctx := context.Background()
 	_, table := newTable(t)
 	m := newMeter()
-	client := dynamodb.NewFromConfig(aws.Config{
-		Region:      "us-east-1",
-		Credentials: credentials.NewStaticCredentialsProvider("countersign-test", "countersign-test", ""),
-		APIOptions:  []func(*middleware.Stack) error{m.apiOption},
-	}, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(os.Getenv(endpointEnv)) })
+	client := meteredClient(m.meter)
 	st := dynamostore.New(client, table, nil)
 	now := time.Now().UTC()
 	must := func(err error) {

@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/countersign/countersign/shared/awslite/dynamodb"
+	"github.com/countersign/countersign/shared/awslite/dynamodb/types"
 	"github.com/countersign/countersign/shared/store"
 )
 
@@ -71,15 +71,28 @@ type Options struct {
 	Now func() time.Time
 }
 
+// Client is the part of DynamoDB's API the store calls: *dynamodb.Client
+// of shared/awslite/dynamodb (not the SDK's: package dynamodb says why),
+// or in tests one that meters it.
+type Client interface {
+	GetItem(context.Context, *dynamodb.GetItemInput) (*dynamodb.GetItemOutput, error)
+	PutItem(context.Context, *dynamodb.PutItemInput) (*dynamodb.PutItemOutput, error)
+	UpdateItem(context.Context, *dynamodb.UpdateItemInput) (*dynamodb.UpdateItemOutput, error)
+	DeleteItem(context.Context, *dynamodb.DeleteItemInput) (*dynamodb.DeleteItemOutput, error)
+	Query(context.Context, *dynamodb.QueryInput) (*dynamodb.QueryOutput, error)
+}
+
+var _ Client = (*dynamodb.Client)(nil)
+
 // Store is a store.Store in a DynamoDB table. It is safe for concurrent use.
 type Store struct {
-	client *dynamodb.Client
+	client Client
 	table  string
 	now    func() time.Time
 }
 
 // New returns a store over table, which must have CreateTable's schema.
-func New(client *dynamodb.Client, table string, opts *Options) *Store {
+func New(client Client, table string, opts *Options) *Store {
 	s := &Store{client: client, table: table, now: time.Now}
 	if opts != nil && opts.Now != nil {
 		s.now = opts.Now

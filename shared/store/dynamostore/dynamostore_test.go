@@ -12,12 +12,12 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/internal/testenv"
 	"github.com/countersign/countersign/shared/app"
+	"github.com/countersign/countersign/shared/awslite/dynamodb"
+	"github.com/countersign/countersign/shared/awslite/dynamodb/types"
 	"github.com/countersign/countersign/shared/calls"
 	"github.com/countersign/countersign/shared/confirm"
 	"github.com/countersign/countersign/shared/store"
@@ -191,10 +191,7 @@ func newTable(tb testing.TB) (*dynamodb.Client, string) {
 	if endpoint == "" {
 		testenv.Missing(tb, testenv.Dynalite, fmt.Sprintf("%s is not set; start dynalite and point the tests at it: %s", endpointEnv, startCommand))
 	}
-	client := dynamodb.NewFromConfig(aws.Config{
-		Region:      "us-east-1",
-		Credentials: credentials.NewStaticCredentialsProvider("countersign-test", "countersign-test", ""),
-	}, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(endpoint) })
+	client := testClient()
 
 	table := fmt.Sprintf("countersign-test-%d-%s", time.Now().UnixNano(), strings.ToLower(tb.Name()))
 	table = strings.NewReplacer("/", "-", "_", "-").Replace(table)
@@ -215,7 +212,7 @@ func newTable(tb testing.TB) (*dynamodb.Client, string) {
 	return client, table
 }
 
-func rawItem(tb testing.TB, client *dynamodb.Client, table, pk, sk string) map[string]types.AttributeValue {
+func rawItem(tb testing.TB, client dynamostore.Client, table, pk, sk string) map[string]types.AttributeValue {
 	tb.Helper()
 	out, err := client.GetItem(context.Background(), &dynamodb.GetItemInput{
 		TableName: aws.String(table),
@@ -229,4 +226,13 @@ func rawItem(tb testing.TB, client *dynamodb.Client, table, pk, sk string) map[s
 		tb.Fatalf("GetItem(%s, %s): %v, item %v", pk, sk, err, out)
 	}
 	return out.Item
+}
+
+// testClient is a client of the test server: awslite's, as the functions
+// use.
+func testClient() *dynamodb.Client {
+	return dynamodb.NewFromConfig(aws.Config{
+		Region:      "us-east-1",
+		Credentials: credentials.NewStaticCredentialsProvider("countersign-test", "countersign-test", ""),
+	}, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(os.Getenv(endpointEnv)) })
 }

@@ -7,9 +7,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
 	"github.com/countersign/countersign"
+	"github.com/countersign/countersign/shared/awslite/dynamodb/types"
 )
 
 // A person's passkeys are one partition, keyed by the SHA-256 of their

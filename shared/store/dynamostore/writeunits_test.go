@@ -16,12 +16,10 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/smithy-go/middleware"
 
 	"github.com/countersign/countersign"
+	"github.com/countersign/countersign/shared/awslite/dynamodb"
+	"github.com/countersign/countersign/shared/awslite/dynamodb/types"
 	"github.com/countersign/countersign/shared/calls"
 	"github.com/countersign/countersign/shared/config"
 	"github.com/countersign/countersign/shared/confirm"
@@ -80,54 +78,97 @@ func (m *meter) add(op string, write bool, cc *types.ConsumedCapacity) {
 	m.ops[m.step] = append(m.ops[m.step], fmt.Sprintf("%s %g", op, units))
 }
 
-// apiOption is a DynamoDB client option that meters every request.
-func (m *meter) apiOption(stack *middleware.Stack) error {
-	return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("countersignMeter",
-		func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-			total := types.ReturnConsumedCapacityTotal
-			switch p := in.Parameters.(type) {
-			case *dynamodb.PutItemInput:
-				p.ReturnConsumedCapacity = total
-			case *dynamodb.UpdateItemInput:
-				p.ReturnConsumedCapacity = total
-			case *dynamodb.DeleteItemInput:
-				p.ReturnConsumedCapacity = total
-			case *dynamodb.GetItemInput:
-				p.ReturnConsumedCapacity = total
-			case *dynamodb.QueryInput:
-				p.ReturnConsumedCapacity = total
-			case *dynamodb.BatchWriteItemInput, *dynamodb.TransactWriteItemsInput:
-				m.mu.Lock()
-				m.missed = append(m.missed, fmt.Sprintf("%s: %T is not metered", m.step, p))
-				m.mu.Unlock()
-			}
-			out, md, err := next.HandleInitialize(ctx, in)
-			var ccf *types.ConditionalCheckFailedException
-			if errors.As(err, &ccf) {
-				// DynamoDB charges a failed conditional write; dynalite reports
-				// nothing for it. One confirmed call has no race, so none is
-				// expected: count it as missed.
-				m.mu.Lock()
-				m.missed = append(m.missed, fmt.Sprintf("%s: a conditional write failed", m.step))
-				m.mu.Unlock()
-			}
-			if err != nil {
-				return out, md, err
-			}
-			switch r := out.Result.(type) {
-			case *dynamodb.PutItemOutput:
-				m.add("PutItem", true, r.ConsumedCapacity)
-			case *dynamodb.UpdateItemOutput:
-				m.add("UpdateItem", true, r.ConsumedCapacity)
-			case *dynamodb.DeleteItemOutput:
-				m.add("DeleteItem", true, r.ConsumedCapacity)
-			case *dynamodb.GetItemOutput:
-				m.add("GetItem", false, r.ConsumedCapacity)
-			case *dynamodb.QueryOutput:
-				m.add("Query", false, r.ConsumedCapacity)
-			}
-			return out, md, err
-		}), middleware.After)
+// hooked is a DynamoDB client whose every request goes through hook: its
+// input, and a call that sends it and returns its output (nil with an
+// error).
+type hooked struct {
+	c    *dynamodb.Client
+	hook func(in any, call func() (any, error)) (any, error)
+}
+
+func hookCall[Out any](h hooked, in any, call func() (*Out, error)) (*Out, error) {
+	out, err := h.hook(in, func() (any, error) {
+		o, err := call()
+		if err != nil {
+			return nil, err
+		}
+		return o, nil
+	})
+	o, _ := out.(*Out)
+	return o, err
+}
+
+func (h hooked) GetItem(ctx context.Context, in *dynamodb.GetItemInput) (*dynamodb.GetItemOutput, error) {
+	return hookCall(h, in, func() (*dynamodb.GetItemOutput, error) { return h.c.GetItem(ctx, in) })
+}
+
+func (h hooked) PutItem(ctx context.Context, in *dynamodb.PutItemInput) (*dynamodb.PutItemOutput, error) {
+	return hookCall(h, in, func() (*dynamodb.PutItemOutput, error) { return h.c.PutItem(ctx, in) })
+}
+
+func (h hooked) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput) (*dynamodb.UpdateItemOutput, error) {
+	return hookCall(h, in, func() (*dynamodb.UpdateItemOutput, error) { return h.c.UpdateItem(ctx, in) })
+}
+
+func (h hooked) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput) (*dynamodb.DeleteItemOutput, error) {
+	return hookCall(h, in, func() (*dynamodb.DeleteItemOutput, error) { return h.c.DeleteItem(ctx, in) })
+}
+
+func (h hooked) Query(ctx context.Context, in *dynamodb.QueryInput) (*dynamodb.QueryOutput, error) {
+	return hookCall(h, in, func() (*dynamodb.QueryOutput, error) { return h.c.Query(ctx, in) })
+}
+
+// meteredClient is a client of the test server whose every request m
+// meters.
+func meteredClient(hook func(in any, call func() (any, error)) (any, error)) dynamostore.Client {
+	return hooked{c: testClient(), hook: hook}
+}
+
+// meter meters every request (a hook of hooked).
+func (m *meter) meter(in any, call func() (any, error)) (any, error) {
+	total := types.ReturnConsumedCapacityTotal
+	switch p := in.(type) {
+	case *dynamodb.PutItemInput:
+		p.ReturnConsumedCapacity = total
+	case *dynamodb.UpdateItemInput:
+		p.ReturnConsumedCapacity = total
+	case *dynamodb.DeleteItemInput:
+		p.ReturnConsumedCapacity = total
+	case *dynamodb.GetItemInput:
+		p.ReturnConsumedCapacity = total
+	case *dynamodb.QueryInput:
+		p.ReturnConsumedCapacity = total
+	default:
+		m.mu.Lock()
+		m.missed = append(m.missed, fmt.Sprintf("%s: %T is not metered", m.step, p))
+		m.mu.Unlock()
+	}
+	out, err := call()
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		// DynamoDB charges a failed conditional write; dynalite reports
+		// nothing for it. One confirmed call has no race, so none is
+		// expected: count it as missed.
+		m.mu.Lock()
+		m.missed = append(m.missed, fmt.Sprintf("%s: a conditional write failed", m.step))
+		m.mu.Unlock()
+	}
+	if err != nil {
+		return out, err
+	}
+	switch r := out.(type) {
+	case *dynamodb.PutItemOutput:
+		m.add("PutItem", true, r.ConsumedCapacity)
+	case *dynamodb.UpdateItemOutput:
+		m.add("UpdateItem", true, r.ConsumedCapacity)
+	case *dynamodb.DeleteItemOutput:
+		m.add("DeleteItem", true, r.ConsumedCapacity)
+	case *dynamodb.GetItemOutput:
+		m.add("GetItem", false, r.ConsumedCapacity)
+	case *dynamodb.QueryOutput:
+		m.add("Query", false, r.ConsumedCapacity)
+	}
+	return out, err
 }
 
 // recordingWorkflow accepts every start and answer.
@@ -183,11 +224,7 @@ func confirmedCall(t *testing.T, method, path string, body []byte) *meter {
 	ctx := context.Background()
 	_, table := newTable(t)
 	m := newMeter()
-	client := dynamodb.NewFromConfig(aws.Config{
-		Region:      "us-east-1",
-		Credentials: credentials.NewStaticCredentialsProvider("countersign-test", "countersign-test", ""),
-		APIOptions:  []func(*middleware.Stack) error{m.apiOption},
-	}, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(os.Getenv(endpointEnv)) })
+	client := meteredClient(m.meter)
 	st := dynamostore.New(client, table, nil)
 
 	// A CRM: a DELETE answers 204; anything else answers as chatty APIs do.
