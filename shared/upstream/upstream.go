@@ -161,8 +161,9 @@ func errorType(err error) string {
 
 func (c *Client) do(ctx context.Context, r Request) (*Response, error) {
 	// The request is made with its deadline's context: no copy of it to
-	// set the context afterwards.
-	ctx, cancel := context.WithTimeout(ctx, c.timeout())
+	// set the context afterwards. The context makes no timer unless
+	// something waits on it (callctx.go).
+	ctx, cancel := withCallDeadline(ctx, c.timeout())
 	defer cancel()
 	req, err := c.newRequest(ctx, r)
 	if err != nil {
