@@ -28,14 +28,14 @@ type callContext struct {
 }
 
 // withCallDeadline returns parent with a deadline timeout from now (or the
-// parent's, when earlier), and the function that releases it, as
-// context.WithTimeout does.
-func withCallDeadline(parent context.Context, timeout time.Duration) (*callContext, context.CancelFunc) {
+// parent's, when earlier), as context.WithTimeout does; its release is
+// WithTimeout's cancel.
+func withCallDeadline(parent context.Context, timeout time.Duration) *callContext {
 	c := &callContext{Context: parent, deadline: time.Now().Add(timeout)}
 	if d, ok := parent.Deadline(); ok && d.Before(c.deadline) {
 		c.deadline = d
 	}
-	return c, c.release
+	return c
 }
 
 // timer returns the context with the deadline's timer, made on first use.

@@ -23,8 +23,8 @@ func TestCallContextAsWithDeadline(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				c, release := withCallDeadline(context.Background(), time.Second)
-				defer release()
+				c := withCallDeadline(context.Background(), time.Second)
+				defer c.release()
 				if d, ok := c.Deadline(); !ok || !d.Equal(time.Now().Add(time.Second)) {
 					t.Fatalf("Deadline() = %v, %v", d, ok)
 				}
@@ -64,15 +64,15 @@ func TestCallContextEndsWithItsParent(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		parent, cancel := context.WithTimeout(context.Background(), time.Millisecond)
 		defer cancel()
-		c, release := withCallDeadline(parent, time.Second)
-		defer release()
+		c := withCallDeadline(parent, time.Second)
+		defer c.release()
 		if d, _ := c.Deadline(); !d.Equal(time.Now().Add(time.Millisecond)) {
 			t.Fatalf("Deadline() = %v, want the parent's", d)
 		}
 	})
 	parent, cancel := context.WithCancel(context.Background())
-	c, release := withCallDeadline(parent, time.Hour)
-	defer release()
+	c := withCallDeadline(parent, time.Hour)
+	defer c.release()
 	stopped := make(chan struct{})
 	watch(c, func() { close(stopped) })
 	cancel()
@@ -87,15 +87,15 @@ func TestCallContextEndsWithItsParent(t *testing.T) {
 // (Canceled), with or without a timer, and its children are told.
 func TestCallContextReleased(t *testing.T) {
 	for _, made := range []bool{false, true} {
-		c, release := withCallDeadline(context.Background(), time.Hour)
+		c := withCallDeadline(context.Background(), time.Hour)
 		var child context.Context = context.Background()
 		if made {
 			var cancel context.CancelFunc
 			child, cancel = context.WithCancel(c)
 			defer cancel()
 		}
-		release()
-		release()
+		c.release()
+		c.release()
 		<-c.Done()
 		if err := c.Err(); !errors.Is(err, context.Canceled) {
 			t.Fatalf("made %v: Err() after release = %v", made, err)

@@ -163,8 +163,9 @@ func (c *Client) do(ctx context.Context, r Request) (*Response, error) {
 	// The request is made with its deadline's context: no copy of it to
 	// set the context afterwards. The context makes no timer unless
 	// something waits on it (callctx.go).
-	ctx, cancel := withCallDeadline(ctx, c.timeout())
-	defer cancel()
+	call := withCallDeadline(ctx, c.timeout())
+	defer call.release()
+	ctx = call
 	req, err := c.newRequest(ctx, r)
 	if err != nil {
 		return nil, err

@@ -67,7 +67,7 @@ func TestAutoCallAllocations(t *testing.T) {
 // out on the handler's goroutine (shared/upstream's directTransport), 113
 // and 126 after; 100 and 113 once a credential found by its key hash was
 // kept until a credential is written (no read transaction a call) and the
-// upstream's JSON compacted by jsontext; 95 and 108 once the upstream
+// upstream's JSON compacted by jsontext; 94 and 107 once the upstream
 // call's context made no timer (shared/upstream's callContext).
 const (
 	maxRESTAllocs  = 100
