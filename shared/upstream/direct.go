@@ -191,7 +191,7 @@ func (t *directTransport) send(ctx context.Context, c *directConn, req *http.Req
 		return nil, err
 	}
 	// A cancelled call (the agent went away) stops the reads and writes.
-	stop := context.AfterFunc(ctx, func() { _ = c.nc.SetDeadline(aLongTimeAgo) })
+	stop := watch(ctx, func() { _ = c.nc.SetDeadline(aLongTimeAgo) })
 	fail := func(err error) (*http.Response, error) {
 		stop()
 		c.nc.Close()

@@ -285,7 +285,9 @@ func TestDirectTooLargeClosesTheConnection(t *testing.T) {
 }
 
 // A kept-alive call, with the test upstream's own work in the same process,
-// allocates no more than this: 59 when measured, 74 on http.Transport.
+// allocates no more than this: 53 when measured (59 before the call's
+// context made its timer only when something waits on it, callctx.go),
+// 74 on http.Transport.
 func TestDirectAllocations(t *testing.T) {
 	raceflag.SkipAllocationBound(t)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -298,7 +300,7 @@ func TestDirectAllocations(t *testing.T) {
 	if _, err := c.Do(context.Background(), call); err != nil {
 		t.Fatal(err)
 	}
-	const bound = 62
+	const bound = 56
 	n := testing.AllocsPerRun(200, func() {
 		if _, err := c.Do(context.Background(), call); err != nil {
 			t.Fatal(err)

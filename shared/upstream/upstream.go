@@ -16,6 +16,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/countersign/countersign/shared/callbody"
 	"github.com/countersign/countersign/shared/policy"
 	"github.com/countersign/countersign/shared/telemetry"
@@ -159,9 +161,11 @@ func errorType(err error) string {
 
 func (c *Client) do(ctx context.Context, r Request) (*Response, error) {
 	// The request is made with its deadline's context: no copy of it to
-	// set the context afterwards.
-	ctx, cancel := context.WithTimeout(ctx, c.timeout())
-	defer cancel()
+	// set the context afterwards. The context makes no timer unless
+	// something waits on it (callctx.go).
+	call := withCallDeadline(ctx, c.timeout())
+	defer call.release()
+	ctx = call
 	req, err := c.newRequest(ctx, r)
 	if err != nil {
 		return nil, err
@@ -232,15 +236,29 @@ func (r *Response) RawJSON() (json.RawMessage, bool) {
 // AppendRawJSON appends what RawJSON returns to dst, in one pass over the
 // body (compacting validates it); false, and dst unchanged, when RawJSON
 // would return false.
+//
+// It compacts with jsontext, as encoding/json.Compact would (the same
+// bytes, the same bodies refused: TestAppendRawJSONMatchesCompact), in
+// about a third of the time: /v1/calls compacts every JSON answer it
+// carries.
 func (r *Response) AppendRawJSON(dst []byte) ([]byte, bool) {
 	if r == nil || !isJSON(r.Header.Get("Content-Type")) || !utf8.Valid(r.Body) {
 		return dst, false
 	}
-	buf := bytes.NewBuffer(dst)
-	if err := json.Compact(buf, r.Body); err != nil {
+	out, err := jsontext.AppendFormat(dst, r.Body, compactJSON...)
+	if err != nil {
 		return dst, false
 	}
-	return buf.Bytes(), true
+	return out, true
+}
+
+// compactJSON are jsontext's options of Value.Compact: whitespace removed,
+// strings and numbers kept as written, duplicate names allowed as
+// encoding/json allows them (UTF-8 is checked before).
+var compactJSON = []jsontext.Options{
+	jsontext.AllowDuplicateNames(true),
+	jsontext.AllowInvalidUTF8(true),
+	jsontext.PreserveRawStrings(true),
 }
 
 func isJSON(contentType string) bool {

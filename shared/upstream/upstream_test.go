@@ -599,3 +599,22 @@ func TestDoBaseURLUserinfoIsBasicAuth(t *testing.T) {
 		t.Errorf("credentials %q, want api:s3cret", auth)
 	}
 }
+
+// TestDoTimeoutOnTheTransport: a call http.Transport sends (here through
+// http.Client, for the base URL's credentials) ends at the client's
+// timeout as a direct one does.
+func TestDoTimeoutOnTheTransport(t *testing.T) {
+	release := make(chan struct{})
+	srv, _ := recorder(t, func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	})
+	defer close(release)
+	base := strings.Replace(srv.URL, "http://", "http://api:s3cret@", 1)
+	_, err := (&upstream.Client{Timeout: 50 * time.Millisecond}).Do(context.Background(), upstream.Request{BaseURL: base, Method: "GET", Path: "/slow"})
+	if !errors.Is(err, upstream.ErrUnreachable) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v, want ErrUnreachable wrapping DeadlineExceeded", err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/countersign/countersign"
 )
@@ -13,15 +14,58 @@ import (
 const maxCachedCredentials = 1024
 
 // credentialCache keeps the credentials CredentialByKeyHash decoded, each
-// beside the stored bytes it was decoded from. Every call still reads its
-// credential from the store, in its own transaction, so a key revoked or
-// changed is seen by the next call; only the JSON decoding is skipped
-// while the stored bytes are the same. Decoding was the largest part of
-// authenticating a call on the auto path.
+// beside the stored bytes it was decoded from, and what it found for each
+// key hash, beside the generation of the credential buckets it read.
+//
+// Every write to the credential buckets goes through
+// Store.writeCredentials, which moves the generation on once its commit
+// is visible (even when it failed), so a lookup that follows a revocation
+// or a change reads the store again: a key revoked is refused by the next
+// call, as when every call read its credential in a transaction of its
+// own. A lookup keeps what it read under the generation it saw before its
+// transaction began, so what it read before a commit is never kept under
+// the generation after it. Only lookups that found a credential are kept.
+// The read transaction was the largest part of authenticating a call on
+// the auto path; decoding the JSON had been before it.
 type credentialCache struct {
 	mu sync.RWMutex
 	m  map[string]cachedCredential // credential ID → its last decoding
+	// byKey is key hash → the credential found, at gen.
+	byKey map[string]keyedCredential
+	gen   atomic.Uint64
 }
+
+type keyedCredential struct {
+	gen uint64
+	c   countersign.Credential
+}
+
+// found returns the credential found for keyHash at generation gen.
+func (cc *credentialCache) found(keyHash string, gen uint64) (countersign.Credential, bool) {
+	cc.mu.RLock()
+	e, ok := cc.byKey[keyHash]
+	cc.mu.RUnlock()
+	if !ok || e.gen != gen {
+		return countersign.Credential{}, false
+	}
+	return copyCredential(e.c), true
+}
+
+// keep notes c as found for keyHash by a transaction that began at
+// generation gen.
+func (cc *credentialCache) keep(keyHash string, gen uint64, c countersign.Credential) {
+	e := keyedCredential{gen: gen, c: copyCredential(c)}
+	cc.mu.Lock()
+	if cc.byKey == nil || len(cc.byKey) >= maxCachedCredentials {
+		cc.byKey = make(map[string]keyedCredential)
+	}
+	cc.byKey[keyHash] = e
+	cc.mu.Unlock()
+}
+
+// changed moves the generation on: every credential found before is read
+// again.
+func (cc *credentialCache) changed() { cc.gen.Add(1) }
 
 type cachedCredential struct {
 	raw []byte

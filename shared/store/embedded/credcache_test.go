@@ -3,11 +3,14 @@ package embedded
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"go.etcd.io/bbolt"
 
 	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/internal/raceflag"
@@ -99,8 +102,8 @@ func TestCredentialByKeyHashSeesEveryChange(t *testing.T) {
 }
 
 // TestCredentialByKeyHashAllocations bounds the work of the auto path's
-// credential lookup once the credential was decoded: a read transaction
-// and a copy, no JSON decoding.
+// credential lookup once the credential was found and no credential was
+// written since: a copy, no read transaction, no JSON decoding.
 func TestCredentialByKeyHashAllocations(t *testing.T) {
 	raceflag.SkipAllocationBound(t)
 	ctx := context.Background()
@@ -126,6 +129,93 @@ func TestCredentialByKeyHashAllocations(t *testing.T) {
 	}
 }
 
-// maxLookupAllocs: bbolt's read transaction and the credential's copy (14
-// on go1.26); decoding the JSON again made it 25.
-const maxLookupAllocs = 14
+// maxLookupAllocs: the credential's copy (its connections); bbolt's read
+// transaction made it 14, decoding the JSON again 25.
+const maxLookupAllocs = 1
+
+// TestCredentialByKeyHashReadsAfterEveryWrite: a lookup reads the store
+// (one read transaction) again after any write to a credential, whichever
+// the credential, and only then; a revocation is seen by the next lookup
+// (TestCredentialByKeyHashSeesEveryChange).
+func TestCredentialByKeyHashReadsAfterEveryWrite(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(filepath.Join(t.TempDir(), "countersign.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	key := strings.Repeat("ab", 32)
+	c := countersign.Credential{ID: "cred-1", KeyHash: key, Choice: countersign.AskPerson}
+	other := countersign.Credential{ID: "cred-2", KeyHash: strings.Repeat("cd", 32), Choice: countersign.AskPerson}
+	for _, cr := range []countersign.Credential{c, other} {
+		if err := s.CreateCredential(ctx, cr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reads := func(want int) {
+		t.Helper()
+		before := s.db.Stats().TxN
+		if _, err := s.CredentialByKeyHash(ctx, key); err != nil {
+			t.Fatal(err)
+		}
+		if got := s.db.Stats().TxN - before; got != want {
+			t.Fatalf("%d read transactions, want %d", got, want)
+		}
+	}
+	reads(1)
+	reads(0)
+	writes := []struct {
+		name  string
+		write func() error
+	}{
+		{"update another", func() error { return s.UpdateCredential(ctx, other) }},
+		{"last client of another", func() error { return s.SetLastClient(ctx, other.ID, countersign.Client{Name: "a"}) }},
+		{"put", func() error { return s.PutCredential(ctx, c) }},
+		{"create another", func() error {
+			return s.CreateCredential(ctx, countersign.Credential{ID: "cred-3", KeyHash: strings.Repeat("ef", 32)})
+		}},
+		{"delete another", func() error { return s.DeleteCredential(ctx, other.ID) }},
+		{"a failed update", func() error {
+			if err := s.UpdateCredential(ctx, other); !errors.Is(err, store.ErrNotFound) {
+				return fmt.Errorf("updating a deleted credential: %v", err)
+			}
+			return nil
+		}},
+	}
+	for _, w := range writes {
+		if err := w.write(); err != nil {
+			t.Fatalf("%s: %v", w.name, err)
+		}
+		reads(1)
+		reads(0)
+	}
+	// Another bucket's write (an idempotency record, a call's audit) is
+	// not a credential's.
+	if err := s.Update(func(tx *bbolt.Tx) error { return tx.Bucket(bucketIdempotency).Put([]byte("k"), []byte("{}")) }); err != nil {
+		t.Fatal(err)
+	}
+	reads(0)
+}
+
+// TestCredentialCacheKeepsNoReadFromBeforeACommit: what a lookup read
+// under the generation it saw before its transaction is not found under
+// the generation after a write that committed meanwhile.
+func TestCredentialCacheKeepsNoReadFromBeforeACommit(t *testing.T) {
+	var cc credentialCache
+	gen := cc.gen.Load() // a lookup begins
+	cc.changed()         // a revocation commits
+	cc.keep("hash", gen, countersign.Credential{ID: "cred-1"})
+	if _, ok := cc.found("hash", cc.gen.Load()); ok {
+		t.Fatal("a credential read before the revocation was found after it")
+	}
+	cc.keep("hash", cc.gen.Load(), countersign.Credential{ID: "cred-1"})
+	if c, ok := cc.found("hash", cc.gen.Load()); !ok || c.ID != "cred-1" {
+		t.Fatalf("found %+v, %v", c, ok)
+	}
+	for i := range maxCachedCredentials + 1 {
+		cc.keep(fmt.Sprint(i), cc.gen.Load(), countersign.Credential{})
+	}
+	if len(cc.byKey) > maxCachedCredentials {
+		t.Fatalf("%d credentials kept, at most %d", len(cc.byKey), maxCachedCredentials)
+	}
+}

@@ -18,7 +18,7 @@ func (s *Store) PutCredential(_ context.Context, c countersign.Credential) error
 		return errors.New("put credential: empty id")
 	}
 	c = utcCredential(c)
-	err := s.writer.Update(func(tx *bbolt.Tx) error {
+	err := s.writeCredentials(func(tx *bbolt.Tx) error {
 		var old countersign.Credential
 		switch err := get(tx, bucketCredentials, []byte(c.ID), &old); {
 		case err == nil:
@@ -47,7 +47,7 @@ func (s *Store) UpdateCredential(_ context.Context, c countersign.Credential) er
 		return errors.New("update credential: empty id")
 	}
 	c = utcCredential(c)
-	err := s.writer.Update(func(tx *bbolt.Tx) error {
+	err := s.writeCredentials(func(tx *bbolt.Tx) error {
 		var old countersign.Credential
 		if err := get(tx, bucketCredentials, []byte(c.ID), &old); err != nil {
 			return err
@@ -76,8 +76,22 @@ func putIndexed(tx *bbolt.Tx, c countersign.Credential) error {
 	return nil
 }
 
-// CredentialByKeyHash looks the credential up through the key hash index.
+// writeCredentials is the only way the credential buckets are written:
+// once fn's commit is visible (or failed), what CredentialByKeyHash found
+// before is read again (credcache.go).
+func (s *Store) writeCredentials(fn func(*bbolt.Tx) error) error {
+	defer s.creds.changed()
+	return s.writer.Update(fn)
+}
+
+// CredentialByKeyHash looks the credential up through the key hash index,
+// or returns what the last lookup of keyHash found when no credential was
+// written since (credcache.go).
 func (s *Store) CredentialByKeyHash(_ context.Context, keyHash string) (countersign.Credential, error) {
+	gen := s.creds.gen.Load() // before the transaction: see credentialCache
+	if c, ok := s.creds.found(keyHash, gen); ok {
+		return c, nil
+	}
 	var c countersign.Credential
 	err := s.db.View(func(tx *bbolt.Tx) error {
 		if keyHash == "" {
@@ -97,6 +111,7 @@ func (s *Store) CredentialByKeyHash(_ context.Context, keyHash string) (counters
 		// The hash identifies a key: log-safe, but keep only a prefix in errors.
 		return countersign.Credential{}, fmt.Errorf("credential by key hash %.8s…: %w", keyHash, err)
 	}
+	s.creds.keep(keyHash, gen, c)
 	return c, nil
 }
 
@@ -104,7 +119,7 @@ func (s *Store) CredentialByKeyHash(_ context.Context, keyHash string) (counters
 // the credential does not exist.
 func (s *Store) SetLastClient(_ context.Context, credentialID string, cl countersign.Client) error {
 	cl.SeenAt = cl.SeenAt.UTC()
-	err := s.writer.Update(func(tx *bbolt.Tx) error {
+	err := s.writeCredentials(func(tx *bbolt.Tx) error {
 		var c countersign.Credential
 		if err := get(tx, bucketCredentials, []byte(credentialID), &c); err != nil {
 			return err
@@ -135,7 +150,7 @@ func (s *Store) CreateCredential(_ context.Context, c countersign.Credential) er
 		return errors.New("create credential: empty id")
 	}
 	c = utcCredential(c)
-	err := s.writer.Update(func(tx *bbolt.Tx) error {
+	err := s.writeCredentials(func(tx *bbolt.Tx) error {
 		if tx.Bucket(bucketCredentials).Get([]byte(c.ID)) != nil {
 			return store.ErrConflict
 		}
@@ -167,7 +182,7 @@ func (s *Store) GetCredential(_ context.Context, id string) (countersign.Credent
 // DeleteCredential removes the credential, its key hash index entry and
 // the sessions of the person it names in one transaction.
 func (s *Store) DeleteCredential(_ context.Context, id string) error {
-	err := s.writer.Update(func(tx *bbolt.Tx) error {
+	err := s.writeCredentials(func(tx *bbolt.Tx) error {
 		var c countersign.Credential
 		if err := get(tx, bucketCredentials, []byte(id), &c); err != nil {
 			return err
