@@ -64,7 +64,7 @@ func (c *committer) Update(fn func(*bbolt.Tx) error) error {
 	// holds its own write, at once; the groups that formed meanwhile are
 	// left to a goroutine, so no writer is held committing other writers'
 	// groups for as long as they keep coming.
-	c.next(false)
+	c.next()
 	c.mu.Lock()
 	more := len(c.wait) > 0
 	c.busy = more
@@ -75,17 +75,15 @@ func (c *committer) Update(fn func(*bbolt.Tx) error) error {
 	return <-p.done
 }
 
-// drain commits groups until none is waiting. Its groups take in the
-// writes that arrive while their functions run (join).
+// drain commits groups until none is waiting.
 func (c *committer) drain() {
-	for c.next(true) {
+	for c.next() {
 	}
 }
 
 // next commits the group waiting, if any; without one it marks the
-// committer idle and reports false. With join, writes that arrive while
-// the group's functions run are taken into the same transaction.
-func (c *committer) next(join bool) bool {
+// committer idle and reports false.
+func (c *committer) next() bool {
 	c.mu.Lock()
 	group := c.wait
 	c.wait = nil
@@ -95,44 +93,23 @@ func (c *committer) next(join bool) bool {
 		return false
 	}
 	c.mu.Unlock()
-	c.commit(group, join)
-	return true
-}
-
-// maxGroup bounds the writes a group takes in while its functions run.
-const maxGroup = 256
-
-// joinWaiting moves the writes waiting into group, up to maxGroup, and
-// reports whether it took any. A write that arrives while a group's
-// functions run joins that group's transaction rather than waiting for
-// its commit and then committing in the next: it is as durable when its
-// Update returns, one commit (two disk syncs) sooner.
-func (c *committer) joinWaiting(group *[]*pending) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := min(len(c.wait), maxGroup-len(*group))
-	if n <= 0 {
-		return false
-	}
-	*group = append(*group, c.wait[:n]...)
-	c.wait = append(c.wait[:0:0], c.wait[n:]...)
+	c.commit(group)
 	return true
 }
 
 // errRetry rolls a group back when one of its writes failed.
 var errRetry = errors.New("embedded: one write of the group failed")
 
-// commit commits a group in one transaction, with join the writes that
-// arrive while its functions run too (joinWaiting). When a write fails,
-// the transaction is rolled back, that write gets its error, and the
-// others are committed again without it.
-func (c *committer) commit(group []*pending, join bool) {
+// commit commits a group in one transaction. When a write fails, the
+// transaction is rolled back, that write gets its error, and the others are
+// committed again without it.
+func (c *committer) commit(group []*pending) {
 	for len(group) > 0 {
 		failed := -1
 		var failure error
 		err := c.db.Update(func(tx *bbolt.Tx) error {
-			for i := 0; i < len(group) || join && c.joinWaiting(&group); i++ {
-				if err := safely(group[i].fn, tx); err != nil {
+			for i, p := range group {
+				if err := safely(p.fn, tx); err != nil {
 					failed, failure = i, err
 					return errRetry
 				}

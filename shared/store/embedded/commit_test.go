@@ -101,9 +101,8 @@ func BenchmarkCommit(b *testing.B) {
 			defer db.Close()
 			_ = db.Update(func(tx *bbolt.Tx) error { _, err := tx.CreateBucket([]byte("b")); return err })
 			update := db.Update
-			c := &committer{db: db}
 			if grouped {
-				update = c.Update
+				update = (&committer{db: db}).Update
 			}
 			b.SetParallelism(10) // 20 writers on 2 cores
 			var seq int64
@@ -119,9 +118,6 @@ func BenchmarkCommit(b *testing.B) {
 					}
 				}
 			})
-			if grouped {
-				b.ReportMetric(float64(c.commits.Load())/float64(b.N), "commits/op")
-			}
 		})
 	}
 }
@@ -188,72 +184,4 @@ func waitIdle(t *testing.T, c *committer) {
 			t.Fatalf("committer left busy=%v with %d waiting", busy, waiting)
 		}
 	}
-}
-
-// TestCommitterJoinsArrivals: a write that arrives while the committer's
-// goroutine runs a group's functions is committed in that group's
-// transaction, not in a commit of its own after it; the writer that found
-// the committer idle still commits only its own group (TestCommitterHandsOff).
-func TestCommitterJoinsArrivals(t *testing.T) {
-	db, err := bbolt.Open(filepath.Join(t.TempDir(), "db"), 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	bucket := []byte("b")
-	if err := db.Update(func(tx *bbolt.Tx) error { _, err := tx.CreateBucket(bucket); return err }); err != nil {
-		t.Fatal(err)
-	}
-	c := &committer{db: db}
-	queued := func(n int) {
-		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
-			c.mu.Lock()
-			k := len(c.wait)
-			c.mu.Unlock()
-			if k >= n {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Errorf("%d writes queued, want %d", k, n)
-				return
-			}
-		}
-	}
-	put := func(k string) func(tx *bbolt.Tx) error {
-		return func(tx *bbolt.Tx) error { return tx.Bucket(bucket).Put([]byte(k), []byte("v")) }
-	}
-	done := make(chan error, 2)
-	// a commits on its writer's goroutine; b queues meanwhile and is left
-	// to the committer's goroutine, where c arrives while b's function runs.
-	err = c.Update(func(tx *bbolt.Tx) error {
-		go func() {
-			done <- c.Update(func(tx *bbolt.Tx) error {
-				go func() { done <- c.Update(put("c")) }()
-				queued(1)
-				return put("b")(tx)
-			})
-		}()
-		queued(1)
-		return put("a")(tx)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for range 2 {
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
-	}
-	waitIdle(t, c)
-	if w, n := c.writes.Load(), c.commits.Load(); w != 3 || n != 2 {
-		t.Errorf("%d writes in %d commits, want 3 in 2 (a alone, then b and c together)", w, n)
-	}
-	_ = db.View(func(tx *bbolt.Tx) error {
-		for _, k := range []string{"a", "b", "c"} {
-			if tx.Bucket(bucket).Get([]byte(k)) == nil {
-				t.Errorf("%s not stored", k)
-			}
-		}
-		return nil
-	})
 }
