@@ -84,6 +84,7 @@ func (s *Service) AnswerRemember(ctx context.Context, id string, a confirm.Answe
 		case <-time.After(pause):
 		}
 		pause = min(pause*2, 500*time.Millisecond)
+		a.Read = nil // the record is read again as it is now
 		c, err = s.Confirm.Answer(ctx, id, a)
 	}
 	if err != nil {

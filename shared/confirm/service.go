@@ -416,9 +416,10 @@ func (s *Service) update(ctx context.Context, id string, fn func(c *countersign.
 }
 
 // updateFrom is update whose first attempt starts from a copy of from (its
-// operations copied too, which is all fn may change in place), the record
-// as the caller just wrote it, rather than reading it again: a stale one
-// loses the race on its version and the record is read again.
+// operations and approvals copied too, which is all fn may change in
+// place), the record as the caller just wrote or read it, rather than
+// reading it again: a stale one loses the race on its version and the
+// record is read again.
 func (s *Service) updateFrom(ctx context.Context, id string, from *countersign.Confirmation, fn func(c *countersign.Confirmation, now time.Time) error) (*countersign.Confirmation, error) {
 	tag := "" // the last write's, while its outcome is unknown
 	for range maxCASAttempts {
@@ -427,6 +428,7 @@ func (s *Service) updateFrom(ctx context.Context, id string, from *countersign.C
 		if from != nil && from.ID == id {
 			cp := *from
 			cp.Operations = slices.Clone(from.Operations)
+			cp.Approvals = slices.Clone(from.Approvals)
 			c, from = &cp, nil
 		} else if c, err = s.Get(ctx, id); err != nil {
 			return nil, err
@@ -557,6 +559,14 @@ type Answer struct {
 	// Edited are the checked, bound edited operations: stored in the
 	// write that records the approval, beside the agent's (edit.go).
 	Edited []Edited
+	// Read is the record as the surface read it for this answer (the
+	// approval page's lookup), or nil. The answer starts from a copy of
+	// it instead of reading the record again; a copy that is no longer
+	// the stored record loses on its version, and the record is read
+	// again (updateFrom). A record made before its rules were recorded,
+	// read with the rules in force filled in (calls.Service.Lookup), is
+	// written with them: the rules the answer was checked against.
+	Read *countersign.Confirmation
 }
 
 // maxRequired is the largest quorum (approval.required).
@@ -680,7 +690,7 @@ func (s *Service) Answer(ctx context.Context, id string, d Answer) (*countersign
 			return nil, RejectedError, "rejected by " + d.Approver, true
 		})
 	}
-	c, err := s.update(actx, id, func(c *countersign.Confirmation, now time.Time) error {
+	c, err := s.updateFrom(actx, id, d.Read, func(c *countersign.Confirmation, now time.Time) error {
 		counted, decided = false, nil
 		t := On(c, ev, now)
 		if err := t.Err(c); err != nil {

@@ -449,6 +449,7 @@ func (a *Approver) decide(ctx context.Context, r *http.Request, b []byte, id str
 	ans.Edits = edits
 	ans.Approve, ans.Keep, ans.Reason, ans.Required, ans.Remember = decision == "approve", keep, reason, a.required(c), remember
 	ans.Passkey = req.proof
+	ans.Read = c // read just above: the answer does not read it again
 	shown := c
 	var grant *countersign.ApprovalGrant
 	if rm, ok := a.Calls.(rememberer); ok {

@@ -584,17 +584,16 @@ func (e *Engine) AnswerAlong(ctx context.Context, token string, answer func() (o
 	if e.along == nil || token == "" || e.check(ctx) != nil {
 		return ctx, send
 	}
-	var id string
-	if err := e.db.View(func(tx *bbolt.Tx) error {
-		id = string(tx.Bucket(bucketTokens).Get([]byte(token)))
-		return nil
-	}); err != nil || id == "" {
-		return ctx, send
-	}
 	var prev, cur record
 	actx, a := e.along(ctx, func(tx *bbolt.Tx) (bool, error) {
 		output, errorName, cause, ok := answer()
 		if !ok {
+			return false, nil
+		}
+		// The token's execution, read in the write's transaction rather
+		// than in one of its own before it: unknown, send reports it.
+		id := string(tx.Bucket(bucketTokens).Get([]byte(token)))
+		if id == "" {
 			return false, nil
 		}
 		var res any
