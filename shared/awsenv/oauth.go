@@ -67,10 +67,26 @@ func (d *Deployment) withOAuth(st oauth.Store, k links.Key) error {
 	if err != nil {
 		return err
 	}
-	d.Calls.Tokens = d.OAuth
+	d.Calls.Tokens = tokenCheck{verify: d.OAuth.Verify, challenge: d.OAuth.Challenge}
 	d.SignIn = si
 	return nil
 }
+
+// tokenCheck is the OAuth server as the resource server's token check
+// (calls.TokenVerifier), its two methods and no other: the server itself
+// held in that interface (or in a type that is) would keep every method an
+// interface elsewhere names, ServeHTTP and so its pages among them, in a
+// function that serves none (the scripts function).
+type tokenCheck struct {
+	verify    func(ctx context.Context, token, path string) (*countersign.Credential, bool, error)
+	challenge func(path string, invalid bool) string
+}
+
+func (t tokenCheck) Verify(ctx context.Context, token, path string) (*countersign.Credential, bool, error) {
+	return t.verify(ctx, token, path)
+}
+
+func (t tokenCheck) Challenge(path string, invalid bool) string { return t.challenge(path, invalid) }
 
 // Approver is the approval page of the deployment: approvers sign in
 // through its provider (d.SignIn, with NeedOAuth), and approvers.sign_in

@@ -71,8 +71,33 @@ type credRoute func(ctx context.Context, r *http.Request, body []byte, cred *cou
 
 // ServeHTTP routes one request.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	g.serve(w, r, g.route)
+}
+
+// CodeMode is the surface with code mode's routes alone, POST /v1/scripts
+// and /mcp: the scripts function's handler, as API Gateway sends it no
+// other route. They are served as ServeHTTP serves them (the same request
+// id, authentication, body limits, error bodies); every other path
+// answers the 404 ServeHTTP answers an unknown route. Its dispatch never
+// names the other routes' handlers, so a function that serves only it
+// links none of them: a closure, not a type holding g, as the linker
+// keeps every method an interface names of a type reachable from a type
+// that is converted to an interface.
+func (g *Gateway) CodeMode() http.Handler {
+	route := func(r *http.Request) (credRoute, *reply) {
+		path, m := requestPath(r), method(r)
+		if next, answer, ok := g.codeModeRoute(path, m); ok {
+			return next, answer
+		}
+		return nil, noRoute(m, path)
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { g.serve(w, r, route) })
+}
+
+// serve answers one request with what route finds for it.
+func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, route func(*http.Request) (credRoute, *reply)) {
 	ctx := telemetry.FromHTTP(withRequestID(r), r.Header)
-	next, answer := g.route(r)
+	next, answer := route(r)
 	if answer != nil {
 		writeUnread(w, r, *answer)
 		return
@@ -123,9 +148,8 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (g *Gateway) route(r *http.Request) (next credRoute, answer *reply) {
 	path := requestPath(r)
 	m := method(r)
-	refuse := func(code fault.Code, reason string) *reply {
-		rp := codeError(code, reason)
-		return &rp
+	if next, answer, ok := g.codeModeRoute(path, m); ok {
+		return next, answer
 	}
 	switch {
 	case path == "/healthz":
@@ -139,11 +163,6 @@ func (g *Gateway) route(r *http.Request) (next credRoute, answer *reply) {
 			return nil, refuse(fault.MethodNotAllowed, "use POST /v1/calls")
 		}
 		return g.calls, nil
-	case path == "/v1/scripts" && g.Scripts != nil:
-		if m != http.MethodPost {
-			return nil, refuse(fault.MethodNotAllowed, "use POST /v1/scripts")
-		}
-		return g.scripts, nil
 	case strings.HasPrefix(path, "/v1/rest/"):
 		return func(ctx context.Context, r *http.Request, body []byte, cred *countersign.Credential) reply {
 			return g.rest(ctx, r, body, cred, strings.TrimPrefix(path, "/v1/rest/"))
@@ -156,8 +175,6 @@ func (g *Gateway) route(r *http.Request) (next credRoute, answer *reply) {
 		return func(ctx context.Context, r *http.Request, _ []byte, cred *countersign.Credential) reply {
 			return g.status(ctx, r, cred, id)
 		}, nil
-	case path == "/mcp" && g.MCP != nil:
-		return nil, nil
 	case path == "/v1/grants":
 		if m != http.MethodGet {
 			return nil, refuse(fault.MethodNotAllowed, "use GET /v1/grants")
@@ -169,8 +186,33 @@ func (g *Gateway) route(r *http.Request) (next credRoute, answer *reply) {
 		}
 		return g.me, nil
 	}
-	return nil, refuse(fault.NotFound, "no route "+m+" "+path)
+	return nil, noRoute(m, path)
 }
+
+// codeModeRoute is route for code mode's routes, POST /v1/scripts and
+// /mcp (ok false for any other path, or for one whose surface is not
+// attached): both ServeHTTP and CodeMode route them here.
+func (g *Gateway) codeModeRoute(path, m string) (next credRoute, answer *reply, ok bool) {
+	switch {
+	case path == "/v1/scripts" && g.Scripts != nil:
+		if m != http.MethodPost {
+			return nil, refuse(fault.MethodNotAllowed, "use POST /v1/scripts"), true
+		}
+		return g.scripts, nil, true
+	case path == "/mcp" && g.MCP != nil:
+		return nil, nil, true
+	}
+	return nil, nil, false
+}
+
+// refuse is the answer of a request refused by its method or path alone.
+func refuse(code fault.Code, reason string) *reply {
+	rp := codeError(code, reason)
+	return &rp
+}
+
+// noRoute is the answer to a path no route serves.
+func noRoute(m, path string) *reply { return refuse(fault.NotFound, "no route "+m+" "+path) }
 
 // preauthenticated carries the credential the gateway found to /mcp, so
 // the key is looked up once.

@@ -15,10 +15,14 @@ import (
 // (scripts/mcp-sdk.patch, applied by scripts/goja-patched.sh for make
 // lambdas, sam build and the AWS path test) so that its pagination cursors
 // need no encoding/gob, whose package initialisation every cold start of
-// the scripts function paid. The patch must apply to the SDK go.mod names,
-// leave no import of encoding/gob in it nor in the scripts function, and
-// the SDK's own pagination tests must pass on the patched copy (they page
-// through every size with the cursors it writes, and refuse a bad one).
+// the scripts function paid, and so that it decodes with
+// go-json-experiment/json (v1 semantics, names matched exactly) rather than
+// linking segmentio's JSON as well. The patch must apply to the SDK go.mod
+// names, leave no import of encoding/gob in it nor in the scripts function
+// and no segmentio JSON in the scripts function, and the SDK's own
+// pagination tests must pass on the patched copy (they page through every
+// size with the cursors it writes, and refuse a bad one), as must its JSON
+// tests (members matched case-sensitively, with a NUL, nesting bounded).
 func TestMCPSDKPatchApplies(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipped under -short (testing.Short): it copies the MCP SDK's module and runs its tests")
@@ -77,6 +81,10 @@ func TestMCPSDKPatchApplies(t *testing.T) {
 		if dep == "encoding/gob" {
 			t.Error("the scripts function links encoding/gob with the patched SDK")
 		}
+		if dep == "github.com/segmentio/encoding/json" {
+			t.Error("the scripts function links segmentio's JSON with the patched SDK")
+		}
 	}
 	run("test", "-count=1", "-modfile="+modfile, "-run", "Paginat", "github.com/modelcontextprotocol/go-sdk/mcp")
+	run("test", "-count=1", "-modfile="+modfile, "github.com/modelcontextprotocol/go-sdk/internal/json")
 }

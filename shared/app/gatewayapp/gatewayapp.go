@@ -84,8 +84,8 @@ func (m mcpScripts) RerunScript(ctx context.Context, id string) (*countersign.Co
 }
 
 // ScriptsFunction is the scripts function's handler: API Gateway's HTTP
-// events (the routes POST /v1/scripts and /mcp) go to the agents' surface
-// with code mode and MCP attached, and the batch workflow's execute task
+// events (the routes POST /v1/scripts and /mcp) go to those routes of the
+// agents' surface, with code mode and MCP attached, and the batch workflow's execute task
 // (its input is {"confirmation_id": ...}) runs a script batch's script
 // again.
 type ScriptsFunction struct {
@@ -93,9 +93,12 @@ type ScriptsFunction struct {
 	Execute func(context.Context, tasks.ExecuteInput) (tasks.ExecuteOutput, error)
 }
 
-// Function builds the scripts function's handler over a.
+// Function builds the scripts function's handler over a. Its HTTP events
+// are served by the agents' surface's code mode routes alone
+// (httpapi.Gateway.CodeMode), the only ones API Gateway sends it, so the
+// function links none of the other routes' handlers.
 func Function(a *app.App) *ScriptsFunction {
-	return &ScriptsFunction{HTTP: httpapi.Lambda(Gateway(a)), Execute: ExecuteTask(a).Handle}
+	return &ScriptsFunction{HTTP: httpapi.Lambda(Gateway(a).CodeMode()), Execute: ExecuteTask(a).Handle}
 }
 
 // Handle tells the two kinds of invocation apart by the event's shape:
