@@ -218,7 +218,7 @@ func decodeValue(dec *jsontext.Decoder, v *types.AttributeValue) error {
 			return err
 		})
 		if err != nil {
-			return fmt.Errorf("L: %w", err)
+			return fmt.Errorf("list (L): %w", err)
 		}
 		*v = &types.AttributeValueMemberL{Value: l}
 	case "M":
@@ -226,17 +226,17 @@ func decodeValue(dec *jsontext.Decoder, v *types.AttributeValue) error {
 		if tok, err := dec.ReadToken(); err != nil {
 			return err
 		} else if tok.Kind() != '{' {
-			return fmt.Errorf("M is a JSON %v, not an object", tok.Kind())
+			return fmt.Errorf("map (M) is a JSON %v, not an object", tok.Kind())
 		}
 		for dec.PeekKind() != '}' {
 			tok, err := dec.ReadToken()
 			if err != nil {
-				return fmt.Errorf("M: %w", err)
+				return fmt.Errorf("map (M): %w", err)
 			}
 			k := tok.String() // before the token is voided
 			var e types.AttributeValue
 			if err := decodeValue(dec, &e); err != nil {
-				return fmt.Errorf("M: %q: %w", k, err)
+				return fmt.Errorf("map (M) member %q: %w", k, err)
 			}
 			m[k] = e
 		}
