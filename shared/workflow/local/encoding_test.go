@@ -10,6 +10,8 @@ import (
 	"unicode/utf8"
 
 	"go.etcd.io/bbolt"
+
+	"github.com/countersign/countersign/internal/raceflag"
 )
 
 // TestRecordEncodingIsEncodingJSONs: an execution record is written and
@@ -76,6 +78,7 @@ func TestRecordEncodingIsEncodingJSONs(t *testing.T) {
 // a read transaction), besides the transaction's own allocations: 7 with
 // v1 (3 of them the decode), 18 with encoding/json.
 func TestRecordReadAllocs(t *testing.T) {
+	raceflag.SkipAllocationBound(t)
 	db, err := bbolt.Open(filepath.Join(t.TempDir(), "db"), 0o600, nil)
 	if err != nil {
 		t.Fatal(err)
