@@ -45,9 +45,9 @@ type hsOptions struct {
 	rounds                 int
 	block                  time.Duration
 	cpuProfile, memProfile string
-	// oneCredential makes every agent call with the same credential
-	// (cs_bench_00), as one busy agent fanning out would; otherwise each
-	// has its own.
+	// oneCredential makes every agent of a block call with the same
+	// credential, as one busy agent fanning out would (a credential per
+	// block: see hsEnv.oneKey); otherwise each has its own.
 	oneCredential bool
 	// pauses adds a block of pause creation alone (the call → 202, with
 	// nothing approved) at c=20 from one credential to each round.
@@ -80,8 +80,19 @@ type hsEnv struct {
 	client   *http.Client
 	links    *linkBox
 	upstream *callLog
-	one      bool // every agent calls with cs_bench_00
+	one      bool // every agent of a block calls with oneKey
+	// oneKey is the credential of the block under way when one is set:
+	// each block takes the next of hsOneKeys, so that no credential
+	// reaches its 10,000 pending_confirmations (the setting's most; a
+	// confirmation counts for its whole timeout, decided or not), which
+	// a quiet machine's blocks passed within one run of cs_bench_00.
+	oneKey string
+	blocks int
 }
+
+// hsOneKeys is how many credentials the one-credential blocks take in
+// turn (cs_bench_one_00...): more than a run's blocks at the defaults.
+const hsOneKeys = 16
 
 // linkBox hands each confirmation's approval link to the worker waiting for it.
 type linkBox struct {
@@ -222,8 +233,8 @@ func runHandshakes(ctx context.Context, o hsOptions) (*hsResult, error) {
 	}
 	// Each pause block calls with a credential of its own, so that no
 	// credential reaches its 10,000 pending confirmations (the limit's
-	// most): the paused calls stay pending. cs_bench_00 is left to the
-	// handshakes.
+	// most): the paused calls stay pending. The handshake blocks have
+	// credentials of their own (hsOneKeys).
 	pauseKey := 0
 	nextPauseKey := func() string { pauseKey++; return fmt.Sprintf("cs_bench_%02d", 1+(pauseKey-1)%(hsConcurrency-1)) }
 	if o.pauses {
@@ -285,6 +296,9 @@ func writeHandshakeConfig(dir, upstreamURL, hookURL string) error {
 	for i := range hsConcurrency {
 		creds = append(creds, fmt.Sprintf(`{"id": "bench-%02d", "key": "cs_bench_%02d", "choice": "ask_person"}`, i, i))
 	}
+	for i := range hsOneKeys {
+		creds = append(creds, fmt.Sprintf(`{"id": "bench-one-%02d", "key": "cs_bench_one_%02d", "choice": "ask_person"}`, i, i))
+	}
 	files := map[string]string{
 		"settings.json": fmt.Sprintf(`{
   "workspace": {"name": "handshake"},
@@ -327,10 +341,12 @@ type hsBlock struct {
 // block runs c workers, each doing whole handshakes until d has passed,
 // then waits for the stack's writes to settle and counts them.
 func (e *hsEnv) block(ctx context.Context, c int, d time.Duration) (hsBlock, error) {
+	e.oneKey = fmt.Sprintf("cs_bench_one_%02d", e.blocks%hsOneKeys)
+	e.blocks++
 	return e.measure(ctx, c, d, 2*time.Second, 20*time.Millisecond, func(w int, i int64) (time.Duration, time.Duration, error) {
 		key := fmt.Sprintf("cs_bench_%02d", w)
 		if e.one {
-			key = "cs_bench_00"
+			key = e.oneKey
 		}
 		return e.handshake(key, 1+i%20)
 	})
@@ -524,7 +540,7 @@ func (r *hsResult) write(w io.Writer) bool {
 	fmt.Fprintf(w, "### The confirmed path (local stack, every write durable)\n\n")
 	who := "each agent with its own credential"
 	if r.opts.oneCredential {
-		who = "every agent with one credential"
+		who = "every agent of a block with one credential (a credential per block)"
 	}
 	fmt.Fprintf(w, "Call → 202 → webhook → approve POST → redeem → upstream once, %s; %d rounds of interleaved %s blocks; 1-minute load average %s.\n\n",
 		who, r.opts.rounds, r.opts.block, loadRange(r.loads))

@@ -56,7 +56,7 @@ func main() {
 	block := flag.Duration("block", time.Second, "hop: duration of one block")
 	hsRounds := flag.Int("hs-rounds", 4, "handshake: rounds of interleaved blocks")
 	hsBlock := flag.Duration("hs-block", 2*time.Second, "handshake: duration of one block")
-	hsOne := flag.Bool("hs-one-credential", false, "handshake: every agent calls with one credential (default: one each)")
+	hsOne := flag.Bool("hs-one-credential", false, "handshake: every agent of a block calls with one credential, a credential per block (default: one each)")
 	hsPauses := flag.Bool("hs-pauses", false, "handshake: also measure pause creation alone (call → 202) at c=20 from one credential, a block each round")
 	cpuProfile := flag.String("cpuprofile", "", "handshake: write a CPU profile of the measured blocks (the stack runs in this process)")
 	memProfile := flag.String("memprofile", "", "handshake: write an allocation profile after the measured blocks")
