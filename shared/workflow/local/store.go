@@ -115,6 +115,12 @@ var recordDecodes atomic.Int64
 
 func encodeRecord(r *record) ([]byte, error) { return jsonv1.Marshal(r) }
 
+// appendFill is how full a write leaves a leaf page it splits (bbolt's
+// default is half): execution ids and task tokens begin with the time, so
+// new ones are appended at the end of their bucket, and a page split half
+// full would stay half full.
+const appendFill = 0.9
+
 // putRecord writes cur, keeping the token index in step with prev.
 func putRecord(tx *bbolt.Tx, prev, cur *record) error {
 	tokens := tx.Bucket(bucketTokens)
@@ -124,6 +130,7 @@ func putRecord(tx *bbolt.Tx, prev, cur *record) error {
 		}
 	}
 	if cur.Token != "" && (prev == nil || prev.Token != cur.Token) {
+		tokens.FillPercent = appendFill
 		if err := tokens.Put([]byte(cur.Token), []byte(cur.ID)); err != nil {
 			return err
 		}
@@ -132,5 +139,7 @@ func putRecord(tx *bbolt.Tx, prev, cur *record) error {
 	if err != nil {
 		return fmt.Errorf("encode execution %s: %w", cur.ID, err)
 	}
-	return tx.Bucket(bucketExecutions).Put([]byte(cur.ID), b)
+	executions := tx.Bucket(bucketExecutions)
+	executions.FillPercent = appendFill
+	return executions.Put([]byte(cur.ID), b)
 }
