@@ -327,22 +327,10 @@ func (c *client) jsonCall(ctx context.Context, version, target, op string, in, o
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", c.service, op, err)
 	}
-	endpoint := c.endpoint
-	if endpoint == "" {
-		endpoint = "https://" + c.host(c.service)
-	}
 	return c.do(ctx, request{
-		op:   op,
-		body: body,
-		build: func(ctx context.Context) (*http.Request, error) {
-			req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint+"/", nil)
-			if err != nil {
-				return nil, err
-			}
-			req.Header.Set("Content-Type", "application/x-amz-json-"+version)
-			req.Header.Set("X-Amz-Target", target+"."+op)
-			return req, nil
-		},
+		op:    op,
+		body:  body,
+		build: c.jsonRequest(version, target, op),
 		decode: func(resp *http.Response) error {
 			if out == nil {
 				_, err := io.Copy(io.Discard, io.LimitReader(resp.Body, maxAnswerBody))
@@ -355,6 +343,25 @@ func (c *client) jsonCall(ctx context.Context, version, target, op string, in, o
 			return json.Unmarshal(data, out)
 		},
 	})
+}
+
+// jsonRequest builds the request of a JSON protocol call (awsJson1_0 and
+// 1_1): a POST to / of the service's endpoint, with the operation in
+// X-Amz-Target.
+func (c *client) jsonRequest(version, target, op string) func(context.Context) (*http.Request, error) {
+	endpoint := c.endpoint
+	if endpoint == "" {
+		endpoint = "https://" + c.host(c.service)
+	}
+	return func(ctx context.Context) (*http.Request, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint+"/", nil)
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set("Content-Type", "application/x-amz-json-"+version)
+		req.Header.Set("X-Amz-Target", target+"."+op)
+		return req, nil
+	}
 }
 
 // readAnswer reads an answer's body, at most maxAnswerBody bytes.

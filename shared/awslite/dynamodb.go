@@ -46,21 +46,16 @@ func NewDynamoDB(o Options) *DynamoDB {
 // ResourceNotFoundException, UnknownOperationException...); throttling,
 // 5xx answers and connection errors are retried first.
 func (d *DynamoDB) Call(ctx context.Context, op string, body []byte) ([]byte, error) {
-	endpoint := d.c.endpoint
-	if endpoint == "" {
-		endpoint = "https://" + d.c.host("dynamodb")
-	}
+	jsonRequest := d.c.jsonRequest("1.0", "DynamoDB_20120810", op)
 	var answer []byte
 	err := d.c.do(ctx, request{
 		op:   op,
 		body: body,
 		build: func(ctx context.Context) (*http.Request, error) {
-			req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint+"/", nil)
+			req, err := jsonRequest(ctx)
 			if err != nil {
 				return nil, err
 			}
-			req.Header.Set("Content-Type", "application/x-amz-json-1.0")
-			req.Header.Set("X-Amz-Target", "DynamoDB_20120810."+op)
 			// Uncompressed, so that the checksum is of the body read.
 			req.Header.Set("Accept-Encoding", "identity")
 			return req, nil
