@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/internal/lambdabuild"
 	"github.com/countersign/countersign/shared/awsenv/awsfake"
 )
 
@@ -113,7 +114,7 @@ func buildInitBench(root string, functions []string) error {
 				pkgs[f+"-imports"] = pkg
 			}
 		}
-		modfile, err := gojaPatched(context.Background(), root, filepath.Join(dir, "goja-patched"))
+		modfile, err := lambdabuild.PatchedModfile(context.Background(), root, filepath.Join(dir, "goja-patched"))
 		if err != nil {
 			initBuild.err = err
 			return

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/countersign/countersign/internal/lambdabuild"
 )
 
 // rieModule is the Lambda runtime interface emulator, built from its Go
@@ -204,7 +206,7 @@ func buildLambdas(ctx context.Context, root, dir string, names []string) error {
 	}
 	// The bootstraps are built as make lambdas builds them: goja patched
 	// to show a script no Go method (scripts/goja-patched.sh).
-	modfile, err := gojaPatched(ctx, root, filepath.Join(dir, "goja-patched"))
+	modfile, err := lambdabuild.PatchedModfile(ctx, root, filepath.Join(dir, "goja-patched"))
 	if err != nil {
 		return err
 	}
@@ -229,18 +231,4 @@ func buildLambdas(ctx context.Context, root, dir string, names []string) error {
 		}
 	}
 	return nil
-}
-
-// gojaPatched runs scripts/goja-patched.sh into dir and returns the go.mod
-// it wrote, for go build -modfile.
-func gojaPatched(ctx context.Context, root, dir string) (string, error) {
-	cmd := exec.CommandContext(ctx, filepath.Join(root, "scripts", "goja-patched.sh"), dir)
-	cmd.Dir = root
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("scripts/goja-patched.sh: %v\n%s", err, stderr.String())
-	}
-	return strings.TrimSpace(string(out)), nil
 }

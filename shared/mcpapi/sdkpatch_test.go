@@ -1,13 +1,14 @@
 package mcpapi_test
 
 import (
-	"bytes"
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/countersign/countersign/internal/lambdabuild"
 	"github.com/countersign/countersign/internal/testenv"
 )
 
@@ -36,14 +37,10 @@ func TestMCPSDKPatchApplies(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	cmd := exec.Command(filepath.Join(root, "scripts", "goja-patched.sh"), dir)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	modfile, err := lambdabuild.PatchedModfile(context.Background(), root, dir)
 	if err != nil {
-		t.Fatalf("scripts/goja-patched.sh: %v\n%s", err, stderr.String())
+		t.Fatal(err)
 	}
-	modfile := strings.TrimSpace(string(out))
 	mod, err := os.ReadFile(modfile)
 	if err != nil {
 		t.Fatal(err)
